@@ -1,0 +1,1 @@
+"""Built-in material plugins (imported as tigradsim.materials)."""

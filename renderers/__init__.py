@@ -1,0 +1,1 @@
+"""Differentiable soft rasterizer (imported as tigradsim.renderers)."""

@@ -1,0 +1,4 @@
+"""tigradsim: differentiable multiphysics and rendering on Taichi."""
+from .runtime import init, precision, custom_op, no_grad
+
+__version__ = "0.1.0"
