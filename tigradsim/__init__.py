@@ -2,3 +2,4 @@
 from .runtime import init, precision, custom_op, no_grad
 
 __version__ = "0.1.0"
+from .gradcheck import check_gradient, GradCheckReport

@@ -1,0 +1,110 @@
+"""Check Tape gradients against central finite differences along random directions.
+
+Taichi's reverse mode can be wrong without any error (DESIGN.md section 5), so
+every differentiable piece of tigradsim is tested with `check_gradient`, in
+float64 (`tgs.init(precision="f64")`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import Callable, Sequence
+
+import numpy as np
+import taichi as ti
+
+
+@dataclass
+class GradCheckReport:
+    """Directional derivatives: `analytic[k]` from the Tape, `numeric[k]` from finite differences."""
+
+    analytic: list = dc_field(default_factory=list)
+    numeric: list = dc_field(default_factory=list)
+    rel_errors: list = dc_field(default_factory=list)
+    rtol: float = 1e-5
+    atol: float = 1e-10
+
+    @property
+    def max_rel_error(self) -> float:
+        return max(self.rel_errors) if self.rel_errors else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.max_rel_error <= self.rtol
+
+    def __str__(self):
+        rows = [f"  dir {k}: tape {a:+.10e}  fd {n:+.10e}  rel.err {e:.2e}"
+                for k, (a, n, e) in enumerate(zip(self.analytic, self.numeric, self.rel_errors))]
+        return f"gradient check (rtol {self.rtol:g}): max rel. error {self.max_rel_error:.3e}\n" + "\n".join(rows)
+
+    def assert_ok(self):
+        if not self.ok:
+            raise AssertionError(str(self))
+        return self
+
+
+def _as_list(params):
+    return list(params) if isinstance(params, (list, tuple)) else [params]
+
+
+def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int = 3, eps: float = 1e-6,
+                   rtol: float = 1e-5, atol: float = 1e-10, seed: int = 0, scale: Sequence | None = None,
+                   masks: Sequence | None = None) -> GradCheckReport:
+    """Compare the Tape gradient of `loss` with central differences.
+
+    Args:
+        run: launches every kernel that computes `loss` from `params`; it must
+            recompute from scratch each call (accumulators it uses are reset by
+            it or are the loss itself, which is zeroed here).
+        loss: 0-D Taichi field with needs_grad.
+        params: Taichi fields with needs_grad (one or a list).
+        n_dirs: number of random directions.
+        eps: finite-difference step along a unit-norm direction (times `scale`).
+        rtol, atol: the relative tolerance, and the magnitude below which both
+            derivatives count as zero.
+        scale: per-field step multipliers (parameters of very different sizes).
+        masks: per-field numpy arrays of 0/1 (or None) restricting the directions.
+    Returns:
+        GradCheckReport (call `.assert_ok()` in tests).
+    """
+    params = _as_list(params)
+    scale = list(scale) if scale is not None else [1.0] * len(params)
+    masks = list(masks) if masks is not None else [None] * len(params)
+    rng = np.random.default_rng(seed)
+    base = [p.to_numpy() for p in params]
+
+    def set_values(values):
+        for p, v in zip(params, values):
+            p.from_numpy(v)
+
+    def evaluate(values):
+        set_values(values)
+        loss[None] = 0
+        run()
+        return float(loss[None])
+
+    set_values(base)
+    with ti.ad.Tape(loss):
+        run()
+    grads = [p.grad.to_numpy().astype(np.float64) for p in params]
+
+    report = GradCheckReport(rtol=rtol, atol=atol)
+    for _ in range(n_dirs):
+        dirs = []
+        for b, s, m in zip(base, scale, masks):
+            d = rng.standard_normal(b.shape)
+            if m is not None:
+                d = d * np.broadcast_to(np.asarray(m, dtype=np.float64).reshape(m.shape + (1,) * (d.ndim - np.ndim(m))), d.shape)
+            dirs.append(d * s)
+        norm = np.sqrt(sum(float(np.sum((d / s) ** 2)) for d, s in zip(dirs, scale))) or 1.0
+        dirs = [d / norm for d in dirs]
+        analytic = sum(float(np.sum(g * d)) for g, d in zip(grads, dirs))
+        plus = evaluate([b + eps * d for b, d in zip(base, dirs)])
+        minus = evaluate([b - eps * d for b, d in zip(base, dirs)])
+        numeric = (plus - minus) / (2 * eps)
+        denom = max(abs(analytic), abs(numeric))
+        err = 0.0 if denom < atol else abs(analytic - numeric) / denom
+        report.analytic.append(analytic)
+        report.numeric.append(numeric)
+        report.rel_errors.append(err)
+    set_values(base)
+    return report
