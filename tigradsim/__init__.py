@@ -3,3 +3,10 @@ from .runtime import init, precision, custom_op, no_grad
 
 __version__ = "0.1.0"
 from .gradcheck import check_gradient, GradCheckReport
+from .errors import SimulationError
+from .builder import SceneBuilder
+from .model import Model, StateKind
+from .state import StateStore
+from .simulator import Simulator
+from .observers import ParticleRecorder, CenterOfMassRecorder
+from .losses import MSELoss

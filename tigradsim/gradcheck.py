@@ -61,20 +61,24 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
         eps: finite-difference step along a unit-norm direction (times `scale`).
         rtol, atol: the relative tolerance, and the magnitude below which both
             derivatives count as zero.
-        scale: per-field step multipliers (parameters of very different sizes).
+        scale: per-field step multipliers; default: each field's RMS value
+            (at least 1e-3), so parameters of very different sizes (a
+            stiffness of 1e4, a position of 0.1) get comparable relative steps.
         masks: per-field numpy arrays of 0/1 (or None) restricting the directions.
     Returns:
         GradCheckReport (call `.assert_ok()` in tests).
     """
     params = _as_list(params)
-    scale = list(scale) if scale is not None else [1.0] * len(params)
     masks = list(masks) if masks is not None else [None] * len(params)
     rng = np.random.default_rng(seed)
     base = [p.to_numpy() for p in params]
+    if scale is None:
+        scale = [max(float(np.sqrt(np.mean(np.square(b.astype(np.float64))))), 1e-3) for b in base]
+    scale = list(scale)
 
     def set_values(values):
-        for p, v in zip(params, values):
-            p.from_numpy(v)
+        for p, v, b in zip(params, values, base):
+            p.from_numpy(np.array(v, dtype=b.dtype, order="C").reshape(b.shape))
 
     def evaluate(values):
         set_values(values)
@@ -91,7 +95,7 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
     for _ in range(n_dirs):
         dirs = []
         for b, s, m in zip(base, scale, masks):
-            d = rng.standard_normal(b.shape)
+            d = np.asarray(rng.standard_normal(b.shape))
             if m is not None:
                 d = d * np.broadcast_to(np.asarray(m, dtype=np.float64).reshape(m.shape + (1,) * (d.ndim - np.ndim(m))), d.shape)
             dirs.append(d * s)

@@ -1,0 +1,159 @@
+"""SceneBuilder: collect particles, springs, ground and other elements in numpy,
+validate them, then `finalize()` them into a Model of Taichi fields.
+
+Other kinds of element (tet meshes, cloth, rigid bodies) are added by
+components: objects with `finalize(builder, model)` that create their fields
+and terms on the model.  `add_component` is how modules extend the builder.
+"""
+from __future__ import annotations
+
+import numpy as np
+import taichi as ti
+
+from .contact import ParticleGroundContact
+from .errors import as_array, check_indices, check_positive
+from .model import Model, StateKind
+from .particles import ParticleIntegrator, SpringForces
+from .runtime import ensure_init, np_float
+
+
+
+
+class SceneBuilder:
+    """Builds a scene.  Units: metres, kilograms, seconds.
+
+    Args:
+        gravity: (3,) acceleration [m/s^2] applied to every free particle/body.
+    """
+
+    def __init__(self, gravity=(0.0, -9.8, 0.0)):
+        self.gravity = as_array("gravity", gravity, shape=(3,))
+        self._q, self._qd, self._mass, self._radius = [], [], [], []
+        self._springs, self._spring_ke, self._spring_kd, self._spring_rest = [], [], [], []
+        self.ground = None
+        self.components = []
+
+    # -- particles ----------------------------------------------------------
+    @property
+    def particle_count(self) -> int:
+        return int(sum(len(q) for q in self._q))
+
+    def add_particle(self, position, velocity=(0.0, 0.0, 0.0), mass=1.0, radius=0.01, fixed=False) -> int:
+        """Add one particle; returns its index.  `fixed=True` pins it (mass is then 0)."""
+        return self.add_particles([position], [velocity], mass, radius, fixed)
+
+    def add_particles(self, positions, velocities=None, masses=1.0, radius=0.01, fixed=False) -> int:
+        """Add N particles; returns the index of the first.
+
+        Args:
+            positions: (N, 3) [m].  velocities: (N, 3) [m/s] or None for zero.
+            masses: scalar or (N,) [kg], > 0.  radius: scalar or (N,) contact radius [m], >= 0.
+            fixed: bool or (N,) bool; fixed particles have mass 0 and never move.
+        """
+        q = as_array("positions", positions, shape=(None, 3))
+        n = len(q)
+        qd = np.zeros((n, 3)) if velocities is None else as_array("velocities", velocities, shape=(n, 3))
+        fixed = np.broadcast_to(np.asarray(fixed, dtype=bool), (n,))
+        mass = as_array("masses", masses, shape=(n,))
+        check_positive("masses", mass[~fixed]) if np.any(~fixed) else None
+        mass = np.where(fixed, 0.0, mass)
+        rad = check_positive("radius", as_array("radius", radius, shape=(n,)), allow_zero=True)
+        start = self.particle_count
+        self._q.append(q), self._qd.append(qd), self._mass.append(mass), self._radius.append(rad)
+        return start
+
+    # -- springs ------------------------------------------------------------
+    def add_spring(self, i: int, j: int, stiffness: float, damping: float = 0.0, rest_length=None) -> int:
+        """Add a spring between particles i and j; returns its index."""
+        return self.add_springs([[i, j]], stiffness, damping, None if rest_length is None else [rest_length])
+
+    def add_springs(self, indices, stiffness, damping=0.0, rest_length=None) -> int:
+        """Add springs; returns the index of the first.
+
+        Args:
+            indices: (S, 2) particle indices.  stiffness: scalar or (S,) [N/m], >= 0.
+            damping: scalar or (S,) [N s/m], >= 0.
+            rest_length: (S,) [m], > 0, or None for the current distance.
+        """
+        idx = check_indices("spring indices", indices, self.particle_count, 2)
+        same = np.nonzero(idx[:, 0] == idx[:, 1])[0]
+        if len(same):
+            raise ValueError(f"spring indices[{same[0]}] = {idx[same[0]].tolist()}: a spring needs two different particles")
+        s = len(idx)
+        ke = check_positive("stiffness", as_array("stiffness", stiffness, shape=(s,)), allow_zero=True)
+        kd = check_positive("damping", as_array("damping", damping, shape=(s,)), allow_zero=True)
+        if rest_length is None:
+            q = np.concatenate(self._q)
+            rest = np.linalg.norm(q[idx[:, 0]] - q[idx[:, 1]], axis=1)
+            zero = np.nonzero(rest <= 0)[0]
+            if len(zero):
+                raise ValueError(f"spring indices[{zero[0]}] = {idx[zero[0]].tolist()}: the particles coincide, "
+                                 "so the rest length would be 0; pass rest_length > 0")
+        else:
+            rest = check_positive("rest_length", as_array("rest_length", rest_length, shape=(s,)))
+        start = sum(len(a) for a in self._springs)
+        self._springs.append(idx), self._spring_ke.append(ke), self._spring_kd.append(kd), self._spring_rest.append(rest)
+        return start
+
+    # -- ground -------------------------------------------------------------
+    def add_ground(self, ke=1e4, kd=10.0, kf=10.0, mu=0.5):
+        """Ground plane y = 0 with penalty stiffness ke [N/m], damping kd [N s/m],
+        friction regularisation kf [N s/m] and Coulomb coefficient mu."""
+        self.ground = {name: float(check_positive(name, v, allow_zero=True))
+                       for name, v in dict(ke=ke, kd=kd, kf=kf, mu=mu).items()}
+
+    # -- components -----------------------------------------------------------
+    def add_component(self, component):
+        """Register an element component (an object with `finalize(builder, model)`)."""
+        if component not in self.components:
+            self.components.append(component)
+        return component
+
+    def component(self, cls):
+        """The builder's component of type `cls`, created on first use."""
+        for c in self.components:
+            if type(c) is cls:
+                return c
+        return self.add_component(cls())
+
+    # -- finalize -----------------------------------------------------------
+    def finalize(self, requires_grad: bool = True) -> Model:
+        """Create the Model's Taichi fields.  Call after `tgs.init(...)`."""
+        ensure_init()
+        for comp in self.components:
+            if hasattr(comp, "prepare"):
+                comp.prepare(self)
+        model = Model(requires_grad)
+        vec3 = ti.types.vector(3, float)  # made after init, so `float` is the chosen precision
+        n = self.particle_count
+        model.particle_count = n
+        f = np_float()
+        model.add_field("gravity", vec3, (), self.gravity.astype(f))
+        if n:
+            model.add_field("particle_q0", vec3, (n,), np.concatenate(self._q))
+            model.add_field("particle_qd0", vec3, (n,), np.concatenate(self._qd))
+            model.add_field("particle_mass", float, (n,), np.concatenate(self._mass))
+            model.add_field("particle_radius", float, (n,), np.concatenate(self._radius), param=False)
+            model.state_kinds += [
+                StateKind("particle_q", vec3, n, initial=model.particle_q0),
+                StateKind("particle_qd", vec3, n, initial=model.particle_qd0),
+                StateKind("particle_f", vec3, n, accumulator=True),
+            ]
+            model.integrators.append(ParticleIntegrator(model))
+        s = sum(len(a) for a in self._springs)
+        model.spring_count = s
+        if s:
+            model.add_field("spring_indices", ti.types.vector(2, ti.i32), (s,), np.concatenate(self._springs), param=False)
+            model.add_field("spring_stiffness", float, (s,), np.concatenate(self._spring_ke))
+            model.add_field("spring_damping", float, (s,), np.concatenate(self._spring_kd))
+            model.add_field("spring_rest_length", float, (s,), np.concatenate(self._spring_rest))
+            model.force_terms.append(SpringForces(model))
+        if self.ground is not None:
+            model.has_ground = True
+            for name, value in self.ground.items():
+                model.add_field(f"ground_{name}", float, (), value)
+            if n:
+                model.force_terms.append(ParticleGroundContact(model))
+        for comp in self.components:
+            comp.finalize(self, model)
+        return model

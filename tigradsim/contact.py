@@ -1,0 +1,43 @@
+"""Penalty ground contact (ground plane y = 0, normal +y), as in dflex and Warp.
+
+For a point at height y with radius r and velocity v:
+    c  = min(y - r, 0)                         penetration depth (<= 0)
+    fn = -ke c - kd min(v_n, 0)                normal force magnitude, when c < 0
+    ft = -v_t min(kf, mu fn / |v_t|_eps)       friction: viscous (kf) below the
+                                               Coulomb cap, mu fn above it
+The cap makes friction continuous in v_t and differentiable at v_t = 0 (the
+regularised norm uses eps = 1e-12 m^2/s^2 under the square root).
+"""
+
+import taichi as ti
+
+FRICTION_EPS = 1e-12
+
+
+@ti.func
+def ground_contact_force(x, v, radius, ke, kd, kf, mu):
+    """Force [N] on a point at `x` [m] moving with `v` [m/s] from the ground y = 0."""
+    n = ti.Vector([0.0, 1.0, 0.0], dt=float)
+    c = ti.min(x.dot(n) - radius, 0.0)
+    active = ti.select(c < 0.0, 1.0, 0.0)
+    vn = v.dot(n)
+    vt = v - n * vn
+    fn = (-ke * c - kd * ti.min(vn, 0.0)) * active
+    vt_norm = ti.sqrt(vt.dot(vt) + FRICTION_EPS)
+    friction_coeff = ti.min(kf, mu * fn / vt_norm)
+    return n * fn - vt * friction_coeff * active
+
+
+@ti.data_oriented
+class ParticleGroundContact:
+    """Ground contact for every particle with the model's ground parameters."""
+
+    def __init__(self, model):
+        self.model = model
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        for i in range(self.model.particle_count):
+            f = ground_contact_force(state.particle_q[s, i], state.particle_qd[s, i], self.model.particle_radius[i],
+                                     self.model.ground_ke[None], self.model.ground_kd[None], self.model.ground_kf[None], self.model.ground_mu[None])
+            state.particle_f[s, i] += f

@@ -1,0 +1,66 @@
+"""Particle physics terms: damped springs, per-step external forces, and the
+semi-implicit Euler integrator.
+
+Integrator, per particle with mass m (m = 0: fixed particle):
+    v1 = v0 + (f / m + g [m > 0]) dt ;  x1 = x0 + v1 dt
+"""
+
+import taichi as ti
+
+# Floor under |x_i - x_j| in spring directions: norm() at 0 has a NaN gradient.
+LENGTH_EPS = 1e-12
+
+
+@ti.data_oriented
+class SpringForces:
+    """Damped springs f = (ke (l - l0) + kd dl/dt) along the spring, equal and opposite."""
+
+    def __init__(self, model):
+        self.model = model
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        for k in range(self.model.spring_count):
+            i = self.model.spring_indices[k][0]
+            j = self.model.spring_indices[k][1]
+            xij = state.particle_q[s, i] - state.particle_q[s, j]
+            vij = state.particle_qd[s, i] - state.particle_qd[s, j]
+            length = ti.sqrt(xij.dot(xij) + LENGTH_EPS)
+            direction = xij / length
+            stretch = length - self.model.spring_rest_length[k]
+            rate = direction.dot(vij)
+            fs = direction * (self.model.spring_stiffness[k] * stretch + self.model.spring_damping[k] * rate)
+            state.particle_f[s, i] += -fs
+            state.particle_f[s, j] += fs
+
+
+@ti.data_oriented
+class ExternalParticleForce:
+    """Adds a per-step force field `force[t, i]` [N] (known impulses, controls)."""
+
+    def __init__(self, model, force_field):
+        self.model = model
+        self.force = force_field
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        for i in range(self.model.particle_count):
+            state.particle_f[s, i] += self.force[t, i]
+
+
+@ti.data_oriented
+class ParticleIntegrator:
+    """Semi-implicit Euler for particles; fixed particles (mass 0) do not move."""
+
+    def __init__(self, model):
+        self.model = model
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        for i in range(self.model.particle_count):
+            mass = self.model.particle_mass[i]
+            free = ti.select(mass > 0.0, 1.0, 0.0)
+            inv_mass = free / ti.max(mass, 1e-30)
+            v1 = state.particle_qd[s, i] + (state.particle_f[s, i] * inv_mass + self.model.gravity[None] * free) * dt
+            state.particle_qd[s + 1, i] = v1
+            state.particle_q[s + 1, i] = state.particle_q[s, i] + v1 * dt

@@ -1,0 +1,246 @@
+"""Simulator: runs a Model forward in a StateStore, inside or outside `ti.ad.Tape`.
+
+One substep is ONE kernel launch: every force term's loop, then every
+integrator's loop, fused with `ti.static` over the model's terms.
+
+Rollouts run in segments.  Without checkpointing there is one segment and the
+store keeps every step (memory O(N T)).  With `checkpoint_every=K` the store is
+a working buffer of K + 1 slots, the state at each segment start is kept in
+`checkpoints`, and each segment is one tape entry (`custom_op`) whose backward
+recomputes the segment while recording its kernels on a local tape, then runs
+their `.grad()` in reverse (memory O(N (T/K + K)), about 2x the forward work).
+Observers (renderers, recorders) run inside the segments, so they see every
+state whichever mode is used, and their kernels are replayed in backward too.
+"""
+
+import math
+from typing import Callable, Optional
+
+import numpy as np
+import taichi as ti
+from taichi.lang import impl
+
+from .errors import SimulationError
+from .model import Model
+from .particles import ExternalParticleForce
+from .runtime import custom_op, no_grad
+from .state import StateStore
+
+
+class _Recorder:
+    """A minimal tape: what `ti.ad.Tape` records, replayable in reverse."""
+
+    def __init__(self):
+        self.calls = []
+
+    def insert(self, func, args):
+        self.calls.append((func, args))
+
+    def replay_grad(self):
+        for func, args in reversed(self.calls):
+            func.grad(*args)
+
+
+class _Observer:
+    def __init__(self, fn, every, frames):
+        self.fn, self.every, self.frames = fn, every, frames
+
+
+@ti.data_oriented
+class Simulator:
+    """Semi-implicit Euler rollout of `steps` steps of `dt` seconds.
+
+    Args:
+        model: the Model from `SceneBuilder.finalize()`.
+        dt: time step [s], > 0.
+        steps: number of steps of the rollout.
+        checkpoint_every: segment length K for checkpointed gradients, or None
+            to store every step.
+        external_force: allocate `particle_f_ext[t, i]` [N], a differentiable
+            per-step force on each particle (known impulses, controls).
+        check_every: steps between checks for non-finite state in the forward pass.
+    Attributes:
+        state: the StateStore (every step, or the working buffer).
+        checkpoints: StateStore of segment starts (checkpointed mode) or None.
+    """
+
+    def __init__(self, model: Model, dt: float, steps: int, checkpoint_every: Optional[int] = None,
+                 external_force: bool = False, check_every: int = 256):
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt: must be a finite number > 0 (seconds), got {dt!r}")
+        if not (isinstance(steps, (int, np.integer)) and steps >= 1):
+            raise ValueError(f"steps: must be an integer >= 1, got {steps!r}")
+        if checkpoint_every is not None and not (isinstance(checkpoint_every, (int, np.integer)) and checkpoint_every >= 1):
+            raise ValueError(f"checkpoint_every: must be an integer >= 1 or None, got {checkpoint_every!r}")
+        self.model = model
+        self.dt = float(dt)
+        self.steps = int(steps)
+        self.check_every = max(1, int(check_every))
+        self.checkpointing = checkpoint_every is not None and checkpoint_every < steps
+        self.segment_length = int(checkpoint_every) if self.checkpointing else self.steps
+        self.segment_count = -(-self.steps // self.segment_length)
+        self.state = StateStore(model, self.segment_length + 1)
+        self.checkpoints = StateStore(model, self.segment_count + 1, include_accumulators=False) \
+            if self.checkpointing else None
+        self.force_terms = list(model.force_terms)
+        self.particle_f_ext = None
+        if external_force:
+            if model.particle_count == 0:
+                raise ValueError("external_force=True needs particles in the model")
+            self.particle_f_ext = ti.Vector.field(3, float, shape=(self.steps, model.particle_count),
+                                                  needs_grad=model.requires_grad)
+            self.force_terms.append(ExternalParticleForce(model, self.particle_f_ext))
+        self.integrators = list(model.integrators)
+        self._build_field_lists()
+        self._observers: list[_Observer] = []
+        self._bad_step = ti.field(ti.i32, shape=())
+        self._segment_op = custom_op(self._segment_forward, self._segment_backward)
+        self._check_op = no_grad(self._check_finite_range)
+        self._clear_op = no_grad(self._clear_accumulators)
+
+    # -- public -------------------------------------------------------------
+    def observe(self, fn: Callable[[StateStore, int, int], None], every: int) -> int:
+        """Call `fn(state, slot, frame)` at steps 0, every, 2*every, ... <= steps.
+
+        `fn` reads the state at `slot` of `state` and writes frame `frame` of its
+        own output fields; its kernels (or custom ops) are differentiated like
+        the physics.  Returns the number of frames.
+        """
+        if not (isinstance(every, (int, np.integer)) and every >= 1):
+            raise ValueError(f"every: must be an integer >= 1, got {every!r}")
+        frames = self.frame_count(every)
+        self._observers.append(_Observer(fn, int(every), frames))
+        return frames
+
+    def frame_count(self, every: int) -> int:
+        """Number of frames an observer called every `every` steps receives."""
+        return self.steps // int(every) + 1
+
+    def run(self):
+        """Run the whole rollout from the model's initial state.
+
+        Inside `ti.ad.Tape(loss)` it is differentiated; the loss must be computed
+        from observer outputs (in checkpointed mode intermediate states are not
+        kept).  Raises SimulationError if the state becomes non-finite.
+        """
+        for seg in range(self.segment_count):
+            if self.checkpointing:
+                self._segment_op(seg)
+            else:
+                self._segment_forward(seg)
+
+    def slot(self, t: int) -> int:
+        """Slot of step t in `state` (full-storage mode only)."""
+        if self.checkpointing:
+            raise RuntimeError("slot(): in checkpointed mode only the current segment is stored; use an observer")
+        return int(t)
+
+    def final_state(self, name: str = "particle_q") -> np.ndarray:
+        """State `name` after the last step, as numpy (both modes)."""
+        last = self.steps - (self.segment_count - 1) * self.segment_length
+        return getattr(self.state, name).to_numpy()[last]
+
+    # -- segments -------------------------------------------------------------
+    def _segment_range(self, seg):
+        start = seg * self.segment_length
+        return start, min(start + self.segment_length, self.steps)
+
+    def _segment_forward(self, seg, check=True):
+        start, end = self._segment_range(seg)
+        self._clear_op()
+        if seg == 0:
+            self._load_initial()
+        else:
+            self._restore(seg)
+        self._notify(start, 0)
+        checked = 0
+        for t in range(start, end):
+            s = t - start
+            self._substep(s, t)
+            self._notify(t + 1, s + 1)
+            if check and (s + 1 - checked >= self.check_every or t + 1 == end):
+                self._check_op(checked, s + 2, start)
+                checked = s + 2
+        if self.checkpointing:
+            self._save(end - start, seg + 1)
+
+    def _segment_backward(self, seg):
+        rt = impl.get_runtime()
+        outer_tape, outer_replaced = rt.target_tape, rt.grad_replaced
+        recorder = _Recorder()
+        rt.target_tape, rt.grad_replaced = recorder, False
+        try:
+            self._segment_forward(seg, check=False)
+        finally:
+            rt.target_tape, rt.grad_replaced = outer_tape, outer_replaced
+        self._clear_grads()
+        recorder.replay_grad()
+
+    def _notify(self, t, slot):
+        for obs in self._observers:
+            if t % obs.every == 0:
+                obs.fn(self.state, slot, t // obs.every)
+
+    def _check_finite_range(self, s0, s1, t0):
+        self._bad_step[None] = 1 << 30
+        self._find_nonfinite(s0, s1)
+        bad = int(self._bad_step[None])
+        if bad < (1 << 30):
+            rt = impl.get_runtime()
+            if rt.target_tape is not None and hasattr(rt.target_tape, "eval_on_exit"):
+                rt.target_tape.eval_on_exit = False
+            step = t0 + bad
+            raise SimulationError(
+                f"the simulation became non-finite at step {step} (t = {step * self.dt:.6g} s, dt = {self.dt:g} s); "
+                f"try a smaller time step (e.g. dt = {self.dt / 4:g}) or softer stiffness / contact ke")
+
+    # -- kernels --------------------------------------------------------------
+    def _build_field_lists(self):
+        st, ck = self.state, self.checkpoints
+        kinds = self.state.kinds
+        self._initial_pairs = [(getattr(st, k.name), k.initial) for k in kinds if k.initial is not None]
+        self._stored = [getattr(st, k.name) for k in kinds if not k.accumulator]
+        self._accumulators = [getattr(st, k.name) for k in kinds if k.accumulator]
+        self._checkpoint_pairs = [(getattr(st, k.name), getattr(ck, k.name)) for k in kinds if not k.accumulator] \
+            if ck is not None else []
+
+    @ti.kernel
+    def _substep(self, s: ti.i32, t: ti.i32):
+        for term in ti.static(self.force_terms):
+            term.apply_forces(self.state, s, t)
+        for integrator in ti.static(self.integrators):
+            integrator.integrate(self.state, s, t, self.dt)
+
+    @ti.kernel
+    def _load_initial(self):
+        for pair in ti.static(self._initial_pairs):
+            for i in pair[1]:
+                pair[0][0, i] = pair[1][i]
+
+    @ti.kernel
+    def _restore(self, seg: ti.i32):
+        for pair in ti.static(self._checkpoint_pairs):
+            for i in range(pair[0].shape[1]):
+                pair[0][0, i] = pair[1][seg, i]
+
+    @ti.kernel
+    def _save(self, s: ti.i32, seg: ti.i32):
+        for pair in ti.static(self._checkpoint_pairs):
+            for i in range(pair[0].shape[1]):
+                pair[1][seg, i] = pair[0][s, i]
+
+    def _clear_accumulators(self):
+        for fld in self._accumulators:
+            fld.fill(0)
+
+    def _clear_grads(self):
+        if self.model.requires_grad:
+            for fld in self.state.fields():
+                fld.grad.fill(0)
+
+    @ti.kernel
+    def _find_nonfinite(self, s0: ti.i32, s1: ti.i32):
+        for fld in ti.static(self._stored):
+            for s, i in ti.ndrange((s0, s1), fld.shape[1]):
+                if not (ti.abs(fld[s, i]) <= 1e30).all():
+                    ti.atomic_min(self._bad_step[None], s)
