@@ -102,6 +102,22 @@ class SceneBuilder:
         self.ground = {name: float(check_positive(name, v, allow_zero=True))
                        for name, v in dict(ke=ke, kd=kd, kf=kf, mu=mu).items()}
 
+    # -- other elements (each lives in its own module as a component) ------------
+    def add_soft_mesh(self, *args, **kwargs):
+        """Add a tetrahedral FEM solid; see `tigradsim.fem.TetMeshes.add`."""
+        from .fem import TetMeshes
+        return self.component(TetMeshes).add(self, *args, **kwargs)
+
+    def add_cloth(self, *args, **kwargs):
+        """Add a cloth (triangle mesh shell); see `tigradsim.cloth.Cloths.add`."""
+        from .cloth import Cloths
+        return self.component(Cloths).add(self, *args, **kwargs)
+
+    def add_rigid_body(self, *args, **kwargs):
+        """Add a rigid body; see `tigradsim.rigid.RigidBodies.add`."""
+        from .rigid import RigidBodies
+        return self.component(RigidBodies).add(self, *args, **kwargs)
+
     # -- components -----------------------------------------------------------
     def add_component(self, component):
         """Register an element component (an object with `finalize(builder, model)`)."""
