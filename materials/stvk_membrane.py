@@ -1,0 +1,28 @@
+"""St. Venant-Kirchhoff membrane for cloth triangles (kind "shell").
+
+    E = (F^T F - I2)/2 (2x2 Green strain),  Psi = mu E:E + lam/2 tr(E)^2,
+    P = F (2 mu E + lam tr(E) I2)            (3x2, per unit rest area)
+
+mu and lam are the small-strain in-plane Lame parameters.
+"""
+import taichi as ti
+
+from tigradsim.registry import ShellMaterial, register_material
+
+
+@register_material("stvk_membrane")
+class StVKMembrane(ShellMaterial):
+    params = {"mu": 1e3, "lam": 1e3}
+
+    @ti.func
+    def stress(self, F, p):
+        mu, lam = p[0], p[1]
+        I = ti.Matrix.identity(float, 2)
+        E = 0.5 * (F.transpose() @ F - I)
+        return F @ (2.0 * mu * E + lam * E.trace() * I)
+
+    @ti.func
+    def energy(self, F, p):
+        mu, lam = p[0], p[1]
+        E = 0.5 * (F.transpose() @ F - ti.Matrix.identity(float, 2))
+        return mu * E.norm_sqr() + 0.5 * lam * E.trace() ** 2
