@@ -10,3 +10,4 @@ from .state import StateStore
 from .simulator import Simulator
 from .observers import ParticleRecorder, CenterOfMassRecorder
 from .losses import MSELoss
+from .optim import Param, Adam, SGD, History, optimize
