@@ -1,1 +1,17 @@
-"""Differentiable soft rasterizer (imported as tigradsim.renderers)."""
+"""Differentiable soft rasterizer (imported as tigradsim.renderers).
+
+    cam = Camera(eye=(0, 0, 3), target=(0, 0, 0), fov=60, width=64, height=64)
+    ren = SoftRasterizer(cam, faces, num_vertices, frames=1, shading="lambert")
+    ren.render(verts_field, slot, frame)      # one differentiable Tape entry
+    ImageMSE(ren.image, target)(loss)          # loss[None] += mean squared error
+
+Conventions (NDC, pixel centres, winding) are documented in `camera.py`; the
+rasterizer's formulas and kernel structure in `softras.py`.
+"""
+from .camera import Camera
+from .softras import SoftRasterizer, SHADINGS, COLOR_MODES
+from .losses import ImageMSE, SilhouetteMSE, SoftIoU, load_target
+from ._mesh import icosphere, box, load_obj
+
+__all__ = ["Camera", "SoftRasterizer", "SHADINGS", "COLOR_MODES", "ImageMSE", "SilhouetteMSE", "SoftIoU",
+           "load_target", "icosphere", "box", "load_obj"]

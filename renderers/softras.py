@@ -1,0 +1,645 @@
+"""Differentiable soft rasterizer (SoftRas, Liu et al. 2019) in Taichi.
+
+Model, per pixel p and face j (DESIGN.md section 4):
+
+* coverage  D_j(p) = sigmoid(delta_j(p) d_j(p)^2 / sigma), delta = +1 inside the
+  projected triangle and -1 outside, d the NDC distance to the triangle's edges;
+* silhouette  A(p) = 1 - prod_j (1 - D_j(p)), computed as 1 - exp(sum_j log(1 - D_j));
+* colour  I(p) = sum_j w_j C_j(p) + w_b C_b with
+  w_j = D_j exp(z_j / gamma) / (sum_k D_k exp(z_k / gamma) + exp(depth_eps / gamma)),
+  z_j = (far - depth_j(p)) / (far - near) the normalised inverse depth,
+  depth_j(p) interpolated with perspective-correct barycentrics that are then
+  clipped to [0, 1] and renormalised (PyTorch3D order);
+* C_j(p): per-vertex colours interpolated with those barycentrics, or per-face
+  colours, optionally Lambert-shaded: C = albedo * (ambient + sum_l
+  light_color_l max(0, n_j . normalize(light_dir_l))), n_j the world-space face
+  normal (CCW winding, flat shading).  `light_dir` points from the surface
+  *towards* the light.
+
+Only pairs (p, j) with p inside triangle j or d^2 < sigma ln(1/coverage_eps - 1)
+(D above `coverage_eps`) are evaluated; the rest are treated as D = 0.
+
+How a frame is rendered (all of it is ONE entry on a `ti.ad.Tape`, see
+`tigradsim.custom_op`, because the scratch buffers are re-used every frame):
+
+1. `_prepare` (differentiable): gather the vertices `verts[slot, vertex_ids[v]]`,
+   project them to NDC + depth, and Lambert-shade every face.
+2. `_bin` (no gradient): bin faces into tiles of `tile_size`^2 pixels using
+   their NDC bounding box grown by the coverage cutoff, sort each tile's list
+   (deterministic results), then per pixel run the exact cutoff test over its
+   tile's faces, count the surviving faces and their maximum depth logit
+   (stable softmax; its gradient cancels exactly), prefix-sum the counts and
+   write a compact list of (pixel, face) pairs.  Memory is O(pairs), i.e.
+   O(pixels x faces near a pixel), never O(pixels x faces).  Fixed capacities
+   grow automatically when a frame needs more.
+3. `_accumulate` (differentiable): a flat parallel loop over the pairs that only
+   `+=` into per-pixel sums (sum log(1-D), sum of softmax weights, sum of
+   weighted colours), followed, in the same kernel, by a per-pixel loop that
+   forms the image of the frame.
+In backward the op re-runs 1-3 for its frame (restoring the scratch buffers),
+clears the scratch gradients and calls `_accumulate.grad` then `_prepare.grad`.
+
+Image layout: `image` is a Taichi vector field of shape (frames, H, W) with
+`channels` components: 1 (the silhouette A) for shading="silhouette", else 4
+(R, G, B, A).  Row 0 is the top of the image.  `image.to_numpy()` gives
+(frames, H, W, channels).
+"""
+
+import math
+
+import numpy as np
+import taichi as ti
+
+from tigradsim.runtime import custom_op, ensure_init, np_float
+
+from .camera import Camera
+
+SHADINGS = ("silhouette", "color", "lambert")
+COLOR_MODES = ("vertex", "face")
+
+
+def _err(kind, msg):
+    return kind(f"SoftRasterizer: {msg}")
+
+
+def _check_positive(name, value):
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise _err(TypeError, f"{name}={value!r} must be a positive number") from exc
+    if not (v > 0.0 and math.isfinite(v)):
+        raise _err(ValueError, f"{name}={value!r} must be a positive finite number (> 0)")
+    return v
+
+
+def _color_array(name, value, count, default):
+    if value is None:
+        value = default
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape == (3,):
+        arr = np.broadcast_to(arr, (count, 3)).copy()
+    if arr.shape != (count, 3):
+        raise _err(ValueError, f"{name} must have shape ({count}, 3) or (3,), got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise _err(ValueError, f"{name} contains a non-finite value")
+    return arr
+
+
+@ti.data_oriented
+class SoftRasterizer:
+    """Soft rasterizer of one triangle mesh into `frames` images.
+
+    Args:
+        camera: a `Camera` (fixes width, height and the projection type).
+        faces: (F, 3) integer array of vertex indices (into the surface vertices
+            0..num_vertices-1), counter-clockwise seen from outside.
+        num_vertices: number V of surface vertices.
+        frames: number of frames in `image`.
+        sigma: coverage sharpness (NDC^2 units), > 0.
+        gamma: depth-softmax temperature, > 0.
+        shading: "silhouette" (1 channel), "color" (unlit albedo, RGBA) or
+            "lambert" (albedo * (ambient + directional lights), RGBA).
+        color_mode: "vertex" (interpolated `vertex_colors`) or "face" (`face_colors`).
+        vertex_colors: (V, 3) or (3,) initial values of the `vertex_colors` field.
+        face_colors: (F, 3) or (3,) initial values of the `face_colors` field.
+        lights: list of (direction_to_light, rgb) pairs; the number of lights is
+            fixed, their values live in the `light_dir`/`light_color` fields.
+        ambient: ambient RGB (field `ambient`).
+        background: background RGB (field `background`).
+        cull_backfaces: drop faces whose projection is clockwise.
+        vertex_ids: (V,) integer array: surface vertex v reads
+            `verts[slot, vertex_ids[v]]`; default `vertex_offset + arange(V)`.
+        vertex_offset: see `vertex_ids`.
+        coverage_eps: pairs with coverage below it are skipped (cutoff).
+        depth_eps: the background's normalised inverse depth in the softmax.
+        tile_size: tile edge in pixels for binning.
+        binning: False evaluates every face at every pixel (a brute-force
+            reference, same cutoff test; for tests only).
+
+    Differentiable fields (all `needs_grad`): `vertex_colors`, `face_colors`,
+    `light_dir`, `light_color`, `ambient`, `background`, and the vertex field
+    passed to `render`.  `image` holds the frames.
+    """
+
+    def __init__(self, camera: Camera, faces, num_vertices, frames=1, sigma=1e-4, gamma=1e-4,
+                 shading="silhouette", color_mode="vertex", vertex_colors=None, face_colors=None,
+                 lights=None, ambient=(0.3, 0.3, 0.3), background=(0.0, 0.0, 0.0), cull_backfaces=False,
+                 vertex_ids=None, vertex_offset=0, coverage_eps=1e-4, depth_eps=1e-3, tile_size=8,
+                 binning=True):
+        ensure_init()
+        if not isinstance(camera, Camera):
+            raise _err(TypeError, f"camera must be a tigradsim.renderers.Camera, got {type(camera).__name__}")
+        if isinstance(num_vertices, bool) or not isinstance(num_vertices, (int, np.integer)) or num_vertices <= 0:
+            raise _err(ValueError, f"num_vertices={num_vertices!r} must be a positive integer")
+        V = int(num_vertices)
+        faces = self._check_faces(faces, V)
+        F = faces.shape[0]
+        if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames <= 0:
+            raise _err(ValueError, f"frames={frames!r} must be a positive integer")
+        if shading not in SHADINGS:
+            raise _err(ValueError, f"shading={shading!r} must be one of {SHADINGS}")
+        if color_mode not in COLOR_MODES:
+            raise _err(ValueError, f"color_mode={color_mode!r} must be one of {COLOR_MODES}")
+        coverage_eps = _check_positive("coverage_eps", coverage_eps)
+        if coverage_eps >= 0.5:
+            raise _err(ValueError, f"coverage_eps={coverage_eps} must lie in (0, 0.5)")
+        if isinstance(tile_size, bool) or not isinstance(tile_size, (int, np.integer)) or tile_size <= 0:
+            raise _err(ValueError, f"tile_size={tile_size!r} must be a positive integer")
+
+        self.camera = camera
+        self.num_vertices, self.num_faces, self.frames = V, F, int(frames)
+        self.width, self.height = camera.width, camera.height
+        self.shading, self.color_mode = shading, color_mode
+        self.channels = 1 if shading == "silhouette" else 4
+        self.alpha_channel = self.channels - 1
+        self.cull_backfaces = bool(cull_backfaces)
+        self.binning = bool(binning)
+        self.perspective = camera.perspective
+        self.coverage_eps = coverage_eps
+        self.depth_eps = float(depth_eps)
+        self.tile_size = int(tile_size)
+        self.tiles_x = -(-self.width // self.tile_size)
+        self.tiles_y = -(-self.height // self.tile_size)
+        self.sigma = sigma          # validated by the property setter
+        self.gamma = gamma
+
+        if lights is None:
+            lights = [((0.4, 0.8, 1.0), (0.7, 0.7, 0.7))]
+        lights = list(lights)
+        if len(lights) == 0 and shading == "lambert":
+            lights = [((0.0, 0.0, 1.0), (0.0, 0.0, 0.0))]
+        self.num_lights = max(len(lights), 1)
+        ldir = np.zeros((self.num_lights, 3))
+        lcol = np.zeros((self.num_lights, 3))
+        for k, item in enumerate(lights):
+            try:
+                d, c = item
+            except (TypeError, ValueError) as exc:
+                raise _err(ValueError, f"lights[{k}]={item!r} must be a (direction, rgb) pair") from exc
+            ldir[k] = _color_array(f"lights[{k}] direction", d, 1, None)[0]
+            lcol[k] = _color_array(f"lights[{k}] color", c, 1, None)[0]
+            if np.linalg.norm(ldir[k]) < 1e-12:
+                raise _err(ValueError, f"lights[{k}] direction={tuple(d)} is the zero vector")
+
+        if vertex_ids is None:
+            if isinstance(vertex_offset, bool) or not isinstance(vertex_offset, (int, np.integer)) or vertex_offset < 0:
+                raise _err(ValueError, f"vertex_offset={vertex_offset!r} must be a non-negative integer")
+            vertex_ids = np.arange(V, dtype=np.int64) + int(vertex_offset)
+        vid = np.asarray(vertex_ids)
+        if vid.shape != (V,):
+            raise _err(ValueError, f"vertex_ids must have shape ({V},) (one entry per surface vertex), got {vid.shape}")
+        if not np.issubdtype(vid.dtype, np.integer):
+            raise _err(TypeError, f"vertex_ids must be integers, got dtype {vid.dtype}")
+        if vid.size and vid.min() < 0:
+            raise _err(ValueError, f"vertex_ids contains a negative index {int(vid.min())}")
+        self.vertex_ids = vid.astype(np.int32)
+        self._max_vid = int(vid.max()) if vid.size else -1
+
+        fl = float
+        # ---------------------------------------------------------------- fields
+        self.faces = ti.Vector.field(3, ti.i32, shape=F)
+        self.faces.from_numpy(faces.astype(np.int32))
+        self.vid = ti.field(ti.i32, shape=V)
+        self.vid.from_numpy(self.vertex_ids)
+        self.cam_rot = ti.Matrix.field(3, 3, fl, shape=())
+        self.cam_eye = ti.Vector.field(3, fl, shape=())
+        self.cam_k = ti.field(fl, shape=4)          # scale, near, far, -
+        self.proj = ti.Vector.field(3, fl, shape=V, needs_grad=True)
+        self.face_shade = ti.Vector.field(3, fl, shape=F, needs_grad=True)
+        self.vertex_colors = ti.Vector.field(3, fl, shape=V, needs_grad=True)
+        self.face_colors = ti.Vector.field(3, fl, shape=F, needs_grad=True)
+        self.light_dir = ti.Vector.field(3, fl, shape=self.num_lights, needs_grad=True)
+        self.light_color = ti.Vector.field(3, fl, shape=self.num_lights, needs_grad=True)
+        self.ambient = ti.Vector.field(3, fl, shape=(), needs_grad=True)
+        self.background = ti.Vector.field(3, fl, shape=(), needs_grad=True)
+        H, W = self.height, self.width
+        self.acc_log = ti.field(fl, shape=(H, W), needs_grad=True)
+        self.acc_w = ti.field(fl, shape=(H, W), needs_grad=True)
+        self.acc_c = ti.Vector.field(3, fl, shape=(H, W), needs_grad=True)
+        self.zmax = ti.field(fl, shape=(H, W))
+        self.pix_count = ti.field(ti.i32, shape=H * W)
+        self.pix_offset = ti.field(ti.i32, shape=H * W)
+        self.tile_count = ti.field(ti.i32, shape=self.tiles_x * self.tiles_y)
+        self.counters = ti.field(ti.i32, shape=2)    # number of pairs, largest tile list
+        self.image = ti.Vector.field(self.channels, fl, shape=(self.frames, H, W), needs_grad=True)
+
+        npf = np_float()
+        self.vertex_colors.from_numpy(_color_array("vertex_colors", vertex_colors, V, (1.0, 1.0, 1.0)).astype(npf))
+        self.face_colors.from_numpy(_color_array("face_colors", face_colors, F, (1.0, 1.0, 1.0)).astype(npf))
+        self.light_dir.from_numpy(ldir.astype(npf))
+        self.light_color.from_numpy(lcol.astype(npf))
+        self.ambient[None] = _color_array("ambient", ambient, 1, None)[0].tolist()
+        self.background[None] = _color_array("background", background, 1, None)[0].tolist()
+
+        self._tile_tree = None
+        self._pair_tree = None
+        self.tile_capacity = 0
+        self.pair_capacity = 0
+        self._alloc_tiles(max(16, min(F, 64)))
+        self._alloc_pairs(max(1024, 4 * H * W))
+        self.set_camera(camera)
+        self._np_verts = None
+        self.num_pairs = 0
+        self.regrows = 0
+        self._op = custom_op(self._forward, self._backward)
+
+    # ------------------------------------------------------------ validation
+    @staticmethod
+    def _check_faces(faces, V):
+        arr = np.asarray(faces)
+        if arr.ndim != 2 or arr.shape[1] != 3 or arr.shape[0] == 0:
+            raise _err(ValueError, f"faces must have shape (F, 3) with F >= 1, got {arr.shape}")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise _err(TypeError, f"faces must be an integer array, got dtype {arr.dtype}")
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi >= V:
+            bad = lo if lo < 0 else hi
+            row = int(np.argwhere((arr < 0) | (arr >= V))[0][0])
+            raise _err(ValueError, f"faces index vertex {bad} (face {row}: {arr[row].tolist()}) but "
+                                   f"num_vertices={V}; expected indices in [0, {V - 1}]")
+        return arr
+
+    @property
+    def sigma(self):
+        return self._sigma
+
+    @sigma.setter
+    def sigma(self, value):
+        self._sigma = _check_positive("sigma", value)
+        # d^2 below which D = sigmoid(-d^2/sigma) exceeds coverage_eps
+        self._r2 = self._sigma * math.log(1.0 / self.coverage_eps - 1.0)
+
+    @property
+    def gamma(self):
+        return self._gamma
+
+    @gamma.setter
+    def gamma(self, value):
+        self._gamma = _check_positive("gamma", value)
+
+    def set_camera(self, camera: Camera):
+        """Use another camera with the same image size and projection type."""
+        if not isinstance(camera, Camera):
+            raise _err(TypeError, f"camera must be a Camera, got {type(camera).__name__}")
+        if (camera.width, camera.height, camera.projection) != (self.width, self.height, self.camera.projection):
+            raise _err(ValueError, f"camera has size {camera.width}x{camera.height} ({camera.projection}); "
+                                   f"expected {self.width}x{self.height} ({self.camera.projection}) as at construction")
+        self.camera = camera
+        npf = np_float()
+        self.cam_rot.from_numpy(camera.rotation.astype(npf))
+        self.cam_eye.from_numpy(camera.eye.astype(npf))
+        self.cam_k.from_numpy(np.array([camera.scale, camera.near, camera.far, 0.0], dtype=npf))
+
+    # ------------------------------------------------------------- capacities
+    def _alloc_tiles(self, cap):
+        if self._tile_tree is not None:
+            self._tile_tree.destroy()
+        fb = ti.FieldsBuilder()
+        self.tile_faces = ti.field(ti.i32)
+        fb.dense(ti.ij, (self.tiles_x * self.tiles_y, cap)).place(self.tile_faces)
+        self._tile_tree = fb.finalize()
+        self.tile_capacity = cap
+
+    def _alloc_pairs(self, cap):
+        if self._pair_tree is not None:
+            self._pair_tree.destroy()
+        fb = ti.FieldsBuilder()
+        self.pairs = ti.Vector.field(2, ti.i32)
+        fb.dense(ti.i, cap).place(self.pairs)
+        self._pair_tree = fb.finalize()
+        self.pair_capacity = cap
+
+    def memory_bytes(self) -> int:
+        """Bytes held by this renderer's fields (gradients included)."""
+        fb = 8 if np_float() == np.float64 else 4
+        H, W, V, F, L = self.height, self.width, self.num_vertices, self.num_faces, self.num_lights
+        floats = (V * 3 * 2 + F * 3 * 2 + V * 3 * 2 + F * 3 * 2 + L * 6 * 2 + 12 + 3 + 4 + 6 + 6
+                  + H * W * (1 + 1 + 3) * 2 + H * W + self.frames * H * W * self.channels * 2)
+        ints = F * 3 + V + H * W * 2 + self.tiles_x * self.tiles_y * (1 + self.tile_capacity) + 2 \
+            + 2 * self.pair_capacity
+        return floats * fb + ints * 4
+
+    # ------------------------------------------------------------- kernels
+    @ti.func
+    def _seg_d2(self, px, py, a, b):
+        ex = b[0] - a[0]
+        ey = b[1] - a[1]
+        t = ((px - a[0]) * ex + (py - a[1]) * ey) / (ex * ex + ey * ey + 1e-30)
+        t = ti.min(ti.max(t, 0.0), 1.0)
+        dx = px - a[0] - t * ex
+        dy = py - a[1] - t * ey
+        return dx * dx + dy * dy
+
+    @ti.func
+    def _face_geom(self, f, px, py):
+        """(inside, d^2, clipped perspective-correct barycentrics, normalised inverse depth)."""
+        idx = self.faces[f]
+        a = self.proj[idx[0]]
+        b = self.proj[idx[1]]
+        c = self.proj[idx[2]]
+        area = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        w0 = ((c[0] - b[0]) * (py - b[1]) - (c[1] - b[1]) * (px - b[0])) / area
+        w1 = ((a[0] - c[0]) * (py - c[1]) - (a[1] - c[1]) * (px - c[0])) / area
+        w2 = ((b[0] - a[0]) * (py - a[1]) - (b[1] - a[1]) * (px - a[0])) / area
+        inside = ti.min(w0, ti.min(w1, w2)) >= 0.0
+        d2 = ti.min(self._seg_d2(px, py, a, b), ti.min(self._seg_d2(px, py, b, c), self._seg_d2(px, py, c, a)))
+        bp = ti.Vector([w0, w1, w2])
+        if ti.static(self.perspective):
+            q = ti.Vector([w0 / a[2], w1 / b[2], w2 / c[2]])
+            s = q.sum()
+            s = ti.select(ti.abs(s) > 1e-20, s, 1e-20)
+            bp = q / s
+        bc = ti.max(bp, 0.0)
+        bc = bc / ti.max(bc.sum(), 1e-20)
+        depth = bc[0] * a[2] + bc[1] * b[2] + bc[2] * c[2]
+        near = self.cam_k[1]
+        far = self.cam_k[2]
+        z = (far - depth) / (far - near)
+        return inside, d2, bc, z
+
+    @ti.func
+    def _face_ok(self, f):
+        idx = self.faces[f]
+        a = self.proj[idx[0]]
+        b = self.proj[idx[1]]
+        c = self.proj[idx[2]]
+        near = self.cam_k[1]
+        area = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        ok = (a[2] > near) & (b[2] > near) & (c[2] > near) & (ti.abs(area) > 1e-12)
+        if ti.static(self.cull_backfaces):
+            ok = ok & (area > 0.0)
+        return ok
+
+    @ti.func
+    def _pixel_ndc(self, i, j):
+        s = ti.static(float(min(self.width, self.height)))
+        return (2.0 * j + 1.0 - self.width) / s, (self.height - 2.0 * i - 1.0) / s
+
+    @ti.kernel
+    def _prepare(self, verts: ti.template(), slot: ti.i32):
+        for v in range(self.num_vertices):
+            p = verts[slot, self.vid[v]]
+            q = self.cam_rot[None] @ (p - self.cam_eye[None])
+            zc = q[2]
+            scale = self.cam_k[0]
+            if ti.static(self.perspective):
+                zs = ti.select(zc > 1e-12, zc, 1.0)
+                self.proj[v] = ti.Vector([q[0] / (zs * scale), q[1] / (zs * scale), zc])
+            else:
+                self.proj[v] = ti.Vector([q[0] / scale, q[1] / scale, zc])
+        if ti.static(self.shading == "lambert"):
+            for f in range(self.num_faces):
+                idx = self.faces[f]
+                p0 = verts[slot, self.vid[idx[0]]]
+                p1 = verts[slot, self.vid[idx[1]]]
+                p2 = verts[slot, self.vid[idx[2]]]
+                n = (p1 - p0).cross(p2 - p0)
+                n = n / ti.sqrt(n.dot(n) + 1e-30)
+                shade = self.ambient[None]
+                for l in ti.static(range(self.num_lights)):
+                    ld = self.light_dir[l]
+                    ld = ld / ti.sqrt(ld.dot(ld) + 1e-30)
+                    shade += self.light_color[l] * ti.max(n.dot(ld), 0.0)
+                self.face_shade[f] = shade
+
+    @ti.kernel
+    def _bin(self, tile_faces: ti.template(), pairs: ti.template(), r2: float, clear_grads: ti.template()):
+        TS = ti.static(self.tile_size)
+        TX = ti.static(self.tiles_x)
+        W = ti.static(self.width)
+        H = ti.static(self.height)
+        cap = ti.static(tile_faces.shape[1])
+        pcap = ti.static(pairs.shape[0])
+        s = ti.static(float(min(self.width, self.height)))
+        # 1. clear accumulators (and, in backward, the scratch gradients)
+        for i, j in self.zmax:
+            self.acc_log[i, j] = 0.0
+            self.acc_w[i, j] = 0.0
+            self.acc_c[i, j] = ti.Vector([0.0, 0.0, 0.0])
+            self.zmax[i, j] = self.depth_eps
+            if ti.static(clear_grads):
+                self.acc_log.grad[i, j] = 0.0
+                self.acc_w.grad[i, j] = 0.0
+                self.acc_c.grad[i, j] = ti.Vector([0.0, 0.0, 0.0])
+        for t in self.tile_count:
+            self.tile_count[t] = 0
+            if t == 0:
+                self.counters[1] = 0
+        if ti.static(clear_grads):
+            for v in self.proj:
+                self.proj.grad[v] = ti.Vector([0.0, 0.0, 0.0])
+            for f in self.face_shade:
+                self.face_shade.grad[f] = ti.Vector([0.0, 0.0, 0.0])
+        if ti.static(self.binning):
+            # 2. faces -> tiles (bounding box grown by the cutoff radius)
+            for f in range(self.num_faces):
+                if self._face_ok(f):
+                    idx = self.faces[f]
+                    a = self.proj[idx[0]]
+                    b = self.proj[idx[1]]
+                    c = self.proj[idx[2]]
+                    r = ti.sqrt(r2) * 1.0001 + 1e-6
+                    xmin = ti.min(a[0], ti.min(b[0], c[0])) - r
+                    xmax = ti.max(a[0], ti.max(b[0], c[0])) + r
+                    ymin = ti.min(a[1], ti.min(b[1], c[1])) - r
+                    ymax = ti.max(a[1], ti.max(b[1], c[1])) + r
+                    c0 = ti.ceil((xmin * s + W - 1.0) * 0.5)
+                    c1 = ti.floor((xmax * s + W - 1.0) * 0.5)
+                    r0 = ti.ceil((H - 1.0 - ymax * s) * 0.5)
+                    r1 = ti.floor((H - 1.0 - ymin * s) * 0.5)
+                    if c0 <= c1 and r0 <= r1 and c1 >= 0.0 and r1 >= 0.0 and c0 <= W - 1.0 and r0 <= H - 1.0:
+                        ic0 = ti.cast(ti.max(c0, 0.0), ti.i32) // TS
+                        ic1 = ti.cast(ti.min(c1, W - 1.0), ti.i32) // TS
+                        ir0 = ti.cast(ti.max(r0, 0.0), ti.i32) // TS
+                        ir1 = ti.cast(ti.min(r1, H - 1.0), ti.i32) // TS
+                        for ty in range(ir0, ir1 + 1):
+                            for tx in range(ic0, ic1 + 1):
+                                t = ty * TX + tx
+                                k = ti.atomic_add(self.tile_count[t], 1)
+                                if k < cap:
+                                    tile_faces[t, k] = f
+                                ti.atomic_max(self.counters[1], k + 1)
+            # 3. sort each tile's list (deterministic order of summation)
+            for t in self.tile_count:
+                n = ti.min(self.tile_count[t], cap)
+                for a_ in range(1, n):
+                    key = tile_faces[t, a_]
+                    b_ = a_ - 1
+                    while b_ >= 0:
+                        if tile_faces[t, b_] > key:
+                            tile_faces[t, b_ + 1] = tile_faces[t, b_]
+                            b_ -= 1
+                        else:
+                            break
+                    tile_faces[t, b_ + 1] = key
+        # 4. per pixel: exact cutoff test, count and maximum depth logit
+        for i, j in self.zmax:
+            px, py = self._pixel_ndc(i, j)
+            t = (i // TS) * TX + j // TS
+            n = self.num_faces
+            if ti.static(self.binning):
+                n = ti.min(self.tile_count[t], cap)
+            cnt = 0
+            zm = self.depth_eps
+            for k in range(n):
+                f = k
+                ok = True
+                if ti.static(self.binning):
+                    f = tile_faces[t, k]
+                else:
+                    ok = self._face_ok(f)
+                if ok:
+                    inside, d2, bc, z = self._face_geom(f, px, py)
+                    if inside or d2 < r2:
+                        cnt += 1
+                        zm = ti.max(zm, z)
+            self.pix_count[i * W + j] = cnt
+            self.zmax[i, j] = zm
+        # 5. exclusive prefix sum of the counts (serial: cheap next to the rest)
+        for _ in range(1):
+            acc = 0
+            for p in range(H * W):
+                self.pix_offset[p] = acc
+                acc += self.pix_count[p]
+            self.counters[0] = acc
+        # 6. write the (pixel, face) pairs
+        for i, j in self.zmax:
+            px, py = self._pixel_ndc(i, j)
+            t = (i // TS) * TX + j // TS
+            n = self.num_faces
+            if ti.static(self.binning):
+                n = ti.min(self.tile_count[t], cap)
+            off = self.pix_offset[i * W + j]
+            for k in range(n):
+                f = k
+                ok = True
+                if ti.static(self.binning):
+                    f = tile_faces[t, k]
+                else:
+                    ok = self._face_ok(f)
+                if ok:
+                    inside, d2, bc, z = self._face_geom(f, px, py)
+                    if inside or d2 < r2:
+                        if off < pcap:
+                            pairs[off] = ti.Vector([i * W + j, f])
+                        off += 1
+
+    @ti.kernel
+    def _accumulate(self, pairs: ti.template(), n_pairs: ti.i32, frame: ti.i32, sigma: float, gamma: float):
+        W = ti.static(self.width)
+        for e in range(n_pairs):
+            pr = pairs[e]
+            i = pr[0] // W
+            j = pr[0] % W
+            f = pr[1]
+            px, py = self._pixel_ndc(i, j)
+            inside, d2, bc, z = self._face_geom(f, px, py)
+            x = ti.select(inside, d2, -d2) / sigma
+            # log(1 - sigmoid(x)) = -softplus(x), in a form safe for large |x|
+            self.acc_log[i, j] += -(ti.max(x, 0.0) + ti.log(1.0 + ti.exp(-ti.abs(x))))
+            if ti.static(self.shading != "silhouette"):
+                D = 1.0 / (1.0 + ti.exp(-x))
+                # z <= zmax (same arithmetic as in _bin), so the exponent is <= 0; no
+                # clamp here: a min() would drop the gradient of the face at the max
+                wgt = D * ti.exp((z - self.zmax[i, j]) / gamma)
+                col = ti.Vector([0.0, 0.0, 0.0])
+                if ti.static(self.color_mode == "vertex"):
+                    idx = self.faces[f]
+                    col = bc[0] * self.vertex_colors[idx[0]] + bc[1] * self.vertex_colors[idx[1]] \
+                        + bc[2] * self.vertex_colors[idx[2]]
+                else:
+                    col = self.face_colors[f]
+                if ti.static(self.shading == "lambert"):
+                    col = col * self.face_shade[f]
+                self.acc_w[i, j] += wgt
+                self.acc_c[i, j] += wgt * col
+        for i, j in self.zmax:
+            alpha = 1.0 - ti.exp(self.acc_log[i, j])
+            if ti.static(self.shading == "silhouette"):
+                self.image[frame, i, j] = ti.Vector([alpha])
+            else:
+                eb = ti.exp((self.depth_eps - self.zmax[i, j]) / gamma)
+                rgb = (self.acc_c[i, j] + eb * self.background[None]) / (self.acc_w[i, j] + eb)
+                self.image[frame, i, j] = ti.Vector([rgb[0], rgb[1], rgb[2], alpha])
+
+    # --------------------------------------------------------------- driver
+    def _run_bin(self, clear_grads):
+        while True:
+            self._bin(self.tile_faces, self.pairs, self._r2, clear_grads)
+            n_pairs, max_tile = (int(x) for x in self.counters.to_numpy())
+            if self.binning and max_tile > self.tile_capacity:
+                self._alloc_tiles(int(max_tile * 1.25) + 8)
+                self.regrows += 1
+                continue
+            if n_pairs > self.pair_capacity:
+                self._alloc_pairs(int(n_pairs * 1.25) + 1024)
+                self.regrows += 1
+                continue
+            self.num_pairs = n_pairs
+            return n_pairs
+
+    def _forward(self, verts, slot, frame):
+        self._prepare(verts, slot)
+        n = self._run_bin(False)
+        self._accumulate(self.pairs, n, frame, self._sigma, self._gamma)
+
+    def _backward(self, verts, slot, frame):
+        self._prepare(verts, slot)
+        n = self._run_bin(True)
+        self._accumulate(self.pairs, n, frame, self._sigma, self._gamma)
+        self._accumulate.grad(self.pairs, n, frame, self._sigma, self._gamma)
+        self._prepare.grad(verts, slot)
+
+    def _check_verts_field(self, verts):
+        shape = getattr(verts, "shape", None)
+        n = getattr(verts, "n", None)
+        if not hasattr(verts, "snode") or shape is None:
+            raise _err(TypeError, f"verts must be a Taichi vector field of shape (slots, N) with 3 components, "
+                                  f"got {type(verts).__name__}")
+        if len(shape) != 2 or n != 3 or getattr(verts, "m", 1) != 1:
+            raise _err(ValueError, f"verts must be a Taichi field of shape (slots, N) of 3-vectors, "
+                                   f"got shape {shape} with n={n}")
+        if verts.dtype != self.proj.dtype:
+            raise _err(TypeError, f"verts has dtype {verts.dtype}; expected the default float {self.proj.dtype}")
+        if self._max_vid >= shape[1]:
+            raise _err(ValueError, f"vertex_ids reach index {self._max_vid} but verts has only {shape[1]} "
+                                   f"entries per slot (shape {shape})")
+        return shape
+
+    def render(self, verts, slot=0, frame=0):
+        """Render `verts[slot, vertex_ids[v]]` into `image[frame]` (one differentiable Tape entry).
+
+        `verts`: a Taichi field of shape (slots, N) of 3-vectors (world space),
+        e.g. a simulator's `particle_q`.  Gradients of a loss on `image` flow to
+        `verts.grad[slot, vertex_ids[v]]` (when `verts` has needs_grad) and to
+        the colour and light fields.  Render each frame at most once per Tape.
+        """
+        shape = self._check_verts_field(verts)
+        for name, val, hi in (("slot", slot, shape[0]), ("frame", frame, self.frames)):
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
+                raise _err(TypeError, f"{name}={val!r} must be an integer")
+            if not 0 <= val < hi:
+                raise _err(IndexError, f"{name}={val} out of range [0, {hi - 1}]")
+        self._op(verts, int(slot), int(frame))
+
+    def render_numpy(self, verts, frame=0) -> np.ndarray:
+        """Render surface vertices given as a (V, 3) array; returns image[frame] as (H, W, channels)."""
+        arr = np.asarray(verts)
+        if arr.shape != (self.num_vertices, 3):
+            raise _err(ValueError, f"verts must have shape ({self.num_vertices}, 3), got {arr.shape}")
+        if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+            raise _err(TypeError, f"verts must be a float array, got dtype {arr.dtype}")
+        arr = arr.astype(np.float64)
+        if not np.all(np.isfinite(arr)):
+            bad = int(np.argwhere(~np.isfinite(arr))[0][0])
+            raise _err(ValueError, f"verts contains a non-finite value (NaN or inf) at vertex {bad}: "
+                                   f"{arr[bad].tolist()}")
+        if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)) or not 0 <= frame < self.frames:
+            raise _err(IndexError, f"frame={frame!r} out of range [0, {self.frames - 1}]")
+        if self._np_verts is None:
+            self._np_verts = ti.Vector.field(3, float, shape=(1, self._max_vid + 1))
+        full = np.zeros((1, self._max_vid + 1, 3), dtype=np_float())
+        full[0, self.vertex_ids] = arr
+        self._np_verts.from_numpy(full)
+        self._op(self._np_verts, 0, int(frame))
+        return self.image.to_numpy()[frame]
