@@ -11,3 +11,6 @@ from .simulator import Simulator
 from .observers import ParticleRecorder, CenterOfMassRecorder
 from .losses import MSELoss
 from .optim import Param, Adam, SGD, History, optimize
+from .registry import (register_material, get_material, list_materials, Material, TetMaterial, ShellMaterial,
+                       lame_from_young_poisson, neo_hookean_from_lame)
+from . import meshes
