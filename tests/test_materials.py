@@ -12,7 +12,7 @@ MATERIALS = list_materials()
 
 
 @pytest.fixture(scope="module", autouse=True)
-def f64():
+def _taichi_f64():
     tgs.init(arch="cpu", precision="f64")
     yield
 

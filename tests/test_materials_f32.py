@@ -7,7 +7,7 @@ from tigradsim.registry import evaluate_energy, evaluate_stress, get_material, l
 
 
 @pytest.fixture(scope="module", autouse=True)
-def f32():
+def _taichi_f32():
     tgs.init(arch="cpu", precision="f32")
     yield
     tgs.init(arch="cpu", precision="f64")

@@ -16,7 +16,7 @@ PLUGIN_DIR = Path(__file__).parent / "plugin_pkg"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def f64():
+def _taichi_f64():
     tgs.init(arch="cpu", precision="f64")
     yield
 
