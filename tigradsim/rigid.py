@@ -84,6 +84,19 @@ def skew(a):
 
 
 @ti.func
+def matvec(a, x):
+    """3x3 matrix times vec3, unrolled (Taichi's `@` warns in reverse-mode compilation)."""
+    return ti.Vector([a[i, 0] * x[0] + a[i, 1] * x[1] + a[i, 2] * x[2] for i in ti.static(range(3))])
+
+
+@ti.func
+def matmul(a, b):
+    """3x3 times 3x3, unrolled."""
+    return ti.Matrix([[a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j] for j in ti.static(range(3))]
+                      for i in ti.static(range(3))])
+
+
+@ti.func
 def spatial(a, b):
     """vec6 (a, b) from two vec3."""
     return ti.Vector([a[0], a[1], a[2], b[0], b[1], b[2]])
@@ -322,9 +335,9 @@ class RigidIntegrator:
             inertia = self.model.body_inertia[b] * m
             wb = quat_rotate_inv(rot, top(qd))
             tb = quat_rotate_inv(rot, top(f))
-            iw = inertia @ wb
-            jac = inertia + dt * (skew(wb) @ inertia - skew(iw))
-            wb1 = wb + jac.inverse() @ (tb - wb.cross(iw)) * dt
+            iw = matvec(inertia, wb)
+            jac = inertia + dt * (matmul(skew(wb), inertia) - skew(iw))
+            wb1 = wb + matvec(jac.inverse(), tb - wb.cross(iw)) * dt
             w1 = quat_rotate(rot, wb1)
             u = ti.Vector([rot[0], rot[1], rot[2]])
             dq_v = w1 * rot[3] + w1.cross(u)
