@@ -36,8 +36,10 @@ How a frame is rendered (all of it is ONE entry on a `ti.ad.Tape`, see
    `+=` into per-pixel sums (sum log(1-D), sum of softmax weights, sum of
    weighted colours), followed, in the same kernel, by a per-pixel loop that
    forms the image of the frame.
-In backward the op re-runs 1-3 for its frame (restoring the scratch buffers),
-clears the scratch gradients and calls `_accumulate.grad` then `_prepare.grad`.
+In backward the op re-runs 1-3 for its frame (restoring the scratch buffers;
+skipped when its frame was the last one rendered, so the buffers still hold
+it), clears the scratch gradients and calls `_accumulate.grad` then
+`_prepare.grad`.
 
 Image layout: `image` is a Taichi vector field of shape (frames, H, W) with
 `channels` components: 1 (the silhouette A) for shading="silhouette", else 4
@@ -217,6 +219,7 @@ class SoftRasterizer:
         self.acc_w = ti.field(fl, shape=(H, W), needs_grad=True)
         self.acc_c = ti.Vector.field(3, fl, shape=(H, W), needs_grad=True)
         self.zmax = ti.field(fl, shape=(H, W))
+        self.fbox = ti.Vector.field(4, fl, shape=F)   # NDC bounding box grown by the cutoff radius
         self.pix_count = ti.field(ti.i32, shape=H * W)
         self.pix_offset = ti.field(ti.i32, shape=H * W)
         self.tile_count = ti.field(ti.i32, shape=self.tiles_x * self.tiles_y)
@@ -241,6 +244,7 @@ class SoftRasterizer:
         self._np_verts = None
         self.num_pairs = 0
         self.regrows = 0
+        self._scratch_token = None
         self._op = custom_op(self._forward, self._backward)
 
     # ------------------------------------------------------------ validation
@@ -313,7 +317,7 @@ class SoftRasterizer:
         """Bytes held by this renderer's fields (gradients included)."""
         fb = 8 if np_float() == np.float64 else 4
         H, W, V, F, L = self.height, self.width, self.num_vertices, self.num_faces, self.num_lights
-        floats = (V * 3 * 2 + F * 3 * 2 + V * 3 * 2 + F * 3 * 2 + L * 6 * 2 + 12 + 3 + 4 + 6 + 6
+        floats = (F * 4 + V * 3 * 2 + F * 3 * 2 + V * 3 * 2 + F * 3 * 2 + L * 6 * 2 + 12 + 3 + 4 + 6 + 6
                   + H * W * (1 + 1 + 3) * 2 + H * W + self.frames * H * W * self.channels * 2)
         ints = F * 3 + V + H * W * 2 + self.tiles_x * self.tiles_y * (1 + self.tile_capacity) + 2 \
             + 2 * self.pair_capacity
@@ -443,6 +447,7 @@ class SoftRasterizer:
                     xmax = ti.max(a[0], ti.max(b[0], c[0])) + r
                     ymin = ti.min(a[1], ti.min(b[1], c[1])) - r
                     ymax = ti.max(a[1], ti.max(b[1], c[1])) + r
+                    self.fbox[f] = ti.Vector([xmin, xmax, ymin, ymax])
                     c0 = ti.ceil((xmin * s + W - 1.0) * 0.5)
                     c1 = ti.floor((xmax * s + W - 1.0) * 0.5)
                     r0 = ti.ceil((H - 1.0 - ymax * s) * 0.5)
@@ -486,6 +491,8 @@ class SoftRasterizer:
                 ok = True
                 if ti.static(self.binning):
                     f = tile_faces[t, k]
+                    bb = self.fbox[f]      # cheap rejection before the exact test
+                    ok = (px >= bb[0]) & (px <= bb[1]) & (py >= bb[2]) & (py <= bb[3])
                 else:
                     ok = self._face_ok(f)
                 if ok:
@@ -515,6 +522,8 @@ class SoftRasterizer:
                 ok = True
                 if ti.static(self.binning):
                     f = tile_faces[t, k]
+                    bb = self.fbox[f]      # cheap rejection before the exact test
+                    ok = (px >= bb[0]) & (px <= bb[1]) & (py >= bb[2]) & (py <= bb[3])
                 else:
                     ok = self._face_ok(f)
                 if ok:
@@ -563,9 +572,9 @@ class SoftRasterizer:
                 self.image[frame, i, j] = ti.Vector([rgb[0], rgb[1], rgb[2], alpha])
 
     # --------------------------------------------------------------- driver
-    def _run_bin(self, clear_grads):
+    def _run_bin(self, r2, clear_grads):
         while True:
-            self._bin(self.tile_faces, self.pairs, self._r2, clear_grads)
+            self._bin(self.tile_faces, self.pairs, r2, clear_grads)
             n_pairs, max_tile = (int(x) for x in self.counters.to_numpy())
             if self.binning and max_tile > self.tile_capacity:
                 self._alloc_tiles(int(max_tile * 1.25) + 8)
@@ -578,16 +587,37 @@ class SoftRasterizer:
             self.num_pairs = n_pairs
             return n_pairs
 
-    def _forward(self, verts, slot, frame):
-        self._prepare(verts, slot)
-        n = self._run_bin(False)
-        self._accumulate(self.pairs, n, frame, self._sigma, self._gamma)
+    @ti.kernel
+    def _clear_scratch_grads(self):
+        for i, j in self.zmax:
+            self.acc_log.grad[i, j] = 0.0
+            self.acc_w.grad[i, j] = 0.0
+            self.acc_c.grad[i, j] = ti.Vector([0.0, 0.0, 0.0])
+        for v in self.proj:
+            self.proj.grad[v] = ti.Vector([0.0, 0.0, 0.0])
+        for f in self.face_shade:
+            self.face_shade.grad[f] = ti.Vector([0.0, 0.0, 0.0])
 
-    def _backward(self, verts, slot, frame):
+    def _forward(self, verts, slot, frame, token):
         self._prepare(verts, slot)
-        n = self._run_bin(True)
+        n = self._run_bin(self._r2, False)
         self._accumulate(self.pairs, n, frame, self._sigma, self._gamma)
-        self._accumulate.grad(self.pairs, n, frame, self._sigma, self._gamma)
+        # what backward needs to reproduce this frame (sigma may be changed later)
+        token.update(n=n, sigma=self._sigma, gamma=self._gamma, r2=self._r2)
+        self._scratch_token = token
+
+    def _backward(self, verts, slot, frame, token):
+        n, sigma, gamma = token["n"], token["sigma"], token["gamma"]
+        if self._scratch_token is token:
+            # the scratch buffers still hold this frame (it was the last one
+            # rendered): no recompute needed, only clear the scratch gradients
+            self._clear_scratch_grads()
+        else:
+            self._prepare(verts, slot)
+            n = self._run_bin(token["r2"], True)
+            self._accumulate(self.pairs, n, frame, sigma, gamma)
+            self._scratch_token = token
+        self._accumulate.grad(self.pairs, n, frame, sigma, gamma)
         self._prepare.grad(verts, slot)
 
     def _check_verts_field(self, verts):
@@ -620,7 +650,7 @@ class SoftRasterizer:
                 raise _err(TypeError, f"{name}={val!r} must be an integer")
             if not 0 <= val < hi:
                 raise _err(IndexError, f"{name}={val} out of range [0, {hi - 1}]")
-        self._op(verts, int(slot), int(frame))
+        self._op(verts, int(slot), int(frame), {})
 
     def render_numpy(self, verts, frame=0) -> np.ndarray:
         """Render surface vertices given as a (V, 3) array; returns image[frame] as (H, W, channels)."""
@@ -641,5 +671,5 @@ class SoftRasterizer:
         full = np.zeros((1, self._max_vid + 1, 3), dtype=np_float())
         full[0, self.vertex_ids] = arr
         self._np_verts.from_numpy(full)
-        self._op(self._np_verts, 0, int(frame))
+        self._op(self._np_verts, 0, int(frame), {})
         return self.image.to_numpy()[frame]

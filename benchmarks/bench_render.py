@@ -1,0 +1,109 @@
+"""Benchmark of the soft rasterizer: forward and forward+backward time, memory.
+
+Icosphere of 1,280 faces (642 vertices), sigma = gamma = 1e-4, float32, at
+64x64 and 256x256, silhouette and Lambert-shaded (per-vertex colours, one
+directional light).  The backward pass includes the per-frame recompute of the
+custom tape op.  Prints one JSON object; the PyTorch3D CPU figures it compares
+with are the ones given in issue #4 (SoftSilhouette / SoftPhong shaders).
+
+    python benchmarks/bench_render.py [--reps 20] [--arch cpu]
+"""
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import taichi as ti  # noqa: E402
+
+import tigradsim as tgs  # noqa: E402
+from tigradsim.renderers import Camera, ImageMSE, SoftRasterizer, icosphere  # noqa: E402
+
+# PyTorch3D on CPU, ms: (forward, forward + backward)
+PYTORCH3D_MS = {
+    (64, "silhouette"): (49.0, 769.0),
+    (256, "silhouette"): (636.0, 9400.0),
+    (256, "lambert"): (1200.0, 11100.0),   # PyTorch3D's figure is SoftPhong
+}
+
+
+def _rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def bench_case(size, shading, reps, verts, faces):
+    cam = Camera(eye=(0.0, 0.3, 3.0), target=(0, 0, 0), fov=60, width=size, height=size)
+    ren = SoftRasterizer(cam, faces, len(verts), shading=shading, sigma=1e-4, gamma=1e-4,
+                         vertex_colors=0.5 + 0.5 * verts)
+    X = ti.Vector.field(3, float, shape=(1, len(verts)), needs_grad=True)
+    X.from_numpy(verts[None].astype(np.float32))
+    rng = np.random.default_rng(0)
+    target = ren.render_numpy(verts + 0.02 * rng.standard_normal(verts.shape))[None].copy()
+    mse = ImageMSE(ren.image, target)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    def forward():
+        ren.render(X, 0, 0)
+        ti.sync()
+
+    def forward_backward():
+        with ti.ad.Tape(loss):
+            ren.render(X, 0, 0)
+            mse(loss)
+        ti.sync()
+
+    for _ in range(3):                       # compile and warm up
+        forward()
+        forward_backward()
+    t_f, t_fb = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        forward()
+        t_f.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        forward_backward()
+        t_fb.append(time.perf_counter() - t0)
+    grad = X.grad.to_numpy()
+    assert np.all(np.isfinite(grad)) and np.abs(grad).max() > 0, "gradient is zero or not finite"
+    fwd = 1e3 * statistics.median(t_f)
+    fb = 1e3 * statistics.median(t_fb)
+    out = {
+        "size": size, "shading": shading, "faces": int(len(faces)),
+        "forward_ms": round(fwd, 3), "forward_backward_ms": round(fb, 3),
+        "pairs": int(ren.num_pairs), "tile_capacity": int(ren.tile_capacity),
+        "field_bytes": int(ren.memory_bytes()),
+        "coverage_pixels": float(ren.image.to_numpy()[0, ..., -1].sum()),
+    }
+    ref = PYTORCH3D_MS.get((size, shading))
+    if ref is not None:
+        out["pytorch3d_cpu_ms"] = {"forward": ref[0], "forward_backward": ref[1]}
+        out["speedup_forward"] = round(ref[0] / fwd, 1)
+        out["speedup_forward_backward"] = round(ref[1] / fb, 1)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--arch", default="cpu")
+    args = ap.parse_args()
+    tgs.init(arch=args.arch, precision="f32")
+    verts, faces = icosphere(3, 1.0)
+    cases = [(64, "silhouette"), (64, "lambert"), (256, "silhouette"), (256, "lambert")]
+    results = [bench_case(s, sh, args.reps, verts, faces) for s, sh in cases]
+    print(json.dumps({
+        "benchmark": "soft rasterizer", "precision": "f32", "arch": args.arch,
+        "cpu_count": os.cpu_count(), "machine": platform.machine(), "taichi": ".".join(map(str, ti.__version__)),
+        "peak_rss_mb": round(_rss_mb(), 1), "cases": results,
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()
