@@ -127,3 +127,36 @@ def test_applied_impulse_changes_momenta(f64):
     expected = np.cross(arm, force).sum(0) * dt
     # exact for the translational part; the rotational update is first order in dt (error ~ 2e-5 here)
     np.testing.assert_allclose(L[-1], expected, atol=1e-4 * np.linalg.norm(expected))
+
+
+def test_surface_observer_and_parameters_as_numpy(f64):
+    from tigradsim.rigid import BodyRecorder, RigidSurface
+    b = tgs.SceneBuilder()
+    b.add_ground(ke=2e3, kd=5.0, kf=10.0, mu=0.3)
+    b.add_particle((0.5, 0.2, 0.0), radius=0.01)            # particles and bodies share the fused step
+    box_v, box_f = meshes.box_surface((0.2, 0.1, 0.3))
+    ball_v, ball_f = meshes.icosphere(1, 0.1)
+    b.add_rigid_body(box_v, box_f, density=300.0, position=(0.0, 0.5, 0.0), angular_velocity=(1.0, 2.0, 3.0))
+    q = np.array([0.3, 0.1, 0.0, 0.9])
+    b.add_rigid_body(ball_v, ball_f, mass=0.5, position=(1.0, 0.3, 0.0), rotation=q / np.linalg.norm(q), mu=0.9)
+    model = b.finalize()
+    np.testing.assert_allclose(model.get("body_mu"), [0.3, 0.9])           # per body, ground default
+    np.testing.assert_allclose(model.get("body_ke"), [2e3, 2e3])
+    model.set("body_mass", [2.0, 0.5])
+    np.testing.assert_allclose(model.get("body_mass"), [2.0, 0.5])
+    sim = tgs.Simulator(model, dt=1e-3, steps=100, checkpoint_every=30)
+    surface = RigidSurface(sim, every=25)
+    poses = BodyRecorder(sim, every=25)
+    sim.run()
+    assert surface.faces.shape == (len(box_f) + len(ball_f), 3) and surface.vertex_count == len(box_v) + len(ball_v)
+    np.testing.assert_array_equal(surface.faces[len(box_f):], ball_f + len(box_v))
+    verts = surface.numpy()
+    pos, rot = poses.numpy()
+    assert verts.shape == (5, surface.vertex_count, 3)
+    for k in range(5):
+        for body, (v, start) in enumerate([(box_v, 0), (ball_v, len(box_v))]):
+            local = model.body_vertex.to_numpy()[start:start + len(v)]
+            np.testing.assert_allclose(local, v - model.body_com_offset[body], atol=1e-14)
+            world = pos[k, body] + local @ quat_to_matrix_np(rot[k, body]).T
+            np.testing.assert_allclose(verts[k, start:start + len(v)], world, atol=1e-12)
+    assert verts[-1, :, 1].min() > -0.01                      # nothing fell through the ground

@@ -17,7 +17,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import meshes
-from tigradsim.rigid import BodyRecorder, RigidSurface, add_body_force
+from tigradsim.rigid import BodyRecorder, RigidSurface, add_body_controls, add_body_force
 
 PARAMS = ["body_mass", "body_ke", "body_kd", "body_kf", "body_mu", "body_qd0", "body_q0", "body_force",
           "body_force_point", "body_inertia"]
@@ -34,6 +34,7 @@ def _scene(checkpoint_every=None):
     add_body_force(b, body, force=(0.0, 20.0, 30.0), point=(0.15, 0.1, 0.0), start=0.0, end=0.02)
     model = b.finalize()
     sim = tgs.Simulator(model, dt=2e-3, steps=200, checkpoint_every=checkpoint_every)
+    controls = add_body_controls(sim)                        # per-step (torque, force), zero here
     rec = BodyRecorder(sim, 20)
     surf = RigidSurface(sim, 50)
     rng = np.random.default_rng(0)
@@ -53,7 +54,7 @@ def _scene(checkpoint_every=None):
         l2()
         add()
 
-    return model, sim, run, total
+    return model, sim, run, total, controls
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def scene():
 
 
 def test_rollout_bounces_and_slides(scene):
-    model, sim, run, total = scene
+    model, sim, run, total, controls = scene
     run()
     q = sim.state.body_q.to_numpy()[:, 0]
     y = q[:, 1]
@@ -73,22 +74,28 @@ def test_rollout_bounces_and_slides(scene):
 
 @pytest.mark.parametrize("name", PARAMS)
 def test_gradient_matches_finite_differences(scene, name):
-    model, sim, run, total = scene
+    model, sim, run, total, controls = scene
     param = model.parameters()[name]
     report = tgs.check_gradient(run, total, [param], n_dirs=2, eps=1e-6, rtol=1e-5)
     report.assert_ok()
     assert max(abs(a) for a in report.analytic) > 1e-4, f"{name}: gradient should not vanish here"
 
 
+def test_control_gradient_matches_finite_differences(scene):
+    model, sim, run, total, controls = scene
+    tgs.check_gradient(run, total, [controls], n_dirs=2, eps=1e-6, rtol=1e-5, scale=[1.0]).assert_ok()
+
+
 def test_checkpointed_gradient_equals_full(f64):
     grads = {}
     for ck in (None, 16):
-        model, sim, run, total = _scene(ck)
+        model, sim, run, total, controls = _scene(ck)
         assert sim.checkpointing == (ck is not None)
         with ti.ad.Tape(total):
             run()
         grads[ck] = {name: model.parameters()[name].grad.to_numpy() for name in PARAMS}
-    for name in PARAMS:
+        grads[ck]["controls"] = controls.grad.to_numpy()
+    for name in PARAMS + ["controls"]:
         full, ckpt = grads[None][name], grads[16][name]
         assert np.abs(full).max() > 0
         np.testing.assert_allclose(ckpt, full, rtol=1e-12, atol=1e-12 * np.abs(full).max(), err_msg=name)

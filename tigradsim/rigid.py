@@ -136,7 +136,11 @@ class RigidBodies:
       contact_point (C,) vec3, contact_body (C,) i32   contact points in body frames
     and attributes: body_count, body_volume (B,) numpy [m^3], body_com_offset (B, 3)
     numpy (mesh-frame centre of mass), body_faces list of (F_b, 3) numpy (per-body
-    vertex indices), body_vertex_start (B + 1,) numpy.
+    vertex indices), body_vertex_start (B + 1,) numpy, contact_point_count, body_applied_count.
+
+    Density: mass = density * body_volume, so dL/d(density) = body_volume * dL/d(body_mass).
+    An inertia scale k (inertia k * body_mass * body_inertia) has dL/dk = sum(body_inertia * grad).
+    `model.set("body_q0", ...)` does not renormalise: write unit quaternions.
     """
 
     def __init__(self):
@@ -283,7 +287,38 @@ def add_body_force(builder, body, force=(0.0, 0.0, 0.0), point=None, torque=(0.0
     return builder.component(RigidBodies).add_force(builder, body, force, point, torque, start, end)
 
 
+def add_body_controls(sim):
+    """Allocate a differentiable per-step load `body_f_ext[t, b]` on a Simulator's rigid bodies.
+
+    Returns the field: (steps, B) vec6 (torque about the centre of mass [N m],
+    force [N]), world frame, zero-initialised, with gradients when the model
+    requires them.  Call it before the simulator's first `run()` (the substep
+    kernel is compiled then, with the force terms it has at that moment).
+    """
+    model = sim.model
+    if getattr(model, "body_count", 0) == 0:
+        raise ValueError("sim: the model has no rigid bodies (use SceneBuilder.add_rigid_body)")
+    field = ti.Vector.field(6, float, shape=(sim.steps, model.body_count), needs_grad=model.requires_grad)
+    sim.force_terms.append(BodyExternalForce(model, field))
+    return field
+
+
 # -- physics terms --------------------------------------------------------------
+@ti.data_oriented
+class BodyExternalForce:
+    """Adds a per-step load `force[t, b]` (vec6: torque, force; world frame) to each body."""
+
+    def __init__(self, model, force_field):
+        self.model = model
+        self.force = force_field
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        for b in range(self.model.body_count):
+            state.body_f[s, b] += self.force[t, b]
+
+
+
 @ti.data_oriented
 class RigidGroundContact:
     """Penalty contact of every body contact point with the ground y = 0 (per-body ke, kd, kf, mu)."""
