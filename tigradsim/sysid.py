@@ -1,0 +1,213 @@
+"""System identification from video: render a rollout, compare it with a
+target video in image space, and fit physical parameters by gradient descent
+through the renderer and the physics in one Tape.
+
+    exp = VideoFit(sim, renderer, params, every=K)      # renders every K steps
+    target = exp.render()                                # or load_video(path)
+    ... change the parameters to an initial guess ...
+    history = exp.fit(target, iters=100, lr=0.05)
+    exp.save_report(out_dir, target, initial_video, truth={...})
+
+`supervision="state"` fits recorded 3D positions instead of pixels (the paper's
+3D-supervised baseline).  Parameters live in `Param`s: bounds are clamped,
+`log_space=True` optimises log(value) (masses, stiffnesses: they must stay
+positive and span decades, and a relative step suits them).
+"""
+import copy
+import os
+import pickle
+from typing import Optional, Sequence
+
+import numpy as np
+import taichi as ti
+
+from .losses import MSELoss
+from .optim import Adam, History, Param, optimize
+from .plots import plot_loss, plot_params
+
+
+
+def render_particles(sim, renderer, every):
+    """Render `sim.state.particle_q` (through the renderer's vertex_ids) every `every` steps."""
+    return sim.observe(lambda state, slot, frame: renderer.render(state.particle_q, slot, frame), every)
+
+
+def render_surface(sim, renderer, surface, every):
+    """Render an observer's per-frame vertices (e.g. `RigidSurface`) every `every` steps.
+
+    `surface` must have been registered with the same `every` before this call.
+    """
+    return sim.observe(lambda state, slot, frame: renderer.render(surface.vertices, frame, frame), every)
+
+
+class VideoFit:
+    """Fit parameters of a simulation to a video.
+
+    Args:
+        sim: the Simulator (its observers must render into `renderer.image`).
+        renderer: the SoftRasterizer whose `image` holds one frame per observation.
+        params: the `Param`s to estimate.
+        supervision: "image" (pixel MSE) or "state" (MSE of `state_source`).
+        state_source: with "state", a recorder field (frames, M) or (frames,) of vec3.
+    """
+
+    def __init__(self, sim, renderer, params: Sequence[Param], supervision="image", state_source=None):
+        if supervision not in ("image", "state"):
+            raise ValueError(f"supervision: expected 'image' or 'state', got {supervision!r}")
+        if supervision == "state" and state_source is None:
+            raise ValueError("state_source: needed with supervision='state' (a recorder's values field)")
+        self.sim = sim
+        self.renderer = renderer
+        self.params = list(params)
+        self.supervision = supervision
+        self.state_source = state_source
+        self.loss = ti.field(float, shape=(), needs_grad=True)
+        self._image_loss = None
+        self._state_loss = None
+        self.history = History()
+        self.optimizer = None
+
+    # -- videos ------------------------------------------------------------
+    def render(self) -> np.ndarray:
+        """Run the rollout at the current parameters; returns the frames (K, H, W, C)."""
+        self.sim.run()
+        return self.renderer.image.to_numpy().copy()
+
+    def record_state(self) -> np.ndarray:
+        """Run the rollout; returns the state source's values (for state supervision)."""
+        self.sim.run()
+        return self.state_source.to_numpy().copy()
+
+    # -- fitting -------------------------------------------------------------
+    def set_target(self, target):
+        """Target video (K, H, W[, C]) array or path (PNG folder, GIF, MP4); or,
+        with state supervision, the target state array."""
+        if self.supervision == "image":
+            from .renderers import ImageMSE          # noqa: deferred so the core imports without renderers
+            target = _match_channels(target, self.renderer.image)
+            if self._image_loss is None:
+                self._image_loss = ImageMSE(self.renderer.image, target)
+            else:
+                self._image_loss.set_target(target)
+        else:
+            self._state_loss = MSELoss(self.state_source, target)
+
+    def _forward(self):
+        self.sim.run()
+        if self.supervision == "image":
+            self._image_loss(self.loss)
+        else:
+            self._state_loss._accumulate()
+            _add_into(self.loss, self._state_loss.value)
+
+    def loss_value(self) -> float:
+        """The loss at the current parameters (no gradient)."""
+        self.loss[None] = 0.0
+        if self._state_loss is not None:
+            self._state_loss.value[None] = 0.0
+        self._forward()
+        return float(self.loss[None])
+
+    def fit(self, target, iters=100, lr=0.05, optimizer=None, log_every=10, printer=print, resume=None,
+            save_every=10):
+        """Gradient descent for `iters` iterations (Adam by default); returns the History.
+
+        resume: a path; when the file exists the fit continues from it (parameters,
+        optimiser state and history), and it is rewritten every `save_every`
+        iterations, so an interrupted fit can be resumed.
+        """
+        self.set_target(target)
+        self.optimizer = optimizer or Adam(self.params, lr=lr)
+        if resume and os.path.exists(resume):
+            self.load_state(resume)
+            printer(f"resumed from {resume} at iteration {self.optimizer.iteration}")
+
+        def forward():
+            if self._state_loss is not None:
+                self._state_loss.value[None] = 0.0
+            self._forward()
+
+        def callback(it, value):
+            if resume and (it % save_every == 0 or it >= iters):
+                self.save_state(resume)
+
+        self.history = optimize(forward, self.loss, self.optimizer, iters=iters, log_every=log_every,
+                                printer=printer, history=self.history, callback=callback)
+        if resume:
+            self.save_state(resume)
+        return self.history
+
+    # -- resume ----------------------------------------------------------------
+    def save_state(self, path):
+        """Parameters, optimiser state and history, pickled to `path`."""
+        state = {"params": [p.value() for p in self.params], "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+                 "history": self.history}
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as fh:
+            pickle.dump(state, fh)
+        os.replace(tmp, path)
+
+    def load_state(self, path):
+        with open(path, "rb") as fh:
+            state = pickle.load(fh)
+        for p, v in zip(self.params, state["params"]):
+            p.write(v)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.history = state["history"]
+        # the history's last entry is re-evaluated by the next iteration
+        if self.history.loss:
+            self.history.loss.pop()
+            for values in self.history.params.values():
+                values.pop()
+            self.history.seconds.pop()
+
+    # -- pictures --------------------------------------------------------------
+    def save_report(self, out_dir, target_video, initial_video, truth=None, title="system identification"):
+        """Loss curve, parameter traces and a side-by-side GIF (target | initial | estimate)."""
+        from .video import save_gif
+        os.makedirs(out_dir, exist_ok=True)
+        final_video = self.render()
+        paths = {
+            "loss_plot": plot_loss(self.history, os.path.join(out_dir, "loss.png"), title=f"{title}: loss"),
+            "param_plot": plot_params(self.history, os.path.join(out_dir, "params.png"), truth=truth, title=title),
+        }
+        strip = side_by_side([target_video, initial_video, final_video])
+        paths["gif"] = os.path.join(out_dir, "target_initial_estimate.gif")
+        save_gif(strip, paths["gif"], fps=15)
+        return paths
+
+
+def side_by_side(videos, gap=2):
+    """Frames of several videos (each (K, H, W[, C])) placed left to right, as uint8 RGB."""
+    out = []
+    for frames in zip(*videos):
+        row = []
+        for f in frames:
+            f = np.asarray(f, dtype=np.float64)
+            if f.ndim == 2:
+                f = f[..., None]
+            f = np.repeat(f, 3, axis=-1) if f.shape[-1] == 1 else f[..., :3]
+            row.append(np.clip(f, 0, 1))
+            row.append(np.ones((f.shape[0], gap, 3)))
+        out.append((np.concatenate(row[:-1], axis=1) * 255).astype(np.uint8))
+    return np.stack(out)
+
+
+def _match_channels(target, image):
+    arr = target if isinstance(target, str) else np.asarray(target)
+    if isinstance(arr, str):
+        return arr
+    if arr.ndim == 4 and arr.shape[-1] > image.n:
+        arr = arr[..., :image.n]
+    return arr
+
+
+@ti.kernel
+def _add_into(dst: ti.template(), src: ti.template()):
+    dst[None] += src[None]
+
+
+def relative_error(estimate, truth) -> float:
+    """Mean absolute relative error |estimate - truth| / |truth|."""
+    estimate, truth = np.asarray(estimate, dtype=np.float64), np.asarray(truth, dtype=np.float64)
+    return float(np.mean(np.abs(estimate - truth) / np.abs(truth)))
