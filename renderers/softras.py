@@ -314,14 +314,19 @@ class SoftRasterizer:
         self.pair_capacity = cap
 
     def memory_bytes(self) -> int:
-        """Bytes held by this renderer's fields (gradients included)."""
-        fb = 8 if np_float() == np.float64 else 4
-        H, W, V, F, L = self.height, self.width, self.num_vertices, self.num_faces, self.num_lights
-        floats = (F * 4 + V * 3 * 2 + F * 3 * 2 + V * 3 * 2 + F * 3 * 2 + L * 6 * 2 + 12 + 3 + 4 + 6 + 6
-                  + H * W * (1 + 1 + 3) * 2 + H * W + self.frames * H * W * self.channels * 2)
-        ints = F * 3 + V + H * W * 2 + self.tiles_x * self.tiles_y * (1 + self.tile_capacity) + 2 \
-            + 2 * self.pair_capacity
-        return floats * fb + ints * 4
+        """Bytes held by this renderer's fields, gradients included (the
+        render_numpy staging field too, once created)."""
+        from taichi.lang.field import Field
+        from taichi.lang.util import to_numpy_type
+
+        total = 0
+        for value in vars(self).values():
+            if isinstance(value, Field):
+                comps = getattr(value, "n", 1) * (getattr(value, "m", 1) or 1)
+                itemsize = np.dtype(to_numpy_type(value.dtype)).itemsize
+                size = int(np.prod(value.shape)) * comps * itemsize
+                total += size * (2 if value.snode.ptr.has_adjoint() else 1)
+        return total
 
     # ------------------------------------------------------------- kernels
     @ti.func

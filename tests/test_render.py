@@ -355,3 +355,23 @@ def test_video_helpers_roundtrip(tmp_path):
     else:
         video.save_mp4(frames, tmp_path / "a.mp4")
         assert video.load_video(tmp_path / "a.mp4").shape[0] == 3
+
+
+def test_empty_view_and_faces_behind_the_camera():
+    v, f = icosphere(1, 0.5)
+    cam = Camera(eye=(0, 0, 3), width=12, height=12, near=0.5)
+    ren = SoftRasterizer(cam, f, len(v), shading="color", background=(0.2, 0.3, 0.4))
+    X = ti.Vector.field(3, float, shape=(1, len(v)), needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+    mse = ImageMSE(ren.image, np.zeros((1, 12, 12, 4)))
+    for shift, expect_pairs in (((10.0, 0, 0), False), ((0, 0, 2.8), None), ((0, 0, 0), True)):
+        X.from_numpy((v + shift)[None])           # off screen / straddling the near plane / in view
+        with ti.ad.Tape(loss):
+            ren.render(X, 0, 0)
+            mse(loss)
+        img, g = ren.image.to_numpy()[0], X.grad.to_numpy()
+        assert np.all(np.isfinite(img)) and np.all(np.isfinite(g))
+        if expect_pairs is False:
+            assert ren.num_pairs == 0 and np.allclose(img[..., :3], [0.2, 0.3, 0.4]) and np.all(g == 0)
+        if expect_pairs:
+            assert ren.num_pairs > 0 and np.abs(g).max() > 0
