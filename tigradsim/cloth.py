@@ -411,13 +411,15 @@ class ClothMembraneForces:
                 B = self.model.cloth_rest_inv[e]
                 area = self.model.cloth_area[e]
                 row = self.model.cloth_param_row[e]
-                F = ti.Matrix.cols([d1, d2]) @ B
-                dF = ti.Matrix.cols([w1, w2]) @ B
+                # F = [d1 d2] B and H = -A P B^T written out (no matmul in the reverse pass)
+                F = ti.Matrix.cols([d1 * B[0, 0] + d2 * B[1, 0], d1 * B[0, 1] + d2 * B[1, 1]])
+                dF = ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
                 P = g.material.stress(F, material_params(self.model.cloth_params, row, g.param_count)) \
                     + self.model.cloth_params[row, self.damping_column] * dF
-                H = P @ B.transpose() * (-area)
-                f1 = _col(H, 0)
-                f2 = _col(H, 1)
+                p0 = _col(P, 0)
+                p1 = _col(P, 1)
+                f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
+                f2 = -area * (p0 * B[1, 0] + p1 * B[1, 1])
                 # aerodynamics on the mean velocity relative to the wind
                 a = self.model.cloth_aero_row[e]
                 v = (3.0 * v0 + w1 + w2) / 3.0 - self.model.cloth_wind[a]

@@ -1,0 +1,294 @@
+"""Cloth: rest-state forces of every shell material, atan2 bending against finite
+differences of its energy, gradients of a rollout w.r.t. every cloth parameter
+(nearly flat and strongly bent cloth), pinning, settling, checkpointing, errors."""
+import numpy as np
+import pytest
+import taichi as ti
+
+import tigradsim as tgs
+from tigradsim.cloth import Cloths, bending_energy, dihedral_angles, interior_edges, rest_frames
+from tigradsim.registry import MaterialNotFoundError, ShellMaterial, register_material, unregister_material
+
+NO_MEMBRANE = dict(material="stvk_membrane", params={"mu": 0.0, "lam": 0.0})
+
+
+def curved_grid(nx=4, ny=3, cell=0.1, bend=2.0):
+    """A grid rolled around the z axis (non-planar rest shape, dihedral angles ~ cell * bend)."""
+    v, f = tgs.meshes.cloth_grid(nx, ny, cell=cell, plane="xz")
+    u = v[:, 0] - v[:, 0].mean()
+    r = 1.0 / bend
+    v = np.stack([r * np.sin(u / r), 0.5 + r * (np.cos(u / r) - 1.0), v[:, 2]], 1)
+    return v, f
+
+
+def forces(model):
+    """Particle forces at step 0 (one step, gravity included only through the scene's builder)."""
+    sim = tgs.Simulator(model, dt=1e-4, steps=1)
+    sim.run()
+    return sim.state.particle_f.to_numpy()[0]
+
+
+def fd_gradient(fn, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        for k in range(3):
+            d = np.zeros_like(x)
+            d[i, k] = h
+            g[i, k] = (fn(x + d) - fn(x - d)) / (2 * h)
+    return g
+
+
+# -- rest state ---------------------------------------------------------------------
+@pytest.mark.parametrize("name", tgs.list_materials("shell"))
+def test_membrane_zero_force_at_rest_and_under_rotation(f64, name):
+    v, f = curved_grid()
+    b = tgs.SceneBuilder(gravity=(0, 0, 0))
+    b.add_cloth(v, f, material=name, damping=0.5, density=0.3)
+    model = b.finalize(requires_grad=False)
+    assert np.abs(forces(model)).max() < 1e-9
+    c, s = np.cos(0.7), np.sin(0.7)
+    rot = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]) @ np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
+    model.particle_q0.from_numpy(v @ rot.T + [0.3, -0.2, 1.0])
+    assert np.abs(forces(model)).max() < 1e-9
+    model.particle_q0.from_numpy(v * 1.05)          # stretched: non-zero restoring force
+    assert np.abs(forces(model)).max() > 1e-3
+
+
+def test_bending_zero_at_rest(f64):
+    v, f = tgs.meshes.cloth_grid(4, 4, cell=0.1, plane="xz")
+    b = tgs.SceneBuilder(gravity=(0, 0, 0))
+    b.add_cloth(v, f, bending_stiffness=3.0, bending_damping=0.1, **NO_MEMBRANE)
+    model = b.finalize(requires_grad=False)
+    assert np.all(model.cloth_bend_rest_angle.to_numpy() == 0.0)
+    assert np.abs(forces(model)).max() < 1e-12
+    v, f = curved_grid(bend=8.0)
+    b = tgs.SceneBuilder(gravity=(0, 0, 0))
+    b.add_cloth(v, f, bending_stiffness=3.0, **NO_MEMBRANE)
+    model = b.finalize(requires_grad=False)
+    assert np.abs(model.cloth_bend_rest_angle.to_numpy()).max() > 0.5
+    assert np.abs(forces(model)).max() < 1e-9
+
+
+@pytest.mark.parametrize("case", ["near_flat", "large"])
+def test_bending_force_is_minus_energy_gradient(f64, case):
+    rng = np.random.default_rng(3)
+    v, f = tgs.meshes.cloth_grid(3, 3, cell=0.1, plane="xz")
+    b = tgs.SceneBuilder(gravity=(0, 0, 0))
+    k = 0.7
+    b.add_cloth(v, f, bending_stiffness=k, **NO_MEMBRANE)
+    model = b.finalize(requires_grad=False)
+    if case == "near_flat":
+        x = v + rng.normal(size=v.shape) * 1e-4
+    else:
+        x, _ = curved_grid(3, 3, bend=12.0)          # fold angles ~ 1.2 rad
+        x = x + rng.normal(size=v.shape) * 0.02
+    model.particle_q0.from_numpy(x)
+    quads = interior_edges(f)
+    theta = dihedral_angles(x, quads)
+    assert (np.abs(theta).max() < 1e-2) if case == "near_flat" else (np.abs(theta).max() > 1.0)
+    g = fd_gradient(lambda y: bending_energy(y, quads, k, 0.0), x)
+    got = forces(model)
+    assert np.abs(got + g).max() <= 1e-6 * max(np.abs(g).max(), 1e-3), (got, -g)
+
+
+def test_dihedral_sign_and_rest_angle(f64):
+    # two triangles folded up by 90 degrees along the x axis
+    v = np.array([[0, 0, 0], [1, 0, 0], [0.5, 0, -1], [0.5, 1, 0.0]])
+    quads = interior_edges([[0, 1, 2], [1, 0, 3]])
+    assert quads.shape == (1, 4)
+    assert abs(abs(dihedral_angles(v, quads)[0]) - np.pi / 2) < 1e-12
+
+
+# -- mesh and mass ----------------------------------------------------------------------
+def test_mass_from_density_and_obj_input(f64, tmp_path):
+    v, f = tgs.meshes.cloth_grid(3, 2, cell=(0.2, 0.1), origin=(0, 1, 0), plane="xy")
+    path = tmp_path / "cloth.obj"
+    tgs.meshes.save_obj(path, v, f)
+    v2, f2 = tgs.meshes.load_obj(path)
+    b = tgs.SceneBuilder()
+    b.add_particle((5, 5, 5), mass=2.0)
+    h = b.add_cloth(v2, f2, density=0.5)
+    model = b.finalize()
+    mass = model.particle_mass.to_numpy()
+    assert h.particle_start == 1 and h.particle_count == len(v) and h.triangle_count == len(f)
+    assert h.faces.min() == 1 and h.faces.max() == len(v)
+    np.testing.assert_allclose(mass[1:].sum(), 0.5 * 0.6 * 0.2, rtol=1e-12)
+    _, area = rest_frames(v, f)
+    expect = np.zeros(len(v))
+    np.add.at(expect, f.reshape(-1), np.repeat(0.5 * area / 3, 3))
+    np.testing.assert_allclose(mass[1:], expect, rtol=1e-12)
+
+
+def test_user_registered_shell_material(f64):
+    @register_material("test_cloth_spring_shell")
+    class Quad(ShellMaterial):
+        params = {"k": 10.0}
+
+        @ti.func
+        def stress(self, F, p):   # Psi = k/4 |F^T F - I|^2
+            return p[0] * F @ (F.transpose() @ F - ti.Matrix.identity(float, 2))
+
+    try:
+        v, f = curved_grid()
+        b = tgs.SceneBuilder(gravity=(0, 0, 0))
+        b.add_cloth(v, f, material="test_cloth_spring_shell", params={"k": 50.0})
+        b.add_cloth(v + [0, 0, 1], f, material="membrane")
+        model = b.finalize(requires_grad=False)
+        assert np.abs(forces(model)).max() < 1e-9
+        model.particle_q0.from_numpy(np.concatenate([v * 1.1, v + [0, 0, 1]]))
+        fr = forces(model)
+        assert np.abs(fr[:len(v)]).max() > 1e-2 and np.abs(fr[len(v):]).max() < 1e-9
+    finally:
+        unregister_material("test_cloth_spring_shell")
+
+
+# -- gradients ----------------------------------------------------------------------------
+def grad_scene(kind):
+    """'flat': an unpinned flat cloth falling nearly flat (acos fails here); 'bent': a rolled
+    cloth pinned at two corners with an anchor spring, wind, large dihedral angles."""
+    rng = np.random.default_rng(7)
+    b = tgs.SceneBuilder()
+    if kind == "flat":
+        v, f = tgs.meshes.cloth_grid(3, 3, cell=0.1, origin=(0, 1, 0), plane="xz")
+        vel = np.array([0.3, -0.4, 0.1]) + rng.normal(size=v.shape) * 1e-3
+        h = b.add_cloth(v, f, params={"mu": 40.0, "lam": 60.0, "damping": 0.05}, density=1.0,
+                        bending_stiffness=0.05, bending_damping=0.002, drag=2.0, lift=1.5, velocity=vel)
+    else:
+        v, f = curved_grid(3, 3, bend=6.0)
+        x0 = v.copy()
+        vel = rng.normal(size=v.shape) * 0.3
+        h = b.add_cloth(v, f, material="stvk_membrane", params={"mu": 30.0, "lam": 20.0, "damping": 0.05},
+                        density=1.0, bending_stiffness=0.05, bending_damping=0.002, drag=2.0, lift=1.5,
+                        wind=(1.0, 0.2, -0.5), velocity=vel, pinned=[0, 3])
+        b.component(Cloths).attach(b, h, [15], stiffness=20.0, damping=0.1, positions=x0[[15]] + [0, 0.05, 0])
+    model = b.finalize()
+    if kind == "bent":   # start away from the rest shape so every term acts
+        model.particle_q0.from_numpy(x0 + rng.normal(size=x0.shape) * 0.01 * (model.particle_mass.to_numpy() > 0)[:, None])
+    return model, h
+
+
+def rollout(model, steps=40, checkpoint_every=None):
+    sim = tgs.Simulator(model, dt=2e-3, steps=steps, checkpoint_every=checkpoint_every)
+    rec = tgs.ParticleRecorder(sim, every=10)
+    sim.run()
+    rng = np.random.default_rng(0)
+    loss = tgs.MSELoss(rec.values, rec.numpy() + rng.normal(size=(rec.frames, rec.count, 3)) * 0.01)
+
+    def run():
+        sim.run()
+        loss()
+
+    return sim, run, loss.value
+
+
+CLOTH_PARAMS = ["cloth_params", "cloth_bending_stiffness", "cloth_bending_damping", "cloth_drag", "cloth_lift",
+                "particle_mass", "particle_qd0", "particle_q0"]
+
+
+@pytest.mark.parametrize("kind", ["flat", "bent"])
+def test_rollout_gradients(f64, kind):
+    model, h = grad_scene(kind)
+    sim, run, loss = rollout(model)
+    q = sim.state.particle_q.to_numpy()
+    theta = dihedral_angles(q[-1], h.bend_edges)
+    if kind == "flat":
+        assert np.abs(theta).max() < 0.05          # nearly flat the whole time
+    else:
+        assert np.abs(theta).max() > 0.4
+    names = CLOTH_PARAMS + (["cloth_wind", "cloth_anchor_position", "cloth_anchor_stiffness",
+                             "cloth_anchor_damping", "cloth_bend_rest_angle"] if kind == "bent" else [])
+    free = (model.particle_mass.to_numpy() > 0).astype(float)
+    for name in names:
+        fld = getattr(model, name)
+        masks = [free] if name in ("particle_mass", "particle_q0", "particle_qd0") else None
+        # bent, eps 1e-6: the (mu, lam, damping) table mixes scales 30 and 0.05, and a step of
+        # 1e-5 * RMS in damping leaves an O(eps^2) truncation error of ~3e-5 (measured).
+        report = tgs.check_gradient(run, loss, [fld], n_dirs=2, eps=1e-6 if kind == "bent" else 1e-5,
+                                    rtol=1e-5, masks=masks)
+        assert report.ok, f"{kind} / {name}:\n{report}"
+        assert max(abs(a) for a in report.analytic) > 1e-10, f"{kind} / {name}: gradient is zero"
+
+
+def test_per_triangle_parameters_gradient(f64):
+    v, f = tgs.meshes.cloth_grid(2, 2, cell=0.1, origin=(0, 1, 0), plane="xy")
+    b = tgs.SceneBuilder()
+    b.add_cloth(v, f, params={"mu": np.linspace(30, 50, len(f)), "lam": 60.0}, damping=0.02, density=1.0,
+                bending_stiffness=0.05, drag=np.linspace(1, 2, len(f)), lift=1.0, pinned=[6, 8],
+                velocity=(0.2, 0.1, 0.5), share_params=False)
+    model = b.finalize()
+    assert model.cloth_params.shape[0] == len(f) and model.cloth_drag.shape == (len(f),)
+    assert model.cloth_bending_stiffness.shape == (model.cloth_edge_count,)
+    sim, run, loss = rollout(model)
+    for name in ["cloth_params", "cloth_drag", "cloth_bending_stiffness"]:
+        report = tgs.check_gradient(run, loss, [getattr(model, name)], n_dirs=2, eps=1e-5, rtol=1e-5)
+        assert report.ok, f"{name}:\n{report}"
+
+
+def test_checkpointed_gradient_equals_full(f64):
+    grads = {}
+    for ck in (None, 7):
+        model, _ = grad_scene("bent")
+        sim, run, loss = rollout(model, checkpoint_every=ck)
+        with ti.ad.Tape(loss):
+            run()
+        grads[ck] = {n: p.grad.to_numpy().copy() for n, p in model.parameters().items()}
+        grads[ck]["loss"] = loss[None]
+    for name, g in grads[None].items():
+        np.testing.assert_allclose(grads[7][name], g, rtol=1e-11, atol=1e-14, err_msg=name)
+
+
+# -- behaviour ------------------------------------------------------------------------------
+def test_hanging_cloth_pinned_and_settles(f64):
+    v, f = tgs.meshes.cloth_grid(6, 6, cell=0.05, origin=(0, 1, 0), plane="xy")
+    b = tgs.SceneBuilder()
+    b.add_ground()
+    h = b.add_cloth(v, f, params={"mu": 40.0, "lam": 60.0}, damping=0.2, density=0.5, bending_stiffness=1e-3,
+                    bending_damping=1e-4, drag=0.5, pinned=[42, 48])
+    model = b.finalize(requires_grad=False)
+    sim = tgs.Simulator(model, dt=1e-3, steps=1500)
+    sim.run()
+    q = sim.state.particle_q.to_numpy()
+    qd = sim.state.particle_qd.to_numpy()
+    assert np.all(np.isfinite(q))
+    pins = h.pinned
+    assert np.array_equal(q[:, pins], np.broadcast_to(v[[42, 48]], q[:, pins].shape))
+    mass = model.particle_mass.to_numpy()
+    ke = 0.5 * np.einsum("i,tij->t", mass, qd ** 2)
+    assert ke.max() > 1e-4
+    assert ke[-100:].max() < 0.05 * ke.max()
+    assert q[-1, :, 1].min() > 0.5            # hangs, does not fall
+
+
+# -- errors --------------------------------------------------------------------------------
+def test_errors(f64):
+    v, f = tgs.meshes.cloth_grid(2, 2, cell=0.1, plane="xz")
+    b = tgs.SceneBuilder()
+    with pytest.raises(IndexError, match=r"triangles\[1\] = \[1, 2, 99\]: index 99 is out of range for 9 vertices"):
+        b.add_cloth(v, [[0, 1, 4], [1, 2, 99]])
+    with pytest.raises(ValueError, match=r"triangles\[0\] = \[0, 1, 2\]: degenerate \(zero-area\)"):
+        b.add_cloth(v, [[0, 1, 2], [0, 1, 4]])
+    with pytest.raises(ValueError, match=r"triangles\[1\].*degenerate"):
+        b.add_cloth(v, [[0, 1, 4], [3, 3, 4]])
+    with pytest.raises(MaterialNotFoundError, match=r"material='silk': unknown material.*membrane"):
+        b.add_cloth(v, f, material="silk")
+    with pytest.raises(ValueError, match="kind 'tet'"):
+        b.add_cloth(v, f, material="neo_hookean")
+    with pytest.raises(ValueError, match=r"membrane.*unknown parameter"):
+        b.add_cloth(v, f, params={"young": 1.0})
+    with pytest.raises(IndexError, match=r"pinned\[1\] = 9: out of range for 9 vertices"):
+        b.add_cloth(v, f, pinned=[0, 9])
+    with pytest.raises(ValueError, match="density: must be > 0"):
+        b.add_cloth(v, f, density=0.0)
+    with pytest.raises(ValueError, match="bending_stiffness: must be >= 0"):
+        b.add_cloth(v, f, bending_stiffness=-1.0)
+    with pytest.raises(ValueError, match="drag: must be >= 0"):
+        b.add_cloth(v, f, drag=-1.0)
+    with pytest.raises(ValueError, match=r"vertices: vertex 2 belongs to no triangle, so its mass would be 0"):
+        b.add_cloth(v, [[0, 1, 4], [0, 4, 3]])
+    # an edge shared by three triangles: reported for bending, fine without bending
+    fan = np.array([[0, 1, 3], [1, 0, 4], [0, 1, 5]])
+    x = np.array([[0, 0, 0], [1, 0, 0], [0, 0, 0.1], [0.5, 1, 0], [0.5, -1, 0], [0.5, 0, 1]], dtype=float)
+    with pytest.raises(ValueError, match=r"non-manifold edge.*\(0, 1\) in triangles \[0, 1, 2\]"):
+        b.add_cloth(x, fan, bending_stiffness=1.0, pinned=[2])
+    b.add_cloth(x, fan, pinned=[2])
+    assert b.particle_count == 6           # nothing was added by the failed calls
