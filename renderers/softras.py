@@ -222,6 +222,7 @@ class SoftRasterizer:
         self.fbox = ti.Vector.field(4, fl, shape=F)   # NDC bounding box grown by the cutoff radius
         self.pix_count = ti.field(ti.i32, shape=H * W)
         self.pix_offset = ti.field(ti.i32, shape=H * W)
+        self.row_sum = ti.field(ti.i32, shape=H)
         self.tile_count = ti.field(ti.i32, shape=self.tiles_x * self.tiles_y)
         self.counters = ti.field(ti.i32, shape=2)    # number of pairs, largest tile list
         self.image = ti.Vector.field(self.channels, fl, shape=(self.frames, H, W), needs_grad=True)
@@ -333,11 +334,37 @@ class SoftRasterizer:
     def _seg_d2(self, px, py, a, b):
         ex = b[0] - a[0]
         ey = b[1] - a[1]
-        t = ((px - a[0]) * ex + (py - a[1]) * ey) / (ex * ex + ey * ey + 1e-30)
-        t = ti.min(ti.max(t, 0.0), 1.0)
+        t = ti.min(ti.max(((px - a[0]) * ex + (py - a[1]) * ey) / (ex * ex + ey * ey + 1e-30), 0.0), 1.0)
         dx = px - a[0] - t * ex
         dy = py - a[1] - t * ey
         return dx * dx + dy * dy
+
+    @ti.func
+    def _perspective_bary(self, w0, w1, w2, a, b, c):
+        # every local is assigned once: Taichi's reverse mode turns re-assigned
+        # locals into AD stacks, which costs time
+        if ti.static(self.perspective):
+            q = ti.Vector([w0 / a[2], w1 / b[2], w2 / c[2]])
+            s = q.sum()
+            return q / ti.select(ti.abs(s) > 1e-20, s, 1e-20)
+        else:
+            return ti.Vector([w0, w1, w2])
+
+    @ti.func
+    def _albedo(self, f, bc):
+        if ti.static(self.color_mode == "vertex"):
+            idx = self.faces[f]
+            return bc[0] * self.vertex_colors[idx[0]] + bc[1] * self.vertex_colors[idx[1]] \
+                + bc[2] * self.vertex_colors[idx[2]]
+        else:
+            return self.face_colors[f]
+
+    @ti.func
+    def _shaded(self, f, bc):
+        if ti.static(self.shading == "lambert"):
+            return self._albedo(f, bc) * self.face_shade[f]
+        else:
+            return self._albedo(f, bc)
 
     @ti.func
     def _face_geom(self, f, px, py):
@@ -352,14 +379,9 @@ class SoftRasterizer:
         w2 = ((b[0] - a[0]) * (py - a[1]) - (b[1] - a[1]) * (px - a[0])) / area
         inside = ti.min(w0, ti.min(w1, w2)) >= 0.0
         d2 = ti.min(self._seg_d2(px, py, a, b), ti.min(self._seg_d2(px, py, b, c), self._seg_d2(px, py, c, a)))
-        bp = ti.Vector([w0, w1, w2])
-        if ti.static(self.perspective):
-            q = ti.Vector([w0 / a[2], w1 / b[2], w2 / c[2]])
-            s = q.sum()
-            s = ti.select(ti.abs(s) > 1e-20, s, 1e-20)
-            bp = q / s
-        bc = ti.max(bp, 0.0)
-        bc = bc / ti.max(bc.sum(), 1e-20)
+        bp = self._perspective_bary(w0, w1, w2, a, b, c)
+        bq = ti.max(bp, 0.0)              # clip to [0, 1] and renormalise (PyTorch3D)
+        bc = bq / ti.max(bq.sum(), 1e-20)
         depth = bc[0] * a[2] + bc[1] * b[2] + bc[2] * c[2]
         near = self.cam_k[1]
         far = self.cam_k[2]
@@ -507,13 +529,25 @@ class SoftRasterizer:
                         zm = ti.max(zm, z)
             self.pix_count[i * W + j] = cnt
             self.zmax[i, j] = zm
-        # 5. exclusive prefix sum of the counts (serial: cheap next to the rest)
+        # 5. exclusive prefix sum of the counts: rows in parallel, then the row
+        #    totals serially (H steps), then the offsets within each row
+        for i in self.row_sum:
+            acc = 0
+            for j in range(W):
+                acc += self.pix_count[i * W + j]
+            self.row_sum[i] = acc
         for _ in range(1):
             acc = 0
-            for p in range(H * W):
-                self.pix_offset[p] = acc
-                acc += self.pix_count[p]
+            for i in range(H):
+                cnt = self.row_sum[i]
+                self.row_sum[i] = acc
+                acc += cnt
             self.counters[0] = acc
+        for i in self.row_sum:
+            acc = self.row_sum[i]
+            for j in range(W):
+                self.pix_offset[i * W + j] = acc
+                acc += self.pix_count[i * W + j]
         # 6. write the (pixel, face) pairs
         for i, j in self.zmax:
             px, py = self._pixel_ndc(i, j)
@@ -556,15 +590,7 @@ class SoftRasterizer:
                 # z <= zmax (same arithmetic as in _bin), so the exponent is <= 0; no
                 # clamp here: a min() would drop the gradient of the face at the max
                 wgt = D * ti.exp((z - self.zmax[i, j]) / gamma)
-                col = ti.Vector([0.0, 0.0, 0.0])
-                if ti.static(self.color_mode == "vertex"):
-                    idx = self.faces[f]
-                    col = bc[0] * self.vertex_colors[idx[0]] + bc[1] * self.vertex_colors[idx[1]] \
-                        + bc[2] * self.vertex_colors[idx[2]]
-                else:
-                    col = self.face_colors[f]
-                if ti.static(self.shading == "lambert"):
-                    col = col * self.face_shade[f]
+                col = self._shaded(f, bc)
                 self.acc_w[i, j] += wgt
                 self.acc_c[i, j] += wgt * col
         for i, j in self.zmax:
