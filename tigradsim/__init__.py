@@ -14,3 +14,7 @@ from .optim import Param, Adam, SGD, History, optimize
 from .registry import (register_material, get_material, list_materials, Material, TetMaterial, ShellMaterial,
                        lame_from_young_poisson, neo_hookean_from_lame)
 from . import meshes
+from . import rigid
+from .rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
+from . import sysid
+from .sysid import VideoFit

@@ -31,7 +31,7 @@ def look_at_projection(eye, target, up=(0.0, 1.0, 0.0), fov_deg=45.0):
 
     def project(points):
         d = np.asarray(points, dtype=np.float64) - eye
-        z = np.maximum(d @ forward, 1e-6)
+        z = np.maximum(d @ forward, 1e-3)
         x = focal * (d @ right) / z
         y = focal * (d @ true_up) / z
         return np.stack([0.5 + 0.5 * x, 0.5 + 0.5 * y], axis=1)
@@ -71,12 +71,17 @@ class Viewer:
     def running(self) -> bool:
         return self.headless or self.gui.running
 
-    def ground(self, extent=3.0, color=0xB0B0A8):
-        """Draw the ground plane y = 0 as a grid of lines."""
+    def ground(self, extent=3.0, color=0xB0B0A8, pieces=24):
+        """Draw the ground plane y = 0 as a grid of lines (pieces outside the view are dropped)."""
         ticks = np.linspace(-extent, extent, 13)
-        a = np.array([[t, 0, -extent] for t in ticks] + [[-extent, 0, t] for t in ticks])
-        b = np.array([[t, 0, extent] for t in ticks] + [[extent, 0, t] for t in ticks])
-        self.gui.lines(self.project(a), self.project(b), radius=1, color=color)
+        s = np.linspace(-extent, extent, pieces + 1)
+        a, b = [], []
+        for t in ticks:
+            a += [[t, 0, u] for u in s[:-1]] + [[u, 0, t] for u in s[:-1]]
+            b += [[t, 0, u] for u in s[1:]] + [[u, 0, t] for u in s[1:]]
+        pa, pb = self.project(np.array(a)), self.project(np.array(b))
+        keep = np.all((pa > -0.5) & (pa < 1.5) & (pb > -0.5) & (pb < 1.5), axis=1)
+        self.gui.lines(pa[keep], pb[keep], radius=1, color=color)
 
     def particles(self, points, radius=2.0, color=0x2060C0):
         self.gui.circles(self.project(points), radius=radius, color=color)
