@@ -27,9 +27,10 @@ How a frame is rendered (all of it is ONE entry on a `ti.ad.Tape`, see
 2. `_bin` (no gradient): bin faces into tiles of `tile_size`^2 pixels using
    their NDC bounding box grown by the coverage cutoff, sort each tile's list
    (deterministic results), then per pixel run the exact cutoff test over its
-   tile's faces, count the surviving faces and their maximum depth logit
-   (stable softmax; its gradient cancels exactly), prefix-sum the counts and
-   write a compact list of (pixel, face) pairs.  Memory is O(pairs), i.e.
+   tile's faces (after a bounding-box pre-test), count the surviving faces and
+   their maximum depth logit (stable softmax; its gradient cancels exactly),
+   remember the survivors as bits over the tile list, prefix-sum the counts
+   and write a compact list of (pixel, face) pairs.  Memory is O(pairs), i.e.
    O(pixels x faces near a pixel), never O(pixels x faces).  Fixed capacities
    grow automatically when a frame needs more.
 3. `_accumulate` (differentiable): a flat parallel loop over the pairs that only
@@ -302,6 +303,9 @@ class SoftRasterizer:
         fb = ti.FieldsBuilder()
         self.tile_faces = ti.field(ti.i32)
         fb.dense(ti.ij, (self.tiles_x * self.tiles_y, cap)).place(self.tile_faces)
+        # per pixel, one bit per entry of its tile's list: does the pair pass the cutoff?
+        self.pix_mask = ti.field(ti.i32)
+        fb.dense(ti.ij, (self.width * self.height, (cap + 31) // 32)).place(self.pix_mask)
         self._tile_tree = fb.finalize()
         self.tile_capacity = cap
 
@@ -434,7 +438,8 @@ class SoftRasterizer:
                 self.face_shade[f] = shade
 
     @ti.kernel
-    def _bin(self, tile_faces: ti.template(), pairs: ti.template(), r2: float, clear_grads: ti.template()):
+    def _bin(self, tile_faces: ti.template(), pix_mask: ti.template(), pairs: ti.template(), r2: float,
+             clear_grads: ti.template()):
         TS = ti.static(self.tile_size)
         TX = ti.static(self.tiles_x)
         W = ti.static(self.width)
@@ -504,7 +509,8 @@ class SoftRasterizer:
                         else:
                             break
                     tile_faces[t, b_ + 1] = key
-        # 4. per pixel: exact cutoff test, count and maximum depth logit
+        # 4. per pixel: exact cutoff test, count and maximum depth logit; in
+        #    binning mode the survivors are remembered as bits over the tile list
         for i, j in self.zmax:
             px, py = self._pixel_ndc(i, j)
             t = (i // TS) * TX + j // TS
@@ -513,6 +519,7 @@ class SoftRasterizer:
                 n = ti.min(self.tile_count[t], cap)
             cnt = 0
             zm = self.depth_eps
+            word = 0
             for k in range(n):
                 f = k
                 ok = True
@@ -527,6 +534,11 @@ class SoftRasterizer:
                     if inside or d2 < r2:
                         cnt += 1
                         zm = ti.max(zm, z)
+                        word |= 1 << (k & 31)
+                if ti.static(self.binning):
+                    if (k & 31) == 31 or k == n - 1:
+                        pix_mask[i * W + j, k >> 5] = word
+                        word = 0
             self.pix_count[i * W + j] = cnt
             self.zmax[i, j] = zm
         # 5. exclusive prefix sum of the counts: rows in parallel, then the row
@@ -550,27 +562,24 @@ class SoftRasterizer:
                 acc += self.pix_count[i * W + j]
         # 6. write the (pixel, face) pairs
         for i, j in self.zmax:
-            px, py = self._pixel_ndc(i, j)
             t = (i // TS) * TX + j // TS
-            n = self.num_faces
+            off = self.pix_offset[i * W + j]
             if ti.static(self.binning):
                 n = ti.min(self.tile_count[t], cap)
-            off = self.pix_offset[i * W + j]
-            for k in range(n):
-                f = k
-                ok = True
-                if ti.static(self.binning):
-                    f = tile_faces[t, k]
-                    bb = self.fbox[f]      # cheap rejection before the exact test
-                    ok = (px >= bb[0]) & (px <= bb[1]) & (py >= bb[2]) & (py <= bb[3])
-                else:
-                    ok = self._face_ok(f)
-                if ok:
-                    inside, d2, bc, z = self._face_geom(f, px, py)
-                    if inside or d2 < r2:
+                for k in range(n):
+                    if (pix_mask[i * W + j, k >> 5] >> (k & 31)) & 1:
                         if off < pcap:
-                            pairs[off] = ti.Vector([i * W + j, f])
+                            pairs[off] = ti.Vector([i * W + j, tile_faces[t, k]])
                         off += 1
+            else:
+                px, py = self._pixel_ndc(i, j)
+                for f in range(self.num_faces):
+                    if self._face_ok(f):
+                        inside, d2, bc, z = self._face_geom(f, px, py)
+                        if inside or d2 < r2:
+                            if off < pcap:
+                                pairs[off] = ti.Vector([i * W + j, f])
+                            off += 1
 
     @ti.kernel
     def _accumulate(self, pairs: ti.template(), n_pairs: ti.i32, frame: ti.i32, sigma: float, gamma: float):
@@ -605,7 +614,7 @@ class SoftRasterizer:
     # --------------------------------------------------------------- driver
     def _run_bin(self, r2, clear_grads):
         while True:
-            self._bin(self.tile_faces, self.pairs, r2, clear_grads)
+            self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, clear_grads)
             n_pairs, max_tile = (int(x) for x in self.counters.to_numpy())
             if self.binning and max_tile > self.tile_capacity:
                 self._alloc_tiles(int(max_tile * 1.25) + 8)
