@@ -292,3 +292,14 @@ def test_errors(f64):
         b.add_cloth(x, fan, bending_stiffness=1.0, pinned=[2])
     b.add_cloth(x, fan, pinned=[2])
     assert b.particle_count == 6           # nothing was added by the failed calls
+
+
+def test_validation_mode_passes(f64):
+    """Taichi's debug mode + Tape(validation=True) find no read-then-overwrite in the cloth terms."""
+    tgs.init(precision="f64", debug=True)
+    model, _ = grad_scene("bent")
+    sim, run, loss = rollout(model, steps=12, checkpoint_every=5)
+    with ti.ad.Tape(loss, validation=True):
+        run()
+    assert np.any(model.cloth_params.grad.to_numpy() != 0)
+    assert np.any(model.cloth_bending_stiffness.grad.to_numpy() != 0)
