@@ -2,8 +2,10 @@
 
 Icosphere of 1,280 faces (642 vertices), sigma = gamma = 1e-4, float32, at
 64x64 and 256x256, silhouette and Lambert-shaded (per-vertex colours, one
-directional light).  The backward pass includes the per-frame recompute of the
-custom tape op.  Prints one JSON object; the PyTorch3D CPU figures it compares
+directional light).  `forward_backward_ms` is one Tape with one frame (its
+backward finds the frame still in the scratch buffers);
+`forward_backward_recompute_ms` forces the per-frame recompute that every frame
+but the last of a multi-frame Tape pays.  Prints one JSON object; the PyTorch3D CPU figures it compares
 with are the ones given in issue #4 (SoftSilhouette / SoftPhong shaders).
 
     python benchmarks/bench_render.py [--reps 20] [--arch cpu]
@@ -71,12 +73,25 @@ def bench_case(size, shading, reps, verts, faces):
         forward_backward()
         t_fb.append(time.perf_counter() - t0)
     grad = X.grad.to_numpy()
+    # the same with the per-frame recompute in backward (what every frame but
+    # the last one of a multi-frame Tape pays)
+    ren.always_recompute = True
+    forward_backward()
+    grad_rc = X.grad.to_numpy()
+    t_rc = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        forward_backward()
+        t_rc.append(time.perf_counter() - t0)
+    ren.always_recompute = False
+    assert np.allclose(grad, grad_rc, rtol=1e-4, atol=1e-6 * np.abs(grad).max()), "recompute changed the gradient"
     assert np.all(np.isfinite(grad)) and np.abs(grad).max() > 0, "gradient is zero or not finite"
     fwd = 1e3 * statistics.median(t_f)
     fb = 1e3 * statistics.median(t_fb)
     out = {
         "size": size, "shading": shading, "faces": int(len(faces)),
         "forward_ms": round(fwd, 3), "forward_backward_ms": round(fb, 3),
+        "forward_backward_recompute_ms": round(1e3 * statistics.median(t_rc), 3),
         "pairs": int(ren.num_pairs), "tile_capacity": int(ren.tile_capacity),
         "field_bytes": int(ren.memory_bytes()),
         "coverage_pixels": float(ren.image.to_numpy()[0, ..., -1].sum()),
@@ -86,6 +101,7 @@ def bench_case(size, shading, reps, verts, faces):
         out["pytorch3d_cpu_ms"] = {"forward": ref[0], "forward_backward": ref[1]}
         out["speedup_forward"] = round(ref[0] / fwd, 1)
         out["speedup_forward_backward"] = round(ref[1] / fb, 1)
+        out["speedup_forward_backward_recompute"] = round(ref[1] / out["forward_backward_recompute_ms"], 1)
     return out
 
 

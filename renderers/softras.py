@@ -247,6 +247,9 @@ class SoftRasterizer:
         self.num_pairs = 0
         self.regrows = 0
         self._scratch_token = None
+        # True: backward re-runs a frame even when the scratch still holds it
+        # (benchmarks and tests of the recompute path)
+        self.always_recompute = False
         self._op = custom_op(self._forward, self._backward)
 
     # ------------------------------------------------------------ validation
@@ -648,7 +651,7 @@ class SoftRasterizer:
 
     def _backward(self, verts, slot, frame, token):
         n, sigma, gamma = token["n"], token["sigma"], token["gamma"]
-        if self._scratch_token is token:
+        if self._scratch_token is token and not self.always_recompute:
             # the scratch buffers still hold this frame (it was the last one
             # rendered): no recompute needed, only clear the scratch gradients
             self._clear_scratch_grads()

@@ -114,6 +114,7 @@ def test_overlapping_faces_near_edges():
     mse = ImageMSE(ren.image, target)
     img = ren.render_numpy(v)
     assert 0.05 < img[..., 3].mean() < 0.95
+    ren.always_recompute = True       # exercise the backward's recompute path with one frame
 
     def run():
         ren.render(X, 0, 0)
