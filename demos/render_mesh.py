@@ -56,6 +56,7 @@ def main(argv=None):
     ap.add_argument("--fps", type=float, default=20.0)
     ap.add_argument("--sigma", type=float, default=1e-5)
     ap.add_argument("--gamma", type=float, default=1e-4)
+    ap.add_argument("--normals", default="smooth", choices=["flat", "smooth"])
     ap.add_argument("--arch", default="cpu")
     args = ap.parse_args(argv)
 
@@ -71,7 +72,7 @@ def main(argv=None):
     ren = SoftRasterizer(cam, f, len(v), frames=args.frames, shading="lambert", sigma=args.sigma,
                          gamma=args.gamma, vertex_colors=colors, background=(0.08, 0.08, 0.1),
                          ambient=(0.25, 0.25, 0.28), lights=[((0.6, 1.0, 0.8), (0.85, 0.8, 0.75))],
-                         cull_backfaces=True)
+                         cull_backfaces=True, normals=args.normals)
     X = ti.Vector.field(3, float, shape=(args.frames, len(v)))
     X.from_numpy(turntable(v, args.frames).astype(np.float32))
 

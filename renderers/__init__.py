@@ -9,9 +9,9 @@ Conventions (NDC, pixel centres, winding) are documented in `camera.py`; the
 rasterizer's formulas and kernel structure in `softras.py`.
 """
 from .camera import Camera
-from .softras import SoftRasterizer, SHADINGS, COLOR_MODES
+from .softras import SoftRasterizer, SHADINGS, COLOR_MODES, NORMALS
 from .losses import ImageMSE, SilhouetteMSE, SoftIoU, load_target
 from ._mesh import icosphere, box, load_obj
 
-__all__ = ["Camera", "SoftRasterizer", "SHADINGS", "COLOR_MODES", "ImageMSE", "SilhouetteMSE", "SoftIoU",
+__all__ = ["Camera", "SoftRasterizer", "SHADINGS", "COLOR_MODES", "NORMALS", "ImageMSE", "SilhouetteMSE", "SoftIoU",
            "load_target", "icosphere", "box", "load_obj"]

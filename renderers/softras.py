@@ -12,9 +12,10 @@ Model, per pixel p and face j (DESIGN.md section 4):
   clipped to [0, 1] and renormalised (PyTorch3D order);
 * C_j(p): per-vertex colours interpolated with those barycentrics, or per-face
   colours, optionally Lambert-shaded: C = albedo * (ambient + sum_l
-  light_color_l max(0, n_j . normalize(light_dir_l))), n_j the world-space face
-  normal (CCW winding, flat shading).  `light_dir` points from the surface
-  *towards* the light.
+  light_color_l max(0, n . normalize(light_dir_l))), n the world-space face
+  normal (CCW winding; normals="flat") or the normalised interpolation of
+  area-weighted vertex normals (normals="smooth").  `light_dir` points from the
+  surface *towards* the light.
 
 Only pairs (p, j) with p inside triangle j or d^2 < sigma ln(1/coverage_eps - 1)
 (D above `coverage_eps`) are evaluated; the rest are treated as D = 0.
@@ -58,6 +59,7 @@ from tigradsim.runtime import custom_op, ensure_init, np_float
 from .camera import Camera
 
 SHADINGS = ("silhouette", "color", "lambert")
+NORMALS = ("flat", "smooth")
 COLOR_MODES = ("vertex", "face")
 
 
@@ -118,6 +120,8 @@ class SoftRasterizer:
         tile_size: tile edge in pixels for binning.
         binning: False evaluates every face at every pixel (a brute-force
             reference, same cutoff test; for tests only).
+        normals: Lambert shading with "flat" face normals, or "smooth":
+            area-weighted vertex normals interpolated per pixel.
 
     Differentiable fields (all `needs_grad`): `vertex_colors`, `face_colors`,
     `light_dir`, `light_color`, `ambient`, `background`, and the vertex field
@@ -128,7 +132,7 @@ class SoftRasterizer:
                  shading="silhouette", color_mode="vertex", vertex_colors=None, face_colors=None,
                  lights=None, ambient=(0.3, 0.3, 0.3), background=(0.0, 0.0, 0.0), cull_backfaces=False,
                  vertex_ids=None, vertex_offset=0, coverage_eps=1e-4, depth_eps=1e-3, tile_size=8,
-                 binning=True):
+                 binning=True, normals="flat"):
         ensure_init()
         if not isinstance(camera, Camera):
             raise _err(TypeError, f"camera must be a tigradsim.renderers.Camera, got {type(camera).__name__}")
@@ -143,6 +147,8 @@ class SoftRasterizer:
             raise _err(ValueError, f"shading={shading!r} must be one of {SHADINGS}")
         if color_mode not in COLOR_MODES:
             raise _err(ValueError, f"color_mode={color_mode!r} must be one of {COLOR_MODES}")
+        if normals not in NORMALS:
+            raise _err(ValueError, f"normals={normals!r} must be one of {NORMALS}")
         coverage_eps = _check_positive("coverage_eps", coverage_eps)
         if coverage_eps >= 0.5:
             raise _err(ValueError, f"coverage_eps={coverage_eps} must lie in (0, 0.5)")
@@ -153,6 +159,8 @@ class SoftRasterizer:
         self.num_vertices, self.num_faces, self.frames = V, F, int(frames)
         self.width, self.height = camera.width, camera.height
         self.shading, self.color_mode = shading, color_mode
+        self.smooth = shading == "lambert" and normals == "smooth"
+        self.normals = normals
         self.channels = 1 if shading == "silhouette" else 4
         self.alpha_channel = self.channels - 1
         self.cull_backfaces = bool(cull_backfaces)
@@ -209,6 +217,10 @@ class SoftRasterizer:
         self.cam_k = ti.field(fl, shape=4)          # scale, near, far, -
         self.proj = ti.Vector.field(3, fl, shape=V, needs_grad=True)
         self.face_shade = ti.Vector.field(3, fl, shape=F, needs_grad=True)
+        nv = V if self.smooth else 1
+        self.vnormal_sum = ti.Vector.field(3, fl, shape=nv, needs_grad=True)   # area-weighted sums
+        self.vnormal = ti.Vector.field(3, fl, shape=nv, needs_grad=True)       # unit vertex normals
+        self.light_unit = ti.Vector.field(3, fl, shape=self.num_lights, needs_grad=True)
         self.vertex_colors = ti.Vector.field(3, fl, shape=V, needs_grad=True)
         self.face_colors = ti.Vector.field(3, fl, shape=F, needs_grad=True)
         self.light_dir = ti.Vector.field(3, fl, shape=self.num_lights, needs_grad=True)
@@ -367,8 +379,20 @@ class SoftRasterizer:
             return self.face_colors[f]
 
     @ti.func
+    def _lambert(self, n):
+        """ambient + sum_l light_color_l max(0, n . l_l) for a unit normal n."""
+        shade = self.ambient[None]
+        for l in ti.static(range(self.num_lights)):
+            shade += self.light_color[l] * ti.max(n.dot(self.light_unit[l]), 0.0)
+        return shade
+
+    @ti.func
     def _shaded(self, f, bc):
-        if ti.static(self.shading == "lambert"):
+        if ti.static(self.smooth):
+            idx = self.faces[f]
+            n = bc[0] * self.vnormal[idx[0]] + bc[1] * self.vnormal[idx[1]] + bc[2] * self.vnormal[idx[2]]
+            return self._albedo(f, bc) * self._lambert(n / ti.sqrt(n.dot(n) + 1e-30))
+        elif ti.static(self.shading == "lambert"):
             return self._albedo(f, bc) * self.face_shade[f]
         else:
             return self._albedo(f, bc)
@@ -426,19 +450,27 @@ class SoftRasterizer:
             else:
                 self.proj[v] = ti.Vector([q[0] / scale, q[1] / scale, zc])
         if ti.static(self.shading == "lambert"):
-            for f in range(self.num_faces):
-                idx = self.faces[f]
-                p0 = verts[slot, self.vid[idx[0]]]
-                p1 = verts[slot, self.vid[idx[1]]]
-                p2 = verts[slot, self.vid[idx[2]]]
-                n = (p1 - p0).cross(p2 - p0)
-                n = n / ti.sqrt(n.dot(n) + 1e-30)
-                shade = self.ambient[None]
-                for l in ti.static(range(self.num_lights)):
-                    ld = self.light_dir[l]
-                    ld = ld / ti.sqrt(ld.dot(ld) + 1e-30)
-                    shade += self.light_color[l] * ti.max(n.dot(ld), 0.0)
-                self.face_shade[f] = shade
+            for l in range(self.num_lights):
+                ld = self.light_dir[l]
+                self.light_unit[l] = ld / ti.sqrt(ld.dot(ld) + 1e-30)
+            if ti.static(self.smooth):
+                for v in range(self.num_vertices):
+                    self.vnormal_sum[v] = ti.Vector([0.0, 0.0, 0.0])
+                for f in range(self.num_faces):
+                    idx = self.faces[f]
+                    p0 = verts[slot, self.vid[idx[0]]]
+                    n = (verts[slot, self.vid[idx[1]]] - p0).cross(verts[slot, self.vid[idx[2]]] - p0)
+                    for k in ti.static(range(3)):
+                        self.vnormal_sum[idx[k]] += n          # area-weighted
+                for v in range(self.num_vertices):
+                    ns = self.vnormal_sum[v]
+                    self.vnormal[v] = ns / ti.sqrt(ns.dot(ns) + 1e-30)
+            else:
+                for f in range(self.num_faces):
+                    idx = self.faces[f]
+                    p0 = verts[slot, self.vid[idx[0]]]
+                    n = (verts[slot, self.vid[idx[1]]] - p0).cross(verts[slot, self.vid[idx[2]]] - p0)
+                    self.face_shade[f] = self._lambert(n / ti.sqrt(n.dot(n) + 1e-30))
 
     @ti.kernel
     def _bin(self, tile_faces: ti.template(), pix_mask: ti.template(), pairs: ti.template(), r2: float,
@@ -469,6 +501,11 @@ class SoftRasterizer:
                 self.proj.grad[v] = ti.Vector([0.0, 0.0, 0.0])
             for f in self.face_shade:
                 self.face_shade.grad[f] = ti.Vector([0.0, 0.0, 0.0])
+            for v in self.vnormal:
+                self.vnormal.grad[v] = ti.Vector([0.0, 0.0, 0.0])
+                self.vnormal_sum.grad[v] = ti.Vector([0.0, 0.0, 0.0])
+            for l in self.light_unit:
+                self.light_unit.grad[l] = ti.Vector([0.0, 0.0, 0.0])
         if ti.static(self.binning):
             # 2. faces -> tiles (bounding box grown by the cutoff radius)
             for f in range(self.num_faces):
@@ -640,6 +677,11 @@ class SoftRasterizer:
             self.proj.grad[v] = ti.Vector([0.0, 0.0, 0.0])
         for f in self.face_shade:
             self.face_shade.grad[f] = ti.Vector([0.0, 0.0, 0.0])
+        for v in self.vnormal:
+            self.vnormal.grad[v] = ti.Vector([0.0, 0.0, 0.0])
+            self.vnormal_sum.grad[v] = ti.Vector([0.0, 0.0, 0.0])
+        for l in self.light_unit:
+            self.light_unit.grad[l] = ti.Vector([0.0, 0.0, 0.0])
 
     def _forward(self, verts, slot, frame, token):
         self._prepare(verts, slot)

@@ -41,7 +41,7 @@ def _seg_d2(p, a, b):
 
 def softras_numpy(cam, verts, faces, sigma, gamma, shading="silhouette", color_mode="vertex",
                   vertex_colors=None, face_colors=None, lights=(), ambient=(0, 0, 0), background=(0, 0, 0),
-                  cull_backfaces=False, coverage_eps=1e-4, depth_eps=1e-3):
+                  cull_backfaces=False, coverage_eps=1e-4, depth_eps=1e-3, normals="flat"):
     verts = np.asarray(verts, dtype=np.float64)
     P = cam.project(verts)
     centers = cam.pixel_centers()
@@ -49,16 +49,20 @@ def softras_numpy(cam, verts, faces, sigma, gamma, shading="silhouette", color_m
     r2 = sigma * math.log(1.0 / coverage_eps - 1.0)
     C = 1 if shading == "silhouette" else 4
     img = np.zeros((H, W, C))
+    def lambert(n):
+        s = np.array(ambient, dtype=np.float64).copy()
+        for d, c in lights:
+            d = np.asarray(d, dtype=np.float64)
+            s += np.asarray(c) * max(float(np.dot(n, d / np.linalg.norm(d))), 0.0)
+        return s
+
     shade = np.ones((len(faces), 3))
-    if shading == "lambert":
-        for f, (i0, i1, i2) in enumerate(faces):
-            n = np.cross(verts[i1] - verts[i0], verts[i2] - verts[i0])
-            n = n / np.linalg.norm(n)
-            s = np.array(ambient, dtype=np.float64).copy()
-            for d, c in lights:
-                d = np.asarray(d, dtype=np.float64)
-                s += np.asarray(c) * max(float(np.dot(n, d / np.linalg.norm(d))), 0.0)
-            shade[f] = s
+    vnormal = np.zeros_like(verts)
+    for f, (i0, i1, i2) in enumerate(faces):
+        n = np.cross(verts[i1] - verts[i0], verts[i2] - verts[i0])
+        vnormal[[i0, i1, i2]] += n                   # area-weighted vertex normals
+        shade[f] = lambert(n / np.linalg.norm(n))
+    vnormal /= np.linalg.norm(vnormal, axis=1, keepdims=True)
     for i in range(H):
         for j in range(W):
             p = centers[i, j]
@@ -94,7 +98,10 @@ def softras_numpy(cam, verts, faces, sigma, gamma, shading="silhouette", color_m
                         col = bc @ np.asarray(vertex_colors)[[i0, i1, i2]]
                     else:
                         col = np.asarray(face_colors)[f]
-                    if shading == "lambert":
+                    if shading == "lambert" and normals == "smooth":
+                        n = bc @ vnormal[[i0, i1, i2]]
+                        col = col * lambert(n / np.linalg.norm(n))
+                    elif shading == "lambert":
                         col = col * shade[f]
                     terms.append((D, z, col))
             alpha = 1.0 - math.exp(logsum)
@@ -180,12 +187,13 @@ def test_symmetric_scene_gives_symmetric_image():
 
 
 # ----------------------------------------------------- numpy reference check
-@pytest.mark.parametrize("shading,color_mode,projection,cull", [
-    ("silhouette", "vertex", "perspective", False),
-    ("lambert", "vertex", "perspective", False),
-    ("color", "face", "orthographic", True),
+@pytest.mark.parametrize("shading,color_mode,projection,cull,normals", [
+    ("silhouette", "vertex", "perspective", False, "flat"),
+    ("lambert", "vertex", "perspective", False, "flat"),
+    ("lambert", "face", "perspective", True, "smooth"),
+    ("color", "face", "orthographic", True, "flat"),
 ])
-def test_matches_numpy_reference(shading, color_mode, projection, cull):
+def test_matches_numpy_reference(shading, color_mode, projection, cull, normals):
     v, f = icosphere(1, 0.9)
     v = v + np.array([0.1, -0.05, 0.0])
     rng = np.random.default_rng(1)
@@ -193,7 +201,7 @@ def test_matches_numpy_reference(shading, color_mode, projection, cull):
     cam = Camera(eye=(0.4, 0.3, 3.0), width=14, height=11, projection=projection, ortho_scale=1.2)
     kw = dict(sigma=2e-3, gamma=2e-2, shading=shading, color_mode=color_mode, vertex_colors=vc,
               face_colors=fc, lights=[((0.3, 1.0, 0.8), (0.6, 0.5, 0.4)), ((-1, 0, 0.2), (0.2, 0.3, 0.1))],
-              ambient=(0.2, 0.25, 0.3), background=(0.1, 0.2, 0.3), cull_backfaces=cull)
+              ambient=(0.2, 0.25, 0.3), background=(0.1, 0.2, 0.3), cull_backfaces=cull, normals=normals)
     ren = SoftRasterizer(cam, f, len(v), **kw)
     got = ren.render_numpy(v)
     want = softras_numpy(cam, v, f, **kw)

@@ -67,8 +67,9 @@ def test_soft_iou_gradient():
     tgs.check_gradient(run, loss, [X], n_dirs=3, eps=1e-6, rtol=RTOL).assert_ok()
 
 
-def test_lambert_vertex_colors_gradients():
-    ren, X, target = _sphere_scene("lambert")
+@pytest.mark.parametrize("normals", ["flat", "smooth"])
+def test_lambert_vertex_colors_gradients(normals):
+    ren, X, target = _sphere_scene("lambert", normals=normals)
     loss = _loss()
     mse = ImageMSE(ren.image, np.stack([target, target]), frames=[1, 0])
 
