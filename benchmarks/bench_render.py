@@ -1,8 +1,9 @@
 """Benchmark of the soft rasterizer: forward and forward+backward time, memory.
 
 Icosphere of 1,280 faces (642 vertices), sigma = gamma = 1e-4, float32, at
-64x64 and 256x256, silhouette and Lambert-shaded (per-vertex colours, one
-directional light).  `forward_backward_ms` is one Tape with one frame (its
+64x64 and 256x256, silhouette and Lambert-shaded (per-vertex colours,
+interpolated vertex normals lit per pixel, ambient + one directional light;
+PyTorch3D's shaded figure is SoftPhong, which adds a specular term).  `forward_backward_ms` is one Tape with one frame (its
 backward finds the frame still in the scratch buffers);
 `forward_backward_recompute_ms` forces the per-frame recompute that every frame
 but the last of a multi-frame Tape pays.  Prints one JSON object; the PyTorch3D CPU figures it compares
@@ -43,7 +44,7 @@ def _rss_mb():
 def bench_case(size, shading, reps, verts, faces):
     cam = Camera(eye=(0.0, 0.3, 3.0), target=(0, 0, 0), fov=60, width=size, height=size)
     ren = SoftRasterizer(cam, faces, len(verts), shading=shading, sigma=1e-4, gamma=1e-4,
-                         vertex_colors=0.5 + 0.5 * verts)
+                         vertex_colors=0.5 + 0.5 * verts, normals="smooth")
     X = ti.Vector.field(3, float, shape=(1, len(verts)), needs_grad=True)
     X.from_numpy(verts[None].astype(np.float32))
     rng = np.random.default_rng(0)
