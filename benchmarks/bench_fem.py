@@ -1,0 +1,112 @@
+"""Tetrahedral FEM (stable neo-Hookean) + ground contact: time per step, forward
+and forward+backward, tet-steps per second and peak memory, per scene.
+
+    python benchmarks/bench_fem.py [--arch cpu] [--precision f32] [--scenes ball,box16,box32]
+
+Scenes: the paper's ball (tet_ball, ~430-640 tets, 3840 steps at 1/1920 s,
+checkpointed every 64 steps), tet_box grids of 16x8x8 cells (5,120 tets) and
+32x16x16 cells (40,960 tets), 200 steps of 1 ms.  Each scene runs in its own
+process so that peak RSS is its own.  Prints one JSON object per scene, then a
+summary with the reference figures (Warp 1.9.1 warp.sim and dflex on this machine).
+"""
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+# Reference figures measured on this machine (ms per step).
+REFERENCE = {
+    "box16": {"warp_fwd_ms": 0.99, "warp_fwd_bwd_ms": 4.07},
+    "box32": {"warp_fwd_ms": 6.1, "warp_fwd_bwd_ms": 22.5},
+    "ball": {"dflex_fwd_ms": 0.104},
+}
+
+
+def build(scene, tgs):
+    b = tgs.SceneBuilder()
+    b.add_ground(ke=1e4, kd=1.0, kf=10.0, mu=0.5)
+    if scene == "ball":
+        mesh = tgs.meshes.tet_ball(1.0, resolution=2, center=(0.0, 1.5, 0.0))
+        b.add_soft_mesh(mesh, params={"mu": 1e3, "lam": 1e3, "damping": 0.1}, density=10.0, velocity=(1.0, 0.0, 0.0))
+        return b.finalize(), 1 / 1920, 3840, 64
+    n = {"box16": 16, "box32": 32}[scene]
+    mesh = tgs.meshes.tet_box(n, n // 2, n // 2, size=(2.0, 1.0, 1.0), origin=(0.0, 0.2, 0.0))
+    b.add_soft_mesh(mesh, params={"mu": 1e4, "lam": 1e4, "damping": 0.05}, density=100.0, velocity=(0.5, -1.0, 0.0))
+    return b.finalize(), 1e-3, 200, None
+
+
+def run_scene(scene, arch, precision):
+    import taichi as ti
+    import tigradsim as tgs
+    tgs.init(arch=arch, precision=precision)
+    model, dt, steps, ck = build(scene, tgs)
+    sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=ck)
+    com = tgs.CenterOfMassRecorder(sim, every=steps)
+    loss = tgs.MSELoss(com.com, np.zeros((2, 3)))
+
+    def forward():
+        sim.run()
+        loss()
+
+    forward()                        # compile
+    with ti.ad.Tape(loss.value):
+        forward()
+    ti.sync()
+    fwd, fwd_bwd = [], []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        forward()
+        ti.sync()
+        fwd.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        with ti.ad.Tape(loss.value):
+            forward()
+        ti.sync()
+        fwd_bwd.append(time.perf_counter() - t0)
+    fwd, fwd_bwd = min(fwd) / steps, min(fwd_bwd) / steps
+    state_mb = (sim.state.nbytes() + (sim.checkpoints.nbytes() if sim.checkpoints else 0)) / 2 ** 20
+    out = {
+        "scene": scene, "particles": model.particle_count, "tets": model.tet_count, "steps": steps, "dt": dt,
+        "checkpoint_every": ck,
+        "us_per_step_forward": round(fwd * 1e6, 1),
+        "us_per_step_forward_backward": round(fwd_bwd * 1e6, 1),
+        "tet_steps_per_s_forward": round(model.tet_count / fwd),
+        "tet_steps_per_s_forward_backward": round(model.tet_count / fwd_bwd),
+        "state_fields_mb": round(state_mb, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "grad_norm_mu_lam": float(np.linalg.norm(model.tet_params.grad.to_numpy())),
+    }
+    ref = REFERENCE.get(scene, {})
+    if "warp_fwd_ms" in ref:
+        out["speedup_vs_warp_forward"] = round(ref["warp_fwd_ms"] * 1e3 / out["us_per_step_forward"], 2)
+        out["speedup_vs_warp_forward_backward"] = round(ref["warp_fwd_bwd_ms"] * 1e3 / out["us_per_step_forward_backward"], 2)
+    if "dflex_fwd_ms" in ref:
+        out["speedup_vs_dflex_forward"] = round(ref["dflex_fwd_ms"] * 1e3 / out["us_per_step_forward"], 2)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arch", default="cpu")
+    parser.add_argument("--precision", default="f32")
+    parser.add_argument("--scenes", default="ball,box16,box32")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_scene(args.child, args.arch, args.precision)))
+        return
+    for scene in args.scenes.split(","):
+        cmd = [sys.executable, __file__, "--child", scene, "--arch", args.arch, "--precision", args.precision]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(json.dumps({"scene": scene, "error": proc.stderr.strip().splitlines()[-1:]}))
+            continue
+        print(proc.stdout.strip().splitlines()[-1], flush=True)
+
+
+if __name__ == "__main__":
+    main()
