@@ -15,7 +15,7 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim import video
 from tigradsim.renderers import Camera, SoftRasterizer, icosphere, ImageMSE, SilhouetteMSE
-from tigradsim.renderers._mesh import _local_icosphere
+
 
 DATA = Path(__file__).parent / "data"
 
@@ -251,7 +251,7 @@ def test_capacities_grow_and_memory_is_sparse():
 
 # ------------------------------------------------------------------ golden
 def _golden_scene():
-    v, f = _local_icosphere(2, 0.9)      # fixed geometry, whatever tigradsim.meshes becomes
+    v, f = icosphere(2, 0.9)
     cam = Camera(eye=(0.5, 0.8, 2.8), target=(0, 0.05, 0), width=24, height=20, fov=55)
     ren = SoftRasterizer(cam, f, len(v), frames=2, shading="lambert", sigma=1e-4, gamma=1e-4,
                          vertex_colors=0.5 + 0.5 * v / 0.9, background=(0.1, 0.1, 0.15),
