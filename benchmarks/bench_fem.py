@@ -35,7 +35,7 @@ def build(scene, tgs):
         return b.finalize(), 1 / 1920, 3840, 64
     n = {"box16": 16, "box32": 32}[scene]
     mesh = tgs.meshes.tet_box(n, n // 2, n // 2, size=(2.0, 1.0, 1.0), origin=(0.0, 0.2, 0.0))
-    b.add_soft_mesh(mesh, params={"mu": 1e4, "lam": 1e4, "damping": 0.05}, density=100.0, velocity=(0.5, -1.0, 0.0))
+    b.add_soft_mesh(mesh, params={"mu": 1e4, "lam": 1e4, "damping": 0.05}, density=1000.0, velocity=(0.5, -1.0, 0.0))
     return b.finalize(), 1e-3, 200, None
 
 
