@@ -11,12 +11,10 @@ summary with the reference figures (Warp 1.9.1 warp.sim and dflex on this machin
 """
 import argparse
 import json
-import resource
-import subprocess
-import sys
-import time
 
 import numpy as np
+
+from _harness import run_child, time_rollout
 
 # Reference figures measured on this machine (ms per step).
 REFERENCE = {
@@ -47,37 +45,14 @@ def run_scene(scene, arch, precision):
     sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=ck)
     com = tgs.CenterOfMassRecorder(sim, every=steps)
     loss = tgs.MSELoss(com.com, np.zeros((2, 3)))
-
-    def forward():
-        sim.run()
-        loss()
-
-    forward()                        # compile
-    with ti.ad.Tape(loss.value):
-        forward()
-    ti.sync()
-    fwd, fwd_bwd = [], []
-    for _ in range(2):
-        t0 = time.perf_counter()
-        forward()
-        ti.sync()
-        fwd.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        with ti.ad.Tape(loss.value):
-            forward()
-        ti.sync()
-        fwd_bwd.append(time.perf_counter() - t0)
-    fwd, fwd_bwd = min(fwd) / steps, min(fwd_bwd) / steps
-    state_mb = (sim.state.nbytes() + (sim.checkpoints.nbytes() if sim.checkpoints else 0)) / 2 ** 20
+    timing = time_rollout(sim, loss)
+    fwd = timing["us_per_step_forward"] * 1e-6
+    fwd_bwd = timing["us_per_step_forward_backward"] * 1e-6
     out = {
         "scene": scene, "particles": model.particle_count, "tets": model.tet_count, "steps": steps, "dt": dt,
-        "checkpoint_every": ck,
-        "us_per_step_forward": round(fwd * 1e6, 1),
-        "us_per_step_forward_backward": round(fwd_bwd * 1e6, 1),
+        "checkpoint_every": ck, **timing,
         "tet_steps_per_s_forward": round(model.tet_count / fwd),
         "tet_steps_per_s_forward_backward": round(model.tet_count / fwd_bwd),
-        "state_fields_mb": round(state_mb, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "grad_norm_mu_lam": float(np.linalg.norm(model.tet_params.grad.to_numpy())),
     }
     ref = REFERENCE.get(scene, {})
@@ -100,12 +75,11 @@ def main():
         print(json.dumps(run_scene(args.child, args.arch, args.precision)))
         return
     for scene in args.scenes.split(","):
-        cmd = [sys.executable, __file__, "--child", scene, "--arch", args.arch, "--precision", args.precision]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(json.dumps({"scene": scene, "error": proc.stderr.strip().splitlines()[-1:]}))
-            continue
-        print(proc.stdout.strip().splitlines()[-1], flush=True)
+        try:
+            result = run_child(__file__, [scene, "--arch", args.arch, "--precision", args.precision])
+        except RuntimeError as exc:
+            result = {"scene": scene, "error": str(exc).strip().splitlines()[-1]}
+        print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,10 @@ Prints one JSON object.
 """
 import argparse
 import json
-import resource
-import subprocess
-import sys
-import time
 
 import numpy as np
+
+from _harness import run_child, time_rollout
 
 
 def lattice(nx, ny, nz, spacing=0.05):
@@ -38,31 +36,10 @@ def run_config(steps, checkpoint_every, arch, precision):
     com = tgs.CenterOfMassRecorder(sim, every=steps)
     loss = tgs.MSELoss(com.com, np.zeros((2, 3)))
 
-    def forward():
-        sim.run()
-        loss()
-
-    forward()                      # compile
-    with ti.ad.Tape(loss.value):
-        forward()
-    ti.sync()
-    t0 = time.perf_counter()
-    forward()
-    ti.sync()
-    fwd = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    with ti.ad.Tape(loss.value):
-        forward()
-    ti.sync()
-    fwd_bwd = time.perf_counter() - t0
-    state_mb = (sim.state.nbytes() + (sim.checkpoints.nbytes() if sim.checkpoints else 0)) / 2 ** 20
+    timing = time_rollout(sim, loss, repeats=1)
     return {
         "particles": model.particle_count, "springs": model.spring_count, "steps": steps,
-        "checkpoint_every": checkpoint_every,
-        "us_per_step_forward": round(fwd / steps * 1e6, 1),
-        "us_per_step_forward_backward": round(fwd_bwd / steps * 1e6, 1),
-        "state_fields_mb": round(state_mb, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "checkpoint_every": checkpoint_every, **timing,
         "grad_norm_qd0": float(np.linalg.norm(model.particle_qd0.grad.to_numpy())),
     }
 
@@ -78,13 +55,8 @@ def main():
     if args.child:
         print(json.dumps(run_config(args.steps, args.checkpoint_every, args.arch, args.precision)))
         return
-    results = []
-    for ck in (None, 32):
-        cmd = [sys.executable, __file__, "--child", "--steps", str(args.steps), "--arch", args.arch,
-               "--precision", args.precision] + (["--checkpoint-every", str(ck)] if ck else [])
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
-        results.append(json.loads(out))
-    full, ck = results
+    full, ck = [run_child(__file__, ["--steps", args.steps, "--arch", args.arch, "--precision", args.precision]
+                          + (["--checkpoint-every", k] if k else [])) for k in (None, 32)]
     print(json.dumps({
         "benchmark": "particles", "arch": args.arch, "precision": args.precision,
         "full_storage": full, "checkpointed": ck,

@@ -1,0 +1,52 @@
+"""Timing helpers shared by the benchmark scripts (not a test)."""
+import json
+import resource
+import subprocess
+import sys
+import time
+
+
+def time_rollout(sim, loss, repeats=2):
+    """Best-of-`repeats` seconds per step of `sim.run(); loss()`, forward and under a Tape.
+
+    Returns a dict with us_per_step_forward, us_per_step_forward_backward,
+    state_fields_mb (state + checkpoints, gradients included) and peak_rss_mb.
+    Compiles first (one untimed forward and one untimed taped pass).
+    """
+    import taichi as ti
+
+    def forward():
+        sim.run()
+        loss()
+
+    forward()
+    with ti.ad.Tape(loss.value):
+        forward()
+    ti.sync()
+    fwd, fwd_bwd = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        forward()
+        ti.sync()
+        fwd.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        with ti.ad.Tape(loss.value):
+            forward()
+        ti.sync()
+        fwd_bwd.append(time.perf_counter() - t0)
+    state_mb = (sim.state.nbytes() + (sim.checkpoints.nbytes() if sim.checkpoints else 0)) / 2 ** 20
+    return {
+        "us_per_step_forward": round(min(fwd) / sim.steps * 1e6, 1),
+        "us_per_step_forward_backward": round(min(fwd_bwd) / sim.steps * 1e6, 1),
+        "state_fields_mb": round(state_mb, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def run_child(script, args):
+    """Run `python script --child ARGS` in its own process (its own peak RSS); returns its last JSON line."""
+    cmd = [sys.executable, script, "--child"] + [str(a) for a in args]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
