@@ -116,13 +116,23 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba 2015) with bias correction."""
+    """Adam (Kingma & Ba 2015) with bias correction.
 
-    def __init__(self, params, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
+    lr_decay: the learning rate is multiplied by this factor after every step
+    (exponential schedule; 1 = constant).
+    """
+
+    def __init__(self, params, lr=1e-2, betas=(0.9, 0.999), eps=1e-8, lr_decay=1.0):
         super().__init__(params, lr)
-        self.betas, self.eps = betas, eps
+        if not (0 < lr_decay <= 1):
+            raise ValueError(f"lr_decay: must be in (0, 1], got {lr_decay!r}")
+        self.betas, self.eps, self.lr_decay = betas, eps, float(lr_decay)
         self._m = [None] * len(self.params)
         self._v = [None] * len(self.params)
+
+    def step(self):
+        super().step()
+        self.lr *= self.lr_decay
 
     def _update(self, k, g, lr):
         b1, b2 = self.betas
@@ -139,6 +149,145 @@ class Adam(Optimizer):
     def load_state_dict(self, state):
         super().load_state_dict(state)
         self._m, self._v = list(state["m"]), list(state["v"])
+
+
+class BFGS(Optimizer):
+    """Quasi-Newton steps (BFGS inverse-Hessian updates) over the internal
+    coordinates of all parameters together, one gradient per step and no line
+    search: meant to polish a fit of a few parameters near its minimum (e.g.
+    after Adam), where it converges much faster than a first-order method.
+    For a single scalar parameter it is the secant method on the gradient.
+
+    lr: trust radius, the largest change of any internal coordinate in one
+    step (in log-space: a factor exp(lr)); the first step is a gradient step
+    of that length.  Pairs that violate the curvature condition s.y > 0 are
+    skipped.  Memory and time are O(n^2) in the number n of parameter values.
+    """
+
+    def __init__(self, params, lr=1e-2):
+        super().__init__(params, lr)
+        self._x = self._g = self._H = None
+
+    def _flat(self):
+        xs, gs = [], []
+        for p in self.params:
+            xs.append(np.ravel(p.to_internal(p.value())))
+            g = np.ravel(p.internal_grad())
+            if not np.all(np.isfinite(g)):
+                raise SimulationError(f"gradient of {p.name!r} is not finite at iteration {self.iteration}")
+            gs.append(g)
+        return np.concatenate(xs), np.concatenate(gs)
+
+    def step(self):
+        self.iteration += 1
+        x, g = self._flat()
+        if self._x is not None:
+            s, y = x - self._x, g - self._g
+            sy = float(s @ y)
+            if sy > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y):
+                if self._H is None:
+                    self._H = np.eye(len(x)) * (sy / float(y @ y))
+                rho = 1.0 / sy
+                v = np.eye(len(x)) - rho * np.outer(s, y)
+                self._H = v @ self._H @ v.T + rho * np.outer(s, s)
+        gmax = float(np.max(np.abs(g))) if g.size else 0.0
+        if self._H is None:
+            d = -self.lr * g / gmax if gmax > 0 else np.zeros_like(g)
+        else:
+            d = -self._H @ g
+        dmax = float(np.max(np.abs(d))) if d.size else 0.0
+        if dmax > self.lr:
+            d *= self.lr / dmax
+        self._x, self._g = x, g
+        _write_internal_vector(self.params, x + d)
+
+    def state_dict(self):
+        return {**super().state_dict(), "x": self._x, "g": self._g, "H": self._H}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self._x, self._g, self._H = state["x"], state["g"], state["H"]
+
+
+def _internal_vector(params):
+    return np.concatenate([np.ravel(p.to_internal(p.value())) for p in params])
+
+
+def _write_internal_vector(params, x):
+    k = 0
+    for p in params:
+        shape = np.shape(p.value())
+        n = int(np.prod(shape))
+        p.write(p.from_internal(np.asarray(x[k:k + n]).reshape(shape)))
+        k += n
+
+
+def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: int = 10, fd_step: float = 1e-4,
+                  damping: float = 1e-3, log_every: int = 1, printer=print, history: Optional["History"] = None,
+                  rtol: float = 1e-14):
+    """Levenberg-Marquardt refinement of `params` minimising |residuals()|^2 / 2.
+
+    `residuals()` runs the model at the parameters' current values and returns
+    the residual vector (e.g. rendered minus target pixels).  The Jacobian
+    with respect to the internal (log-space where asked) coordinates is taken
+    by central finite differences of step `fd_step`, so each iteration costs
+    2 n + 1 or more residual evaluations (n parameter values): meant for
+    polishing a handful of parameters near the minimum of a fit, where
+    Gauss-Newton converges much faster than gradient descent (quadratically
+    on zero-residual problems).  A step is kept only if it lowers the cost
+    (else the damping grows).  Records the cost (|r|^2 / 2) and parameter
+    values in `history` every iteration (the cost as the mean squared residual
+    |r|^2 / len(r), the scale of an MSE loss); returns the History.
+    """
+    params = _as_params(params)
+    history = history or History()
+    start = time.time()
+    x = _internal_vector(params)
+    r = np.ravel(residuals())
+    cost = 0.5 * float(r @ r)
+    lam = float(damping)
+    for it in range(iters + 1):
+        history.record(2 * cost / max(r.size, 1), params, time.time() - start)
+        if log_every and (it % log_every == 0 or it == iters):
+            printer(f"LM {it:4d}/{iters}  mse {2 * cost / max(r.size, 1):.6e}  damping {lam:.1e}  "
+                    + "  ".join(_summary(p) for p in params))
+        if it == iters or cost == 0.0:
+            break
+        J = np.empty((r.size, x.size))
+        for i in range(x.size):
+            cols = []
+            for sgn in (1.0, -1.0):
+                xi = x.copy()
+                xi[i] += sgn * fd_step
+                _write_internal_vector(params, xi)
+                cols.append(np.ravel(residuals()))
+            J[:, i] = (cols[0] - cols[1]) / (2 * fd_step)
+        A, g = J.T @ J, J.T @ r
+        diag = np.maximum(np.diag(A), 1e-300)
+        improved = False
+        for _ in range(12):
+            try:
+                dx = -np.linalg.solve(A + lam * np.diag(diag), g)
+            except np.linalg.LinAlgError:
+                lam *= 10.0
+                continue
+            _write_internal_vector(params, x + dx)
+            x_new = _internal_vector(params)          # bounds may clamp
+            r_new = np.ravel(residuals())
+            cost_new = 0.5 * float(r_new @ r_new)
+            if np.isfinite(cost_new) and cost_new < cost:
+                x, r, lam = x_new, r_new, max(lam / 3.0, 1e-12)
+                converged = cost - cost_new <= rtol * cost
+                cost = cost_new
+                improved = True
+                break
+            lam *= 4.0
+        _write_internal_vector(params, x)
+        if not improved or converged:
+            if log_every:
+                printer(f"LM {it + 1:4d}/{iters}  stopped: {'no step lowers the cost' if not improved else 'converged'}")
+            break
+    return history
 
 
 @dataclass

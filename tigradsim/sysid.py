@@ -22,7 +22,7 @@ import numpy as np
 import taichi as ti
 
 from .losses import MSELoss
-from .optim import Adam, History, Param, optimize
+from .optim import Adam, History, Param, least_squares, optimize
 from .plots import plot_loss, plot_params
 
 
@@ -135,6 +135,31 @@ class VideoFit:
                                 printer=printer, history=self.history, callback=callback)
         if resume:
             self.save_state(resume)
+        return self.history
+
+    def residuals(self) -> np.ndarray:
+        """Run the rollout at the current parameters; rendered (or recorded) minus
+        target values, flattened (call `set_target` or `fit` first)."""
+        self.sim.run()
+        if self.supervision == "image":
+            if self._image_loss is None:
+                raise RuntimeError("residuals: no target yet (call set_target)")
+            tl = self._image_loss
+            image = self.renderer.image.to_numpy()
+            if image.ndim == 3:
+                image = image[..., None]
+            return (image[tl.fid.to_numpy()][..., list(tl.channels)] - tl.target.to_numpy()).ravel()
+        if self._state_loss is None:
+            raise RuntimeError("residuals: no target yet (call set_target)")
+        return (self.state_source.to_numpy() - self._state_loss.target.to_numpy()).ravel()
+
+    def refine(self, target, iters=10, fd_step=1e-4, damping=1e-3, log_every=1, printer=print):
+        """Polish the fit with Levenberg-Marquardt on the residuals (`tgs.least_squares`:
+        finite-difference Jacobian, 2 n + 1 rollouts per iteration for n parameter
+        values); appends to `self.history` and returns it."""
+        self.set_target(target)
+        self.history = least_squares(self.residuals, self.params, iters=iters, fd_step=fd_step, damping=damping,
+                                     log_every=log_every, printer=printer, history=self.history)
         return self.history
 
     # -- resume ----------------------------------------------------------------
