@@ -125,7 +125,7 @@ def main(argv=None):
     p.add_argument("--throw", type=float, nargs=3, default=(1.0, 2.0, -0.5),
                    help="true mean initial velocity [m/s]")
     p.add_argument("--spin", type=float, default=2.0, help="true spin about y [rad/s]")
-    p.add_argument("--noise", type=float, default=0.2, help="std of the true per-particle part [m/s]")
+    p.add_argument("--noise", type=float, default=None, help="std of the true per-particle part [m/s] (0.2; --quick 0.1)")
     p.add_argument("--init-velocity", type=float, nargs=3, default=(0.0, 0.0, 0.0),
                    help="initial guess, the same for every particle [m/s]")
     p.add_argument("--lr", type=float, default=None, help="Adam step [m/s] (default 0.2; --quick 0.3)")
@@ -156,6 +156,8 @@ def main(argv=None):
         args.duration, args.every, args.checkpoint = 0.4, 20, 100
         args.trials = min(args.trials, 1)
         args.iters, args.lr = args.iters or 100, args.lr or 0.3
+        args.noise = 0.1 if args.noise is None else args.noise
+    args.noise = 0.2 if args.noise is None else args.noise
     args.iters, args.lr, args.lr_decay = args.iters or 150, args.lr or 0.2, args.lr_decay or 0.99
 
     start = time.time()
