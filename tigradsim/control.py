@@ -1,0 +1,384 @@
+"""Controllers learned through the simulator (and the renderer): policies in Taichi.
+
+A policy is an object with
+
+* `params`: a list of `tgs.Param` (fields with needs_grad) for the optimiser;
+* `write()`: launches the kernel(s) that fill its output field from the
+  parameters.  Call it INSIDE the `ti.ad.Tape`, before `sim.run()`, so the
+  rollout and the policy are differentiated together:
+
+      policy = LinearTanhPolicy(model.tet_activation_t, sinusoid_features(steps, dt), scale=0.3)
+      with ti.ad.Tape(loss):
+          policy.write()          # tet_activation_t[t, e] for every step t
+          sim.run()
+          image_loss(loss)
+
+The output is a per-step control field `out[t, j]` read by the simulation at
+step t (FEM: `tigradsim.fem.enable_activation_control(model, steps)` gives
+`model.tet_activation_t`).  The inputs are open-loop features of time
+(`sinusoid_features`), as in the gradSim paper's control experiments.
+
+Policies here: `LinearTanhPolicy` (out = scale * tanh(W phi(t) + b)),
+`MLPPolicy` (a two-layer tanh network, an example of a user-supplied policy
+through the same interface), `RandomPolicy` (the random baseline) and
+`VelocityControl` (one initial velocity for a set of particles, e.g. a cloth).
+Any class with `params` and `write()` works with `fit_policy`.
+
+`MultiScaleImageMSE`: pixel MSE of one frame plus MSEs of Gaussian-blurred
+copies of the frame and the target.  Blurring is linear, so it is still a loss
+on the pixels alone, but it gives a gradient when the rendered object and the
+target do not overlap (a plain silhouette MSE is then flat).
+"""
+import math
+import time
+
+import numpy as np
+import taichi as ti
+
+from .optim import Adam, History, Param, optimize
+from .runtime import np_float
+
+__all__ = ["sinusoid_features", "LinearTanhPolicy", "MLPPolicy", "RandomPolicy", "VelocityControl",
+           "MultiScaleImageMSE", "fit_policy", "gaussian_blur", "surface", "com_errors", "save_report"]
+
+
+def sinusoid_features(steps, dt, count=8, base_frequency=2.5):
+    """Open-loop phase inputs phi (steps, count): sin and cos of omega_k t for
+    omega_k = base_frequency * (k + 1) [rad/s], k = 0 .. count/2 - 1 (t = step * dt)."""
+    if count < 2 or count % 2:
+        raise ValueError(f"count: must be an even number >= 2, got {count}")
+    t = np.arange(int(steps))[:, None] * float(dt)
+    w = float(base_frequency) * (np.arange(count // 2) + 1)[None, :]
+    return np.concatenate([np.sin(w * t), np.cos(w * t)], axis=1)
+
+
+def _out_shape(out):
+    shape = tuple(out.shape)
+    if len(shape) != 2 or getattr(out, "n", None) is not None:
+        raise ValueError(f"out: expected a scalar Taichi field of shape (steps, outputs), got shape {shape}")
+    return shape
+
+
+@ti.data_oriented
+class LinearTanhPolicy:
+    """out[t, j] = scale * tanh(sum_k W[j, k] phi[t, k] + b[j]).
+
+    Args:
+        out: the (steps, J) control field (e.g. `model.tet_activation_t`).
+        features: numpy (steps, K) inputs (e.g. `sinusoid_features`); K <= 32.
+        scale: output amplitude (activation strength).
+        bias: learn b (else it stays 0).
+        init_std: W and b start as N(0, init_std^2) (seeded by `seed`); 0 gives a zero policy.
+    Attributes: `W` (J, K), `b` (J,) fields with gradients; `params`.
+    """
+
+    def __init__(self, out, features, scale=1.0, bias=True, init_std=0.0, seed=0):
+        steps, J = _out_shape(out)
+        phi = np.asarray(features, dtype=np.float64)
+        if phi.ndim != 2 or phi.shape[0] != steps:
+            raise ValueError(f"features: expected shape ({steps}, K), got {phi.shape}")
+        K = phi.shape[1]
+        if not 1 <= K <= 32:
+            raise ValueError(f"features: 1 to 32 inputs supported, got {K}")
+        self.out, self.steps, self.outputs, self.inputs = out, steps, J, K
+        self.scale = float(scale)
+        self.phi = ti.field(float, shape=(steps, K))
+        self.phi.from_numpy(phi.astype(np_float()))
+        self.W = ti.field(float, shape=(J, K), needs_grad=True)
+        self.b = ti.field(float, shape=J, needs_grad=True)
+        rng = np.random.default_rng(seed)
+        self.W.from_numpy((rng.standard_normal((J, K)) * init_std).astype(np_float()))
+        self.b.from_numpy((rng.standard_normal(J) * init_std if bias else np.zeros(J)).astype(np_float()))
+        self.params = [Param(self.W, "W")] + ([Param(self.b, "b")] if bias else [])
+
+    def write(self):
+        self._write(self.scale)
+
+    @ti.kernel
+    def _write(self, scale: float):
+        for t, j in self.out:
+            z = self.b[j]
+            for k in ti.static(range(self.inputs)):
+                z += self.W[j, k] * self.phi[t, k]
+            self.out[t, j] = scale * ti.tanh(z)
+
+    def numpy(self):
+        """The outputs for every step as numpy (steps, J) (computed on the CPU side)."""
+        W, b, phi = self.W.to_numpy(), self.b.to_numpy(), self.phi.to_numpy()
+        return self.scale * np.tanh(phi @ W.T + b)
+
+
+@ti.data_oriented
+class MLPPolicy:
+    """A two-layer network: h = tanh(W1 phi(t) + b1), out = scale * tanh(W2 h + b2).
+
+    An example of a user-supplied policy: parameter fields + a `write()` that
+    fills `out` (intermediate layer in its own field, so each field is written
+    once per Tape).  Hidden size <= 64 (the sums are unrolled).
+    """
+
+    def __init__(self, out, features, hidden=16, scale=1.0, init_std=0.3, seed=0):
+        steps, J = _out_shape(out)
+        phi = np.asarray(features, dtype=np.float64)
+        if phi.ndim != 2 or phi.shape[0] != steps or phi.shape[1] > 32:
+            raise ValueError(f"features: expected shape ({steps}, K <= 32), got {phi.shape}")
+        if not 1 <= hidden <= 64:
+            raise ValueError(f"hidden: 1 to 64 units supported, got {hidden}")
+        K = phi.shape[1]
+        self.out, self.steps, self.outputs, self.inputs, self.hidden = out, steps, J, K, int(hidden)
+        self.scale = float(scale)
+        self.phi = ti.field(float, shape=(steps, K))
+        self.phi.from_numpy(phi.astype(np_float()))
+        self.h = ti.field(float, shape=(steps, self.hidden), needs_grad=True)
+        self.W1 = ti.field(float, shape=(self.hidden, K), needs_grad=True)
+        self.b1 = ti.field(float, shape=self.hidden, needs_grad=True)
+        self.W2 = ti.field(float, shape=(J, self.hidden), needs_grad=True)
+        self.b2 = ti.field(float, shape=J, needs_grad=True)
+        rng = np.random.default_rng(seed)
+        npf = np_float()
+        self.W1.from_numpy((rng.standard_normal((self.hidden, K)) / math.sqrt(K)).astype(npf))
+        self.b1.from_numpy(np.zeros(self.hidden, dtype=npf))
+        self.W2.from_numpy((rng.standard_normal((J, self.hidden)) * init_std / math.sqrt(self.hidden)).astype(npf))
+        self.b2.from_numpy(np.zeros(J, dtype=npf))
+        self.params = [Param(self.W1, "W1"), Param(self.b1, "b1"), Param(self.W2, "W2"), Param(self.b2, "b2")]
+
+    def write(self):
+        self._hidden()
+        self._output(self.scale)
+
+    @ti.kernel
+    def _hidden(self):
+        for t, i in self.h:
+            z = self.b1[i]
+            for k in ti.static(range(self.inputs)):
+                z += self.W1[i, k] * self.phi[t, k]
+            self.h[t, i] = ti.tanh(z)
+
+    @ti.kernel
+    def _output(self, scale: float):
+        for t, j in self.out:
+            z = self.b2[j]
+            for i in ti.static(range(self.hidden)):
+                z += self.W2[j, i] * self.h[t, i]
+            self.out[t, j] = scale * ti.tanh(z)
+
+
+class RandomPolicy:
+    """The random baseline: out[t, j] uniform in [-scale, scale], drawn anew at each `write()`
+    (as the paper's random policy); nothing to learn (`params` is empty)."""
+
+    def __init__(self, out, scale=1.0, seed=0):
+        self.out, self.scale = out, float(scale)
+        self.shape = _out_shape(out)
+        self.rng = np.random.default_rng(seed)
+        self.params = []
+
+    def write(self):
+        self.out.from_numpy(self.rng.uniform(-self.scale, self.scale, self.shape).astype(np_float()))
+
+
+@ti.data_oriented
+class VelocityControl:
+    """One initial velocity v (3,) [m/s] for particles [start, start + count):
+    `write()` sets `particle_qd0[i] = v + base[i]` (base: their velocities at construction)."""
+
+    def __init__(self, model, start, count, velocity=(0.0, 0.0, 0.0), name="velocity"):
+        self.model, self.start, self.count = model, int(start), int(count)
+        self.v = ti.Vector.field(3, float, shape=(), needs_grad=True)
+        self.v[None] = [float(x) for x in velocity]
+        self.base = ti.Vector.field(3, float, shape=self.count)
+        self.base.from_numpy(model.get("particle_qd0")[self.start:self.start + self.count].astype(np_float()))
+        self.params = [Param(self.v, name)]
+
+    def set(self, velocity):
+        self.v[None] = [float(x) for x in velocity]
+
+    def value(self):
+        return self.v.to_numpy().astype(np.float64)
+
+    def write(self):
+        self._write()
+
+    @ti.kernel
+    def _write(self):
+        for i in range(self.count):
+            self.model.particle_qd0[self.start + i] = self.v[None] + self.base[i]
+
+
+# ---------------------------------------------------------------------------
+# image loss with blurred copies
+
+def _gauss(sigma):
+    r = max(1, int(math.ceil(3 * sigma)))
+    x = np.arange(-r, r + 1)
+    w = np.exp(-0.5 * (x / sigma) ** 2)
+    return w / w.sum(), r
+
+
+def gaussian_blur(img, sigma):
+    """Separable Gaussian blur of (H, W) with zero padding (the kernel's numpy twin)."""
+    img = np.asarray(img, dtype=np.float64)
+    if sigma <= 0:
+        return img.copy()
+    w, r = _gauss(sigma)
+    H, W = img.shape
+    p = np.pad(img, ((0, 0), (r, r)))
+    tmp = sum(w[k] * p[:, k:k + W] for k in range(2 * r + 1))
+    p = np.pad(tmp, ((r, r), (0, 0)))
+    return sum(w[k] * p[k:k + H, :] for k in range(2 * r + 1))
+
+
+@ti.data_oriented
+class MultiScaleImageMSE:
+    """loss += weight * sum_s mean((G_s * image[frame][c] - G_s * target)^2) over blur widths
+    s in `sigmas` [px] (0: the plain pixel MSE), for one image channel `channel`.
+
+    Args:
+        image: `SoftRasterizer.image` (frames, H, W) vector field.
+        target: (H, W) numpy array in [0, 1] (e.g. a silhouette).
+        frame: the image frame compared (e.g. the last).
+    Call it once per Tape (its blurred images are scratch fields written once).
+    """
+
+    def __init__(self, image, target, frame, sigmas=(0.0, 2.0, 6.0), channel=0, weight=1.0):
+        frames, H, W = image.shape
+        if not 0 <= frame < frames:
+            raise ValueError(f"frame={frame} out of range [0, {frames - 1}]")
+        self.image, self.frame, self.channel, self.weight = image, int(frame), int(channel), float(weight)
+        self.H, self.W = H, W
+        self.sigmas = [float(s) for s in sigmas]
+        self.levels = []
+        for s in self.sigmas:
+            lvl = {"sigma": s}
+            if s > 0:
+                w, r = _gauss(s)
+                lvl["r"] = r
+                lvl["w"] = ti.field(float, shape=2 * r + 1)
+                lvl["w"].from_numpy(w.astype(np_float()))
+                lvl["tmp"] = ti.field(float, shape=(H, W), needs_grad=True)
+                lvl["blur"] = ti.field(float, shape=(H, W), needs_grad=True)
+            lvl["target"] = ti.field(float, shape=(H, W))
+            self.levels.append(lvl)
+        self.set_target(target)
+
+    def set_target(self, target):
+        t = np.asarray(target, dtype=np.float64)
+        if t.shape != (self.H, self.W):
+            raise ValueError(f"target: expected shape ({self.H}, {self.W}), got {t.shape}")
+        for lvl in self.levels:
+            lvl["target"].from_numpy(gaussian_blur(t, lvl["sigma"]).astype(np_float()))
+
+    def __call__(self, loss):
+        scale = self.weight / float(self.H * self.W)
+        for lvl in self.levels:
+            if lvl["sigma"] <= 0:
+                self._plain(self.image, lvl["target"], loss, scale)
+            else:
+                self._clear(lvl["tmp"], lvl["blur"])
+                self._rows(self.image, lvl["tmp"], lvl["w"], lvl["r"])
+                self._cols(lvl["tmp"], lvl["blur"], lvl["w"], lvl["r"])
+                self._mse(lvl["blur"], lvl["target"], loss, scale)
+
+    @ti.kernel
+    def _plain(self, image: ti.template(), target: ti.template(), loss: ti.template(), scale: float):
+        for i, j in target:
+            e = image[self.frame, i, j][self.channel] - target[i, j]
+            loss[None] += scale * e * e
+
+    @ti.kernel
+    def _clear(self, tmp: ti.template(), blur: ti.template()):
+        for i, j in tmp:
+            tmp[i, j] = 0.0
+            blur[i, j] = 0.0
+
+    @ti.kernel
+    def _rows(self, image: ti.template(), tmp: ti.template(), w: ti.template(), r: ti.i32):
+        for i, j, k in ti.ndrange(self.H, self.W, 2 * r + 1):
+            jj = j + k - r
+            if 0 <= jj < self.W:
+                tmp[i, j] += w[k] * image[self.frame, i, jj][self.channel]
+
+    @ti.kernel
+    def _cols(self, tmp: ti.template(), blur: ti.template(), w: ti.template(), r: ti.i32):
+        for i, j, k in ti.ndrange(self.H, self.W, 2 * r + 1):
+            ii = i + k - r
+            if 0 <= ii < self.H:
+                blur[i, j] += w[k] * tmp[ii, j]
+
+    @ti.kernel
+    def _mse(self, blur: ti.template(), target: ti.template(), loss: ti.template(), scale: float):
+        for i, j in blur:
+            e = blur[i, j] - target[i, j]
+            loss[None] += scale * e * e
+
+
+# ---------------------------------------------------------------------------
+
+def fit_policy(policy, rollout, loss, iters, lr=0.01, optimizer=None, log_every=10, printer=print, decay=1.0):
+    """Adam on the policy's parameters: each iteration runs, in one Tape,
+    `policy.write()` then `rollout()` (which runs the simulator and adds the loss
+    into the 0-D field `loss`).  `decay` multiplies the step size after each
+    iteration.  Returns the History (iters + 1 losses; the last at the final policy)."""
+    opt = optimizer or Adam(policy.params, lr=lr)
+    if decay != 1.0:
+        base = opt.step
+
+        def step():
+            base()
+            opt.lr *= decay
+        opt.step = step
+
+    def forward():
+        policy.write()
+        rollout()
+
+    return optimize(forward, loss, opt, iters=iters, log_every=log_every, printer=printer, history=History())
+
+
+# ---------------------------------------------------------------------------
+# helpers shared by the control demos
+
+def surface(faces):
+    """(vertex ids (V,), faces (F, 3) indexing them) from faces in global particle indices."""
+    faces = np.asarray(faces)
+    ids = np.unique(faces)
+    return ids.astype(np.int64), np.searchsorted(ids, faces).astype(np.int32)
+
+
+def com_errors(final_com, target_com):
+    """(distance |c - c*|, the paper's metric mean((c - c*)^2) over x, y, z)."""
+    d = np.asarray(final_com, dtype=np.float64) - np.asarray(target_com, dtype=np.float64)
+    return float(np.linalg.norm(d)), float(np.mean(d * d))
+
+
+def save_report(out_dir, histories, target_image, video, title, fps=15):
+    """Loss curves (one per seed) and a GIF: target image | final behaviour.
+
+    histories: list of History (or of loss lists).  target_image: (H, W[, C]).
+    video: (K, H, W[, C]) frames of the final behaviour.  Returns the paths."""
+    import os
+    from .plots import _pyplot
+    from .sysid import side_by_side
+    from .video import save_gif
+    os.makedirs(out_dir, exist_ok=True)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=120)
+    for k, h in enumerate(histories):
+        loss = np.asarray(getattr(h, "loss", h), dtype=np.float64)
+        if len(loss):
+            ax.semilogy(np.arange(len(loss)), np.maximum(loss, 1e-300), lw=1.4, label=f"seed {k}")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("loss")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if 1 < len(histories) <= 8:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    loss_path = os.path.join(out_dir, "loss.png")
+    fig.savefig(loss_path)
+    plt.close(fig)
+    video = np.asarray(video)
+    target = np.broadcast_to(np.asarray(target_image), video.shape)
+    gif = os.path.join(out_dir, "target_vs_final.gif")
+    save_gif(side_by_side([target, video]), gif, fps=fps)
+    return {"loss_plot": loss_path, "gif": gif}
