@@ -217,7 +217,7 @@ def main(argv=None):
                 tv = sc.fit.render()
                 sc.velocity.write(est)
             paths = sc.fit.save_report(args.out, tv, initial_video, truth={"velocity": truth},
-                                       title="cloth initial velocity from video")
+                                       title="cloth initial velocity from video", show=not args.headless)
             print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}")
     print(json.dumps({
         "experiment": "cloth_velocity", "supervision": args.supervision, "shading": args.shading,

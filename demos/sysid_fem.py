@@ -270,7 +270,7 @@ def main(argv=None):
                 tv = sc.fit.render()
                 sc.set(est)
             paths = sc.fit.save_report(args.out, tv, initial_video, truth=truth,
-                                       title=f"FEM ball: {args.estimate} from video")
+                                       title=f"FEM ball: {args.estimate} from video", show=not args.headless)
             print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}")
     names = list(errors[0])
     result = {

@@ -199,7 +199,7 @@ def main(argv=None):
                 video_target = sc.fit.render()
                 sc.set(est)
             paths = sc.fit.save_report(args.out, video_target, initial_video, truth=truth,
-                                       title="mass, ke, kd, kf, mu from video")
+                                       title="mass, ke, kd, kf, mu from video", show=not args.headless)
             print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}")
     mean = lambda rows: {n: float(np.mean([r[n] for r in rows])) for n in NAMES}   # noqa: E731
     print(json.dumps({

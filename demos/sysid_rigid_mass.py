@@ -154,7 +154,7 @@ def main(argv=None):
                        "rel_err": errors[-1]})
         if trial == 0:
             paths = sc.fit.save_report(args.out, truth_video, initial_video, truth={"mass": true_mass},
-                                       title=f"mass from video ({shape})")
+                                       title=f"mass from video ({shape})", show=not args.headless)
             print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}")
     print(json.dumps({
         "experiment": "rigid_mass", "supervision": args.supervision,

@@ -187,8 +187,11 @@ class VideoFit:
             self.history.seconds.pop()
 
     # -- pictures --------------------------------------------------------------
-    def save_report(self, out_dir, target_video, initial_video, truth=None, title="system identification"):
-        """Loss curve, parameter traces and a side-by-side GIF (target | initial | estimate)."""
+    def save_report(self, out_dir, target_video, initial_video, truth=None, title="system identification",
+                    show=False):
+        """Loss curve, parameter traces and a side-by-side GIF (target | initial | estimate).
+
+        show: also play the side-by-side video in a Taichi GUI window (when a display exists)."""
         from .video import save_gif
         os.makedirs(out_dir, exist_ok=True)
         final_video = self.render()
@@ -199,6 +202,9 @@ class VideoFit:
         strip = side_by_side([target_video, initial_video, final_video])
         paths["gif"] = os.path.join(out_dir, "target_initial_estimate.gif")
         save_gif(strip, paths["gif"], fps=15)
+        if show:
+            from .viz import play_video
+            play_video(strip, title, saved_at=paths["gif"])
         return paths
 
 

@@ -135,3 +135,26 @@ class Viewer:
             imageio.mimsave(path, self.frames, duration=1.0 / fps, loop=0)
         self.gui.close()
         return path
+
+
+def play_video(frames, title="tigradsim", saved_at=None, scale=4, fps=15, loops=3):
+    """Play uint8 frames (K, H, W, 3) in a Taichi GUI window when a display
+    exists; otherwise say so (and where the pictures were written)."""
+    if not has_display():
+        where = f"; the video is in {saved_at}" if saved_at else ""
+        print(f"[tigradsim] no display found: not opening a window{where}")
+        return False
+    import time as _time
+    frames = np.asarray(frames)
+    big = np.repeat(np.repeat(frames, scale, axis=1), scale, axis=2)
+    gui = ti.GUI(title, res=(big.shape[2], big.shape[1]))
+    for _ in range(loops):
+        for frame in big:
+            if not gui.running:
+                break
+            # ti.GUI images are indexed [x, y] with y up; frames are [row, column] with row 0 on top
+            gui.set_image(np.ascontiguousarray(np.transpose(frame[::-1], (1, 0, 2))).astype(np.float32) / 255)
+            gui.show()
+            _time.sleep(1.0 / fps)
+    gui.close()
+    return True
