@@ -145,7 +145,7 @@ def main(argv=None):
     p.add_argument("--out", default="out/control_cloth")
     args = p.parse_args(argv)
     if args.quick:
-        args.seeds, args.iters, args.res = min(args.seeds, 1), min(args.iters, 15), min(args.res, 48)
+        args.seeds, args.iters, args.res = min(args.seeds, 1), min(args.iters, 30), min(args.res, 48)
     start = time.time()
     tgs.init(arch=args.arch, precision=args.precision, seed=args.seed)
     os.makedirs(args.out, exist_ok=True)
