@@ -13,7 +13,7 @@ neo_hookean for large compression).
 import taichi as ti
 
 from tigradsim.registry import TetMaterial, register_material
-from tigradsim.materials.linalg import polar_rotation
+from tigradsim.materials.linalg import matmul, polar_rotation
 
 
 @register_material("corotated")
@@ -24,12 +24,12 @@ class Corotated(TetMaterial):
     def stress(self, F, p):
         mu, lam = p[0], p[1]
         R = polar_rotation(F)
-        s = (R.transpose() @ F).trace() - 3.0
+        s = matmul(R.transpose(), F).trace() - 3.0
         return 2.0 * mu * (F - R) + lam * s * R
 
     @ti.func
     def energy(self, F, p):
         mu, lam = p[0], p[1]
         R = polar_rotation(F)
-        s = (R.transpose() @ F).trace() - 3.0
+        s = matmul(R.transpose(), F).trace() - 3.0
         return mu * (F - R).norm_sqr() + 0.5 * lam * s * s

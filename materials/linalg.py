@@ -12,6 +12,23 @@ POLAR_ITERS = 8
 
 
 @ti.func
+def matmul(a, b):
+    """a @ b for small matrices, written out element by element.  Taichi's `@`
+    builds each entry in a loop-carried local, which reverse mode spills to its
+    AD stack ("Loading variable ... before anything is stored" warnings): the
+    reverse kernels then compile many times slower."""
+    return ti.Matrix([[_row_col(a, b, i, j) for j in ti.static(range(b.m))] for i in ti.static(range(a.n))])
+
+
+@ti.func
+def _row_col(a, b, i: ti.template(), j: ti.template()):
+    r = a[i, 0] * b[0, j]
+    for k in ti.static(range(1, a.m)):
+        r = r + a[i, k] * b[k, j]
+    return r
+
+
+@ti.func
 def cofactor3(F):
     """Cofactor matrix cof(F) = det(F) F^-T = d det(F) / dF (no division: safe when det F <= 0)."""
     c0 = ti.Vector([F[0, 1], F[1, 1], F[2, 1]]).cross(ti.Vector([F[0, 2], F[1, 2], F[2, 2]]))

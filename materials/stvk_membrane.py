@@ -8,6 +8,7 @@ mu and lam are the small-strain in-plane Lame parameters.
 import taichi as ti
 
 from tigradsim.registry import ShellMaterial, register_material
+from tigradsim.materials.linalg import matmul
 
 
 @register_material("stvk_membrane")
@@ -18,11 +19,11 @@ class StVKMembrane(ShellMaterial):
     def stress(self, F, p):
         mu, lam = p[0], p[1]
         I = ti.Matrix.identity(float, 2)
-        E = 0.5 * (F.transpose() @ F - I)
-        return F @ (2.0 * mu * E + lam * E.trace() * I)
+        E = 0.5 * (matmul(F.transpose(), F) - I)
+        return matmul(F, 2.0 * mu * E + lam * E.trace() * I)
 
     @ti.func
     def energy(self, F, p):
         mu, lam = p[0], p[1]
-        E = 0.5 * (F.transpose() @ F - ti.Matrix.identity(float, 2))
+        E = 0.5 * (matmul(F.transpose(), F) - ti.Matrix.identity(float, 2))
         return mu * E.norm_sqr() + 0.5 * lam * E.trace() ** 2

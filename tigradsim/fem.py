@@ -42,6 +42,7 @@ from typing import Optional
 import numpy as np
 import taichi as ti
 
+from .materials.linalg import matmul
 from .elements import MaterialElements, material_params
 from .errors import as_array, check_positive
 from .meshes import boundary_faces, validate_tets
@@ -236,8 +237,8 @@ class TetForces:
                 w2 = state.particle_qd[s, idx[2]] - v0
                 w3 = state.particle_qd[s, idx[3]] - v0
                 Dm_inv = self.model.tet_Dm_inv[e]
-                F = ti.Matrix.cols([d1, d2, d3]) @ Dm_inv
-                dF = ti.Matrix.cols([w1, w2, w3]) @ Dm_inv
+                F = matmul(ti.Matrix.cols([d1, d2, d3]), Dm_inv)
+                dF = matmul(ti.Matrix.cols([w1, w2, w3]), Dm_inv)
                 row = self.model.tet_param_row[e]
                 p = material_params(self.model.tet_params, row, g.param_count)
                 kd = self.model.tet_params[row, self.damping_column]
@@ -246,7 +247,7 @@ class TetForces:
                     a += self.activation_t[t, e]
                 sc = ti.exp(-ti.log(1.0 + ti.max(a, MIN_ACTIVATION)) / 3.0)
                 P = sc * g.material.stress(sc * F, p) + kd * dF
-                H = -self.model.tet_volume[e] * (P @ Dm_inv.transpose())
+                H = -self.model.tet_volume[e] * matmul(P, Dm_inv.transpose())
                 f1 = ti.Vector([H[0, 0], H[1, 0], H[2, 0]])
                 f2 = ti.Vector([H[0, 1], H[1, 1], H[2, 1]])
                 f3 = ti.Vector([H[0, 2], H[1, 2], H[2, 2]])
