@@ -21,6 +21,20 @@ def matmul(a, b):
 
 
 @ti.func
+def matvec(a, x):
+    """a @ x for a small matrix and vector, written out (see `matmul`)."""
+    return ti.Vector([_row_vec(a, x, i) for i in ti.static(range(a.n))])
+
+
+@ti.func
+def _row_vec(a, x, i: ti.template()):
+    r = a[i, 0] * x[0]
+    for k in ti.static(range(1, a.m)):
+        r = r + a[i, k] * x[k]
+    return r
+
+
+@ti.func
 def _row_col(a, b, i: ti.template(), j: ti.template()):
     r = a[i, 0] * b[0, j]
     for k in ti.static(range(1, a.m)):

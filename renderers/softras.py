@@ -54,6 +54,8 @@ import math
 import numpy as np
 import taichi as ti
 
+from tigradsim.materials.linalg import matvec
+
 from tigradsim.runtime import custom_op, ensure_init, np_float
 
 from .camera import Camera
@@ -441,7 +443,7 @@ class SoftRasterizer:
     def _prepare(self, verts: ti.template(), slot: ti.i32):
         for v in range(self.num_vertices):
             p = verts[slot, self.vid[v]]
-            q = self.cam_rot[None] @ (p - self.cam_eye[None])
+            q = matvec(self.cam_rot[None], p - self.cam_eye[None])
             zc = q[2]
             scale = self.cam_k[0]
             if ti.static(self.perspective):
