@@ -32,6 +32,7 @@ import numpy as np
 import taichi as ti
 
 from .contact import ground_contact_force
+from .materials.linalg import matmul, matvec
 from .errors import as_array, check_positive
 from .model import StateKind
 from .rigid_mass import check_closed_mesh, mass_properties
@@ -81,19 +82,6 @@ def quat_rotate_inv(r, v):
 @ti.func
 def skew(a):
     return ti.Matrix([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
-@ti.func
-def matvec(a, x):
-    """3x3 matrix times vec3, unrolled (Taichi's `@` warns in reverse-mode compilation)."""
-    return ti.Vector([a[i, 0] * x[0] + a[i, 1] * x[1] + a[i, 2] * x[2] for i in ti.static(range(3))])
-
-
-@ti.func
-def matmul(a, b):
-    """3x3 times 3x3, unrolled."""
-    return ti.Matrix([[a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j] for j in ti.static(range(3))]
-                      for i in ti.static(range(3))])
 
 
 @ti.func
