@@ -186,13 +186,7 @@ def main(argv=None):
             if iters <= 0:
                 continue
             sc.fit.params = [param]
-            opt = tgs.Adam([param], lr=lr)
-            base_step = opt.step
-
-            def step_with_decay(base_step=base_step, opt=opt):
-                base_step()
-                opt.lr *= args.lr_decay
-            opt.step = step_with_decay
+            opt = tgs.Adam([param], lr=lr, lr_decay=args.lr_decay)
             sc.fit.history = tgs.History()
             resume = os.path.join(args.out, f"trial{trial}_stage{k}.pkl") if args.resume else None
             print(f"stage {k}: {param.name} ({param.value().size} numbers), {iters} iterations")

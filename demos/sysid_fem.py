@@ -234,13 +234,7 @@ def main(argv=None):
         else:
             print(f"trial {trial}: true mass mean {truth['mass'].mean():.5g} kg (x U(0.7, 1.3) per particle); "
                   f"initial = uniform lumped x {args.init_scale}")
-        opt = tgs.Adam(sc.params, lr=args.lr)
-        base_step = opt.step
-
-        def step_with_decay(base_step=base_step, opt=opt):
-            base_step()
-            opt.lr *= args.lr_decay
-        opt.step = step_with_decay
+        opt = tgs.Adam(sc.params, lr=args.lr, lr_decay=args.lr_decay)
         sc.fit.history = tgs.History()
         resume = os.path.join(args.out, f"trial{trial}.pkl") if args.resume else None
         t0 = time.time()

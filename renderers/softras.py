@@ -490,24 +490,12 @@ class SoftRasterizer:
             self.acc_w[i, j] = 0.0
             self.acc_c[i, j] = ti.Vector([0.0, 0.0, 0.0])
             self.zmax[i, j] = self.depth_eps
-            if ti.static(clear_grads):
-                self.acc_log.grad[i, j] = 0.0
-                self.acc_w.grad[i, j] = 0.0
-                self.acc_c.grad[i, j] = ti.Vector([0.0, 0.0, 0.0])
         for t in self.tile_count:
             self.tile_count[t] = 0
             if t == 0:
                 self.counters[1] = 0
         if ti.static(clear_grads):
-            for v in self.proj:
-                self.proj.grad[v] = ti.Vector([0.0, 0.0, 0.0])
-            for f in self.face_shade:
-                self.face_shade.grad[f] = ti.Vector([0.0, 0.0, 0.0])
-            for v in self.vnormal:
-                self.vnormal.grad[v] = ti.Vector([0.0, 0.0, 0.0])
-                self.vnormal_sum.grad[v] = ti.Vector([0.0, 0.0, 0.0])
-            for l in self.light_unit:
-                self.light_unit.grad[l] = ti.Vector([0.0, 0.0, 0.0])
+            self._zero_scratch_grads()
         if ti.static(self.binning):
             # 2. faces -> tiles (bounding box grown by the cutoff radius)
             for f in range(self.num_faces):
@@ -671,6 +659,11 @@ class SoftRasterizer:
 
     @ti.kernel
     def _clear_scratch_grads(self):
+        self._zero_scratch_grads()
+
+    @ti.func
+    def _zero_scratch_grads(self):
+        """Zero the gradients of the per-frame scratch fields (they are reused by every frame)."""
         for i, j in self.zmax:
             self.acc_log.grad[i, j] = 0.0
             self.acc_w.grad[i, j] = 0.0
