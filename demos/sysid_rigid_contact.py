@@ -58,7 +58,7 @@ from tigradsim.sysid import VideoFit, relative_error, render_surface
 
 NAMES = ("mass", "ke", "kd", "kf", "mu")
 FIELDS = {"mass": "body_mass", "ke": "body_ke", "kd": "body_kd", "kf": "body_kf", "mu": "body_mu"}
-TRUE_RANGE = {"mass": (0.8, 1.5), "ke": (5e3, 2e4), "zeta": (0.15, 0.3), "kf": (5.0, 20.0), "mu": (0.35, 0.6)}
+TRUE_RANGE = {"mass": (0.8, 1.5), "ke": (5e3, 2e4), "zeta": (0.3, 0.6), "kf": (5.0, 20.0), "mu": (0.35, 0.6)}
 BOUNDS = {"mass": (0.1, 20.0), "ke": (1e3, 1e5), "kd": (1.0, 200.0), "kf": (0.5, 200.0), "mu": (0.05, 2.0)}
 
 
@@ -122,9 +122,9 @@ def draw(rng, args):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trials", type=int, default=5)
-    p.add_argument("--iters", type=int, default=80, help="gradient iterations (Adam, then --polish BFGS steps)")
-    p.add_argument("--polish", type=int, default=0, help="last gradient iterations done by quasi-Newton (tgs.BFGS)")
-    p.add_argument("--refine", type=int, default=5,
+    p.add_argument("--iters", type=int, default=100, help="gradient iterations (Adam, then --polish BFGS steps)")
+    p.add_argument("--polish", type=int, default=50, help="last gradient iterations done by quasi-Newton (tgs.BFGS)")
+    p.add_argument("--refine", type=int, default=0,
                    help="Levenberg-Marquardt iterations after the gradient descent (VideoFit.refine; each costs "
                         "11 or more forward rollouts)")
     p.add_argument("--seed", type=int, default=0)
@@ -138,15 +138,15 @@ def main(argv=None):
     p.add_argument("--guess-factor", type=float, default=1.5, help="initial guesses: truth x/ up to this factor")
     p.add_argument("--lr", type=float, default=0.05, help="Adam step in log-parameters")
     p.add_argument("--lr-decay", type=float, default=0.97, help="Adam learning-rate factor per iteration")
-    p.add_argument("--polish-lr", type=float, default=0.02, help="BFGS trust radius in log-parameters")
+    p.add_argument("--polish-lr", type=float, default=0.05, help="BFGS trust radius in log-parameters")
     p.add_argument("--push", type=float, default=20.0, help="known kick force [N] along +x")
     p.add_argument("--push-offset", type=float, default=0.05,
                    help="the kick acts this far [m] off the centre along z (spins the box about y)")
-    p.add_argument("--push-start", type=float, default=0.75, help="the kick starts at this time [s]")
+    p.add_argument("--push-start", type=float, default=0.95, help="the kick starts at this time [s]")
     p.add_argument("--push-time", type=float, default=0.1, help="the kick lasts this long [s]")
     p.add_argument("--box", type=float, nargs=3, default=(0.3, 0.1, 0.22), help="box size x y z [m]")
-    p.add_argument("--height", type=float, default=0.2, help="initial height of the box centre [m]")
-    p.add_argument("--duration", type=float, default=1.45, help="seconds simulated")
+    p.add_argument("--height", type=float, default=0.12, help="initial height of the box centre [m]")
+    p.add_argument("--duration", type=float, default=1.6, help="seconds simulated")
     p.add_argument("--dt", type=float, default=1 / 960)
     p.add_argument("--every", type=int, default=16, help="render every this many steps")
     p.add_argument("--sigma", type=float, default=1e-3, help="soft-rasterizer edge blur")
@@ -158,8 +158,8 @@ def main(argv=None):
     p.add_argument("--out", default="out/sysid_rigid_contact")
     args = p.parse_args(argv)
     if args.quick:
-        args.trials, args.iters, args.polish = min(args.trials, 1), min(args.iters, 30), min(args.polish, 0)
-        args.refine = min(args.refine, 2)
+        args.trials, args.iters, args.polish = min(args.trials, 1), min(args.iters, 90), min(args.polish, 40)
+        args.refine = min(args.refine, 0)
         args.res, args.every = 32, 32
     start = time.time()
     tgs.init(arch=args.arch, precision="f64", seed=args.seed)

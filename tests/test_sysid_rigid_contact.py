@@ -3,8 +3,6 @@ import json
 import os
 import sys
 
-import pytest
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
 import sysid_rigid_contact  # noqa: E402
 
@@ -13,8 +11,6 @@ def last_json(capsys):
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
-@pytest.mark.xfail(strict=True, reason="the contact fit does not converge yet (see the demo's docstring: "
-                                       "touchdown jumps of the penalty contact bias the gradient)")
 def test_quick_rigid_contact_reduces_error_tenfold(tmp_path, capsys):
     sysid_rigid_contact.main(["--quick", "--headless", "--out", str(tmp_path)])
     result = last_json(capsys)
