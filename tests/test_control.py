@@ -114,7 +114,7 @@ def test_velocity_control_gradient_matches_fd(f64):
 
 
 def test_quick_fem_beats_random_threefold(tmp_path, capsys):
-    control_fem.main(["--quick", "--iters", "15", "--target-range", "0.8", "0.8", "--headless",
+    control_fem.main(["--quick", "--target-range", "0.8", "0.8", "--headless",
                       "--out", str(tmp_path)])
     r = last_json(capsys)
     assert r["position_error"] * 3 <= r["position_error_random"], r
