@@ -134,7 +134,7 @@ def draw(rng, args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--trials", type=int, default=3)
     p.add_argument("--iters", type=int, default=160, help="gradient iterations (Adam, then --polish BFGS steps)")
     p.add_argument("--polish", type=int, default=110, help="last gradient iterations done by quasi-Newton (tgs.BFGS)")
     p.add_argument("--refine", type=int, default=0,
