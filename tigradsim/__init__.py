@@ -1,7 +1,9 @@
-"""tigradsim: differentiable multiphysics and rendering on Taichi."""
-from .runtime import init, precision, custom_op, no_grad
+"""tigradsim: differentiable multiphysics and rendering on Taichi.
 
-__version__ = "0.1.0"
+Data flows one way: SceneBuilder -> Model -> Simulator (StateStore) ->
+observers (recorders, tigradsim.renderers) -> losses -> optimizers.
+"""
+from .runtime import init, precision, custom_op, no_grad
 from .gradcheck import check_gradient, GradCheckReport
 from .errors import SimulationError
 from .builder import SceneBuilder
@@ -13,8 +15,8 @@ from .losses import MSELoss
 from .optim import Param, Adam, SGD, BFGS, History, optimize, least_squares
 from .registry import (register_material, get_material, list_materials, Material, TetMaterial, ShellMaterial,
                        lame_from_young_poisson, neo_hookean_from_lame)
-from . import meshes
-from . import rigid
+from . import meshes, fem, cloth, rigid, sysid, control
 from .rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
-from . import sysid
 from .sysid import VideoFit
+
+__version__ = "0.1.0"
