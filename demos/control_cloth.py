@@ -32,8 +32,6 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import control
-from tigradsim.renderers import Camera, SoftRasterizer
-from tigradsim.sysid import render_particles
 
 
 class ClothControlTask:
@@ -51,15 +49,7 @@ class ClothControlTask:
         self.model = b.finalize(requires_grad=True)
         self.steps = int(round(args.duration / args.dt))
         self.sim = tgs.Simulator(self.model, dt=args.dt, steps=self.steps, checkpoint_every=args.checkpoint)
-        ids, faces = control.surface(self.cloth.faces)
-        self.surface_ids = ids
-        self.camera = Camera(eye=tuple(args.eye), target=tuple(args.look_at), fov=args.fov, width=args.res,
-                             height=args.res)
-        self.renderer = SoftRasterizer(self.camera, faces, len(ids), frames=2, sigma=args.sigma, gamma=1e-4,
-                                       shading="silhouette", vertex_ids=ids)
-        render_particles(self.sim, self.renderer, self.steps)
-        self.com = tgs.CenterOfMassRecorder(self.sim, every=self.steps)
-        self.video = tgs.ParticleRecorder(self.sim, every=args.every, indices=ids)
+        control.observe_task(self, self.cloth.faces, args)
         self.policy = control.VelocityControl(self.model, self.cloth.particle_start, self.cloth.particle_count)
         self.loss = ti.field(float, shape=(), needs_grad=True)
         self.image_loss = None

@@ -44,8 +44,6 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim import control, fem
 from tigradsim.meshes_extra import tet_gear
-from tigradsim.renderers import Camera, SoftRasterizer
-from tigradsim.sysid import render_particles
 
 
 class FemControlTask:
@@ -68,16 +66,7 @@ class FemControlTask:
         self.steps = int(round(args.duration / args.dt))
         self.act = fem.enable_activation_control(self.model, self.steps)
         self.sim = tgs.Simulator(self.model, dt=args.dt, steps=self.steps, checkpoint_every=args.checkpoint)
-        ids, faces = control.surface(self.handle.faces)
-        self.surface_ids, self.surface_faces = ids, faces
-        self.camera = Camera(eye=tuple(args.eye), target=tuple(args.look_at), fov=args.fov, width=args.res,
-                             height=args.res)
-        # frames 0 and `steps` only: the loss needs the last frame
-        self.renderer = SoftRasterizer(self.camera, faces, len(ids), frames=2, sigma=args.sigma, gamma=1e-4,
-                                       shading="silhouette", vertex_ids=ids)
-        render_particles(self.sim, self.renderer, self.steps)
-        self.com = tgs.CenterOfMassRecorder(self.sim, every=self.steps)
-        self.video = tgs.ParticleRecorder(self.sim, every=args.every, indices=ids)
+        control.observe_task(self, self.handle.faces, args)
         masses = self.model.get("particle_mass")
         self.rest_com = (self.rest * masses[:, None]).sum(0) / masses.sum()
         self.policy = control.LinearTanhPolicy(

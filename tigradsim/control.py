@@ -345,6 +345,30 @@ def surface(faces):
     return ids.astype(np.int64), np.searchsorted(ids, faces).astype(np.int32)
 
 
+def observe_task(task, faces, args):
+    """Set up what a control task from pixels observes, as attributes of `task`
+    (which has `sim` and `steps`):
+
+    surface_ids, surface_faces: the surface particles and faces indexing them;
+    camera, renderer: a silhouette SoftRasterizer with frames 0 and `steps`
+        (the loss needs only the last frame), rendering the particles;
+    com: centre of mass at steps 0 and `steps` (3D loss, the reported error);
+    video: surface positions every `args.every` steps (the GIF of the behaviour).
+    `args` gives eye, look_at, fov, res, sigma, every.
+    """
+    from .renderers import Camera, SoftRasterizer
+    from .sysid import render_particles
+    from .observers import CenterOfMassRecorder, ParticleRecorder
+    task.surface_ids, task.surface_faces = surface(faces)
+    task.camera = Camera(eye=tuple(args.eye), target=tuple(args.look_at), fov=args.fov, width=args.res,
+                         height=args.res)
+    task.renderer = SoftRasterizer(task.camera, task.surface_faces, len(task.surface_ids), frames=2,
+                                   sigma=args.sigma, gamma=1e-4, shading="silhouette", vertex_ids=task.surface_ids)
+    render_particles(task.sim, task.renderer, task.steps)
+    task.com = CenterOfMassRecorder(task.sim, every=task.steps)
+    task.video = ParticleRecorder(task.sim, every=args.every, indices=task.surface_ids)
+
+
 def com_errors(final_com, target_com):
     """(distance |c - c*|, the paper's metric mean((c - c*)^2) over x, y, z)."""
     d = np.asarray(final_com, dtype=np.float64) - np.asarray(target_com, dtype=np.float64)
