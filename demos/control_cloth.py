@@ -62,16 +62,7 @@ class ClothControlTask:
         lie[:, 0] += dx
         self.target_com = lie.mean(0)
         self.target_img = self.renderer.render_numpy(lie[self.surface_ids], frame=1)[..., 0].copy()
-        if method == "gradsim":
-            if self.image_loss is None:
-                self.image_loss = control.MultiScaleImageMSE(self.renderer.image, self.target_img, frame=1,
-                                                             sigmas=self.args.blur)
-            else:
-                self.image_loss.set_target(self.target_img)
-        elif method == "state":
-            start = self.rest.mean(0)
-            self.state_loss = tgs.MSELoss(self.com.com, np.stack([start, self.target_com]), frame_weights=[0.0, 1.0])
-        self.method = method
+        control.set_task_loss(self, method, self.rest.mean(0))
 
     def rollout(self):
         self.sim.run()

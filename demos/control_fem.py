@@ -87,15 +87,7 @@ class FemControlTask:
         self.target_offset = np.asarray(offset, dtype=np.float64)
         self.target_com = self.rest_com + self.target_offset
         self.target_img = self.target_image(offset)
-        if method == "gradsim":
-            if self.image_loss is None:
-                self.image_loss = control.MultiScaleImageMSE(self.renderer.image, self.target_img, frame=1,
-                                                             sigmas=self.args.blur)
-            else:
-                self.image_loss.set_target(self.target_img)
-        elif method == "state":
-            self.state_loss = tgs.MSELoss(self.com.com, np.stack([self.rest_com, self.target_com]),
-                                          frame_weights=[0.0, 1.0])
+        control.set_task_loss(self, method, self.rest_com)
 
     # -- rollouts --------------------------------------------------------------
     def rollout(self):

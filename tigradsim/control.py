@@ -369,6 +369,21 @@ def observe_task(task, faces, args):
     task.video = ParticleRecorder(task.sim, every=args.every, indices=task.surface_ids)
 
 
+def set_task_loss(task, method, start_com):
+    """Point `task`'s loss at its target: the blurred multi-scale pixel MSE of the last
+    frame against `task.target_img` ("gradsim"), or the squared distance of the final
+    centre of mass to `task.target_com` ("state"); "random" needs none."""
+    from .losses import MSELoss
+    if method == "gradsim":
+        if task.image_loss is None:
+            task.image_loss = MultiScaleImageMSE(task.renderer.image, task.target_img, frame=1, sigmas=task.args.blur)
+        else:
+            task.image_loss.set_target(task.target_img)
+    elif method == "state":
+        task.state_loss = MSELoss(task.com.com, np.stack([start_com, task.target_com]), frame_weights=[0.0, 1.0])
+    task.method = method
+
+
 def com_errors(final_com, target_com):
     """(distance |c - c*|, the paper's metric mean((c - c*)^2) over x, y, z)."""
     d = np.asarray(final_com, dtype=np.float64) - np.asarray(target_com, dtype=np.float64)
