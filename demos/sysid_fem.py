@@ -159,7 +159,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--estimate", choices=("lame", "mass"), default="lame")
     p.add_argument("--trials", type=int, default=1)
-    p.add_argument("--iters", type=int, default=None, help="default: 150 (lame) / 120 (mass); --full: 200")
+    p.add_argument("--iters", type=int, default=None,
+                   help="gradient iterations, Adam then --polish BFGS steps (default: 60 lame / 120 mass; --full: 200)")
+    p.add_argument("--polish", type=int, default=None,
+                   help="last iterations done by quasi-Newton steps (tgs.BFGS; default 30 lame, 0 mass)")
+    p.add_argument("--polish-lr", type=float, default=0.05, help="BFGS trust radius in log-parameters")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--res", type=int, default=64, help="image width = height [px]")
     p.add_argument("--supervision", choices=("image", "state"), default="image")
@@ -208,7 +212,10 @@ def main(argv=None):
         args.checkpoint = 64
         args.lr = args.lr or 0.08
         args.lr_decay = args.lr_decay or 0.93
-    args.iters = args.iters or (150 if lame else 120)
+    args.iters = args.iters or (60 if lame else 120)
+    if args.polish is None:
+        args.polish = (args.iters // 2) if lame else 0
+    args.polish = min(args.polish, args.iters)
     args.lr = args.lr or (0.05 if lame else 0.02)
     args.lr_decay = args.lr_decay or (0.98 if lame else 0.99)
     args.out = args.out or f"out/sysid_fem_{args.estimate}"
@@ -234,11 +241,15 @@ def main(argv=None):
         else:
             print(f"trial {trial}: true mass mean {truth['mass'].mean():.5g} kg (x U(0.7, 1.3) per particle); "
                   f"initial = uniform lumped x {args.init_scale}")
-        opt = tgs.Adam(sc.params, lr=args.lr, lr_decay=args.lr_decay)
         sc.fit.history = tgs.History()
-        resume = os.path.join(args.out, f"trial{trial}.pkl") if args.resume else None
+        resume = (lambda phase: os.path.join(args.out, f"trial{trial}_{phase}.pkl")) if args.resume else (lambda _: None)
         t0 = time.time()
-        sc.fit.fit(target, iters=args.iters, optimizer=opt, log_every=10, resume=resume)
+        if args.iters - args.polish > 0:
+            opt = tgs.Adam(sc.params, lr=args.lr, lr_decay=args.lr_decay)
+            sc.fit.fit(target, iters=args.iters - args.polish, optimizer=opt, log_every=10, resume=resume("adam"))
+        if args.polish > 0:
+            opt = tgs.BFGS(sc.params, lr=args.polish_lr)
+            sc.fit.fit(target, iters=args.polish, optimizer=opt, log_every=5, resume=resume("bfgs"))
         fit_seconds += time.time() - t0
         est = sc.get()
         err = {k: relative_error(est[k], truth[k]) for k in est}
@@ -272,7 +283,7 @@ def main(argv=None):
         "rel_err": {k: float(np.mean([e[k] for e in errors])) for k in names},
         "rel_err_initial": {k: float(np.mean([e[k] for e in initial_errors])) for k in names},
         "paper_rel_err": {k: PAPER[k] for k in names},
-        "iters": args.iters, "trials": args.trials, "res": args.res, "tets": sc.model.tet_count,
+        "iters": args.iters, "polish": args.polish, "trials": args.trials, "res": args.res, "tets": sc.model.tet_count,
         "particles": sc.model.particle_count, "steps": sc.sim.steps, "frames": sc.renderer.frames,
         "dt": args.dt, "checkpoint_every": args.checkpoint,
         "seconds": round(time.time() - start, 1),
