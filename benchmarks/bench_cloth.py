@@ -7,11 +7,13 @@ Reference, Warp 1.9.1 on the same machine: 490 / 1700 us (32x32) and 1800 / 6800
 
 Where the time goes (measured here, 2 cores): a vec3 atomic add costs ~16 ns
 (48,640 of them, the 64x64 bending scatter, take ~800 us; plain writes of the
-same data take ~34 us).  A per-element force buffer + per-vertex gather would
-cut the forward pass several-fold; the backward pass keeps its atomics (the
-adjoint of every position read is one).
+same data take ~34 us), and the backward pass has one more per position and
+velocity read.  In a serial loop Taichi demotes those atomics to plain adds,
+so on a CPU the element loops run serially (`tgs.init(scatter="auto")`, see
+`tigradsim.runtime.serial_scatter`).  --scatter compare times both modes in
+one process, alternating, so that load on the machine hits both alike.
 
-    python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3]
+    python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3] [--scatter compare]
 """
 import argparse
 import json
@@ -34,47 +36,71 @@ def build(n):
     return b.finalize(requires_grad=True)
 
 
-def bench(n, steps, repeat):
-    model = build(n)
-    sim = tgs.Simulator(model, dt=1e-3, steps=steps)
-    loss = ti.field(float, shape=(), needs_grad=True)
-    slot = sim.slot(steps)
+class Case:
+    """One cloth scene, compiled, with its timings (best of the repeats)."""
 
-    @ti.kernel
-    def objective():
-        for i in range(model.particle_count):
-            loss[None] += sim.state.particle_q[slot, i].y
+    def __init__(self, n, steps, scatter):
+        tgs.runtime.set_scatter(scatter)
+        self.scatter = scatter
+        self.model = model = build(n)
+        self.sim = sim = tgs.Simulator(model, dt=1e-3, steps=steps)
+        self.loss = loss = ti.field(float, shape=(), needs_grad=True)
+        slot = sim.slot(steps)
 
-    def forward():
-        sim.run()
-        objective()
+        @ti.kernel
+        def objective():
+            for i in range(model.particle_count):
+                loss[None] += sim.state.particle_q[slot, i].y
 
-    forward()                       # compile
-    with ti.ad.Tape(loss):
-        forward()
-    fwd, bwd = [], []
-    for _ in range(repeat):
-        ti.sync()
-        t0 = time.perf_counter()
-        sim.run()
-        ti.sync()
-        fwd.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        with ti.ad.Tape(loss):
-            forward()
-        ti.sync()
-        bwd.append(time.perf_counter() - t0)
-    f_us = min(fwd) / steps * 1e6
-    b_us = min(bwd) / steps * 1e6
-    grad = model.cloth_params.grad.to_numpy()
-    assert np.all(np.isfinite(grad)), "non-finite gradient"
-    w = WARP_US.get(n)
-    out = {"grid": f"{n}x{n}", "particles": model.particle_count, "triangles": model.cloth_triangle_count,
-           "bending_edges": model.cloth_edge_count, "steps": steps,
-           "forward_us_per_step": round(f_us, 1), "forward_backward_us_per_step": round(b_us, 1)}
-    if w:
-        out.update(speedup_vs_warp_forward=round(w[0] / f_us, 2), speedup_vs_warp_forward_backward=round(w[1] / b_us, 2))
-    return out
+        self.objective = objective
+        self.fwd, self.bwd = [], []
+        self.forward()                  # compile
+        self.taped()
+
+    def forward(self):
+        self.sim.run()
+        self.objective()
+
+    def taped(self):
+        with ti.ad.Tape(self.loss):
+            self.forward()
+
+    def time_once(self):
+        for fn, times in ((self.sim.run, self.fwd), (self.taped, self.bwd)):
+            ti.sync()
+            t0 = time.perf_counter()
+            fn()
+            ti.sync()
+            times.append(time.perf_counter() - t0)
+
+    def result(self, n):
+        steps = self.sim.steps
+        f_us, b_us = min(self.fwd) / steps * 1e6, min(self.bwd) / steps * 1e6
+        assert np.all(np.isfinite(self.model.cloth_params.grad.to_numpy())), "non-finite gradient"
+        model, w = self.model, WARP_US.get(n)
+        out = {"grid": f"{n}x{n}", "scatter": self.scatter, "serial": tgs.runtime.serial_scatter()
+               if self.scatter == "auto" else self.scatter == "serial",
+               "particles": model.particle_count, "triangles": model.cloth_triangle_count,
+               "bending_edges": model.cloth_edge_count, "steps": steps,
+               "forward_us_per_step": round(f_us, 1), "forward_backward_us_per_step": round(b_us, 1)}
+        if w:
+            out.update(speedup_vs_warp_forward=round(w[0] / f_us, 2),
+                       speedup_vs_warp_forward_backward=round(w[1] / b_us, 2))
+        return out
+
+
+def bench(n, steps, repeat, scatter):
+    modes = ("serial", "parallel") if scatter == "compare" else (scatter,)
+    cases = [Case(n, steps, m) for m in modes]
+    for _ in range(repeat):             # alternate, so that machine load hits every mode alike
+        for c in cases:
+            c.time_once()
+    results = [c.result(n) for c in cases]
+    if len(results) == 2:
+        results[0]["parallel_over_serial"] = {
+            k: round(results[1][k] / results[0][k], 2)
+            for k in ("forward_us_per_step", "forward_backward_us_per_step")}
+    return results
 
 
 def main(argv=None):
@@ -83,9 +109,10 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--arch", default="cpu")
+    p.add_argument("--scatter", choices=("auto", "parallel", "serial", "compare"), default="auto")
     args = p.parse_args(argv)
     tgs.init(arch=args.arch, precision="f32")
-    results = [bench(n, args.steps, args.repeat) for n in args.sizes]
+    results = [r for n in args.sizes for r in bench(n, args.steps, args.repeat, args.scatter)]
     print(json.dumps({"benchmark": "cloth", "arch": args.arch, "precision": "f32", "results": results}))
 
 

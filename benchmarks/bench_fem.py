@@ -1,7 +1,7 @@
 """Tetrahedral FEM (stable neo-Hookean) + ground contact: time per step, forward
 and forward+backward, tet-steps per second and peak memory, per scene.
 
-    python benchmarks/bench_fem.py [--arch cpu] [--precision f32] [--scenes ball,box16,box32]
+    python benchmarks/bench_fem.py [--arch cpu] [--precision f32] [--scenes ball,box16,box32] [--scatter auto]
 
 Scenes: the paper's ball (tet_ball, ~430-640 tets, 3840 steps at 1/1920 s,
 checkpointed every 64 steps), tet_box grids of 16x8x8 cells (5,120 tets) and
@@ -37,10 +37,10 @@ def build(scene, tgs):
     return b.finalize(), 1e-3, 200, None
 
 
-def run_scene(scene, arch, precision):
+def run_scene(scene, arch, precision, scatter="auto"):
     import taichi as ti
     import tigradsim as tgs
-    tgs.init(arch=arch, precision=precision)
+    tgs.init(arch=arch, precision=precision, scatter=scatter)
     model, dt, steps, ck = build(scene, tgs)
     sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=ck)
     com = tgs.CenterOfMassRecorder(sim, every=steps)
@@ -49,7 +49,7 @@ def run_scene(scene, arch, precision):
     fwd = timing["us_per_step_forward"] * 1e-6
     fwd_bwd = timing["us_per_step_forward_backward"] * 1e-6
     out = {
-        "scene": scene, "particles": model.particle_count, "tets": model.tet_count, "steps": steps, "dt": dt,
+        "scene": scene, "scatter": scatter, "serial": tgs.runtime.serial_scatter(), "particles": model.particle_count, "tets": model.tet_count, "steps": steps, "dt": dt,
         "checkpoint_every": ck, **timing,
         "tet_steps_per_s_forward": round(model.tet_count / fwd),
         "tet_steps_per_s_forward_backward": round(model.tet_count / fwd_bwd),
@@ -69,14 +69,16 @@ def main():
     parser.add_argument("--arch", default="cpu")
     parser.add_argument("--precision", default="f32")
     parser.add_argument("--scenes", default="ball,box16,box32")
+    parser.add_argument("--scatter", choices=("auto", "parallel", "serial"), default="auto",
+                        help="element loops: serial plain adds or parallel atomics (tgs.init)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_scene(args.child, args.arch, args.precision)))
+        print(json.dumps(run_scene(args.child, args.arch, args.precision, args.scatter)))
         return
     for scene in args.scenes.split(","):
         try:
-            result = run_child(__file__, [scene, "--arch", args.arch, "--precision", args.precision])
+            result = run_child(__file__, [scene, "--arch", args.arch, "--precision", args.precision, "--scatter", args.scatter])
         except RuntimeError as exc:
             result = {"scene": scene, "error": str(exc).strip().splitlines()[-1]}
         print(json.dumps(result), flush=True)

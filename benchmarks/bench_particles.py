@@ -1,7 +1,7 @@
 """Particles + springs + ground contact: time per step, forward and
 forward+backward, with and without checkpointing, and peak memory.
 
-    python benchmarks/bench_particles.py [--steps 1000] [--arch cpu]
+    python benchmarks/bench_particles.py [--steps 1000] [--arch cpu] [--scatter auto]
 
 Each configuration runs in its own process so that peak RSS is its own.
 Prints one JSON object.
@@ -22,10 +22,10 @@ def lattice(nx, ny, nz, spacing=0.05):
     return g * spacing + [0.0, 0.1, 0.0], np.concatenate(springs)
 
 
-def run_config(steps, checkpoint_every, arch, precision):
+def run_config(steps, checkpoint_every, arch, precision, scatter="auto"):
     import taichi as ti
     import tigradsim as tgs
-    tgs.init(arch=arch, precision=precision)
+    tgs.init(arch=arch, precision=precision, scatter=scatter)
     pos, springs = lattice(22, 22, 21)
     b = tgs.SceneBuilder()
     b.add_particles(pos, velocities=np.tile([0.5, -1.0, 0.0], (len(pos), 1)), masses=0.01, radius=0.01)
@@ -38,7 +38,7 @@ def run_config(steps, checkpoint_every, arch, precision):
 
     timing = time_rollout(sim, loss, repeats=1)
     return {
-        "particles": model.particle_count, "springs": model.spring_count, "steps": steps,
+        "serial_scatter": tgs.runtime.serial_scatter(), "particles": model.particle_count, "springs": model.spring_count, "steps": steps,
         "checkpoint_every": checkpoint_every, **timing,
         "grad_norm_qd0": float(np.linalg.norm(model.particle_qd0.grad.to_numpy())),
     }
@@ -50,12 +50,14 @@ def main():
     parser.add_argument("--arch", default="cpu")
     parser.add_argument("--precision", default="f32")
     parser.add_argument("--checkpoint-every", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--scatter", choices=("auto", "parallel", "serial"), default="auto",
+                        help="spring loop: serial plain adds or parallel atomics (tgs.init)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_config(args.steps, args.checkpoint_every, args.arch, args.precision)))
+        print(json.dumps(run_config(args.steps, args.checkpoint_every, args.arch, args.precision, args.scatter)))
         return
-    full, ck = [run_child(__file__, ["--steps", args.steps, "--arch", args.arch, "--precision", args.precision]
+    full, ck = [run_child(__file__, ["--steps", args.steps, "--arch", args.arch, "--precision", args.precision, "--scatter", args.scatter]
                           + (["--checkpoint-every", k] if k else [])) for k in (None, 32)]
     print(json.dumps({
         "benchmark": "particles", "arch": args.arch, "precision": args.precision,

@@ -224,17 +224,21 @@ def test_per_triangle_parameters_gradient(f64):
         assert report.ok, f"{name}:\n{report}"
 
 
-def test_checkpointed_gradient_equals_full(f64):
+def test_checkpointed_and_parallel_gradients_equal_full(f64):
+    """Checkpointing, and parallel (atomic) instead of serial scatter, give the same gradients."""
     grads = {}
-    for ck in (None, 7):
+    for ck, scatter in ((None, "serial"), (7, "serial"), (None, "parallel")):
+        tgs.runtime.set_scatter(scatter)
         model, _ = grad_scene("bent")
+        tgs.runtime.set_scatter("auto")
         sim, run, loss = rollout(model, checkpoint_every=ck)
         with ti.ad.Tape(loss):
             run()
-        grads[ck] = {n: p.grad.to_numpy().copy() for n, p in model.parameters().items()}
-        grads[ck]["loss"] = loss[None]
-    for name, g in grads[None].items():
-        np.testing.assert_allclose(grads[7][name], g, rtol=1e-11, atol=1e-14, err_msg=name)
+        grads[ck, scatter] = {n: p.grad.to_numpy().copy() for n, p in model.parameters().items()}
+        grads[ck, scatter]["loss"] = loss[None]
+    for key in ((7, "serial"), (None, "parallel")):
+        for name, g in grads[None, "serial"].items():
+            np.testing.assert_allclose(grads[key][name], g, rtol=1e-11, atol=1e-14, err_msg=f"{key}: {name}")
 
 
 # -- behaviour ------------------------------------------------------------------------------

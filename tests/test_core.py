@@ -103,20 +103,23 @@ def test_external_force_gradient(f64):
     assert report.ok, str(report)
 
 
-def test_checkpointed_gradient_equals_full(f64):
+def test_checkpointed_and_parallel_gradients_equal_full(f64):
+    """Checkpointing, and parallel (atomic) instead of serial spring scatter, give the same gradients."""
     grads = {}
-    for ck in (None, 7, 25):
+    for ck, scatter in ((None, "serial"), (7, "serial"), (25, "serial"), (None, "parallel")):
+        tgs.runtime.set_scatter(scatter)
         model = small_scene()
+        tgs.runtime.set_scatter("auto")
         sim, run, loss = rollout_loss(model, steps=60, checkpoint_every=ck)
         with ti.ad.Tape(loss):
             run()
-        grads[ck] = {n: model.parameters()[n].grad.to_numpy().copy() for n in PARTICLE_PARAMS + CONTACT_PARAMS}
-        grads[ck]["loss"] = loss[None]
+        grads[ck, scatter] = {n: model.parameters()[n].grad.to_numpy().copy() for n in PARTICLE_PARAMS + CONTACT_PARAMS}
+        grads[ck, scatter]["loss"] = loss[None]
         if ck:
             assert sim.state.slots == ck + 1 and sim.checkpoints.slots == -(-60 // ck) + 1
-    for ck in (7, 25):
-        for name, g in grads[None].items():
-            np.testing.assert_allclose(grads[ck][name], g, rtol=1e-12, atol=1e-14, err_msg=f"{ck}: {name}")
+    for key in ((7, "serial"), (25, "serial"), (None, "parallel")):
+        for name, g in grads[None, "serial"].items():
+            np.testing.assert_allclose(grads[key][name], g, rtol=1e-11, atol=1e-14, err_msg=f"{key}: {name}")
 
 
 def test_checkpointing_shrinks_state_memory(f64):
@@ -224,3 +227,16 @@ def test_bad_simulator_args(f64):
         model.set("nope", 1.0)
     with pytest.raises(ValueError, match="ground.*ke: must be >= 0|ke: must be >= 0"):
         tgs.SceneBuilder().add_ground(ke=-1)
+
+
+def test_scatter_mode_choice(f64):
+    from taichi.lang import impl
+    assert tgs.runtime.serial_scatter() == (impl.current_cfg().cpu_max_num_threads
+                                            <= tgs.runtime.SERIAL_SCATTER_MAX_THREADS)
+    tgs.runtime.set_scatter("parallel")
+    assert not tgs.runtime.serial_scatter()
+    tgs.runtime.set_scatter("auto")
+    with pytest.raises(ValueError, match="scatter='atomic'"):
+        tgs.init(scatter="atomic")
+    with pytest.raises(ValueError, match="mode='x'"):
+        tgs.runtime.set_scatter("x")

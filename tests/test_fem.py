@@ -76,19 +76,23 @@ def test_gradient_per_element_params_and_activation_control(f64):
     check(run, loss, act_t, scale=[0.05], n_dirs=1)
 
 
-def test_checkpointed_gradient_equals_full(f64):
+def test_checkpointed_and_parallel_gradients_equal_full(f64):
+    """Checkpointing, and parallel (atomic) instead of serial scatter, give the same gradients."""
     grads = {}
-    for ck in (None, 12):
+    for ck, scatter in ((None, "serial"), (12, "serial"), (None, "parallel")):
+        tgs.runtime.set_scatter(scatter)
         model, h = block_scene()
+        tgs.runtime.set_scatter("auto")
         model.tet_activation.from_numpy(np.linspace(-0.05, 0.08, model.tet_count))
         sim, run, loss = rollout_loss(model, steps=50, checkpoint_every=ck)
         with ti.ad.Tape(loss):
             run()
-        grads[ck] = {n: model.parameters()[n].grad.to_numpy().copy()
-                     for n in ("tet_params", "tet_activation", "particle_qd0", "particle_mass")}
-    for name, g in grads[None].items():
-        assert np.any(g != 0), name
-        np.testing.assert_allclose(grads[12][name], g, rtol=1e-10, atol=1e-13, err_msg=name)
+        grads[ck, scatter] = {n: model.parameters()[n].grad.to_numpy().copy()
+                              for n in ("tet_params", "tet_activation", "particle_qd0", "particle_mass")}
+    for key in ((12, "serial"), (None, "parallel")):
+        for name, g in grads[None, "serial"].items():
+            assert np.any(g != 0), name
+            np.testing.assert_allclose(grads[key][name], g, rtol=1e-10, atol=1e-13, err_msg=f"{key}: {name}")
 
 
 def test_total_mass_is_density_times_volume(f64):

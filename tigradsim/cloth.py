@@ -65,6 +65,7 @@ import taichi as ti
 
 from .elements import MaterialElements, material_params
 from .errors import as_array, check_positive
+from .runtime import serial_scatter
 from .registry import MaterialNotFoundError, get_material, list_materials
 
 # Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
@@ -398,12 +399,14 @@ class ClothMembraneForces:
 
     def __init__(self, model, groups, damping_column):
         self.model = model
+        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
         self.groups = groups
         self.damping_column = damping_column
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         for g in ti.static(self.groups):
+            ti.loop_config(serialize=self.serial)
             for e in range(g.start, g.end):
                 tri = self.model.cloth_indices[e]
                 i, j, k = tri[0], tri[1], tri[2]
@@ -446,9 +449,11 @@ class ClothBendingForces:
 
     def __init__(self, model):
         self.model = model
+        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
         for e in range(self.model.cloth_edge_count):
             q = self.model.cloth_bend_indices[e]
             x1 = state.particle_q[s, q[0]]
@@ -484,9 +489,11 @@ class ClothAnchorForces:
 
     def __init__(self, model):
         self.model = model
+        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
         for a in range(self.model.cloth_anchor_count):
             i = self.model.cloth_anchor_indices[a]
             state.particle_f[s, i] += -self.model.cloth_anchor_stiffness[a] * (

@@ -47,6 +47,7 @@ from .elements import MaterialElements, material_params
 from .errors import as_array, check_positive
 from .meshes import boundary_faces, validate_tets
 from .registry import get_material
+from .runtime import serial_scatter
 
 # Activation is clamped at this value: (1 + a) must stay positive.
 MIN_ACTIVATION = -0.95
@@ -215,6 +216,7 @@ class TetForces:
 
     def __init__(self, model, groups, damping_column):
         self.model = model
+        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
         self.groups = groups
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)
@@ -226,6 +228,7 @@ class TetForces:
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         for g in ti.static(self.groups):
+            ti.loop_config(serialize=self.serial)
             for e in range(g.start, g.end):
                 idx = self.model.tet_indices[e]
                 x0 = state.particle_q[s, idx[0]]

@@ -7,6 +7,8 @@ Integrator, per particle with mass m (m = 0: fixed particle):
 
 import taichi as ti
 
+from .runtime import serial_scatter
+
 # Floor under |x_i - x_j| in spring directions: norm() at 0 has a NaN gradient.
 LENGTH_EPS = 1e-12
 
@@ -17,9 +19,11 @@ class SpringForces:
 
     def __init__(self, model):
         self.model = model
+        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
         for k in range(self.model.spring_count):
             i = self.model.spring_indices[k][0]
             j = self.model.spring_indices[k][1]

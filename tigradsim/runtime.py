@@ -19,10 +19,17 @@ _PRECISIONS = {"f32": ti.f32, "f64": ti.f64}
 # default overflows for loops of 34+ passes (DESIGN.md section 5, rule 5).
 AD_STACK_SIZE = 256
 
-_state = {"initialized": False, "precision": "f32", "arch": "cpu"}
+_state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto"}
+_SCATTER_MODES = ("auto", "parallel", "serial")
+# "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
+# cores (benchmarks --scatter): serial is 1.4-2.4x faster for springs, tets and
+# cloth, forward and backward.  Where the crossover lies with more cores was not
+# measured; four threads doing ~4x dearer atomic adds would about break even.
+SERIAL_SCATTER_MAX_THREADS = 4
 
 
-def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: int = 0, **kwargs):
+def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: int = 0, scatter: str = "auto",
+         **kwargs):
     """Initialise Taichi for tigradsim.
 
     Args:
@@ -30,6 +37,9 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         precision: "f32" or "f64"; every float field tigradsim creates uses it.
         debug: Taichi debug mode (bounds checks; use with `Tape(validation=True)`).
         seed: seed of Taichi's random number generator and of numpy's global one.
+        scatter: how element loops (springs, tets, cloth triangles and bending edges) add
+            their forces into shared particles: "parallel" (threads, atomic adds),
+            "serial" (one thread, plain adds) or "auto" (see `serial_scatter`).
         kwargs: passed on to `ti.init` (they override the defaults above).
     Calling `init` again resets Taichi: fields created before are gone.
     """
@@ -37,6 +47,8 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         raise ValueError(f"init: arch={arch!r} is not one of {sorted(_ARCHS)}")
     if precision not in _PRECISIONS:
         raise ValueError(f"init: precision={precision!r} is not one of {sorted(_PRECISIONS)}")
+    if scatter not in _SCATTER_MODES:
+        raise ValueError(f"init: scatter={scatter!r} is not one of {_SCATTER_MODES}")
     options = dict(
         arch=getattr(ti, _ARCHS[arch]),
         default_fp=_PRECISIONS[precision],
@@ -50,13 +62,38 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
     options.update(kwargs)
     ti.init(**options)
     np.random.seed(seed)
-    _state.update(initialized=True, precision=precision, arch=arch)
+    _state.update(initialized=True, precision=precision, arch=arch, scatter=scatter)
 
 
 def ensure_init():
     """Initialise with defaults if the user has not called `init` yet."""
     if not _state["initialized"]:
         init()
+
+
+def set_scatter(mode: str):
+    """Change the scatter mode (see `init`) for force terms built from now on."""
+    if mode not in _SCATTER_MODES:
+        raise ValueError(f"set_scatter: mode={mode!r} is not one of {_SCATTER_MODES}")
+    _state["scatter"] = mode
+
+
+def serial_scatter() -> bool:
+    """Whether element loops that add forces into shared particles run on one thread.
+
+    On a CPU, Taichi adds floats atomically with a compare-and-swap loop (~5 ns per
+    float, a vec3 ~16 ns) and the reverse pass does the same for every adjoint; in a
+    serial loop it demotes those atomics to plain adds, which is faster than two
+    threads doing atomics (benchmarks/bench_cloth.py --scatter compare measures
+    both).  GPUs have native atomics and thousands of threads: "auto" keeps their
+    loops parallel, and so does a CPU with more than SERIAL_SCATTER_MAX_THREADS
+    threads.  Read when a force term is built (model finalize).
+    """
+    mode = _state["scatter"]
+    if mode == "auto":
+        cfg = impl.current_cfg()
+        return cfg.arch == ti.cpu and cfg.cpu_max_num_threads <= SERIAL_SCATTER_MAX_THREADS
+    return mode == "serial"
 
 
 def precision() -> str:
