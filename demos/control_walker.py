@@ -25,29 +25,40 @@ from tigradsim.meshes_extra import tet_walker
 
 from control_fem import FemControlTask, common_flags, run_experiment
 
-DEFAULTS = dict(seeds=3, iters=20, lr=0.02, lr_decay=0.95, res=64, duration=2.0, dt=1 / 960, every=40,
-                strength=0.15, frequency=6.0, velocity=[0.0, 0.0, 0.0], target_range=[0.15, 0.4],
-                blur=[0.0, 2.0, 6.0], checkpoint=64, out="out/control_walker")
+DEFAULTS = dict(seeds=3, iters=20, lr=0.15, lr_decay=0.95, res=64, duration=1.0, dt=1 / 960, every=32,
+                strength=0.4, frequency=6.0, velocity=[0.0, 0.0, 0.0], target_range=[0.15, 0.4],
+                blur=[0.0, 2.0, 6.0], checkpoint=64, out="out/control_walker",
+                ground=[300.0, 2.0, 1.0], damping=5.0, mu=0.8)
+
+QUICK_ITERS = 16
+
+
+def make_task(args):
+    """The walker task (after `tgs.init`): flags give ground, damping, friction and the rest."""
+    mesh = tet_walker(cell=0.1, depth=2, origin=(0.0, 0.011, -0.1))
+    ke, kd, kf = getattr(args, "ground", DEFAULTS["ground"])
+    return FemControlTask(mesh, args, {"mu": 1e3, "lam": 1e3}, density=10.0,
+                          damping=getattr(args, "damping", DEFAULTS["damping"]),
+                          ground=dict(ke=ke, kd=kd, kf=kf, mu=getattr(args, "mu", DEFAULTS["mu"])))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common_flags(p, DEFAULTS)
-    p.add_argument("--eye", type=float, nargs=3, default=[0.5, 0.8, 2.4])
+    p.add_argument("--eye", type=float, nargs=3, default=[0.5, 0.5, 1.6])
     p.add_argument("--look-at", type=float, nargs=3, default=[0.5, 0.2, 0.0])
     p.add_argument("--fov", type=float, default=45.0)
-    p.add_argument("--ground", type=float, nargs=3, default=[300.0, 2.0, 0.3], help="contact ke, kd, kf")
+    p.add_argument("--ground", type=float, nargs=3, default=DEFAULTS["ground"], help="contact ke, kd, kf")
+    p.add_argument("--mu", type=float, default=DEFAULTS["mu"], help="ground friction coefficient")
+    p.add_argument("--damping", type=float, default=DEFAULTS["damping"], help="material damping [Pa s]")
     args = p.parse_args(argv)
     if args.quick:
-        args.seeds, args.iters, args.res = min(args.seeds, 1), min(args.iters, 10), min(args.res, 48)
-        args.duration = min(args.duration, 1.5)
+        args.seeds, args.iters, args.res = min(args.seeds, 1), min(args.iters, QUICK_ITERS), min(args.res, 48)
+        args.duration = min(args.duration, 1.0)
     start = time.time()
     tgs.init(arch=args.arch, precision=args.precision, seed=args.seed)
     os.makedirs(args.out, exist_ok=True)
-    mesh = tet_walker(cell=0.1, depth=2, origin=(0.0, 0.011, -0.1))
-    ke, kd, kf = args.ground
-    task = FemControlTask(mesh, args, {"mu": 1e3, "lam": 1e3}, density=10.0, damping=0.5,
-                          ground=dict(ke=ke, kd=kd, kf=kf, mu=0.8))
+    task = make_task(args)
     print(json.dumps(run_experiment(args, task, "control_walker", start)))
 
 

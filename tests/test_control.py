@@ -129,9 +129,29 @@ def test_quick_cloth_beats_random_threefold(tmp_path, capsys):
     assert os.path.getsize(tmp_path / "target_vs_final.gif") > 0
 
 
-@pytest.mark.xfail(reason="the walker's image-loss controller does not reliably beat the random policy 3x yet "
-                          "(chaotic contact-rich gait; see the issue report)", strict=False)
+def test_walker_policy_gradient_matches_fd(f64):
+    """The walker's settings (material damping, ground) on a short rollout with ground contact."""
+    p = argparse.ArgumentParser()
+    control_fem.common_flags(p, control_walker.DEFAULTS)
+    ns = p.parse_args(["--duration", "0.06", "--res", "24", "--checkpoint", "16", "--blur", "0", "2"])
+    ns.eye, ns.look_at, ns.fov = [0.5, 0.5, 1.6], [0.5, 0.2, 0.0], 45.0
+    task = control_walker.make_task(ns)
+    pol = task.policy
+    pol.W.from_numpy(np.random.default_rng(1).standard_normal(pol.W.shape) * 0.5)
+    pol.b.from_numpy(np.random.default_rng(2).standard_normal(pol.b.shape) * 0.2)
+    for method in ("gradsim", "state"):
+        task.set_target((0.3, 0.0, 0.0), method)
+
+        def run():
+            pol.write()
+            task.rollout()
+
+        tgs.check_gradient(run, task.loss, [pol.W, pol.b], n_dirs=2, eps=1e-6, rtol=1e-4).assert_ok()
+
+
 def test_quick_walker_beats_random_threefold(tmp_path, capsys):
     control_walker.main(["--quick", "--headless", "--out", str(tmp_path)])
     r = last_json(capsys)
     assert r["position_error"] * 3 <= r["position_error_random"], r
+    for name in ("loss.png", "target_vs_final.gif"):
+        assert os.path.getsize(tmp_path / name) > 0
