@@ -34,7 +34,7 @@ def test_quick_rigid_mass_reduces_error_tenfold(tmp_path, capsys):
 def make_fit():
     import argparse
     tgs.init(precision="f64")
-    ns = argparse.Namespace(push=40.0, duration=0.3, dt=1 / 480, every=24, res=24, sigma=2e-5, checkpoint=None)
+    ns = argparse.Namespace(push=20.0, duration=0.3, dt=1 / 480, every=24, res=24, sigma=1e-3, checkpoint=None)
     return sysid_rigid_mass.Scene("box", ns)
 
 
@@ -48,7 +48,7 @@ def test_target_from_disk_gives_same_fit(tmp_path):
     for tgt in (np.round(target * 255) / 255, str(tmp_path / "video")):
         sc.model.set("body_mass", [0.9])
         sc.fit.history = tgs.History()
-        sc.fit.fit(tgt, iters=12, lr=0.1, log_every=0)
+        sc.fit.fit(tgt, iters=12, optimizer=tgs.Adam([sc.mass], lr=0.1, lr_decay=0.85), log_every=0)
         estimates.append(float(sc.model.get("body_mass")[0]))
     assert estimates[0] == pytest.approx(estimates[1], rel=1e-9)
     assert abs(estimates[0] - 1.6) < abs(0.9 - 1.6) / 2
