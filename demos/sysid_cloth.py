@@ -30,7 +30,7 @@ import numpy as np
 
 import tigradsim as tgs
 from tigradsim.renderers import Camera, SoftRasterizer
-from tigradsim.sysid import VideoFit, render_particles
+from tigradsim.sysid import BlurredVideoMSE, VideoFit, render_particles
 
 PAPER = {"velocity": 0.026}
 
@@ -76,6 +76,93 @@ class AffineVelocity(tgs.Param):
         self.field.from_numpy(v.astype(self.field.to_numpy().dtype))
 
 
+class RigidVelocity(AffineVelocity):
+    """Coarse stage: a rigid throw v_i = a + w x (x_i - c) (6 numbers: velocity of
+    the centre and angular velocity), written into every particle of `particle_qd0`."""
+
+    def __init__(self, field, rest, name="velocity_rigid"):
+        super().__init__(field, rest, name)
+
+    def _basis(self, g):                       # (N, 3) -> (6,): sum g, sum x cross g
+        return np.concatenate([g.sum(0), np.cross(self.x, g).sum(0)])
+
+    def value(self):
+        v = self.field.to_numpy().astype(np.float64)
+        a = v.mean(0)
+        # least squares for w in v - a = w x x  (i.e. -[x]_x w)
+        M = np.concatenate([-_skew(x) for x in self.x])
+        w, *_ = np.linalg.lstsq(M, (v - a).reshape(-1), rcond=None)
+        return np.concatenate([a, w])
+
+    def write(self, value):
+        value = np.asarray(value, dtype=np.float64)
+        v = value[:3] + np.cross(value[3:], self.x)
+        self.field.from_numpy(v.astype(self.field.to_numpy().dtype))
+
+
+def _skew(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+class ScalarAdam(tgs.Adam):
+    """Adam with one second-moment estimate per parameter (the mean of g^2 over its
+    values) instead of one per value: steps follow the (smoothed) gradient's
+    direction, so values whose gradient is ~0 (motions the video cannot see)
+    are not pushed by full-size normalised steps as in per-value Adam."""
+
+    def _update(self, k, g, lr):
+        b1, b2 = self.betas
+        g2 = float(np.mean(g * g))
+        m = (1 - b1) * g if self._m[k] is None else b1 * self._m[k] + (1 - b1) * g
+        v = (1 - b2) * g2 if self._v[k] is None else b2 * self._v[k] + (1 - b2) * g2
+        self._m[k], self._v[k] = m, v
+        mhat = m / (1 - b1 ** self.iteration)
+        vhat = v / (1 - b2 ** self.iteration)
+        return lr * mhat / (np.sqrt(vhat) + self.eps)
+
+
+class SmoothedVelocity(tgs.Param):
+    """Fine stage: every particle's own velocity, v = v0 + B z, where v0 is the
+    field when the stage starts and B a Gaussian smoothing matrix over the rest
+    positions (length `length` [m]; 0: B = I, plain per-particle values).  The
+    optimiser works on z (3 N numbers), so its steps are smoothed gradients
+    (B g): a Sobolev-type preconditioner that keeps the steps out of the
+    velocity patterns the video cannot see (sub-pixel, quickly damped
+    particle-scale jitter), which plain per-particle Adam fills with noise."""
+
+    def __init__(self, field, rest, length, name="velocity"):
+        self.length = float(length)
+        if self.length > 0:
+            d2 = ((rest[:, None, :] - rest[None, :, :]) ** 2).sum(-1)
+            K = np.exp(-0.5 * d2 / self.length ** 2)
+            self.B = K / K.sum(1).mean()
+        else:
+            self.B = None
+        self.z = np.zeros_like(rest, dtype=np.float64)
+        super().__init__(field, name)
+        self.start()
+
+    def __post_init__(self):
+        pass
+
+    def start(self):
+        """Take the field's current velocities as v0 (z = 0)."""
+        self.v0 = self.field.to_numpy().astype(np.float64)
+        self.z = np.zeros_like(self.v0)
+
+    def value(self):
+        return self.z.copy()
+
+    def internal_grad(self):
+        g = self.field.grad.to_numpy().astype(np.float64)
+        return g if self.B is None else self.B.T @ g
+
+    def write(self, value):
+        self.z = np.asarray(value, dtype=np.float64).reshape(self.v0.shape)
+        v = self.v0 + (self.z if self.B is None else self.B @ self.z)
+        self.field.from_numpy(np.clip(v, -20.0, 20.0).astype(self.field.to_numpy().dtype))
+
+
 class Scene:
     def __init__(self, args):
         b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
@@ -98,7 +185,7 @@ class Scene:
         render_particles(self.sim, self.renderer, args.every)
         self.recorder = tgs.ParticleRecorder(self.sim, every=args.every) if args.supervision == "state" else None
         self.velocity = tgs.Param(self.model.particle_qd0, "velocity", lower=-20.0, upper=20.0)
-        self.affine = AffineVelocity(self.model.particle_qd0, self.rest)
+        self.affine = (RigidVelocity if args.coarse_field == "rigid" else AffineVelocity)(self.model.particle_qd0, self.rest)
         self.fit = VideoFit(self.sim, self.renderer, [self.velocity], supervision=args.supervision,
                             state_source=self.recorder.values if self.recorder else None)
 
@@ -108,6 +195,14 @@ class Scene:
         base = np.array(args.throw)
         spin = np.cross(np.array([0.0, args.spin, 0.0]), x)
         noise = rng.normal(0.0, args.noise, size=x.shape)
+        if args.noise_kind == "smooth" and args.noise > 0:
+            # white noise smoothed by a Gaussian of length --noise-length, rescaled to RMS --noise
+            d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+            noise = np.exp(-0.5 * d2 / args.noise_length ** 2) @ noise
+        if args.noise_dirs == "normal":
+            noise[:, [0, 2]] = 0.0          # along the cloth's normal (y) only
+        if args.noise > 0:
+            noise *= args.noise / np.sqrt(np.mean(np.sum(noise ** 2, 1)))
         return base + spin + noise
 
     def target(self):
@@ -125,13 +220,35 @@ def main(argv=None):
     p.add_argument("--throw", type=float, nargs=3, default=(1.0, 2.0, -0.5),
                    help="true mean initial velocity [m/s]")
     p.add_argument("--spin", type=float, default=2.0, help="true spin about y [rad/s]")
-    p.add_argument("--noise", type=float, default=None, help="std of the true per-particle part [m/s] (0.2; --quick 0.1)")
+    p.add_argument("--noise", type=float, default=None, help="RMS magnitude of the true per-particle part [m/s] (0.3; --quick 0.2)")
+    p.add_argument("--noise-kind", choices=("smooth", "white"), default="smooth",
+                   help="per-particle part: white noise smoothed over --noise-length, or white (independent per particle)")
+    p.add_argument("--noise-dirs", choices=("normal", "all"), default="normal",
+                   help="per-particle part along the cloth's normal only (a flick: bending, visible), or in all "
+                        "directions (its in-plane stretching part is absorbed by the membrane within a frame)")
+    p.add_argument("--noise-length", type=float, default=0.3, help="smoothing length of the per-particle part [m]")
     p.add_argument("--init-velocity", type=float, nargs=3, default=(0.0, 0.0, 0.0),
                    help="initial guess, the same for every particle [m/s]")
     p.add_argument("--lr", type=float, default=None, help="Adam step [m/s] (default 0.2; --quick 0.3)")
     p.add_argument("--lr-decay", type=float, default=None, help="lr factor per iteration (default 0.99)")
-    p.add_argument("--coarse", type=float, default=0.3, help="fraction of iterations on the affine field")
-    p.add_argument("--fine-lr", type=float, default=1.0, help="per-particle stage lr = this x --lr")
+    p.add_argument("--coarse", type=float, default=1 / 3, help="fraction of iterations on the coarse (rigid) field")
+    p.add_argument("--coarse-polish", type=int, default=30, help="last coarse-stage iterations done by BFGS")
+    p.add_argument("--blur", type=float, nargs="*", default=(0.0, 2.0, 4.0),
+                   help="coarse stage: blur widths [px] of the multi-scale pixel loss (0: plain MSE)")
+    p.add_argument("--fine-blur", type=float, nargs="*", default=(0.0, 2.0, 4.0),
+                   help="per-particle stages: blur widths [px] of the pixel loss")
+    p.add_argument("--coarse-field", choices=("rigid", "affine"), default="rigid",
+                   help="coarse stage: a rigid throw (6 numbers) or an affine field (12)")
+    p.add_argument("--fine-adam", choices=("scalar", "adam"), default="scalar",
+                   help="per-particle stages: Adam with one second moment per parameter, or per value")
+    p.add_argument("--coarse-refine", type=int, default=0,
+                   help="Levenberg-Marquardt iterations on the affine field after its gradient steps (25 rollouts each)")
+    p.add_argument("--fine-scales", type=float, nargs="*", default=(0.3, 0.1),
+                   help="smoothing lengths [m] of the per-particle stages (0: unsmoothed)")
+    p.add_argument("--fine-polish", type=int, default=1000, help="last iterations of each per-particle stage done by BFGS")
+    p.add_argument("--polish-lr", type=float, default=0.2, help="BFGS trust radius, coarse stage [m/s, rad/s]")
+    p.add_argument("--fine-polish-lr", type=float, default=0.05, help="BFGS trust radius, per-particle stages [m/s]")
+    p.add_argument("--fine-lr", type=float, default=0.25, help="per-particle stage lr = this x --lr")
     p.add_argument("--nx", type=int, default=20)
     p.add_argument("--ny", type=int, default=10)
     p.add_argument("--cell", type=float, default=0.1, help="[m]")
@@ -155,10 +272,11 @@ def main(argv=None):
         args.nx, args.ny, args.cell, args.res = 10, 5, 0.2, 32
         args.duration, args.every, args.checkpoint = 0.4, 20, 100
         args.trials = min(args.trials, 1)
-        args.iters, args.lr = args.iters or 100, args.lr or 0.3
-        args.noise = 0.1 if args.noise is None else args.noise
-    args.noise = 0.2 if args.noise is None else args.noise
-    args.iters, args.lr, args.lr_decay = args.iters or 150, args.lr or 0.2, args.lr_decay or 0.99
+        args.iters, args.lr = args.iters or 55, args.lr or 0.3
+        args.coarse, args.coarse_polish, args.polish_lr, args.fine_scales = 0.55, 25, 0.5, (0.3,)
+        args.noise = 0.2 if args.noise is None else args.noise
+    args.noise = 0.3 if args.noise is None else args.noise
+    args.iters, args.lr, args.lr_decay = args.iters or 120, args.lr or 0.3, args.lr_decay or 0.97
 
     start = time.time()
     tgs.init(arch=args.arch, precision="f64", seed=args.seed)
@@ -170,6 +288,12 @@ def main(argv=None):
     errors, initial_errors, norm_errors, trials, fit_seconds = [], [], [], [], 0.0
     for trial in range(args.trials):
         truth = sc.true_velocity(args, rng)
+        X = np.concatenate([np.ones((len(truth), 1)), sc.affine.x], 1)
+        best_affine = X @ np.linalg.lstsq(X, truth, rcond=None)[0]
+        M = np.concatenate([np.eye(3)[None].repeat(len(truth), 0), np.stack([-_skew(x) for x in sc.affine.x])], 2)
+        best_rigid = (M.reshape(-1, 6) @ np.linalg.lstsq(M.reshape(-1, 6), truth.reshape(-1), rcond=None)[0]).reshape(-1, 3)
+        print(f"trial {trial}: error of the best affine field {velocity_error(best_affine, truth):.5f}, "
+              f"of the best rigid one {velocity_error(best_rigid, truth):.5f} (floors of the coarse stage)")
         guess = np.tile(np.array(args.init_velocity, dtype=np.float64), (len(truth), 1))
         sc.velocity.write(truth)
         target = sc.target()
@@ -177,23 +301,51 @@ def main(argv=None):
         initial_video = sc.fit.render()
         print(f"trial {trial}: true mean velocity {np.round(truth.mean(0), 3).tolist()} m/s, "
               f"|v| {np.linalg.norm(truth, axis=1).mean():.3f} m/s mean; initial guess {list(args.init_velocity)}")
-        # coarse to fine: an affine velocity field (12 numbers), then every particle
+        # coarse to fine: an affine field (12 numbers; Adam, then BFGS), then every particle
+        # (smoothed steps, one stage per --fine-scales length; Adam, then BFGS)
         coarse_iters = int(round(args.coarse * args.iters))
-        stages = [(sc.affine, coarse_iters, args.lr), (sc.velocity, args.iters - coarse_iters, args.lr * args.fine_lr)]
+        fine = [float(l) for l in args.fine_scales]
+        fine_iters = np.diff(np.round(np.linspace(0, args.iters - coarse_iters, len(fine) + 1)).astype(int))
+        stages = [(sc.affine, coarse_iters, args.lr, args.coarse_polish)]
+        stages += [(l, n, args.lr * args.fine_lr, args.fine_polish) for l, n in zip(fine, fine_iters)]
         history = tgs.History()
         t0 = time.time()
-        for k, (param, iters, lr) in enumerate(stages):
+        for k, (param, iters, lr, polish) in enumerate(stages):
             if iters <= 0:
                 continue
+            if not isinstance(param, tgs.Param):
+                param = SmoothedVelocity(sc.model.particle_qd0, sc.rest, param)
+            polish = min(polish, iters)
             sc.fit.params = [param]
-            opt = tgs.Adam([param], lr=lr, lr_decay=args.lr_decay)
-            sc.fit.history = tgs.History()
-            resume = os.path.join(args.out, f"trial{trial}_stage{k}.pkl") if args.resume else None
-            print(f"stage {k}: {param.name} ({param.value().size} numbers), {iters} iterations")
-            sc.fit.fit(target, iters=iters, optimizer=opt, log_every=10, resume=resume)
-            history.loss += sc.fit.history.loss
-            history.seconds += sc.fit.history.seconds
-            history.params.update(sc.fit.history.params)      # one trace per stage (plotted as the mean)
+            blur = args.blur if param is sc.affine else args.fine_blur
+            sc.fit.set_image_loss(BlurredVideoMSE(sc.renderer.image, blur) if any(b > 0 for b in blur) else None)
+            print(f"stage {k}: {param.name} ({param.value().size} numbers"
+                  + (f", smoothing length {param.length} m" if isinstance(param, SmoothedVelocity) else "")
+                  + f"), {iters} iterations ({iters - polish} Adam + {polish} BFGS)")
+            for phase, n in (("adam", iters - polish), ("bfgs", polish)):
+                if n <= 0:
+                    continue
+                if phase == "adam":
+                    adam = ScalarAdam if (param is not sc.affine and args.fine_adam == "scalar") else tgs.Adam
+                    opt = adam([param], lr=lr, lr_decay=args.lr_decay)
+                else:
+                    opt = tgs.BFGS([param], lr=args.polish_lr if param is sc.affine else args.fine_polish_lr)
+                sc.fit.history = tgs.History()
+                resume = os.path.join(args.out, f"trial{trial}_stage{k}_{phase}.pkl") if args.resume else None
+                sc.fit.fit(target, iters=n, optimizer=opt, log_every=10, resume=resume)
+                history.loss += sc.fit.history.loss
+                history.seconds += sc.fit.history.seconds
+                for name, values in sc.fit.history.params.items():   # one trace per stage (plotted as the mean)
+                    history.params[f"{name}{k}"] = values
+            if param is sc.affine and args.coarse_refine > 0:
+                print(f"stage {k}: {args.coarse_refine} Levenberg-Marquardt iterations on the affine field")
+                sc.fit.history = tgs.History()
+                sc.fit.refine(target, iters=args.coarse_refine, fd_step=1e-4)
+                history.loss += sc.fit.history.loss
+                history.seconds += sc.fit.history.seconds
+            if True:
+                est_k = sc.velocity.value()
+                print(f"stage {k}: rel_err {velocity_error(est_k, truth):.5f}")
         sc.fit.history = history
         fit_seconds += time.time() - t0
         est = sc.velocity.value()
