@@ -52,7 +52,7 @@ import numpy as np
 import tigradsim as tgs
 from tigradsim import fem
 from tigradsim.renderers import Camera, SoftRasterizer
-from tigradsim.sysid import VideoFit, relative_error, render_particles
+from tigradsim.sysid import BlurredVideoMSE, VideoFit, relative_error, render_particles
 
 PAPER = {"mu": 0.0054, "lam": 0.0056, "mass": 0.048}
 
@@ -84,6 +84,58 @@ class ColumnParam(tgs.Param):
         self.field.from_numpy(table)
 
 
+class SmoothedLogMass(tgs.Param):
+    """Per-particle masses m = m0 exp(B z): one unknown per particle (z, N numbers),
+    where m0 are the masses when the Param is made (the initial guess) and B a
+    Gaussian smoothing matrix over the rest positions (length `length` [m]).
+    The optimiser's steps are smoothed log-space gradients (B (m g)): a
+    Sobolev-type preconditioner that keeps them out of particle-to-particle
+    patterns the video cannot see, which per-value steps fill with noise."""
+
+    def __init__(self, field, rest, length, lower=1e-6, upper=10.0, name="mass_z"):
+        d2 = ((rest[:, None, :] - rest[None, :, :]) ** 2).sum(-1)
+        K = np.exp(-0.5 * d2 / float(length) ** 2)
+        self.B = K / K.sum(1).mean()
+        self.m0 = field.to_numpy().astype(np.float64)
+        self.z = np.zeros_like(self.m0)
+        self.bounds = (lower, upper)
+        super().__init__(field, name)
+
+    def __post_init__(self):
+        pass
+
+    def value(self):
+        return self.z.copy()
+
+    def internal_grad(self):
+        g = self.field.grad.to_numpy().astype(np.float64)
+        return self.B.T @ (g * self.field.to_numpy().astype(np.float64))
+
+    def write(self, value):
+        self.z = np.asarray(value, dtype=np.float64).reshape(self.m0.shape)
+        m = np.clip(self.m0 * np.exp(self.B @ self.z), *self.bounds)
+        self.field.from_numpy(m.astype(self.field.to_numpy().dtype))
+
+
+class UniformLogMass(SmoothedLogMass):
+    """Coarse stage: all masses scaled by one factor, m = m0 exp(z) (z: 1 number)."""
+
+    def __init__(self, field, name="mass_scale"):
+        self.m0 = field.to_numpy().astype(np.float64)
+        self.z = np.zeros(1)
+        self.bounds = (1e-6, 10.0)
+        tgs.Param.__init__(self, field, name)
+
+    def internal_grad(self):
+        g = self.field.grad.to_numpy().astype(np.float64)
+        return np.array([float(np.sum(g * self.field.to_numpy().astype(np.float64)))])
+
+    def write(self, value):
+        self.z = np.asarray(value, dtype=np.float64).reshape(1)
+        m = np.clip(self.m0 * np.exp(self.z[0]), *self.bounds)
+        self.field.from_numpy(m.astype(self.field.to_numpy().dtype))
+
+
 class Scene:
     """Ball, simulator (checkpointed), silhouette renderer and the fit."""
 
@@ -109,6 +161,7 @@ class Scene:
         render_particles(self.sim, self.renderer, args.every)
         self.recorder = tgs.ParticleRecorder(self.sim, every=args.every) if args.supervision == "state" else None
         self.lumped = self.model.get("particle_mass").astype(np.float64).copy()
+        self.rest = self.model.get("particle_q0").astype(np.float64).copy()
         m = self.model
         if args.estimate == "lame":
             self.params = [ColumnParam(m.tet_params, "mu", 0, lower=1.0, upper=1e6, log_space=True),
@@ -124,7 +177,9 @@ class Scene:
             p.write(np.atleast_1d(values[p.name]))
 
     def get(self):
-        return {p.name: (p.value() if p.name == "mass" else float(p.value()[0])) for p in self.params}
+        if self.params[0].name == "mass":
+            return {"mass": self.model.get("particle_mass").astype(np.float64).copy()}
+        return {p.name: float(p.value()[0]) for p in self.params}
 
     def target(self):
         return self.fit.render() if self.recorder is None else self.fit.record_state()
@@ -150,7 +205,16 @@ def draw_truth_and_guess(args, sc, rng):
             factor = np.exp(rng.choice([-1.0, 1.0]) * rng.uniform(np.log(1.3), np.log(2.0)))
             guess[name] = given if given is not None else truth[name] * float(factor)
         return truth, guess
-    truth = {"mass": sc.lumped * rng.uniform(0.7, 1.3, size=sc.lumped.shape)}
+    if args.mass_truth == "white":
+        truth = {"mass": sc.lumped * rng.uniform(0.7, 1.3, size=sc.lumped.shape)}
+    else:
+        # a smoothly varying density: white noise smoothed over --mass-length, scaled to
+        # the RMS of U(0.7, 1.3) - 1 (0.173), as a factor on the lumped masses
+        x = sc.rest - sc.rest.mean(0)
+        d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+        f = np.exp(-0.5 * d2 / args.mass_length ** 2) @ rng.normal(size=len(x))
+        f *= (0.6 / np.sqrt(12.0)) / np.sqrt(np.mean(f ** 2))
+        truth = {"mass": sc.lumped * np.clip(1.0 + f, 0.5, 1.5)}
     guess = {"mass": sc.lumped * args.init_scale}
     return truth, guess
 
@@ -160,9 +224,9 @@ def main(argv=None):
     p.add_argument("--estimate", choices=("lame", "mass"), default="lame")
     p.add_argument("--trials", type=int, default=1)
     p.add_argument("--iters", type=int, default=None,
-                   help="gradient iterations, Adam then --polish BFGS steps (default: 60 lame / 120 mass; --full: 200)")
+                   help="gradient iterations, Adam then --polish BFGS steps (default: 60 lame / 100 mass; --full: 200)")
     p.add_argument("--polish", type=int, default=None,
-                   help="last iterations done by quasi-Newton steps (tgs.BFGS; default 30 lame, 0 mass)")
+                   help="last iterations done by quasi-Newton steps (tgs.BFGS; default half (lame), 40 (mass); --quick 20)")
     p.add_argument("--polish-lr", type=float, default=0.05, help="BFGS trust radius in log-parameters")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--res", type=int, default=64, help="image width = height [px]")
@@ -173,8 +237,21 @@ def main(argv=None):
     p.add_argument("--init-lam", type=float, default=None)
     p.add_argument("--init-scale", type=float, default=1.0,
                    help="mass mode: initial guess = uniform lumped masses x this")
-    p.add_argument("--lr", type=float, default=None, help="Adam step in log space (default 0.05 lame, 0.02 mass)")
-    p.add_argument("--lr-decay", type=float, default=None, help="lr factor per iteration (default 0.98 / 0.99)")
+    p.add_argument("--blur", type=float, nargs="*", default=None,
+                   help="blur widths [px] of a multi-scale pixel loss (sysid.BlurredVideoMSE; 0: the plain MSE); "
+                        "default: 0 2 4 for masses (--quick: 0 1 2), the plain MSE for mu, lam")
+    p.add_argument("--mass-truth", choices=("smooth", "white"), default="smooth",
+                   help="mass mode: true masses = lumped x a smooth random factor (RMS 0.17, length --mass-length), "
+                        "or x U(0.7, 1.3) independently per particle")
+    p.add_argument("--mass-length", type=float, default=0.3, help="length of the smooth true mass factor [m]")
+    p.add_argument("--mass-uniform", type=int, default=10,
+                   help="mass mode: first fit one scale factor of all masses for this many (BFGS) iterations "
+                        "(not counted in --iters)")
+    p.add_argument("--mass-smoothing", type=float, default=None,
+                   help="mass mode: smoothing length [m] of the fitted per-particle log-masses' steps "
+                        "(0: none; default 0.25, or 0 with --mass-truth white)")
+    p.add_argument("--lr", type=float, default=None, help="Adam step in log space (default 0.05 lame, 0.03 mass)")
+    p.add_argument("--lr-decay", type=float, default=None, help="lr factor per iteration (default 0.98; --quick 0.93)")
     p.add_argument("--density", type=float, default=10.0, help="[kg/m^3]")
     p.add_argument("--damping", type=float, default=0.0, help="FEM damping on dF/dt [Pa s] (known)")
     p.add_argument("--radius", type=float, default=0.5, help="ball radius [m]")
@@ -210,14 +287,20 @@ def main(argv=None):
         args.trials = min(args.trials, 1)
         args.iters = min(args.iters or 40, 40)
         args.checkpoint = 64
-        args.lr = args.lr or 0.08
+        args.lr = args.lr or (0.08 if lame else 0.05)
         args.lr_decay = args.lr_decay or 0.93
-    args.iters = args.iters or (60 if lame else 120)
+        args.polish = 20 if args.polish is None else args.polish
+        args.mass_uniform = min(args.mass_uniform, 6)
+        args.blur = ([] if lame else [0.0, 1.0, 2.0]) if args.blur is None else args.blur
+    args.iters = args.iters or (60 if lame else 100)
     if args.polish is None:
-        args.polish = (args.iters // 2) if lame else 0
+        args.polish = (args.iters // 2) if lame else 40
     args.polish = min(args.polish, args.iters)
-    args.lr = args.lr or (0.05 if lame else 0.02)
-    args.lr_decay = args.lr_decay or (0.98 if lame else 0.99)
+    args.lr = args.lr or (0.05 if lame else 0.03)
+    args.lr_decay = args.lr_decay or 0.98
+    args.blur = ([] if lame else [0.0, 2.0, 4.0]) if args.blur is None else args.blur
+    if args.mass_smoothing is None:
+        args.mass_smoothing = 0.0 if args.mass_truth == "white" else 0.25
     args.out = args.out or f"out/sysid_fem_{args.estimate}"
 
     start = time.time()
@@ -239,16 +322,31 @@ def main(argv=None):
             print(f"trial {trial}: true mu {truth['mu']:.4g}, lam {truth['lam']:.4g}; "
                   f"initial mu {guess['mu']:.4g}, lam {guess['lam']:.4g}")
         else:
-            print(f"trial {trial}: true mass mean {truth['mass'].mean():.5g} kg (x U(0.7, 1.3) per particle); "
+            print(f"trial {trial}: true mass mean {truth['mass'].mean():.5g} kg ({args.mass_truth} factor per particle); "
                   f"initial = uniform lumped x {args.init_scale}")
+        if not lame and args.mass_smoothing > 0:
+            sc.fit.params = [SmoothedLogMass(sc.model.particle_mass, sc.rest, args.mass_smoothing)]
+        else:
+            sc.fit.params = sc.params
+        if args.blur and any(b > 0 for b in args.blur) and args.supervision == "image":
+            sc.fit.set_image_loss(BlurredVideoMSE(sc.renderer.image, args.blur))
         sc.fit.history = tgs.History()
         resume = (lambda phase: os.path.join(args.out, f"trial{trial}_{phase}.pkl")) if args.resume else (lambda _: None)
         t0 = time.time()
+        if not lame and args.mass_uniform > 0:
+            # coarse stage: one mass scale (secant steps), then every particle's mass
+            sc.fit.params = [UniformLogMass(sc.model.particle_mass)]
+            opt = tgs.BFGS(sc.fit.params, lr=0.3)
+            sc.fit.fit(target, iters=args.mass_uniform, optimizer=opt, log_every=5, resume=resume("scale"))
+            if args.mass_smoothing > 0:
+                sc.fit.params = [SmoothedLogMass(sc.model.particle_mass, sc.rest, args.mass_smoothing)]
+            else:
+                sc.fit.params = sc.params
         if args.iters - args.polish > 0:
-            opt = tgs.Adam(sc.params, lr=args.lr, lr_decay=args.lr_decay)
+            opt = tgs.Adam(sc.fit.params, lr=args.lr, lr_decay=args.lr_decay)
             sc.fit.fit(target, iters=args.iters - args.polish, optimizer=opt, log_every=10, resume=resume("adam"))
         if args.polish > 0:
-            opt = tgs.BFGS(sc.params, lr=args.polish_lr)
+            opt = tgs.BFGS(sc.fit.params, lr=args.polish_lr)
             sc.fit.fit(target, iters=args.polish, optimizer=opt, log_every=5, resume=resume("bfgs"))
         fit_seconds += time.time() - t0
         est = sc.get()
@@ -264,6 +362,7 @@ def main(argv=None):
             row.update(true=truth, initial=guess, estimate=est)
         else:
             row.update(mass_true_mean=float(truth["mass"].mean()), mass_est_mean=float(est["mass"].mean()),
+                       rel_err_total_mass=abs(float(est["mass"].sum() / truth["mass"].sum()) - 1.0),
                        rel_err_uniform_lumped=relative_error(sc.lumped, truth["mass"]))
         trials.append(row)
         print(f"trial {trial}: rel_err {err} (initial {err0})")
@@ -295,6 +394,9 @@ def main(argv=None):
         result["rel_err_small_strain_lame"] = {k: float(np.mean([e[k] for e in lame_errors])) for k in ("mu_L", "lam_L")}
     else:
         result["rel_err_uniform_lumped"] = float(np.mean([t["rel_err_uniform_lumped"] for t in trials]))
+        result["rel_err_total_mass"] = float(np.mean([t["rel_err_total_mass"] for t in trials]))
+        result.update(mass_truth=args.mass_truth, mass_smoothing=args.mass_smoothing)
+    result["blur"] = list(args.blur)
     result["per_trial"] = trials
     result["out"] = args.out
     print(json.dumps(result))
