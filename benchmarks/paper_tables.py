@@ -194,6 +194,7 @@ def main(argv=None):
                 res = run_one(name, sup, args.quick, args.extra.split(), args.timeout)
                 if args.note:
                     res["note"] = args.note
+                results = load(json_path)     # re-read: other sweeps may have written meanwhile
                 results.setdefault(name, {})[sup] = res
                 print("  " + json.dumps({k: res.get(k) for k in ("rel_err", "position_error", "position_error_random",
                                                                  "seconds", "peak_mem_mb", "error") if k in res}),
