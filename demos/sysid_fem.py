@@ -44,7 +44,8 @@ Two modes:
   iterations, seed 0, 1 trial): 0.144 -> 0.053 (total mass 0.001), NOT quite
   the paper's 0.048; 597 s with three fits sharing the 2 cores (5.8 s per
   iteration; about 3 s alone).  The result depends on the Adam / BFGS split:
-  40 Adam + 60 BFGS with trust radius 0.1 gave 0.096.
+  40 Adam + 60 BFGS with trust radius 0.1 gave 0.096, 50 + 50 gave 0.088
+  (236 s alone): BFGS on 205 log-masses without a line search is erratic.
 
 Defaults follow the paper's scene where the 2-core budget allows it: dt = 1/1920
 (60 Hz x 32 substeps), a frame every 32 substeps, density 10, mu = lam = 1000,
