@@ -21,27 +21,38 @@ Scene, chosen so that every mass in [0.5, 3] kg gives a clean fit:
     pixel error, the loss *fell* as the guess got lighter: the fit ran away.
   * the contact stiffness, damping and viscous friction act per contact point;
     a flat base with n > 4 points (cylinder, cone: 13) gets the box's
-    four-corner totals spread over its n points (each x 4/n), and the box's
-    damping is kd = 20 per corner.  With 13 full-strength points (or kd = 60
-    on the box's 4) the damping of the light bodies' tipping modes is past
-    the explicit step's stability limit (c dt / I > 2): the rollout still
-    looks right but its gradient blows up (|dL/dlog m| ~ 1e2..1e14 and of
-    either sign at 0.5-1.3 kg), and Adam, which normalises by the gradient's
-    running size, stalls.  Round bodies resting on one vertex (sphere,
+    four-corner totals spread over its n points (each x 4/n); per corner
+    ke = 1e4 and kd = 20.  With 13 full-strength points (or kd = 60 on the
+    box's 4) the damping of the light bodies' tipping modes is at the
+    explicit step's stability limit (c dt / I ~ 2): the rollout still looks
+    right but its gradient blows up (|dL/dlog m| ~ 1e2..1e14 and of either
+    sign at 0.5-1.3 kg), and Adam, which normalises by the gradient's
+    running size, stalls.  With ke = 2e4 the upright cylinder's gradient
+    still spiked (x100, wrong sign) at 0.72-0.75 kg at dt 1/480 (clean at
+    1/960 or with ke = 1e4).  Round bodies resting on one vertex (sphere,
     irregular) keep kd = 60 so they roll over their vertices without hopping.
 
---supervision state fits the world positions of the mesh vertices instead
-(the paper's 3D-supervised baseline).
+--supervision state fits 3D tracks instead of pixels (the paper's
+3D-supervised baseline): by default (--state-target com) the centre-of-mass
+positions; --state-target vertices fits every mesh vertex's world position,
+which for a rolling body (sphere) depends on the rolling angle and is not
+convex in the mass: from a 0.53 kg guess the sphere (true 2.32 kg) stopped
+at 1.0 kg.
 
 Shapes: box, sphere, cylinder, cone and an irregular (noisy) mesh; trials
 cycle through them.  True masses and initial guesses are drawn from
 [0.5, 3] kg with a log-uniform distribution (seeded).
 
-Measured (seed 0, image supervision, res 64, 60 iterations = 45 Adam + 15
-secant, 2 shared cores): --trials 10: mean abs relative error 3.4e-15 (every
-trial 0..8e-15; paper 9.01e-5), 232 s (with another fit running beside it),
-peak 329 MB.  Before the scene changes above, trials 5-8 (true 1.8-2.3 kg,
-guesses 0.50-1.32 kg) stalled and the mean was 0.248.
+Measured (res 64, 60 iterations = 45 Adam + 15 secant, 2 shared cores,
+--trials 10): seed 0, image supervision: mean abs relative error 2.3e-15
+(every trial <= 1.2e-14; paper 9.01e-5), 162 s wall (130 s CPU, with the
+state run beside it), peak 379 MB; state supervision (centre of mass):
+2.3e-15 (every trial <= 1.2e-14), 134 s.  Before the scene changes above,
+trials 5-8 (true 1.8-2.3 kg, guesses 0.50-1.32 kg) stalled and the image
+mean was 0.248; state supervision (vertices) failed on both sphere trials
+and a cylinder.
+Seed 1, image, 10 trials (other masses and guesses): 1.9e-15, every trial
+<= 6.7e-15, 104 s.
 
     python demos/sysid_rigid_mass.py --headless --out out/sysid_rigid_mass
 
@@ -59,12 +70,12 @@ import numpy as np
 import tigradsim as tgs
 from tigradsim import meshes
 from tigradsim.renderers import Camera, SoftRasterizer
-from tigradsim.rigid import RigidSurface
+from tigradsim.rigid import BodyRecorder, RigidSurface
 from tigradsim.sysid import VideoFit, relative_error, render_surface
 
 SHAPES = ("box", "sphere", "cylinder", "cone", "irregular")
 MASS_RANGE = (0.5, 3.0)
-GROUND = dict(ke=2e4, kd=20.0, kf=30.0, mu=0.3)
+GROUND = dict(ke=1e4, kd=20.0, kf=30.0, mu=0.3)
 ROUND_KD = 60.0
 START_X = -0.5                                   # initial x of the centre [m]; the push is along +x
 CAMERA_EYE, CAMERA_TARGET = (-0.1, 0.8, 1.7), (-0.1, 0.1, 0.0)
@@ -115,8 +126,11 @@ class Scene:
         render_surface(self.sim, self.renderer, self.surface, args.every)
         self.mass = tgs.Param(self.model.body_mass, "mass", lower=0.05, upper=50.0, log_space=True)
         if getattr(args, "supervision", "image") == "state":
-            self.fit = VideoFit(self.sim, self.renderer, [self.mass], supervision="state",
-                                state_source=self.surface.vertices)
+            if getattr(args, "state_target", "com") == "com":
+                source = BodyRecorder(self.sim, every=args.every).positions
+            else:
+                source = self.surface.vertices
+            self.fit = VideoFit(self.sim, self.renderer, [self.mass], supervision="state", state_source=source)
         else:
             self.fit = VideoFit(self.sim, self.renderer, [self.mass])
 
@@ -137,6 +151,8 @@ def main(argv=None):
     p.add_argument("--true-mass", type=float, default=None, help="override the true mass [kg]")
     p.add_argument("--init-mass", type=float, default=None, help="override the initial guess [kg]")
     p.add_argument("--supervision", choices=("image", "state"), default="image")
+    p.add_argument("--state-target", choices=("com", "vertices"), default="com",
+                   help="with --supervision state: fit the centre-of-mass track or every mesh vertex's track")
     p.add_argument("--lr", type=float, default=0.15, help="Adam step in log-mass")
     p.add_argument("--lr-decay", type=float, default=0.93, help="learning-rate factor per iteration")
     p.add_argument("--push", type=float, default=20.0, help="known force [N] during the first 0.05 s")
@@ -197,6 +213,7 @@ def main(argv=None):
         "rel_err": {"mass": float(np.mean(errors))}, "rel_err_initial": {"mass": float(np.mean(initial_errors))},
         "iters": args.iters, "trials": args.trials, "res": args.res,
         "seconds": round(time.time() - start, 1),
+        "cpu_seconds": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 1),
         "peak_mem_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "per_trial": trials, "out": args.out,
     }))
