@@ -17,7 +17,7 @@ the cloth simulation, coarse to fine:
    each): the steps are smoothed gradients, so they stay out of the
    particle-scale patterns the video cannot see.
 
-Every stage uses a multi-scale pixel loss (`tigradsim.sysid.BlurredVideoMSE`,
+Every stage uses a multi-scale pixel loss (`tigradsim.renderers.BlurredImageMSE`,
 blur widths 0, 2, 4 px).  Why: with sharp soft-rasterised edges (sigma 1e-4)
 the pixel MSE grows like |error| (an edge off by more than its soft width
 costs whole pixels), so Adam's steps do not shrink near the answer and a
@@ -61,8 +61,8 @@ import time
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim.renderers import Camera, SoftRasterizer
-from tigradsim.sysid import BlurredVideoMSE, VideoFit, render_particles
+from tigradsim.renderers import BlurredImageMSE, Camera, SoftRasterizer
+from tigradsim.sysid import VideoFit, render_particles
 
 PAPER = {"velocity": 0.026}
 
@@ -353,7 +353,7 @@ def main(argv=None):
             blur = args.blur if param is sc.affine else args.fine_blur
             key = tuple(float(b) for b in blur)
             if any(b > 0 for b in key) and key not in losses:
-                losses[key] = BlurredVideoMSE(sc.renderer.image, key)        # made once: Taichi fields
+                losses[key] = BlurredImageMSE(sc.renderer.image, sigmas=key)        # made once: Taichi fields
             sc.fit.set_image_loss(losses.get(key))
             print(f"stage {k}: {param.name} ({param.value().size} numbers"
                   + (f", smoothing length {param.length} m" if isinstance(param, SmoothedVelocity) else "")

@@ -27,7 +27,7 @@ Two modes:
   secant steps, `--mass-uniform`), then every particle's log-mass with
   smoothed steps (`SmoothedLogMass`: log m = log m0 + B z, B a Gaussian
   smoothing over the rest positions, `--mass-smoothing` 0.25 m), 60 Adam + 40
-  BFGS steps, on a multi-scale pixel loss (`sysid.BlurredVideoMSE`, blur 0,
+  BFGS steps, on a multi-scale pixel loss (`renderers.BlurredImageMSE`, blur 0,
   2, 4 px: the silhouette MSE grows like |error| and stalls Adam).  Error: mean
   over particles of |m_est - m_true| / m_true; the JSON also gives the error
   of the total mass.  What the paper did (its kaolin_demo_fem): the truth is
@@ -77,8 +77,8 @@ import numpy as np
 
 import tigradsim as tgs
 from tigradsim import fem
-from tigradsim.renderers import Camera, SoftRasterizer
-from tigradsim.sysid import BlurredVideoMSE, VideoFit, relative_error, render_particles
+from tigradsim.renderers import BlurredImageMSE, Camera, SoftRasterizer
+from tigradsim.sysid import VideoFit, relative_error, render_particles
 
 PAPER = {"mu": 0.0054, "lam": 0.0056, "mass": 0.048}
 
@@ -264,7 +264,7 @@ def main(argv=None):
     p.add_argument("--init-scale", type=float, default=1.0,
                    help="mass mode: initial guess = uniform lumped masses x this")
     p.add_argument("--blur", type=float, nargs="*", default=None,
-                   help="blur widths [px] of a multi-scale pixel loss (sysid.BlurredVideoMSE; 0: the plain MSE); "
+                   help="blur widths [px] of a multi-scale pixel loss (renderers.BlurredImageMSE; 0: the plain MSE); "
                         "default: 0 2 4 for masses (--quick: 0 1 2), the plain MSE for mu, lam")
     p.add_argument("--mass-truth", choices=("smooth", "white"), default="smooth",
                    help="mass mode: true masses = lumped x a smooth random factor (RMS 0.17, length --mass-length), "
@@ -355,7 +355,7 @@ def main(argv=None):
         else:
             sc.fit.params = sc.params
         if args.blur and any(b > 0 for b in args.blur) and args.supervision == "image":
-            sc.fit.set_image_loss(BlurredVideoMSE(sc.renderer.image, args.blur))
+            sc.fit.set_image_loss(BlurredImageMSE(sc.renderer.image, sigmas=args.blur))
         sc.fit.history = tgs.History()
         resume = (lambda phase: os.path.join(args.out, f"trial{trial}_{phase}.pkl")) if args.resume else (lambda _: None)
         t0 = time.time()

@@ -10,8 +10,8 @@ rasterizer's formulas and kernel structure in `softras.py`.
 """
 from .camera import Camera
 from .softras import SoftRasterizer, SHADINGS, COLOR_MODES, NORMALS
-from .losses import ImageMSE, SilhouetteMSE, SoftIoU, load_target
+from .losses import BlurredImageMSE, ImageMSE, SilhouetteMSE, SoftIoU, gaussian_blur, load_target
 from ._mesh import icosphere, box, load_obj
 
 __all__ = ["Camera", "SoftRasterizer", "SHADINGS", "COLOR_MODES", "NORMALS", "ImageMSE", "SilhouetteMSE", "SoftIoU",
-           "load_target", "icosphere", "box", "load_obj"]
+           "BlurredImageMSE", "gaussian_blur", "load_target", "icosphere", "box", "load_obj"]

@@ -8,6 +8,8 @@ launches one kernel that does `loss[None] += weight * value`, so several losses
   (image - target)^2.
 * `SilhouetteMSE`: the same on the silhouette (alpha) channel only.
 * `SoftIoU`: mean over frames of 1 - sum(A T) / sum(A + T - A T).
+* `BlurredImageMSE`: `ImageMSE` summed over Gaussian-blurred copies of image and
+  target (coarse to fine in one loss).
 
 Targets: numpy arrays (K, H, W) or (K, H, W, C) (floats in [0, 1], or uint8
 0-255), or a path accepted by `tigradsim.video.load_video` (a folder of PNGs, a
@@ -168,3 +170,117 @@ class SoftIoU(SilhouetteMSE):
             self.union[k] += a + t - a * t
         for k in self.inter:
             loss[None] += scale * (1.0 - self.inter[k] / (self.union[k] + 1e-12))
+
+
+def gaussian_weights(sigma):
+    """Normalised 1D Gaussian taps (2 r + 1,) and the radius r = max(1, ceil(3 sigma)) [px]."""
+    r = max(1, int(np.ceil(3 * sigma)))
+    w = np.exp(-0.5 * (np.arange(-r, r + 1) / sigma) ** 2)
+    return w / w.sum(), r
+
+
+def gaussian_blur(img, sigma):
+    """Separable Gaussian blur with zero padding over the first two axes (H, W, ...)
+    of a numpy array: the numpy twin of `BlurredImageMSE`'s kernels."""
+    img = np.asarray(img, dtype=np.float64)
+    if sigma <= 0:
+        return img.copy()
+    w, r = gaussian_weights(sigma)
+    H, W = img.shape[:2]
+    rest = [(0, 0)] * (img.ndim - 2)
+    p = np.pad(img, [(0, 0), (r, r)] + rest)
+    tmp = sum(w[k] * p[:, k:k + W] for k in range(2 * r + 1))
+    p = np.pad(tmp, [(r, r), (0, 0)] + rest)
+    return sum(w[k] * p[k:k + H] for k in range(2 * r + 1))
+
+
+class BlurredImageMSE(ImageMSE):
+    """`loss += weight * sum_s mean((G_s * image[frames][..., channels] - G_s * target)^2)`
+    over blur widths s in `sigmas` [px] (s = 0: the plain `ImageMSE`), G_s a Gaussian
+    with zero padding.
+
+    Why: with sharp silhouettes the pixel MSE grows like |error| once an edge is off
+    by more than its soft width, and is flat once the object and its target no longer
+    overlap, so gradient steps neither shrink near the answer nor find a far one.  The
+    blurred copies make the loss quadratic out to ~s pixels and give it a gradient
+    before the object overlaps the target.
+
+    Args: as `ImageMSE`, plus `sigmas`.  `target=None` starts from zeros for every
+    image frame and channel (call `set_target` before use; `VideoFit` does).
+    Call it once per Tape (its blurred images are scratch fields written once).
+    """
+
+    def __init__(self, image, target=None, frames=None, channels=None, weight=1.0, sigmas=(0.0, 2.0, 4.0)):
+        if target is None:
+            (nframes, H, W), C = _check_image(image)
+            target = np.zeros((nframes, H, W, C))
+        super().__init__(image, target, frames=frames, channels=channels, weight=weight)
+        K, H, W = self.shape
+        self.levels = []
+        for s in sigmas:
+            s = float(s)
+            if s < 0 or not np.isfinite(s):
+                raise ValueError(f"sigmas: blur widths must be finite and >= 0 px, got {s}")
+            lvl = {"sigma": s}
+            if s > 0:
+                w, r = gaussian_weights(s)
+                lvl["r"] = r
+                lvl["w"] = ti.field(float, shape=2 * r + 1)
+                lvl["w"].from_numpy(w.astype(np_float()))
+                for name in ("tmp", "blur"):
+                    lvl[name] = ti.Vector.field(self.target.n, float, shape=(K, H, W), needs_grad=True)
+                lvl["target"] = ti.Vector.field(self.target.n, float, shape=(K, H, W))
+            self.levels.append(lvl)
+        self._blur_targets()
+
+    def set_target(self, target):
+        super().set_target(target)
+        if hasattr(self, "levels"):
+            self._blur_targets()
+
+    def _blur_targets(self):
+        t = np.moveaxis(self.target.to_numpy().astype(np.float64), 0, -1)      # (H, W, C, K)
+        for lvl in self.levels:
+            if lvl["sigma"] > 0:
+                lvl["target"].from_numpy(np.moveaxis(gaussian_blur(t, lvl["sigma"]), -1, 0).astype(np_float()))
+
+    def __call__(self, loss):
+        scale = self.weight / float(np.prod(self.shape) * len(self.channels))
+        for lvl in self.levels:
+            if lvl["sigma"] <= 0:
+                self._kernel(self.image, loss, scale)
+            else:
+                self._clear(lvl["tmp"], lvl["blur"])
+                self._rows(self.image, lvl["tmp"], lvl["w"], lvl["r"])
+                self._cols(lvl["tmp"], lvl["blur"], lvl["w"], lvl["r"])
+                self._mse(lvl["blur"], lvl["target"], loss, scale)
+
+    @ti.kernel
+    def _clear(self, tmp: ti.template(), blur: ti.template()):
+        for k, i, j in tmp:      # a kernel, not fill(): it must sit on the Tape in order
+            tmp[k, i, j] = ti.Vector.zero(float, len(self.channels))
+            blur[k, i, j] = ti.Vector.zero(float, len(self.channels))
+
+    @ti.kernel
+    def _rows(self, image: ti.template(), tmp: ti.template(), w: ti.template(), r: ti.i32):
+        for k, i, j, d in ti.ndrange(self.shape[0], self.shape[1], self.shape[2], 2 * r + 1):
+            jj = j + d - r
+            if 0 <= jj < self.shape[2]:
+                f = self.fid[k]
+                v = ti.Vector.zero(float, len(self.channels))
+                for c in ti.static(range(len(self.channels))):
+                    v[c] = image[f, i, jj][self.channels[c]]
+                tmp[k, i, j] += w[d] * v
+
+    @ti.kernel
+    def _cols(self, tmp: ti.template(), blur: ti.template(), w: ti.template(), r: ti.i32):
+        for k, i, j, d in ti.ndrange(self.shape[0], self.shape[1], self.shape[2], 2 * r + 1):
+            ii = i + d - r
+            if 0 <= ii < self.shape[1]:
+                blur[k, i, j] += w[d] * tmp[k, ii, j]
+
+    @ti.kernel
+    def _mse(self, blur: ti.template(), target: ti.template(), loss: ti.template(), scale: float):
+        for k, i, j in blur:
+            e = blur[k, i, j] - target[k, i, j]
+            loss[None] += scale * e.dot(e)

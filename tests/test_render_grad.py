@@ -8,7 +8,8 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.renderers import Camera, SoftRasterizer, icosphere, ImageMSE, SilhouetteMSE, SoftIoU
+from tigradsim.renderers import (BlurredImageMSE, Camera, ImageMSE, SilhouetteMSE, SoftIoU, SoftRasterizer,
+                                  gaussian_blur, icosphere)
 
 RTOL = 1e-5
 
@@ -65,6 +66,36 @@ def test_soft_iou_gradient():
         iou(loss)
 
     tgs.check_gradient(run, loss, [X], n_dirs=3, eps=1e-6, rtol=RTOL).assert_ok()
+
+
+def test_blurred_image_mse_matches_numpy_and_fd():
+    """Two RGB target frames compared with image frames (2, 0), blurred at 0, 1.5 and 3 px."""
+    img = ti.Vector.field(4, float, shape=(3, 12, 10), needs_grad=True)
+    rng = np.random.default_rng(0)
+    img.from_numpy(rng.uniform(0, 1, (3, 12, 10, 4)))
+    target = rng.uniform(0, 1, (2, 12, 10, 3))
+    sigmas = (0.0, 1.5, 3.0)
+    lossobj = BlurredImageMSE(img, target, frames=[2, 0], sigmas=sigmas, weight=0.7)
+    loss = _loss()
+    lossobj(loss)
+    a = img.to_numpy()[[2, 0]][..., :3]
+    expect = 0.7 * sum(np.mean([(gaussian_blur(a[k], s) - gaussian_blur(target[k], s)) ** 2 for k in range(2)])
+                       for s in sigmas)
+    assert loss[None] == pytest.approx(expect, rel=1e-10)
+    tgs.check_gradient(lambda: lossobj(loss), loss, [img], n_dirs=2, rtol=RTOL).assert_ok()
+    # a silhouette renderer's video, target set later (VideoFit's use), through the rasterizer
+    ren, X, frame = _sphere_scene("silhouette", frames=2)
+    blurred = BlurredImageMSE(ren.image, sigmas=(0.0, 2.0))
+    blurred.set_target(np.stack([frame, frame[::-1]]))
+
+    def run():
+        ren.render(X, 1, 0)
+        ren.render(X, 2, 1)
+        blurred(loss)
+
+    tgs.check_gradient(run, loss, [X], n_dirs=3, eps=1e-6, rtol=RTOL).assert_ok()
+    with pytest.raises(ValueError, match="sigmas"):
+        BlurredImageMSE(img, target, frames=[2, 0], sigmas=(-1.0,))
 
 
 @pytest.mark.parametrize("normals", ["flat", "smooth"])

@@ -24,10 +24,11 @@ through the same interface), `RandomPolicy` (the random baseline) and
 `VelocityControl` (one initial velocity for a set of particles, e.g. a cloth).
 Any class with `params` and `write()` works with `fit_policy`.
 
-`MultiScaleImageMSE`: pixel MSE of one frame plus MSEs of Gaussian-blurred
-copies of the frame and the target.  Blurring is linear, so it is still a loss
-on the pixels alone, but it gives a gradient when the rendered object and the
-target do not overlap (a plain silhouette MSE is then flat).
+The image loss of the tasks is `tigradsim.renderers.BlurredImageMSE` on the last
+frame: pixel MSE plus MSEs of Gaussian-blurred copies of the frame and the
+target.  Blurring is linear, so it is still a loss on the pixels alone, but it
+gives a gradient when the rendered object and the target do not overlap (a plain
+silhouette MSE is then flat).
 """
 import math
 import time
@@ -39,7 +40,7 @@ from .optim import Adam, History, Param, optimize
 from .runtime import np_float
 
 __all__ = ["sinusoid_features", "LinearTanhPolicy", "MLPPolicy", "RandomPolicy", "VelocityControl",
-           "MultiScaleImageMSE", "fit_policy", "gaussian_blur", "surface", "com_errors", "save_report"]
+           "fit_policy", "surface", "com_errors", "save_report"]
 
 
 def sinusoid_features(steps, dt, count=8, base_frequency=2.5):
@@ -206,113 +207,6 @@ class VelocityControl:
 
 
 # ---------------------------------------------------------------------------
-# image loss with blurred copies
-
-def _gauss(sigma):
-    r = max(1, int(math.ceil(3 * sigma)))
-    x = np.arange(-r, r + 1)
-    w = np.exp(-0.5 * (x / sigma) ** 2)
-    return w / w.sum(), r
-
-
-def gaussian_blur(img, sigma):
-    """Separable Gaussian blur of (H, W) with zero padding (the kernel's numpy twin)."""
-    img = np.asarray(img, dtype=np.float64)
-    if sigma <= 0:
-        return img.copy()
-    w, r = _gauss(sigma)
-    H, W = img.shape
-    p = np.pad(img, ((0, 0), (r, r)))
-    tmp = sum(w[k] * p[:, k:k + W] for k in range(2 * r + 1))
-    p = np.pad(tmp, ((r, r), (0, 0)))
-    return sum(w[k] * p[k:k + H, :] for k in range(2 * r + 1))
-
-
-@ti.data_oriented
-class MultiScaleImageMSE:
-    """loss += weight * sum_s mean((G_s * image[frame][c] - G_s * target)^2) over blur widths
-    s in `sigmas` [px] (0: the plain pixel MSE), for one image channel `channel`.
-
-    Args:
-        image: `SoftRasterizer.image` (frames, H, W) vector field.
-        target: (H, W) numpy array in [0, 1] (e.g. a silhouette).
-        frame: the image frame compared (e.g. the last).
-    Call it once per Tape (its blurred images are scratch fields written once).
-    """
-
-    def __init__(self, image, target, frame, sigmas=(0.0, 2.0, 6.0), channel=0, weight=1.0):
-        frames, H, W = image.shape
-        if not 0 <= frame < frames:
-            raise ValueError(f"frame={frame} out of range [0, {frames - 1}]")
-        self.image, self.frame, self.channel, self.weight = image, int(frame), int(channel), float(weight)
-        self.H, self.W = H, W
-        self.sigmas = [float(s) for s in sigmas]
-        self.levels = []
-        for s in self.sigmas:
-            lvl = {"sigma": s}
-            if s > 0:
-                w, r = _gauss(s)
-                lvl["r"] = r
-                lvl["w"] = ti.field(float, shape=2 * r + 1)
-                lvl["w"].from_numpy(w.astype(np_float()))
-                lvl["tmp"] = ti.field(float, shape=(H, W), needs_grad=True)
-                lvl["blur"] = ti.field(float, shape=(H, W), needs_grad=True)
-            lvl["target"] = ti.field(float, shape=(H, W))
-            self.levels.append(lvl)
-        self.set_target(target)
-
-    def set_target(self, target):
-        t = np.asarray(target, dtype=np.float64)
-        if t.shape != (self.H, self.W):
-            raise ValueError(f"target: expected shape ({self.H}, {self.W}), got {t.shape}")
-        for lvl in self.levels:
-            lvl["target"].from_numpy(gaussian_blur(t, lvl["sigma"]).astype(np_float()))
-
-    def __call__(self, loss):
-        scale = self.weight / float(self.H * self.W)
-        for lvl in self.levels:
-            if lvl["sigma"] <= 0:
-                self._plain(self.image, lvl["target"], loss, scale)
-            else:
-                self._clear(lvl["tmp"], lvl["blur"])
-                self._rows(self.image, lvl["tmp"], lvl["w"], lvl["r"])
-                self._cols(lvl["tmp"], lvl["blur"], lvl["w"], lvl["r"])
-                self._mse(lvl["blur"], lvl["target"], loss, scale)
-
-    @ti.kernel
-    def _plain(self, image: ti.template(), target: ti.template(), loss: ti.template(), scale: float):
-        for i, j in target:
-            e = image[self.frame, i, j][self.channel] - target[i, j]
-            loss[None] += scale * e * e
-
-    @ti.kernel
-    def _clear(self, tmp: ti.template(), blur: ti.template()):
-        for i, j in tmp:
-            tmp[i, j] = 0.0
-            blur[i, j] = 0.0
-
-    @ti.kernel
-    def _rows(self, image: ti.template(), tmp: ti.template(), w: ti.template(), r: ti.i32):
-        for i, j, k in ti.ndrange(self.H, self.W, 2 * r + 1):
-            jj = j + k - r
-            if 0 <= jj < self.W:
-                tmp[i, j] += w[k] * image[self.frame, i, jj][self.channel]
-
-    @ti.kernel
-    def _cols(self, tmp: ti.template(), blur: ti.template(), w: ti.template(), r: ti.i32):
-        for i, j, k in ti.ndrange(self.H, self.W, 2 * r + 1):
-            ii = i + k - r
-            if 0 <= ii < self.H:
-                blur[i, j] += w[k] * tmp[ii, j]
-
-    @ti.kernel
-    def _mse(self, blur: ti.template(), target: ti.template(), loss: ti.template(), scale: float):
-        for i, j in blur:
-            e = blur[i, j] - target[i, j]
-            loss[None] += scale * e * e
-
-
-# ---------------------------------------------------------------------------
 
 def fit_policy(policy, rollout, loss, iters, lr=0.01, optimizer=None, log_every=10, printer=print, decay=1.0):
     """Adam on the policy's parameters: each iteration runs, in one Tape,
@@ -374,11 +268,13 @@ def set_task_loss(task, method, start_com):
     frame against `task.target_img` ("gradsim"), or the squared distance of the final
     centre of mass to `task.target_com` ("state"); "random" needs none."""
     from .losses import MSELoss
+    from .renderers import BlurredImageMSE
     if method == "gradsim":
         if task.image_loss is None:
-            task.image_loss = MultiScaleImageMSE(task.renderer.image, task.target_img, frame=1, sigmas=task.args.blur)
+            task.image_loss = BlurredImageMSE(task.renderer.image, task.target_img[None], frames=[1], channels=[0],
+                                              sigmas=task.args.blur)
         else:
-            task.image_loss.set_target(task.target_img)
+            task.image_loss.set_target(task.target_img[None])
     elif method == "state":
         task.state_loss = MSELoss(task.com.com, np.stack([start_com, task.target_com]), frame_weights=[0.0, 1.0])
     task.method = method

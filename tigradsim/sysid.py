@@ -94,7 +94,8 @@ class VideoFit:
 
     def set_image_loss(self, loss):
         """Use `loss` (an object with `set_target(target)` and `__call__(loss_field)`,
-        e.g. `BlurredVideoMSE`) as the image loss; None: the default pixel MSE."""
+        e.g. `tigradsim.renderers.BlurredImageMSE(renderer.image, sigmas=(0, 2, 4))`) as the
+        image loss; None: the default pixel MSE."""
         self._image_loss = loss
 
     def _forward(self):
@@ -227,96 +228,6 @@ def side_by_side(videos, gap=2):
             row.append(np.ones((f.shape[0], gap, 3)))
         out.append((np.concatenate(row[:-1], axis=1) * 255).astype(np.uint8))
     return np.stack(out)
-
-
-@ti.data_oriented
-class BlurredVideoMSE:
-    """Multi-scale pixel loss on a video: loss += sum over blur widths s in `sigmas`
-    [px] (0: the plain MSE) of mean((G_s * image - G_s * target)^2) over frames,
-    pixels and channels.  Sharp-edged frames give a loss that grows like |error|
-    (an edge off by more than its soft width costs a whole pixel), so gradient steps
-    do not shrink near the answer; the blurred copies make the loss quadratic out
-    to ~s pixels, which Adam and BFGS follow much better.  Plugs into VideoFit as
-    its image loss (`fit.set_image_loss(BlurredVideoMSE(renderer.image))`; `set_target`
-    takes the plain target video, array or path, and blurs it here).  Call it once per Tape."""
-
-    def __init__(self, image, sigmas=(0.0, 2.0, 4.0)):
-        self.image = image
-        self.K, self.H, self.W = image.shape
-        self.C = image.n
-        self.levels = []
-        for s in sigmas:
-            lvl = {"sigma": float(s), "target": ti.Vector.field(self.C, float, shape=(self.K, self.H, self.W))}
-            if s > 0:
-                w = np.exp(-0.5 * (np.arange(-int(np.ceil(3 * s)), int(np.ceil(3 * s)) + 1) / s) ** 2)
-                lvl["r"] = (len(w) - 1) // 2
-                lvl["w"] = ti.field(float, shape=len(w))
-                lvl["w"].from_numpy(w / w.sum())
-                lvl["tmp"] = ti.Vector.field(self.C, float, shape=(self.K, self.H, self.W), needs_grad=True)
-                lvl["blur"] = ti.Vector.field(self.C, float, shape=(self.K, self.H, self.W), needs_grad=True)
-            self.levels.append(lvl)
-
-    def set_target(self, target):
-        from .renderers import load_target        # noqa: deferred so the core imports without renderers
-        t = load_target(target)
-        if t.shape != (self.K, self.H, self.W, self.C):
-            raise ValueError(f"target: expected shape {(self.K, self.H, self.W, self.C)}, got {t.shape}")
-        for lvl in self.levels:
-            b = np.stack([np.stack([_gaussian_blur(t[k, :, :, c], lvl["sigma"]) for c in range(self.C)], -1)
-                          for k in range(self.K)])
-            lvl["target"].from_numpy(b)
-
-    def __call__(self, loss):
-        scale = 1.0 / float(self.K * self.H * self.W * self.C)
-        for lvl in self.levels:
-            if lvl["sigma"] <= 0:
-                self._mse(self.image, lvl["target"], loss, scale)
-            else:
-                self._clear(lvl["tmp"], lvl["blur"])
-                self._rows(self.image, lvl["tmp"], lvl["w"], lvl["r"])
-                self._cols(lvl["tmp"], lvl["blur"], lvl["w"], lvl["r"])
-                self._mse(lvl["blur"], lvl["target"], loss, scale)
-
-    @ti.kernel
-    def _clear(self, tmp: ti.template(), blur: ti.template()):
-        for k, i, j in tmp:
-            tmp[k, i, j] = ti.Vector.zero(float, self.C)
-            blur[k, i, j] = ti.Vector.zero(float, self.C)
-
-    @ti.kernel
-    def _rows(self, image: ti.template(), tmp: ti.template(), w: ti.template(), r: ti.i32):
-        for k, i, j, d in ti.ndrange(self.K, self.H, self.W, 2 * r + 1):
-            jj = j + d - r
-            if 0 <= jj < self.W:
-                tmp[k, i, j] += w[d] * image[k, i, jj]
-
-    @ti.kernel
-    def _cols(self, tmp: ti.template(), blur: ti.template(), w: ti.template(), r: ti.i32):
-        for k, i, j, d in ti.ndrange(self.K, self.H, self.W, 2 * r + 1):
-            ii = i + d - r
-            if 0 <= ii < self.H:
-                blur[k, i, j] += w[d] * tmp[k, ii, j]
-
-    @ti.kernel
-    def _mse(self, img: ti.template(), target: ti.template(), loss: ti.template(), scale: float):
-        for k, i, j in target:
-            e = img[k, i, j] - target[k, i, j]
-            loss[None] += scale * e.dot(e)
-
-
-def _gaussian_blur(img, sigma):
-    """Separable Gaussian blur of (H, W) with zero padding (BlurredVideoMSE's numpy twin)."""
-    img = np.asarray(img, dtype=np.float64)
-    if sigma <= 0:
-        return img.copy()
-    r = int(np.ceil(3 * sigma))
-    w = np.exp(-0.5 * (np.arange(-r, r + 1) / sigma) ** 2)
-    w /= w.sum()
-    H, W = img.shape
-    p = np.pad(img, ((0, 0), (r, r)))
-    tmp = sum(w[k] * p[:, k:k + W] for k in range(2 * r + 1))
-    p = np.pad(tmp, ((r, r), (0, 0)))
-    return sum(w[k] * p[k:k + H, :] for k in range(2 * r + 1))
 
 
 def _match_channels(target, image):
