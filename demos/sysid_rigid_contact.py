@@ -55,7 +55,9 @@ fits, load average 8-9): default settings, 3 trials: every trial converges
 in all five parameters (BFGS stopped after 60, 60, 90 steps; 117, 117, 150
 rollouts), mean abs relative errors mass 3.0e-15, ke 7.7e-15, kd 3.1e-14,
 kf 4.6e-13, mu 4.1e-15 (initial 0.25, 0.26, 0.24, 0.24, 0.20); 649 s wall
-under that load (this process got about half a core), peak 268 MB.  Paper:
+under that load (this process got about half a core), peak 268 MB; rerun
+at load average ~5: the same errors to 2 digits (kf 1.9e-13), 332 s wall,
+239 s CPU, peak 293 MB.  Paper:
 mass 2.87e-4, kd 0.400, ke 0.003, kf 0.001, mu 0.007: all at or below.
 --supervision state (mesh vertex tracks), same defaults: mass 7.7e-14,
 ke 7.3e-14, kd 1.1e-12, kf 5.7e-12, mu 5.7e-14; 531 s wall (292 s CPU).
