@@ -31,7 +31,9 @@ SYSID = {
     "sysid_rigid_mass": {"table": "1", "paper": {"mass": 9.01e-5}, "paper_state": {"mass": 5.17e-9}},
     "sysid_rigid_contact": {"table": "2", "paper": {"mass": 2.87e-4, "kd": 0.400, "ke": 0.003, "kf": 0.001,
                                                     "mu": 0.007}},
-    "sysid_fem": {"table": "3", "paper": {"mass": 0.048, "mu": 0.0054, "lam": 0.0056}},
+    "sysid_fem": {"table": "3", "paper": {"mu": 0.0054, "lam": 0.0056}, "flags": ["--estimate", "lame"]},
+    "sysid_fem_mass": {"table": "3", "paper": {"mass": 0.048}, "script": "sysid_fem",
+                       "flags": ["--estimate", "mass"]},
     "sysid_cloth": {"table": "3", "paper": {"velocity": 0.026}},
 }
 # paper: final centre-of-mass error of the image-loss controller and of a random policy (gradSim section 5.3)
@@ -51,7 +53,9 @@ def kind(name):
 
 
 def run_one(name, supervision, quick, extra, timeout):
-    script = os.path.join(ROOT, "demos", f"{name}.py")
+    spec = EXPERIMENTS[name]
+    script = os.path.join(ROOT, "demos", f"{spec.get('script', name)}.py")
+    extra = list(spec.get("flags", [])) + list(extra)
     out = os.path.join(ROOT, "out", "paper_tables", f"{name}_{supervision}")
     flag, values = MODE_FLAG[kind(name)]
     cmd = [sys.executable, script, "--headless", flag, values[supervision], "--out", out] + list(extra)
