@@ -64,9 +64,10 @@ def main():
         "full_storage": full, "checkpointed": ck,
         "checkpoint_time_ratio": round(ck["us_per_step_forward_backward"] / full["us_per_step_forward_backward"], 2),
         "checkpoint_state_memory_ratio": round(ck["state_fields_mb"] / full["state_fields_mb"], 4),
-        # In f64 the two gradients agree to ~1e-12; in f32 this stiff, contact-rich
-        # 1000-step rollout amplifies round-off (and the order of parallel atomic
-        # adds differs between the recompute and the first pass), so they drift.
+        # Serial scatter sums in a fixed order, so the recompute repeats the first pass
+        # bit for bit and the two gradients are equal (0.0).  With --scatter parallel the
+        # order of the atomic adds varies and this stiff, contact-rich 1000-step rollout
+        # amplifies the f32 round-off, so they drift (in f64 they agree to ~1e-12).
         "grad_norm_rel_diff": abs(ck["grad_norm_qd0"] - full["grad_norm_qd0"]) / abs(full["grad_norm_qd0"]),
     }, indent=1))
 
