@@ -79,6 +79,22 @@ class ClothControlTask:
         com = self.com.numpy()[-1]
         return control.com_errors(com, self.target_com) + (com,)
 
+    def loss_at(self, velocity):
+        """The task's loss (image or 3D, as set by `set_target`) for one initial velocity, without gradients."""
+        self.policy.set(velocity)
+        self.loss[None] = 0.0
+        self.policy.write()
+        self.rollout()
+        return float(self.loss[None])
+
+    def initial_guess(self, grid):
+        """The coarse stage: the candidate velocity (from the grid (vx, vy, vz) value lists) with the
+        lowest loss.  For --method gradsim only the image is compared, so this stays pixels-only."""
+        cands = [(x, y, z) for x in grid[0] for y in grid[1] for z in grid[2]]
+        losses = [self.loss_at(v) for v in cands]
+        k = int(np.argmin(losses))
+        return np.asarray(cands[k], dtype=np.float64), float(losses[k])
+
     def random_velocity(self):
         return self.rng_random.uniform(-3.0, 3.0, 3)
 
@@ -91,14 +107,19 @@ def _add(dst: ti.template(), src: ti.template()):
     dst[None] += src[None]
 
 
-def main(argv=None):
+def make_parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--method", choices=("gradsim", "state", "random"), default="gradsim")
-    p.add_argument("--lr", type=float, default=1.0, help="Adam step [m/s]")
+    p.add_argument("--lr", type=float, default=0.5, help="Adam step [m/s]")
     p.add_argument("--lr-decay", type=float, default=0.93)
+    p.add_argument("--grid", type=int, default=1, help="1: coarse stage (best of the grid below by the loss) "
+                   "before Adam; 0: Adam from v = 0")
+    p.add_argument("--grid-x", type=float, nargs="+", default=[-7.0, -3.5, 0.0, 3.5, 7.0], help="[m/s]")
+    p.add_argument("--grid-y", type=float, nargs="+", default=[0.0], help="[m/s]")
+    p.add_argument("--grid-z", type=float, nargs="+", default=[-3.5, 0.0, 3.5], help="[m/s]")
     p.add_argument("--res", type=int, default=64)
     p.add_argument("--sigma", type=float, default=1e-4)
     p.add_argument("--blur", type=float, nargs="+", default=[0.0, 2.0, 6.0, 12.0, 24.0])
@@ -116,7 +137,7 @@ def main(argv=None):
     p.add_argument("--every", type=int, default=50, help="steps per GIF frame")
     p.add_argument("--target-range", type=float, nargs=2, default=[0.0, 3.0])
     p.add_argument("--checkpoint", type=int, default=100)
-    p.add_argument("--eye", type=float, nargs=3, default=[1.0, 5.0, 5.0])
+    p.add_argument("--eye", type=float, nargs=3, default=[1.0, 7.0, 2.0])
     p.add_argument("--look-at", type=float, nargs=3, default=[1.0, 0.0, 0.0])
     p.add_argument("--fov", type=float, default=60.0)
     p.add_argument("--precision", choices=("f32", "f64"), default="f32")
@@ -124,7 +145,11 @@ def main(argv=None):
     p.add_argument("--arch", default="cpu")
     p.add_argument("--headless", action="store_true", help="(always writes files; no window is opened)")
     p.add_argument("--out", default="out/control_cloth")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None):
+    args = make_parser().parse_args(argv)
     if args.quick:
         args.seeds, args.iters, args.res = min(args.seeds, 1), min(args.iters, 30), min(args.res, 48)
     start = time.time()
@@ -140,7 +165,11 @@ def main(argv=None):
         print(f"seed {args.seed + k}: target x offset {dx:.3f} m")
         task.policy.set(task.random_velocity())
         r_err, r_mse, _ = task.evaluate()
-        task.policy.set((0.0, 0.0, 0.0))
+        v0, l0 = np.zeros(3), None
+        if args.method != "random" and args.grid:
+            v0, l0 = task.initial_guess((args.grid_x, args.grid_y, args.grid_z))
+            print(f"seed {args.seed + k}: coarse stage: start from v = {v0.tolist()} (loss {l0:.4e})")
+        task.policy.set(v0)
         if args.method == "random":
             err, mse = r_err, r_mse
             histories.append([])
@@ -153,6 +182,7 @@ def main(argv=None):
             video, target_img = task.behaviour_video(), task.target_img
         errs.append(err), mses.append(mse), rerrs.append(r_err), rmses.append(r_mse)
         per_seed.append({"seed": args.seed + k, "target_dx": dx, "velocity": task.policy.value().tolist(),
+                         "initial_velocity": v0.tolist(), "initial_loss": l0,
                          "position_error": err, "position_mse": mse, "random_error": r_err, "random_mse": r_mse})
         print(f"seed {args.seed + k}: {args.method} com error {err:.4f} m (mse {mse:.4f}); random {r_err:.4f} m")
     paths = control.save_report(args.out, histories, target_img, video, title=f"control_cloth: {args.method} loss")
