@@ -32,8 +32,7 @@ sees; vx and vy trade off (both move the landing point).  A longer rollout
 Measured (default settings, 5 seeds x 50 iterations, 2 shared cores, f32):
 gradsim position_error per seed 0.081, 0.106, 0.057, 0.011, 0.142 m (mean
 0.079; target dx 1.91, 1.54, 0.79, 0.26, 2.83 m), position_mse 0.0027 (paper
-0.199), random 1.85 m (mse 1.42; paper 8.07), 214 s, 213 MB.  The same with
-`tgs.init(scatter="parallel")` on seeds 0, 1, 4: identical.  --quick (1 seed,
+0.199), random 1.85 m (mse 1.42; paper 8.07), 214 s, 213 MB.  --quick (1 seed,
 30 iterations, res 48): 0.141 m vs random 1.87 m, 36 s.
 --method state (3D loss, same coarse stage by the 3D loss): 0.128, 0.097,
 0.006, 0.008, 0.087 m (mean 0.065, mse 0.0022), 157 s.
