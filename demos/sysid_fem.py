@@ -26,7 +26,7 @@ Two modes:
   `--init-scale`.  Fit: first one scale factor for all masses (10 BFGS /
   secant steps, `--mass-uniform`), then every particle's log-mass with
   smoothed steps (`SmoothedLogMass`: log m = log m0 + B z, B a Gaussian
-  smoothing over the rest positions, `--mass-smoothing` 0.25 m), 60 Adam + 40
+  smoothing over the rest positions, `--mass-smoothing` 0.25 m), 60 Adam + 100
   BFGS steps, on a multi-scale pixel loss (`renderers.BlurredImageMSE`, blur 0,
   2, 4 px: the silhouette MSE grows like |error| and stalls Adam).  Error: mean
   over particles of |m_est - m_true| / m_true; the JSON also gives the error
@@ -40,12 +40,13 @@ Two modes:
   Measured (smooth truth, image supervision): --quick (160 tets, 32 px,
   0.5 s) from a guess 3x too heavy: 1.67 -> 0.044 in 6 + 40 iterations (75 s
   on 2 busy cores); from the uniform lumped guess 0.114 -> 0.034, with 3D
-  state supervision 0.013.  Defaults (640 tets, 64 px, 1 s, 10 + 100
-  iterations, seed 0, 1 trial): 0.144 -> 0.053 (total mass 0.001), NOT quite
-  the paper's 0.048; 597 s with three fits sharing the 2 cores (5.8 s per
-  iteration; about 3 s alone).  The result depends on the Adam / BFGS split:
-  40 Adam + 60 BFGS with trust radius 0.1 gave 0.096, 50 + 50 gave 0.088
-  (236 s alone): BFGS on 205 log-masses without a line search is erratic.
+  state supervision 0.013.  Defaults (640 tets, 64 px, 1 s, 10 + 160
+  iterations = 60 Adam + 100 BFGS, seed 0, 1 trial): 0.144 -> 0.032 (total
+  mass 2e-4; paper 0.048), 611 s on 2 cores shared with three other fits (3.8 s
+  per iteration; about 2 s alone).  With 60 + 40 it was 0.053-0.055, and the
+  result depends on the Adam / BFGS split (40 + 60 with trust radius 0.1 gave
+  0.096, 50 + 50 gave 0.088): BFGS on 205 log-masses without a line search is
+  erratic, so 0.032 is one seed's number, not a robust one.
 
 Defaults follow the paper's scene where the 2-core budget allows it: dt = 1/1920
 (60 Hz x 32 substeps), a frame every 32 substeps, density 10, mu = lam = 1000,
@@ -250,9 +251,9 @@ def main(argv=None):
     p.add_argument("--estimate", choices=("lame", "mass"), default="lame")
     p.add_argument("--trials", type=int, default=1)
     p.add_argument("--iters", type=int, default=None,
-                   help="gradient iterations, Adam then --polish BFGS steps (default: 60 lame / 100 mass; --full: 200)")
+                   help="gradient iterations, Adam then --polish BFGS steps (default: 60 lame / 160 mass; --full: 200)")
     p.add_argument("--polish", type=int, default=None,
-                   help="last iterations done by quasi-Newton steps (tgs.BFGS; default half (lame), 40 (mass); --quick 20)")
+                   help="last iterations done by quasi-Newton steps (tgs.BFGS; default half (lame), 100 (mass); --quick 20)")
     p.add_argument("--polish-lr", type=float, default=0.05, help="BFGS trust radius in log-parameters")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--res", type=int, default=64, help="image width = height [px]")
@@ -318,9 +319,9 @@ def main(argv=None):
         args.polish = 20 if args.polish is None else args.polish
         args.mass_uniform = min(args.mass_uniform, 6)
         args.blur = ([] if lame else [0.0, 1.0, 2.0]) if args.blur is None else args.blur
-    args.iters = args.iters or (60 if lame else 100)
+    args.iters = args.iters or (60 if lame else 160)
     if args.polish is None:
-        args.polish = (args.iters // 2) if lame else 40
+        args.polish = (args.iters // 2) if lame else 100
     args.polish = min(args.polish, args.iters)
     args.lr = args.lr or (0.05 if lame else 0.03)
     args.lr_decay = args.lr_decay or 0.98
