@@ -258,8 +258,8 @@ class BlurredImageMSE(ImageMSE):
     @ti.kernel
     def _clear(self, tmp: ti.template(), blur: ti.template()):
         for k, i, j in tmp:      # a kernel, not fill(): it must sit on the Tape in order
-            tmp[k, i, j] = ti.Vector.zero(float, len(self.channels))
-            blur[k, i, j] = ti.Vector.zero(float, len(self.channels))
+            tmp[k, i, j] = ti.Vector.zero(float, ti.static(len(self.channels)))
+            blur[k, i, j] = ti.Vector.zero(float, ti.static(len(self.channels)))
 
     @ti.kernel
     def _rows(self, image: ti.template(), tmp: ti.template(), w: ti.template(), r: ti.i32):
@@ -267,7 +267,7 @@ class BlurredImageMSE(ImageMSE):
             jj = j + d - r
             if 0 <= jj < self.shape[2]:
                 f = self.fid[k]
-                v = ti.Vector.zero(float, len(self.channels))
+                v = ti.Vector.zero(float, ti.static(len(self.channels)))
                 for c in ti.static(range(len(self.channels))):
                     v[c] = image[f, i, jj][self.channels[c]]
                 tmp[k, i, j] += w[d] * v
