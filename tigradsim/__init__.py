@@ -4,7 +4,7 @@ Data flows one way: SceneBuilder -> Model -> Simulator (StateStore) ->
 observers (recorders, tigradsim.renderers) -> losses -> optimizers.
 """
 from .runtime import init, precision, custom_op, no_grad
-from .gradcheck import check_gradient, GradCheckReport
+from .gradcheck import check_gradient, check_param_gradient, GradCheckReport
 from .errors import SimulationError
 from .builder import SceneBuilder
 from .model import Model, StateKind
