@@ -153,46 +153,18 @@ class ScalarAdam(tgs.Adam):
         return lr * mhat / (np.sqrt(vhat) + self.eps)
 
 
-class SmoothedVelocity(tgs.Param):
+class SmoothedVelocity(tgs.BasisParam):
     """Fine stage: every particle's own velocity, v = v0 + B z, where v0 is the
     field when the stage starts and B a Gaussian smoothing matrix over the rest
-    positions (length `length` [m]; 0: B = I, plain per-particle values).  The
-    optimiser works on z (3 N numbers), so its steps are smoothed gradients
-    (B g): a Sobolev-type preconditioner that keeps the steps out of the
+    positions (length `length` [m]; 0: B = I, plain per-particle values), clipped
+    to +-20 m/s.  The optimiser works on z (3 N numbers), so its steps are smoothed
+    gradients (B g): a Sobolev-type preconditioner that keeps the steps out of the
     velocity patterns the video cannot see (sub-pixel, quickly damped
     particle-scale jitter), which plain per-particle Adam fills with noise."""
 
     def __init__(self, field, rest, length, name="velocity"):
         self.length = float(length)
-        if self.length > 0:
-            d2 = ((rest[:, None, :] - rest[None, :, :]) ** 2).sum(-1)
-            K = np.exp(-0.5 * d2 / self.length ** 2)
-            self.B = K / K.sum(1).mean()
-        else:
-            self.B = None
-        self.z = np.zeros_like(rest, dtype=np.float64)
-        super().__init__(field, name)
-        self.start()
-
-    def __post_init__(self):
-        pass
-
-    def start(self):
-        """Take the field's current velocities as v0 (z = 0)."""
-        self.v0 = self.field.to_numpy().astype(np.float64)
-        self.z = np.zeros_like(self.v0)
-
-    def value(self):
-        return self.z.copy()
-
-    def internal_grad(self):
-        g = self.field.grad.to_numpy().astype(np.float64)
-        return g if self.B is None else self.B.T @ g
-
-    def write(self, value):
-        self.z = np.asarray(value, dtype=np.float64).reshape(self.v0.shape)
-        v = self.v0 + (self.z if self.B is None else self.B @ self.z)
-        self.field.from_numpy(np.clip(v, -20.0, 20.0).astype(self.field.to_numpy().dtype))
+        super().__init__(field, tgs.smoothing_matrix(rest, length), name, lower=-20.0, upper=20.0)
 
 
 class Scene:

@@ -111,7 +111,7 @@ class ColumnParam(tgs.Param):
         self.field.from_numpy(table)
 
 
-class SmoothedLogMass(tgs.Param):
+class SmoothedLogMass(tgs.BasisParam):
     """Per-particle masses m = m0 exp(B z): one unknown per particle (z, N numbers),
     where m0 are the masses when the Param is made (the initial guess) and B a
     Gaussian smoothing matrix over the rest positions (length `length` [m]).
@@ -120,47 +120,15 @@ class SmoothedLogMass(tgs.Param):
     patterns the video cannot see, which per-value steps fill with noise."""
 
     def __init__(self, field, rest, length, lower=1e-6, upper=10.0, name="mass_z"):
-        d2 = ((rest[:, None, :] - rest[None, :, :]) ** 2).sum(-1)
-        K = np.exp(-0.5 * d2 / float(length) ** 2)
-        self.B = K / K.sum(1).mean()
-        self.m0 = field.to_numpy().astype(np.float64)
-        self.z = np.zeros_like(self.m0)
-        self.bounds = (lower, upper)
-        super().__init__(field, name)
-
-    def __post_init__(self):
-        pass
-
-    def value(self):
-        return self.z.copy()
-
-    def internal_grad(self):
-        g = self.field.grad.to_numpy().astype(np.float64)
-        return self.B.T @ (g * self.field.to_numpy().astype(np.float64))
-
-    def write(self, value):
-        self.z = np.asarray(value, dtype=np.float64).reshape(self.m0.shape)
-        m = np.clip(self.m0 * np.exp(self.B @ self.z), *self.bounds)
-        self.field.from_numpy(m.astype(self.field.to_numpy().dtype))
+        super().__init__(field, tgs.smoothing_matrix(rest, length), name, multiplicative=True,
+                         lower=lower, upper=upper)
 
 
-class UniformLogMass(SmoothedLogMass):
+class UniformLogMass(tgs.BasisParam):
     """Coarse stage: all masses scaled by one factor, m = m0 exp(z) (z: 1 number)."""
 
     def __init__(self, field, name="mass_scale"):
-        self.m0 = field.to_numpy().astype(np.float64)
-        self.z = np.zeros(1)
-        self.bounds = (1e-6, 10.0)
-        tgs.Param.__init__(self, field, name)
-
-    def internal_grad(self):
-        g = self.field.grad.to_numpy().astype(np.float64)
-        return np.array([float(np.sum(g * self.field.to_numpy().astype(np.float64)))])
-
-    def write(self, value):
-        self.z = np.asarray(value, dtype=np.float64).reshape(1)
-        m = np.clip(self.m0 * np.exp(self.z[0]), *self.bounds)
-        self.field.from_numpy(m.astype(self.field.to_numpy().dtype))
+        super().__init__(field, np.ones((field.shape[0], 1)), name, multiplicative=True, lower=1e-6, upper=10.0)
 
 
 class Scene:

@@ -62,6 +62,64 @@ class Param:
         self.field.from_numpy(np.array(value, dtype=np_float(), order="C").reshape(self.field.to_numpy().shape))
 
 
+def smoothing_matrix(points, length):
+    """Gaussian smoothing matrix B (N, N) over `points` (N, 3) [m] with width `length`
+    [m], scaled so that its rows sum to 1 on average; None (the identity) for length <= 0."""
+    if length <= 0:
+        return None
+    pts = np.asarray(points, dtype=np.float64)
+    d2 = ((pts[:, None, :] - pts[None, :, :]) ** 2).sum(-1)
+    K = np.exp(-0.5 * d2 / float(length) ** 2)
+    return K / K.sum(1).mean()
+
+
+class BasisParam(Param):
+    """A field optimised through a linear basis: the optimiser's coordinates are z
+    (shape (k,) + the field's trailing shape), and
+
+        field = clip(base + B z)            (additive)
+        field = clip(base * exp(B z))       (multiplicative: relative steps, stays > 0)
+
+    with `base` the field when the Param is made (or at `start()`), B (N, k) the
+    basis (None: the identity) and clip to [lower, upper].  Examples: B = ones((N, 1))
+    scales a whole field by one factor; B = `smoothing_matrix(rest, 0.25)` makes the
+    steps smoothed gradients B^T g (a Sobolev-type preconditioner that keeps steps out
+    of particle-to-particle patterns a video cannot see).  `internal_grad` is the chain
+    rule B^T (dL/dfield [* field]), checked by `tgs.check_param_gradient` in the tests.
+    """
+
+    def __init__(self, field, basis=None, name="", multiplicative=False, lower=None, upper=None):
+        self.basis = None if basis is None else np.asarray(basis, dtype=np.float64)
+        self.multiplicative = bool(multiplicative)
+        self.bounds = (-np.inf if lower is None else lower, np.inf if upper is None else upper)
+        super().__init__(field, name)       # no Param bounds: those would clip z, not the field
+        self.start()
+
+    def start(self):
+        """Take the field's current values as `base` (z = 0)."""
+        self.base = self.field.to_numpy().astype(np.float64)
+        k = len(self.base) if self.basis is None else self.basis.shape[1]
+        self.z = np.zeros((k,) + self.base.shape[1:])
+
+    def _apply(self, x):
+        return x if self.basis is None else np.tensordot(self.basis, x, axes=1)
+
+    def value(self):
+        return self.z.copy()
+
+    def internal_grad(self):
+        g = self.field.grad.to_numpy().astype(np.float64)
+        if self.multiplicative:
+            g = g * self.field.to_numpy().astype(np.float64)
+        return g if self.basis is None else np.tensordot(self.basis.T, g, axes=1)
+
+    def write(self, value):
+        self.z = np.asarray(value, dtype=np.float64).reshape(self.z.shape)
+        step = self._apply(self.z)
+        v = self.base * np.exp(step) if self.multiplicative else self.base + step
+        self.field.from_numpy(np.clip(v, *self.bounds).astype(self.field.to_numpy().dtype))
+
+
 def _as_params(params):
     return [p if isinstance(p, Param) else Param(p) for p in params]
 
