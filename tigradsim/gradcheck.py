@@ -42,6 +42,14 @@ class GradCheckReport:
         return self
 
 
+def _record(report, analytic, numeric, atol):
+    """Append one direction's derivatives and their relative difference to `report`."""
+    denom = max(abs(analytic), abs(numeric))
+    report.analytic.append(analytic)
+    report.numeric.append(numeric)
+    report.rel_errors.append(0.0 if denom < atol else abs(analytic - numeric) / denom)
+
+
 def _as_list(params):
     return list(params) if isinstance(params, (list, tuple)) else [params]
 
@@ -104,12 +112,7 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
         analytic = sum(float(np.sum(g * d)) for g, d in zip(grads, dirs))
         plus = evaluate([b + eps * d for b, d in zip(base, dirs)])
         minus = evaluate([b - eps * d for b, d in zip(base, dirs)])
-        numeric = (plus - minus) / (2 * eps)
-        denom = max(abs(analytic), abs(numeric))
-        err = 0.0 if denom < atol else abs(analytic - numeric) / denom
-        report.analytic.append(analytic)
-        report.numeric.append(numeric)
-        report.rel_errors.append(err)
+        _record(report, analytic, (plus - minus) / (2 * eps), atol)
     set_values(base)
     return report
 
@@ -145,10 +148,6 @@ def check_param_gradient(run: Callable[[], None], loss, param, n_dirs: int = 3, 
         d = rng.standard_normal(x0.shape)
         d /= np.linalg.norm(d) or 1.0
         analytic = float(np.sum(grad * d))
-        numeric = (evaluate(x0 + eps * d) - evaluate(x0 - eps * d)) / (2 * eps)
-        denom = max(abs(analytic), abs(numeric))
-        report.analytic.append(analytic)
-        report.numeric.append(numeric)
-        report.rel_errors.append(0.0 if denom < atol else abs(analytic - numeric) / denom)
+        _record(report, analytic, (evaluate(x0 + eps * d) - evaluate(x0 - eps * d)) / (2 * eps), atol)
     set_x(x0)
     return report
