@@ -38,7 +38,7 @@ class Membrane(ShellMaterial):
         f2 = ti.Vector([F[0, 1], F[1, 1], F[2, 1]])
         n = f1.cross(f2)
         J = ti.sqrt(n.dot(n) + 1e-30)  # no NaN gradient for a collapsed triangle
-        nh = n / J
+        nh = n * (1.0 / J)  # one division, not three (each costs ~2 more in the reverse pass)
         c = lam * (J - alpha)
         return mu * F + c * ti.Matrix.cols([f2.cross(nh), nh.cross(f1)])
 

@@ -65,6 +65,7 @@ import taichi as ti
 
 from .elements import MaterialElements, material_params
 from .errors import as_array, check_positive
+from .fastmath import atan2
 from .runtime import serial_scatter
 from .registry import MaterialNotFoundError, get_material, list_materials
 
@@ -399,7 +400,7 @@ class ClothMembraneForces:
 
     def __init__(self, model, groups, damping_column):
         self.model = model
-        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
         self.groups = groups
         self.damping_column = damping_column
 
@@ -432,10 +433,10 @@ class ClothMembraneForces:
                 a = self.model.cloth_aero_row[e]
                 v = (3.0 * v0 + w1 + w2) / 3.0 - self.model.cloth_wind[a]
                 n = d1.cross(d2)
-                nh = n / ti.sqrt(n.dot(n) + NORMAL_EPS)
+                nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
                 vn = nh.dot(v)
                 vt = v - vn * nh
-                attack = ti.atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
+                attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
                 fa = (-(self.model.cloth_drag[a] * area / 3.0) * ti.abs(vn)) * v \
                     - (self.model.cloth_lift[a] * area / 3.0 * attack * v.dot(v)) * nh
                 state.particle_f[s, i] += fa - f1 - f2
@@ -449,7 +450,7 @@ class ClothBendingForces:
 
     def __init__(self, model):
         self.model = model
-        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
@@ -464,10 +465,10 @@ class ClothBendingForces:
             n2 = (x4 - x2).cross(x3 - x2)
             edge = x4 - x3
             el = ti.sqrt(edge.dot(edge) + EDGE_EPS)
-            eh = edge / el
-            theta = ti.atan2(n2.cross(n1).dot(eh), n1.dot(n2))
-            a1 = n1 / (n1.dot(n1) + NORMAL_EPS)
-            a2 = n2 / (n2.dot(n2) + NORMAL_EPS)
+            eh = edge * (1.0 / el)
+            theta = atan2(n2.cross(n1).dot(eh), n1.dot(n2))
+            a1 = n1 * (1.0 / (n1.dot(n1) + NORMAL_EPS))
+            a2 = n2 * (1.0 / (n2.dot(n2) + NORMAL_EPS))
             g1 = a1 * el
             g2 = a2 * el
             g3 = a1 * (x1 - x4).dot(eh) + a2 * (x2 - x4).dot(eh)
@@ -489,7 +490,7 @@ class ClothAnchorForces:
 
     def __init__(self, model):
         self.model = model
-        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):

@@ -23,6 +23,8 @@ regularised norm uses eps = 1e-12 m^2/s^2 under the square root).
 
 import taichi as ti
 
+from .runtime import serial_scatter
+
 FRICTION_EPS = 1e-12
 
 
@@ -46,9 +48,11 @@ class ParticleGroundContact:
 
     def __init__(self, model):
         self.model = model
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
         for i in range(self.model.particle_count):
             f = ground_contact_force(state.particle_q[s, i], state.particle_qd[s, i], self.model.particle_radius[i],
                                      self.model.ground_ke[None], self.model.ground_kd[None], self.model.ground_kf[None], self.model.ground_mu[None])

@@ -216,7 +216,7 @@ class TetForces:
 
     def __init__(self, model, groups, damping_column):
         self.model = model
-        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
         self.groups = groups
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)

@@ -19,7 +19,7 @@ class SpringForces:
 
     def __init__(self, model):
         self.model = model
-        self.serial = serial_scatter()   # plain adds on one CPU thread beat atomics (runtime.serial_scatter)
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
@@ -45,9 +45,11 @@ class ExternalParticleForce:
     def __init__(self, model, force_field):
         self.model = model
         self.force = force_field
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
         for i in range(self.model.particle_count):
             state.particle_f[s, i] += self.force[t, i]
 
@@ -58,9 +60,11 @@ class ParticleIntegrator:
 
     def __init__(self, model):
         self.model = model
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        ti.loop_config(serialize=self.serial)
         for i in range(self.model.particle_count):
             mass = self.model.particle_mass[i]
             free = ti.select(mass > 0.0, 1.0, 0.0)

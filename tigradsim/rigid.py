@@ -36,7 +36,7 @@ from .materials.linalg import matmul, matvec
 from .errors import as_array, check_positive
 from .model import StateKind
 from .rigid_mass import check_closed_mesh, mass_properties
-from .runtime import np_float
+from .runtime import np_float, serial_scatter
 
 QUAT_TOL = 1e-6
 _CONTACT_NAMES = ("ke", "kd", "kf", "mu")
@@ -299,9 +299,11 @@ class BodyExternalForce:
     def __init__(self, model, force_field):
         self.model = model
         self.force = force_field
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
         for b in range(self.model.body_count):
             state.body_f[s, b] += self.force[t, b]
 
@@ -313,9 +315,11 @@ class RigidGroundContact:
 
     def __init__(self, model):
         self.model = model
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
         for c in range(self.model.contact_point_count):
             b = self.model.contact_body[c]
             q = state.body_q[s, b]
@@ -334,10 +338,12 @@ class RigidIntegrator:
 
     def __init__(self, model):
         self.model = model
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
         if ti.static(self.model.body_applied_count > 0):
+            ti.loop_config(serialize=self.serial)
             for a in range(self.model.body_applied_count):
                 b = self.model.body_force_body[a]
                 window = self.model.body_force_window[a]
@@ -347,6 +353,7 @@ class RigidIntegrator:
                     r = quat_rotate(body_rotation(q), self.model.body_force_point[a])
                     force = self.model.body_force[a]
                     state.body_f[s, b] += spatial(r.cross(force) + self.model.body_torque[a], force)
+        ti.loop_config(serialize=self.serial)
         for b in range(self.model.body_count):
             q = state.body_q[s, b]
             qd = state.body_qd[s, b]
