@@ -27,8 +27,9 @@ def small_scene(contact=True, sliding=False, requires_grad=True):
     return b.finalize(requires_grad=requires_grad)
 
 
-def rollout_loss(model, steps=60, checkpoint_every=None, external_force=False):
-    sim = tgs.Simulator(model, dt=2e-3, steps=steps, checkpoint_every=checkpoint_every, external_force=external_force)
+def rollout_loss(model, steps=60, checkpoint_every=None, external_force=False, fuse_steps=None):
+    sim = tgs.Simulator(model, dt=2e-3, steps=steps, checkpoint_every=checkpoint_every, external_force=external_force,
+                        fuse_steps=fuse_steps)
     rec = tgs.ParticleRecorder(sim, every=20)
     com = tgs.CenterOfMassRecorder(sim, every=30)
     rng = np.random.default_rng(0)
@@ -120,6 +121,43 @@ def test_checkpointed_and_parallel_gradients_equal_full(f64):
     for key in ((7, "serial"), (25, "serial"), (None, "parallel")):
         for name, g in grads[None, "serial"].items():
             np.testing.assert_allclose(grads[key][name], g, rtol=1e-11, atol=1e-14, err_msg=f"{key}: {name}")
+
+
+def test_fused_steps_equal_one_launch_per_step(f64):
+    """Many steps per kernel launch (the default on small CPUs) gives the same states and
+    gradients as one launch per step, with observers every 20 and 30 steps, an external
+    force, and checkpoints that do not line up with the frames."""
+    model = small_scene()
+    results = {}
+    for fuse, ck in ((False, None), (True, None), (True, 7), (False, 7)):
+        sim, run, loss = rollout_loss(model, steps=60, checkpoint_every=ck, external_force=True, fuse_steps=fuse)
+        assert sim.fused == fuse
+        f = np.zeros((60, model.particle_count, 3))
+        f[5:25, :4] = [3.0, 1.0, -2.0]
+        sim.particle_f_ext.from_numpy(f)
+        sim.run()
+        q_final = sim.final_state()      # before the Tape: its backward refills the checkpoint buffer
+        with ti.ad.Tape(loss):
+            run()
+        out = {n: model.parameters()[n].grad.to_numpy().copy() for n in PARTICLE_PARAMS + CONTACT_PARAMS}
+        out["f_ext"] = sim.particle_f_ext.grad.to_numpy().copy()
+        out["loss"] = loss[None]
+        out["q_final"] = q_final
+        results[fuse, ck] = out
+    assert np.abs(results[False, None]["f_ext"]).max() > 0
+    for key in ((True, None), (True, 7), (False, 7)):
+        for name, g in results[False, None].items():
+            np.testing.assert_allclose(results[key][name], g, rtol=1e-11, atol=1e-14, err_msg=f"{key}: {name}")
+
+
+def test_fuse_steps_default_follows_scatter(f64):
+    assert tgs.Simulator(small_scene(), dt=1e-3, steps=3).fused == tgs.runtime.serial_scatter()
+    tgs.runtime.set_scatter("parallel")
+    try:
+        model = small_scene()
+    finally:
+        tgs.runtime.set_scatter("auto")
+    assert not tgs.Simulator(model, dt=1e-3, steps=3).fused     # parallel loops: one launch per step
 
 
 def test_checkpointing_shrinks_state_memory(f64):

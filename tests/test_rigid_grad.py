@@ -23,7 +23,7 @@ PARAMS = ["body_mass", "body_ke", "body_kd", "body_kf", "body_mu", "body_qd0", "
           "body_force_point", "body_inertia"]
 
 
-def _scene(checkpoint_every=None):
+def _scene(checkpoint_every=None, fuse_steps=None):
     b = tgs.SceneBuilder()
     b.add_ground()
     v, f = meshes.box_surface((0.3, 0.2, 0.25))
@@ -33,7 +33,7 @@ def _scene(checkpoint_every=None):
                             ke=3e3, kd=4.0, kf=30.0, mu=0.4)
     add_body_force(b, body, force=(0.0, 20.0, 30.0), point=(0.15, 0.1, 0.0), start=0.0, end=0.02)
     model = b.finalize()
-    sim = tgs.Simulator(model, dt=2e-3, steps=200, checkpoint_every=checkpoint_every)
+    sim = tgs.Simulator(model, dt=2e-3, steps=200, checkpoint_every=checkpoint_every, fuse_steps=fuse_steps)
     controls = add_body_controls(sim)                        # per-step (torque, force), zero here
     rec = BodyRecorder(sim, 20)
     surf = RigidSurface(sim, 50)
@@ -86,16 +86,21 @@ def test_control_gradient_matches_finite_differences(scene):
     tgs.check_gradient(run, total, [controls], n_dirs=2, eps=1e-6, rtol=1e-5, scale=[1.0]).assert_ok()
 
 
-def test_checkpointed_gradient_equals_full(f64):
+def test_checkpointed_and_fused_gradients_equal_full(f64):
+    """Checkpointing, and one launch per step instead of fused steps, give the same gradients
+    (applied loads, per-step controls, contact, two observers)."""
     grads = {}
-    for ck in (None, 16):
-        model, sim, run, total, controls = _scene(ck)
+    keys = ((None, None), (16, None), (None, False))
+    for ck, fuse in keys:
+        model, sim, run, total, controls = _scene(ck, fuse)
         assert sim.checkpointing == (ck is not None)
         with ti.ad.Tape(total):
             run()
-        grads[ck] = {name: model.parameters()[name].grad.to_numpy() for name in PARAMS}
-        grads[ck]["controls"] = controls.grad.to_numpy()
+        grads[ck, fuse] = {name: model.parameters()[name].grad.to_numpy() for name in PARAMS}
+        grads[ck, fuse]["controls"] = controls.grad.to_numpy()
     for name in PARAMS + ["controls"]:
-        full, ckpt = grads[None][name], grads[16][name]
+        full = grads[None, None][name]
         assert np.abs(full).max() > 0
-        np.testing.assert_allclose(ckpt, full, rtol=1e-12, atol=1e-12 * np.abs(full).max(), err_msg=name)
+        for key in keys[1:]:
+            np.testing.assert_allclose(grads[key][name], full, rtol=1e-12, atol=1e-12 * np.abs(full).max(),
+                                       err_msg=f"{key}: {name}")

@@ -364,7 +364,7 @@ class Cloths:
         model.add_field("cloth_lift", float, (len(aero),), aero[:, 1])
         model.add_field("cloth_wind", vec3, (len(aero),), aero[:, 2:5])
         model.add_field("cloth_aero_row", ti.i32, (len(tris),), np.concatenate(self._aero_row)[order], param=False)
-        model.force_terms.append(ClothMembraneForces(model, groups, self.elements.damping_column))
+        model.force_terms.extend(ClothMembraneForces(model, g, self.elements.damping_column) for g in groups)
         ne = sum(len(q) for q in self._quads)
         model.cloth_edge_count = ne
         if ne:
@@ -396,52 +396,52 @@ def _col(M, c: ti.template()):
 
 @ti.data_oriented
 class ClothMembraneForces:
-    """Membrane (registered shell material + dF/dt damping) and aerodynamics, per triangle."""
+    """Membrane (registered shell material + dF/dt damping) and aerodynamics, per triangle of
+    one material group (one term per group: a term runs one loop, see model.py)."""
 
-    def __init__(self, model, groups, damping_column):
+    def __init__(self, model, group, damping_column):
         self.model = model
         self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
-        self.groups = groups
+        self.group = group
         self.damping_column = damping_column
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for g in ti.static(self.groups):
-            ti.loop_config(serialize=self.serial)
-            for e in range(g.start, g.end):
-                tri = self.model.cloth_indices[e]
-                i, j, k = tri[0], tri[1], tri[2]
-                x0 = state.particle_q[s, i]
-                v0 = state.particle_qd[s, i]
-                d1 = state.particle_q[s, j] - x0
-                d2 = state.particle_q[s, k] - x0
-                w1 = state.particle_qd[s, j] - v0
-                w2 = state.particle_qd[s, k] - v0
-                B = self.model.cloth_rest_inv[e]
-                area = self.model.cloth_area[e]
-                row = self.model.cloth_param_row[e]
-                # F = [d1 d2] B and H = -A P B^T written out (no matmul in the reverse pass)
-                F = ti.Matrix.cols([d1 * B[0, 0] + d2 * B[1, 0], d1 * B[0, 1] + d2 * B[1, 1]])
-                dF = ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
-                P = g.material.stress(F, material_params(self.model.cloth_params, row, g.param_count)) \
-                    + self.model.cloth_params[row, self.damping_column] * dF
-                p0 = _col(P, 0)
-                p1 = _col(P, 1)
-                f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
-                f2 = -area * (p0 * B[1, 0] + p1 * B[1, 1])
-                # aerodynamics on the mean velocity relative to the wind
-                a = self.model.cloth_aero_row[e]
-                v = (3.0 * v0 + w1 + w2) / 3.0 - self.model.cloth_wind[a]
-                n = d1.cross(d2)
-                nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
-                vn = nh.dot(v)
-                vt = v - vn * nh
-                attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
-                fa = (-(self.model.cloth_drag[a] * area / 3.0) * ti.abs(vn)) * v \
-                    - (self.model.cloth_lift[a] * area / 3.0 * attack * v.dot(v)) * nh
-                state.particle_f[s, i] += fa - f1 - f2
-                state.particle_f[s, j] += fa + f1
-                state.particle_f[s, k] += fa + f2
+        ti.loop_config(serialize=self.serial)
+        for e in range(self.group.start, self.group.end):
+            tri = self.model.cloth_indices[e]
+            i, j, k = tri[0], tri[1], tri[2]
+            x0 = state.particle_q[s, i]
+            v0 = state.particle_qd[s, i]
+            d1 = state.particle_q[s, j] - x0
+            d2 = state.particle_q[s, k] - x0
+            w1 = state.particle_qd[s, j] - v0
+            w2 = state.particle_qd[s, k] - v0
+            B = self.model.cloth_rest_inv[e]
+            area = self.model.cloth_area[e]
+            row = self.model.cloth_param_row[e]
+            # F = [d1 d2] B and H = -A P B^T written out (no matmul in the reverse pass)
+            F = ti.Matrix.cols([d1 * B[0, 0] + d2 * B[1, 0], d1 * B[0, 1] + d2 * B[1, 1]])
+            dF = ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
+            P = self.group.material.stress(F, material_params(self.model.cloth_params, row, self.group.param_count)) \
+                + self.model.cloth_params[row, self.damping_column] * dF
+            p0 = _col(P, 0)
+            p1 = _col(P, 1)
+            f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
+            f2 = -area * (p0 * B[1, 0] + p1 * B[1, 1])
+            # aerodynamics on the mean velocity relative to the wind
+            a = self.model.cloth_aero_row[e]
+            v = (3.0 * v0 + w1 + w2) / 3.0 - self.model.cloth_wind[a]
+            n = d1.cross(d2)
+            nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
+            vn = nh.dot(v)
+            vt = v - vn * nh
+            attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
+            fa = (-(self.model.cloth_drag[a] * area / 3.0) * ti.abs(vn)) * v \
+                - (self.model.cloth_lift[a] * area / 3.0 * attack * v.dot(v)) * nh
+            state.particle_f[s, i] += fa - f1 - f2
+            state.particle_f[s, j] += fa + f1
+            state.particle_f[s, k] += fa + f2
 
 
 @ti.data_oriented

@@ -205,19 +205,19 @@ class TetMeshes:
         model.add_field("tet_Dm_inv", ti.types.matrix(3, 3, float), (E,), dm_inv[order], param=False)
         model.add_field("tet_volume", float, (E,), vols[order], param=False)
         model.add_field("tet_activation", float, (E,), np.zeros(E))
-        term = TetForces(model, groups, self.elements.damping_column)
-        model.tet_forces = term
-        model.force_terms.append(term)
+        model.tet_forces = [TetForces(model, g, self.elements.damping_column) for g in groups]
+        model.force_terms.extend(model.tet_forces)
 
 
 @ti.data_oriented
 class TetForces:
-    """The FEM force term (see the module docstring for the formulas)."""
+    """The FEM force term of one material group (see the module docstring for the formulas;
+    one term per group: a term runs one loop, see model.py)."""
 
-    def __init__(self, model, groups, damping_column):
+    def __init__(self, model, group, damping_column):
         self.model = model
         self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
-        self.groups = groups
+        self.group = group
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)
 
@@ -227,37 +227,36 @@ class TetForces:
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for g in ti.static(self.groups):
-            ti.loop_config(serialize=self.serial)
-            for e in range(g.start, g.end):
-                idx = self.model.tet_indices[e]
-                x0 = state.particle_q[s, idx[0]]
-                v0 = state.particle_qd[s, idx[0]]
-                d1 = state.particle_q[s, idx[1]] - x0
-                d2 = state.particle_q[s, idx[2]] - x0
-                d3 = state.particle_q[s, idx[3]] - x0
-                w1 = state.particle_qd[s, idx[1]] - v0
-                w2 = state.particle_qd[s, idx[2]] - v0
-                w3 = state.particle_qd[s, idx[3]] - v0
-                Dm_inv = self.model.tet_Dm_inv[e]
-                F = matmul(ti.Matrix.cols([d1, d2, d3]), Dm_inv)
-                dF = matmul(ti.Matrix.cols([w1, w2, w3]), Dm_inv)
-                row = self.model.tet_param_row[e]
-                p = material_params(self.model.tet_params, row, g.param_count)
-                kd = self.model.tet_params[row, self.damping_column]
-                a = self.model.tet_activation[e]
-                if ti.static(self.has_activation_t):
-                    a += self.activation_t[t, e]
-                sc = ti.exp(-ti.log(1.0 + ti.max(a, MIN_ACTIVATION)) / 3.0)
-                P = sc * g.material.stress(sc * F, p) + kd * dF
-                H = -self.model.tet_volume[e] * matmul(P, Dm_inv.transpose())
-                f1 = ti.Vector([H[0, 0], H[1, 0], H[2, 0]])
-                f2 = ti.Vector([H[0, 1], H[1, 1], H[2, 1]])
-                f3 = ti.Vector([H[0, 2], H[1, 2], H[2, 2]])
-                state.particle_f[s, idx[0]] += -(f1 + f2 + f3)
-                state.particle_f[s, idx[1]] += f1
-                state.particle_f[s, idx[2]] += f2
-                state.particle_f[s, idx[3]] += f3
+        ti.loop_config(serialize=self.serial)
+        for e in range(self.group.start, self.group.end):
+            idx = self.model.tet_indices[e]
+            x0 = state.particle_q[s, idx[0]]
+            v0 = state.particle_qd[s, idx[0]]
+            d1 = state.particle_q[s, idx[1]] - x0
+            d2 = state.particle_q[s, idx[2]] - x0
+            d3 = state.particle_q[s, idx[3]] - x0
+            w1 = state.particle_qd[s, idx[1]] - v0
+            w2 = state.particle_qd[s, idx[2]] - v0
+            w3 = state.particle_qd[s, idx[3]] - v0
+            Dm_inv = self.model.tet_Dm_inv[e]
+            F = matmul(ti.Matrix.cols([d1, d2, d3]), Dm_inv)
+            dF = matmul(ti.Matrix.cols([w1, w2, w3]), Dm_inv)
+            row = self.model.tet_param_row[e]
+            p = material_params(self.model.tet_params, row, self.group.param_count)
+            kd = self.model.tet_params[row, self.damping_column]
+            a = self.model.tet_activation[e]
+            if ti.static(self.has_activation_t):
+                a += self.activation_t[t, e]
+            sc = ti.exp(-ti.log(1.0 + ti.max(a, MIN_ACTIVATION)) / 3.0)
+            P = sc * self.group.material.stress(sc * F, p) + kd * dF
+            H = -self.model.tet_volume[e] * matmul(P, Dm_inv.transpose())
+            f1 = ti.Vector([H[0, 0], H[1, 0], H[2, 0]])
+            f2 = ti.Vector([H[0, 1], H[1, 1], H[2, 1]])
+            f3 = ti.Vector([H[0, 2], H[1, 2], H[2, 2]])
+            state.particle_f[s, idx[0]] += -(f1 + f2 + f3)
+            state.particle_f[s, idx[1]] += f1
+            state.particle_f[s, idx[2]] += f2
+            state.particle_f[s, idx[3]] += f3
 
 
 def enable_activation_control(model, steps: int):
@@ -268,7 +267,8 @@ def enable_activation_control(model, steps: int):
     if not (isinstance(steps, (int, np.integer)) and steps >= 1):
         raise ValueError(f"steps: must be an integer >= 1, got {steps!r}")
     fld = model.add_field("tet_activation_t", float, (int(steps), model.tet_count), np.zeros((int(steps), model.tet_count)))
-    model.tet_forces.activation_t = fld
+    for term in model.tet_forces:
+        term.activation_t = fld
     return fld
 
 
@@ -313,7 +313,7 @@ def elastic_energy(model, positions) -> float:
     Ds = np.stack([x[t[:, k]] - x[t[:, 0]] for k in (1, 2, 3)], axis=-1)
     F = (Ds @ Dm_inv) * ((1.0 + act) ** (-1.0 / 3.0))[:, None, None]
     total = 0.0
-    for g in model.tet_forces.groups:
+    for g in (term.group for term in model.tet_forces):
         if not g.material.has_energy:
             continue
         sl = slice(g.start, g.end)

@@ -6,9 +6,12 @@ lives in a `StateStore`).  Besides fields it lists:
   * `force_terms`: objects with a `@ti.func apply_forces(state, s, t)` that
     `+=` forces for slot `s` (simulation step `t`),
   * `integrators`: objects with a `@ti.func integrate(state, s, t, dt)` that
-    write slot `s + 1` from slot `s`.
-Each kind of element (springs, tets, cloth, rigid bodies, contact) is one such
-term in its own module; the simulator fuses them into one kernel per substep.
+    write slot `s + 1` from slot `s` (they run after every force term, in order).
+Each runs exactly ONE loop (a kind with several loops, e.g. one per material,
+is several terms), and says with `serial = runtime.serial_scatter()` whether
+that loop is serialized.  Each kind of element (springs, tets, cloth, rigid
+bodies, contact) has its terms in its own module; the simulator fuses them into
+one kernel per substep, or per run of substeps (simulator.py says why both rules).
 """
 from __future__ import annotations
 

@@ -266,6 +266,8 @@ class RigidBodies:
         ]
         if model.has_ground:
             model.force_terms.append(RigidGroundContact(model))
+        if A:
+            model.integrators.append(RigidAppliedLoads(model))
         model.integrators.append(RigidIntegrator(model))
 
 
@@ -333,8 +335,12 @@ class RigidGroundContact:
 
 
 @ti.data_oriented
-class RigidIntegrator:
-    """Applied loads in their time windows, then the semi-implicit rigid-body step (module docstring)."""
+class RigidAppliedLoads:
+    """Loads applied at body points in their time windows [s] (`add_body_force`).
+
+    Listed with the integrators, before `RigidIntegrator`, because the window test
+    needs dt; like a force term it only adds to `body_f[s]`.
+    """
 
     def __init__(self, model):
         self.model = model
@@ -342,17 +348,28 @@ class RigidIntegrator:
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
-        if ti.static(self.model.body_applied_count > 0):
-            ti.loop_config(serialize=self.serial)
-            for a in range(self.model.body_applied_count):
-                b = self.model.body_force_body[a]
-                window = self.model.body_force_window[a]
-                mid = (ti.cast(t, float) + 0.5) * dt
-                if window[0] <= mid and mid < window[1]:
-                    q = state.body_q[s, b]
-                    r = quat_rotate(body_rotation(q), self.model.body_force_point[a])
-                    force = self.model.body_force[a]
-                    state.body_f[s, b] += spatial(r.cross(force) + self.model.body_torque[a], force)
+        ti.loop_config(serialize=self.serial)
+        for a in range(self.model.body_applied_count):
+            b = self.model.body_force_body[a]
+            window = self.model.body_force_window[a]
+            mid = (ti.cast(t, float) + 0.5) * dt
+            if window[0] <= mid and mid < window[1]:
+                q = state.body_q[s, b]
+                r = quat_rotate(body_rotation(q), self.model.body_force_point[a])
+                force = self.model.body_force[a]
+                state.body_f[s, b] += spatial(r.cross(force) + self.model.body_torque[a], force)
+
+
+@ti.data_oriented
+class RigidIntegrator:
+    """The semi-implicit rigid-body step (module docstring)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
         ti.loop_config(serialize=self.serial)
         for b in range(self.model.body_count):
             q = state.body_q[s, b]

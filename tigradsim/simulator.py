@@ -1,7 +1,17 @@
 """Simulator: runs a Model forward in a StateStore, inside or outside `ti.ad.Tape`.
 
-One substep is ONE kernel launch: every force term's loop, then every
-integrator's loop, fused with `ti.static` over the model's terms.
+Where element loops run in parallel (GPUs, CPUs with many threads; see
+`runtime.serial_scatter`), one substep is ONE kernel launch: every force term's
+loop, then every integrator's loop, fused with `ti.static` over the model's
+terms.  Where they run serially (small CPUs), a whole run of steps between two
+events (an observer's frame, a finite-state check) is ONE kernel launch: the
+steps are an inner loop of a single serial task, so the reverse pass runs them
+backwards.  A launch from Python costs 50-100 us here, more than a small
+scene's step (a 2x2 cloth: 90 us per step launched one by one, 11 us fused).
+Taichi 1.7.4 reverses such a nested step correctly only if every block inside
+the step loop holds one loop (two sibling inner loops give wrong gradients,
+measured): each term's loop is therefore a branch of a `phase` loop.  That is
+why every force term and integrator runs exactly one loop (model.py).
 
 Rollouts run in segments.  Without checkpointing there is one segment and the
 store keeps every step (memory O(N T)).  With `checkpoint_every=K` the store is
@@ -59,13 +69,17 @@ class Simulator:
         external_force: allocate `particle_f_ext[t, i]` [N], a differentiable
             per-step force on each particle (known impulses, controls).
         check_every: steps between checks for non-finite state in the forward pass.
+        fuse_steps: run the steps between two events in one kernel launch (True), one
+            launch per step (False), or None: fused when every force term and integrator
+            runs its loop serially (`runtime.serial_scatter`; a nested loop is never
+            parallel, so parallel terms keep one launch per step).
     Attributes:
         state: the StateStore (every step, or the working buffer).
         checkpoints: StateStore of segment starts (checkpointed mode) or None.
     """
 
     def __init__(self, model: Model, dt: float, steps: int, checkpoint_every: Optional[int] = None,
-                 external_force: bool = False, check_every: int = 256):
+                 external_force: bool = False, check_every: int = 256, fuse_steps: Optional[bool] = None):
         if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
             raise ValueError(f"dt: must be a finite number > 0 (seconds), got {dt!r}")
         if not (isinstance(steps, (int, np.integer)) and steps >= 1):
@@ -91,6 +105,7 @@ class Simulator:
                                                   needs_grad=model.requires_grad)
             self.force_terms.append(ExternalParticleForce(model, self.particle_f_ext))
         self.integrators = list(model.integrators)
+        self.fuse_steps = fuse_steps
         self._build_field_lists()
         self._observers: list[_Observer] = []
         self._bad_step = ti.field(ti.i32, shape=())
@@ -153,16 +168,37 @@ class Simulator:
         else:
             self._restore(seg)
         self._notify(start, 0)
-        checked = 0
-        for t in range(start, end):
-            s = t - start
-            self._substep(s, t)
-            self._notify(t + 1, s + 1)
-            if check and (s + 1 - checked >= self.check_every or t + 1 == end):
-                self._check_op(checked, s + 2, start)
-                checked = s + 2
+        checked = 0                      # first slot not yet checked for non-finite values
+        t = start
+        while t < end:
+            stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end)
+            if self.fused:
+                self._substeps(t - start, t, stop - t)
+            else:
+                for k in range(t, stop):
+                    self._substep(k - start, k)
+                    if k + 1 < stop:
+                        self._notify(k + 1, k + 1 - start)
+            self._notify(stop, stop - start)
+            if check and (stop - start - checked >= self.check_every or stop == end):
+                self._check_op(checked, stop - start + 1, start)
+                checked = stop - start + 1
+            t = stop
         if self.checkpointing:
             self._save(end - start, seg + 1)
+
+    @property
+    def fused(self) -> bool:
+        """Whether a run of steps is one kernel launch (see `fuse_steps`)."""
+        if self.fuse_steps is not None:
+            return bool(self.fuse_steps)
+        return all(getattr(loop, "serial", False) for loop, _ in self._loops())
+
+    def _next_frame(self, t):
+        """The first step after t at which an observer records a frame (a fused run stops there)."""
+        if not self._observers:
+            return self.steps
+        return min((t // obs.every + 1) * obs.every for obs in self._observers)
 
     def _segment_backward(self, seg):
         rt = impl.get_runtime()
@@ -210,6 +246,28 @@ class Simulator:
             term.apply_forces(self.state, s, t)
         for integrator in ti.static(self.integrators):
             integrator.integrate(self.state, s, t, self.dt)
+
+    @ti.kernel
+    def _substeps(self, s0: ti.i32, t0: ti.i32, count: ti.i32):
+        """`count` substeps from slot s0 (step t0) in one launch: for serial loops only."""
+        loops = ti.static(self._loops())
+        ti.loop_config(serialize=True)
+        for _ in range(1):               # one serial task; the step loop is nested, so it is reversed
+            for k in range(count):
+                for phase in range(ti.static(len(loops))):
+                    for j in ti.static(range(len(loops))):
+                        if phase == j:   # one loop per block: see the module docstring
+                            self._run_loop(loops[j], s0 + k, t0 + k)
+
+    def _loops(self):
+        return [(term, False) for term in self.force_terms] + [(integ, True) for integ in self.integrators]
+
+    @ti.func
+    def _run_loop(self, loop: ti.template(), s: ti.template(), t: ti.template()):
+        if ti.static(loop[1]):
+            loop[0].integrate(self.state, s, t, self.dt)
+        else:
+            loop[0].apply_forces(self.state, s, t)
 
     @ti.kernel
     def _load_initial(self):
