@@ -10,10 +10,13 @@ Where the time goes (measured here, 2 cores): a vec3 atomic add costs ~16 ns
 same data take ~34 us), and the backward pass has one more per position and
 velocity read.  In a serial loop Taichi demotes those atomics to plain adds,
 so on a CPU the element loops run serially (`tgs.init(scatter="auto")`, see
-`tigradsim.runtime.serial_scatter`).  --scatter compare times both modes in
-one process, alternating, so that load on the machine hits both alike.
+`tigradsim.runtime.serial_scatter`), and then the whole rollout between two
+frames is one kernel launch (`Simulator(fuse_steps=...)`): a launch from
+Python costs 50-100 us here.  --compare times the default (serial, fused)
+against one launch per step ("stepwise") and parallel scatter ("parallel") in
+one process, alternating, so that load on the machine hits all alike.
 
-    python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3] [--scatter compare]
+    python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3] [--compare]
 """
 import argparse
 import json
@@ -39,11 +42,13 @@ def build(n):
 class Case:
     """One cloth scene, compiled, with its timings (best of the repeats)."""
 
-    def __init__(self, n, steps, scatter):
+    def __init__(self, n, steps, mode):
+        scatter = "parallel" if mode == "parallel" else "auto"
         tgs.runtime.set_scatter(scatter)
-        self.scatter = scatter
+        self.mode = mode
         self.model = model = build(n)
-        self.sim = sim = tgs.Simulator(model, dt=1e-3, steps=steps)
+        tgs.runtime.set_scatter("auto")
+        self.sim = sim = tgs.Simulator(model, dt=1e-3, steps=steps, fuse_steps=False if mode == "stepwise" else None)
         self.loss = loss = ti.field(float, shape=(), needs_grad=True)
         slot = sim.slot(steps)
 
@@ -78,8 +83,7 @@ class Case:
         f_us, b_us = min(self.fwd) / steps * 1e6, min(self.bwd) / steps * 1e6
         assert np.all(np.isfinite(self.model.cloth_params.grad.to_numpy())), "non-finite gradient"
         model, w = self.model, WARP_US.get(n)
-        out = {"grid": f"{n}x{n}", "scatter": self.scatter, "serial": tgs.runtime.serial_scatter()
-               if self.scatter == "auto" else self.scatter == "serial",
+        out = {"grid": f"{n}x{n}", "mode": self.mode, "fused_steps": self.sim.fused,
                "particles": model.particle_count, "triangles": model.cloth_triangle_count,
                "bending_edges": model.cloth_edge_count, "steps": steps,
                "forward_us_per_step": round(f_us, 1), "forward_backward_us_per_step": round(b_us, 1)}
@@ -89,17 +93,16 @@ class Case:
         return out
 
 
-def bench(n, steps, repeat, scatter):
-    modes = ("serial", "parallel") if scatter == "compare" else (scatter,)
+def bench(n, steps, repeat, compare):
+    modes = ("default", "stepwise", "parallel") if compare else ("default",)
     cases = [Case(n, steps, m) for m in modes]
     for _ in range(repeat):             # alternate, so that machine load hits every mode alike
         for c in cases:
             c.time_once()
     results = [c.result(n) for c in cases]
-    if len(results) == 2:
-        results[0]["parallel_over_serial"] = {
-            k: round(results[1][k] / results[0][k], 2)
-            for k in ("forward_us_per_step", "forward_backward_us_per_step")}
+    for other in results[1:]:
+        results[0][f"{other['mode']}_over_default"] = {
+            k: round(other[k] / results[0][k], 2) for k in ("forward_us_per_step", "forward_backward_us_per_step")}
     return results
 
 
@@ -109,10 +112,11 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--arch", default="cpu")
-    p.add_argument("--scatter", choices=("auto", "parallel", "serial", "compare"), default="auto")
+    p.add_argument("--compare", action="store_true",
+                   help="also time one launch per step and parallel scatter (ratios to the default)")
     args = p.parse_args(argv)
     tgs.init(arch=args.arch, precision="f32")
-    results = [r for n in args.sizes for r in bench(n, args.steps, args.repeat, args.scatter)]
+    results = [r for n in args.sizes for r in bench(n, args.steps, args.repeat, args.compare)]
     print(json.dumps({"benchmark": "cloth", "arch": args.arch, "precision": "f32", "results": results}))
 
 
