@@ -5,7 +5,9 @@ forward + backward, for 1, 16 and 64 boxes over 1,920 steps of dt = 1/960 s.
 
 Forward: a model without gradients (like dflex's untaped forward).  Taped:
 the forward inside `ti.ad.Tape` (requires_grad model) and the backward pass,
-timed separately.  Best of --repeat runs after a compile run.  Reference
+timed separately.  Best of --repeat runs after a compile run.  On a small CPU
+the steps between frames run as one kernel launch (`Simulator(fuse_steps=None)`);
+--compare also times one launch per step and prints the ratios.  Reference
 (gradSim's dflex, from the issue): one box 7 us forward, 69 + 109 us taped
 forward + backward; 64 boxes 119 us forward, 216 + 396 us.
 Prints one JSON object.
@@ -35,13 +37,13 @@ def build(count, requires_grad):
     return b.finalize(requires_grad=requires_grad)
 
 
-def bench(count, steps, dt, repeat):
+def bench(count, steps, dt, repeat, fuse_steps=None):
     import taichi as ti
     import tigradsim as tgs
     from tigradsim.rigid import BodyRecorder
 
     model = build(count, requires_grad=False)
-    sim = tgs.Simulator(model, dt=dt, steps=steps)
+    sim = tgs.Simulator(model, dt=dt, steps=steps, fuse_steps=fuse_steps)
     sim.run()
     ti.sync()
     forward = []
@@ -52,7 +54,7 @@ def bench(count, steps, dt, repeat):
         forward.append(time.perf_counter() - t0)
 
     model = build(count, requires_grad=True)
-    sim = tgs.Simulator(model, dt=dt, steps=steps)
+    sim = tgs.Simulator(model, dt=dt, steps=steps, fuse_steps=fuse_steps)
     rec = BodyRecorder(sim, every=steps)
     loss = tgs.MSELoss(rec.positions, np.zeros((rec.frames, count, 3)))
 
@@ -74,7 +76,7 @@ def bench(count, steps, dt, repeat):
             taped.append(t1 - t0)
             backward.append(t2 - t1)
     us = 1e6 / steps
-    out = dict(bodies=count, contact_points=int(model.contact_point_count), steps=steps,
+    out = dict(bodies=count, fused_steps=sim.fused, contact_points=int(model.contact_point_count), steps=steps,
                forward_us=round(min(forward) * us, 2), taped_forward_us=round(min(taped) * us, 2),
                backward_us=round(min(backward) * us, 2))
     out["forward_backward_us"] = round(out["taped_forward_us"] + out["backward_us"], 2)
@@ -91,11 +93,17 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--arch", default="cpu")
     parser.add_argument("--precision", default="f32")
+    parser.add_argument("--compare", action="store_true", help="also time one kernel launch per step")
     args = parser.parse_args(argv)
     import taichi as ti
     import tigradsim as tgs
     tgs.init(arch=args.arch, precision=args.precision)
     results = [bench(c, args.steps, args.dt, args.repeat) for c in args.counts]
+    if args.compare:
+        for r in results:
+            step = bench(r["bodies"], args.steps, args.dt, args.repeat, fuse_steps=False)
+            r["stepwise"] = {k: step[k] for k in ("forward_us", "taped_forward_us", "backward_us", "forward_backward_us")}
+            r["stepwise_over_default"] = {k: round(step[k] / r[k], 2) for k in r["stepwise"]}
     print(json.dumps(dict(arch=args.arch, precision=args.precision, dt=args.dt, threads=ti.lang.impl.get_runtime()
                           .prog.config().cpu_max_num_threads if args.arch == "cpu" else None, results=results)))
 

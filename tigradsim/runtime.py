@@ -19,6 +19,8 @@ _PRECISIONS = {"f32": ti.f32, "f64": ti.f64}
 # default overflows for loops of 34+ passes (DESIGN.md section 5, rule 5).
 AD_STACK_SIZE = 256
 
+OFFLINE_CACHE_BYTES = 2 ** 30
+
 _state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto"}
 _SCATTER_MODES = ("auto", "parallel", "serial")
 # "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
@@ -57,6 +59,9 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         random_seed=seed,
         ad_stack_size=AD_STACK_SIZE,
         offline_cache=True,
+        # Taichi's default cap (100 MB, oldest quarter dropped when over) is smaller than the
+        # kernels of the demos and tests together (~110 MB measured), so it kept recompiling them.
+        offline_cache_max_size_of_files=OFFLINE_CACHE_BYTES,
         log_level=ti.WARN,
     )
     options.update(kwargs)
@@ -84,7 +89,7 @@ def serial_scatter() -> bool:
     On a CPU, Taichi adds floats atomically with a compare-and-swap loop (~5 ns per
     float, a vec3 ~16 ns) and the reverse pass does the same for every adjoint; in a
     serial loop it demotes those atomics to plain adds, which is faster than two
-    threads doing atomics (benchmarks/bench_cloth.py --scatter compare measures
+    threads doing atomics (benchmarks/bench_cloth.py --compare measures
     both).  The step's per-particle and per-body loops (contact, integrators,
     external forces) follow the same choice: on such a CPU, handing a loop to the
     thread pool cost 16 us at best and ~120 us on average (kernel profiler, cloth

@@ -242,10 +242,8 @@ class Simulator:
 
     @ti.kernel
     def _substep(self, s: ti.i32, t: ti.i32):
-        for term in ti.static(self.force_terms):
-            term.apply_forces(self.state, s, t)
-        for integrator in ti.static(self.integrators):
-            integrator.integrate(self.state, s, t, self.dt)
+        for loop in ti.static(self._loops()):
+            self._run_loop(loop, s, t)
 
     @ti.kernel
     def _substeps(self, s0: ti.i32, t0: ti.i32, count: ti.i32):
@@ -260,6 +258,7 @@ class Simulator:
                             self._run_loop(loops[j], s0 + k, t0 + k)
 
     def _loops(self):
+        """(term, is_integrator) for every loop of a step, in order: force terms, then integrators."""
         return [(term, False) for term in self.force_terms] + [(integ, True) for integ in self.integrators]
 
     @ti.func
