@@ -66,7 +66,7 @@ import taichi as ti
 from .elements import MaterialElements, material_params
 from .errors import as_array, check_positive
 from .fastmath import atan2
-from .runtime import serial_scatter
+from .model import StepTerm
 from .registry import MaterialNotFoundError, get_material, list_materials
 
 # Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
@@ -395,13 +395,12 @@ def _col(M, c: ti.template()):
 
 
 @ti.data_oriented
-class ClothMembraneForces:
+class ClothMembraneForces(StepTerm):
     """Membrane (registered shell material + dF/dt damping) and aerodynamics, per triangle of
     one material group (one term per group: a term runs one loop, see model.py)."""
 
     def __init__(self, model, group, damping_column):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
+        super().__init__(model)
         self.group = group
         self.damping_column = damping_column
 
@@ -445,12 +444,8 @@ class ClothMembraneForces:
 
 
 @ti.data_oriented
-class ClothBendingForces:
+class ClothBendingForces(StepTerm):
     """Dihedral-angle bending: f = -(k (theta - theta0) + k_d dtheta/dt) dtheta/dx."""
-
-    def __init__(self, model):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
@@ -485,12 +480,8 @@ class ClothBendingForces:
 
 
 @ti.data_oriented
-class ClothAnchorForces:
+class ClothAnchorForces(StepTerm):
     """Zero-length anchor springs f = -k (x - a) - k_d v."""
-
-    def __init__(self, model):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):

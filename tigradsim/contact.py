@@ -23,7 +23,7 @@ regularised norm uses eps = 1e-12 m^2/s^2 under the square root).
 
 import taichi as ti
 
-from .runtime import serial_scatter
+from .model import StepTerm
 
 FRICTION_EPS = 1e-12
 
@@ -43,12 +43,8 @@ def ground_contact_force(x, v, radius, ke, kd, kf, mu):
 
 
 @ti.data_oriented
-class ParticleGroundContact:
+class ParticleGroundContact(StepTerm):
     """Ground contact for every particle with the model's ground parameters."""
-
-    def __init__(self, model):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):

@@ -47,7 +47,7 @@ from .elements import MaterialElements, material_params
 from .errors import as_array, check_positive
 from .meshes import boundary_faces, validate_tets
 from .registry import get_material
-from .runtime import serial_scatter
+from .model import StepTerm
 
 # Activation is clamped at this value: (1 + a) must stay positive.
 MIN_ACTIVATION = -0.95
@@ -210,13 +210,12 @@ class TetMeshes:
 
 
 @ti.data_oriented
-class TetForces:
+class TetForces(StepTerm):
     """The FEM force term of one material group (see the module docstring for the formulas;
     one term per group: a term runs one loop, see model.py)."""
 
     def __init__(self, model, group, damping_column):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
+        super().__init__(model)
         self.group = group
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)

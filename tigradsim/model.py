@@ -8,8 +8,8 @@ lives in a `StateStore`).  Besides fields it lists:
   * `integrators`: objects with a `@ti.func integrate(state, s, t, dt)` that
     write slot `s + 1` from slot `s` (they run after every force term, in order).
 Each runs exactly ONE loop (a kind with several loops, e.g. one per material,
-is several terms), and says with `serial = runtime.serial_scatter()` whether
-that loop is serialized.  Each kind of element (springs, tets, cloth, rigid
+is several terms), and says in `serial` whether that loop is serialized (the
+`StepTerm` base sets it).  Each kind of element (springs, tets, cloth, rigid
 bodies, contact) has its terms in its own module; the simulator fuses them into
 one kernel per substep, or per run of substeps (simulator.py says why both rules).
 """
@@ -22,7 +22,7 @@ import numpy as np
 import taichi as ti
 
 from .errors import as_array
-from .runtime import np_float
+from .runtime import np_float, serial_scatter
 
 
 @dataclass
@@ -42,6 +42,18 @@ class StateKind:
     count: int
     initial: Optional[Any] = None
     accumulator: bool = False
+
+
+class StepTerm:
+    """Base of force terms and integrators: the model, and whether the term's one loop runs
+    serially (`runtime.serial_scatter`, read when the term is built at model finalize).
+    Subclasses are `@ti.data_oriented` and define the `@ti.func` `apply_forces` or
+    `integrate` of the module docstring; they start their loop with
+    `ti.loop_config(serialize=self.serial)`."""
+
+    def __init__(self, model):
+        self.model = model
+        self.serial = serial_scatter()
 
 
 def new_field(dtype, shape, needs_grad):

@@ -7,19 +7,15 @@ Integrator, per particle with mass m (m = 0: fixed particle):
 
 import taichi as ti
 
-from .runtime import serial_scatter
+from .model import StepTerm
 
 # Floor under |x_i - x_j| in spring directions: norm() at 0 has a NaN gradient.
 LENGTH_EPS = 1e-12
 
 
 @ti.data_oriented
-class SpringForces:
+class SpringForces(StepTerm):
     """Damped springs f = (ke (l - l0) + kd dl/dt) along the spring, equal and opposite."""
-
-    def __init__(self, model):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
@@ -39,13 +35,12 @@ class SpringForces:
 
 
 @ti.data_oriented
-class ExternalParticleForce:
+class ExternalParticleForce(StepTerm):
     """Adds a per-step force field `force[t, i]` [N] (known impulses, controls)."""
 
     def __init__(self, model, force_field):
-        self.model = model
+        super().__init__(model)
         self.force = force_field
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
@@ -55,12 +50,8 @@ class ExternalParticleForce:
 
 
 @ti.data_oriented
-class ParticleIntegrator:
+class ParticleIntegrator(StepTerm):
     """Semi-implicit Euler for particles; fixed particles (mass 0) do not move."""
-
-    def __init__(self, model):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):

@@ -34,9 +34,9 @@ import taichi as ti
 from .contact import ground_contact_force
 from .materials.linalg import matmul, matvec
 from .errors import as_array, check_positive
-from .model import StateKind
+from .model import StateKind, StepTerm
 from .rigid_mass import check_closed_mesh, mass_properties
-from .runtime import np_float, serial_scatter
+from .runtime import np_float
 
 QUAT_TOL = 1e-6
 _CONTACT_NAMES = ("ke", "kd", "kf", "mu")
@@ -295,13 +295,12 @@ def add_body_controls(sim):
 
 # -- physics terms --------------------------------------------------------------
 @ti.data_oriented
-class BodyExternalForce:
+class BodyExternalForce(StepTerm):
     """Adds a per-step load `force[t, b]` (vec6: torque, force; world frame) to each body."""
 
     def __init__(self, model, force_field):
-        self.model = model
+        super().__init__(model)
         self.force = force_field
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
@@ -312,12 +311,8 @@ class BodyExternalForce:
 
 
 @ti.data_oriented
-class RigidGroundContact:
+class RigidGroundContact(StepTerm):
     """Penalty contact of every body contact point with the ground y = 0 (per-body ke, kd, kf, mu)."""
-
-    def __init__(self, model):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
@@ -335,16 +330,12 @@ class RigidGroundContact:
 
 
 @ti.data_oriented
-class RigidAppliedLoads:
+class RigidAppliedLoads(StepTerm):
     """Loads applied at body points in their time windows [s] (`add_body_force`).
 
     Listed with the integrators, before `RigidIntegrator`, because the window test
     needs dt; like a force term it only adds to `body_f[s]`.
     """
-
-    def __init__(self, model):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
@@ -361,12 +352,8 @@ class RigidAppliedLoads:
 
 
 @ti.data_oriented
-class RigidIntegrator:
+class RigidIntegrator(StepTerm):
     """The semi-implicit rigid-body step (module docstring)."""
-
-    def __init__(self, model):
-        self.model = model
-        self.serial = serial_scatter()   # one thread: see runtime.serial_scatter
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
