@@ -177,9 +177,7 @@ class Simulator:
             else:
                 for k in range(t, stop):
                     self._substep(k - start, k)
-                    if k + 1 < stop:
-                        self._notify(k + 1, k + 1 - start)
-            self._notify(stop, stop - start)
+            self._notify(stop, stop - start)  # no observer has a frame before `stop`
             if check and (stop - start - checked >= self.check_every or stop == end):
                 self._check_op(checked, stop - start + 1, start)
                 checked = stop - start + 1
