@@ -3,9 +3,9 @@
 Data flows one way: SceneBuilder -> Model -> Simulator (StateStore) ->
 observers (recorders, tigradsim.renderers) -> losses -> optimizers.
 """
-from .runtime import init, precision, custom_op, no_grad
+from .runtime import init, precision, deterministic, custom_op, no_grad
 from .gradcheck import check_gradient, check_param_gradient, GradCheckReport
-from .errors import SimulationError
+from .errors import SimulationError, GradientError
 from .builder import SceneBuilder
 from .model import Model, StateKind
 from .state import StateStore

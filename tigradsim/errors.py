@@ -12,6 +12,10 @@ class SimulationError(RuntimeError):
     """A rollout produced non-finite state (it blew up)."""
 
 
+class GradientError(RuntimeError):
+    """A backward pass produced an exploding or non-finite adjoint (the gradient cannot be trusted)."""
+
+
 def as_array(name, value, shape=None, dtype=np.float64, finite=True):
     """Convert `value` to a numpy array and check its shape and finiteness.
 

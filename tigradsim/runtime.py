@@ -21,7 +21,7 @@ AD_STACK_SIZE = 256
 
 OFFLINE_CACHE_BYTES = 2 ** 30
 
-_state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto"}
+_state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto", "deterministic": True}
 _SCATTER_MODES = ("auto", "parallel", "serial")
 # "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
 # cores (benchmarks --scatter): serial is 1.4-2.4x faster for springs, tets and
@@ -31,7 +31,7 @@ SERIAL_SCATTER_MAX_THREADS = 4
 
 
 def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: int = 0, scatter: str = "auto",
-         **kwargs):
+         deterministic=None, **kwargs):
     """Initialise Taichi for tigradsim.
 
     Args:
@@ -42,6 +42,9 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         scatter: how element loops (springs, tets, cloth triangles and bending edges) add
             their forces into shared particles: "parallel" (threads, atomic adds),
             "serial" (one thread, plain adds) or "auto" (see `serial_scatter`).
+        deterministic: every rollout, rendered frame, loss and gradient bit-reproducible
+            (reductions that would sum in a thread-dependent order run in a fixed order);
+            None: True on CPUs, False on GPUs (where it would cost most).  See `deterministic()`.
         kwargs: passed on to `ti.init` (they override the defaults above).
     Calling `init` again resets Taichi: fields created before are gone.
     """
@@ -67,7 +70,10 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
     options.update(kwargs)
     ti.init(**options)
     np.random.seed(seed)
-    _state.update(initialized=True, precision=precision, arch=arch, scatter=scatter)
+    if deterministic is None:
+        deterministic = arch == "cpu"
+    _state.update(initialized=True, precision=precision, arch=arch, scatter=scatter,
+                  deterministic=bool(deterministic))
 
 
 def ensure_init():
@@ -104,6 +110,13 @@ def serial_scatter() -> bool:
         cfg = impl.current_cfg()
         return cfg.arch == ti.cpu and cfg.cpu_max_num_threads <= SERIAL_SCATTER_MAX_THREADS
     return mode == "serial"
+
+
+def deterministic() -> bool:
+    """Whether kernels must sum in a fixed order (`init(deterministic=...)`): loops that
+    reduce floats into shared locations (a loss, a pixel's sums, a vertex's adjoint) run
+    serially, or in a fixed order, when this is True.  Read when a kernel is compiled."""
+    return bool(_state["deterministic"])
 
 
 def precision() -> str:
