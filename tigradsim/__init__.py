@@ -18,5 +18,7 @@ from .registry import (register_material, get_material, list_materials, Material
 from . import meshes, fem, cloth, rigid, sysid, control
 from .rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
 from .sysid import VideoFit
+from . import footage
+from .footage import Footage, load_footage
 
 __version__ = "0.1.0"

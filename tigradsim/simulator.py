@@ -52,8 +52,26 @@ class _Recorder:
 
 
 class _Observer:
-    def __init__(self, fn, every, frames):
+    """An observer's callback and when it fires: every `every` steps, or at the sorted
+    step indices `steps` (frame k at steps[k])."""
+
+    def __init__(self, fn, every, frames, steps=None):
         self.fn, self.every, self.frames = fn, every, frames
+        self.steps = steps
+        self.frame_at = None if steps is None else {int(t): k for k, t in enumerate(steps)}
+
+    def next_step(self, t):
+        """The first step after t at which this observer fires (None: none left)."""
+        if self.steps is None:
+            return (t // self.every + 1) * self.every
+        k = int(np.searchsorted(self.steps, t, side="right"))
+        return int(self.steps[k]) if k < len(self.steps) else None
+
+    def frame(self, t):
+        """The frame recorded at step t, or None."""
+        if self.steps is None:
+            return t // self.every if t % self.every == 0 else None
+        return self.frame_at.get(int(t))
 
 
 @ti.data_oriented
@@ -114,21 +132,48 @@ class Simulator:
         self._clear_op = no_grad(self._clear_accumulators)
 
     # -- public -------------------------------------------------------------
-    def observe(self, fn: Callable[[StateStore, int, int], None], every: int) -> int:
-        """Call `fn(state, slot, frame)` at steps 0, every, 2*every, ... <= steps.
+    def observe(self, fn: Callable[[StateStore, int, int], None], every: Optional[int] = None,
+                steps=None) -> int:
+        """Call `fn(state, slot, frame)` at steps 0, every, 2*every, ... <= steps, or,
+        with `steps=` (a strictly increasing sequence of step indices in [0, self.steps]),
+        frame k at step steps[k] (frames at arbitrary times: see `tigradsim.footage`).
 
         `fn` reads the state at `slot` of `state` and writes frame `frame` of its
         own output fields; its kernels (or custom ops) are differentiated like
-        the physics.  Returns the number of frames.
+        the physics.  `fn` must be idempotent per frame (it may be called twice for
+        a step at a checkpoint segment boundary, and again in the backward pass).
+        Returns the number of frames.
         """
-        if not (isinstance(every, (int, np.integer)) and every >= 1):
-            raise ValueError(f"every: must be an integer >= 1, got {every!r}")
+        if (every is None) == (steps is None):
+            raise ValueError(f"observe: pass exactly one of every= (an integer >= 1) and steps= (step indices), "
+                             f"got every={every!r}, steps={steps!r}")
+        if steps is not None:
+            arr = self._check_steps(steps)
+            self._observers.append(_Observer(fn, None, len(arr), arr))
+            return len(arr)
         frames = self.frame_count(every)
         self._observers.append(_Observer(fn, int(every), frames))
         return frames
 
-    def frame_count(self, every: int) -> int:
-        """Number of frames an observer called every `every` steps receives."""
+    def _check_steps(self, steps):
+        arr = np.asarray(steps)
+        if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"steps: expected a non-empty 1-D sequence of integer step indices, got {steps!r}")
+        if arr.min() < 0 or arr.max() > self.steps:
+            raise ValueError(f"steps: indices must lie in [0, {self.steps}] (the rollout has {self.steps} steps of "
+                             f"{self.dt:g} s), got [{arr.min()}, {arr.max()}]")
+        if np.any(np.diff(arr) <= 0):
+            k = int(np.argmax(np.diff(arr) <= 0))
+            raise ValueError(f"steps: must be strictly increasing, got steps[{k}] = {arr[k]}, "
+                             f"steps[{k + 1}] = {arr[k + 1]}")
+        return arr.astype(np.int64)
+
+    def frame_count(self, every: Optional[int] = None, steps=None) -> int:
+        """Number of frames an observer called every `every` steps (or at `steps`) receives."""
+        if steps is not None:
+            return len(self._check_steps(steps))
+        if not (isinstance(every, (int, np.integer)) and not isinstance(every, bool) and every >= 1):
+            raise ValueError(f"every: must be an integer >= 1, got {every!r}")
         return self.steps // int(every) + 1
 
     def run(self):
@@ -194,9 +239,8 @@ class Simulator:
 
     def _next_frame(self, t):
         """The first step after t at which an observer records a frame (a fused run stops there)."""
-        if not self._observers:
-            return self.steps
-        return min((t // obs.every + 1) * obs.every for obs in self._observers)
+        nxt = [n for n in (obs.next_step(t) for obs in self._observers) if n is not None]
+        return min(nxt) if nxt else self.steps
 
     def _segment_backward(self, seg):
         rt = impl.get_runtime()
@@ -212,8 +256,9 @@ class Simulator:
 
     def _notify(self, t, slot):
         for obs in self._observers:
-            if t % obs.every == 0:
-                obs.fn(self.state, slot, t // obs.every)
+            frame = obs.frame(t)
+            if frame is not None:
+                obs.fn(self.state, slot, frame)
 
     def _check_finite_range(self, s0, s1, t0):
         self._bad_step[None] = 1 << 30

@@ -6,7 +6,9 @@ Row 0 is the top of the image (the layout of `SoftRasterizer.image`).
 """
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -61,16 +63,71 @@ def _positive_fps(fps):
 
 
 def save_gif(images, path, fps=20.0) -> str:
-    """Write an animated GIF (looping) at `fps` frames per second."""
-    import imageio.v3 as iio
+    """Write an animated GIF (looping) at `fps` frames per second.
+
+    GIF writers merge consecutive identical frames into one longer frame, and a grey
+    video is stored through a palette that readers expand to RGB; so the GIF also
+    carries a comment ("tigradsim frames=K fps=F channels=C") from which
+    `load_video` restores every frame and the channel count.  Grey frames are written
+    losslessly (256 grey levels); colour frames are quantised to a 256-colour palette.
+    """
+    from PIL import Image
 
     fps = _positive_fps(fps)
     frames = to_uint8(images)
     if frames.ndim == 4 and frames.shape[-1] == 4:
         frames = frames[..., :3]
+    channels = 1 if frames.ndim == 3 else 3
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    iio.imwrite(path, frames, extension=".gif", duration=1000.0 / fps, loop=0)
+    pics = [Image.fromarray(f) for f in frames]
+    comment = f"{_GIF_TAG} frames={len(frames)} fps={fps!r} channels={channels}".encode()
+    pics[0].save(str(path), format="GIF", save_all=True, append_images=pics[1:], duration=1000.0 / fps, loop=0,
+                 comment=comment)
     return str(path)
+
+
+_GIF_TAG = "tigradsim"
+
+
+def _read_gif(p) -> np.ndarray:
+    """Every frame of a GIF as uint8 (K, H, W, C): frames a writer merged (one frame shown
+    for n frame durations) are repeated n times; C = 1 for a GIF written by `save_gif`
+    from grey frames, else 3 (RGB) or 4 (with transparency)."""
+    from PIL import Image, ImageSequence
+
+    with Image.open(p) as im:
+        meta = {}
+        comment = im.info.get("comment", b"")
+        if isinstance(comment, bytes) and comment.startswith(_GIF_TAG.encode()):
+            for item in comment.decode(errors="replace").split()[1:]:
+                key, _, value = item.partition("=")
+                meta[key] = value
+        frames, durations = [], []
+        for fr in ImageSequence.Iterator(im):
+            mode = "RGBA" if fr.mode in ("RGBA", "PA") or "transparency" in fr.info else "RGB"
+            frames.append(np.asarray(fr.convert(mode)))
+            durations.append(float(fr.info.get("duration") or 0.0))
+    durations = np.asarray(durations)
+    try:
+        base = 1000.0 / float(meta["fps"])
+    except (KeyError, ValueError, ZeroDivisionError):
+        positive = durations[durations > 0]
+        base = positive.min() if positive.size else 0.0
+    repeats = np.maximum(1, np.round(durations / base).astype(int)) if base > 0 else np.ones(len(frames), int)
+    try:
+        expected = int(meta["frames"])
+    except (KeyError, ValueError):
+        expected = None
+    if expected is not None and repeats.sum() != expected:
+        # GIF stores durations in 1/100 s: fix the rounding on the frames that absorbed the most
+        diff = expected - int(repeats.sum())
+        order = np.argsort(-(durations / base - repeats) * np.sign(diff)) if base > 0 else np.arange(len(frames))
+        for k in order[:abs(diff)]:
+            repeats[k] = max(1, repeats[k] + int(np.sign(diff)))
+    out = np.stack([f for f, n in zip(frames, repeats) for _ in range(n)])
+    if meta.get("channels") == "1":
+        out = out[..., :1]
+    return out
 
 
 def _require_ffmpeg(what):
@@ -97,27 +154,82 @@ def save_mp4(images, path, fps=30.0) -> str:
     return str(path)
 
 
-def load_video(path_or_dir) -> np.ndarray:
-    """Load frames as uint8 (K, H, W, C) from a folder of images (sorted by
-    name), a GIF, an MP4 (needs imageio-ffmpeg) or a single image file."""
+def _natural_key(name):
+    """Sort key that orders 'f_2' before 'f_10' (numbers compared as numbers)."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _pattern_regex(pattern):
+    """A compiled regex for a glob ("frame_*.png") or printf ("rgb_%04d.png") file pattern."""
+    if "%" in pattern:
+        parts = re.split(r"(%0?\d*d)", pattern)
+        if len(parts) != 3:
+            raise ValueError(f"pattern={pattern!r}: a printf pattern needs exactly one integer field like %04d")
+        return re.compile(re.escape(parts[0]) + r"(\d+)" + re.escape(parts[2]) + r"\Z")
+    return re.compile(fnmatch.translate(pattern))
+
+
+def list_frames(folder, pattern=None) -> list:
+    """Image files of a frame folder, in frame order.
+
+    pattern: a glob ("frame_*.png") or a printf pattern ("rgb_%04d.png"; frames ordered
+    by their number) matched against file names, so a folder that holds frames and
+    masks reads only one of them.  None: every image file, which must then share one
+    name stem (a folder with 'rgb_0000.png' and 'mask_0000.png' raises an error that
+    lists the stems and asks for `pattern`).  Natural order ('f_2' before 'f_10').
+    """
+    p = Path(folder)
+    if not p.is_dir():
+        raise FileNotFoundError(f"folder={str(p)!r} is not a folder")
+    images = [f for f in p.iterdir() if f.is_file() and f.suffix.lower() in _IMAGE_EXT]
+    if pattern is not None:
+        if not isinstance(pattern, str) or not pattern:
+            raise ValueError(f"pattern={pattern!r}: expected a glob like 'frame_*.png' or a printf pattern "
+                             f"like 'rgb_%04d.png'")
+        rx = _pattern_regex(pattern)
+        files = [f for f in images if rx.match(f.name)]
+        if not files:
+            raise ValueError(f"pattern={pattern!r} matches no image file in {str(p)!r} "
+                             f"(it holds {len(images)} image files, e.g. {sorted(f.name for f in images)[:3]})")
+        return sorted(files, key=lambda f: _natural_key(f.name))
+    if not images:
+        raise ValueError(f"folder={str(p)!r} contains no image files {_IMAGE_EXT}")
+    stems = {}
+    for f in images:
+        stems.setdefault(re.sub(r"\d+", "*", f.name), []).append(f)
+    if len(stems) > 1:
+        groups = ", ".join(f"{k!r} ({len(v)} files)" for k, v in sorted(stems.items()))
+        raise ValueError(f"folder={str(p)!r} holds images of several kinds: {groups}; pass pattern= "
+                         f"(a glob like 'frame_*.png' or a printf pattern like 'rgb_%04d.png') to choose one")
+    return sorted(images, key=lambda f: _natural_key(f.name))
+
+
+def load_video(path_or_dir, pattern=None) -> np.ndarray:
+    """Load frames as uint8 (K, H, W, C) from a folder of images (see `list_frames` for
+    `pattern` and the order), a GIF (every frame, grey kept as C = 1 when written by
+    `save_gif`), an MP4 (needs imageio-ffmpeg) or a single image file.  `path_or_dir`
+    may also be a folder plus pattern, e.g. "clip/rgb_%04d.png" or "clip/frame_*.png"."""
     import imageio.v3 as iio
 
     p = Path(path_or_dir)
+    if pattern is None and not p.exists() and ("*" in p.name or "%" in p.name or "?" in p.name):
+        p, pattern = p.parent, p.name
     if not p.exists():
         raise FileNotFoundError(f"load_video: path_or_dir={str(p)!r} does not exist")
+    if pattern is not None and not p.is_dir():
+        raise ValueError(f"load_video: pattern={pattern!r} needs a folder, got path_or_dir={str(p)!r}")
     if p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.suffix.lower() in _IMAGE_EXT)
-        if not files:
-            raise ValueError(f"load_video: path_or_dir={str(p)!r} contains no image files {_IMAGE_EXT}")
+        try:
+            files = list_frames(p, pattern)
+        except ValueError as exc:
+            raise ValueError(f"load_video: {exc}") from None
         frames = [np.asarray(iio.imread(f)) for f in files]
         shapes = {f.shape for f in frames}
         if len(shapes) != 1:
             raise ValueError(f"load_video: images in {str(p)!r} differ in shape: {sorted(shapes)}")
         out = np.stack(frames)
     elif p.suffix.lower() == ".gif":
-        out = np.asarray(iio.imread(p, index=None))
-        if out.ndim == 3 and out.shape[-1] not in (3, 4):   # one grey frame
-            out = out[None]
+        out = _read_gif(p)
     elif p.suffix.lower() in (".mp4", ".avi", ".mov", ".mkv", ".webm"):
         _require_ffmpeg("load_video of a movie file")
         import imageio.v2 as iio2
@@ -134,4 +246,4 @@ def load_video(path_or_dir) -> np.ndarray:
     return np.ascontiguousarray(out.astype(np.uint8, copy=False))
 
 
-__all__ = ["to_uint8", "save_frames", "save_gif", "save_mp4", "load_video"]
+__all__ = ["to_uint8", "save_frames", "save_gif", "save_mp4", "load_video", "list_frames"]
