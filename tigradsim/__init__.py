@@ -12,7 +12,10 @@ from .state import StateStore
 from .simulator import Simulator
 from .observers import ParticleRecorder, CenterOfMassRecorder
 from .losses import MSELoss
-from .optim import Param, BasisParam, smoothing_matrix, Adam, SGD, BFGS, History, optimize, least_squares
+from .optim import (Param, BasisParam, ColumnParam, RatioParam, TiedParam, smoothing_matrix, Adam, SGD, BFGS,
+                    History, StopCriteria, optimize, least_squares)
+from .uncertainty import fit_report, residual_jacobian, FitReport, Estimate, PIXEL_8BIT_VARIANCE
+from .identify import identify, Identification, latin_hypercube
 from .registry import (register_material, get_material, list_materials, Material, TetMaterial, ShellMaterial,
                        lame_from_young_poisson, neo_hookean_from_lame)
 from . import meshes, fem, cloth, rigid, sysid, control
