@@ -96,16 +96,17 @@ class Param:
         self._rewrite_dependents(kept)
 
     # -- Params whose fields are computed from this one's value (RatioParam) ------------
+    # (getattr: subclasses written before this existed override __post_init__ without super)
     def _dependent_values(self):
-        return [d.value() for d in self._dependents]
+        return [d.value() for d in getattr(self, "_dependents", ())]
 
     def _rewrite_dependents(self, kept):
         # a RatioParam keeps its own coordinate (e.g. ke / m) when this value (m) changes
-        for d, v in zip(self._dependents, kept):
+        for d, v in zip(getattr(self, "_dependents", ()), kept):
             d.write(v)
 
     def _add_dependent_grads(self, g):
-        for d in self._dependents:
+        for d in getattr(self, "_dependents", ()):
             g = g + d.grad_wrt_denominator()
         return g
 
@@ -242,6 +243,8 @@ class RatioParam(Param):
             raise ValueError(f"RatioParam {name!r}: the denominator must be finite and non-zero, got {_fmt(den)}")
         super().__init__(field, name, lower, upper, log_space, lr)
         if isinstance(denominator, Param):
+            if not hasattr(denominator, "_dependents"):
+                denominator._dependents = []
             denominator._dependents.append(self)
 
     def _den_raw(self):
