@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import difflib
 import glob
+import json
 import math
 import os
 import re
@@ -241,7 +242,7 @@ def _typename(v):
 def _show(v):
     if isinstance(v, dict):
         return "a table"
-    text = repr(v) if isinstance(v, str) else str(v).replace("'", '"')
+    text = json.dumps(v) if isinstance(v, str) else str(v).replace("'", '"')     # TOML spelling
     return text if len(text) < 80 else text[:77] + "..."
 
 

@@ -1,0 +1,253 @@
+"""Scene files (tigradsim.scene_file): validation errors name the file, the section and the
+key, before any kernel runs; meshes are welded; the z-up mapping; the unknowns' Params
+(shared and tied values) have the right chain rule (f64, finite differences)."""
+import copy
+import os
+
+import numpy as np
+import pytest
+
+from tigradsim.scene_file import SceneError, Z_UP_TO_Y_UP, load_scene, parse_scene, weld_vertices
+
+BOX = {"type": "rigid", "box": [0.2, 0.1, 0.15], "mass": 1.0, "position": [0.0, 0.05, 0.0]}
+
+
+def _footage(tmp_path, n=3, size=(8, 8), masks=True):
+    import imageio.v3 as iio
+    (tmp_path / "clip").mkdir(exist_ok=True)
+    for k in range(n):
+        iio.imwrite(tmp_path / "clip" / f"rgb_{k:04d}.png", np.full(size + (3,), 60, np.uint8))
+        if masks:
+            iio.imwrite(tmp_path / "clip" / f"mask_{k:04d}.png", np.zeros(size, np.uint8))
+
+
+def _scene(tmp_path, **changes):
+    """A valid scene dict (look-at camera, 3 footage frames of 8x8 px), with `changes`
+    applied: {"objects.box.mass": -1} sets, a value of DELETE removes."""
+    _footage(tmp_path)
+    data = {
+        "world": {"up": "y", "gravity": 9.8},
+        "simulation": {"substeps": 4},
+        "ground": {"ke": 1e4, "kd": 10.0, "kf": 10.0, "mu": 0.5},
+        "objects": {"box": dict(BOX)},
+        "forces": [{"object": "box", "force": [5.0, 0.0, 0.0], "start": 0.0, "end": 0.05}],
+        "camera": {"eye": [0.0, 0.5, 1.2], "target": [0.0, 0.05, 0.0], "fov": 40.0, "width": 8, "height": 8},
+        "footage": {"frames": "clip/rgb_%04d.png", "masks": "clip/mask_*.png", "fps": 30.0},
+        "unknowns": {"box.mass": {"init": 1.5, "lower": 0.2, "upper": 5.0}},
+        "fit": {"iterations": 5, "supervision": "mask"},
+    }
+    for path, value in changes.items():
+        keys = path.split(".")
+        if keys[0] == "unknowns" and len(keys) > 2:      # "unknowns.box.mass.init": the target has a dot
+            keys = ["unknowns", keys[1] + "." + keys[2]] + keys[3:]
+        d = data
+        for k in keys[:-1]:
+            d = d[int(k)] if isinstance(d, list) else d.setdefault(k, {})
+        if value is DELETE:
+            del d[keys[-1]]
+        else:
+            d[keys[-1]] = value
+    return data
+
+
+DELETE = object()
+
+
+def _error(tmp_path, **changes):
+    with pytest.raises(SceneError) as info:
+        parse_scene(_scene(tmp_path, **changes), str(tmp_path / "scene.toml"))
+    return str(info.value)
+
+
+def test_valid_scene_parses(tmp_path):
+    spec = parse_scene(_scene(tmp_path), str(tmp_path / "scene.toml"))
+    assert spec.objects["box"].mass == 1.0 and len(spec.objects["box"].faces) == 12
+    assert len(spec.footage.frames) == 3 and len(spec.footage.masks) == 3
+    assert spec.unknowns[0].target == "box.mass" and spec.unknowns[0].log
+    assert np.allclose(spec.gravity, [0, -9.8, 0])
+
+
+def test_negative_mass_names_file_section_and_key(tmp_path):
+    msg = _error(tmp_path, **{"objects.box.mass": -1})
+    assert msg == "scene.toml: [objects.box] mass: expected a positive number, got -1"
+
+
+def test_missing_key(tmp_path):
+    msg = _error(tmp_path, **{"objects.box.mass": DELETE})
+    assert msg.startswith("scene.toml: [objects.box] mass / density: missing")
+    msg = _error(tmp_path, **{"footage.fps": DELETE})
+    assert msg.startswith("scene.toml: [footage] fps: missing")
+    msg = _error(tmp_path, **{"camera.width": DELETE})
+    assert msg.startswith("scene.toml: [camera] width: missing")
+
+
+def test_wrong_type(tmp_path):
+    msg = _error(tmp_path, **{"objects.box.mass": "heavy"})
+    assert msg == 'scene.toml: [objects.box] mass: expected a number, got a string "heavy"'
+    msg = _error(tmp_path, **{"objects.box.position": [0.0, 0.05]})
+    assert "[objects.box] position: expected an array of 3 numbers" in msg
+    msg = _error(tmp_path, **{"fit.iterations": 2.5})
+    assert "[fit] iterations: expected an integer" in msg
+
+
+def test_unknown_key_suggests(tmp_path):
+    data = _scene(tmp_path)
+    data["objects"]["box"]["mas"] = 2.0
+    with pytest.raises(SceneError, match=r"\[objects.box\] mas: unknown key; did you mean 'mass'\?"):
+        parse_scene(data, str(tmp_path / "scene.toml"))
+    data = _scene(tmp_path)
+    data["camara"] = data.pop("camera")
+    with pytest.raises(SceneError, match=r"scene.toml: \[camara\]: unknown section; did you mean \[camera\]\?"):
+        parse_scene(data, str(tmp_path / "scene.toml"))
+    msg = _error(tmp_path, **{"fit.supervision": "masks"})
+    assert "[fit] supervision: expected one of 'mask', 'rgb', 'both', got 'masks'; did you mean 'mask'?" in msg
+
+
+def test_bad_paths(tmp_path):
+    msg = _error(tmp_path, **{"objects.box.box": DELETE, "objects.box.mesh": "nope.obj"})
+    assert msg.startswith("scene.toml: [objects.box] mesh: file not found: 'nope.obj'")
+    msg = _error(tmp_path, **{"footage.frames": "clip/frame_%04d.png"})
+    assert msg.startswith("scene.toml: [footage] frames: no files match 'clip/frame_%04d.png'")
+    msg = _error(tmp_path, **{"footage.frames": "clip"})
+    assert "[footage] frames: 'clip' is a folder: give a file pattern" in msg
+
+
+def test_inconsistent_camera(tmp_path):
+    msg = _error(tmp_path, **{"camera.K": [[50.0, 0.0, 3.5], [0.0, 50.0, 3.5], [0.0, 0.0, 1.0]]})
+    assert "[camera] K, eye, target, fov: inconsistent camera: give either K, R, t (OpenCV)" in msg
+    opencv = {"camera.eye": DELETE, "camera.target": DELETE, "camera.fov": DELETE,
+              "camera.K": [[50.0, 0.0, 3.5], [0.0, 50.0, 3.5], [0.0, 0.0, 1.0]], "camera.t": [0.0, 0.0, 1.0]}
+    msg = _error(tmp_path, **opencv, **{"camera.R": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]})
+    assert "scene.toml: [camera] R: inconsistent camera: expected a rotation matrix" in msg
+    msg = _error(tmp_path, **{**opencv, "camera.R": [[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]],
+                              "camera.K": [[50.0, 0.0, 30.0], [0.0, 50.0, 3.5], [0.0, 0.0, 1.0]]})
+    assert "[camera] K: inconsistent camera: principal point (30.0, 3.5) lies outside the 8x8 image" in msg
+    # the camera's image size must be the footage's (checked when the footage is read, before any kernel)
+    from tigradsim.scene_build import load_scene_footage
+    spec = parse_scene(_scene(tmp_path, **{"camera.width": 16}), str(tmp_path / "scene.toml"))
+    with pytest.raises(SceneError, match=r"scene.toml: \[camera\] width / height: inconsistent camera: 16x8 .* "
+                                         r"footage frames are 8x8"):
+        load_scene_footage(spec)
+
+
+def test_unknowns_and_forces_name_their_key(tmp_path):
+    data = _scene(tmp_path)
+    data["unknowns"]["box.mas"] = {"init": 1.0}
+    with pytest.raises(SceneError, match=r"\[unknowns\] box.mas: 'box' has no parameter 'mas'; did you mean box.'mass'"):
+        parse_scene(data, str(tmp_path / "scene.toml"))
+    data = _scene(tmp_path)
+    data["unknowns"]["crate.mass"] = {"init": 1.0}
+    with pytest.raises(SceneError, match=r"\[unknowns\] crate.mass: no object named 'crate'"):
+        parse_scene(data, str(tmp_path / "scene.toml"))
+    msg = _error(tmp_path, **{"unknowns.box.mass.init": 9.0})
+    assert 'scene.toml: [unknowns."box.mass"] init: expected init within [lower, upper] = [0.2, 5.0], got 9.0' == msg
+    msg = _error(tmp_path, **{"forces.0.object": "bx"})
+    assert "scene.toml: [forces.0] object: no object named 'bx'; did you mean 'box'?" in msg
+    msg = _error(tmp_path, **{"forces.0.end": 0.0})
+    assert "[forces.0] end: expected end > start (0.0), got 0.0" in msg
+    data = _scene(tmp_path)
+    data["unknowns"]["box.ke"] = {"init": 1e4}
+    data["unknowns"]["box.ke_per_mass"] = {"init": 1e4}
+    with pytest.raises(SceneError, match=r"box.ke_per_mass: box.ke is an unknown too"):
+        parse_scene(data, str(tmp_path / "scene.toml"))
+
+
+def test_footage_masks_must_match_frames(tmp_path):
+    _footage(tmp_path)
+    os.remove(tmp_path / "clip" / "mask_0002.png")
+    data = _scene(tmp_path)
+    os.remove(tmp_path / "clip" / "mask_0002.png")
+    with pytest.raises(SceneError, match=r"\[footage\] masks: 2 mask files match 'clip/mask_\*.png' but 3 frames"):
+        parse_scene(data, str(tmp_path / "scene.toml"))
+
+
+def test_toml_file_errors(tmp_path):
+    p = tmp_path / "broken.toml"
+    p.write_text("[objects.box\ntype = 'rigid'\n")
+    with pytest.raises(SceneError, match=r"^broken.toml: not valid TOML"):
+        load_scene(p)
+    with pytest.raises(SceneError, match=r"missing.toml: scene file not found"):
+        load_scene(tmp_path / "missing.toml")
+
+
+def test_weld_unshared_obj_box(tmp_path):
+    """An OBJ box written with one vertex per face corner (24 vertices) is welded to 8 and loads."""
+    from tigradsim.meshes import box_surface
+    v, f = box_surface((0.2, 0.1, 0.15))
+    v24, f24 = v[f.reshape(-1)], np.arange(len(f) * 3).reshape(-1, 3)
+    wv, wf = weld_vertices(v24, f24)
+    assert len(wv) == 8 and len(wf) == 12
+    with open(tmp_path / "box.obj", "w") as fh:
+        fh.writelines(f"v {x:.17g} {y:.17g} {z:.17g}\n" for x, y, z in v24)
+        fh.writelines(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in f24)
+    spec = parse_scene(_scene(tmp_path, **{"objects.box.box": DELETE, "objects.box.mesh": "box.obj"}),
+                       str(tmp_path / "scene.toml"))
+    assert spec.objects["box"].vertices.shape == (8, 3)
+
+
+def test_z_up_rotation():
+    M = Z_UP_TO_Y_UP
+    assert np.allclose(M @ [0, 0, 1], [0, 1, 0]) and np.allclose(M @ M.T, np.eye(3))
+    assert np.isclose(np.linalg.det(M), 1.0)
+
+
+def test_soft_object_parses(tmp_path):
+    data = _scene(tmp_path, **{"objects.box": {"type": "soft", "tet_box": {"cells": [2, 1, 1], "size": [0.2, 0.1, 0.1]},
+                                               "material": "neo_hookean", "params": {"mu": 1e3, "lam": 2e3},
+                                               "density": 100.0, "position": [0.0, 0.06, 0.0]}},
+                   **{"forces": [], "unknowns": {"box.mu": {"init": 500.0}}})
+    spec = parse_scene(data, str(tmp_path / "scene.toml"))
+    assert spec.objects["box"].tets.shape == (10, 4) and spec.objects["box"].params == {"mu": 1e3, "lam": 2e3}
+    data["objects"]["box"]["params"]["nu"] = 0.3
+    with pytest.raises(SceneError, match=r"\[objects.box.params\] nu: unknown key"):
+        parse_scene(data, str(tmp_path / "scene.toml"))
+    data = _scene(tmp_path, **{"objects.box": {"type": "soft", "tet_box": {"cells": [2, 1, 1], "size": [0.2, 0.1, 0.1]},
+                                               "material": "neo_hokean", "density": 100.0}}, forces=[], unknowns={})
+    with pytest.raises(SceneError, match=r"\[objects.box\] material: .* got 'neo_hokean'; did you mean 'neo_hookean'"):
+        parse_scene(data, str(tmp_path / "scene.toml"))
+
+
+def test_example_scenes_parse():
+    """Every example in demos/scenes/ is a valid scene (its footage, where it has one, present)."""
+    here = os.path.join(os.path.dirname(__file__), "..", "demos", "scenes")
+    files = sorted(f for f in os.listdir(here) if f.endswith(".toml"))
+    assert files
+    for f in files:
+        load_scene(os.path.join(here, f))
+
+
+# ---------------------------------------------------------------------------- Params (kernels)
+
+def test_entry_params_chain_rule(f64):
+    """Shared (ground.mu -> ground and both bodies) and tied (ke per unit mass, with the mass
+    fitted too) unknowns: each Param's internal gradient matches central differences."""
+    import tigradsim as tgs
+    from tigradsim.scene_build import EntryParam
+
+    b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
+    b.add_ground(ke=2e3, kd=5.0, kf=10.0, mu=0.5)
+    v, f = tgs.meshes.box_surface((0.2, 0.1, 0.15))
+    b.add_rigid_body(v, f, mass=1.0, position=(0.0, 0.06, 0.0), velocity=(1.0, -0.5, 0.0))
+    b.add_rigid_body(v, f, mass=0.7, position=(0.5, 0.08, 0.0), velocity=(-0.8, -0.3, 0.2),
+                     angular_velocity=(0.0, 2.0, 0.0))
+    m = b.finalize(requires_grad=True)
+    sim = tgs.Simulator(m, dt=1e-3, steps=120)
+    rec = tgs.BodyRecorder(sim, every=40)
+    loss = tgs.MSELoss(rec.positions, np.zeros((rec.frames, 2, 3)) + [0.1, 0.02, 0.05])
+
+    def run():
+        loss.value[None] = 0.0
+        sim.run()
+        loss._accumulate()
+
+    mu = EntryParam("ground.mu", [(m.ground_mu, None), (m.body_mu, 0), (m.body_mu, 1)], log_space=True)
+    mass = EntryParam("a.mass", [(m.body_mass, 0)], log_space=True)
+    tie = EntryParam("a.ke_per_mass", [(m.body_ke, 0)], log_space=True, scale=lambda: float(m.body_mass[0]))
+    mass.scales.append(tie)
+    tie.write([2.5e3])
+    assert np.isclose(m.body_ke[0], 2.5e3 * 1.0)
+    mass.write([1.2])                              # the tie follows the mass
+    assert np.isclose(m.body_ke[0], 2.5e3 * 1.2) and np.isclose(m.body_mu[1], 0.5)
+    for p in (mu, mass, tie):
+        report = tgs.check_param_gradient(lambda: run(), loss.value, p, n_dirs=2, eps=1e-6, rtol=1e-5)
+        assert report.ok, (p.name, report)
