@@ -1,4 +1,4 @@
-"""Mesh builders, loaders and checks (numpy only).
+"""Mesh builders, loaders and checks (numpy; files through tigradsim.mesh_io).
 
 Every function returns vertices as float64 arrays of shape (V, 3) and index
 arrays as int32: tetrahedra (T, 4), triangles (F, 3).  Tetrahedra are
@@ -6,14 +6,13 @@ positively oriented: det(x1 - x0, x2 - x0, x3 - x0) > 0.  Surface triangles
 are counter-clockwise seen from outside (normal (x1 - x0) x (x2 - x0) points out).
 The y axis is up.
 """
-import os
-
 import numpy as np
 
 __all__ = [
     "tet_volumes", "validate_tets", "validate_triangles", "orient_tets", "tet_box", "tet_ball",
     "icosphere", "box_surface", "cylinder_surface", "cone_surface", "cloth_grid",
-    "boundary_faces", "surface_volume", "load_tetgen", "load_obj", "save_obj",
+    "boundary_faces", "surface_volume", "load_tetgen", "load_obj", "save_obj", "load_mesh", "save_mesh",
+    "tetrahedralize", "MeshFileError", "weld_vertices",
 ]
 
 
@@ -93,6 +92,59 @@ def validate_triangles(vertices, triangles, rel_tol: float = 1e-12) -> np.ndarra
     if bad.size:
         raise ValueError(f"degenerate triangle {int(bad[0])}: area {area[bad[0]]:.6g}")
     return area
+
+
+# A generic unit direction: vertices within `tol` of each other lie within `tol` along it, and
+# grid-aligned meshes (many vertices with one x) do not pile up in the sweep below.
+_WELD_AXIS = np.array([0.5773502691896258, 0.5773502691896257, 0.5773502691896258]) + [0.1234, -0.0771, 0.0313]
+_WELD_AXIS = _WELD_AXIS / np.linalg.norm(_WELD_AXIS)
+
+
+def weld_vertices(vertices, faces, tol: float):
+    """Merge vertices closer than `tol` [m] (Euclidean) and re-index the faces.
+
+    Meshes exported per face (an OBJ box with 24 corner vertices, STL) repeat each corner
+    once per face; welding makes them one closed surface.  Clusters are the connected
+    components of the "closer than tol" relation; each keeps its lowest-index vertex (exact
+    coordinates, first-occurrence order).  Faces that collapse (two corners welded) are dropped.
+    Args: vertices (V, 3), faces (F, k) integer indices, tol >= 0 (0: exact duplicates only).
+    Returns (vertices (V', 3) float64, faces (F', k) int32, index (V,) int64: old -> new vertex).
+    """
+    x = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"weld_vertices: tol must be a finite number >= 0, got {tol!r}")
+    n = len(x)
+    label = np.arange(n)
+    if n > 1:
+        proj = x @ _WELD_AXIS
+        order = np.argsort(proj, kind="stable")
+        ps = proj[order]
+        hi = np.searchsorted(ps, ps + tol, side="right")
+        cnt = hi - np.arange(n) - 1
+        a = np.repeat(np.arange(n), cnt)
+        b = a + 1 + (np.arange(len(a)) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        a, b = order[a], order[b]
+        close = np.linalg.norm(x[a] - x[b], axis=1) <= tol
+        a, b = a[close], b[close]
+        while len(a):                      # label propagation: every cluster takes its lowest index
+            m = np.minimum(label[a], label[b])
+            new = label.copy()
+            np.minimum.at(new, a, m)
+            np.minimum.at(new, b, m)
+            new = new[new]
+            if np.array_equal(new, label):
+                break
+            label = new
+    keep = np.nonzero(label == np.arange(n))[0]
+    new_index = np.full(n, -1, dtype=np.int64)
+    new_index[keep] = np.arange(len(keep))
+    index = new_index[label]
+    g = index[f] if f.size else f.reshape(-1, f.shape[1] if f.ndim == 2 else 3)
+    if g.size:
+        s = np.sort(g, axis=1)
+        g = g[(s[:, 1:] != s[:, :-1]).all(axis=1)]
+    return np.ascontiguousarray(x[keep]), np.ascontiguousarray(g.astype(np.int32)), index
 
 
 def orient_tets(vertices, tets) -> np.ndarray:
@@ -374,96 +426,8 @@ def surface_volume(vertices, faces) -> float:
 
 
 # ---------------------------------------------------------------------------
-# files
+# files: strict readers (errors name the file and line), meshio for the other formats,
+# fTetWild for tetrahedralizing a surface; see tigradsim/mesh_io.py.
 
-def _data_lines(path):
-    with open(path) as fh:
-        for line in fh:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                yield line.split()
-
-
-def load_tetgen(node_path, ele_path=None, fix_orientation: bool = True):
-    """Load a TetGen mesh from `.node` and `.ele` files (0- or 1-based, any numbering).
-
-    `ele_path` defaults to node_path with the suffix .ele.  Quadratic (10-node)
-    tets keep their 4 corners.  With fix_orientation, tets are reordered to
-    positive orientation.  Returns (vertices (V, 3), tets (T, 4)), validated.
-    """
-    if ele_path is None:
-        ele_path = os.path.splitext(str(node_path))[0] + ".ele"
-    lines = _data_lines(node_path)
-    try:
-        head = next(lines)
-    except StopIteration:
-        raise ValueError(f"{node_path}: empty .node file")
-    n_nodes, dim = int(head[0]), int(head[1])
-    if dim != 3:
-        raise ValueError(f"{node_path}: expected 3D nodes, got dimension {dim}")
-    ids, verts = [], []
-    for row in lines:
-        ids.append(int(row[0]))
-        verts.append([float(c) for c in row[1:4]])
-        if len(ids) == n_nodes:
-            break
-    if len(ids) != n_nodes:
-        raise ValueError(f"{node_path}: header says {n_nodes} nodes, found {len(ids)}")
-    lookup = {nid: k for k, nid in enumerate(ids)}
-    lines = _data_lines(ele_path)
-    try:
-        head = next(lines)
-    except StopIteration:
-        raise ValueError(f"{ele_path}: empty .ele file")
-    n_tets, per = int(head[0]), int(head[1])
-    if per not in (4, 10):
-        raise ValueError(f"{ele_path}: expected 4 or 10 nodes per tet, got {per}")
-    tets = []
-    for row in lines:
-        try:
-            tets.append([lookup[int(c)] for c in row[1:5]])
-        except KeyError as exc:
-            raise ValueError(f"{ele_path}: tet {row[0]} refers to node {exc.args[0]}, which {node_path} does not define")
-        if len(tets) == n_tets:
-            break
-    if len(tets) != n_tets:
-        raise ValueError(f"{ele_path}: header says {n_tets} tets, found {len(tets)}")
-    v = _verts(verts)
-    t = np.array(tets, dtype=np.int64).reshape(-1, 4)
-    if fix_orientation:
-        t = orient_tets(v, t)
-    validate_tets(v, t)
-    return v, _idx(t, 4)
-
-
-def load_obj(path):
-    """Load an OBJ file's vertices and faces (polygons fan-triangulated; texture
-    coordinates, normals, groups and materials ignored; negative indices allowed)."""
-    verts, faces = [], []
-    for row in _data_lines(path):
-        if row[0] == "v":
-            verts.append([float(c) for c in row[1:4]])
-        elif row[0] == "f":
-            idx = []
-            for tok in row[1:]:
-                i = int(tok.split("/")[0])
-                idx.append(i - 1 if i > 0 else len(verts) + i)
-            for k in range(1, len(idx) - 1):
-                faces.append((idx[0], idx[k], idx[k + 1]))
-    v = _verts(verts) if verts else np.zeros((0, 3))
-    f = _idx(faces, 3) if faces else np.zeros((0, 3), dtype=np.int32)
-    if len(f) and (f.min() < 0 or f.max() >= len(v)):
-        raise ValueError(f"{path}: face index out of range (have {len(v)} vertices)")
-    return v, f
-
-
-def save_obj(path, vertices, faces):
-    """Write vertices and triangles (or polygons of one size) to an OBJ file (1-based, %.17g)."""
-    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
-    f = np.asarray(faces, dtype=np.int64)
-    with open(path, "w") as fh:
-        fh.write("# written by tigradsim\n")
-        for p in v:
-            fh.write("v %.17g %.17g %.17g\n" % tuple(p))
-        for row in f:
-            fh.write("f " + " ".join(str(int(i) + 1) for i in row) + "\n")
+from .mesh_io import (MeshFileError, load_obj, save_obj, load_tetgen, load_mesh, save_mesh,  # noqa: E402
+                      tetrahedralize)

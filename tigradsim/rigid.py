@@ -36,6 +36,7 @@ from .materials.linalg import matmul, matvec
 from .errors import as_array, check_positive
 from .model import StateKind, StepTerm
 from .rigid_mass import check_closed_mesh, mass_properties
+from .meshes import weld_vertices
 from .runtime import np_float
 
 QUAT_TOL = 1e-6
@@ -107,6 +108,27 @@ def world_point(q, p):
 
 
 # -- component ----------------------------------------------------------------
+def _weld_for_body(vertices, faces, weld_tol):
+    """Vertices and faces with near-duplicate vertices merged (see `RigidBodies.add`); inputs
+    whose shapes or indices are wrong pass through unwelded, for `check_closed_mesh` to name."""
+    if weld_tol is None:
+        return vertices, faces
+    if not (isinstance(weld_tol, (int, float, np.floating)) and not isinstance(weld_tol, bool)
+            and math.isfinite(weld_tol) and 0 <= weld_tol < 0.5):
+        raise ValueError(f"weld_tol: expected a number in [0, 0.5) (a fraction of the bounding-box diagonal) "
+                         f"or None, got {weld_tol!r}")
+    v = as_array("vertices", vertices, shape=(None, 3))
+    f = np.asarray(faces)
+    if np.issubdtype(f.dtype, np.floating) and f.size and np.all(np.isfinite(f)) and np.all(np.mod(f, 1) == 0):
+        f = f.astype(np.int64)
+    if (f.ndim != 2 or f.shape[1] != 3 or not f.size or not np.issubdtype(f.dtype, np.integer)
+            or f.min() < 0 or f.max() >= len(v)):
+        return v, f
+    diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0)))
+    v, f, _ = weld_vertices(v, f, weld_tol * diag)
+    return v, f
+
+
 class RigidBodies:
     """Builder component for rigid bodies (created by `SceneBuilder.add_rigid_body`).
 
@@ -141,7 +163,7 @@ class RigidBodies:
 
     def add(self, builder, vertices, faces, density=None, mass=None, position=(0.0, 0.0, 0.0),
             rotation=(0.0, 0.0, 0.0, 1.0), velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
-            ke=None, kd=None, kf=None, mu=None, contact_points=None, contact_radius=0.0) -> int:
+            ke=None, kd=None, kf=None, mu=None, contact_points=None, contact_radius=0.0, weld_tol=1e-6) -> int:
         """Add a rigid body bounded by a closed triangle mesh; returns its index.
 
         Args:
@@ -157,8 +179,12 @@ class RigidBodies:
             contact_points: (K, 3) [m] mesh-coordinate points that touch the ground;
                 default: every mesh vertex.
             contact_radius: [m] >= 0, radius around each contact point.
+            weld_tol: vertices closer than weld_tol x the bounding-box diagonal are merged
+                (`tigradsim.meshes.weld_vertices`) before the closedness check, so a mesh that
+                repeats each corner per face (an OBJ/STL box with 24 or 36 corners) is one closed
+                surface, and a repeated corner is one contact point, not several; None: no welding.
         """
-        v, f = check_closed_mesh(vertices, faces)
+        v, f = check_closed_mesh(*_weld_for_body(vertices, faces, weld_tol))
         volume, com, inertia = mass_properties(v, f)
         if not volume > 1e-15:
             raise ValueError(f"faces: the mesh encloses a non-positive volume ({volume:g} m^3): faces must be "
