@@ -3,6 +3,34 @@
 Data flows one way: SceneBuilder -> Model -> Simulator (StateStore) ->
 observers (recorders, tigradsim.renderers) -> losses -> optimizers.
 """
+import contextlib as _contextlib
+import os as _os
+import sys as _sys
+
+if "taichi" not in _sys.modules:
+    # Taichi prints its version banner on stdout when first imported; demos and scripts promise
+    # machine-readable stdout (a JSON last line), so the banner goes to stderr instead.  Its own
+    # switch turns the print off during the import (restored after, so child processes are
+    # unaffected); redirecting stdout during the import instead would make Taichi think it runs
+    # in a graphical shell and buffer kernel prints through Python on every launch.
+    _had_flag = "ENABLE_TAICHI_HEADER_PRINT" in _os.environ
+    _flag = _os.environ.get("ENABLE_TAICHI_HEADER_PRINT", "True")
+    _os.environ["ENABLE_TAICHI_HEADER_PRINT"] = "0"
+    try:
+        import taichi as _taichi  # noqa: F401
+    finally:
+        if _had_flag:
+            _os.environ["ENABLE_TAICHI_HEADER_PRINT"] = _flag
+        else:
+            del _os.environ["ENABLE_TAICHI_HEADER_PRINT"]
+    if _flag.lower() not in ("false", "0", "f"):
+        try:
+            from taichi._lib.utils import _print_taichi_header
+            with _contextlib.redirect_stdout(_sys.stderr):
+                _print_taichi_header()
+        except Exception:   # a private Taichi helper: losing the banner is harmless
+            pass
+
 from .runtime import init, precision, deterministic, custom_op, no_grad
 from .gradcheck import check_gradient, check_param_gradient, GradCheckReport
 from .errors import SimulationError, GradientError

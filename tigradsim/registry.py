@@ -49,6 +49,8 @@ from typing import Dict, Iterable, Mapping, Optional
 import numpy as np
 import taichi as ti
 
+from .quiet_matmul import quiet_matmul_scope
+
 __all__ = [
     "Material", "TetMaterial", "ShellMaterial", "register_material", "unregister_material",
     "get_material", "list_materials", "load_plugins", "lame_from_young_poisson",
@@ -248,6 +250,10 @@ def register_material(name: str, override: bool = False):
         cls.param_names = tuple(cls.params)
         cls.num_params = len(cls.params)
         cls.has_energy = getattr(cls, "energy", None) is not None
+        # `@` on matrices inside these functions compiles quietly (see tigradsim/quiet_matmul.py).
+        for fn_name in ("stress", "energy"):
+            if fn_name in cls.__dict__ and cls.__dict__[fn_name] is not None:
+                setattr(cls, fn_name, quiet_matmul_scope(cls.__dict__[fn_name]))
         cls = ti.data_oriented(cls)
         _registry[name] = cls()
         return cls

@@ -40,6 +40,42 @@ def render_surface(sim, renderer, surface, every):
     return sim.observe(lambda state, slot, frame: renderer.render(surface.vertices, frame, frame), every)
 
 
+# What `VideoFit.save_state` writes: a pickled dict with this header (see `_read_checkpoint`).
+CHECKPOINT_FORMAT = "tigradsim.VideoFit checkpoint"
+CHECKPOINT_VERSION = 1
+_CHECKPOINT_KEYS = ("params", "optimizer", "values", "optimizer_state", "history")
+
+
+def _read_checkpoint(path):
+    """The checkpoint dict at `path`, its header checked; errors name the path and the problem."""
+    path = os.fspath(path)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if not data:
+        raise ValueError(f"{path}: empty file, not a VideoFit checkpoint (an interrupted first save?); delete it")
+    if data[:1] != b"\x80":       # every pickle of protocol 2+ starts with the PROTO opcode
+        raise ValueError(f"{path}: not a VideoFit checkpoint (not a pickle file; starts with {data[:16]!r})")
+    try:
+        state = pickle.loads(data)
+    except (EOFError, pickle.UnpicklingError) as exc:
+        raise ValueError(f"{path}: truncated or corrupt checkpoint ({len(data)} bytes; {type(exc).__name__}: "
+                         f"{exc}); delete it to start the fit afresh") from None
+    except Exception as exc:      # a pickle of classes this program lacks, or damaged data
+        raise ValueError(f"{path}: unreadable checkpoint ({type(exc).__name__}: {exc})") from None
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        what = f"a dict with keys {sorted(map(str, state))[:8]}" if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"{path}: not a VideoFit checkpoint (a pickle of {what}, without the header "
+                         f"format={CHECKPOINT_FORMAT!r}; checkpoints of tigradsim before version 1 of the format "
+                         "cannot be resumed: delete the file)")
+    if state.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"{path}: checkpoint format version {state.get('version')!r}, this tigradsim reads "
+                         f"version {CHECKPOINT_VERSION}")
+    missing = [k for k in _CHECKPOINT_KEYS if k not in state]
+    if missing:
+        raise ValueError(f"{path}: corrupt checkpoint: missing {missing}")
+    return state
+
+
 class VideoFit:
     """Fit parameters of a simulation to a video.
 
@@ -170,20 +206,50 @@ class VideoFit:
 
     # -- resume ----------------------------------------------------------------
     def save_state(self, path):
-        """Parameters, optimiser state and history, pickled to `path`."""
-        state = {"params": [p.value() for p in self.params], "optimizer": copy.deepcopy(self.optimizer.state_dict()),
-                 "history": self.history}
+        """Parameters, optimiser state and history, pickled to `path` (written to path + ".tmp"
+        first and renamed, so an interrupted write never leaves a half checkpoint).
+
+        The pickle is a dict with a header: `format` (CHECKPOINT_FORMAT), `version`
+        (CHECKPOINT_VERSION), `params` ([(name, shape), ...] in this fit's order) and
+        `optimizer` (the optimiser's class name); `load_state` checks them."""
+        state = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
+                 "params": [(p.name, tuple(np.shape(p.value()))) for p in self.params],
+                 "optimizer": type(self.optimizer).__name__,
+                 "values": [p.value() for p in self.params],
+                 "optimizer_state": copy.deepcopy(self.optimizer.state_dict()), "history": self.history}
+        path = os.fspath(path)
         tmp = path + ".tmp"
         with open(tmp, "wb") as fh:
             pickle.dump(state, fh)
         os.replace(tmp, path)
 
     def load_state(self, path):
-        with open(path, "rb") as fh:
-            state = pickle.load(fh)
-        for p, v in zip(self.params, state["params"]):
+        """Continue from a checkpoint written by `save_state` of a fit with the same parameters
+        (names and shapes, in order) and the same optimiser class.
+
+        Raises ValueError naming `path` and what is wrong, before anything is changed, for a
+        file that is not a pickle, a truncated one, a pickle that is not a VideoFit
+        checkpoint, another format version, or a checkpoint of another fit (other
+        parameters or shapes, another optimiser); FileNotFoundError for a missing file.
+        """
+        state = _read_checkpoint(path)
+        mine = [(p.name, tuple(np.shape(p.value()))) for p in self.params]
+        theirs = [(str(n), tuple(sh)) for n, sh in state["params"]]
+        if theirs != mine:
+            raise ValueError(f"{path}: checkpoint of another fit: its parameters (name, shape) are {theirs}, "
+                             f"this fit's are {mine}; delete the file or pass another resume path")
+        opt = type(self.optimizer).__name__
+        if state["optimizer"] != opt:
+            raise ValueError(f"{path}: checkpoint written with optimiser {state['optimizer']}, this fit uses {opt}; "
+                             "delete the file or pass another resume path")
+        values = [np.asarray(v) for v in state["values"]]
+        if [tuple(v.shape) for v in values] != [sh for _, sh in mine] or not all(np.isfinite(v).all() for v in values):
+            raise ValueError(f"{path}: corrupt checkpoint: parameter values of shapes "
+                             f"{[tuple(v.shape) for v in values]} (finite: {[bool(np.isfinite(v).all()) for v in values]})"
+                             f" do not match its header {mine}")
+        for p, v in zip(self.params, values):
             p.write(v)
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.optimizer.load_state_dict(state["optimizer_state"])
         self.history = state["history"]
         # the history's last entry is re-evaluated by the next iteration
         if self.history.loss:
