@@ -84,33 +84,6 @@ from tigradsim.sysid import VideoFit, relative_error, render_particles
 PAPER = {"mu": 0.0054, "lam": 0.0056, "mass": 0.048}
 
 
-class ColumnParam(tgs.Param):
-    """One column of a 2D parameter table (e.g. `tet_params[:, 0]` = mu), as its own Param.
-
-    The optimiser sees only that column: its value, its gradient and its writes
-    (the other columns, e.g. damping = 0, stay as they are)."""
-
-    def __init__(self, field, name, column, lower=None, upper=None, log_space=False, lr=None):
-        self.column = int(column)
-        super().__init__(field, name, lower, upper, log_space, lr)
-
-    def __post_init__(self):
-        if self.log_space and np.any(self.value() <= 0):
-            raise ValueError(f"Param {self.name!r}: log_space needs values > 0, got {self.value()}")
-
-    def value(self):
-        return self.field.to_numpy().astype(np.float64)[:, self.column].copy()
-
-    def internal_grad(self):
-        g = self.field.grad.to_numpy().astype(np.float64)[:, self.column]
-        return g * self.value() if self.log_space else g
-
-    def write(self, value):
-        table = self.field.to_numpy()
-        table[:, self.column] = np.asarray(value, dtype=table.dtype).reshape(-1)
-        self.field.from_numpy(table)
-
-
 class SmoothedLogMass(tgs.BasisParam):
     """Per-particle masses m = m0 exp(B z): one unknown per particle (z, N numbers),
     where m0 are the masses when the Param is made (the initial guess) and B a
@@ -159,8 +132,8 @@ class Scene:
         self.rest = self.model.get("particle_q0").astype(np.float64).copy()
         m = self.model
         if args.estimate == "lame":
-            self.params = [ColumnParam(m.tet_params, "mu", 0, lower=1.0, upper=1e6, log_space=True),
-                           ColumnParam(m.tet_params, "lam", 1, lower=1.0, upper=1e6, log_space=True)]
+            self.params = [tgs.ColumnParam(m.tet_params, 0, "mu", lower=1.0, upper=1e6, log_space=True),
+                           tgs.ColumnParam(m.tet_params, 1, "lam", lower=1.0, upper=1e6, log_space=True)]
         else:
             self.params = [tgs.Param(m.particle_mass, "mass", lower=1e-4, upper=10.0, log_space=True)]
         self.fit = VideoFit(self.sim, self.renderer, self.params, supervision=args.supervision,

@@ -73,10 +73,9 @@ def _spring_pair(every=8, steps=240):
     b.add_spring(0, 1, stiffness=40.0, damping=0.0)
     model = b.finalize(requires_grad=True)
     sim = tgs.Simulator(model, dt=2e-3, steps=steps)
-    com = tgs.CenterOfMassRecorder(sim, every=every)
     rec = tgs.ParticleRecorder(sim, every=every)
     sim.run()
-    return model, sim, com, rec
+    return model, sim, rec
 
 
 def test_coarse_to_fine_multistart_recovers_mass_and_ke(f64):
@@ -85,7 +84,7 @@ def test_coarse_to_fine_multistart_recovers_mass_and_ke(f64):
     (sigma 2 mm).  Search over [0.02, 0.5] kg x [1e2, 1e4] N/m at the first horizon (12
     frames: before contact, so only the mass is seen), then Adam + BFGS through horizons
     12, 22, 31 (MSELoss frame weights); the 95% intervals at the end contain the truth."""
-    model, sim, com, rec = _spring_pair()
+    model, sim, rec = _spring_pair()
     frames = rec.frames
     rng = np.random.default_rng(5)
     target = rec.values.to_numpy() + rng.normal(0.0, 2e-3, (frames, 2, 3))

@@ -53,7 +53,8 @@ def test_column_param_touches_only_its_column(f64):
     import taichi as ti
     fld = ti.field(float, shape=(1, 3), needs_grad=True)
     fld.from_numpy(np.array([[2.0, 3.0, 0.0]]))
-    p = sysid_fem.ColumnParam(fld, "lam", 1, log_space=True)
+    import tigradsim as tgs
+    p = tgs.ColumnParam(fld, 1, "lam", log_space=True)       # the library's (was the demo's)
     assert p.value().tolist() == [3.0]
     p.write([5.0])
     assert fld.to_numpy().tolist() == [[2.0, 5.0, 0.0]]

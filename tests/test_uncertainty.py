@@ -200,10 +200,13 @@ def test_intervals_cover_the_truth_in_noisy_repeats(f64):
     assert 0.8 < np.mean(s2) / sigma ** 2 < 1.2
 
 
-def test_mass_and_contact_stiffness_without_a_known_force_are_undetermined(f64):
+@pytest.mark.parametrize("precision", ["f64", "f32"])
+def test_mass_and_contact_stiffness_without_a_known_force_are_undetermined(precision):
     """One particle bouncing on a frictionless, undamped ground: the motion depends on
     ke / m only, so mass and ke are undetermined and the report names the pair as
-    scaling together (noise-free target: the 8-bit floor keeps the intervals finite)."""
+    scaling together (noise-free target: the 8-bit floor keeps the intervals finite);
+    in float32 too (larger FD step and eigenvalue tolerance chosen from the residuals' dtype)."""
+    tgs.init(arch="cpu", precision=precision)
     model, sim, rec = _bounce_scene(kd=0.0, spring=False)
     y = rec.values.to_numpy().astype(np.float64)
 
@@ -219,7 +222,7 @@ def test_mass_and_contact_stiffness_without_a_known_force_are_undetermined(f64):
     assert len(rep.undetermined) == 1
     d = rep.undetermined[0]
     assert set(d.coefficients) == {"mass", "ke"} and "scale together" in d.text
-    assert d.coefficients["mass"] == pytest.approx(1.0, abs=1e-3) and d.coefficients["ke"] == pytest.approx(1.0, abs=1e-3)
+    assert d.coefficients["mass"] == pytest.approx(1.0, abs=2e-2) and d.coefficients["ke"] == pytest.approx(1.0, abs=2e-2)
     text = rep.to_markdown()
     assert "undetermined" in text and "scale together" in text and "| mass |" in text
     # with the mass known, ke alone is determined (std at the floor's 1.1 mm: 0.013)

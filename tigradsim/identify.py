@@ -18,10 +18,13 @@ Steps:
    are given.  A start whose rollout blows up is recorded and skipped.
 3. **Coarse to fine in time.**  With `horizons` (an increasing schedule of frame
    counts) and `set_horizon(k)` (a caller function that makes the loss and the
-   residuals use the first k frames, e.g. by frame weights or a loss's frame
-   selection), the search runs at the first horizon and each local fit runs
-   through every horizon in turn; the reports are made at the last one (make it
-   the whole clip).
+   residuals use the first k frames: an image loss's frame selection,
+   `lambda k: image_loss.set_frames(range(k), target[:k])`, or an `MSELoss`'s
+   frame weights, as tests/test_identify.py does), the search runs at the first
+   horizon and each local fit runs through every horizon in turn; the reports
+   are made at the last one (make it the whole clip).  The rollout itself keeps
+   its length (a Simulator's step count is fixed), so a short horizon makes the
+   loss smoother (fewer bounces to match), not cheaper.
 4. **Report.**  At each local minimum: `fit_report` (Gauss-Newton covariance from
    `residuals`, tigradsim/uncertainty.py).  Minima whose values differ by no more
    than `distinct_sigma` combined standard errors in every determined coordinate
