@@ -1,0 +1,144 @@
+"""The committed Mitsuba clips (benchmarks/footage): complete, consistent with their truth.json, and
+the noisy-copy rule.  Only the last test needs Mitsuba (skipped without it)."""
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+FOOTAGE = os.path.join(ROOT, "benchmarks", "footage")
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import make_footage  # noqa: E402
+
+CLIPS = ("box_push", "box_drop", "soft_drop")
+KEYS = ("fps", "start_time", "frame_count", "image_size", "camera", "world", "simulation", "object",
+        "initial_pose", "forces", "contact", "truth", "unknowns", "trajectory")
+
+
+def truth_of(clip):
+    with open(os.path.join(FOOTAGE, clip, "truth.json")) as fh:
+        return json.load(fh)
+
+
+@pytest.mark.parametrize("clip", CLIPS)
+def test_clip_frames_and_truth_keys(clip):
+    truth = truth_of(clip)
+    for key in KEYS:
+        assert key in truth or key in truth["object"], key
+    n, size = truth["frame_count"], truth["image_size"]
+    assert truth["fps"] == 30 and truth["simulation"]["dt"] == pytest.approx(1 / 7680)
+    for kind, mode in (("rgb", "RGB"), ("mask", "L")):
+        paths = sorted(glob.glob(os.path.join(FOOTAGE, clip, f"{kind}_*.png")))
+        assert [os.path.basename(p) for p in paths] == [f"{kind}_{k:04d}.png" for k in range(n)]
+        img = Image.open(paths[0])
+        assert img.mode == mode and img.size == (size["width"], size["height"])
+    assert set(truth["unknowns"]) <= set(truth["truth"])
+    K, R = np.array(truth["camera"]["K"]), np.array(truth["camera"]["R"])
+    assert np.allclose(R @ R.T, np.eye(3), atol=1e-12) and np.linalg.det(R) == pytest.approx(1.0)
+    assert K[0, 0] == K[1, 1] and K[2].tolist() == [0, 0, 1]
+    assert max(np.abs(truth["camera_check"]["error_px"]).ravel()) < 0.5
+    assert len(truth["trajectory"]["times"]) == n
+
+
+@pytest.mark.parametrize("clip", ("box_push", "box_drop"))
+def test_rigid_masks_match_truth_projection(clip):
+    """The box's corners, posed by the truth trajectory and projected with the OpenCV camera, bound
+    each frame's mask within a pixel (ties truth.json's camera and trajectory to the footage)."""
+    from tigradsim.meshes import load_obj
+    from tigradsim.rigid import quat_to_matrix_np
+    truth = truth_of(clip)
+    cam = truth["camera"]
+    corners = np.unique(load_obj(os.path.join(FOOTAGE, clip, truth["object"]["mesh"]))[0], axis=0)
+    assert len(corners) == 8
+    masks = make_footage.load_clip(os.path.join(FOOTAGE, clip), "mask") / 255.0
+    traj = truth["trajectory"]
+    assert np.allclose(traj["position"][0], truth["object"]["initial_pose"]["position"], atol=1e-9)
+    for k in range(truth["frame_count"]):
+        world = corners @ quat_to_matrix_np(traj["quaternion_xyzw"][k]).T + traj["position"][k]
+        uv = make_footage.project(np.array(cam["K"]), np.array(cam["R"]), np.array(cam["t"]), world)
+        rows, cols = np.nonzero(masks[k] > 0)
+        # the extreme projected corners vs the outermost pixels (centres at integers) the mask touches:
+        # within half a pixel, plus the chance that 64 samples miss a corner's tip (measured max 0.61)
+        assert abs(cols.min() - uv[:, 0].min()) < 0.75 and abs(cols.max() - uv[:, 0].max()) < 0.75, k
+        assert abs(rows.min() - uv[:, 1].min()) < 0.75 and abs(rows.max() - uv[:, 1].max()) < 0.75, k
+        # area: mask sum vs the projected hull's area
+        hull = _hull_area(uv)
+        assert masks[k].sum() == pytest.approx(hull, rel=0.03), k
+
+
+def _turn(o, a, b):
+    """z of (a - o) x (b - o): > 0 for a counter-clockwise turn."""
+    return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+
+def _hull_area(points):
+    """Area of the convex hull of 2D points (monotone chain + shoelace)."""
+    p = sorted(map(tuple, points))
+
+    def half(seq):
+        out = []
+        for q in seq:
+            while len(out) >= 2 and _turn(out[-2], out[-1], q) <= 0:
+                out.pop()
+            out.append(q)
+        return out[:-1]
+    h = np.array(half(p) + half(p[::-1]))
+    return 0.5 * abs(np.dot(h[:, 0], np.roll(h[:, 1], 1)) - np.dot(h[:, 1], np.roll(h[:, 0], 1)))
+
+
+def test_soft_clip_mesh_and_mass():
+    from tigradsim.meshes import load_tetgen
+    truth = truth_of("soft_drop")
+    obj = truth["object"]
+    v, t = load_tetgen(os.path.join(FOOTAGE, "soft_drop", obj["mesh"]["node"]))
+    assert (len(v), len(t)) == (obj["mesh"]["vertices"], obj["mesh"]["tets"])
+    assert np.allclose(v.mean(0), 0.0, atol=1e-12)
+    masks = make_footage.load_clip(os.path.join(FOOTAGE, "soft_drop"), "mask")
+    cam = truth["camera"]
+    uv = make_footage.project(np.array(cam["K"]), np.array(cam["R"]), np.array(cam["t"]),
+                              truth["trajectory"]["centroid"])
+    # the centroid of a (nearly convex) deformed cube projects inside its mask in every frame
+    for k, (u, v_) in enumerate(uv):
+        assert masks[k, int(round(v_)), int(round(u))] > 200, k
+
+
+def test_noisy_copy_rule(tmp_path):
+    frames = make_footage.load_clip(os.path.join(FOOTAGE, "box_push"), "rgb")[:3]
+    noisy = make_footage.add_noise(frames)
+    again = make_footage.add_noise(frames, sigma=0.02, seed=0)
+    assert noisy.dtype == np.uint8 and noisy.shape == frames.shape and np.array_equal(noisy, again)
+    expected = np.round(np.clip(frames / 255.0 + np.random.default_rng(0).normal(0, 0.02, frames.shape), 0, 1) * 255)
+    assert np.array_equal(noisy, expected.astype(np.uint8))
+    diff = (noisy.astype(float) - frames) / 255.0
+    assert 0.018 < diff.std() < 0.021
+    assert not np.array_equal(make_footage.add_noise(frames, seed=1), noisy)
+    with pytest.raises(ValueError, match="frames: expected a uint8"):
+        make_footage.add_noise(frames.astype(np.float32))
+    with pytest.raises(ValueError, match="sigma"):
+        make_footage.add_noise(frames, sigma=-1.0)
+
+
+def test_noisy_copy_writes_a_clip(tmp_path):
+    src = os.path.join(FOOTAGE, "soft_drop")
+    noisy = make_footage.noisy_copy(src, out=str(tmp_path))
+    assert noisy.shape[0] == truth_of("soft_drop")["frame_count"]
+    assert np.array_equal(make_footage.load_clip(str(tmp_path), "rgb"), noisy)
+    assert np.array_equal(make_footage.load_clip(str(tmp_path), "mask"), make_footage.load_clip(src, "mask"))
+    assert os.path.exists(tmp_path / "truth.json")
+
+
+def test_mitsuba_camera_matches_opencv():
+    """A non-square image with an off-centre principal point: Mitsuba's render of small emissive
+    spheres lands where OpenCV's formula puts them (needs mitsuba; skipped without it)."""
+    mi = pytest.importorskip("mitsuba")
+    mi.set_variant(make_footage.MITSUBA_VARIANT)
+    K, R, t = make_footage.opencv_camera((0.4, 0.7, 1.2), (0.0, 0.1, 0.0), 110.0, offset=(4.0, -3.0),
+                                         width=96, height=72)
+    err = make_footage.check_camera(K, R, t, [(0.2, 0.1, 0.1), (-0.3, 0.0, -0.2), (0.05, 0.4, 0.3)],
+                                    width=96, height=72, spp=64)
+    # a flipped offset sign would be off by 8 / 6 px, a mirrored x axis by tens of px
+    assert np.abs(err).max() < 0.15
