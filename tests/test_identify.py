@@ -54,6 +54,17 @@ def test_two_equally_good_minima_are_reported_as_ambiguous(f64):
     json.dumps(res.to_dict(), allow_nan=False)
 
 
+def test_without_residuals_ties_are_judged_by_relative_loss(f64):
+    """A Tape loss only: no uncertainty (said in the notes); minima are told apart by
+    distance (same_tol) and tied when their losses are within tie_rtol."""
+    p, forward, loss, _ = _symmetric_problem()
+    res = tgs.identify([p], forward=forward, loss=loss, starts=6, local_starts=4, seed=2, adam_iters=20,
+                       adam_lr=0.1, bfgs_iters=40, bfgs_lr=0.1, stop=tgs.StopCriteria(gtol=1e-12), log_every=0)
+    assert res.ambiguous and res.best is None
+    assert sorted(res.minima[i].values["a"] for i in res.tied) == pytest.approx([-1.0, 1.0], abs=0.02)
+    assert any("no residuals" in n for n in res.notes) and "no uncertainty" in str(res)
+
+
 def test_a_worse_minimum_is_listed_not_tied(f64):
     """The same problem with a = -1 made worse (least-squares fits only: no Tape loss)."""
     p, _, _, residuals = _symmetric_problem(asymmetry=0.2)

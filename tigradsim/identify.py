@@ -307,8 +307,11 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         if math.isfinite(run.objective):
             report = None
             if residuals is not None:
-                report = fit_report(residuals, params, noise_floor=noise_floor, fd_step=fd_step,
-                                    undetermined_std=undetermined_std)
+                try:
+                    report = fit_report(residuals, params, noise_floor=noise_floor, fd_step=fd_step,
+                                        undetermined_std=undetermined_std)
+                except (ValueError, SimulationError) as exc:      # a rollout near the minimum blew up
+                    notes.append(f"no uncertainty for the fit from start {i + 1}: {exc}")
             finals.append((run, _internal_vector(params).astype(np.float64), report))
 
     # 4. group into distinct minima, find ties
@@ -339,8 +342,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         _write_internal_vector(params, x_user)
         notes.append("no local fit finished; the Params are back at their initial values")
     ambiguous = len(tied) > 1
-    if horizons and residuals is None:
-        notes.append("no residuals: estimates have no uncertainty")
+    if residuals is None:
+        notes.append("no residuals: estimates have no uncertainty (pass residuals=, e.g. VideoFit.residuals)")
     result = Identification(minima, ambiguous, tied, [(values_dict(x), v) for x, v in search], runs,
                             time.time() - t0, notes)
     if log_every:
