@@ -1,8 +1,8 @@
 """Image losses on rendered frames, as kernels that add into a 0-D loss field.
 
 Each loss object holds its targets in Taichi fields; calling it, `lossobj(loss)`,
-launches one kernel that does `loss[None] += weight * value`, so several losses
-(and several frames) sum into one field inside a `ti.ad.Tape`.
+launches kernels that do `loss[None] += weight * value`, so several losses (and
+several frames) sum into one field inside a `ti.ad.Tape`.
 
 * `ImageMSE`: mean over frames, pixels and the chosen channels of
   (image - target)^2.
@@ -13,37 +13,97 @@ launches one kernel that does `loss[None] += weight * value`, so several losses
 
 Targets: numpy arrays (K, H, W) or (K, H, W, C) (floats in [0, 1], or uint8
 0-255), or a path accepted by `tigradsim.video.load_video` (a folder of PNGs, a
-GIF, an MP4).  `frames[k]` is the image frame compared with target k (default:
-0..K-1).
+GIF, an MP4).  `frames[k]` is the image frame compared with target k; without
+`frames` the target must have one frame per image frame (a shorter target is an
+error, not a fit of the first frames).  `set_frames(frames, target)` changes the
+compared frames and their targets after construction (coarse to fine in time):
+the fields are allocated once for every image frame.
+
+Colour over a background plate (`background=`, (H, W, C) in [0, 1]): the compared
+colour is `A * rgb + (1 - A) * B`, with A the image's alpha channel and B the plate,
+so that colour carries gradients with respect to geometry through the soft
+silhouette at every `gamma` (the depth-softmax colour alone is piecewise constant
+in the vertices when gamma is small).  Do not pass a plate when the renderer
+already blends by coverage over its own plate.
+
+Sums run in a fixed order (per-pixel terms, per-row sums, then one serial sum),
+so loss values are bit-reproducible; with `tigradsim.runtime.deterministic()` the
+blur loops, whose reverse pass scatters into the image gradient, run serially too.
 """
 
 import numpy as np
 import taichi as ti
 
-from tigradsim.runtime import np_float
+from tigradsim.runtime import deterministic, np_float
+
+# A float target whose largest value is above this is taken for a 0-255 image.
+_FLOAT_TARGET_MAX = 1.0 + 1e-6
+# RGB channels that differ by at most this are one grey value (RGB-stored silhouettes, MP4 chroma noise).
+_GREY_TOL = 2.5 / 255.0
 
 
-def load_target(target) -> np.ndarray:
-    """Targets as float (K, H, W, C) in [0, 1] from an array or a path."""
+def load_target(target, name="target") -> np.ndarray:
+    """Targets as float64 (K, H, W, C) in [0, 1] from an array or a path.
+
+    Accepted: uint8 (0-255), other integers in [0, 255], bool, floats in [0, 1]
+    (a float array with values above 1 is an error: it looks like 0-255 data),
+    a `tigradsim.Footage` (its frames), or a path for `tigradsim.video.load_video`.
+    """
     if isinstance(target, (str, bytes)) or hasattr(target, "__fspath__"):
         from tigradsim.video import load_video
 
         arr = load_video(target).astype(np.float64) / 255.0
+    elif hasattr(target, "frames") and hasattr(target, "times"):          # a Footage
+        arr = np.asarray(target.frames, dtype=np.float64)
     else:
         arr = np.asarray(target)
-        if np.issubdtype(arr.dtype, np.integer):
-            arr = arr.astype(np.float64) / 255.0
-        elif np.issubdtype(arr.dtype, np.floating) or arr.dtype == bool:
+        if arr.dtype == bool:
             arr = arr.astype(np.float64)
+        elif np.issubdtype(arr.dtype, np.integer):
+            if arr.size and (arr.min() < 0 or arr.max() > 255):
+                raise ValueError(f"{name}: integer values must lie in [0, 255], got [{arr.min()}, {arr.max()}]")
+            arr = arr.astype(np.float64) / 255.0
+        elif np.issubdtype(arr.dtype, np.floating):
+            arr = arr.astype(np.float64)
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"{name}: contains NaN or inf")
+            if arr.size and arr.max() > _FLOAT_TARGET_MAX:
+                raise ValueError(f"{name}: float values must lie in [0, 1], got a maximum of {arr.max():g}; "
+                                 f"this looks like 0-255; divide by 255 (or pass uint8)")
+            if arr.size and arr.min() < -1e-6:
+                raise ValueError(f"{name}: float values must lie in [0, 1], got a minimum of {arr.min():g}")
         else:
-            raise TypeError(f"target: expected a float or uint8 array or a path, got dtype {arr.dtype}")
+            raise TypeError(f"{name}: expected a float or uint8 array or a path, got dtype {arr.dtype}")
     if arr.ndim == 3:
         arr = arr[..., None]
     if arr.ndim != 4:
-        raise ValueError(f"target: expected shape (K, H, W) or (K, H, W, C), got {arr.shape}")
+        raise ValueError(f"{name}: expected shape (K, H, W) or (K, H, W, C), got {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError("target: contains NaN or inf")
+        raise ValueError(f"{name}: contains NaN or inf")
     return arr
+
+
+def to_silhouette(arr, name="target", strict=True):
+    """(K, H, W, C) in [0, 1] -> (K, H, W, 1) silhouette, by one rule: C = 1 is the
+    silhouette; RGBA uses its alpha; RGB is taken as grey (the mean of its channels),
+    which is right for a silhouette stored as RGB (channels equal within 2.5/255).
+    strict: an RGB colour video (channels differ more) is an error that says to pass
+    masks, since a colour photograph is not a silhouette (VideoFit's rule); with
+    strict=False (`SilhouetteMSE`, asked for explicitly) its mean is used."""
+    C = arr.shape[-1]
+    if C == 1:
+        return arr
+    if C == 4:
+        return arr[..., 3:4]
+    if C == 3:
+        spread = float(np.max(arr.max(axis=-1) - arr.min(axis=-1))) if arr.size else 0.0
+        if spread <= _GREY_TOL or not strict:
+            return arr.mean(axis=-1, keepdims=True)
+        raise ValueError(f"{name}: an RGB colour video (channels differ by up to {spread * 255:.0f}/255) cannot be "
+                         f"compared with a silhouette: pass mask frames (K, H, W) in [0, 1] (e.g. "
+                         f"tgs.Footage(frames, fps, masks=...)), or render in colour (shading='color' or "
+                         f"'lambert') and compare RGB over a background plate")
+    raise ValueError(f"{name}: expected 1, 3 or 4 channels, got {C}")
 
 
 def _check_image(image):
@@ -56,51 +116,174 @@ def _check_image(image):
 
 def _frames(frames, k, nframes):
     ids = np.arange(k) if frames is None else np.asarray(frames)
-    if ids.shape != (k,) or not np.issubdtype(ids.dtype, np.integer):
-        raise ValueError(f"frames: expected {k} integer frame indices (one per target frame), got {frames!r}")
+    if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"frames: expected a list of integer image frame indices, got {frames!r}")
+    if ids.shape != (k,):
+        raise ValueError(f"frames: {ids.size} frame indices for a target with {k} frames (one index per target "
+                         f"frame is needed)")
     if ids.size and (ids.min() < 0 or ids.max() >= nframes):
         raise ValueError(f"frames={ids.tolist()} out of range: the image has {nframes} frames")
     return ids.astype(np.int32)
 
 
-def _to_silhouette(arr):
-    if arr.shape[-1] == 4:
-        return arr[..., 3:4]
-    return arr.mean(axis=-1, keepdims=True)
-
-
 @ti.data_oriented
 class _TargetLoss:
-    def __init__(self, image, target, frames=None, channels=None, weight=1.0):
+    """Targets and frame selection shared by every image loss (see the module docstring)."""
+
+    def __init__(self, image, target, frames=None, channels=None, weight=1.0, background=None):
         (nframes, H, W), C = _check_image(image)
         tgt = self._prepare_target(load_target(target))
-        K, th, tw, Ct = tgt.shape
-        if (th, tw) != (H, W):
-            raise ValueError(f"target: frames are {th}x{tw} (HxW) but the image is {H}x{W}")
+        Ct = tgt.shape[3]
         if channels is None:
-            channels = list(range(Ct)) if Ct <= C else None
-        channels = [int(c) for c in np.atleast_1d(channels)] if channels is not None else None
-        if channels is None or len(channels) != Ct or min(channels) < 0 or max(channels) >= C:
+            if Ct > C:
+                raise ValueError(self._channel_error(C, Ct))
+            channels = list(range(Ct))
+        channels = [int(c) for c in np.atleast_1d(channels)]
+        if len(channels) != Ct or min(channels) < 0 or max(channels) >= C:
             raise ValueError(f"channels={channels}: expected {Ct} image channel indices in [0, {C - 1}] "
                              f"for a target with {Ct} channels")
         self.image = image
+        self.nframes = nframes
         self.channels = tuple(channels)
         self.weight = float(weight)
-        self.shape = (K, H, W)
-        self.fid = ti.field(ti.i32, shape=K)
-        self.fid.from_numpy(_frames(frames, K, nframes))
-        self.target = ti.Vector.field(Ct, float, shape=(K, H, W))
-        self.set_target(tgt)
+        self.composite = background is not None
+        if self.composite:
+            if C != 4 or 3 in self.channels:
+                raise ValueError(f"background: compositing over a plate needs an RGBA image (4 channels, got {C}) "
+                                 f"and colour channels only (got channels={list(self.channels)})")
+            self.background = ti.Vector.field(Ct, float, shape=(H, W))
+        # allocated once for every image frame, so set_frames can grow the clip without new fields
+        self.fid = ti.field(ti.i32, shape=nframes)
+        self.target = ti.Vector.field(Ct, float, shape=(nframes, H, W))
+        self.pixel = ti.field(float, shape=(nframes, H, W), needs_grad=True)
+        self.rows = ti.field(float, shape=(nframes, H), needs_grad=True)
+        self.size = (H, W)
+        self.count = 0
+        if self.composite:
+            self.set_background(background)
+        self.set_frames(frames, tgt)
+
+    @staticmethod
+    def _channel_error(C, Ct):
+        if C == 1:
+            return (f"target: {Ct} channels, but the image has 1 (a silhouette renderer, shading='silhouette'): "
+                    f"compare mask frames (K, H, W) with SilhouetteMSE, or render in colour (shading='color' "
+                    f"or 'lambert')")
+        return f"target: {Ct} channels, but the image has {C}: pass channels= (the image channel of each)"
+
+    @property
+    def shape(self):
+        """(K, H, W): compared frames and image size."""
+        return (self.count,) + self.size
 
     def _prepare_target(self, arr):
         return arr
 
-    def set_target(self, target):
-        """Replace the target frames (same shape)."""
+    def _check_target(self, arr, count):
+        K, th, tw, Ct = arr.shape
+        H, W = self.size
+        if (th, tw) != (H, W):
+            raise ValueError(f"target: frames are {th}x{tw} (HxW) but the image is {H}x{W}")
+        if Ct != self.target.n:
+            raise ValueError(f"target: {Ct} channels, expected {self.target.n}")
+        if count is not None and K != count:
+            raise ValueError(f"target: {K} frames, but {count} are compared (the image has {self.nframes}); "
+                             f"to compare a different set pass frames= (the image frame of each target frame) "
+                             f"to set_frames(frames, target)")
+
+    def set_frames(self, frames, target):
+        """Compare image frames `frames` (K,) with `target` (K, H, W[, C]) from now on.
+
+        frames: None means every image frame (then the target must have one frame per
+        image frame).  K may change from call to call (up to the image's frame count):
+        coarse-to-fine in time grows the clip without new fields."""
         arr = self._prepare_target(load_target(target))
-        if arr.shape[:3] != self.shape or arr.shape[3] != self.target.n:
-            raise ValueError(f"target: expected shape {self.shape + (self.target.n,)}, got {arr.shape}")
-        self.target.from_numpy(arr.astype(np_float()))
+        K, n = arr.shape[0], self.nframes
+        if frames is None and K < n:
+            raise ValueError(f"target: {K} frames but the image has {n} (one target frame per rendered frame is "
+                             f"expected); pass frames= (the rendered frame compared with each target frame, e.g. "
+                             f"frames=range({K}) for the first {K}) to compare only some")
+        if frames is None and K > n:
+            raise ValueError(f"target: {K} frames but the image has only {n}: render {K} frames (SoftRasterizer("
+                             f"frames={K}) and an observer with {K} frames, e.g. tgs.footage.render_at_times) or "
+                             f"compare a subset of the target (target[:{n}], footage[:{n}])")
+        self._check_target(arr, None)
+        ids = _frames(frames, arr.shape[0], self.nframes)
+        if len(ids) == 0:
+            raise ValueError("frames: at least one frame must be compared")
+        self.count = len(ids)
+        fid = np.zeros(self.nframes, np.int32)
+        fid[:self.count] = ids
+        self.fid.from_numpy(fid)
+        self._store_target(arr)
+
+    def set_target(self, target):
+        """Replace the targets of the compared frames (same frame count; see `set_frames`)."""
+        arr = self._prepare_target(load_target(target))
+        self._check_target(arr, self.count)
+        self._store_target(arr)
+
+    def set_background(self, plate):
+        """The background plate (H, W, C) (or (H, W) / (C,)) in [0, 1] that the colour is composited over."""
+        if not self.composite:
+            raise ValueError("set_background: this loss was built without background= (no compositing)")
+        H, W = self.size
+        arr = np.asarray(plate, dtype=np.float64)
+        if arr.ndim == 2:
+            arr = arr[..., None]
+        if arr.shape in ((self.target.n,), (1,)):
+            arr = np.broadcast_to(arr, (H, W, self.target.n))
+        if arr.ndim == 3 and arr.shape[-1] == 1 and self.target.n > 1:
+            arr = np.repeat(arr, self.target.n, axis=-1)
+        if arr.shape != (H, W, self.target.n):
+            raise ValueError(f"background: expected shape ({H}, {W}, {self.target.n}), got {np.shape(plate)}")
+        if not np.all(np.isfinite(arr)) or arr.min() < 0 or arr.max() > _FLOAT_TARGET_MAX:
+            raise ValueError(f"background: values must be finite and lie in [0, 1] (divide 0-255 data by 255), "
+                             f"got [{np.nanmin(arr):g}, {np.nanmax(arr):g}]")
+        self.background.from_numpy(np.ascontiguousarray(arr).astype(np_float()))
+
+    def _store_target(self, arr):
+        full = np.zeros((self.nframes,) + self.size + (self.target.n,), np_float())
+        full[:len(arr)] = arr
+        self.target.from_numpy(full)
+
+    def compared(self, image=None) -> np.ndarray:
+        """The compared image values (K, H, W, C) as numpy (composited when a plate is set)."""
+        img = (self.image if image is None else image).to_numpy()
+        if img.ndim == 3:
+            img = img[..., None]
+        v = img[self.fid.to_numpy()[:self.count]][..., list(self.channels)]
+        if self.composite:
+            a = img[self.fid.to_numpy()[:self.count]][..., 3:4]
+            v = a * v + (1 - a) * self.background.to_numpy()[None]
+        return v
+
+    def residuals(self) -> np.ndarray:
+        """Compared image values minus targets, (K, H, W, C) numpy."""
+        return self.compared() - self.target.to_numpy()[:self.count]
+
+    @ti.func
+    def _value(self, image: ti.template(), f, i, j):
+        """The compared channels of image[f, i, j] (composited over the plate when set)."""
+        px = image[f, i, j]
+        v = ti.Vector([px[self.channels[c]] for c in ti.static(range(len(self.channels)))])
+        if ti.static(self.composite):
+            a = px[3]
+            v = a * v + (1.0 - a) * self.background[i, j]
+        return v
+
+    @ti.kernel
+    def _reduce(self, loss: ti.template(), scale: float, K: ti.i32):
+        """loss += scale * sum(pixel[:K]) in a fixed order: rows in parallel, then one serial sum."""
+        for k, i in ti.ndrange(K, self.size[0]):
+            self.rows[k, i] = 0.0
+        for k, i in ti.ndrange(K, self.size[0]):
+            for j in range(self.size[1]):
+                self.rows[k, i] += self.pixel[k, i, j]
+        ti.loop_config(serialize=True)
+        for k in range(K):
+            for i in range(self.size[0]):
+                loss[None] += scale * self.rows[k, i]
 
 
 class ImageMSE(_TargetLoss):
@@ -111,28 +294,27 @@ class ImageMSE(_TargetLoss):
         target: (K, H, W[, C]) array or path; C target channels are compared
             with image channels `channels` (default 0..C-1, so an RGB target
             is compared with the R, G, B of an RGBA image).
-        frames: image frame of each target frame (default 0..K-1).
+        frames: image frame of each target frame (default: every image frame, and
+            then K must equal the image's frame count).
         weight: multiplier.
+        background: optional (H, W, C) plate: compare `A rgb + (1 - A) plate` (module docstring).
     """
 
     def __call__(self, loss):
-        self._kernel(self.image, loss, self.weight / float(np.prod(self.shape) * len(self.channels)))
+        self._pixels(self.image, self.count)
+        self._reduce(loss, self.weight / float(np.prod(self.shape) * len(self.channels)), self.count)
 
     @ti.kernel
-    def _kernel(self, image: ti.template(), loss: ti.template(), scale: float):
-        for k, i, j in self.target:
-            f = self.fid[k]
-            acc = 0.0
-            for c in ti.static(range(len(self.channels))):
-                e = image[f, i, j][self.channels[c]] - self.target[k, i, j][c]
-                acc += e * e
-            loss[None] += scale * acc
+    def _pixels(self, image: ti.template(), K: ti.i32):
+        for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
+            e = self._value(image, self.fid[k], i, j) - self.target[k, i, j]
+            self.pixel[k, i, j] = e.dot(e)
 
 
 class SilhouetteMSE(ImageMSE):
     """MSE on the silhouette: image channel `channel` (default the last, alpha)
-    against a target silhouette (K, H, W) (an RGBA target uses its alpha, an RGB
-    one the mean of its channels)."""
+    against a target silhouette (K, H, W) (converted by `to_silhouette(strict=False)`:
+    RGBA uses its alpha, RGB the mean of its channels)."""
 
     def __init__(self, image, target, frames=None, channel=None, weight=1.0):
         _, C = _check_image(image)
@@ -140,7 +322,7 @@ class SilhouetteMSE(ImageMSE):
         super().__init__(image, target, frames=frames, channels=[channel], weight=weight)
 
     def _prepare_target(self, arr):
-        return _to_silhouette(arr)
+        return to_silhouette(arr, strict=False)
 
 
 class SoftIoU(SilhouetteMSE):
@@ -151,24 +333,39 @@ class SoftIoU(SilhouetteMSE):
 
     def __init__(self, image, target, frames=None, channel=None, weight=1.0):
         super().__init__(image, target, frames=frames, channel=channel, weight=weight)
-        K = self.shape[0]
-        self.inter = ti.field(float, shape=K, needs_grad=True)
-        self.union = ti.field(float, shape=K, needs_grad=True)
+        n, (H, W) = self.nframes, self.size
+        self.union_px = ti.field(float, shape=(n, H, W), needs_grad=True)
+        self.union_rows = ti.field(float, shape=(n, H), needs_grad=True)
+        self.inter = ti.field(float, shape=n, needs_grad=True)
+        self.union = ti.field(float, shape=n, needs_grad=True)
 
     def __call__(self, loss):
-        self._iou(self.image, loss, self.weight / self.shape[0])
+        self._iou(self.image, loss, self.weight / self.count, self.count)
 
     @ti.kernel
-    def _iou(self, image: ti.template(), loss: ti.template(), scale: float):
-        for k in self.inter:
-            self.inter[k] = 0.0
-            self.union[k] = 0.0
-        for k, i, j in self.target:
+    def _iou(self, image: ti.template(), loss: ti.template(), scale: float, K: ti.i32):
+        # fixed summation order: per-pixel terms, per-row sums, per-frame serial sums
+        for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
             a = image[self.fid[k], i, j][self.channels[0]]
             t = self.target[k, i, j][0]
-            self.inter[k] += a * t
-            self.union[k] += a + t - a * t
-        for k in self.inter:
+            self.pixel[k, i, j] = a * t
+            self.union_px[k, i, j] = a + t - a * t
+        for k, i in ti.ndrange(K, self.size[0]):
+            self.rows[k, i] = 0.0
+            self.union_rows[k, i] = 0.0
+        for k, i in ti.ndrange(K, self.size[0]):
+            for j in range(self.size[1]):
+                self.rows[k, i] += self.pixel[k, i, j]
+                self.union_rows[k, i] += self.union_px[k, i, j]
+        for k in range(K):
+            self.inter[k] = 0.0
+            self.union[k] = 0.0
+        for k in range(K):
+            for i in range(self.size[0]):
+                self.inter[k] += self.rows[k, i]
+                self.union[k] += self.union_rows[k, i]
+        ti.loop_config(serialize=True)
+        for k in range(K):
             loss[None] += scale * (1.0 - self.inter[k] / (self.union[k] + 1e-12))
 
 
@@ -197,7 +394,7 @@ def gaussian_blur(img, sigma):
 class BlurredImageMSE(ImageMSE):
     """`loss += weight * sum_s mean((G_s * image[frames][..., channels] - G_s * target)^2)`
     over blur widths s in `sigmas` [px] (s = 0: the plain `ImageMSE`), G_s a Gaussian
-    with zero padding.
+    with zero padding (applied after compositing, when a plate is set).
 
     Why: with sharp silhouettes the pixel MSE grows like |error| once an edge is off
     by more than its soft width, and is flat once the object and its target no longer
@@ -206,21 +403,27 @@ class BlurredImageMSE(ImageMSE):
     before the object overlaps the target.
 
     Args: as `ImageMSE`, plus `sigmas`.  `target=None` starts from zeros for every
-    image frame and channel (call `set_target` before use; `VideoFit` does).
-    Call it once per Tape (its blurred images are scratch fields written once).
+    image frame and channel (call `set_target` or `set_frames` before use; `VideoFit`
+    does).  Call it once per Tape (its blurred images are scratch fields written once).
     """
 
-    def __init__(self, image, target=None, frames=None, channels=None, weight=1.0, sigmas=(0.0, 2.0, 4.0)):
-        if target is None:
-            (nframes, H, W), C = _check_image(image)
-            target = np.zeros((nframes, H, W, C))
-        super().__init__(image, target, frames=frames, channels=channels, weight=weight)
-        K, H, W = self.shape
-        self.levels = []
-        for s in sigmas:
-            s = float(s)
+    def __init__(self, image, target=None, frames=None, channels=None, weight=1.0, sigmas=(0.0, 2.0, 4.0),
+                 background=None):
+        sig = []
+        for s in np.atleast_1d(np.asarray(sigmas, dtype=np.float64)):
             if s < 0 or not np.isfinite(s):
                 raise ValueError(f"sigmas: blur widths must be finite and >= 0 px, got {s}")
+            sig.append(float(s))
+        if target is None:
+            (nframes, H, W), C = _check_image(image)
+            nc = len(channels) if channels is not None else (3 if background is not None else C)
+            target = np.zeros((nframes, H, W, nc))
+            frames = None
+        self.levels = []
+        super().__init__(image, target, frames=frames, channels=channels, weight=weight, background=background)
+        n, (H, W) = self.nframes, self.size
+        self.serial = deterministic()      # the reverse of the blur scatters into shared image gradients
+        for s in sig:
             lvl = {"sigma": s}
             if s > 0:
                 w, r = gaussian_weights(s)
@@ -228,59 +431,62 @@ class BlurredImageMSE(ImageMSE):
                 lvl["w"] = ti.field(float, shape=2 * r + 1)
                 lvl["w"].from_numpy(w.astype(np_float()))
                 for name in ("tmp", "blur"):
-                    lvl[name] = ti.Vector.field(self.target.n, float, shape=(K, H, W), needs_grad=True)
-                lvl["target"] = ti.Vector.field(self.target.n, float, shape=(K, H, W))
+                    lvl[name] = ti.Vector.field(self.target.n, float, shape=(n, H, W), needs_grad=True)
+                lvl["target"] = ti.Vector.field(self.target.n, float, shape=(n, H, W))
             self.levels.append(lvl)
         self._blur_targets()
 
-    def set_target(self, target):
-        super().set_target(target)
-        if hasattr(self, "levels"):
-            self._blur_targets()
+    def _store_target(self, arr):
+        super()._store_target(arr)
+        self._blur_targets()
 
     def _blur_targets(self):
-        t = np.moveaxis(self.target.to_numpy().astype(np.float64), 0, -1)      # (H, W, C, K)
+        if not self.levels:
+            return
+        t = np.moveaxis(self.target.to_numpy().astype(np.float64), 0, -1)      # (H, W, C, frames)
         for lvl in self.levels:
             if lvl["sigma"] > 0:
                 lvl["target"].from_numpy(np.moveaxis(gaussian_blur(t, lvl["sigma"]), -1, 0).astype(np_float()))
 
     def __call__(self, loss):
+        K = self.count
         scale = self.weight / float(np.prod(self.shape) * len(self.channels))
         for lvl in self.levels:
             if lvl["sigma"] <= 0:
-                self._kernel(self.image, loss, scale)
+                self._pixels(self.image, K)
             else:
-                self._clear(lvl["tmp"], lvl["blur"])
-                self._rows(self.image, lvl["tmp"], lvl["w"], lvl["r"])
-                self._cols(lvl["tmp"], lvl["blur"], lvl["w"], lvl["r"])
-                self._mse(lvl["blur"], lvl["target"], loss, scale)
+                self._clear(lvl["tmp"], lvl["blur"], K)
+                self._rows(self.image, lvl["tmp"], lvl["w"], lvl["r"], K)
+                self._cols(lvl["tmp"], lvl["blur"], lvl["w"], lvl["r"], K)
+                self._mse(lvl["blur"], lvl["target"], K)
+            self._reduce(loss, scale, K)
 
     @ti.kernel
-    def _clear(self, tmp: ti.template(), blur: ti.template()):
-        for k, i, j in tmp:      # a kernel, not fill(): it must sit on the Tape in order
+    def _clear(self, tmp: ti.template(), blur: ti.template(), K: ti.i32):
+        for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):   # a kernel, not fill(): it must sit on the Tape
             tmp[k, i, j] = ti.Vector.zero(float, ti.static(len(self.channels)))
             blur[k, i, j] = ti.Vector.zero(float, ti.static(len(self.channels)))
 
     @ti.kernel
-    def _rows(self, image: ti.template(), tmp: ti.template(), w: ti.template(), r: ti.i32):
-        for k, i, j, d in ti.ndrange(self.shape[0], self.shape[1], self.shape[2], 2 * r + 1):
+    def _rows(self, image: ti.template(), tmp: ti.template(), w: ti.template(), r: ti.i32, K: ti.i32):
+        if ti.static(self.serial):
+            ti.loop_config(serialize=True)
+        for k, i, j, d in ti.ndrange(K, self.size[0], self.size[1], 2 * r + 1):
             jj = j + d - r
-            if 0 <= jj < self.shape[2]:
-                f = self.fid[k]
-                v = ti.Vector.zero(float, ti.static(len(self.channels)))
-                for c in ti.static(range(len(self.channels))):
-                    v[c] = image[f, i, jj][self.channels[c]]
-                tmp[k, i, j] += w[d] * v
+            if 0 <= jj < self.size[1]:
+                tmp[k, i, j] += w[d] * self._value(image, self.fid[k], i, jj)
 
     @ti.kernel
-    def _cols(self, tmp: ti.template(), blur: ti.template(), w: ti.template(), r: ti.i32):
-        for k, i, j, d in ti.ndrange(self.shape[0], self.shape[1], self.shape[2], 2 * r + 1):
+    def _cols(self, tmp: ti.template(), blur: ti.template(), w: ti.template(), r: ti.i32, K: ti.i32):
+        if ti.static(self.serial):
+            ti.loop_config(serialize=True)
+        for k, i, j, d in ti.ndrange(K, self.size[0], self.size[1], 2 * r + 1):
             ii = i + d - r
-            if 0 <= ii < self.shape[1]:
+            if 0 <= ii < self.size[0]:
                 blur[k, i, j] += w[d] * tmp[k, ii, j]
 
     @ti.kernel
-    def _mse(self, blur: ti.template(), target: ti.template(), loss: ti.template(), scale: float):
-        for k, i, j in blur:
+    def _mse(self, blur: ti.template(), target: ti.template(), K: ti.i32):
+        for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
             e = blur[k, i, j] - target[k, i, j]
-            loss[None] += scale * e.dot(e)
+            self.pixel[k, i, j] = e.dot(e)

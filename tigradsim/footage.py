@@ -332,6 +332,7 @@ class TimedVertices:
             `lambda k: renderer.render(timed.vertices, k, k)`).
     Attributes:
         vertices: field (K, V) vec3 [m], differentiable; steps, alphas: (K,) numpy;
+        faces: with source="rigid", (F, 3) int32 indices into `vertices` (else None);
         frames = K; max_time_error [s] (0 when interpolating).
     """
 
@@ -347,10 +348,13 @@ class TimedVertices:
             if getattr(model, "body_count", 0) == 0:
                 raise ValueError("source='rigid': the model has no rigid bodies (use SceneBuilder.add_rigid_body)")
             self.vertex_count = int(model.body_vertex_start[-1])
+            start = model.body_vertex_start      # RigidSurface's layout: every body's mesh, concatenated
+            self.faces = np.concatenate([f + start[b] for b, f in enumerate(model.body_faces)]).astype(np.int32)
         else:
             if model.particle_count == 0:
                 raise ValueError("source='particles': the model has no particles")
             self.vertex_count = model.particle_count
+            self.faces = None
         self.steps, self.alphas = frame_steps(times, sim.dt, mode, max_step=sim.steps)
         t = np.atleast_1d(np.asarray(times, dtype=np.float64))
         self.max_time_error = float(np.max(np.abs(self.steps * sim.dt - t))) if mode == "nearest" else 0.0

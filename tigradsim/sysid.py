@@ -99,6 +99,7 @@ class VideoFit:
         self.state_source = state_source
         self.loss = ti.field(float, shape=(), needs_grad=True)
         self._image_loss = None
+        self._default_loss = None      # ((kind, plain), loss) when set_target built the image loss
         self._state_loss = None
         self.history = History()
         self.optimizer = None
@@ -115,24 +116,59 @@ class VideoFit:
         return self.state_source.to_numpy().copy()
 
     # -- fitting -------------------------------------------------------------
-    def set_target(self, target):
-        """Target video (K, H, W[, C]) array or path (PNG folder, GIF, MP4); or,
-        with state supervision, the target state array."""
-        if self.supervision == "image":
-            from .renderers import ImageMSE          # noqa: deferred so the core imports without renderers
-            target = _match_channels(target, self.renderer.image)
-            if self._image_loss is None:
-                self._image_loss = ImageMSE(self.renderer.image, target)
-            else:
-                self._image_loss.set_target(target)
-        else:
+    def set_target(self, target, frames=None):
+        """The target: a `tigradsim.Footage`, a video (K, H, W[, C]) array (uint8, or floats
+        in [0, 1]) or a path (PNG folder, GIF, MP4); or, with state supervision, the
+        target state array.
+
+        What is compared (see `image_target`): a silhouette renderer compares
+        silhouettes (the footage's masks; a grey video; the alpha of RGBA); a colour
+        renderer compares RGB composited over the footage's background plate
+        (`footage.background`, else estimated from the frames outside the masks) with
+        a footage target, RGB or RGBA as given with an array, and silhouettes with a
+        one-channel target.
+        frames: the rendered frame compared with each target frame (default: every
+        rendered frame, and then the target must have exactly one frame per rendered
+        frame: a different count is an error, never a fit of some of the frames).
+        """
+        if self.supervision != "image":
             self._state_loss = MSELoss(self.state_source, target)
+            return
+        from .renderers import losses as L          # noqa: deferred so the core imports without renderers
+        kind, arr, plate = image_target(target, self.renderer)
+        coverage = getattr(self.renderer, "blend", None) == "coverage"
+        if plate is not None and coverage:
+            self.renderer.set_background(plate)     # the renderer composites; the loss compares its RGB
+            plate = None
+        loss = self._image_loss
+        if loss is None or (self._default_loss is not None and self._default_loss[0] != (kind, plate is None)):
+            img, C = self.renderer.image, self.renderer.image.n
+            if kind == "silhouette":
+                loss = L.SilhouetteMSE(img, arr, frames=frames)
+            else:
+                loss = L.ImageMSE(img, arr, frames=frames, channels=list(range(arr.shape[-1])), background=plate)
+            self._image_loss, self._default_loss = loss, ((kind, plate is None), loss)
+            return
+        if plate is not None:
+            if not getattr(loss, "composite", False):
+                raise ValueError("set_target: RGB footage is compared over a background plate, but the image loss "
+                                 "given to set_image_loss compares raw colour: build it with background= (e.g. "
+                                 "BlurredImageMSE(renderer.image, channels=[0, 1, 2], background=footage.background)) "
+                                 "or render with SoftRasterizer(..., blend='coverage')")
+            loss.set_background(plate)
+        if hasattr(loss, "set_frames"):
+            loss.set_frames(frames, arr)
+        elif frames is not None:
+            raise ValueError(f"frames={frames!r}: the image loss {type(loss).__name__} has no set_frames")
+        else:
+            loss.set_target(arr)
 
     def set_image_loss(self, loss):
         """Use `loss` (an object with `set_target(target)` and `__call__(loss_field)`,
         e.g. `tigradsim.renderers.BlurredImageMSE(renderer.image, sigmas=(0, 2, 4))`) as the
         image loss; None: the default pixel MSE."""
         self._image_loss = loss
+        self._default_loss = None
 
     def _forward(self):
         self.sim.run()
@@ -151,14 +187,15 @@ class VideoFit:
         return float(self.loss[None])
 
     def fit(self, target, iters=100, lr=0.05, optimizer=None, log_every=10, printer=print, resume=None,
-            save_every=10):
+            save_every=10, frames=None):
         """Gradient descent for `iters` iterations (Adam by default); returns the History.
 
         resume: a path; when the file exists the fit continues from it (parameters,
         optimiser state and history), and it is rewritten every `save_every`
         iterations, so an interrupted fit can be resumed.
+        frames: the rendered frame of each target frame (see `set_target`).
         """
-        self.set_target(target)
+        self.set_target(target, frames=frames)
         self.optimizer = optimizer or Adam(self.params, lr=lr)
         if resume and os.path.exists(resume):
             self.load_state(resume)
@@ -187,6 +224,8 @@ class VideoFit:
             if self._image_loss is None:
                 raise RuntimeError("residuals: no target yet (call set_target)")
             tl = self._image_loss
+            if hasattr(tl, "residuals"):
+                return tl.residuals().ravel()
             image = self.renderer.image.to_numpy()
             if image.ndim == 3:
                 image = image[..., None]
@@ -195,11 +234,11 @@ class VideoFit:
             raise RuntimeError("residuals: no target yet (call set_target)")
         return (self.state_source.to_numpy() - self._state_loss.target.to_numpy()).ravel()
 
-    def refine(self, target, iters=10, fd_step=1e-4, damping=1e-3, log_every=1, printer=print):
+    def refine(self, target, iters=10, fd_step=1e-4, damping=1e-3, log_every=1, printer=print, frames=None):
         """Polish the fit with Levenberg-Marquardt on the residuals (`tgs.least_squares`:
         finite-difference Jacobian, 2 n + 1 rollouts per iteration for n parameter
         values); appends to `self.history` and returns it."""
-        self.set_target(target)
+        self.set_target(target, frames=frames)
         self.history = least_squares(self.residuals, self.params, iters=iters, fd_step=fd_step, damping=damping,
                                      log_every=log_every, printer=printer, history=self.history)
         return self.history
@@ -296,13 +335,47 @@ def side_by_side(videos, gap=2):
     return np.stack(out)
 
 
-def _match_channels(target, image):
-    arr = target if isinstance(target, str) else np.asarray(target)
-    if isinstance(arr, str):
-        return arr
-    if arr.ndim == 4 and arr.shape[-1] > image.n:
-        arr = arr[..., :image.n]
-    return arr
+def image_target(target, renderer):
+    """What a `VideoFit` compares for `target` with `renderer`: (kind, array, plate).
+
+    kind "silhouette": array (K, H, W) in [0, 1], compared with the image's alpha;
+    kind "color": array (K, H, W, 3), compared with the image's RGB, composited over
+    `plate` (H, W, 3) when that is not None; kind "image": array (K, H, W, C),
+    compared with image channels 0..C-1.
+    Footage: masks (or grey frames) for a silhouette renderer; RGB over the footage's
+    background plate (`footage.background`, else `estimate_background()` when it has
+    masks) for a colour renderer.  Arrays and paths: a silhouette renderer takes a
+    silhouette (`renderers.losses.to_silhouette`); a colour renderer compares a
+    one-channel target as a silhouette, RGB as RGB (no plate) and RGBA as RGBA.
+    """
+    from .footage import Footage
+    from .renderers.losses import load_target, to_silhouette
+
+    C = renderer.image.n
+    if isinstance(target, Footage):
+        if C == 1 or target.channels == 1:
+            if target.masks is not None:
+                return "silhouette", target.masks, None
+            if target.channels == 1:
+                return "silhouette", target.frames[..., 0], None
+            raise ValueError("target: RGB footage without masks cannot be compared with a silhouette renderer "
+                             "(shading='silhouette'): pass masks (Footage(frames, fps, masks=...)) or render in "
+                             "colour (shading='color' or 'lambert')")
+        plate = target.background
+        if plate is None:
+            if target.masks is None:
+                raise ValueError("target: RGB footage is compared over a background plate, and this footage has "
+                                 "neither masks nor a plate: pass masks= to Footage, or set one with "
+                                 "footage.set_background(plate) or footage.estimate_background() (a median "
+                                 "over all frames, right when the object moves)")
+            plate = target.estimate_background()
+        return "color", target.frames, plate
+    arr = load_target(target)
+    if C == 1 or arr.shape[-1] == 1:
+        return "silhouette", to_silhouette(arr)[..., 0], None
+    if arr.shape[-1] == 3:
+        return "color", arr, None
+    return "image", arr[..., :C], None
 
 
 @ti.kernel
