@@ -35,7 +35,9 @@ from .runtime import init, precision, deterministic, custom_op, no_grad
 from .gradcheck import check_gradient, check_param_gradient, GradCheckReport
 from .errors import SimulationError, GradientError
 from .builder import SceneBuilder
-from .model import Model, StateKind
+from .model import Model, StateKind, ForceTerm
+from .contact import ContactLaw
+from .timing import substeps_per_frame
 from .state import StateStore
 from .simulator import Simulator
 from .observers import ParticleRecorder, CenterOfMassRecorder

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import taichi as ti
 
-from .contact import ParticleGroundContact
+from .contact import DEFAULT_LAW, ContactLaw, ParticleGroundContact
 from .errors import as_array, check_indices, check_positive
-from .model import Model, StateKind
+from .model import ForceTerm, Model, StateKind, check_force_term
 from .particles import ParticleIntegrator, SpringForces
 from .runtime import ensure_init, np_float
 
@@ -31,7 +31,10 @@ class SceneBuilder:
         self._q, self._qd, self._mass, self._radius = [], [], [], []
         self._springs, self._spring_ke, self._spring_kd, self._spring_rest = [], [], [], []
         self.ground = None
+        self.ground_law = DEFAULT_LAW
         self.components = []
+        self._force_term_factories = []
+        self._finalized = False
 
     # -- particles ----------------------------------------------------------
     @property
@@ -96,11 +99,43 @@ class SceneBuilder:
         return start
 
     # -- ground -------------------------------------------------------------
-    def add_ground(self, ke=1e4, kd=10.0, kf=10.0, mu=0.5):
+    def add_ground(self, ke=1e4, kd=10.0, kf=10.0, mu=0.5, damping="capped", friction="capped",
+                   friction_velocity=None):
         """Ground plane y = 0 with penalty stiffness ke [N/m], damping kd [N s/m],
-        friction regularisation kf [N s/m] and Coulomb coefficient mu."""
+        friction regularisation kf [N s/m] and Coulomb coefficient mu.
+
+        damping: "capped" (default; continuous at touchdown) or "uncapped" (dflex / Warp: kd |v_n|
+            from the first penetrating step; gradients disagree with finite differences across
+            touchdowns).  friction: "capped" (default; min(kf, mu fn / |v_t|)) or "huber"
+            (pseudo-Huber-smoothed Coulomb friction, smooth everywhere) with `friction_velocity`
+            [m/s] > 0 (default 1e-3).  Formulas: `tigradsim.contact`.  The law applies to every
+            particle and to every rigid body that does not set its own.
+        """
+        self.ground_law = ContactLaw(damping, friction, friction_velocity)
         self.ground = {name: float(check_positive(name, v, allow_zero=True))
                        for name, v in dict(ke=ke, kd=kd, kf=kf, mu=mu).items()}
+
+    # -- user force terms -------------------------------------------------------
+    def add_force_term(self, factory) -> int:
+        """Add a user's force term (`tgs.ForceTerm`; its docstring has the rules and an example).
+
+        factory: a callable taking the Model and returning a ForceTerm built on it (the ForceTerm
+            subclass itself, or e.g. `lambda model: QuadraticDrag(model, c=0.1)`); it is called in
+            `finalize()`, after every built-in element, so the term can read any model field.
+        Returns the term's index in `model.user_force_terms`.  Call before `finalize()`.
+        """
+        if self._finalized:
+            raise RuntimeError("add_force_term: this builder was already finalized, and the Model it made would "
+                               "not get the term; add force terms before finalize()")
+        if isinstance(factory, ForceTerm):
+            raise TypeError(f"factory: got a {type(factory).__name__} instance; pass a factory that builds it from "
+                            "the Model at finalize (the class, or `lambda model: "
+                            f"{type(factory).__name__}(model, ...)`)")
+        if not callable(factory):
+            raise TypeError(f"factory: expected a callable taking the Model and returning a tgs.ForceTerm, "
+                            f"got {factory!r}")
+        self._force_term_factories.append(factory)
+        return len(self._force_term_factories) - 1
 
     # -- other elements (each lives in its own module as a component) ------------
     def add_soft_mesh(self, *args, **kwargs):
@@ -169,7 +204,10 @@ class SceneBuilder:
             for name, value in self.ground.items():
                 model.add_field(f"ground_{name}", float, (), value)
             if n:
-                model.force_terms.append(ParticleGroundContact(model))
+                model.force_terms.append(ParticleGroundContact(model, self.ground_law))
         for comp in self.components:
             comp.finalize(self, model)
+        model.user_force_terms = [check_force_term(factory(model), model) for factory in self._force_term_factories]
+        model.force_terms += model.user_force_terms
+        self._finalized = True
         return model

@@ -9,12 +9,15 @@ lives in a `StateStore`).  Besides fields it lists:
     write slot `s + 1` from slot `s` (they run after every force term, in order).
 Each runs exactly ONE loop (a kind with several loops, e.g. one per material,
 is several terms), and says in `serial` whether that loop is serialized (the
-`StepTerm` base sets it).  Each kind of element (springs, tets, cloth, rigid
+`StepTerm` base sets it).  A user's own force term subclasses the public
+`ForceTerm` (exported as `tgs.ForceTerm`) and is added with
+`SceneBuilder.add_force_term`.  Each kind of element (springs, tets, cloth, rigid
 bodies, contact) has its terms in its own module; the simulator fuses them into
 one kernel per substep, or per run of substeps (simulator.py says why both rules).
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -56,6 +59,112 @@ class StepTerm:
         self.serial = serial_scatter()
 
 
+@ti.data_oriented
+class ForceTerm(StepTerm):
+    """Base class of a user's own force term (another contact, drag or damping law, a field force).
+
+    Subclass it, build it with `super().__init__(model)`, define a `@ti.func apply_forces(self, state,
+    s, t)`, and add it with `SceneBuilder.add_force_term(factory)` before `finalize()`: the factory
+    (e.g. the class, or `lambda model: MyTerm(model, c=0.1)`) is called at finalize with the Model,
+    after every built-in element, so the term can read any model field; the simulator then runs the
+    term every step, fused with the built-in terms, inside or outside `ti.ad.Tape` and with
+    checkpointing, and its forces carry gradients like the built-in ones.  The built terms are listed,
+    in order, in `model.user_force_terms`.
+
+    The rules of `apply_forces(self, state, s, t)` (Taichi 1.7.4's reverse mode is wrong, silently,
+    when they are broken; test a new term with `tgs.check_gradient` in float64):
+      * `s` is the slot of the current step in `state`, `t` its step index (time t * dt).  Read the
+        state at slot `s`: `state.particle_q[s, i]` [m], `state.particle_qd[s, i]` [m/s] (vec3),
+        `state.body_q[s, b]` (vec7: position [m], quaternion x, y, z, w) and `state.body_qd[s, b]`
+        (vec6: angular [rad/s], linear [m/s] velocity, world frame), as a scene has them.
+      * Write forces only with `+=`, into `state.particle_f[s, i]` (vec3 [N]) or
+        `state.body_f[s, b]` (vec6: torque about the centre of mass [N m], then force [N], world
+        frame).  Never write anything else (no state, no model or term field: values read inside
+        the Tape must not change).
+      * Run exactly ONE top-level loop, and start it with `ti.loop_config(serialize=self.serial)`:
+        fused steps nest every term's loop inside the step loop, and Taichi reverses two sibling
+        loops there wrongly.  A term that needs two loops is two terms.
+      * No plain `range` inner loop that carries a local through non-linear operations (wrong
+        gradients); use `ti.static(range(n))` for small fixed counts.  `norm()` at 0 has a NaN
+        gradient: use `ti.sqrt(v.dot(v) + eps)`.
+    Differentiable coefficients: `self.add_parameter(name, value)` makes a model field (listed in
+    `model.parameters()`, settable with `model.set`, fitted with `tgs.Param(model.<name>)`).
+
+    Example (quadratic air drag f = -c |v| v on every particle, c [kg/m] to be identified)::
+
+        import taichi as ti
+        import tigradsim as tgs
+
+        @ti.data_oriented
+        class QuadraticDrag(tgs.ForceTerm):
+            def __init__(self, model, c=0.1):
+                super().__init__(model)                       # sets self.model, self.serial
+                self.c = self.add_parameter("drag_c", c)      # 0-D field [kg/m], differentiable
+
+            @ti.func
+            def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+                ti.loop_config(serialize=self.serial)
+                for i in range(self.model.particle_count):    # the one loop
+                    v = state.particle_qd[s, i]
+                    speed = ti.sqrt(v.dot(v) + 1e-12)         # no NaN gradient at v = 0
+                    state.particle_f[s, i] += -self.c[None] * speed * v
+
+        tgs.init(precision="f64")
+        b = tgs.SceneBuilder()
+        b.add_particles([[0.0, 1.0, 0.0]], velocities=[[3.0, 2.0, 0.0]], masses=0.2)
+        b.add_force_term(lambda model: QuadraticDrag(model, c=0.05))
+        model = b.finalize()
+        sim = tgs.Simulator(model, dt=1e-3, steps=500)
+        drag = tgs.Param(model.drag_c, "drag", lower=1e-4, log_space=True)   # fit it like any parameter
+
+    A rigid-body term loops over `range(self.model.body_count)` (or the contact points) and adds
+    `spatial(torque, force)` (`tigradsim.rigid.spatial`) into `state.body_f[s, b]`.
+    """
+
+    def add_parameter(self, name: str, value, shape=None):
+        """A differentiable model field `name` of floats (the model's precision) holding `value`.
+
+        value: scalar or array [the coefficient's units]; shape: the field's shape (default: the
+        value's, () for a scalar).  Returns the field (also `model.<name>`).  Raises ValueError if the
+        model already has an attribute `name` (a built-in field, or another term's parameter).
+        """
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise ValueError(f"name: expected a Python identifier, got {name!r}")
+        if hasattr(self.model, name):
+            raise ValueError(f"name: the model already has an attribute {name!r}; choose another parameter name")
+        arr = as_array(f"{name} value", value, shape=None if shape is None else tuple(shape))
+        return self.model.add_field(name, float, arr.shape, arr)
+
+
+def check_force_term(term, model) -> ForceTerm:
+    """Validate a user's force term built for `model` (see `ForceTerm`); returns it."""
+    if not isinstance(term, ForceTerm):
+        raise TypeError(f"force term: expected an instance of tgs.ForceTerm (the factory must return one), "
+                        f"got {type(term).__name__}")
+    name = type(term).__name__
+    if not hasattr(term, "serial") or getattr(term, "model", None) is None:
+        raise TypeError(f"force term {name}: its __init__ must call super().__init__(model)")
+    if term.model is not model:
+        raise ValueError(f"force term {name}: it was built for another Model; build it from the model the factory "
+                         "receives")
+    method = getattr(type(term), "apply_forces", None)
+    if method is None:
+        raise TypeError(f"force term {name}: defines no apply_forces; add a `@ti.func def apply_forces(self, state: "
+                        "ti.template(), s: ti.template(), t: ti.template())`")
+    if not getattr(method, "_is_taichi_function", False):
+        raise TypeError(f"force term {name}: apply_forces must be decorated with @ti.func")
+    params = list(inspect.signature(method).parameters)
+    if len(params) != 4:
+        raise TypeError(f"force term {name}: apply_forces must take (self, state, s, t), got ({', '.join(params)})")
+    return term
+
+
+def runtime_tag():
+    """(weak reference to Taichi's current runtime, precision): `tgs.init` replaces the runtime, and
+    the fields of a model built before belong to the old one (checked by the Simulator)."""
+    return weakref.ref(impl.get_runtime()), precision()
+
+
 def new_field(dtype, shape, needs_grad):
     """A Taichi field of a scalar, vector or matrix dtype."""
     return ti.field(dtype, shape=shape, needs_grad=needs_grad) if not hasattr(dtype, "ndim") else \
@@ -85,6 +194,7 @@ class Model:
         self.state_kinds: list[StateKind] = []
         self.force_terms: list = []
         self.integrators: list = []
+        self.user_force_terms: list = []     # the ForceTerms of SceneBuilder.add_force_term, in order
         self._params: dict[str, Any] = {}
 
     # -- fields -----------------------------------------------------------

@@ -21,7 +21,8 @@ I = m * body_inertia: one Newton step of the implicit gyroscopic equation, as
 in Bullet; stable for fast spin), then  q1 = normalise(q0 + dt/2 (w1, 0) * q0).
 
 Contact: every contact point (default: the mesh vertices) against the ground,
-with `tigradsim.contact.ground_contact_force` and the body's own ke, kd, kf, mu.
+with `tigradsim.contact.ground_contact_force` and the body's own ke, kd, kf, mu and
+contact law (`tigradsim.contact.ContactLaw`: the ground's unless the body sets its own).
 
 Input quaternions must have unit norm (|q| - 1 within 1e-6 is renormalised
 silently; anything else is rejected with ValueError naming `rotation`).
@@ -31,7 +32,7 @@ import math
 import numpy as np
 import taichi as ti
 
-from .contact import ground_contact_force
+from .contact import DEFAULT_LAW, ContactLaw, check_law_options, ground_contact_force
 from .materials.linalg import matmul, matvec
 from .errors import as_array, check_positive
 from .model import StateKind, StepTerm
@@ -163,7 +164,8 @@ class RigidBodies:
 
     def add(self, builder, vertices, faces, density=None, mass=None, position=(0.0, 0.0, 0.0),
             rotation=(0.0, 0.0, 0.0, 1.0), velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
-            ke=None, kd=None, kf=None, mu=None, contact_points=None, contact_radius=0.0, weld_tol=1e-6) -> int:
+            ke=None, kd=None, kf=None, mu=None, contact_points=None, contact_radius=0.0,
+            damping=None, friction=None, friction_velocity=None, weld_tol=1e-6) -> int:
         """Add a rigid body bounded by a closed triangle mesh; returns its index.
 
         Args:
@@ -179,6 +181,9 @@ class RigidBodies:
             contact_points: (K, 3) [m] mesh-coordinate points that touch the ground;
                 default: every mesh vertex.
             contact_radius: [m] >= 0, radius around each contact point.
+            damping, friction, friction_velocity: the contact law of this body (`tigradsim.contact`:
+                damping "capped" or "uncapped", friction "capped" or "huber" with friction_velocity
+                [m/s] > 0); None: the ground's law (`SceneBuilder.add_ground`), or the default.
             weld_tol: vertices closer than weld_tol x the bounding-box diagonal are merged
                 (`tigradsim.meshes.weld_vertices`) before the closedness check, so a mesh that
                 repeats each corner per face (an OBJ/STL box with 24 or 36 corners) is one closed
@@ -205,6 +210,7 @@ class RigidBodies:
         rot = rot / norm
         vel = as_array("velocity", velocity, shape=(3,))
         ang = as_array("angular_velocity", angular_velocity, shape=(3,))
+        law = check_law_options(damping, friction, friction_velocity)
         contact = {}
         for name, value in zip(_CONTACT_NAMES, (ke, kd, kf, mu)):
             if value is not None:
@@ -220,7 +226,8 @@ class RigidBodies:
         R = quat_to_matrix_np(rot)
         self.bodies.append(dict(vertices=v - com, faces=f, volume=volume, com=com, mass=m,
                                 inertia_unit=inertia / volume, q0=np.concatenate([pos + R @ com, rot]),
-                                qd0=np.concatenate([ang, vel]), contact=contact, points=points, radius=radius))
+                                qd0=np.concatenate([ang, vel]), contact=contact, points=points, radius=radius,
+                                law=law))
         return len(self.bodies) - 1
 
     def add_force(self, builder, body, force=(0.0, 0.0, 0.0), point=None, torque=(0.0, 0.0, 0.0),
@@ -291,7 +298,8 @@ class RigidBodies:
             StateKind("body_f", vec6, B, accumulator=True),
         ]
         if model.has_ground:
-            model.force_terms.append(RigidGroundContact(model))
+            model.force_terms += _ground_contact_terms(model, bodies, getattr(builder, "ground_law", DEFAULT_LAW),
+                                                       pcounts)
         if A:
             model.integrators.append(RigidAppliedLoads(model))
         model.integrators.append(RigidIntegrator(model))
@@ -336,23 +344,64 @@ class BodyExternalForce(StepTerm):
 
 
 
+def _ground_contact_terms(model, bodies, ground_law, point_counts):
+    """One RigidGroundContact term per distinct contact law (each term runs one loop, over the
+    contact points of its bodies; with a single law it loops over every point directly)."""
+    laws = []
+    for b, body in enumerate(bodies):
+        try:
+            laws.append(ground_law.merged(**body["law"]))
+        except ValueError as err:
+            raise ValueError(f"rigid body {b}: {err}") from None
+    starts = np.concatenate([[0], np.cumsum(point_counts)]).astype(np.int64)
+    groups = {}
+    for b, law in enumerate(laws):
+        groups.setdefault(law, []).append(b)
+    if len(groups) == 1:
+        return [RigidGroundContact(model, laws[0])]
+    terms = []
+    for law, members in groups.items():
+        points = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in members]).astype(np.int32)
+        field = ti.field(ti.i32, shape=(len(points),))
+        field.from_numpy(points)
+        terms.append(RigidGroundContact(model, law, field))
+    return terms
+
+
 @ti.data_oriented
 class RigidGroundContact(StepTerm):
-    """Penalty contact of every body contact point with the ground y = 0 (per-body ke, kd, kf, mu)."""
+    """Penalty contact of body contact points with the ground y = 0 (per-body ke, kd, kf, mu) by one
+    `ContactLaw`: of every contact point (`points` None), or of the contact points listed in `points`
+    (an i32 field), when bodies use different laws."""
+
+    def __init__(self, model, law: ContactLaw = DEFAULT_LAW, points=None):
+        super().__init__(model)
+        self.law = law
+        self.points = points
+        self.all_points = points is None     # compile-time switch ("is" is not allowed in Taichi scope)
+
+    @ti.func
+    def _point_force(self, state: ti.template(), s: ti.template(), c):
+        b = self.model.contact_body[c]
+        q = state.body_q[s, b]
+        qd = state.body_qd[s, b]
+        r = quat_rotate(body_rotation(q), self.model.contact_point[c])
+        x = body_position(q) + r
+        v = bottom(qd) + top(qd).cross(r)
+        f = ground_contact_force(x, v, self.model.body_contact_radius[b], self.model.body_ke[b],
+                                 self.model.body_kd[b], self.model.body_kf[b], self.model.body_mu[b], self.law)
+        state.body_f[s, b] += spatial(r.cross(f), f)
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        ti.loop_config(serialize=self.serial)
-        for c in range(self.model.contact_point_count):
-            b = self.model.contact_body[c]
-            q = state.body_q[s, b]
-            qd = state.body_qd[s, b]
-            r = quat_rotate(body_rotation(q), self.model.contact_point[c])
-            x = body_position(q) + r
-            v = bottom(qd) + top(qd).cross(r)
-            f = ground_contact_force(x, v, self.model.body_contact_radius[b], self.model.body_ke[b],
-                                     self.model.body_kd[b], self.model.body_kf[b], self.model.body_mu[b])
-            state.body_f[s, b] += spatial(r.cross(f), f)
+        if ti.static(self.all_points):
+            ti.loop_config(serialize=self.serial)
+            for c in range(self.model.contact_point_count):
+                self._point_force(state, s, c)
+        else:
+            ti.loop_config(serialize=self.serial)
+            for k in range(self.points.shape[0]):
+                self._point_force(state, s, self.points[k])
 
 
 @ti.data_oriented
