@@ -145,7 +145,7 @@ def test_render_then_fit_recovers_mass(clip, tmp_path, capsys):
     folder, frames = clip
     code, summary, out, _ = _run(["render", folder / "scene_y.toml", "--out", tmp_path / "check"], capsys)
     assert code == 0 and summary["ok"] and summary["frames"] == frames
-    assert summary["steps"] == 120 and summary["substeps_per_frame"] == 8
+    assert summary["steps"] == 120 and summary["blended_frames"] == 0    # 8 steps per frame: no blending
     assert summary["iou"]["first"] > 0.8            # the start pose and the camera are right
     assert summary["iou"]["last"] < 0.7             # the guessed (heavier) box lags behind by the end
     for key in ("outline_gif", "outline_png"):

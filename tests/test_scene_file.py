@@ -37,6 +37,9 @@ def _scene(tmp_path, **changes):
         "fit": {"iterations": 5, "supervision": "mask"},
     }
     for path, value in changes.items():
+        if "." not in path:
+            data[path] = value
+            continue
         keys = path.split(".")
         if keys[0] == "unknowns" and len(keys) > 2:      # "unknowns.box.mass.init": the target has a dot
             keys = ["unknowns", keys[1] + "." + keys[2]] + keys[3:]
@@ -218,36 +221,48 @@ def test_example_scenes_parse():
 
 # ---------------------------------------------------------------------------- Params (kernels)
 
-def test_entry_params_chain_rule(f64):
-    """Shared (ground.mu -> ground and both bodies) and tied (ke per unit mass, with the mass
-    fitted too) unknowns: each Param's internal gradient matches central differences."""
+def _param_scene(tmp_path, objects, unknowns):
     import tigradsim as tgs
-    from tigradsim.scene_build import EntryParam
+    from tigradsim.scene_build import Scene, load_scene_footage
 
-    b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
-    b.add_ground(ke=2e3, kd=5.0, kf=10.0, mu=0.5)
-    v, f = tgs.meshes.box_surface((0.2, 0.1, 0.15))
-    b.add_rigid_body(v, f, mass=1.0, position=(0.0, 0.06, 0.0), velocity=(1.0, -0.5, 0.0))
-    b.add_rigid_body(v, f, mass=0.7, position=(0.5, 0.08, 0.0), velocity=(-0.8, -0.3, 0.2),
-                     angular_velocity=(0.0, 2.0, 0.0))
-    m = b.finalize(requires_grad=True)
-    sim = tgs.Simulator(m, dt=1e-3, steps=120)
-    rec = tgs.BodyRecorder(sim, every=40)
-    loss = tgs.MSELoss(rec.positions, np.zeros((rec.frames, 2, 3)) + [0.1, 0.02, 0.05])
+    data = _scene(tmp_path, objects=objects, forces=[], unknowns=unknowns, **{"simulation.duration": 0.12,
+                                                                               "simulation.substeps": 40})
+    spec = parse_scene(data, str(tmp_path / "scene.toml"))
+    scene = Scene(spec, load_scene_footage(spec))
+    rec = tgs.BodyRecorder(scene.sim, every=40)
+    loss = tgs.MSELoss(rec.positions, np.zeros((rec.frames, rec.count, 3)) + [0.1, 0.02, 0.05])
 
     def run():
         loss.value[None] = 0.0
-        sim.run()
+        scene.sim.run()
         loss._accumulate()
 
-    mu = EntryParam("ground.mu", [(m.ground_mu, None), (m.body_mu, 0), (m.body_mu, 1)], log_space=True)
-    mass = EntryParam("a.mass", [(m.body_mass, 0)], log_space=True)
-    tie = EntryParam("a.ke_per_mass", [(m.body_ke, 0)], log_space=True, scale=lambda: float(m.body_mass[0]))
-    mass.scales.append(tie)
-    tie.write([2.5e3])
-    assert np.isclose(m.body_ke[0], 2.5e3 * 1.0)
-    mass.write([1.2])                              # the tie follows the mass
-    assert np.isclose(m.body_ke[0], 2.5e3 * 1.2) and np.isclose(m.body_mu[1], 0.5)
-    for p in (mu, mass, tie):
-        report = tgs.check_param_gradient(lambda: run(), loss.value, p, n_dirs=2, eps=1e-6, rtol=1e-5)
-        assert report.ok, (p.name, report)
+    return scene, run, loss
+
+
+def test_unknown_params_chain_rule(tmp_path, f64):
+    """The scene's unknowns as library Params: a body's mass and kd (entries of per-body fields),
+    ground.mu (shared by the ground and the bodies without their own mu), and a stiffness per
+    unit mass tied to a fitted mass: written where they belong, gradients match central
+    differences (f64)."""
+    import tigradsim as tgs
+    moving = dict(BOX, velocity=[1.0, -0.5, 0.0], position=[0.0, 0.06, 0.0])
+    objects = {"a": moving, "b": dict(BOX, mass=0.7, mu=0.3, position=[0.5, 0.08, 0.0], velocity=[-0.8, -0.3, 0.2],
+                                      angular_velocity=[0.0, 2.0, 0.0])}
+    unknowns = {"a.mass": {"init": 1.2}, "ground.mu": {"init": 0.6}, "b.kd": {"init": 7.0}}
+    scene, run, loss = _param_scene(tmp_path, objects, unknowns)
+    m = scene.model
+    assert np.allclose(m.get("body_mass"), [1.2, 0.7]) and np.allclose(m.get("body_kd"), [10.0, 7.0])
+    assert np.allclose(m.get("body_mu"), [0.6, 0.3]) and np.isclose(m.get("ground_mu"), 0.6)   # b keeps its own mu
+    for p in scene.params:
+        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=2, eps=1e-6, rtol=1e-5)
+        assert report.ok, (p.name, str(report))
+
+    scene, run, loss = _param_scene(tmp_path, {"a": moving}, {"a.mass": {"init": 1.2}, "a.ke_per_mass": {"init": 2e3}})
+    m = scene.model
+    assert np.isclose(m.get("body_ke")[0], 2e3 * 1.2)
+    scene.set_values({"a.mass": 1.5})                 # the stiffness follows the mass
+    assert np.isclose(m.get("body_ke")[0], 2e3 * 1.5) and np.isclose(scene.values()["a.ke_per_mass"], 2e3)
+    for p in scene.params:
+        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=2, eps=1e-6, rtol=1e-5)
+        assert report.ok, (p.name, str(report))

@@ -115,15 +115,15 @@ def _prepare(args, precision, requires_grad):
 
 
 def _write_outline(path_gif, path_png, footage, alpha, fps):
+    """The outline video (GIF) and a PNG of its first, middle and last frames side by side."""
+    import imageio.v3 as iio
     from .scene_build import outline_frames
     from .video import save_gif
-    import imageio.v3 as iio
 
-    H = footage.frames.shape[1]
-    up = max(1, int(math.ceil(256 / H)))             # small renders are hard to judge: show >= 256 px
-    frames = outline_frames(footage.frames, alpha, footage.masks, upscale=up)
+    rgb = footage.frames if footage.channels == 3 else np.repeat(footage.frames, 3, axis=-1)
+    up = max(1, int(math.ceil(256 / footage.height)))      # small renders are hard to judge: show >= 256 px
+    frames = outline_frames(rgb, alpha, footage.masks, upscale=up)
     save_gif(frames, path_gif, fps=min(fps, 30.0))
-    # first, middle and last frame side by side: the camera and the start pose at a glance
     K = len(frames)
     picks = sorted({0, K // 2, K - 1})
     gap = np.full((frames.shape[1], 4, 3), 255, np.uint8)
@@ -141,6 +141,12 @@ def _iou(footage, alpha):
             "per_frame": [round(float(v), 4) for v in iou]}
 
 
+def _timing(scene):
+    steps, alphas = scene.timed.steps, scene.timed.alphas
+    return {"dt": scene.dt, "steps": scene.steps, "frame_steps": [int(steps[0]), int(steps[-1])],
+            "blended_frames": int(np.count_nonzero(alphas))}
+
+
 def _render(args):
     from .video import save_frames
 
@@ -156,10 +162,8 @@ def _render(args):
     picks = _write_outline(gif, png, footage, alpha, footage.fps)
     iou = _iou(footage, alpha)
     summary = {"ok": True, "command": "render", "scene": os.path.abspath(args.scene), "out": os.path.abspath(out),
-               "frames": int(len(video)), "size": [int(video.shape[2]), int(video.shape[1])],
-               "dt": scene.dt, "steps": scene.steps, "substeps_per_frame": scene.every,
-               "rendered_frames": [int(k) for k in scene.frame_ids[[0, -1]]], "up": spec.up,
-               "values": scene.values(), "iou": iou,
+               "frames": int(len(video)), "size": [int(video.shape[2]), int(video.shape[1])], **_timing(scene),
+               "up": spec.up, "values": scene.values(), "iou": iou,
                "files": {"frames": frames_dir, "outline_gif": gif, "outline_png": png,
                          "outline_png_frames": picks},
                "seconds": round(time.time() - t0, 2)}
@@ -176,8 +180,8 @@ def _render(args):
 # ---------------------------------------------------------------------------
 
 def _fit(args):
-    from . import scene_build as sb
     from .plots import plot_loss, plot_params
+    from .scene_build import fit_scene
 
     t0 = time.time()
     printer = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
@@ -186,32 +190,26 @@ def _fit(args):
     if not scene.params:
         raise spec.error(None, "[unknowns]", "nothing to fit: add at least one [unknowns.\"OBJECT.PARAM\"] table")
     iterations = args.iterations if args.iterations is not None else f.iterations
-    starts, refine = f.starts, f.refine
+    overrides = {}
     if args.quick:
-        iterations, starts, refine = min(iterations, QUICK_ITERATIONS), 1, 0
-    f.refine = refine
+        overrides = dict(starts=1, local_starts=1, refine=0, horizons=None)
+        iterations = min(iterations, QUICK_ITERATIONS)
     out = args.out
     os.makedirs(out, exist_ok=True)
     initial = scene.values()
-    scene.make_loss()
     loss0 = scene.loss_value()
     alpha0 = scene.render()[..., -1]
-    printer(f"scene {spec.path}: {len(footage.frames)} frames at {footage.frames.shape[2]}x{footage.frames.shape[1]} "
-            f"px, dt {scene.dt:.6g} s ({scene.every} steps per frame), {scene.steps} steps; unknowns "
+    timing = _timing(scene)
+    printer(f"scene {spec.path}: {len(footage)} frames at {footage.width}x{footage.height} px, dt {scene.dt:.6g} s, "
+            f"{scene.steps} steps ({timing['blended_frames']} frames between steps); unknowns "
             + ", ".join(f"{k}={v:.5g}" for k, v in initial.items()) + f"; loss {loss0:.6e}")
-    starts_info = None
-    if starts > 1:
-        starts_info = sb.multi_start(scene, starts, f.seed, printer=printer)
-    sb.run_fit(scene, iterations, printer=printer)
-    history = scene.fit.history
+    result, history = fit_scene(scene, iterations=iterations, printer=printer, **overrides)
     estimates = scene.values()
     loss1 = scene.loss_value()
-    printer("estimating uncertainties ...")
-    unc = sb.uncertainty(scene)
     alpha1 = scene.render()[..., -1]
     files = {
-        "loss_plot": plot_loss(history, os.path.join(out, "loss.png"), title=f"{spec.name}: loss"),
-        "param_plot": plot_params(history, os.path.join(out, "params.png"), title=f"{spec.name}: unknowns"),
+        "loss_plot": plot_loss(history, os.path.join(out, "loss.png"), title=f"{spec.name}: loss per rollout"),
+        "param_plot": plot_params(history, os.path.join(out, "params.png"), title=f"{spec.name}: unknowns per rollout"),
         "fit_outline_gif": os.path.join(out, "fit_outline.gif"),
         "fit_outline_png": os.path.join(out, "fit_outline.png"),
         "initial_outline_gif": os.path.join(out, "initial_outline.gif"),
@@ -221,33 +219,38 @@ def _fit(args):
     _write_outline(files["fit_outline_gif"], files["fit_outline_png"], footage, alpha1, footage.fps)
     _write_outline(files["initial_outline_gif"], os.path.join(out, "initial_outline.png"), footage, alpha0, footage.fps)
     iou0, iou1 = _iou(footage, alpha0), _iou(footage, alpha1)
+    best = result.best
     report = {
-        "scene": os.path.abspath(args.scene), "supervision": f.supervision,
-        "frames": int(len(footage.frames)), "size": [int(footage.frames.shape[2]), int(footage.frames.shape[1])],
-        "dt": scene.dt, "steps": scene.steps, "iterations": int(len(history.loss) - 1), "quick": bool(args.quick),
+        "scene": os.path.abspath(args.scene), "supervision": f.supervision, "frames": len(footage),
+        "size": [footage.width, footage.height], **timing, "rollouts": len(history.loss), "quick": bool(args.quick),
         "loss_initial": _finite(loss0), "loss_final": _finite(loss1),
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
-        "unknowns": {}, "undetermined": unc["undetermined"], "uncertainty_method": unc["method"],
-        "residual_variance": unc["residual_variance"], "multi_start": starts_info,
-        "seconds": round(time.time() - t0, 2),
+        "ambiguous": result.ambiguous, "summary": result.summary(), "unknowns": {},
+        "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
+        "identification": result.to_dict(), "seconds": round(time.time() - t0, 2),
     }
     for u in spec.unknowns:
-        e = unc["parameters"][u.target]
-        report["unknowns"][u.target] = {"initial": initial[u.target], "estimate": estimates[u.target],
-                                        "std": e["std"], "ci95": e["ci95"], "determined": e["determined"],
-                                        "lower": u.lower, "upper": u.upper, "log": u.log}
+        e = best[u.target] if best is not None else None
+        report["unknowns"][u.target] = {
+            "initial": initial[u.target], "estimate": estimates[u.target],
+            "std": None if e is None or not e.determined else _finite(e.std), "std_space": "log" if u.log else "linear",
+            "ci95": None if e is None or e.lower95 is None else [e.lower95, e.upper95],
+            "status": "no uncertainty" if e is None else e.status, "lower": u.lower, "upper": u.upper}
     with open(files["estimates_json"], "w") as fh:
         json.dump(report, fh, indent=1, default=_json_default)
+    md = _markdown(spec, report, result)
     with open(files["estimates_md"], "w") as fh:
-        fh.write(_markdown(spec, report))
-    printer("\n" + _markdown(spec, report))
-    _last_line({"ok": True, "command": "fit", "out": os.path.abspath(out),
-                "estimates": estimates, "std": {k: v["std"] for k, v in report["unknowns"].items()},
+        fh.write(md)
+    printer("\n" + md)
+    _last_line({"ok": True, "command": "fit", "out": os.path.abspath(out), "estimates": estimates,
+                "std": {k: v["std"] for k, v in report["unknowns"].items()},
+                "std_space": {k: v["std_space"] for k, v in report["unknowns"].items()},
                 "ci95": {k: v["ci95"] for k, v in report["unknowns"].items()},
-                "undetermined": [u["combination"] for u in unc["undetermined"]],
+                "status": {k: v["status"] for k, v in report["unknowns"].items()},
+                "undetermined": [d["text"] for d in report["undetermined"]], "ambiguous": result.ambiguous,
                 "loss_initial": report["loss_initial"], "loss_final": report["loss_final"],
-                "iou_final": report["iou_final"], "iterations": report["iterations"],
-                "seconds": report["seconds"], "files": files})
+                "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
+                "rollouts": report["rollouts"], "seconds": report["seconds"], "files": files})
     return 0
 
 
@@ -255,26 +258,26 @@ def _fmt(v):
     return "-" if v is None else f"{v:.6g}"
 
 
-def _markdown(spec, report) -> str:
+def _markdown(spec, report, result) -> str:
+    iou = (f"; silhouette IoU {report['iou_initial']:.3f} -> {report['iou_final']:.3f}"
+           if report["iou_final"] is not None else "")
     lines = [f"# Fit of {spec.path}", "",
              f"{report['frames']} frames at {report['size'][0]}x{report['size'][1]} px, supervision "
-             f"{report['supervision']}, {report['iterations']} iterations, {report['seconds']} s.  "
-             f"Loss {_fmt(report['loss_initial'])} -> {_fmt(report['loss_final'])}"
-             + (f"; silhouette IoU {report['iou_initial']:.3f} -> {report['iou_final']:.3f}"
-                if report["iou_final"] is not None else "") + ".", "",
-             "| unknown | initial | estimate | std | 95% interval | bounds |", "|---|---|---|---|---|---|"]
+             f"{report['supervision']}, {report['rollouts']} rollouts, {report['seconds']} s.  "
+             f"Loss {_fmt(report['loss_initial'])} -> {_fmt(report['loss_final'])}{iou}.  **{report['summary']}**", "",
+             "| unknown | initial | estimate | std | 95% interval | status | bounds |", "|---|---|---|---|---|---|---|"]
     for name, u in report["unknowns"].items():
-        ci = "undetermined" if not u["determined"] else f"[{_fmt(u['ci95'][0])}, {_fmt(u['ci95'][1])}]"
-        bounds = f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}]" + (" log" if u["log"] else "")
-        lines.append(f"| {name} | {_fmt(u['initial'])} | {_fmt(u['estimate'])} | {_fmt(u['std'])} | {ci} | {bounds} |")
-    lines += ["", f"Uncertainty: {report['uncertainty_method']}; residual variance "
-                  f"{report['residual_variance']:.3g}.  Intervals are approximate (local, linearised) and assume the "
-                  "model (camera, contact law, time step) is right."]
+        ci = "-" if u["ci95"] is None else f"[{_fmt(u['ci95'][0])}, {_fmt(u['ci95'][1])}]"
+        std = "-" if u["std"] is None else f"{u['std']:.3g}" + (" (log)" if u["std_space"] == "log" else "")
+        est = _fmt(u["estimate"]) if u["status"] != "undetermined" else f"({_fmt(u['estimate'])})"
+        lines.append(f"| {name} | {_fmt(u['initial'])} | {est} | {std} | {ci} | {u['status']} | "
+                     f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}] |")
     if report["undetermined"]:
-        lines += ["", "Combinations the clip does not determine (directions in log-parameter space along which the "
-                      "loss is flat; their values above are one point of a valley, not estimates):"]
-        for u in report["undetermined"]:
-            lines.append("- " + " ".join(f"{c:+.3f} {n}" for n, c in u["combination"].items()))
+        lines += ["", "Not determined by the clip (the value shown is one point of a flat valley, not an estimate):"]
+        lines += [f"- {d['text']}" for d in report["undetermined"]]
+    lines += ["", "Intervals: Gauss-Newton at the optimum (local, linearised), in the optimiser's coordinates (log "
+                  "for log-space unknowns); they assume the model (camera, contact law, time step) is right.", "",
+              result.to_markdown("Identification details")]
     return "\n".join(lines) + "\n"
 
 

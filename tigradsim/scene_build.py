@@ -1,138 +1,94 @@
-"""From a validated `SceneSpec` (tigradsim.scene_file) to a runnable fit: footage arrays,
-the model in tigradsim's y-up world, the simulator, the renderer, the unknowns as `Param`s
+"""From a validated `SceneSpec` (tigradsim.scene_file) to a runnable fit: the footage, the
+model in tigradsim's y-up world, the simulator, the renderer, the unknowns as `Param`s
 and a `VideoFit`.
 
     spec = load_scene("scene.toml")
-    footage = load_scene_footage(spec)           # checked against the camera; no kernel yet
+    footage = load_scene_footage(spec)           # tgs.Footage, checked against the camera; no kernel yet
     scene = Scene(spec, footage)                 # builds model, simulator, renderer, unknowns
-    video = scene.render()                       # (K, H, W, C) at the footage's frame times
+    video = scene.render()                       # (K, H, W, C): frame k at footage time k
 
-Time matching: footage frame k is at simulation time start_time + k / fps.  The step is
-dt = 1 / (fps substeps) (or the file's dt, which must divide 1 / fps); the renderer
-records every `substeps` steps from t = 0, and footage frame k is compared with rendered
-frame round(start_time fps) + k, so start_time must be a whole number of frame intervals.
+Time matching (`tigradsim.footage`): footage frame k shows time start_time + k / fps; the
+renderer draws frame k from the state at that time, interpolated linearly between the two
+steps around it (`render_at_times`), so any dt works.  With `substeps` (dt = 1 / (fps
+substeps)) and a start_time on a step, every frame falls on a step and nothing is blended.
 
-Each of the library pieces the scene needs is reached through one small function here
-(`_camera`, `_load_images`, `Scene._make_renderer`, `_entry_param`, `multi_start`,
-`uncertainty`), so that a better library version replaces one place.
+Each library piece the scene needs is reached through one small function here
+(`_camera`, `Scene._make_renderer`, `unknown_params`, `fit_scene`), so that a newer
+library version changes one place.
 """
 from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
-from typing import Optional
+import time
 
 import numpy as np
 
-from .optim import Param
+from .optim import History
 from .scene_file import SceneSpec
 
-__all__ = ["FootageData", "load_scene_footage", "Scene", "outline_frames", "silhouette_iou"]
+__all__ = ["load_scene_footage", "Scene", "unknown_params", "fit_scene", "outline_frames", "silhouette_iou"]
 
 
 # ---------------------------------------------------------------------------
 # footage
 
-@dataclass
-class FootageData:
-    """Footage at the render resolution.  frames (K, H, W, 3) float in [0, 1]; masks (K, H, W)
-    in [0, 1] or None; background (H, W, 3) or None; factor: footage pixels per render pixel."""
-    frames: np.ndarray
-    masks: Optional[np.ndarray]
-    background: Optional[np.ndarray]
-    fps: float
-    start_time: float
-    factor: int
-    full_size: tuple                      # (width, height) of the footage files
-
-
-def _load_images(paths) -> np.ndarray:
-    import imageio.v3 as iio
-    return [np.asarray(iio.imread(p)) for p in paths]
-
-
-def _to_float_rgb(img):
-    a = img.astype(np.float64) / (65535.0 if img.dtype == np.uint16 else 255.0 if img.dtype != np.float64 else 1.0)
-    if a.ndim == 2:
-        a = np.repeat(a[..., None], 3, axis=-1)
-    return a[..., :3]
-
-
-def _to_float_grey(img):
-    a = img.astype(np.float64) / (65535.0 if img.dtype == np.uint16 else 255.0)
-    if a.ndim == 3:
-        a = a[..., 3] if a.shape[-1] == 4 and np.ptp(a[..., 3]) > 0 else a[..., :3].mean(-1)
-    return a
-
-
-def _downsample(a, f, channels):
-    """Block mean over f x f pixels of (K, H, W, C) (channels=True) or (K, H, W) arrays."""
+def _block_mean(a, f):
+    """Mean over f x f pixel blocks of (K, H, W) or (K, H, W, C)."""
     if f == 1:
         return a
-    if channels:
-        K, H, W, C = a.shape
-        return a.reshape(K, H // f, f, W // f, f, C).mean(axis=(2, 4))
-    K, H, W = a.shape
-    return a.reshape(K, H // f, f, W // f, f).mean(axis=(2, 4))
+    K, H, W = a.shape[:3]
+    return a.reshape((K, H // f, f, W // f, f) + a.shape[3:]).mean(axis=(2, 4))
 
 
-def _estimate_background(frames, masks):
-    """Per-pixel median over the frames where the pixel is outside the mask (all frames
-    where it is always covered)."""
-    if masks is None:
-        return np.median(frames, axis=0)
-    out = np.median(frames, axis=0)
-    free = masks < 0.5
-    stack = np.where(free[..., None], frames, np.nan)
-    with np.errstate(all="ignore"):
-        med = np.nanmedian(stack, axis=0)
-    return np.where(np.isfinite(med), med, out)
+def load_scene_footage(spec: SceneSpec, resolution=None):
+    """The scene's footage as a `tgs.Footage` at the render resolution (`resolution`, default
+    the file's [fit] resolution or the footage size; block means of the frames and masks),
+    with the background plate where the file asks for one.  Checked against the camera;
+    raises SceneError naming the key; runs no kernel."""
+    from .footage import Footage, load_footage
 
-
-def load_scene_footage(spec: SceneSpec, resolution=None) -> FootageData:
-    """Read the footage files of a scene, check them against the camera, and average them
-    down to the render resolution (`resolution`, default the file's [fit] resolution or the
-    footage size).  Raises SceneError naming the key; runs no kernel."""
     fs = spec.footage
     if fs is None:
         raise spec.error(None, "[footage]", "missing: render and fit need footage (frames, fps)")
-    frames = _load_images(fs.frames)
-    shapes = {f.shape[:2] for f in frames}
-    if len(shapes) != 1:
-        raise spec.error("footage", "frames", f"frames differ in size: {sorted(shapes)} (height, width)")
-    H, W = frames[0].shape[:2]
+    try:
+        clip = load_footage(fs.folder, fs.fps, start_time=fs.start_time, pattern=fs.pattern,
+                            masks=fs.masks_folder, mask_pattern=fs.masks_pattern)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        key = "masks" if str(exc).startswith("masks") else "frames"
+        raise spec.error("footage", key, str(exc)) from None
+    if len(clip) != fs.first + fs.count and fs.pattern is not None and len(clip) < fs.first + fs.count:
+        raise spec.error("footage", "frames", f"{len(clip)} frames read, {fs.first + fs.count} expected")
+    clip = clip[fs.first:fs.first + fs.count]
+    W, H = clip.width, clip.height
     cam = spec.camera
     if (cam.width, cam.height) != (W, H):
         raise spec.error("camera", "width / height", f"inconsistent camera: {cam.width}x{cam.height} (width x "
                          f"height) but the footage frames are {W}x{H}")
-    masks = None
-    if fs.masks is not None:
-        ms = _load_images(fs.masks)
-        mshape = {m.shape[:2] for m in ms}
-        if mshape != {(H, W)}:
-            raise spec.error("footage", "masks", f"mask size {sorted(mshape)} (height, width) differs from the "
-                             f"frames' {(H, W)}")
-        masks = np.stack([_to_float_grey(m) for m in ms])
-    rgb = np.stack([_to_float_rgb(f) for f in frames])
     res = resolution or spec.fit.resolution or W
     if W % res or H % (W // res):
         raise spec.error("fit", "resolution", f"expected a width that divides the footage's {W}x{H} pixels "
                          f"(e.g. {W}, {W // 2}, {W // 4}), got {res}")
     f = W // res
-    background = None
-    if fs.background == "estimate":
-        background = _estimate_background(rgb, masks)
-    elif fs.background is not None:
-        plate = _load_images([fs.background])[0]
+    plate = None
+    if fs.background is not None and fs.background != "estimate":
+        from .video import load_video
+        plate = load_video(fs.background)[0]
         if plate.shape[:2] != (H, W):
             raise spec.error("footage", "background", f"the plate is {plate.shape[1]}x{plate.shape[0]}, the frames "
                              f"{W}x{H} (width x height)")
-        background = _to_float_rgb(plate)
-    return FootageData(frames=_downsample(rgb, f, True), masks=None if masks is None else _downsample(masks, f, False),
-                       background=None if background is None else _downsample(background[None], f, True)[0],
-                       fps=fs.fps,
-                       start_time=fs.start_time, factor=f, full_size=(W, H))
+        plate = _block_mean(plate[None].astype(np.float64) / 255.0, f)[0]
+    small = Footage(_block_mean(clip.frames, f), clip.fps, masks=None if clip.masks is None else
+                    _block_mean(clip.masks, f), times=clip.times)
+    if fs.background == "estimate":
+        small.estimate_background()
+    elif plate is not None:
+        try:
+            small.set_background(plate[..., :small.channels] if plate.shape[-1] >= small.channels else plate)
+        except ValueError as exc:
+            raise spec.error("footage", "background", str(exc)) from None
+    small.factor, small.full_size = f, (W, H)
+    return small
 
 
 # ---------------------------------------------------------------------------
@@ -176,48 +132,76 @@ def _camera(spec: SceneSpec, factor: int):
 # ---------------------------------------------------------------------------
 # unknowns as Params
 
-class EntryParam(Param):
-    """One scalar unknown x written to `entries` [(field, index)] as x * scale() (a tie:
-    scale() is another quantity, e.g. a body's mass for a stiffness per unit mass).
-    Its gradient sums the entries' gradients (the chain rule of a shared value), and a
-    Param whose value scales other Params' entries (`scales`: ties to this mass) adds
-    their share.  index None: a 0-D field."""
+def _entry(field, index):
+    """A `TiedParam` tie writing theta into entry `index` of `field` (None: a 0-D field)."""
+    if index is None:
+        return (field, lambda t: t[0], lambda t, g: g)
 
-    def __init__(self, name, entries, lower=None, upper=None, log_space=False, scale=None):
-        self.entries = list(entries)
-        self.scale = scale or (lambda: 1.0)
-        self.scales = []
-        f, i = self.entries[0]
-        self._x = float(f[i]) / self.scale()
-        super().__init__(f, name, lower, upper, log_space)
+    def forward(t):
+        values = field.to_numpy().astype(np.float64)
+        values[index] = t[0]
+        return values
 
-    def __post_init__(self):
-        if self.log_space and not self._x > 0:
-            raise ValueError(f"Param {self.name!r}: log_space needs a value > 0, got {self._x}")
-
-    def value(self):
-        return np.array([self._x])
-
-    def write(self, value):
-        self._x = float(np.ravel(value)[0])
-        s = self.scale()
-        for f, i in self.entries:
-            f[i] = self._x * s
-        for tied in self.scales:
-            tied.write(tied.value())
-
-    def internal_grad(self):
-        g = sum(float(f.grad[i]) for f, i in self.entries) * self.scale()
-        for tied in self.scales:
-            g += sum(float(f.grad[i]) for f, i in tied.entries) * tied._x
-        g = np.array([g])
-        return g * self._x if self.log_space else g
+    return (field, forward, lambda t, g: g[index])
 
 
-def _entry_param(name, entries, lower, upper, log_space, scale=None):
-    """A scalar unknown written into several field entries (swap point for the library's
-    tied / column Params)."""
-    return EntryParam(name, entries, lower, upper, log_space, scale)
+def _entries(field, indices):
+    """A tie writing theta into several entries of one field (its gradient sums them)."""
+    idx = list(indices)
+
+    def forward(t):
+        values = field.to_numpy().astype(np.float64)
+        values[idx] = t[0]
+        return values
+
+    return (field, forward, lambda t, g: g[idx].sum())
+
+
+def unknown_params(spec: SceneSpec, model, handles) -> list:
+    """One Param per [unknowns] entry, in file order, with the file's initial values written:
+
+    * a rigid object's mass, ke, kd, kf, mu: `TiedParam` on its entry of body_mass, body_ke, ...
+    * "ground.X": `TiedParam` on ground_X and on body_X of every body that takes the ground's
+      value (a body with its own X in the file keeps it);
+    * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
+      the mass Param when the mass is an unknown too (one rigid body per scene);
+    * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params.
+    """
+    from .fem import _column
+    from .optim import ColumnParam, RatioParam, TiedParam
+
+    rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
+    made = {}
+    order = sorted(spec.unknowns, key=lambda u: u.tie is not None)       # masses before the ties on them
+    for u in order:
+        kw = dict(name=u.target, lower=u.lower, upper=u.upper, log_space=u.log)
+        if u.object == "ground":
+            ties = [_entry(getattr(model, f"ground_{u.param}"), None)]
+            uses = [handles[n] for n in rigid if u.param not in spec.objects[n].contact]
+            if uses:
+                ties.append(_entries(getattr(model, f"body_{u.param}"), uses))
+            made[u.target] = TiedParam(ties, value=[u.init], **kw)
+        elif spec.objects[u.object].kind == "rigid":
+            b = handles[u.object]
+            if u.tie is None:
+                made[u.target] = TiedParam([_entry(getattr(model, f"body_{u.param}"), b)], value=[u.init], **kw)
+                continue
+            if len(rigid) != 1:
+                raise spec.error("unknowns", u.target, "a stiffness per unit mass needs a scene with one rigid object "
+                                 f"(this one has {len(rigid)})")
+            mass = made.get(f"{u.object}.mass")
+            field = getattr(model, f"body_{u.tie}")
+            field[b] = u.init * (mass.value()[0] if mass is not None else float(model.body_mass[b]))
+            made[u.target] = RatioParam(field, mass if mass is not None else model.body_mass, **kw)
+        else:
+            h = handles[u.object]
+            col = _column(model, h, u.param)
+            table = model.tet_params.to_numpy()
+            table[h.param_rows.start:h.param_rows.stop, col] = u.init
+            model.tet_params.from_numpy(table)
+            made[u.target] = ColumnParam(model.tet_params, col, rows=np.arange(h.param_rows.start, h.param_rows.stop),
+                                         **kw)
+    return [made[u.target] for u in spec.unknowns]
 
 
 # ---------------------------------------------------------------------------
@@ -226,19 +210,19 @@ def _entry_param(name, entries, lower, upper, log_space, scale=None):
 class Scene:
     """Model, simulator, renderer, unknowns and `VideoFit` of a scene file.
 
-    Attributes: spec, footage (FootageData), model, sim, renderer, camera, params (one
-    Param per unknown, in file order), fit (VideoFit), frame_ids (rendered frame of each
-    footage frame), dt, steps, every, handles (object name -> body index or SoftMesh).
+    Attributes: spec, footage (tgs.Footage at the render resolution), model, sim, renderer,
+    camera, params (one Param per unknown, in file order), fit (VideoFit), timed (the
+    `TimedVertices` observer: frame k at footage time k), dt, steps, handles (object name
+    -> body index or SoftMesh).
     """
 
-    def __init__(self, spec: SceneSpec, footage: FootageData, requires_grad=True):
+    def __init__(self, spec: SceneSpec, footage, requires_grad=True):
         import tigradsim as tgs
         from .sysid import VideoFit
 
         self.spec, self.footage = spec, footage
         self.M = spec.axes
-        K = footage.frames.shape[0]
-        self.dt, self.steps, self.every, self.frame_ids = self._schedule(K)
+        self.dt, self.steps = self._schedule()
         b = tgs.SceneBuilder(gravity=self.M @ spec.gravity)
         if spec.ground is not None:
             self._add_ground(b)
@@ -252,31 +236,24 @@ class Scene:
         self.sim = tgs.Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
         self.camera = _camera(spec, footage.factor)
         self.renderer = self._make_renderer()
-        self.params = self._make_params()
+        if spec.fit.refine_camera:
+            raise spec.error("fit", "refine_camera", "this tigradsim has no differentiable camera correction yet")
+        self.params = unknown_params(spec, self.model, self.handles)
         self.fit = VideoFit(self.sim, self.renderer, self.params)
-        self.loss_fn = None
+        self.frames_used = len(footage)
+        self.make_loss()
 
     # -- time -------------------------------------------------------------------
-    def _schedule(self, K):
-        spec, fps = self.spec, self.footage.fps
-        if spec.dt is not None:
-            every = int(round(1.0 / (fps * spec.dt)))
-            dt = spec.dt
-        else:
-            every = spec.substeps
-            dt = 1.0 / (fps * every)
-        j0f = self.footage.start_time * fps
-        if abs(j0f - round(j0f)) > 1e-6:
-            raise spec.error("footage", "start_time", f"start_time x fps = {j0f:.6g}: expected a whole number of "
-                             "frame intervals (rendered frames lie at multiples of 1/fps from t = 0)")
-        j0 = int(round(j0f))
-        last = j0 + K - 1
-        duration = spec.duration if spec.duration is not None else last / fps
-        steps = int(round(duration / dt))
-        if steps < last * every or steps < 1:
-            raise spec.error("simulation", "duration", f"{duration:g} s ends before the last footage frame "
-                             f"(t = {last / fps:g} s)")
-        return dt, steps, every, np.arange(j0, j0 + K, dtype=np.int64)
+    def _schedule(self):
+        """(dt, steps): the file's dt, or 1 / (fps substeps); steps up to the last frame (or duration)."""
+        spec, fo = self.spec, self.footage
+        dt = spec.dt if spec.dt is not None else 1.0 / (fo.fps * spec.substeps)
+        end = spec.duration if spec.duration is not None else float(fo.times[-1])
+        if end < fo.times[-1] - 1e-9 * dt:
+            raise spec.error("simulation", "duration", f"{end:g} s ends before the last footage frame "
+                             f"(t = {fo.times[-1]:g} s)")
+        steps = max(1, int(math.ceil(end / dt - 1e-9)))
+        return dt, steps
 
     # -- building ---------------------------------------------------------------
     def _add_ground(self, b):
@@ -288,7 +265,6 @@ class Scene:
 
     def _add_object(self, b, obj):
         M, spec = self.M, self.spec
-        R = _quat_matrix(obj.rotation)
         try:
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
@@ -296,7 +272,7 @@ class Scene:
                                         position=M @ obj.position, rotation=q, velocity=M @ obj.velocity,
                                         angular_velocity=M @ obj.angular_velocity,
                                         contact_radius=obj.contact_radius, **obj.contact)
-            x = obj.position + obj.vertices @ R.T                 # file axes, world positions
+            x = obj.position + obj.vertices @ _quat_matrix(obj.rotation).T      # file axes, world positions
             com = _tet_centroid(x, obj.tets)
             vel = obj.velocity + np.cross(obj.angular_velocity, x - com)
             return b.add_soft_mesh((x @ M.T, obj.tets), material=obj.material, params=obj.params,
@@ -310,32 +286,36 @@ class Scene:
         M = self.M
         try:
             add_body_force(b, self.handles[fs.object], force=M @ fs.force,
-                           point=None if fs.point is None else M @ (fs.point * 1.0), torque=M @ fs.torque,
+                           point=None if fs.point is None else M @ fs.point, torque=M @ fs.torque,
                            start=fs.start, end=fs.end)
         except (ValueError, TypeError, IndexError) as exc:
             raise self.spec.error(f"forces.{fs.index}", "force", str(exc)) from None
 
+    def _surface(self):
+        """(faces into the rendered vertices, vertex count, vertex_ids or None, per-vertex colours)."""
+        spec, m = self.spec, self.model
+        if self.kind == "rigid":
+            start = m.body_vertex_start            # TimedVertices(source="rigid") layout, as RigidSurface
+            faces = np.concatenate([f + start[b] for b, f in enumerate(m.body_faces)]).astype(np.int32)
+            colors = np.concatenate([np.tile(o.color, (len(o.vertices), 1)) for o in spec.objects.values()])
+            return faces, int(start[-1]), None, colors
+        allf = np.concatenate([h.faces for h in self.handles.values()])
+        vids = np.unique(allf)
+        owner = np.zeros(m.particle_count, dtype=np.int64)
+        for k, h in enumerate(self.handles.values()):
+            owner[h.particle_start:h.particle_start + h.particle_count] = k
+        colors = np.array([o.color for o in spec.objects.values()])[owner[vids]]
+        return np.searchsorted(vids, allf).astype(np.int32), len(vids), vids, colors
+
     def _make_renderer(self):
-        """Silhouette renderer for mask supervision; coverage-blended colour for RGB."""
+        """Silhouette renderer for mask supervision; coverage-blended colour for RGB; frame k
+        drawn at footage time k."""
+        from .footage import render_at_times
         from .renderers import SoftRasterizer
-        from .sysid import render_particles, render_surface
 
         spec, fit = self.spec, self.spec.fit
-        if self.kind == "rigid":
-            from .rigid import RigidSurface
-            self.surface = RigidSurface(self.sim, every=self.every)
-            faces, nverts, vids = self.surface.faces, self.surface.vertex_count, None
-            colors = np.concatenate([np.tile(o.color, (len(o.vertices), 1)) for o in spec.objects.values()])
-        else:
-            self.surface = None
-            allf = np.concatenate([h.faces for h in self.handles.values()])
-            vids = np.unique(allf)
-            faces, nverts = np.searchsorted(vids, allf).astype(np.int32), len(vids)
-            owner = np.zeros(self.model.particle_count, dtype=np.int64)
-            for k, h in enumerate(self.handles.values()):
-                owner[h.particle_start:h.particle_start + h.particle_count] = k
-            colors = np.array([o.color for o in spec.objects.values()])[owner[vids]]
-        kwargs = dict(frames=self.sim.frame_count(self.every), sigma=fit.sigma, gamma=fit.gamma)
+        faces, nverts, vids, colors = self._surface()
+        kwargs = dict(frames=len(self.footage), sigma=fit.sigma, gamma=fit.gamma)
         if vids is not None:
             kwargs["vertex_ids"] = vids
         if fit.supervision == "mask":
@@ -349,207 +329,111 @@ class Scene:
         ren = SoftRasterizer(self.camera, faces, nverts, **kwargs)
         if fit.supervision != "mask" and self.footage.background is not None:
             ren.set_background(self.footage.background)
-        if self.kind == "rigid":
-            render_surface(self.sim, ren, self.surface, self.every)
-        else:
-            render_particles(self.sim, ren, self.every)
+        try:
+            self.timed = render_at_times(self.sim, ren, self.footage, source="rigid" if self.kind == "rigid"
+                                         else "particles")
+        except ValueError as exc:
+            raise spec.error("footage", "start_time", str(exc)) from None
         return ren
 
-    def _make_params(self):
-        spec, m = self.spec, self.model
-        params, by_target = [], {}
-        rigid_names = [n for n, o in spec.objects.items() if o.kind == "rigid"]
-        for u in spec.unknowns:
-            entries, scale = [], None
-            if u.object == "ground":
-                entries.append((getattr(m, f"ground_{u.param}"), None))
-                for n in rigid_names:
-                    if u.param not in spec.objects[n].contact:
-                        entries.append((getattr(m, f"body_{u.param}"), self.handles[n]))
-            elif spec.objects[u.object].kind == "rigid":
-                b = self.handles[u.object]
-                if u.tie is not None:
-                    entries.append((getattr(m, f"body_{u.tie}"), b))
-                    scale = (lambda b=b: float(m.body_mass[b]))
-                else:
-                    entries.append((getattr(m, f"body_{u.param}"), b))
-            else:
-                from .fem import _column
-                h = self.handles[u.object]
-                col = _column(m, h, u.param)
-                entries += [(m.tet_params, (r, col)) for r in h.param_rows]
-            if scale is not None:                   # the file's initial value is the tie's
-                f, i = entries[0]
-                f[i] = u.init * scale()
-            else:
-                for f, i in entries:
-                    f[i] = u.init
-            p = _entry_param(u.target, entries, u.lower, u.upper, u.log, scale)
-            params.append(p)
-            by_target[u.target] = p
-        for u in spec.unknowns:                     # a tie follows its body's mass when the mass is fitted too
-            mass = by_target.get(f"{u.object}.mass")
-            if u.tie is not None and mass is not None:
-                mass.scales.append(by_target[u.target])
-        return params
-
-    # -- running ---------------------------------------------------------------
+    # -- values -----------------------------------------------------------------
     def set_values(self, values):
         """Write unknowns (target -> value) into the model."""
         for p in self.params:
             if p.name in values:
-                p.write([values[p.name]])
+                p.write(np.full(np.shape(p.value()), values[p.name]))
 
     def values(self) -> dict:
-        return {p.name: float(p.value()[0]) for p in self.params}
+        return {p.name: float(np.mean(p.value())) for p in self.params}
 
+    # -- images -----------------------------------------------------------------
     def render(self) -> np.ndarray:
         """Run the rollout at the current values; the rendered frames at the footage's times,
         (K, H, W, C) (C = 1 silhouette, or RGBA)."""
-        return self.fit.render()[self.frame_ids]
+        return self.fit.render()
 
-    def target(self) -> np.ndarray:
-        """What the image loss compares with: masks (K, H, W, 1) or RGB(A) frames."""
-        fo = self.footage
-        sup = self.spec.fit.supervision
+    def target(self, frames=None) -> np.ndarray:
+        """What the image loss compares with (the first `frames` frames): masks (K, H, W, 1),
+        RGB frames, or RGB + mask ("both")."""
+        fo, sup = self.footage, self.spec.fit.supervision
+        k = len(fo) if frames is None else frames
         if sup == "mask":
-            return fo.masks[..., None]
+            return fo.masks[:k, ..., None]
         if sup == "rgb":
-            return fo.frames
-        return np.concatenate([fo.frames, fo.masks[..., None]], axis=-1)
+            return fo.frames[:k]
+        return np.concatenate([fo.frames[:k], fo.masks[:k, ..., None]], axis=-1)
 
-    def make_loss(self):
-        """The image loss (BlurredImageMSE over the footage frames' rendered frames) on the VideoFit."""
+    def make_loss(self, frames=None):
+        """The image loss on the first `frames` footage frames (default all): a BlurredImageMSE
+        (or ImageMSE when every blur width is 0), installed on the VideoFit."""
         from .renderers import BlurredImageMSE, ImageMSE
 
+        k = len(self.footage) if frames is None else int(frames)
         blur = self.spec.fit.blur
-        target = self.target()
+        target = self.target(k)
         channels = list(range(target.shape[-1])) if target.shape[-1] > 1 else None
+        ids = np.arange(k)
         if all(s == 0 for s in blur):
-            loss = ImageMSE(self.renderer.image, target, frames=self.frame_ids, channels=channels)
+            loss = ImageMSE(self.renderer.image, target, frames=ids, channels=channels)
         else:
-            loss = BlurredImageMSE(self.renderer.image, target, frames=self.frame_ids, channels=channels,
-                                   sigmas=blur)
+            loss = BlurredImageMSE(self.renderer.image, target, frames=ids, channels=channels, sigmas=blur)
         self.fit.set_image_loss(loss)
-        self.loss_fn = loss
+        self.frames_used = k
         return loss
 
     def loss_value(self) -> float:
-        if self.loss_fn is None:
-            self.make_loss()
         return self.fit.loss_value()
+
+    def forward(self):
+        """The rollout and image loss into `self.fit.loss` (for `optimize` / `identify`)."""
+        self.fit._forward()
 
 
 # ---------------------------------------------------------------------------
-# fitting (one place per library piece)
+# fitting: tgs.identify (multi-start, coarse to fine, Adam then BFGS, LM, uncertainty)
 
-def multi_start(scene: Scene, starts: int, seed: int, printer=print) -> dict:
-    """Scores the file's initial values and starts - 1 draws (log-uniform within the bounds,
-    or within a factor 3 of the initial value where a bound is missing) by the loss; writes
-    and returns the best."""
-    rng = np.random.default_rng(seed)
-    init = scene.values()
-    candidates = [init]
-    for _ in range(starts - 1):
-        c = {}
-        for u in scene.spec.unknowns:
-            lo = u.lower if u.lower is not None else (u.init / 3 if u.log else u.init - 3 * abs(u.init) - 1)
-            hi = u.upper if u.upper is not None else (u.init * 3 if u.log else u.init + 3 * abs(u.init) + 1)
-            c[u.target] = float(np.exp(rng.uniform(np.log(lo), np.log(hi)))) if u.log else float(rng.uniform(lo, hi))
-        candidates.append(c)
-    scores = []
-    for k, c in enumerate(candidates):
-        scene.set_values(c)
-        try:
-            scores.append(scene.loss_value())
-        except Exception as exc:                       # a start that blows up scores +inf
-            from .errors import SimulationError
-            if not isinstance(exc, SimulationError):
-                raise
-            scores.append(math.inf)
-        printer(f"start {k}: loss {scores[-1]:.6e}  " + "  ".join(f"{n}={v:.5g}" for n, v in c.items()))
-    best = int(np.argmin(scores))
-    scene.set_values(candidates[best])
-    return {"best": best, "losses": scores, "values": candidates}
-
-
-def run_fit(scene: Scene, iterations: int, printer=print, log_every=1):
-    """Gradient fit of the unknowns (the file's optimizer), then `refine` Levenberg-Marquardt
-    iterations; returns the History."""
-    from .optim import Adam, BFGS
+def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, refine=None, horizons="file",
+              printer=print):
+    """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
+    override them).  Returns (Identification, History): the History records every rollout the
+    fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
+    the uncertainty) with its loss and values, for the loss curve and parameter traces."""
+    from .identify import identify
+    from .optim import StopCriteria
 
     f = scene.spec.fit
-    target = scene.target()
-    if scene.loss_fn is None:
-        scene.make_loss()
+    iterations = f.iterations if iterations is None else iterations
+    starts = f.starts if starts is None else starts
+    local_starts = min(f.local_starts if local_starts is None else local_starts, starts)
+    refine = f.refine if refine is None else refine
+    horizons = f.horizons if horizons == "file" else horizons
     if f.optimizer == "adam":
-        plan = [("adam", iterations)]
+        adam, bfgs = iterations, 0
     elif f.optimizer == "bfgs":
-        plan = [("bfgs", iterations)]
+        adam, bfgs = 0, iterations
     else:
-        polish = f.polish if f.polish is not None else iterations // 2
-        polish = min(polish, iterations)
-        plan = [("adam", iterations - polish), ("bfgs", polish)]
-    plan = [(name, n) for name, n in plan if n > 0]
-    for k, (name, n) in enumerate(plan):
-        h = scene.fit.history
-        if k > 0 and h.loss:        # the next stage re-evaluates the last point: keep it once
-            h.loss.pop(), h.seconds.pop()
-            for values in h.params.values():
-                values.pop()
-        opt = Adam(scene.params, lr=f.lr, lr_decay=f.lr_decay) if name == "adam" else BFGS(scene.params, lr=f.polish_lr)
-        printer(f"{name}: {n} iterations")
-        scene.fit.fit(target, iters=n, optimizer=opt, log_every=log_every, printer=printer)
-    if f.refine > 0:
-        scene.fit.refine(target, iters=f.refine, printer=printer)
-    return scene.fit.history
+        bfgs = min(f.polish if f.polish is not None else iterations // 2, iterations)
+        adam = iterations - bfgs
+    K = len(scene.footage)
+    schedule = None
+    if horizons:
+        schedule = [h for h in horizons if h < K] + [K]
+    history = History()
+    t0 = time.time()
 
+    def forward():
+        scene.forward()
+        history.record(float(scene.fit.loss[None]), scene.params, time.time() - t0)
 
-def uncertainty(scene: Scene, fd_step=1e-4) -> dict:
-    """Gauss-Newton uncertainty at the current values (DESIGN.md section 7): J = d residual /
-    d internal coordinate (log where the unknown is log-space) by central differences,
-    cov = s^2 (J^T J)^-1 with s^2 = |r|^2 / (N - p); std and an approximate 95 % interval per
-    unknown; near-null directions of J^T J (relative eigenvalue < 1e-8) reported as
-    combinations the clip does not determine."""
-    from .optim import _internal_vector, _write_internal_vector
-
-    params = scene.params
-    x0 = _internal_vector(params)
-    r0 = np.ravel(scene.fit.residuals())
-    J = np.empty((r0.size, x0.size))
-    for i in range(x0.size):
-        cols = []
-        for sgn in (1.0, -1.0):
-            x = x0.copy()
-            x[i] += sgn * fd_step
-            _write_internal_vector(params, x)
-            cols.append(np.ravel(scene.fit.residuals()))
-        J[:, i] = (cols[0] - cols[1]) / (2 * fd_step)
-    _write_internal_vector(params, x0)
-    n, p = r0.size, x0.size
-    s2 = float(r0 @ r0) / max(n - p, 1)
-    A = J.T @ J
-    evals, evecs = np.linalg.eigh(A)
-    top = float(evals.max()) if evals.size else 0.0
-    null = [k for k in range(p) if not evals[k] > 1e-8 * top] if top > 0 else list(range(p))
-    cov = s2 * np.linalg.pinv(A, rcond=1e-8, hermitian=True)
-    std_int = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    out = {"method": "Gauss-Newton (finite-difference Jacobian of the pixel residuals)", "residual_variance": s2,
-           "residuals": n, "parameters": {}, "undetermined": []}
-    for k, (prm, u) in enumerate(zip(params, scene.spec.unknowns)):
-        v = float(prm.value()[0])
-        undet = any(abs(evecs[k, j]) > 0.1 for j in null)
-        if u.log:
-            lo, hi, std = v * math.exp(-1.96 * std_int[k]), v * math.exp(1.96 * std_int[k]), v * std_int[k]
-        else:
-            lo, hi, std = v - 1.96 * std_int[k], v + 1.96 * std_int[k], std_int[k]
-        out["parameters"][prm.name] = {"estimate": v, "std": None if undet else std,
-                                       "ci95": None if undet else [lo, hi], "determined": not undet}
-    for j in null:
-        combo = {params[k].name: round(float(evecs[k, j]), 4) for k in range(p) if abs(evecs[k, j]) > 0.1}
-        out["undetermined"].append({"combination": combo, "space": "log" if all(u.log for u in scene.spec.unknowns)
-                                    else "internal", "relative_eigenvalue": float(evals[j] / top) if top else 0.0})
-    return out
+    stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
+    result = identify(scene.params, forward=forward, loss=scene.fit.loss, residuals=scene.fit.residuals,
+                      starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
+                      bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
+                      horizons=schedule, set_horizon=scene.make_loss if schedule else None, log_every=1,
+                      printer=printer)
+    if scene.frames_used != K:
+        scene.make_loss()
+    return result, history
 
 
 # ---------------------------------------------------------------------------

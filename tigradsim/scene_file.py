@@ -41,7 +41,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    soft object, ke, kd, kf, mu of "ground", or a tie "ke_per_mass",
                    "kd_per_mass", "kf_per_mass" (the stiffness per unit mass is the unknown)
     [fit]          iterations, optimizer = "adam" | "bfgs" | "adam+bfgs", lr, polish
-                   (BFGS steps of adam+bfgs), starts (multi-start count), seed,
+                   (BFGS steps of adam+bfgs), starts (multi-start: points scored),
+                   local_starts (the best ones fitted), seed, horizons (coarse to fine:
+                   frame counts fitted in turn), rtol (stop a stage when the loss falls by
+                   less over 5 iterations), time_budget (seconds),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
                    the footage is averaged down to it), sigma (edge softness), blur
                    (list of blur widths in px of the image loss), refine_camera, refine
@@ -153,13 +156,20 @@ class CameraSpec:
 
 @dataclass
 class FootageSpec:
-    frames: list                 # absolute paths, in order
+    """frames, masks: the files used (absolute paths, in order); folder + pattern (file-name
+    pattern, None for a single file) as `tgs.load_footage` takes them; first, count: the
+    frames used of those matched."""
+    frames: list
     masks: Optional[list]
     fps: float
     start_time: float = 0.0
     background: Optional[str] = None     # absolute path, "estimate" or None
-    frames_pattern: str = ""
-    masks_pattern: str = ""
+    folder: str = ""
+    pattern: Optional[str] = None
+    masks_folder: Optional[str] = None
+    masks_pattern: Optional[str] = None
+    first: int = 0
+    count: int = 0
 
 
 @dataclass
@@ -185,7 +195,11 @@ class FitSpec:
     polish: Optional[int] = None          # BFGS steps of adam+bfgs (default: half the iterations)
     polish_lr: float = 0.05
     starts: int = 1
+    local_starts: int = 1
     seed: int = 0
+    horizons: Optional[tuple] = None      # coarse to fine: frame counts fitted in turn (the clip last)
+    rtol: Optional[float] = None          # stop a stage when the loss falls by less over 5 iterations
+    time_budget: Optional[float] = None   # seconds for the whole fit
     supervision: str = "mask"
     resolution: Optional[int] = None
     sigma: float = 1e-3
@@ -599,38 +613,41 @@ def _parse_camera(file, data):
 
 
 def _expand_pattern(t, key, base):
-    """Files matching a printf pattern ("frame_%04d.png", numbers from 0 or 1 on, in order)
-    or a glob ("frames/*.png", sorted by name)."""
+    """The files of a frame pattern, in frame order: a printf ("frames/frame_%04d.png", by
+    number) or glob ("frames/*.png", natural order) pattern on the file name, or one file.
+    Returns (files, folder, file-name pattern or None)."""
+    from .video import list_frames
+
     pattern = t.string(key)
-    full = os.path.join(base, os.path.expanduser(pattern))
-    if re.search(r"%0?\d*d", full):
-        files = []
-        first = 0 if os.path.exists(full % 0) else 1
-        k = first
-        while os.path.exists(full % k):
-            files.append(full % k)
-            k += 1
-    elif any(c in full for c in "*?["):
-        files = sorted(glob.glob(full))
-    elif os.path.isdir(full):
+    full = os.path.normpath(os.path.join(base, os.path.expanduser(pattern)))
+    folder, name = os.path.split(full)
+    if os.path.isdir(full):
         t.fail(key, f"{pattern!r} is a folder: give a file pattern, e.g. {os.path.join(pattern, 'frame_%04d.png')!r} "
                     f"or {os.path.join(pattern, '*.png')!r}, so that frames and masks are not mixed")
-    else:
-        files = [full] if os.path.exists(full) else []
-    if not files:
+    if re.search(r"%0?\d*d", folder) or any(c in folder for c in "*?["):
+        t.fail(key, f"{pattern!r}: only the file name may hold a pattern (%04d or *), not the folder")
+    if "%" in name or any(c in name for c in "*?["):
+        if not os.path.isdir(folder):
+            t.fail(key, f"no files match {pattern!r}: folder {folder} not found")
+        try:
+            files = [str(f) for f in list_frames(folder, name)]
+        except ValueError as exc:
+            t.fail(key, f"no files match {pattern!r} ({exc})")
+        return files, folder, name
+    if not os.path.exists(full):
         t.fail(key, f"no files match {pattern!r} (resolved to {full})")
-    return files, pattern
+    return [full], full, None
 
 
 def _parse_footage(file, base, data):
     t = _Table(file, "footage", data, ("frames", "masks", "fps", "start_time", "background", "first", "count"))
-    frames, fpat = _expand_pattern(t, "frames", base)
-    masks, mpat = _expand_pattern(t, "masks", base) if t.has("masks") else (None, "")
+    frames, folder, fpat = _expand_pattern(t, "frames", base)
+    masks, mfolder, mpat = _expand_pattern(t, "masks", base) if t.has("masks") else (None, None, None)
     first = t.integer("first", 0, minimum=0)
     count = t.integer("count", None, minimum=1)
     if masks is not None and len(masks) != len(frames):
-        t.fail("masks", f"{len(masks)} mask files match {mpat!r} but {len(frames)} frames match {fpat!r}: "
-                        "expected one mask per frame")
+        t.fail("masks", f"{len(masks)} mask files match {t.data['masks']!r} but {len(frames)} frames match "
+                        f"{t.data['frames']!r}: expected one mask per frame")
     if first >= len(frames):
         t.fail("first", f"the footage has {len(frames)} frames, so first={first} leaves none")
     stop = len(frames) if count is None else first + count
@@ -641,7 +658,8 @@ def _parse_footage(file, base, data):
         bg = t.path("background", base=base)
     return FootageSpec(frames=frames[first:stop], masks=None if masks is None else masks[first:stop],
                        fps=t.number("fps", positive=True), start_time=t.number("start_time", 0.0, nonnegative=True),
-                       background=bg, frames_pattern=fpat, masks_pattern=mpat)
+                       background=bg, folder=folder, pattern=fpat, masks_folder=mfolder, masks_pattern=mpat,
+                       first=first, count=stop - first)
 
 
 def _parse_unknown(file, target, data, objects, ground):
@@ -686,8 +704,8 @@ def _parse_unknown(file, target, data, objects, ground):
 
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
-                                    "seed", "supervision", "resolution", "sigma", "gamma", "blur", "refine_camera",
-                                    "refine"))
+                                    "local_starts", "seed", "horizons", "rtol", "time_budget", "supervision",
+                                    "resolution", "sigma", "gamma", "blur", "refine_camera", "refine"))
     f = FitSpec()
     f.iterations = t.integer("iterations", f.iterations, minimum=0)
     f.optimizer = t.string("optimizer", f.optimizer, choices=OPTIMIZERS)
@@ -698,7 +716,17 @@ def _parse_fit(file, data):
         t.fail("polish", f"expected at most iterations ({f.iterations}), got {f.polish}")
     f.polish_lr = t.number("polish_lr", f.polish_lr, positive=True)
     f.starts = t.integer("starts", 1, minimum=1)
+    f.local_starts = t.integer("local_starts", min(f.starts, 2), minimum=1)
+    if f.local_starts > f.starts:
+        t.fail("local_starts", f"expected at most starts ({f.starts}), got {f.local_starts}")
     f.seed = t.integer("seed", 0)
+    h = t.array("horizons", (None,), default=None)
+    if h is not None:
+        if len(h) == 0 or np.any(h < 1) or np.any(h != np.round(h)) or np.any(np.diff(h) <= 0):
+            t.fail("horizons", f"expected an increasing list of frame counts >= 1, got {h.tolist()}")
+        f.horizons = tuple(int(k) for k in h)
+    f.rtol = t.number("rtol", None, positive=True)
+    f.time_budget = t.number("time_budget", None, positive=True)
     f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
     f.resolution = t.integer("resolution", None, minimum=4)
     f.sigma = t.number("sigma", f.sigma, positive=True)
@@ -798,6 +826,13 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     unknowns = [_parse_unknown(file, k, v, objects, ground) for k, v in unk.items()]
     _check_ties(file, unknowns)
     fit = _parse_fit(file, data.get("fit", {}))
+    unbounded = [u.target for u in unknowns if u.lower is None or u.upper is None]
+    if fit.starts > 1 and unbounded:
+        raise SceneError(file, "fit", "starts", f"a multi-start search draws starts within the bounds: give lower "
+                         f"and upper for {', '.join(unbounded)} (or starts = 1)")
+    if fit.horizons is not None and footage is not None and fit.horizons[-1] > len(footage.frames):
+        raise SceneError(file, "fit", "horizons", f"{fit.horizons[-1]} frames, but the footage has "
+                         f"{len(footage.frames)}")
     if fit.supervision in ("mask", "both") and footage is not None and footage.masks is None:
         raise SceneError(file, "fit", "supervision", f"{fit.supervision!r} needs mask frames: add "
                          "masks = \"...\" to [footage] (or use supervision = \"rgb\")")
