@@ -248,3 +248,14 @@ def test_the_docstring_example_runs(f64, tmp_path):
     v = sim.final_state("particle_qd")[0]
     # drag slows the particle beyond gravity alone: horizontal speed 3 m/s drops below it
     assert 0.0 < v[0] < 3.0 * 0.9 and model.get("drag_c") == pytest.approx(0.05)
+
+
+def test_substeps_per_frame():
+    assert tgs.substeps_per_frame(30, 1 / 960) == (32, pytest.approx(1 / 960, rel=1e-15))
+    n, dt = tgs.substeps_per_frame(29.97, 1e-3)
+    assert n == 34 and dt <= 1e-3 and n * dt == pytest.approx(1 / 29.97, rel=1e-14)
+    assert tgs.substeps_per_frame(30, 1.0) == (1, pytest.approx(1 / 30))
+    with pytest.raises(ValueError, match="max_dt"):
+        tgs.substeps_per_frame(30, 0.0)
+    with pytest.raises(ValueError, match="fps"):
+        tgs.substeps_per_frame(-1, 1e-3)
