@@ -294,22 +294,27 @@ class Scene:
     def _surface(self):
         """(faces into the rendered vertices, vertex count, vertex_ids or None, per-vertex colours)."""
         spec, m = self.spec, self.model
+        fo = self.footage
+        seen = np.array([0.8, 0.8, 0.8])
+        if fo.masks is not None and fo.channels == 3 and np.any(fo.masks > 0.5):
+            seen = fo.frames[fo.masks > 0.5].mean(axis=0)           # the object's mean colour in the footage
+        palette = [o.color if o.color is not None else seen for o in spec.objects.values()]
         if self.kind == "rigid":
             start = m.body_vertex_start            # TimedVertices(source="rigid") layout, as RigidSurface
             faces = np.concatenate([f + start[b] for b, f in enumerate(m.body_faces)]).astype(np.int32)
-            colors = np.concatenate([np.tile(o.color, (len(o.vertices), 1)) for o in spec.objects.values()])
+            colors = np.concatenate([np.tile(c, (len(o.vertices), 1)) for c, o in zip(palette, spec.objects.values())])
             return faces, int(start[-1]), None, colors
         allf = np.concatenate([h.faces for h in self.handles.values()])
         vids = np.unique(allf)
         owner = np.zeros(m.particle_count, dtype=np.int64)
         for k, h in enumerate(self.handles.values()):
             owner[h.particle_start:h.particle_start + h.particle_count] = k
-        colors = np.array([o.color for o in spec.objects.values()])[owner[vids]]
+        colors = np.array(palette)[owner[vids]]
         return np.searchsorted(vids, allf).astype(np.int32), len(vids), vids, colors
 
     def _make_renderer(self):
-        """Silhouette renderer for mask supervision; coverage-blended colour for RGB; frame k
-        drawn at footage time k."""
+        """Silhouette renderer for mask supervision; an unlit colour renderer (RGBA) for "rgb"
+        and "both"; frame k drawn at footage time k."""
         from .footage import render_at_times
         from .renderers import SoftRasterizer
 
@@ -318,23 +323,39 @@ class Scene:
         kwargs = dict(frames=len(self.footage), sigma=fit.sigma, gamma=fit.gamma)
         if vids is not None:
             kwargs["vertex_ids"] = vids
+        self.plate = None
         if fit.supervision == "mask":
             kwargs["shading"] = "silhouette"
         else:
-            if "blend" not in inspect.signature(SoftRasterizer.__init__).parameters:
-                raise spec.error("fit", "supervision", f"{fit.supervision!r} needs the coverage-blended colour "
-                                 "renderer (SoftRasterizer(blend=\"coverage\")), which this tigradsim lacks; "
-                                 "use supervision = \"mask\"")
-            kwargs.update(shading="lambert", blend="coverage", vertex_colors=colors)
+            self.plate = self._plate()
+            # unlit colour: a path-traced object's shading is not modelled; its silhouette
+            # (through the coverage) carries the geometry, the colour only separates it from
+            # the plate
+            kwargs.update(shading="color", vertex_colors=colors)
+            if "blend" in inspect.signature(SoftRasterizer.__init__).parameters:
+                kwargs["blend"] = "coverage"
         ren = SoftRasterizer(self.camera, faces, nverts, **kwargs)
-        if fit.supervision != "mask" and self.footage.background is not None:
-            ren.set_background(self.footage.background)
+        if getattr(ren, "blend", None) == "coverage":
+            ren.set_background(self.plate)      # the renderer composites; the loss compares its RGB
         try:
             self.timed = render_at_times(self.sim, ren, self.footage, source="rigid" if self.kind == "rigid"
                                          else "particles")
         except ValueError as exc:
             raise spec.error("footage", "start_time", str(exc)) from None
         return ren
+
+    def _plate(self):
+        """The background plate for RGB supervision: the file's, or estimated from the footage."""
+        fo = self.footage
+        if fo.channels != 3:
+            raise self.spec.error("fit", "supervision", f"{self.spec.fit.supervision!r} needs RGB footage; these "
+                                  "frames are grey (use supervision = \"mask\")")
+        if fo.background is None:
+            try:
+                fo.estimate_background()
+            except ValueError as exc:
+                raise self.spec.error("footage", "background", str(exc)) from None
+        return fo.background
 
     # -- values -----------------------------------------------------------------
     def set_values(self, values):
@@ -352,34 +373,38 @@ class Scene:
         (K, H, W, C) (C = 1 silhouette, or RGBA)."""
         return self.fit.render()
 
-    def target(self, frames=None) -> np.ndarray:
-        """What the image loss compares with (the first `frames` frames): masks (K, H, W, 1),
-        RGB frames, or RGB + mask ("both")."""
-        fo, sup = self.footage, self.spec.fit.supervision
-        k = len(fo) if frames is None else frames
-        if sup == "mask":
-            return fo.masks[:k, ..., None]
-        if sup == "rgb":
-            return fo.frames[:k]
-        return np.concatenate([fo.frames[:k], fo.masks[:k, ..., None]], axis=-1)
-
-    def make_loss(self, frames=None):
-        """The image loss on the first `frames` footage frames (default all): a BlurredImageMSE
-        (or ImageMSE when every blur width is 0), installed on the VideoFit."""
+    def make_loss(self):
+        """The image loss (BlurredImageMSE, or ImageMSE when every blur width is 0) on every
+        footage frame, installed on the VideoFit: masks against the silhouette; RGB against
+        the colour composited over the plate (by the loss, or by a coverage-blending
+        renderer); "both" sums the two."""
         from .renderers import BlurredImageMSE, ImageMSE
 
-        k = len(self.footage) if frames is None else int(frames)
-        blur = self.spec.fit.blur
-        target = self.target(k)
-        channels = list(range(target.shape[-1])) if target.shape[-1] > 1 else None
-        ids = np.arange(k)
-        if all(s == 0 for s in blur):
-            loss = ImageMSE(self.renderer.image, target, frames=ids, channels=channels)
-        else:
-            loss = BlurredImageMSE(self.renderer.image, target, frames=ids, channels=channels, sigmas=blur)
+        fo, sup, blur = self.footage, self.spec.fit.supervision, self.spec.fit.blur
+
+        def one(target, channels, plate):
+            if all(s == 0 for s in blur):
+                return ImageMSE(self.renderer.image, target, channels=channels, background=plate)
+            return BlurredImageMSE(self.renderer.image, target, channels=channels, sigmas=blur, background=plate)
+
+        parts = []
+        if sup in ("mask", "both"):
+            parts.append((one(fo.masks[..., None], [self.renderer.image.n - 1], None), lambda k: fo.masks[:k, ..., None]))
+        if sup in ("rgb", "both"):
+            plate = None if getattr(self.renderer, "blend", None) == "coverage" else self.plate
+            parts.append((one(fo.frames, [0, 1, 2], plate), lambda k: fo.frames[:k]))
+        self._loss_parts = parts
+        loss = parts[0][0] if len(parts) == 1 else _SumLoss([p for p, _ in parts])
         self.fit.set_image_loss(loss)
-        self.frames_used = k
+        self.frames_used = len(fo)
         return loss
+
+    def use_frames(self, k):
+        """Fit the first k footage frames only (coarse to fine in time; `set_frames` on the losses)."""
+        k = int(k)
+        for loss, target in self._loss_parts:
+            loss.set_frames(np.arange(k), target(k))
+        self.frames_used = k
 
     def loss_value(self) -> float:
         return self.fit.loss_value()
@@ -429,11 +454,25 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
     result = identify(scene.params, forward=forward, loss=scene.fit.loss, residuals=scene.fit.residuals,
                       starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
-                      horizons=schedule, set_horizon=scene.make_loss if schedule else None, log_every=1,
+                      horizons=schedule, set_horizon=scene.use_frames if schedule else None, log_every=1,
                       printer=printer)
     if scene.frames_used != K:
-        scene.make_loss()
+        scene.use_frames(K)
     return result, history
+
+
+class _SumLoss:
+    """Several image losses added into one loss field ("both": silhouette + colour)."""
+
+    def __init__(self, losses):
+        self.losses = list(losses)
+
+    def __call__(self, loss):
+        for part in self.losses:
+            part(loss)
+
+    def residuals(self):
+        return np.concatenate([np.ravel(part.residuals()) for part in self.losses])
 
 
 # ---------------------------------------------------------------------------

@@ -27,7 +27,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    tet_ball = {radius = r, resolution = 2}; material, params = {...},
                    density, damping, radius (contact radius of the vertices)
                    both: position, rotation (unit quaternion x y z w, mesh to world),
-                   velocity, angular_velocity (rad/s about the centre), color (RGB)
+                   velocity, angular_velocity (rad/s about the centre), color (RGB in
+                   [0, 1] for RGB supervision; default: the footage's mean inside the masks)
     [[forces]]     object, force (N, world), point (mesh coordinates; default the
                    centre of mass), torque (N m), start, end (seconds)
     [camera]       OpenCV: K (3x3), R (3x3, world to camera), t (3), width, height;
@@ -122,7 +123,7 @@ class ObjectSpec:
     rotation: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0, 1.0]))
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
     angular_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    color: np.ndarray = field(default_factory=lambda: np.array([0.8, 0.8, 0.8]))
+    color: Optional[np.ndarray] = None     # RGB in [0, 1]; None: estimated from the footage inside the masks
     source: str = ""
 
 
@@ -435,8 +436,8 @@ def _parse_object(file, base, name, data):
     obj.rotation = _quaternion(t, "rotation")
     obj.velocity = t.array("velocity", (3,), default=np.zeros(3))
     obj.angular_velocity = t.array("angular_velocity", (3,), default=np.zeros(3))
-    obj.color = t.array("color", (3,), default=np.array([0.8, 0.8, 0.8]))
-    if np.any(obj.color < 0) or np.any(obj.color > 1):
+    obj.color = t.array("color", (3,), default=None)
+    if obj.color is not None and (np.any(obj.color < 0) or np.any(obj.color > 1)):
         t.fail("color", f"expected RGB values in [0, 1], got {obj.color.tolist()}")
     scale = t.number("scale", 1.0, positive=True)
     if kind == "rigid":
