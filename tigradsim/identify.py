@@ -69,8 +69,9 @@ def latin_hypercube(n_points: int, dim: int, rng) -> np.ndarray:
 
 @dataclass
 class Run:
-    """One local fit: start index (0-based, into `Identification.search`), start values, final objective, why it stopped,
-    and the minimum it reached (index into `Identification.minima`, None if it failed)."""
+    """One local fit: start index (0-based, into `Identification.search`), start values,
+    final objective, why it stopped, and the minimum it reached (index into
+    `Identification.minima`, None if it failed)."""
 
     start: int
     start_values: dict

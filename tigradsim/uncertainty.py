@@ -378,7 +378,7 @@ def fit_report(residuals: Callable[[], np.ndarray], params: Sequence, noise_floo
             estimates.append(Estimate(names[i], value, si, log, None, None, "undetermined"))
             continue
         a, b = max(xi - Z95 * si, lo), min(xi + Z95 * si, hi)
-        h = 1e-9 * max(abs(xi), 1.0)
+        h = 1e-6 * max(abs(xi), 1.0)          # a clamped float32 value sits within ~1e-7 of its bound
         status = "at bound" if (xi - lo <= h or hi - xi <= h) else "ok"
         lower, upper = (math.exp(a), math.exp(b)) if log else (a, b)
         estimates.append(Estimate(names[i], value, si, log, lower, upper, status))
