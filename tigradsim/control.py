@@ -37,7 +37,7 @@ import numpy as np
 import taichi as ti
 
 from .optim import Adam, History, Param, optimize
-from .runtime import np_float
+from .runtime import deterministic, np_float
 
 __all__ = ["sinusoid_features", "LinearTanhPolicy", "MLPPolicy", "RandomPolicy", "VelocityControl",
            "fit_policy", "surface", "com_errors", "save_report"]
@@ -91,12 +91,15 @@ class LinearTanhPolicy:
         self.W.from_numpy((rng.standard_normal((J, K)) * init_std).astype(np_float()))
         self.b.from_numpy((rng.standard_normal(J) * init_std if bias else np.zeros(J)).astype(np_float()))
         self.params = [Param(self.W, "W")] + ([Param(self.b, "b")] if bias else [])
+        self._serial = deterministic()      # reverse sums into W, b in a fixed order (runtime.deterministic)
 
     def write(self):
         self._write(self.scale)
 
     @ti.kernel
     def _write(self, scale: float):
+        # reverse: every step t adds into W[j, k]'s adjoint; in a fixed order when deterministic
+        ti.loop_config(serialize=self._serial)
         for t, j in self.out:
             z = self.b[j]
             for k in ti.static(range(self.inputs)):
@@ -142,6 +145,7 @@ class MLPPolicy:
         self.W2.from_numpy((rng.standard_normal((J, self.hidden)) * init_std / math.sqrt(self.hidden)).astype(npf))
         self.b2.from_numpy(np.zeros(J, dtype=npf))
         self.params = [Param(self.W1, "W1"), Param(self.b1, "b1"), Param(self.W2, "W2"), Param(self.b2, "b2")]
+        self._serial = deterministic()      # reverse sums into the weights in a fixed order (runtime.deterministic)
 
     def write(self):
         self._hidden()
@@ -149,6 +153,7 @@ class MLPPolicy:
 
     @ti.kernel
     def _hidden(self):
+        ti.loop_config(serialize=self._serial)   # adjoint sums over t in a fixed order
         for t, i in self.h:
             z = self.b1[i]
             for k in ti.static(range(self.inputs)):
@@ -157,6 +162,7 @@ class MLPPolicy:
 
     @ti.kernel
     def _output(self, scale: float):
+        ti.loop_config(serialize=self._serial)   # adjoint sums over t and j in a fixed order
         for t, j in self.out:
             z = self.b2[j]
             for i in ti.static(range(self.hidden)):
@@ -190,6 +196,7 @@ class VelocityControl:
         self.base = ti.Vector.field(3, float, shape=self.count)
         self.base.from_numpy(model.get("particle_qd0")[self.start:self.start + self.count].astype(np_float()))
         self.params = [Param(self.v, name)]
+        self._serial = deterministic()      # reverse sums into v in a fixed order (runtime.deterministic)
 
     def set(self, velocity):
         self.v[None] = [float(x) for x in velocity]
@@ -202,6 +209,7 @@ class VelocityControl:
 
     @ti.kernel
     def _write(self):
+        ti.loop_config(serialize=self._serial)   # v's adjoint sums over i in a fixed order
         for i in range(self.count):
             self.model.particle_qd0[self.start + i] = self.v[None] + self.base[i]
 

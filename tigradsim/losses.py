@@ -8,7 +8,7 @@ import numpy as np
 import taichi as ti
 
 from .errors import as_array
-from .runtime import np_float
+from .runtime import deterministic, np_float
 
 
 @ti.data_oriented
@@ -38,6 +38,8 @@ class MSELoss:
         self.weights.from_numpy((w / (w.sum() * self.items)).astype(np_float()))
         self.value = ti.field(float, shape=(), needs_grad=True)
         self._two_d = len(shape) > 1
+        # the sum runs in a fixed order when deterministic (threads would add into `value` in any order)
+        self._serial = deterministic()
 
     def __call__(self):
         self._accumulate()
@@ -46,10 +48,12 @@ class MSELoss:
     @ti.kernel
     def _accumulate(self):
         if ti.static(self._two_d):
+            ti.loop_config(serialize=self._serial)
             for k, i in self.source:
                 d = self.source[k, i] - self.target[k, i]
                 self.value[None] += self.weights[k] * d.dot(d)
         else:
+            ti.loop_config(serialize=self._serial)
             for k in self.source:
                 d = self.source[k] - self.target[k]
                 self.value[None] += self.weights[k] * d.dot(d)

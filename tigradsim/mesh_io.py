@@ -250,6 +250,10 @@ def load_tetgen(node_path, ele_path=None, fix_orientation: bool = True):
 
 def _finish_tets(v, t, fix_orientation, path):
     from .meshes import orient_tets, validate_tets
+    out = (t < 0) | (t >= len(v))
+    if out.any():            # before orienting, which indexes the vertices
+        k, j = np.argwhere(out)[0]
+        raise MeshFileError(path, f"tet {k} has vertex index {int(t[k, j])} out of range [0, {len(v)})")
     if len(t) and fix_orientation:
         t = orient_tets(v, t)
     try:

@@ -8,7 +8,7 @@ import numpy as np
 import taichi as ti
 
 from .errors import check_indices
-from .runtime import no_grad
+from .runtime import deterministic, no_grad
 
 
 @ti.data_oriented
@@ -29,6 +29,8 @@ class ParticleRecorder:
         self.indices.from_numpy(idx.astype(np.int32))
         self.frames = sim.frame_count(every)
         self.values = ti.Vector.field(3, float, shape=(self.frames, self.count), needs_grad=sim.model.requires_grad)
+        # repeated indices add their adjoints into one particle: in a fixed order when deterministic
+        self._serial = deterministic()
         sim.observe(self, every)
 
     def __call__(self, state, slot, frame):
@@ -36,6 +38,7 @@ class ParticleRecorder:
 
     @ti.kernel
     def _record(self, src: ti.template(), slot: ti.i32, frame: ti.i32):
+        ti.loop_config(serialize=self._serial)
         for k in range(self.count):
             self.values[frame, k] = src[slot, self.indices[k]]
 
@@ -70,6 +73,8 @@ class CenterOfMassRecorder:
         self.mass = ti.field(float, shape=self.frames, needs_grad=grad)
         self.com = ti.Vector.field(3, float, shape=self.frames, needs_grad=grad)
         self._clear_op = no_grad(self._clear)
+        # the sums over particles run in a fixed order when deterministic (threads would add in any order)
+        self._serial = deterministic()
         sim.observe(self, every)
 
     def __call__(self, state, slot, frame):
@@ -83,6 +88,7 @@ class CenterOfMassRecorder:
 
     @ti.kernel
     def _record(self, q: ti.template(), slot: ti.i32, frame: ti.i32):
+        ti.loop_config(serialize=self._serial)
         for k in range(self.count):
             i = self.indices[k]
             m = self.model.particle_mass[i]

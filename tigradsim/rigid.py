@@ -112,6 +112,10 @@ def world_point(q, p):
 def _weld_for_body(vertices, faces, weld_tol):
     """Vertices and faces with near-duplicate vertices merged (see `RigidBodies.add`); inputs
     whose shapes or indices are wrong pass through unwelded, for `check_closed_mesh` to name."""
+    try:
+        faces = np.asarray(faces)
+    except ValueError:           # ragged rows: numpy's message names no argument
+        raise TypeError("faces: expected an (F, 3) array of vertex indices, got rows of different lengths") from None
     if weld_tol is None:
         return vertices, faces
     if not (isinstance(weld_tol, (int, float, np.floating)) and not isinstance(weld_tol, bool)

@@ -5,6 +5,7 @@ import numpy as np
 import taichi as ti
 
 from .rigid import body_position, body_rotation, quat_rotate
+from .runtime import deterministic
 
 
 def _require_bodies(sim):
@@ -36,6 +37,8 @@ class RigidSurface:
         self.frames = sim.frame_count(every)
         self.vertices = ti.Vector.field(3, float, shape=(self.frames, self.vertex_count),
                                         needs_grad=model.requires_grad)
+        # in reverse, every vertex adds into its body's pose adjoint: in vertex order when deterministic
+        self._serial = deterministic()
         sim.observe(self, every)
 
     def __call__(self, state, slot, frame):
@@ -43,6 +46,7 @@ class RigidSurface:
 
     @ti.kernel
     def _record(self, body_q: ti.template(), slot: ti.i32, frame: ti.i32):
+        ti.loop_config(serialize=self._serial)
         for v in range(self.vertex_count):
             q = body_q[slot, self.model.vertex_body[v]]
             self.vertices[frame, v] = body_position(q) + quat_rotate(body_rotation(q), self.model.body_vertex[v])

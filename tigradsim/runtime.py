@@ -102,11 +102,16 @@ def serial_scatter() -> bool:
     32x32, 2 cores), more than the loop's work (1,089 particles: ~10 us), and a
     substep made only of serial loops is one task.  GPUs have native atomics and
     thousands of threads: "auto" keeps their loops parallel, and so does a CPU with
-    more than SERIAL_SCATTER_MAX_THREADS threads.  Read when a force term is built
-    (model finalize).
+    more than SERIAL_SCATTER_MAX_THREADS threads, unless `deterministic()`: parallel
+    scatter adds into shared particles in a thread-dependent order, so "auto" is serial
+    whenever results must be bit-reproducible (an explicit "parallel" still gives
+    parallel loops and gives up bitwise reproducibility of the physics).  Read when a
+    force term is built (model finalize).
     """
     mode = _state["scatter"]
     if mode == "auto":
+        if _state["deterministic"]:
+            return True
         cfg = impl.current_cfg()
         return cfg.arch == ti.cpu and cfg.cpu_max_num_threads <= SERIAL_SCATTER_MAX_THREADS
     return mode == "serial"
