@@ -8,10 +8,11 @@
 Conventions (NDC, pixel centres, winding) are documented in `camera.py`; the
 rasterizer's formulas and kernel structure in `softras.py`.
 """
-from .camera import Camera
-from .softras import SoftRasterizer, SHADINGS, COLOR_MODES, NORMALS
+from .camera import Camera, rodrigues, rotation_vector
+from .softras import SoftRasterizer, RendererWarning, SHADINGS, COLOR_MODES, NORMALS, BLENDS
 from .losses import BlurredImageMSE, ImageMSE, SilhouetteMSE, SoftIoU, gaussian_blur, load_target
 from ._mesh import icosphere, box, load_obj
 
-__all__ = ["Camera", "SoftRasterizer", "SHADINGS", "COLOR_MODES", "NORMALS", "ImageMSE", "SilhouetteMSE", "SoftIoU",
+__all__ = ["Camera", "rodrigues", "rotation_vector", "SoftRasterizer", "RendererWarning", "SHADINGS", "COLOR_MODES",
+           "NORMALS", "BLENDS", "ImageMSE", "SilhouetteMSE", "SoftIoU",
            "BlurredImageMSE", "gaussian_blur", "load_target", "icosphere", "box", "load_obj"]

@@ -1,15 +1,27 @@
 """Differentiable soft rasterizer (SoftRas, Liu et al. 2019) in Taichi.
 
-Model, per pixel p and face j (DESIGN.md section 4):
+Model, per pixel p and face j (DESIGN.md sections 4 and 7):
 
 * coverage  D_j(p) = sigmoid(delta_j(p) d_j(p)^2 / sigma), delta = +1 inside the
   projected triangle and -1 outside, d the NDC distance to the triangle's edges;
 * silhouette  A(p) = 1 - prod_j (1 - D_j(p)), computed as 1 - exp(sum_j log(1 - D_j));
-* colour  I(p) = sum_j w_j C_j(p) + w_b C_b with
-  w_j = D_j exp(z_j / gamma) / (sum_k D_k exp(z_k / gamma) + exp(depth_eps / gamma)),
+* depth-softmax weights  w_j = D_j exp(z_j / gamma),
   z_j = (far - depth_j(p)) / (far - near) the normalised inverse depth,
   depth_j(p) interpolated with perspective-correct barycentrics that are then
   clipped to [0, 1] and renormalised (PyTorch3D order);
+* background  B(p) = background + background_image[p] (a constant RGB plus a
+  per-pixel plate, zero unless `set_background` gives one);
+* colour, by `blend`:
+  - "coverage" (default for RGB):  I(p) = A(p) C(p) + (1 - A(p)) B(p) with
+    C(p) = sum_j w_j C_j(p) / sum_j w_j (no background term): the colour of
+    the visible surface, laid over the background by the soft silhouette, so
+    colour carries geometry gradients through A at the object's outline at any
+    gamma (DESIGN.md section 7);
+  - "softmax" (SoftRas / PyTorch3D):  I(p) = (sum_j w_j C_j(p) + w_b B(p)) /
+    (sum_j w_j + w_b), w_b = exp(depth_eps / gamma).  At small gamma w_b
+    vanishes next to any face within the cutoff, every such pixel takes its
+    face's full colour and colour carries no gradient w.r.t. geometry (a
+    warning says so at construction);
 * C_j(p): per-vertex colours interpolated with those barycentrics, or per-face
   colours, optionally Lambert-shaded: C = albedo * (ambient + sum_l
   light_color_l max(0, n . normalize(light_dir_l))), n the world-space face
@@ -17,31 +29,56 @@ Model, per pixel p and face j (DESIGN.md section 4):
   area-weighted vertex normals (normals="smooth").  `light_dir` points from the
   surface *towards* the light.
 
+Camera (conventions in `camera.py`): vertices are projected with the camera's
+OpenCV form (R, t, fx, fy, cx, cy), corrected by two differentiable fields:
+
+    X' = exp([omega]_x) X + dt   for camera coordinates X = R x + t, i.e.
+    R' = exp([omega]_x) R,  t' = exp([omega]_x) t + dt,  (fx', fy') = focal_scale (fx, fy),
+    camera_delta = (omega_x, omega_y, omega_z [rad], dt_x, dt_y, dt_z [world units]):
+
+a left-multiplied rigid motion in the camera's own axes (x right, y down, z
+forward): the camera turns by the rotation vector omega about its own centre,
+then the world shifts by dt in camera axes (the camera centre moves by
+-R'^T dt), so rotation and translation stay decoupled.  exp is Rodrigues'
+formula, with its Taylor series near omega = 0 so that the gradient there is
+exact (no norm of a zero vector, DESIGN.md rule 11).  The identity correction
+by default; `corrected_camera()` returns the corrected `Camera`,
+`reset_camera_correction()` restores the identity.
+
 Only pairs (p, j) with p inside triangle j or d^2 < sigma ln(1/coverage_eps - 1)
 (D above `coverage_eps`) are evaluated; the rest are treated as D = 0.
 
 How a frame is rendered (all of it is ONE entry on a `ti.ad.Tape`, see
 `tigradsim.custom_op`, because the scratch buffers are re-used every frame):
 
-1. `_prepare` (differentiable): gather the vertices `verts[slot, vertex_ids[v]]`,
-   project them to NDC + depth, and Lambert-shade every face.
+1. `_prepare` (differentiable): apply the camera correction, gather the vertices
+   `verts[slot, vertex_ids[v]]`, project them to NDC + depth, and Lambert-shade
+   every face.
 2. `_bin` (no gradient): bin faces into tiles of `tile_size`^2 pixels using
    their NDC bounding box grown by the coverage cutoff, sort each tile's list
    (deterministic results), then per pixel run the exact cutoff test over its
    tile's faces (after a bounding-box pre-test), count the surviving faces and
    their maximum depth logit (stable softmax; its gradient cancels exactly),
    remember the survivors as bits over the tile list, prefix-sum the counts
-   and write a compact list of (pixel, face) pairs.  Memory is O(pairs), i.e.
-   O(pixels x faces near a pixel), never O(pixels x faces).  Fixed capacities
-   grow automatically when a frame needs more.
-3. `_accumulate` (differentiable): a flat parallel loop over the pairs that only
-   `+=` into per-pixel sums (sum log(1-D), sum of softmax weights, sum of
-   weighted colours), followed, in the same kernel, by a per-pixel loop that
-   forms the image of the frame.
-In backward the op re-runs 1-3 for its frame (restoring the scratch buffers;
-skipped when its frame was the last one rendered, so the buffers still hold
-it), clears the scratch gradients and calls `_accumulate.grad` then
-`_prepare.grad`.
+   and write a compact list of (pixel, face) pairs, pixel-major.  Memory is
+   O(pairs), i.e. O(pixels x faces near a pixel), never O(pixels x faces).
+   Fixed capacities grow automatically when a frame needs more.
+3. `_composite` (forward): per pixel, in parallel, a loop over its own
+   contiguous range of pairs sums log(1-D), the softmax weights and the
+   weighted colours in a fixed order and forms the pixel of the frame.
+4. Backward: `_accumulate.grad`, the reverse of a flat loop over the pairs that
+   `+=` into per-pixel sums followed by a per-pixel loop forming the image (the
+   structure Taichi differentiates correctly, DESIGN.md rule 4), then
+   `_prepare.grad`.  The op re-runs 1-3 for its frame first (restoring the
+   scratch buffers; skipped when its frame was the last one rendered, so the
+   buffers still hold it) and clears the scratch gradients.
+
+Reproducibility: when `tigradsim.runtime.deterministic()` is True (the CPU
+default) every loop that adds into shared locations in a thread-dependent
+order (the reverse pair loop's vertex and colour adjoints, the camera and
+background adjoints, smooth normals' sums) runs serially, so frames and
+gradients are bit-identical from run to run; the forward per-pixel sums are in
+a fixed order either way.
 
 Image layout: `image` is a Taichi vector field of shape (frames, H, W) with
 `channels` components: 1 (the silhouette A) for shading="silhouette", else 4
@@ -50,19 +87,36 @@ Image layout: `image` is a Taichi vector field of shape (frames, H, W) with
 """
 
 import math
+import warnings
 
 import numpy as np
 import taichi as ti
 
-from tigradsim.materials.linalg import matvec
+from tigradsim.materials.linalg import matmul, matvec
 
-from tigradsim.runtime import custom_op, ensure_init, np_float
+from tigradsim.runtime import custom_op, deterministic, ensure_init, np_float
 
-from .camera import Camera
+from .camera import Camera, rodrigues
 
 SHADINGS = ("silhouette", "color", "lambert")
 NORMALS = ("flat", "smooth")
 COLOR_MODES = ("vertex", "face")
+BLENDS = ("coverage", "softmax")
+
+# Softmax blending warns when, for a surface halfway through the normalised depth
+# range (z = 0.5), the background's weight relative to the surface's,
+# exp(-(0.5 - depth_eps) / gamma), is below this: then colour carries no gradient
+# w.r.t. geometry (gamma below ~0.036 with the default depth_eps).
+SOFTMAX_BG_WEIGHT_WARN = 1e-6
+# Rotation-vector norm^2 below which exp([omega]_x) uses its Taylor series
+# (truncation error ~|omega|^6 / 5040 < 2e-16 here; exact formula above it).
+RODRIGUES_SERIES_BELOW = 1e-4
+# zmax start value in coverage mode: the softmax over faces only (no background term)
+_NO_DEPTH = -1e30
+
+
+class RendererWarning(UserWarning):
+    """A renderer setting that is legal but will not do what is probably wanted."""
 
 
 def _err(kind, msg):
@@ -112,7 +166,12 @@ class SoftRasterizer:
         lights: list of (direction_to_light, rgb) pairs; the number of lights is
             fixed, their values live in the `light_dir`/`light_color` fields.
         ambient: ambient RGB (field `ambient`).
-        background: background RGB (field `background`).
+        background: background B: an RGB triple (field `background`) or an
+            (H, W, 3) / (H, W) plate in [0, 1] (or uint8) (field `background_image`);
+            see `set_background`.
+        blend: "coverage" (I = A C + (1 - A) B; the default for "color" and
+            "lambert") or "softmax" (SoftRas's background term in the depth
+            softmax); see the module docstring.  Ignored for "silhouette".
         cull_backfaces: drop faces whose projection is clockwise.
         vertex_ids: (V,) integer array: surface vertex v reads
             `verts[slot, vertex_ids[v]]`; default `vertex_offset + arange(V)`.
@@ -126,15 +185,19 @@ class SoftRasterizer:
             area-weighted vertex normals interpolated per pixel.
 
     Differentiable fields (all `needs_grad`): `vertex_colors`, `face_colors`,
-    `light_dir`, `light_color`, `ambient`, `background`, and the vertex field
-    passed to `render`.  `image` holds the frames.
+    `light_dir`, `light_color`, `ambient`, `background` (3,), `background_image`
+    (H, W) of RGB, `camera_delta` (6,: rotation vector [rad], translation [world
+    units]; zero), `focal_scale` (0-D, multiplies fx and fy; 1), and the vertex
+    field passed to `render`.  `image` holds the frames.  Fit the camera with
+    `tgs.Param(ren.camera_delta, "camera_pose")` and
+    `tgs.Param(ren.focal_scale, "focal", log_space=True)`.
     """
 
     def __init__(self, camera: Camera, faces, num_vertices, frames=1, sigma=1e-4, gamma=1e-4,
                  shading="silhouette", color_mode="vertex", vertex_colors=None, face_colors=None,
                  lights=None, ambient=(0.3, 0.3, 0.3), background=(0.0, 0.0, 0.0), cull_backfaces=False,
                  vertex_ids=None, vertex_offset=0, coverage_eps=1e-4, depth_eps=1e-3, tile_size=8,
-                 binning=True, normals="flat"):
+                 binning=True, normals="flat", blend=None):
         ensure_init()
         if not isinstance(camera, Camera):
             raise _err(TypeError, f"camera must be a tigradsim.renderers.Camera, got {type(camera).__name__}")
@@ -151,6 +214,10 @@ class SoftRasterizer:
             raise _err(ValueError, f"color_mode={color_mode!r} must be one of {COLOR_MODES}")
         if normals not in NORMALS:
             raise _err(ValueError, f"normals={normals!r} must be one of {NORMALS}")
+        if blend is None:
+            blend = "coverage"
+        if blend not in BLENDS:
+            raise _err(ValueError, f"blend={blend!r} must be one of {BLENDS} (or None: 'coverage')")
         coverage_eps = _check_positive("coverage_eps", coverage_eps)
         if coverage_eps >= 0.5:
             raise _err(ValueError, f"coverage_eps={coverage_eps} must lie in (0, 0.5)")
@@ -164,6 +231,11 @@ class SoftRasterizer:
         self.smooth = shading == "lambert" and normals == "smooth"
         self.normals = normals
         self.channels = 1 if shading == "silhouette" else 4
+        self.blend = blend
+        # coverage mode: the softmax runs over faces only, so zmax starts below any depth
+        self._z_init = float(depth_eps) if blend == "softmax" else _NO_DEPTH
+        # ordered (serial) loops wherever threads would add into shared locations
+        self._serial = deterministic()
         self.alpha_channel = self.channels - 1
         self.cull_backfaces = bool(cull_backfaces)
         self.binning = bool(binning)
@@ -214,9 +286,16 @@ class SoftRasterizer:
         self.faces.from_numpy(faces.astype(np.int32))
         self.vid = ti.field(ti.i32, shape=V)
         self.vid.from_numpy(self.vertex_ids)
-        self.cam_rot = ti.Matrix.field(3, 3, fl, shape=())
-        self.cam_eye = ti.Vector.field(3, fl, shape=())
-        self.cam_k = ti.field(fl, shape=4)          # scale, near, far, -
+        # the camera in OpenCV form (camera.py): X = R x + t; fx, fy, cx, cy [px], near, far
+        self.cam_R = ti.Matrix.field(3, 3, fl, shape=())
+        self.cam_t = ti.Vector.field(3, fl, shape=())
+        self.cam_k = ti.field(fl, shape=6)          # fx, fy, cx, cy, near, far
+        # differentiable correction (module docstring) and the corrected camera (scratch)
+        self.camera_delta = ti.field(fl, shape=6, needs_grad=True)
+        self.focal_scale = ti.field(fl, shape=(), needs_grad=True)
+        self.cam_eff_R = ti.Matrix.field(3, 3, fl, shape=(), needs_grad=True)
+        self.cam_eff_t = ti.Vector.field(3, fl, shape=(), needs_grad=True)
+        self.cam_eff_f = ti.Vector.field(2, fl, shape=(), needs_grad=True)
         self.proj = ti.Vector.field(3, fl, shape=V, needs_grad=True)
         self.face_shade = ti.Vector.field(3, fl, shape=F, needs_grad=True)
         nv = V if self.smooth else 1
@@ -229,6 +308,7 @@ class SoftRasterizer:
         self.light_color = ti.Vector.field(3, fl, shape=self.num_lights, needs_grad=True)
         self.ambient = ti.Vector.field(3, fl, shape=(), needs_grad=True)
         self.background = ti.Vector.field(3, fl, shape=(), needs_grad=True)
+        self.background_image = ti.Vector.field(3, fl, shape=(self.height, self.width), needs_grad=True)
         H, W = self.height, self.width
         self.acc_log = ti.field(fl, shape=(H, W), needs_grad=True)
         self.acc_w = ti.field(fl, shape=(H, W), needs_grad=True)
@@ -248,7 +328,8 @@ class SoftRasterizer:
         self.light_dir.from_numpy(ldir.astype(npf))
         self.light_color.from_numpy(lcol.astype(npf))
         self.ambient[None] = _color_array("ambient", ambient, 1, None)[0].tolist()
-        self.background[None] = _color_array("background", background, 1, None)[0].tolist()
+        self.set_background(background)
+        self.focal_scale[None] = 1.0
 
         self._tile_tree = None
         self._pair_tree = None
@@ -257,6 +338,7 @@ class SoftRasterizer:
         self._alloc_tiles(max(16, min(F, 64)))
         self._alloc_pairs(max(1024, 4 * H * W))
         self.set_camera(camera)
+        self._warn_softmax_gamma()
         self._np_verts = None
         self.num_pairs = 0
         self.regrows = 0
@@ -309,9 +391,91 @@ class SoftRasterizer:
                                    f"expected {self.width}x{self.height} ({self.camera.projection}) as at construction")
         self.camera = camera
         npf = np_float()
-        self.cam_rot.from_numpy(camera.rotation.astype(npf))
-        self.cam_eye.from_numpy(camera.eye.astype(npf))
-        self.cam_k.from_numpy(np.array([camera.scale, camera.near, camera.far, 0.0], dtype=npf))
+        self.cam_R.from_numpy(camera.R.astype(npf))
+        self.cam_t.from_numpy(camera.t.astype(npf))
+        self.cam_k.from_numpy(np.array([camera.fx, camera.fy, camera.cx, camera.cy, camera.near, camera.far],
+                                       dtype=npf))
+
+    # ------------------------------------------------------ camera correction
+    def camera_correction(self):
+        """(omega (3,) [rad], dt (3,) [world units], focal_scale): the current correction."""
+        d = self.camera_delta.to_numpy().astype(np.float64)
+        return d[:3], d[3:], float(self.focal_scale[None])
+
+    def corrected_camera(self) -> Camera:
+        """The camera the renderer projects with: `camera` with `camera_delta` and
+        `focal_scale` applied (module docstring), as a numpy `Camera`: an OpenCV
+        camera (perspective) or an orthographic look-at camera."""
+        omega, dt, k = self.camera_correction()
+        if not (np.all(np.isfinite(omega)) and np.all(np.isfinite(dt)) and math.isfinite(k) and k > 0.0):
+            raise _err(ValueError, f"corrected_camera: the correction is not valid (camera_delta="
+                                   f"{np.concatenate([omega, dt]).tolist()}, focal_scale={k}); expected finite "
+                                   "values and focal_scale > 0")
+        cam = self.camera
+        Rw = rodrigues(omega)
+        R = Rw @ cam.R
+        t = Rw @ cam.t + dt
+        if cam.perspective:
+            K = cam.K
+            K[0, 0] *= k
+            K[1, 1] *= k
+            return Camera.from_opencv(K, R, t, cam.width, cam.height, near=cam.near, far=cam.far)
+        eye = -R.T @ t
+        return Camera(eye=eye, target=eye + R[2], up=-R[1], width=cam.width, height=cam.height, near=cam.near,
+                      far=cam.far, projection="orthographic", ortho_scale=cam.ortho_scale / k)
+
+    def reset_camera_correction(self):
+        """Set the correction to the identity (camera_delta = 0, focal_scale = 1)."""
+        self.camera_delta.fill(0.0)
+        self.focal_scale[None] = 1.0
+
+    # ------------------------------------------------------------ background
+    def set_background(self, value):
+        """Set the background B(p) = `background` + `background_image`[p].
+
+        value: an RGB triple (3,): a constant colour (the plate is zeroed); or a plate
+        of shape (H, W, 3) (or (H, W) / (H, W, 1) grey), floats in [0, 1] or uint8 (divided by 255),
+        e.g. the median of footage frames (`background` is zeroed).
+        """
+        arr = np.asarray(value)
+        if arr.shape == (3,) or arr.ndim == 1:
+            self.background[None] = _color_array("background", arr, 1, None)[0].tolist()
+            self.background_image.fill(0.0)
+            return
+        H, W = self.height, self.width
+        if arr.shape not in ((H, W), (H, W, 1), (H, W, 3)):
+            raise _err(ValueError, f"background has shape {arr.shape}; expected an RGB triple (3,) or a plate of "
+                                   f"shape ({H}, {W}, 3), ({H}, {W}, 1) or ({H}, {W}) (the image size)")
+        if arr.dtype == np.uint8:
+            plate = arr.astype(np.float64) / 255.0
+        elif np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer):
+            plate = arr.astype(np.float64)
+            if not np.all(np.isfinite(plate)):
+                raise _err(ValueError, "background plate contains a non-finite value")
+            lo, hi = float(plate.min()), float(plate.max())
+            if lo < 0.0 or hi > 1.0 + 1e-6:
+                raise _err(ValueError, f"background plate values lie in [{lo:g}, {hi:g}]; expected [0, 1] "
+                                       "(floats) or uint8 (0-255)")
+        else:
+            raise _err(TypeError, f"background plate has dtype {arr.dtype}; expected floats in [0, 1] or uint8")
+        if plate.ndim == 2:
+            plate = plate[..., None]
+        if plate.shape[-1] == 1:
+            plate = np.repeat(plate, 3, axis=-1)
+        self.background[None] = [0.0, 0.0, 0.0]
+        self.background_image.from_numpy(np.ascontiguousarray(plate, dtype=np_float()))
+
+    def _warn_softmax_gamma(self):
+        if self.shading == "silhouette" or self.blend != "softmax":
+            return
+        w = math.exp(-(0.5 - self.depth_eps) / self._gamma)
+        if w < SOFTMAX_BG_WEIGHT_WARN:
+            warnings.warn(
+                f"SoftRasterizer: blend='softmax' with gamma={self._gamma:g}: the background's weight in the depth "
+                f"softmax is exp(-(z - depth_eps)/gamma) = {w:.1e} of a surface's at normalised inverse depth "
+                f"z = 0.5, so every pixel near a face takes the face's full colour and the RGB channels carry "
+                f"(almost) no gradient w.r.t. geometry (only the alpha channel does).  Use blend='coverage' "
+                f"(I = A C + (1 - A) B), or gamma of order 0.1 or more.", RendererWarning, stacklevel=3)
 
     # ------------------------------------------------------------- capacities
     def _alloc_tiles(self, cap):
@@ -416,8 +580,8 @@ class SoftRasterizer:
         bq = ti.max(bp, 0.0)              # clip to [0, 1] and renormalise (PyTorch3D)
         bc = bq / ti.max(bq.sum(), 1e-20)
         depth = bc[0] * a[2] + bc[1] * b[2] + bc[2] * c[2]
-        near = self.cam_k[1]
-        far = self.cam_k[2]
+        near = self.cam_k[4]
+        far = self.cam_k[5]
         z = (far - depth) / (far - near)
         return inside, d2, bc, z
 
@@ -427,7 +591,7 @@ class SoftRasterizer:
         a = self.proj[idx[0]]
         b = self.proj[idx[1]]
         c = self.proj[idx[2]]
-        near = self.cam_k[1]
+        near = self.cam_k[4]
         area = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
         ok = (a[2] > near) & (b[2] > near) & (c[2] > near) & (ti.abs(area) > 1e-12)
         if ti.static(self.cull_backfaces):
@@ -439,18 +603,48 @@ class SoftRasterizer:
         s = ti.static(float(min(self.width, self.height)))
         return (2.0 * j + 1.0 - self.width) / s, (self.height - 2.0 * i - 1.0) / s
 
+    @ti.func
+    def _pixel_uv(self, c):
+        """Pixel (u, v) of camera coordinates c under the corrected camera (camera.py)."""
+        fc = self.cam_eff_f[None]
+        if ti.static(self.perspective):
+            zs = ti.select(c[2] > 1e-12, c[2], 1.0)      # faces behind `near` are dropped anyway
+            return ti.Vector([fc[0] * (c[0] / zs) + self.cam_k[2], fc[1] * (c[1] / zs) + self.cam_k[3]])
+        else:
+            return ti.Vector([fc[0] * c[0] + self.cam_k[2], fc[1] * c[1] + self.cam_k[3]])
+
     @ti.kernel
     def _prepare(self, verts: ti.template(), slot: ti.i32):
+        W = ti.static(float(self.width))
+        H = ti.static(float(self.height))
+        s = ti.static(float(min(self.width, self.height)))
+        # 1. the corrected camera: R' = exp([w]x) R, t' = exp([w]x) t + dt, f' = k f
+        for _ in range(1):
+            w = ti.Vector([self.camera_delta[0], self.camera_delta[1], self.camera_delta[2]])
+            a2 = w.dot(w)
+            small = a2 < RODRIGUES_SERIES_BELOW
+            # the exact branch sees a safe argument, so sqrt and the division
+            # never produce inf/NaN adjoints where the series is selected (rule 11)
+            a2s = ti.select(small, 1.0, a2)
+            a = ti.sqrt(a2s)
+            hs = ti.sin(0.5 * a)
+            sa = ti.select(small, 1.0 - a2 / 6.0 + a2 * a2 / 120.0, ti.sin(a) / a)
+            ca = ti.select(small, 0.5 - a2 / 24.0 + a2 * a2 / 720.0, 2.0 * hs * hs / a2s)
+            Wm = ti.Matrix([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+            Rw = ti.Matrix.identity(float, 3) + sa * Wm + ca * matmul(Wm, Wm)
+            self.cam_eff_R[None] = matmul(Rw, self.cam_R[None])
+            self.cam_eff_t[None] = matvec(Rw, self.cam_t[None]) \
+                + ti.Vector([self.camera_delta[3], self.camera_delta[4], self.camera_delta[5]])
+            k = self.focal_scale[None]
+            self.cam_eff_f[None] = ti.Vector([k * self.cam_k[0], k * self.cam_k[1]])
+        # 2. project: u = fx X/Z + cx, v = fy Y/Z + cy (orthographic: fx X + cx), then
+        #    NDC x = (2u + 1 - W)/s, y = (H - 2v - 1)/s, and the depth Z
+        ti.loop_config(serialize=self._serial)       # camera adjoints add up in vertex order
         for v in range(self.num_vertices):
             p = verts[slot, self.vid[v]]
-            q = matvec(self.cam_rot[None], p - self.cam_eye[None])
-            zc = q[2]
-            scale = self.cam_k[0]
-            if ti.static(self.perspective):
-                zs = ti.select(zc > 1e-12, zc, 1.0)
-                self.proj[v] = ti.Vector([q[0] / (zs * scale), q[1] / (zs * scale), zc])
-            else:
-                self.proj[v] = ti.Vector([q[0] / scale, q[1] / scale, zc])
+            c = matvec(self.cam_eff_R[None], p) + self.cam_eff_t[None]
+            uv = self._pixel_uv(c)
+            self.proj[v] = ti.Vector([(2.0 * uv[0] + 1.0 - W) / s, (H - 2.0 * uv[1] - 1.0) / s, c[2]])
         if ti.static(self.shading == "lambert"):
             for l in range(self.num_lights):
                 ld = self.light_dir[l]
@@ -458,6 +652,7 @@ class SoftRasterizer:
             if ti.static(self.smooth):
                 for v in range(self.num_vertices):
                     self.vnormal_sum[v] = ti.Vector([0.0, 0.0, 0.0])
+                ti.loop_config(serialize=self._serial)   # shared vertex sums (and adjoints) in face order
                 for f in range(self.num_faces):
                     idx = self.faces[f]
                     p0 = verts[slot, self.vid[idx[0]]]
@@ -468,6 +663,7 @@ class SoftRasterizer:
                     ns = self.vnormal_sum[v]
                     self.vnormal[v] = ns / ti.sqrt(ns.dot(ns) + 1e-30)
             else:
+                ti.loop_config(serialize=self._serial)   # vertex and light adjoints in face order
                 for f in range(self.num_faces):
                     idx = self.faces[f]
                     p0 = verts[slot, self.vid[idx[0]]]
@@ -489,7 +685,7 @@ class SoftRasterizer:
             self.acc_log[i, j] = 0.0
             self.acc_w[i, j] = 0.0
             self.acc_c[i, j] = ti.Vector([0.0, 0.0, 0.0])
-            self.zmax[i, j] = self.depth_eps
+            self.zmax[i, j] = self._z_init
         for t in self.tile_count:
             self.tile_count[t] = 0
             if t == 0:
@@ -548,7 +744,7 @@ class SoftRasterizer:
             if ti.static(self.binning):
                 n = ti.min(self.tile_count[t], cap)
             cnt = 0
-            zm = self.depth_eps
+            zm = self._z_init
             word = 0
             for k in range(n):
                 f = k
@@ -611,9 +807,74 @@ class SoftRasterizer:
                                 pairs[off] = ti.Vector([i * W + j, f])
                             off += 1
 
+    @ti.func
+    def _log1m_sigmoid(self, x):
+        """log(1 - sigmoid(x)) = -softplus(x), in a form safe for large |x|."""
+        return -(ti.max(x, 0.0) + ti.log(1.0 + ti.exp(-ti.abs(x))))
+
+    @ti.func
+    def _pixel_value(self, i, j, slog, sw, sc, gamma):
+        """The image value of pixel (i, j) from its sums over faces: slog = sum log(1 - D),
+        sw = sum of softmax weights, sc = sum of weighted colours (module docstring)."""
+        alpha = 1.0 - ti.exp(slog)
+        if ti.static(self.shading == "silhouette"):
+            return ti.Vector([alpha])
+        else:
+            bg = self.background[None] + self.background_image[i, j]
+            rgb = bg
+            if ti.static(self.blend == "coverage"):
+                # C = sc / sw: the faces' colour alone (sw > 0 wherever a pair exists:
+                # the face at zmax has weight D >= coverage_eps); A = 0 elsewhere
+                rgb = alpha * (sc / ti.select(sw > 0.0, sw, 1.0)) + (1.0 - alpha) * bg
+            else:
+                eb = ti.exp((self.depth_eps - self.zmax[i, j]) / gamma)
+                rgb = (sc + eb * bg) / (sw + eb)
+            return ti.Vector([rgb[0], rgb[1], rgb[2], alpha])
+
+    @ti.func
+    def _softmax_weight(self, x, z, zmax, gamma):
+        # z <= zmax (same arithmetic as in _bin), so the exponent is <= 0; no
+        # clamp here: a min() would drop the gradient of the face at the max
+        return ti.exp((z - zmax) / gamma) / (1.0 + ti.exp(-x))
+
+    @ti.kernel
+    def _composite(self, pairs: ti.template(), frame: ti.i32, sigma: float, gamma: float):
+        """Forward: per pixel, its own pairs (contiguous, pixel-major) summed in list
+        order, so the sums do not depend on threads.  Not differentiated (the inner
+        loop carries sums: DESIGN.md rule 4); `_accumulate` is its differentiable twin."""
+        W = ti.static(self.width)
+        for p in range(self.width * self.height):
+            i = p // W
+            j = p % W
+            px, py = self._pixel_ndc(i, j)
+            zm = self.zmax[i, j]
+            off = self.pix_offset[p]
+            slog = 0.0
+            sw = 0.0
+            sc = ti.Vector([0.0, 0.0, 0.0])
+            for e in range(off, off + self.pix_count[p]):
+                f = pairs[e][1]
+                inside, d2, bc, z = self._face_geom(f, px, py)
+                x = ti.select(inside, d2, -d2) / sigma
+                slog += self._log1m_sigmoid(x)
+                if ti.static(self.shading != "silhouette"):
+                    wgt = self._softmax_weight(x, z, zm, gamma)
+                    sw += wgt
+                    sc += wgt * self._shaded(f, bc)
+            self.acc_log[i, j] = slog
+            self.acc_w[i, j] = sw
+            self.acc_c[i, j] = sc
+            self.image[frame, i, j] = self._pixel_value(i, j, slog, sw, sc, gamma)
+
     @ti.kernel
     def _accumulate(self, pairs: ti.template(), n_pairs: ti.i32, frame: ti.i32, sigma: float, gamma: float):
+        """Differentiable twin of `_composite` (only its `.grad` runs; it reads the sums
+        `_composite` left in acc_*): a flat loop over the pairs that only `+=` into
+        per-pixel sums, then the per-pixel image.  Serial when deterministic: the
+        reverse pair loop adds vertex, colour and light adjoints, the reverse pixel
+        loop the background's, into shared locations."""
         W = ti.static(self.width)
+        ti.loop_config(serialize=self._serial)
         for e in range(n_pairs):
             pr = pairs[e]
             i = pr[0] // W
@@ -622,24 +883,18 @@ class SoftRasterizer:
             px, py = self._pixel_ndc(i, j)
             inside, d2, bc, z = self._face_geom(f, px, py)
             x = ti.select(inside, d2, -d2) / sigma
-            # log(1 - sigmoid(x)) = -softplus(x), in a form safe for large |x|
-            self.acc_log[i, j] += -(ti.max(x, 0.0) + ti.log(1.0 + ti.exp(-ti.abs(x))))
+            self.acc_log[i, j] += self._log1m_sigmoid(x)
             if ti.static(self.shading != "silhouette"):
-                D = 1.0 / (1.0 + ti.exp(-x))
-                # z <= zmax (same arithmetic as in _bin), so the exponent is <= 0; no
-                # clamp here: a min() would drop the gradient of the face at the max
-                wgt = D * ti.exp((z - self.zmax[i, j]) / gamma)
+                wgt = self._softmax_weight(x, z, self.zmax[i, j], gamma)
                 col = self._shaded(f, bc)
                 self.acc_w[i, j] += wgt
                 self.acc_c[i, j] += wgt * col
-        for i, j in self.zmax:
-            alpha = 1.0 - ti.exp(self.acc_log[i, j])
-            if ti.static(self.shading == "silhouette"):
-                self.image[frame, i, j] = ti.Vector([alpha])
-            else:
-                eb = ti.exp((self.depth_eps - self.zmax[i, j]) / gamma)
-                rgb = (self.acc_c[i, j] + eb * self.background[None]) / (self.acc_w[i, j] + eb)
-                self.image[frame, i, j] = ti.Vector([rgb[0], rgb[1], rgb[2], alpha])
+        ti.loop_config(serialize=self._serial)
+        for p in range(self.width * self.height):
+            i = p // W
+            j = p % W
+            self.image[frame, i, j] = self._pixel_value(i, j, self.acc_log[i, j], self.acc_w[i, j],
+                                                        self.acc_c[i, j], gamma)
 
     # --------------------------------------------------------------- driver
     def _run_bin(self, r2, clear_grads):
@@ -677,11 +932,15 @@ class SoftRasterizer:
             self.vnormal_sum.grad[v] = ti.Vector([0.0, 0.0, 0.0])
         for l in self.light_unit:
             self.light_unit.grad[l] = ti.Vector([0.0, 0.0, 0.0])
+        for _ in range(1):
+            self.cam_eff_R.grad[None] = ti.Matrix.zero(float, 3, 3)
+            self.cam_eff_t.grad[None] = ti.Vector([0.0, 0.0, 0.0])
+            self.cam_eff_f.grad[None] = ti.Vector([0.0, 0.0])
 
     def _forward(self, verts, slot, frame, token):
         self._prepare(verts, slot)
         n = self._run_bin(self._r2, False)
-        self._accumulate(self.pairs, n, frame, self._sigma, self._gamma)
+        self._composite(self.pairs, frame, self._sigma, self._gamma)
         # what backward needs to reproduce this frame (sigma may be changed later)
         token.update(n=n, sigma=self._sigma, gamma=self._gamma, r2=self._r2)
         self._scratch_token = token
@@ -695,7 +954,7 @@ class SoftRasterizer:
         else:
             self._prepare(verts, slot)
             n = self._run_bin(token["r2"], True)
-            self._accumulate(self.pairs, n, frame, sigma, gamma)
+            self._composite(self.pairs, frame, sigma, gamma)
             self._scratch_token = token
         self._accumulate.grad(self.pairs, n, frame, sigma, gamma)
         self._prepare.grad(verts, slot)

@@ -14,7 +14,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import video
-from tigradsim.renderers import Camera, SoftRasterizer, icosphere, ImageMSE, SilhouetteMSE
+from tigradsim.renderers import Camera, RendererWarning, SoftRasterizer, icosphere, ImageMSE, SilhouetteMSE
 
 
 DATA = Path(__file__).parent / "data"
@@ -41,7 +41,7 @@ def _seg_d2(p, a, b):
 
 def softras_numpy(cam, verts, faces, sigma, gamma, shading="silhouette", color_mode="vertex",
                   vertex_colors=None, face_colors=None, lights=(), ambient=(0, 0, 0), background=(0, 0, 0),
-                  cull_backfaces=False, coverage_eps=1e-4, depth_eps=1e-3, normals="flat"):
+                  cull_backfaces=False, coverage_eps=1e-4, depth_eps=1e-3, normals="flat", blend="coverage"):
     verts = np.asarray(verts, dtype=np.float64)
     P = cam.project(verts)
     centers = cam.pixel_centers()
@@ -108,14 +108,25 @@ def softras_numpy(cam, verts, faces, sigma, gamma, shading="silhouette", color_m
             if C == 1:
                 img[i, j, 0] = alpha
             else:
-                zmax = max([depth_eps] + [t[1] for t in terms])
-                num = math.exp((depth_eps - zmax) / gamma) * np.asarray(background, dtype=np.float64)
-                den = math.exp((depth_eps - zmax) / gamma)
-                for D, z, col in terms:
-                    w = D * math.exp((z - zmax) / gamma)
-                    num = num + w * col
-                    den += w
-                img[i, j, :3] = num / den
+                bg = np.asarray(background, dtype=np.float64)
+                bg = bg[i, j] if bg.ndim == 3 else bg          # a plate or one colour
+                if blend == "coverage":                      # A C + (1 - A) B
+                    zmax = max([t[1] for t in terms], default=0.0)
+                    num, den = np.zeros(3), 0.0
+                    for D, z, col in terms:
+                        w = D * math.exp((z - zmax) / gamma)
+                        num = num + w * col
+                        den += w
+                    img[i, j, :3] = alpha * (num / den if terms else 0.0) + (1.0 - alpha) * bg
+                else:                                        # softmax with a background term
+                    zmax = max([depth_eps] + [t[1] for t in terms])
+                    num = math.exp((depth_eps - zmax) / gamma) * bg
+                    den = math.exp((depth_eps - zmax) / gamma)
+                    for D, z, col in terms:
+                        w = D * math.exp((z - zmax) / gamma)
+                        num = num + w * col
+                        den += w
+                    img[i, j, :3] = num / den
                 img[i, j, 3] = alpha
     return img
 
@@ -187,13 +198,15 @@ def test_symmetric_scene_gives_symmetric_image():
 
 
 # ----------------------------------------------------- numpy reference check
-@pytest.mark.parametrize("shading,color_mode,projection,cull,normals", [
-    ("silhouette", "vertex", "perspective", False, "flat"),
-    ("lambert", "vertex", "perspective", False, "flat"),
-    ("lambert", "face", "perspective", True, "smooth"),
-    ("color", "face", "orthographic", True, "flat"),
+@pytest.mark.parametrize("shading,color_mode,projection,cull,normals,blend", [
+    ("silhouette", "vertex", "perspective", False, "flat", "coverage"),
+    ("lambert", "vertex", "perspective", False, "flat", "coverage"),
+    ("lambert", "vertex", "perspective", False, "flat", "softmax"),
+    ("lambert", "face", "perspective", True, "smooth", "coverage"),
+    ("color", "face", "orthographic", True, "flat", "softmax"),
+    ("color", "face", "orthographic", True, "flat", "plate"),
 ])
-def test_matches_numpy_reference(shading, color_mode, projection, cull, normals):
+def test_matches_numpy_reference(shading, color_mode, projection, cull, normals, blend):
     v, f = icosphere(1, 0.9)
     v = v + np.array([0.1, -0.05, 0.0])
     rng = np.random.default_rng(1)
@@ -201,7 +214,10 @@ def test_matches_numpy_reference(shading, color_mode, projection, cull, normals)
     cam = Camera(eye=(0.4, 0.3, 3.0), width=14, height=11, projection=projection, ortho_scale=1.2)
     kw = dict(sigma=2e-3, gamma=2e-2, shading=shading, color_mode=color_mode, vertex_colors=vc,
               face_colors=fc, lights=[((0.3, 1.0, 0.8), (0.6, 0.5, 0.4)), ((-1, 0, 0.2), (0.2, 0.3, 0.1))],
-              ambient=(0.2, 0.25, 0.3), background=(0.1, 0.2, 0.3), cull_backfaces=cull, normals=normals)
+              ambient=(0.2, 0.25, 0.3), background=(0.1, 0.2, 0.3), cull_backfaces=cull, normals=normals,
+              blend=blend)
+    if blend == "plate":           # coverage blending over a per-pixel background plate
+        kw.update(blend="coverage", background=rng.random((11, 14, 3)))
     ren = SoftRasterizer(cam, f, len(v), **kw)
     got = ren.render_numpy(v)
     want = softras_numpy(cam, v, f, **kw)
@@ -251,11 +267,15 @@ def test_capacities_grow_and_memory_is_sparse():
 
 # ------------------------------------------------------------------ golden
 def _golden_scene():
+    """The golden image was made with SoftRas's softmax blending (the default before
+    blend="coverage"); gamma 1e-4 with it triggers the no-colour-gradient warning."""
     v, f = icosphere(2, 0.9)
     cam = Camera(eye=(0.5, 0.8, 2.8), target=(0, 0.05, 0), width=24, height=20, fov=55)
-    ren = SoftRasterizer(cam, f, len(v), frames=2, shading="lambert", sigma=1e-4, gamma=1e-4,
-                         vertex_colors=0.5 + 0.5 * v / 0.9, background=(0.1, 0.1, 0.15),
-                         lights=[((0.5, 1.0, 0.6), (0.8, 0.8, 0.7))], ambient=(0.25, 0.25, 0.3))
+    with pytest.warns(RendererWarning, match="blend='coverage'"):
+        ren = SoftRasterizer(cam, f, len(v), frames=2, shading="lambert", sigma=1e-4, gamma=1e-4,
+                             vertex_colors=0.5 + 0.5 * v / 0.9, background=(0.1, 0.1, 0.15),
+                             lights=[((0.5, 1.0, 0.6), (0.8, 0.8, 0.7))], ambient=(0.25, 0.25, 0.3),
+                             blend="softmax")
     X = ti.Vector.field(3, float, shape=(2, len(v)))
     X.from_numpy(np.stack([v, v * [1.2, 0.8, 1.0] + [0.1, 0, 0]]))
     ren.render(X, 0, 0)
