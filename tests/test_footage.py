@@ -218,3 +218,25 @@ def test_rigid_vertices_at_times(f64):
     np.testing.assert_allclose(timed.numpy()[[0, 1, 3, 4]], surf.numpy(), atol=1e-13)
     mid = timed.numpy()[2]
     assert np.abs(mid - 0.5 * (surf.numpy()[1] + surf.numpy()[2])).max() < 0.02   # between steps 10 and 20
+
+
+def test_footage_from_mp4_and_gif(tmp_path):
+    """Movie files as footage (MP4 needs the `video` extra: imageio-ffmpeg)."""
+    import importlib.util
+    rng = np.random.default_rng(0)
+    frames = np.zeros((8, 16, 16, 3))
+    for k in range(8):                          # a bright square moving on a dark plate
+        frames[k, 4:10, k:k + 6] = (0.9, 0.8, 0.2)
+    masks = np.zeros((8, 16, 16))
+    masks[np.any(frames > 0, axis=-1)] = 1.0
+    gif = tgs.load_footage(video.save_gif(frames, tmp_path / "a.gif", fps=10), fps=10, masks=masks)
+    assert len(gif) == 8 and gif.channels == 3 and np.abs(gif.frames - frames).max() < 0.02
+    if importlib.util.find_spec("imageio_ffmpeg") is None:
+        pytest.skip("imageio-ffmpeg (the `video` extra) is not installed")
+    clip = tgs.load_footage(video.save_mp4(frames + rng.uniform(0, 0.02, frames.shape), tmp_path / "a.mp4", fps=10),
+                            fps=10, masks=masks)
+    assert len(clip) == 8 and clip.frames.shape == (8, 16, 16, 3)
+    assert np.abs(clip.frames - frames).mean() < 0.05           # lossy H.264
+    with pytest.warns(UserWarning, match="never background"):     # column 6 is covered in every frame
+        plate = clip.estimate_background(dilate=1)
+    assert np.abs(plate).max() < 0.1
