@@ -59,6 +59,8 @@ def test_footage_checks_and_conversions():
         Footage(f * 255, fps=30)
     with pytest.raises(ValueError, match="fps"):
         Footage(f, fps=0)
+    with pytest.raises(ValueError, match="fps: needed"):
+        Footage(f)
     with pytest.raises(ValueError, match="3 mask frames for 4 frames"):
         Footage(f, fps=30, masks=np.ones((3, 6, 5)))
     with pytest.raises(ValueError, match="mask frames are 6x4"):
@@ -139,6 +141,8 @@ def test_observe_explicit_steps(f64):
         sim.observe(lambda *a: None, every=2, steps=[1])
     with pytest.raises(ValueError, match="every"):
         sim.observe(lambda *a: None, every=0)
+    with pytest.raises(ValueError, match="every: must be an integer >= 1"):     # was a ZeroDivisionError
+        tgs.CenterOfMassRecorder(sim, every=0)
 
 
 def _falling(checkpoint_every, grad=False):
@@ -229,13 +233,13 @@ def test_footage_from_mp4_and_gif(tmp_path):
         frames[k, 4:10, k:k + 6] = (0.9, 0.8, 0.2)
     masks = np.zeros((8, 16, 16))
     masks[np.any(frames > 0, axis=-1)] = 1.0
-    gif = tgs.load_footage(video.save_gif(frames, tmp_path / "a.gif", fps=10), fps=10, masks=masks)
-    assert len(gif) == 8 and gif.channels == 3 and np.abs(gif.frames - frames).max() < 0.02
+    gif = tgs.load_footage(video.save_gif(frames, tmp_path / "a.gif", fps=12.5), masks=masks)   # fps from the file
+    assert gif.fps == 12.5 and len(gif) == 8 and gif.channels == 3 and np.abs(gif.frames - frames).max() < 0.02
     if importlib.util.find_spec("imageio_ffmpeg") is None:
         pytest.skip("imageio-ffmpeg (the `video` extra) is not installed")
     clip = tgs.load_footage(video.save_mp4(frames + rng.uniform(0, 0.02, frames.shape), tmp_path / "a.mp4", fps=10),
-                            fps=10, masks=masks)
-    assert len(clip) == 8 and clip.frames.shape == (8, 16, 16, 3)
+                            masks=masks)
+    assert clip.fps == pytest.approx(10) and len(clip) == 8 and clip.frames.shape == (8, 16, 16, 3)
     assert np.abs(clip.frames - frames).mean() < 0.05           # lossy H.264
     with pytest.warns(UserWarning, match="never background"):     # column 6 is covered in every frame
         plate = clip.estimate_background(dilate=1)

@@ -233,6 +233,14 @@ def test_rgb_footage_gradient_wrt_rigid_mass(f64):
         sfit.set_target(frames)
     with pytest.raises(ValueError, match=r"target: 12 frames but the image has only 9"):
         sfit.set_target(np.zeros((12, 24, 24)))
+    # a user's blurred loss on the masks; coarse to fine in time grows its clip, same object
+    blurred = BlurredImageMSE(sil.image, sigmas=(0.0, 1.0))
+    sfit.set_image_loss(blurred)
+    sfit.set_target(clip[:4], frames=range(4))
+    assert blurred.count == 4
+    sfit.set_target(clip)
+    assert blurred.count == 9 and sfit._image_loss is blurred
+    np.testing.assert_allclose(blurred.target.to_numpy()[..., 0], clip.masks)
 
 
 def ren_faces(model):

@@ -97,7 +97,7 @@ class Footage:
         frames: (K, H, W[, C]) array (uint8 0-255, or float in [0, 1]; C = 1 grey, 3 RGB,
             4 RGBA) or a path: a folder (with `pattern`), a GIF, an MP4 (needs the
             `video` extra, imageio-ffmpeg), or "folder/rgb_%04d.png".
-        fps: frames per second (> 0).
+        fps: frames per second (> 0); None: read from a GIF or movie file (else an error).
         start_time: time [s] of frame 0, relative to the simulation's t = 0.
         masks: optional silhouettes, same kinds as `frames` (binary or soft; grey, RGB or
             RGBA -> one channel in [0, 1]), one per frame, same size.  Without masks, the
@@ -113,7 +113,18 @@ class Footage:
         background: (H, W, C) plate or None (`estimate_background`, `set_background`).
     """
 
-    def __init__(self, frames, fps, start_time=0.0, masks=None, pattern=None, mask_pattern=None, times=None):
+    def __init__(self, frames, fps=None, start_time=0.0, masks=None, pattern=None, mask_pattern=None, times=None):
+        if fps is None and times is None:
+            from .video import video_fps
+
+            is_path = isinstance(frames, (str, bytes)) or hasattr(frames, "__fspath__")
+            fps = video_fps(frames) if is_path else None
+            if fps is None:
+                raise ValueError("fps: needed (frames per second of the footage); only a GIF or a movie file "
+                                 "stores its own frame rate")
+        elif fps is None:
+            steps = np.diff(np.asarray(times, dtype=np.float64))
+            fps = 1.0 / float(np.median(steps)) if steps.size and np.median(steps) > 0 else 1.0
         try:
             fps = float(fps)
         except (TypeError, ValueError):
@@ -256,7 +267,7 @@ def _fill_unseen(plate, seen):
     return plate
 
 
-def load_footage(frames, fps, start_time=0.0, masks=None, pattern=None, mask_pattern=None) -> Footage:
+def load_footage(frames, fps=None, start_time=0.0, masks=None, pattern=None, mask_pattern=None) -> Footage:
     """`Footage(frames, fps, start_time, masks, pattern, mask_pattern)` (see `Footage`)."""
     return Footage(frames, fps, start_time=start_time, masks=masks, pattern=pattern, mask_pattern=mask_pattern)
 

@@ -89,6 +89,36 @@ def save_gif(images, path, fps=20.0) -> str:
 _GIF_TAG = "tigradsim"
 
 
+def video_fps(path):
+    """Frames per second stored in a GIF (written by `save_gif`: exact; else from the
+    median frame duration) or a movie file (its metadata; needs imageio-ffmpeg); None
+    for a folder of images or a file without timing."""
+    p = Path(path)
+    if p.is_dir() or not p.exists():
+        return None
+    if p.suffix.lower() == ".gif":
+        from PIL import Image, ImageSequence
+
+        with Image.open(p) as im:
+            comment = im.info.get("comment", b"")
+            if isinstance(comment, bytes) and comment.startswith(_GIF_TAG.encode()):
+                for item in comment.decode(errors="replace").split()[1:]:
+                    key, _, value = item.partition("=")
+                    if key == "fps":
+                        return float(value)
+            durations = [float(fr.info.get("duration") or 0.0) for fr in ImageSequence.Iterator(im)]
+        durations = [d for d in durations if d > 0]
+        return 1000.0 / float(np.median(durations)) if durations else None
+    if p.suffix.lower() in (".mp4", ".avi", ".mov", ".mkv", ".webm"):
+        _require_ffmpeg("video_fps of a movie file")
+        import imageio.v2 as iio2
+
+        with iio2.get_reader(str(p), format="FFMPEG") as reader:
+            fps = reader.get_meta_data().get("fps")
+        return float(fps) if fps else None
+    return None
+
+
 def _read_gif(p) -> np.ndarray:
     """Every frame of a GIF as uint8 (K, H, W, C): frames a writer merged (one frame shown
     for n frame durations) are repeated n times; C = 1 for a GIF written by `save_gif`
@@ -246,4 +276,4 @@ def load_video(path_or_dir, pattern=None) -> np.ndarray:
     return np.ascontiguousarray(out.astype(np.uint8, copy=False))
 
 
-__all__ = ["to_uint8", "save_frames", "save_gif", "save_mp4", "load_video", "list_frames"]
+__all__ = ["to_uint8", "save_frames", "save_gif", "save_mp4", "load_video", "list_frames", "video_fps"]
