@@ -207,6 +207,9 @@ class _TargetLoss:
             raise ValueError(f"target: {K} frames but the image has only {n}: render {K} frames (SoftRasterizer("
                              f"frames={K}) and an observer with {K} frames, e.g. tgs.footage.render_at_times) or "
                              f"compare a subset of the target (target[:{n}], footage[:{n}])")
+        if K > n:
+            raise ValueError(f"target: {K} frames, more than the image's {n} (each target frame is compared with "
+                             f"one rendered frame; the loss holds at most {n})")
         self._check_target(arr, None)
         ids = _frames(frames, arr.shape[0], self.nframes)
         if len(ids) == 0:

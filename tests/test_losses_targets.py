@@ -42,6 +42,8 @@ def test_target_errors(f64):
         ImageMSE(img, np.full((4, 6, 5, 3), 300))
     with pytest.raises(ValueError, match=r"frames: 3 frame indices for a target with 2 frames"):
         ImageMSE(img, rng.random((2, 6, 5, 3)), frames=[0, 1, 2])
+    with pytest.raises(ValueError, match=r"target: 5 frames, more than the image's 4"):
+        ImageMSE(img, rng.random((5, 6, 5, 3)), frames=[0, 1, 2, 3, 0])
     with pytest.raises(ValueError, match=r"frames=\[0, 7\] out of range: the image has 4 frames"):
         ImageMSE(img, rng.random((2, 6, 5, 3)), frames=[0, 7])
     # RGB footage against a silhouette renderer: explained, not "channels=None: expected 3 ... in [0, 0]"
