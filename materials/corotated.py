@@ -19,6 +19,7 @@ from tigradsim.materials.linalg import matmul, polar_rotation
 @register_material("corotated")
 class Corotated(TetMaterial):
     params = {"mu": 1e3, "lam": 1e3}
+    nonnegative = ("mu", "lam")    # negative stiffness is not physical (checked at build and by model.set)
 
     @ti.func
     def stress(self, F, p):

@@ -10,6 +10,7 @@ from tigradsim.registry import TetMaterial, register_material
 @register_material("linear")
 class LinearElastic(TetMaterial):
     params = {"mu": 1e3, "lam": 1e3}
+    nonnegative = ("mu", "lam")    # negative stiffness is not physical (checked at build and by model.set)
     rotation_invariant = False
 
     @ti.func

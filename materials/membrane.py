@@ -20,6 +20,7 @@ from tigradsim.registry import ShellMaterial, register_material
 @register_material("membrane")
 class Membrane(ShellMaterial):
     params = {"mu": 1e3, "lam": 1e3}
+    nonnegative = ("mu",)    # negative stiffness is not physical (checked at build and by model.set)
 
     @classmethod
     def from_lame(cls, mu, lam):

@@ -23,6 +23,7 @@ from tigradsim.materials.linalg import cofactor3, det3
 @register_material("neo_hookean")
 class NeoHookean(TetMaterial):
     params = {"mu": 1e3, "lam": 1e3}
+    nonnegative = ("mu",)    # negative stiffness is not physical (checked at build and by model.set)
 
     @classmethod
     def from_lame(cls, mu, lam):

@@ -14,6 +14,7 @@ from tigradsim.materials.linalg import matmul
 @register_material("stvk")
 class StVK(TetMaterial):
     params = {"mu": 1e3, "lam": 1e3}
+    nonnegative = ("mu", "lam")    # negative stiffness is not physical (checked at build and by model.set)
 
     @ti.func
     def stress(self, F, p):

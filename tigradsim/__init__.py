@@ -33,13 +33,14 @@ if "taichi" not in _sys.modules:
 
 from .runtime import init, precision, deterministic, custom_op, no_grad
 from .gradcheck import check_gradient, check_param_gradient, GradCheckReport
-from .errors import SimulationError, GradientError
+from .errors import SimulationError, GradientError, StabilityWarning, StabilityError
 from .builder import SceneBuilder
 from .model import Model, StateKind, ForceTerm
 from .contact import ContactLaw
 from .timing import substeps_per_frame
 from .state import StateStore
 from .simulator import Simulator
+from .stability import stability_report, StabilityReport
 from .observers import ParticleRecorder, CenterOfMassRecorder
 from .losses import MSELoss
 from .optim import (Param, BasisParam, ColumnParam, RatioParam, TiedParam, smoothing_matrix, Adam, SGD, BFGS,

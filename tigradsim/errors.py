@@ -16,6 +16,15 @@ class GradientError(RuntimeError):
     """A backward pass produced an exploding or non-finite adjoint (the gradient cannot be trusted)."""
 
 
+class StabilityWarning(UserWarning):
+    """dt is past the safe fraction of a force term's explicit-integration limit (`tigradsim.stability`):
+    the forward run may look fine while its gradients are wrong by orders of magnitude."""
+
+
+class StabilityError(SimulationError):
+    """`Simulator(..., strict=True)`: dt is past the safe fraction of a force term's explicit limit."""
+
+
 def as_array(name, value, shape=None, dtype=np.float64, finite=True):
     """Convert `value` to a numpy array and check its shape and finiteness.
 
@@ -68,3 +77,78 @@ def check_positive(name, value, allow_zero=False):
         need = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name}: must be {need}, got {got}" + (f" at index {where}" if arr.ndim else ""))
     return arr
+
+
+# ---------------------------------------------------------------------------
+# Values a model parameter may take (checked by `Model.set` before the field is written).
+# Negative stiffness, damping, friction or mass is not physical: a negative ke makes the
+# ground attract and the rollout explode without any error, a negative mass is not a
+# pinned particle (mass 0 is: it marks a fixed particle).
+NONNEGATIVE_PARAMS = frozenset({
+    "particle_mass", "spring_stiffness", "spring_damping",
+    "ground_ke", "ground_kd", "ground_kf", "ground_mu",
+    "body_ke", "body_kd", "body_kf", "body_mu",
+    "cloth_drag", "cloth_bending_stiffness", "cloth_bending_damping",
+    "cloth_anchor_stiffness", "cloth_anchor_damping",
+})
+POSITIVE_PARAMS = frozenset({"spring_rest_length", "body_mass"})
+# Material parameter tables: (table, per-element row field) of the terms that read them.
+_MATERIAL_TABLES = {"TetForces": ("tet_params", "tet_param_row"),
+                    "ClothMembraneForces": ("cloth_params", "cloth_param_row")}
+
+
+def check_parameter(model, name, arr):
+    """Raise ValueError if `arr` (the new values of model parameter `name`) is not physical.
+
+    Scalar parameters follow NONNEGATIVE_PARAMS / POSITIVE_PARAMS; `body_inertia` must be
+    symmetric positive definite; a material table (`tet_params`, `cloth_params`) is checked
+    row by row with the material's declared rules (`Material.check_values`: `positive`,
+    `nonnegative`, `check_params`) and its last column (element damping) must be >= 0.
+    """
+    label = f"{name} values"
+    if name in NONNEGATIVE_PARAMS:
+        check_positive(label, arr, allow_zero=True)
+    elif name in POSITIVE_PARAMS:
+        check_positive(label, arr)
+    elif name == "body_inertia":
+        a = np.asarray(arr, dtype=np.float64).reshape(-1, 3, 3)
+        for b, m in enumerate(a):
+            if not np.allclose(m, m.T, rtol=1e-6, atol=1e-12 * max(1.0, np.abs(m).max())) \
+                    or np.linalg.eigvalsh(0.5 * (m + m.T)).min() <= 0:
+                raise ValueError(f"{label}: body {b}: the inertia (per unit mass) must be symmetric positive "
+                                 f"definite, got {m.tolist()}")
+    for term in getattr(model, "force_terms", ()):
+        names = getattr(term, "param_table", None) or _MATERIAL_TABLES.get(type(term).__name__)
+        group = getattr(term, "group", None)
+        if names is None or group is None or names[0] != name:
+            continue
+        table = np.asarray(arr, dtype=np.float64)
+        rows = np.unique(getattr(model, names[1]).to_numpy()[group.start:group.end])
+        mat = type(group.material)
+        try:
+            mat.check_values({k: table[rows, c] for c, k in enumerate(mat.params)})
+        except ValueError as exc:
+            raise ValueError(f"{label}: rows {rows.tolist()[:8]} (material {mat.name!r}): {exc}") from None
+        damping = table[rows, -1]
+        if np.any(damping < 0):
+            r = int(rows[np.argmax(damping < 0)])
+            raise ValueError(f"{label}: row {r} (material {mat.name!r}): damping (last column) must be >= 0, "
+                             f"got {table[r, -1]}")
+
+
+def check_runtime(model, what="model"):
+    """Raise RuntimeError if `model` was built under another Taichi runtime: `tgs.init` called again
+    since `finalize()` (e.g. a model built at f32, then `tgs.init(precision="f64")`) leaves its fields
+    in the old runtime, and Taichi would fail deep inside (an IndexError) or read garbage."""
+    tag = getattr(model, "runtime", None)
+    if tag is None:
+        return
+    from taichi.lang import impl
+    from .runtime import precision
+    ref, built = tag
+    if ref() is not impl.get_runtime():
+        now = precision()
+        change = f"built at precision {built!r}, Taichi now at {now!r}" if built != now else f"precision {built!r}"
+        raise RuntimeError(f"{what}: the model was finalized before tgs.init(...) was called again ({change}); "
+                           "tgs.init resets Taichi and the model's fields belong to the old runtime. "
+                           "Call tgs.init first, then build the scene (SceneBuilder.finalize) and the Simulator")

@@ -21,11 +21,14 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import weakref
+
 import numpy as np
 import taichi as ti
+from taichi.lang import impl
 
-from .errors import as_array
-from .runtime import np_float, serial_scatter
+from .errors import as_array, check_parameter
+from .runtime import np_float, precision, serial_scatter
 
 
 @dataclass
@@ -159,16 +162,16 @@ def check_force_term(term, model) -> ForceTerm:
     return term
 
 
-def runtime_tag():
-    """(weak reference to Taichi's current runtime, precision): `tgs.init` replaces the runtime, and
-    the fields of a model built before belong to the old one (checked by the Simulator)."""
-    return weakref.ref(impl.get_runtime()), precision()
-
-
 def new_field(dtype, shape, needs_grad):
     """A Taichi field of a scalar, vector or matrix dtype."""
     return ti.field(dtype, shape=shape, needs_grad=needs_grad) if not hasattr(dtype, "ndim") else \
         dtype.field(shape=shape, needs_grad=needs_grad)
+
+
+def runtime_tag():
+    """(weak reference to Taichi's current runtime, precision): `tgs.init` replaces the runtime, and
+    the fields of a model built before belong to the old one (checked by the Simulator)."""
+    return weakref.ref(impl.get_runtime()), precision()
 
 
 class Model:
@@ -196,6 +199,8 @@ class Model:
         self.integrators: list = []
         self.user_force_terms: list = []     # the ForceTerms of SceneBuilder.add_force_term, in order
         self._params: dict[str, Any] = {}
+        self.version = 0                     # bumped by `set` (stability pre-flight, tigradsim.stability)
+        self.runtime = runtime_tag()         # the Taichi runtime (tgs.init) whose fields these are
 
     # -- fields -----------------------------------------------------------
     def add_field(self, name, dtype, shape, values=None, param=True):
@@ -218,11 +223,15 @@ class Model:
         return fld.to_numpy()
 
     def set(self, name: str, values) -> None:
-        """Write a parameter from numpy, checking shape and finiteness."""
+        """Write a parameter from numpy, checking shape, finiteness and that the values are physical
+        (`errors.check_parameter`: no negative mass, stiffness, damping or friction; material rules).
+        Bumps `version`, so Simulators re-run their stability pre-flight at the next `run()`."""
         fld = self._field(name)
         shape = tuple(fld.shape) + tuple(getattr(fld, "n", None) and ([fld.n] if fld.m == 1 else [fld.n, fld.m]) or [])
         arr = as_array(f"{name} values", values, shape=shape)
+        check_parameter(self, name, arr)
         fld.from_numpy(np.array(arr, dtype=_np_dtype(fld.dtype), order="C"))
+        self.version += 1
 
     def _field(self, name):
         if name not in self._params:

@@ -11,6 +11,12 @@ from .errors import check_indices
 from .runtime import deterministic, no_grad
 
 
+def check_every(owner, every):
+    """`every` must be an integer >= 1 (steps between frames): raise ValueError naming it otherwise."""
+    if isinstance(every, bool) or not (isinstance(every, (int, np.integer)) and every >= 1):
+        raise ValueError(f"{owner}: every: must be an integer >= 1, got {every!r}")
+
+
 @ti.data_oriented
 class ParticleRecorder:
     """Records particle positions (or another vec3 particle state) every `every` steps.
@@ -21,6 +27,7 @@ class ParticleRecorder:
     """
 
     def __init__(self, sim, every, indices=None, state="particle_q"):
+        check_every("ParticleRecorder", every)
         n = sim.model.particle_count
         idx = np.arange(n) if indices is None else check_indices("indices", np.asarray(indices).reshape(-1, 1), n, 1)[:, 0]
         self.count = len(idx)
@@ -58,6 +65,7 @@ class CenterOfMassRecorder:
     """
 
     def __init__(self, sim, every, indices=None):
+        check_every("CenterOfMassRecorder", every)
         model = sim.model
         n = model.particle_count
         idx = np.arange(n) if indices is None else check_indices("indices", np.asarray(indices).reshape(-1, 1), n, 1)[:, 0]

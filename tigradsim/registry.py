@@ -83,6 +83,9 @@ class Material:
             `stress`/`energy` get the values as `p`, a ti.Vector in this order.
         rotation_invariant: whether Psi(R F) = Psi(F) for rotations R (False for
             linear elasticity); the test-suite checks it when True.
+        positive, nonnegative: names of parameters that must be > 0 / >= 0 (checked at
+            build and by `model.set` / `set_object_param`, before any kernel runs); a
+            `check_params` classmethod can add any other rule.
     Set by `register_material`: `name`, `param_names`, `num_params`, `has_energy`.
     """
 
@@ -90,6 +93,8 @@ class Material:
     F_shape: tuple = ()
     params: Mapping[str, Optional[float]] = OrderedDict()
     rotation_invariant: bool = True
+    positive: tuple = ()
+    nonnegative: tuple = ()
     name: str = ""
 
     # ---- parameters -------------------------------------------------------
@@ -129,12 +134,36 @@ class Material:
             return np.zeros((0,), dtype=np.float64)
         arrays = np.broadcast_arrays(*arrays)
         out = np.stack(arrays, axis=-1).astype(np.float64)
-        cls.check_params(dict(zip(known, np.moveaxis(out, -1, 0))))
+        cls.check_values(dict(zip(known, np.moveaxis(out, -1, 0))))
         return out
+
+    @classmethod
+    def check_values(cls, values: Dict[str, np.ndarray]) -> None:
+        """Raise ValueError unless `values` (name -> array) satisfy the declared `positive` and
+        `nonnegative` rules and the `check_params` hook."""
+        label = cls.name or cls.__name__
+        for names, bad, need in ((cls.positive, lambda v: v <= 0, "> 0"), (cls.nonnegative, lambda v: v < 0, ">= 0")):
+            for k in names:
+                v = np.atleast_1d(np.asarray(values[k], dtype=np.float64))
+                if np.any(bad(v)):
+                    raise ValueError(f"material {label!r}: parameter {k!r} must be {need}, got {v[np.argmax(bad(v))]:g}")
+        cls.check_params(values)
 
     @classmethod
     def check_params(cls, values: Dict[str, np.ndarray]) -> None:
         """Hook: raise ValueError for values the material cannot use (default: accept all)."""
+
+    @classmethod
+    def wave_modulus(cls, values: Dict[str, np.ndarray]):
+        """The P-wave modulus [Pa for tets, N/m for shells] at rest: the largest stiffness of the
+        material against a plane strain, lam + 2 mu for an isotropic linear material.  The stability
+        pre-flight (`tigradsim.stability`) divides it by the density and the element's height to get the
+        element's frequency.  Default: lam + 2 mu for materials with parameters "mu" and "lam" (an upper
+        bound for the built-in ones: neo-Hookean's small-strain value is lam + 7/8 mu); None (not
+        checked) otherwise: a plugin with other parameters overrides this."""
+        if "mu" in values and "lam" in values:
+            return np.maximum(np.asarray(values["lam"], dtype=np.float64) + 2.0 * np.asarray(values["mu"], dtype=np.float64), 0.0)
+        return None
 
     @classmethod
     def from_lame(cls, mu: float, lam: float) -> dict:
@@ -201,6 +230,19 @@ def _normalize_params(cls) -> "OrderedDict[str, Optional[float]]":
     return out
 
 
+def _check_rule_names(cls, name):
+    for attr in ("positive", "nonnegative"):
+        names = getattr(cls, attr, ())
+        if isinstance(names, str) or not all(isinstance(k, str) for k in names):
+            raise TypeError(f"register_material({name!r}): `{attr}` of {cls.__name__} must be a tuple of parameter "
+                            f"names, got {names!r}")
+        unknown = [k for k in names if k not in cls.params]
+        if unknown:
+            raise TypeError(f"register_material({name!r}): `{attr}` of {cls.__name__} names {unknown}, which are not "
+                            f"among its parameters {list(cls.params)}")
+        setattr(cls, attr, tuple(names))
+
+
 def _is_ti_func(fn) -> bool:
     return callable(fn) and getattr(fn, "_is_taichi_function", False)
 
@@ -245,6 +287,7 @@ def register_material(name: str, override: bool = False):
             raise ValueError(f"register_material: the name {name!r} is already taken by "
                              f"{prev.__module__}.{prev.__qualname__}; pass override=True to replace it")
         cls.params = _normalize_params(cls)
+        _check_rule_names(cls, name)
         cls.F_shape = shape
         cls.name = name
         cls.param_names = tuple(cls.params)

@@ -24,17 +24,25 @@ state whichever mode is used, and their kernels are replayed in backward too.
 """
 
 import math
+import numbers
 from typing import Callable, Optional
 
 import numpy as np
 import taichi as ti
 from taichi.lang import impl
 
-from .errors import SimulationError
+from .errors import GradientError, SimulationError, check_runtime
 from .model import Model
 from .particles import ExternalParticleForce
 from .runtime import custom_op, no_grad
+from .stability import StabilityReport, preflight, stability_report
 from .state import StateStore
+
+
+# Adjoint health (Simulator._judge_adjoint): growth through the dynamics allowed beyond a
+# bounded factor, per simulated second.
+ADJOINT_GROWTH_RATE = 10.0
+ADJOINT_GROWTH_ALLOWANCE = 1e6
 
 
 class _Recorder:
@@ -91,19 +99,28 @@ class Simulator:
             launch per step (False), or None: fused when every force term and integrator
             runs its loop serially (`runtime.serial_scatter`; a nested loop is never
             parallel, so parallel terms keep one launch per step).
+        strict: past the safe fraction of a force term's explicit-integration limit
+            (`tigradsim.stability`, checked here and at `run()` after `model.set`) raise
+            `StabilityError` instead of warning (`StabilityWarning`).
+        adjoint_check: in the backward pass, watch the size of the state adjoint and raise
+            `GradientError` when it turns non-finite or grows faster than
+            `adjoint_growth_rate` [1/s] beyond `adjoint_growth_allowance` (see `_judge_adjoint`).
     Attributes:
         state: the StateStore (every step, or the working buffer).
         checkpoints: StateStore of segment starts (checkpointed mode) or None.
     """
 
     def __init__(self, model: Model, dt: float, steps: int, checkpoint_every: Optional[int] = None,
-                 external_force: bool = False, check_every: int = 256, fuse_steps: Optional[bool] = None):
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+                 external_force: bool = False, check_every: int = 256, fuse_steps: Optional[bool] = None,
+                 strict: bool = False, adjoint_check: bool = True):
+        # numbers.Real: numpy scalars (np.float32(1e-3)) are valid time steps too
+        if isinstance(dt, bool) or not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
             raise ValueError(f"dt: must be a finite number > 0 (seconds), got {dt!r}")
         if not (isinstance(steps, (int, np.integer)) and steps >= 1):
             raise ValueError(f"steps: must be an integer >= 1, got {steps!r}")
         if checkpoint_every is not None and not (isinstance(checkpoint_every, (int, np.integer)) and checkpoint_every >= 1):
             raise ValueError(f"checkpoint_every: must be an integer >= 1 or None, got {checkpoint_every!r}")
+        check_runtime(model)
         self.model = model
         self.dt = float(dt)
         self.steps = int(steps)
@@ -130,6 +147,17 @@ class Simulator:
         self._segment_op = custom_op(self._segment_forward, self._segment_backward)
         self._check_op = no_grad(self._check_finite_range)
         self._clear_op = no_grad(self._clear_accumulators)
+        self.strict = bool(strict)
+        self.adjoint_check = bool(adjoint_check) and model.requires_grad
+        self.adjoint_growth_rate = ADJOINT_GROWTH_RATE
+        self.adjoint_growth_allowance = ADJOINT_GROWTH_ALLOWANCE
+        self.adjoint_trace = []           # (step, max |adjoint| before / after the observers at that step)
+        self._adjoint_health = dict(last_post=None, log=0.0, min_level=math.inf, min_step=None, min_log=0.0)
+        self._adjoint_max = ti.field(float, shape=())
+        self._adjoint_bad = ti.field(ti.i32, shape=())
+        self._adjoint_op = custom_op(lambda slot, step, post: None, self._probe_adjoint)
+        self._preflight_version = None
+        self._preflight(stacklevel=4)
 
     # -- public -------------------------------------------------------------
     def observe(self, fn: Callable[[StateStore, int, int], None], every: Optional[int] = None,
@@ -181,13 +209,118 @@ class Simulator:
 
         Inside `ti.ad.Tape(loss)` it is differentiated; the loss must be computed
         from observer outputs (in checkpointed mode intermediate states are not
-        kept).  Raises SimulationError if the state becomes non-finite.
+        kept).  Raises SimulationError if the state becomes non-finite, StabilityError (strict) if
+        `model.set` moved a parameter past a stability limit, and, in the backward pass,
+        GradientError if the adjoint blows up (`adjoint_check`).
         """
+        check_runtime(self.model, "run()")
+        if self.model.version != self._preflight_version:
+            self._preflight(stacklevel=4)
+        self.adjoint_trace = []
+        self._adjoint_health = dict(last_post=None, log=0.0, min_level=math.inf, min_step=None, min_log=0.0)
         for seg in range(self.segment_count):
             if self.checkpointing:
                 self._segment_op(seg)
             else:
                 self._segment_forward(seg)
+
+    def stability_report(self) -> StabilityReport:
+        """Every force term's explicit-integration limit at dt for the current parameters (a table:
+        `print(sim.stability_report())`; `tigradsim.stability` gives the formulas)."""
+        return stability_report(self.model, self.dt, self.force_terms)
+
+    def _preflight(self, stacklevel):
+        self._preflight_version = self.model.version
+        return preflight(self.model, self.dt, self.force_terms, strict=self.strict, stacklevel=stacklevel)
+
+    # -- adjoint health -----------------------------------------------------------
+    def _probe_adjoint(self, slot, step, post):
+        """Backward of a probe: measure max |adjoint| of the stored state at `slot` (step `step`).
+        A probe placed before the observers' call at a step (post=True) runs after their gradient,
+        so it sees the loss injected there; one placed after them (post=False) sees only what
+        flowed back from later steps."""
+        if not self.adjoint_check:
+            return
+        self._adjoint_max[None] = 0.0
+        self._adjoint_bad[None] = 0
+        self._measure_adjoint(slot)
+        self._judge_adjoint(int(step), float(self._adjoint_max[None]), bool(self._adjoint_bad[None]), post)
+
+    @ti.kernel
+    def _measure_adjoint(self, s: ti.i32):
+        for fld in ti.static(self._stored):
+            for i in range(fld.shape[1]):
+                g = ti.abs(fld.grad[s, i])
+                if not (g <= 1e30).all():            # NaN compares false
+                    self._adjoint_bad[None] = 1
+                else:
+                    ti.atomic_max(self._adjoint_max[None], g.max())
+
+    def _judge_adjoint(self, step, a, bad, post):
+        """Raise GradientError if the adjoint at `step` is non-finite (or > 1e30), or grew too fast.
+
+        Probes sit at the forward pass's finite checks (every `check_every` steps, and the ends of
+        segments): a_pre(k), the adjoint that flowed back from later steps, and a_post(k), that plus
+        what the observers at step k inject.  Growth is counted through the dynamics only: with
+        L(k) = sum of ln(a_pre(k) / a_post(k+1)) from the last probe back to probe k, it raises when,
+        for some later probe j,
+            L(k) - L(j) > ln(adjoint_growth_allowance) + adjoint_growth_rate * (t_j - t_k).
+        Defaults: ADJOINT_GROWTH_ALLOWANCE = 1e6 (a stable scene's adjoint changes by a bounded
+        factor: the exchange between position and velocity sensitivities is about omega, up to ~1e4
+        for stiff contact) and ADJOINT_GROWTH_RATE = 10 / s; past an explicit limit the adjoint grows
+        geometrically with every step (the README's ball at dt 1e-3: ~1e10 in 0.3 s).
+        """
+        t = step * self.dt
+        if bad:
+            later = self.adjoint_trace[-1][0] if self.adjoint_trace else self.steps
+            raise self._gradient_error(
+                f"the adjoint (d loss / d state) became non-finite (or > 1e30) at step {step} (t = {t:.6g} s), "
+                f"in the backward pass over steps {step}..{later}")
+        h = self._adjoint_health
+        if not post:
+            self.adjoint_trace.append((step, a, None))
+            if h["last_post"] is None:
+                return
+            if a <= 0:                                   # the adjoint vanished: start afresh
+                h.update(last_post=None, log=0.0, min_level=math.inf)
+                return
+            h["log"] += math.log(a / h["last_post"])
+            level = h["log"] + self.adjoint_growth_rate * t
+            if level - h["min_level"] > math.log(self.adjoint_growth_allowance):
+                j = h["min_step"]
+                raise self._gradient_error(
+                    f"the adjoint (d loss / d state) grew by a factor {math.exp(h['log'] - h['min_log']):.3g} "
+                    f"through the dynamics going back from step {j} (t = {j * self.dt:.6g} s) to step {step} "
+                    f"(t = {t:.6g} s): more than {self.adjoint_growth_allowance:g} x exp({self.adjoint_growth_rate:g}/s "
+                    f"x {(j - step) * self.dt:.4g} s)")
+            return
+        if self.adjoint_trace and self.adjoint_trace[-1][0] == step and self.adjoint_trace[-1][2] is None:
+            self.adjoint_trace[-1] = (step, self.adjoint_trace[-1][1], a)
+        else:
+            self.adjoint_trace.append((step, None, a))
+        if a > 0:
+            h["last_post"] = a
+            level = h["log"] + self.adjoint_growth_rate * t
+            if level < h["min_level"]:
+                h.update(min_level=level, min_step=step, min_log=h["log"])
+
+    def _gradient_error(self, what):
+        rt = impl.get_runtime()
+        if rt.target_tape is not None and hasattr(rt.target_tape, "eval_on_exit"):
+            rt.target_tape.eval_on_exit = False
+        report = self.stability_report()
+        if report.rows:
+            w = min(report.rows, key=lambda r: r.dt_limit)
+            cause = (f"likely cause: {w.term} at {w.element} is at dt / limit = {self.dt / w.dt_limit:.3g} of its "
+                     f"explicit-integration limit ({w.detail}; stable below dt = {w.dt_limit:.4g} s, safe below "
+                     f"{report.dt_safe:.4g} s)")
+            if report.ok:
+                cause += ("; every term is within its safe limit, so the dynamics may be chaotic over this horizon "
+                          "(shorten it, add damping, or raise sim.adjoint_growth_rate if this growth is physical)")
+        else:
+            cause = "no force term reports a stability limit"
+        return GradientError(f"{what}: the gradient cannot be trusted; {cause}. "
+                             "Simulator(adjoint_check=False) turns this check off")
 
     def slot(self, t: int) -> int:
         """Slot of step t in `state` (full-storage mode only)."""
@@ -212,8 +345,14 @@ class Simulator:
             self._load_initial()
         else:
             self._restore(seg)
+        probe = self.adjoint_check and impl.get_runtime().target_tape is not None
+        if probe and seg == 0:
+            self._adjoint_op(0, 0, True)
         self._notify(start, 0)
+        if probe and seg == 0:
+            self._adjoint_op(0, 0, False)
         checked = 0                      # first slot not yet checked for non-finite values
+        probed = 0                       # last slot probed for the adjoint's size
         t = start
         while t < end:
             stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end)
@@ -222,7 +361,13 @@ class Simulator:
             else:
                 for k in range(t, stop):
                     self._substep(k - start, k)
+            probe_here = probe and (stop - start - probed >= self.check_every or stop == end)
+            if probe_here:                   # after the observers' gradient in the backward pass
+                self._adjoint_op(stop - start, stop, True)
             self._notify(stop, stop - start)  # no observer has a frame before `stop`
+            if probe_here:                   # before it: only what flowed back from later steps
+                self._adjoint_op(stop - start, stop, False)
+                probed = stop - start
             if check and (stop - start - checked >= self.check_every or stop == end):
                 self._check_op(checked, stop - start + 1, start)
                 checked = stop - start + 1
