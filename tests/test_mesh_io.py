@@ -189,6 +189,9 @@ def test_tetrahedralize_closed_surface_for_soft_body():
     assert len(np.unique(tt)) == len(tv)                      # no unreferenced vertices
     tv2, tt2 = meshes.tetrahedralize(v, f, edge_length=0.2)   # one thread: the same mesh again
     assert np.array_equal(tv, tv2) and np.array_equal(tt, tt2)
+    import tigradsim as tgs
+    h = tgs.SceneBuilder().add_soft_mesh((tv, tt), density=100.0)   # ready for a soft body as it is
+    assert h.tet_count == len(tt)
 
 
 def test_tetrahedralize_rejects_bad_input_before_running():
