@@ -84,7 +84,10 @@ SETTINGS = {
                  "fit": {"iterations": 60, "optimizer": "adam+bfgs", "polish": 30, "starts": 8, "local_starts": 2,
                          "horizons": [15, 30], "supervision": "mask", "resolution": 64, "sigma": 3e-4,
                          "blur": [0.0, 1.0, 2.0], "refine": 10}},
-    "soft_drop": {"simulation": {"substeps": 32},
+    # 112 steps per frame (dt 2.98e-4 s): the light corner vertices on the per-vertex ground spring
+    # (ke 2e4 N/m, 3.5 g) limit semi-implicit Euler to dt < 6.25e-4 s, half of it for sound gradients
+    # (the library's StabilityWarning); at 32 steps per frame the rollout blows up at t = 0.27 s.
+    "soft_drop": {"simulation": {"substeps": 112},
                   "fit": {"iterations": 40, "optimizer": "adam+bfgs", "polish": 20, "starts": 6, "local_starts": 2,
                           "supervision": "mask", "resolution": 64, "sigma": 3e-4, "blur": [0.0, 1.0, 2.0],
                           "refine": 10}},
@@ -316,7 +319,18 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1, help="fits run at once (default 1: honest wall times)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds before a fit is killed (default 1800)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "footage_bench"), help="folder for scenes and reports")
+    ap.add_argument("--merge", nargs="+", metavar="FILE",
+                    help="run nothing: print the table and JSON line of the fits in these saved outputs of this "
+                         "script (their last JSON lines), e.g. clips measured in separate runs")
     args = ap.parse_args(argv)
+    if args.merge:
+        results, quick = [], False
+        for path in args.merge:
+            with open(path) as fh:
+                last = json.loads([ln for ln in fh.read().splitlines() if ln.startswith("{")][-1])
+            results += last["fits"]
+            quick = quick or last["quick"]
+        return finish(results, quick)
     if args.jobs < 1:
         ap.error(f"--jobs: expected an integer >= 1, got {args.jobs}")
     clips = args.only or list(CLIPS)
@@ -362,15 +376,20 @@ def main(argv=None):
             scene, init, true = make_scene(clip, "camera_fixed", folder, folder, scene_dir, args.quick)
             results.append(one((clip, "camera_fixed", scene, init, true, scene_dir)))
 
-    print_table(results, args.quick)
+    return finish(results, args.quick)
+
+
+def finish(results, quick):
+    """Print the table and the last JSON line (every number) for these fits."""
+    print_table(results, quick)
     all_rows = [row for r in results for row in r.get("rows", [])]
     with_ci = [row for row in all_rows if row["truth_in_ci95"] is not None]
     coverage = (sum(row["truth_in_ci95"] for row in with_ci) / len(with_ci)) if with_ci else None
-    summary = {"quick": args.quick, "fits": results,
+    summary = {"quick": quick, "fits": results,
                "ci95_coverage": coverage, "ci95_count": len(with_ci), "estimates": len(all_rows),
                "coverage_ok": None if coverage is None else coverage >= 0.8,
                "all_targets_met": all(row["pass"] for row in all_rows if row["pass"] is not None)
-               and all(r["rc"] == 0 for r in results if r["variant"] != "camera"),
+               and all(r["rc"] == 0 for r in results),
                "max_cpu_s": max((r["cpu_s"] for r in results), default=None),
                "max_wall_s": max((r["wall_s"] for r in results), default=None),
                "load_avg": os.getloadavg(), "cpus": os.cpu_count()}
