@@ -255,7 +255,7 @@ def test_unknown_params_chain_rule(tmp_path, f64):
     assert np.allclose(m.get("body_mass"), [1.2, 0.7]) and np.allclose(m.get("body_kd"), [10.0, 7.0])
     assert np.allclose(m.get("body_mu"), [0.6, 0.3]) and np.isclose(m.get("ground_mu"), 0.6)   # b keeps its own mu
     for p in scene.params:
-        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=2, eps=1e-6, rtol=1e-5)
+        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=1, eps=1e-6, rtol=1e-5)   # scalar: +-1
         assert report.ok, (p.name, str(report))
 
     scene, run, loss = _param_scene(tmp_path, {"a": moving}, {"a.mass": {"init": 1.2}, "a.ke_per_mass": {"init": 2e3}})
@@ -264,5 +264,5 @@ def test_unknown_params_chain_rule(tmp_path, f64):
     scene.set_values({"a.mass": 1.5})                 # the stiffness follows the mass
     assert np.isclose(m.get("body_ke")[0], 2e3 * 1.5) and np.isclose(scene.values()["a.ke_per_mass"], 2e3)
     for p in scene.params:
-        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=2, eps=1e-6, rtol=1e-5)
+        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=1, eps=1e-6, rtol=1e-5)   # scalar: +-1
         assert report.ok, (p.name, str(report))

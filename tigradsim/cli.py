@@ -11,7 +11,8 @@
 
 The scene file format is documented in `tigradsim.scene_file` (examples: demos/scenes/).
 Progress goes to stdout; the LAST line of stdout is always one JSON object (with "ok":
-false and "error" when the scene file is wrong; exit status 2).
+false and "error" when the scene file is wrong, exit status 2, or when a rollout blows up,
+exit status 1).
 """
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def _parser():
                                       "outline (red) over the footage, with the masks' outline (green), to check the "
                                       "camera and the start pose before fitting.")
     common(r)
+    r.add_argument("--file-values", action="store_true",
+                   help="simulate with the values the objects and the ground have in the file, not the [unknowns] "
+                        "initial values (e.g. a clip's known truth, to check the camera over the whole clip)")
     f = sub.add_parser("fit", help="fit the unknowns to the footage and write a report folder",
                        description="Fit the scene's [unknowns] to its footage through the differentiable simulator "
                                    "and renderer; writes estimates with uncertainties, plots and an outline video.")
@@ -88,6 +92,7 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from .errors import SimulationError
     from .scene_file import SceneError
     try:
         if args.command == "render":
@@ -97,11 +102,16 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         _last_line({"ok": False, "command": args.command, "error": str(exc)})
         return 2
+    except SimulationError as exc:          # a rollout blew up: say so, with the scene's time step
+        msg = f"{os.path.basename(args.scene)}: [simulation] the rollout blew up: {exc}"
+        print(f"error: {msg}", file=sys.stderr)
+        _last_line({"ok": False, "command": args.command, "error": msg})
+        return 1
 
 
 # ---------------------------------------------------------------------------
 
-def _prepare(args, precision, requires_grad):
+def _prepare(args, precision, requires_grad, unknowns=True):
     """Parse + validate + load footage (no kernel), then init Taichi and build the scene."""
     import tigradsim as tgs
     from .scene_build import Scene, load_scene_footage
@@ -110,7 +120,7 @@ def _prepare(args, precision, requires_grad):
     spec = load_scene(args.scene)
     footage = load_scene_footage(spec, args.resolution)
     tgs.init(arch=args.arch, precision=precision)
-    scene = Scene(spec, footage, requires_grad=requires_grad)
+    scene = Scene(spec, footage, requires_grad=requires_grad, unknowns=unknowns)
     return spec, footage, scene
 
 
@@ -151,7 +161,8 @@ def _render(args):
     from .video import save_frames
 
     t0 = time.time()
-    spec, footage, scene = _prepare(args, args.precision or "f32", requires_grad=False)
+    spec, footage, scene = _prepare(args, args.precision or "f32", requires_grad=False,
+                                    unknowns=not args.file_values)
     video = scene.render()
     alpha = video[..., -1]
     out = args.out
@@ -163,7 +174,7 @@ def _render(args):
     iou = _iou(footage, alpha)
     summary = {"ok": True, "command": "render", "scene": os.path.abspath(args.scene), "out": os.path.abspath(out),
                "frames": int(len(video)), "size": [int(video.shape[2]), int(video.shape[1])], **_timing(scene),
-               "up": spec.up, "values": scene.values(), "iou": iou,
+               "up": spec.up, "values": scene.values() if not args.file_values else "file", "iou": iou,
                "files": {"frames": frames_dir, "outline_gif": gif, "outline_png": png,
                          "outline_png_frames": picks},
                "seconds": round(time.time() - t0, 2)}

@@ -213,10 +213,11 @@ class Scene:
     Attributes: spec, footage (tgs.Footage at the render resolution), model, sim, renderer,
     camera, params (one Param per unknown, in file order), fit (VideoFit), timed (the
     `TimedVertices` observer: frame k at footage time k), dt, steps, handles (object name
-    -> body index or SoftMesh).
+    -> body index or SoftMesh).  unknowns=False leaves the unknowns at the values the objects
+    and the ground have in the file (no Params), e.g. to render a clip's known truth.
     """
 
-    def __init__(self, spec: SceneSpec, footage, requires_grad=True):
+    def __init__(self, spec: SceneSpec, footage, requires_grad=True, unknowns=True):
         import tigradsim as tgs
         from .sysid import VideoFit
 
@@ -238,7 +239,8 @@ class Scene:
         self.renderer = self._make_renderer()
         if spec.fit.refine_camera:
             raise spec.error("fit", "refine_camera", "this tigradsim has no differentiable camera correction yet")
-        self.params = unknown_params(spec, self.model, self.handles)
+        # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)
+        self.params = unknown_params(spec, self.model, self.handles) if unknowns else []
         self.fit = VideoFit(self.sim, self.renderer, self.params)
         self.frames_used = len(footage)
         self.make_loss()
@@ -335,7 +337,7 @@ class Scene:
             if "blend" in inspect.signature(SoftRasterizer.__init__).parameters:
                 kwargs["blend"] = "coverage"
         ren = SoftRasterizer(self.camera, faces, nverts, **kwargs)
-        if getattr(ren, "blend", None) == "coverage":
+        if self.plate is not None and getattr(ren, "blend", None) == "coverage":
             ren.set_background(self.plate)      # the renderer composites; the loss compares its RGB
         try:
             self.timed = render_at_times(self.sim, ren, self.footage, source="rigid" if self.kind == "rigid"
