@@ -8,6 +8,16 @@ through the renderer and the physics in one Tape.
     history = exp.fit(target, iters=100, lr=0.05)
     exp.save_report(out_dir, target, initial_video, truth={...})
 
+Footage that tigradsim did not render (`tigradsim.footage`): frames at the clip's
+own times (interpolated between steps when dt does not divide 1/fps), masks for a
+silhouette renderer, RGB over the clip's background plate for a colour one:
+
+    clip = tgs.load_footage("clip.mp4", masks="masks/")          # fps from the file
+    renderer = SoftRasterizer(cam, faces, V, frames=len(clip), shading="color")
+    tgs.footage.render_at_times(sim, renderer, clip, source="rigid")
+    exp = VideoFit(sim, renderer, params)
+    history = exp.fit(clip, iters=100)               # or exp.fit(clip[:10], frames=range(10))
+
 `supervision="state"` fits recorded 3D positions instead of pixels (the paper's
 3D-supervised baseline).  Parameters live in `Param`s: bounds are clamped,
 `log_space=True` optimises log(value) (masses, stiffnesses: they must stay
