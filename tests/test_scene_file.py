@@ -91,6 +91,10 @@ def test_wrong_type(tmp_path):
     assert "[objects.box] position: expected an array of 3 numbers" in msg
     msg = _error(tmp_path, **{"fit.iterations": 2.5})
     assert "[fit] iterations: expected an integer" in msg
+    msg = _error(tmp_path, **{"fit.refine_focal": True})
+    assert msg == "scene.toml: [fit] refine_focal: needs refine_camera = true"
+    msg = _error(tmp_path, **{"fit.starts": 4, "unknowns.box.mass.upper": DELETE})
+    assert "[fit] starts: a multi-start search draws starts within the bounds: give lower and upper for box.mass" in msg
 
 
 def test_unknown_key_suggests(tmp_path):

@@ -238,7 +238,7 @@ def _fit(args):
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
         "ambiguous": result.ambiguous, "summary": result.summary(), "unknowns": {},
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
-        "identification": result.to_dict(), "seconds": round(time.time() - t0, 2),
+        "camera": scene.camera_report(), "identification": result.to_dict(), "seconds": round(time.time() - t0, 2),
     }
     for u in spec.unknowns:
         e = best[u.target] if best is not None else None
@@ -261,6 +261,7 @@ def _fit(args):
                 "undetermined": [d["text"] for d in report["undetermined"]], "ambiguous": result.ambiguous,
                 "loss_initial": report["loss_initial"], "loss_final": report["loss_final"],
                 "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
+                "camera": {k: v for k, v in report["camera"].items() if k not in ("K", "R", "t")} or None,
                 "rollouts": report["rollouts"], "seconds": report["seconds"], "files": files})
     return 0
 
@@ -283,6 +284,11 @@ def _markdown(spec, report, result) -> str:
         est = _fmt(u["estimate"]) if u["status"] != "undetermined" else f"({_fmt(u['estimate'])})"
         lines.append(f"| {name} | {_fmt(u['initial'])} | {est} | {std} | {ci} | {u['status']} | "
                      f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}] |")
+    cam = report["camera"]
+    if cam:
+        lines += ["", f"Camera correction (fitted with the unknowns): turned by {cam['rotation_deg']:.3f} degrees, "
+                      f"centre moved by {cam['camera_centre_moved_by'] * 1000:.1f} mm, focal x {cam['focal_scale']:.4f}; "
+                      "the corrected calibration (file axes) is in estimates.json under \"camera\"."]
     if report["undetermined"]:
         lines += ["", "Not determined by the clip (the value shown is one point of a flat valley, not an estimate):"]
         lines += [f"- {d['text']}" for d in report["undetermined"]]

@@ -27,6 +27,13 @@ import numpy as np
 from .optim import History
 from .scene_file import SceneSpec
 
+# Bounds of the camera correction ([fit] refine_camera): the calibration is taken to be right to
+# within a few degrees, a few centimetres and a quarter of the focal length.
+CAMERA_ROTATION_BOUND = math.radians(3.0)      # rad, each rotation-vector component
+CAMERA_SHIFT_BOUND = 0.05                      # world units (m), each component in camera axes
+FOCAL_BOUND = 1.25                             # focal scale within [1 / 1.25, 1.25]
+CAMERA_LR = 2e-3                               # Adam step of the pose correction [rad, m]
+
 __all__ = ["load_scene_footage", "Scene", "unknown_params", "fit_scene", "outline_frames", "silhouette_iou"]
 
 
@@ -237,11 +244,10 @@ class Scene:
         self.sim = tgs.Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
         self.camera = _camera(spec, footage.factor)
         self.renderer = self._make_renderer()
-        if spec.fit.refine_camera:
-            raise spec.error("fit", "refine_camera", "this tigradsim has no differentiable camera correction yet")
         # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)
         self.params = unknown_params(spec, self.model, self.handles) if unknowns else []
-        self.fit = VideoFit(self.sim, self.renderer, self.params)
+        self.camera_params = self._camera_params() if unknowns else []
+        self.fit = VideoFit(self.sim, self.renderer, self.params + self.camera_params)
         self.frames_used = len(footage)
         self.make_loss()
 
@@ -359,6 +365,44 @@ class Scene:
                 raise self.spec.error("footage", "background", str(exc)) from None
         return fo.background
 
+    def _camera_params(self):
+        """[fit] refine_camera: the renderer's pose correction (rotation vector, translation in
+        camera axes) and, with refine_focal, its focal-length scale, fitted with the unknowns."""
+        from .optim import Param
+
+        fit = self.spec.fit
+        if not fit.refine_camera:
+            return []
+        if not hasattr(self.renderer, "camera_delta"):
+            raise self.spec.error("fit", "refine_camera", "this tigradsim's renderer has no camera correction")
+        r, d = CAMERA_ROTATION_BOUND, CAMERA_SHIFT_BOUND
+        # Adam's step is about lr per iteration in each coordinate: the unknowns' lr (log units,
+        # a few %) would turn the camera by degrees per step; CAMERA_LR rad / m is the scale of a
+        # calibration error
+        out = [Param(self.renderer.camera_delta, "camera_pose", lower=np.array([-r] * 3 + [-d] * 3),
+                     upper=np.array([r] * 3 + [d] * 3), lr=CAMERA_LR)]
+        if fit.refine_focal:
+            out.append(Param(self.renderer.focal_scale, "camera_focal", lower=1 / FOCAL_BOUND, upper=FOCAL_BOUND,
+                             log_space=True))
+        return out
+
+    def camera_report(self) -> dict:
+        """The fitted camera correction and the corrected camera in the file's axes (OpenCV K, R, t)."""
+        if not self.camera_params:
+            return {}
+        omega, shift, k = self.renderer.camera_correction()
+        cam = self.renderer.corrected_camera()
+        f = self.footage.factor
+        K = cam.K.copy()                       # back to the footage's pixels
+        K[:2, :2] *= f
+        K[0, 2] = (K[0, 2] + 0.5) * f - 0.5
+        K[1, 2] = (K[1, 2] + 0.5) * f - 0.5
+        R_file = cam.R @ self.M                # x_cam = R' x_world + t = R' M x_file + t
+        return {"rotation_vector_rad": omega.tolist(), "rotation_deg": float(np.degrees(np.linalg.norm(omega))),
+                "translation_camera_axes": shift.tolist(), "focal_scale": k,
+                "camera_centre_moved_by": float(np.linalg.norm(cam.R.T @ cam.t - self.camera.R.T @ self.camera.t)),
+                "K": K.tolist(), "R": R_file.tolist(), "t": cam.t.tolist()}
+
     # -- values -----------------------------------------------------------------
     def set_values(self, values):
         """Write unknowns (target -> value) into the model."""
@@ -450,10 +494,10 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
 
     def forward():
         scene.forward()
-        history.record(float(scene.fit.loss[None]), scene.params, time.time() - t0)
+        history.record(float(scene.fit.loss[None]), scene.params + scene.camera_params, time.time() - t0)
 
     stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
-    result = identify(scene.params, forward=forward, loss=scene.fit.loss, residuals=scene.fit.residuals,
+    result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.fit.residuals,
                       starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
                       horizons=schedule, set_horizon=scene.use_frames if schedule else None, log_every=1,

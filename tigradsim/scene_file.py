@@ -48,8 +48,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    less over 5 iterations), time_budget (seconds),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
                    the footage is averaged down to it), sigma (edge softness), blur
-                   (list of blur widths in px of the image loss), refine_camera, refine
-                   (Levenberg-Marquardt iterations after the gradient steps)
+                   (list of blur widths in px of the image loss), refine_camera (fit a
+                   correction of the camera pose, within 3 degrees and 5 cm, with the
+                   unknowns), refine_focal (and of the focal length, within a factor 1.25),
+                   refine (Levenberg-Marquardt iterations after the gradient steps)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a
@@ -207,6 +209,7 @@ class FitSpec:
     gamma: float = 1e-4
     blur: tuple = (0.0, 2.0, 4.0)
     refine_camera: bool = False
+    refine_focal: bool = False
     refine: int = 0
 
 
@@ -706,7 +709,8 @@ def _parse_unknown(file, target, data, objects, ground):
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
                                     "local_starts", "seed", "horizons", "rtol", "time_budget", "supervision",
-                                    "resolution", "sigma", "gamma", "blur", "refine_camera", "refine"))
+                                    "resolution", "sigma", "gamma", "blur", "refine_camera", "refine_focal",
+                                    "refine"))
     f = FitSpec()
     f.iterations = t.integer("iterations", f.iterations, minimum=0)
     f.optimizer = t.string("optimizer", f.optimizer, choices=OPTIMIZERS)
@@ -738,6 +742,9 @@ def _parse_fit(file, data):
             t.fail("blur", f"expected a non-empty list of blur widths >= 0 [px], got {blur.tolist()}")
         f.blur = tuple(float(b) for b in blur)
     f.refine_camera = t.boolean("refine_camera", False)
+    f.refine_focal = t.boolean("refine_focal", False)
+    if f.refine_focal and not f.refine_camera:
+        t.fail("refine_focal", "needs refine_camera = true")
     f.refine = t.integer("refine", 0, minimum=0)
     return f
 
