@@ -50,3 +50,42 @@ def test_image_fit_is_bit_identical_in_two_processes():
     a, b = _run(), _run()
     assert len(a["loss"]) >= 6 and float.fromhex(a["loss"][-1]) < float.fromhex(a["loss"][0])
     assert a == b
+
+
+def test_deterministic_flag_reaches_force_terms_and_reductions():
+    """`deterministic()` (default on CPU) makes 'auto' scatter serial on CPUs of any thread count
+    (force terms add into shared particles in a fixed order), and the state-space loss and the
+    centre-of-mass recorder sum in a fixed order: repeated evaluations on 8 threads agree bitwise."""
+    import numpy as np
+    import taichi as ti
+    import tigradsim as tgs
+    from tigradsim.runtime import serial_scatter
+
+    tgs.init(precision="f64", cpu_max_num_threads=8, deterministic=False)
+    assert not tgs.deterministic() and not serial_scatter()           # > 4 threads, free order: parallel
+    tgs.init(precision="f64", cpu_max_num_threads=8, scatter="parallel")
+    assert tgs.deterministic() and not serial_scatter()               # an explicit choice is kept
+    tgs.init(precision="f64", cpu_max_num_threads=8)
+    assert tgs.deterministic() and serial_scatter()
+
+    n = 200_000
+    rng = np.random.default_rng(0)
+    b = tgs.SceneBuilder()
+    b.add_particles(rng.normal(size=(n, 3)), masses=rng.uniform(0.5, 2.0, n))
+    model = b.finalize(requires_grad=True)
+    sim = tgs.Simulator(model, dt=1e-3, steps=1)
+    com = tgs.CenterOfMassRecorder(sim, every=1)
+    rec = tgs.ParticleRecorder(sim, every=1)
+    sim.run()
+    loss = tgs.MSELoss(rec.values, rec.numpy() + rng.normal(size=(2, n, 3)) * 1e-3)
+    values, grads = set(), set()
+    for _ in range(3):
+        with ti.ad.Tape(loss.value):
+            loss.value[None] = 0
+            sim.run()
+            loss()
+        values.add((float(loss.value[None]).hex(), com.numpy().tobytes()))
+        g = model.particle_qd0.grad.to_numpy()
+        assert np.abs(g).max() > 0
+        grads.add(g.tobytes())
+    assert len(values) == 1 and len(grads) == 1
