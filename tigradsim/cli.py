@@ -22,6 +22,7 @@ import math
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -120,7 +121,12 @@ def _prepare(args, precision, requires_grad, unknowns=True):
     spec = load_scene(args.scene)
     footage = load_scene_footage(spec, args.resolution)
     tgs.init(arch=args.arch, precision=precision)
-    scene = Scene(spec, footage, requires_grad=requires_grad, unknowns=unknowns)
+    with warnings.catch_warnings(record=True) as caught:    # e.g. tgs.StabilityWarning: dt past a limit
+        warnings.simplefilter("always")
+        scene = Scene(spec, footage, requires_grad=requires_grad, unknowns=unknowns)
+    scene.warnings = [f"{type(w.message).__name__}: {w.message}" for w in caught]
+    for w in scene.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     return spec, footage, scene
 
 
@@ -175,6 +181,7 @@ def _render(args):
     summary = {"ok": True, "command": "render", "scene": os.path.abspath(args.scene), "out": os.path.abspath(out),
                "frames": int(len(video)), "size": [int(video.shape[2]), int(video.shape[1])], **_timing(scene),
                "up": spec.up, "values": scene.values() if not args.file_values else "file", "iou": iou,
+               "warnings": scene.warnings,
                "files": {"frames": frames_dir, "outline_gif": gif, "outline_png": png,
                          "outline_png_frames": picks},
                "seconds": round(time.time() - t0, 2)}
@@ -238,7 +245,8 @@ def _fit(args):
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
         "ambiguous": result.ambiguous, "summary": result.summary(), "unknowns": {},
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
-        "camera": scene.camera_report(), "identification": result.to_dict(), "seconds": round(time.time() - t0, 2),
+        "camera": scene.camera_report(), "warnings": scene.warnings, "identification": result.to_dict(),
+        "seconds": round(time.time() - t0, 2),
     }
     for u in spec.unknowns:
         e = best[u.target] if best is not None else None
@@ -262,7 +270,8 @@ def _fit(args):
                 "loss_initial": report["loss_initial"], "loss_final": report["loss_final"],
                 "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
                 "camera": {k: v for k, v in report["camera"].items() if k not in ("K", "R", "t")} or None,
-                "rollouts": report["rollouts"], "seconds": report["seconds"], "files": files})
+                "warnings": scene.warnings, "rollouts": report["rollouts"], "seconds": report["seconds"],
+                "files": files})
     return 0
 
 

@@ -279,7 +279,7 @@ class Scene:
                 return b.add_rigid_body(obj.vertices @ M.T, obj.faces, mass=obj.mass, density=obj.density,
                                         position=M @ obj.position, rotation=q, velocity=M @ obj.velocity,
                                         angular_velocity=M @ obj.angular_velocity,
-                                        contact_radius=obj.contact_radius, **obj.contact)
+                                        contact_radius=obj.contact_radius, **obj.contact, **obj.law)
             x = obj.position + obj.vertices @ _quat_matrix(obj.rotation).T      # file axes, world positions
             com = _tet_centroid(x, obj.tets)
             vel = obj.velocity + np.cross(obj.angular_velocity, x - com)

@@ -21,7 +21,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    "capped" | "huber", friction_velocity (the contact law, tigradsim.contact)
     [objects.NAME] type = "rigid": mesh = "box.obj" (OBJ; duplicate vertices welded) or
                    box = [sx, sy, sz]; mass | density; scale; ke, kd, kf, mu (own contact
-                   parameters, default the ground's); contact_radius
+                   parameters, default the ground's); contact_radius; contact_law = {damping
+                   = "uncapped", friction = "huber", friction_velocity = 1e-3} (own law)
                    type = "soft": tetgen = "ball.node" (+ .ele beside it) or
                    tet_box = {cells = [nx, ny, nz], size = [sx, sy, sz]} or
                    tet_ball = {radius = r, resolution = 2}; material, params = {...},
@@ -118,6 +119,7 @@ class ObjectSpec:
     density: Optional[float] = None
     contact: dict = field(default_factory=dict)
     contact_radius: float = 0.0
+    law: dict = field(default_factory=dict)       # rigid: this body's contact law (default: the ground's)
     material: Optional[str] = None
     params: dict = field(default_factory=dict)
     damping: float = 0.0
@@ -420,7 +422,8 @@ def _quaternion(t: _Table, key):
 
 _TOP = ("world", "simulation", "ground", "objects", "forces", "camera", "footage", "unknowns", "fit")
 _COMMON_OBJ = ("type", "position", "rotation", "velocity", "angular_velocity", "color")
-_RIGID_KEYS = _COMMON_OBJ + ("mesh", "box", "mass", "density", "scale", "contact_radius") + CONTACT_PARAMS
+_RIGID_KEYS = _COMMON_OBJ + ("mesh", "box", "mass", "density", "scale", "contact_radius", "contact_law") + \
+    CONTACT_PARAMS
 _SOFT_KEYS = _COMMON_OBJ + ("tetgen", "tet_box", "tet_ball", "material", "params", "density", "damping", "radius",
                             "scale")
 
@@ -499,6 +502,19 @@ def _parse_rigid(t, base, obj):
         if v is not None:
             obj.contact[k] = v
     obj.contact_radius = t.number("contact_radius", 0.0, nonnegative=True)
+    if t.has("contact_law"):
+        obj.law = _parse_law(_Table(t.file, f"{t.section}.contact_law", t.table("contact_law"),
+                                    ("damping", "friction", "friction_velocity")))
+
+
+def _parse_law(g):
+    """damping = "capped" | "uncapped", friction = "capped" | "huber", friction_velocity (m/s)."""
+    law = {"damping": g.string("damping", None, choices=("capped", "uncapped")),
+           "friction": g.string("friction", None, choices=("capped", "huber")),
+           "friction_velocity": g.number("friction_velocity", None, positive=True)}
+    if law["friction_velocity"] is not None and law["friction"] != "huber":
+        g.fail("friction_velocity", 'only used with friction = "huber"')
+    return {k: v for k, v in law.items() if v is not None}
 
 
 def _parse_soft(t, base, obj):
@@ -798,12 +814,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
         g = _Table(file, "ground", data["ground"], CONTACT_PARAMS + ("damping", "friction", "friction_velocity"))
         defaults = dict(ke=1e4, kd=10.0, kf=10.0, mu=0.5)
         ground = {k: g.number(k, defaults[k], nonnegative=True) for k in CONTACT_PARAMS}
-        law = {"damping": g.string("damping", None, choices=("capped", "uncapped")),
-               "friction": g.string("friction", None, choices=("capped", "huber")),
-               "friction_velocity": g.number("friction_velocity", None, positive=True)}
-        if law["friction_velocity"] is not None and law["friction"] != "huber":
-            g.fail("friction_velocity", 'only used with friction = "huber"')
-        ground["law"] = {k: v for k, v in law.items() if v is not None}
+        ground["law"] = _parse_law(g)
     objs = data.get("objects")
     if not objs:
         raise SceneError(file, None, "[objects]", "missing: the scene needs at least one [objects.NAME] table")
