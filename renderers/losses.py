@@ -28,7 +28,9 @@ already blends by coverage over its own plate.
 
 Sums run in a fixed order (per-pixel terms, per-row sums, then one serial sum),
 so loss values are bit-reproducible; with `tigradsim.runtime.deterministic()` the
-blur loops, whose reverse pass scatters into the image gradient, run serially too.
+loops that read the image (whose reverse pass adds into the image gradient, shared
+between threads when frames repeat or blur taps overlap) run serially too, so
+gradients are bit-reproducible as well.
 """
 
 import numpy as np
@@ -147,6 +149,9 @@ class _TargetLoss:
         self.channels = tuple(channels)
         self.weight = float(weight)
         self.composite = background is not None
+        # Loops that read the image run serially when kernels must sum in a fixed order: their
+        # reverse adds into image.grad, shared between threads when frames repeat or blur taps overlap.
+        self.serial = deterministic()
         if self.composite:
             if C != 4 or 3 in self.channels:
                 raise ValueError(f"background: compositing over a plate needs an RGBA image (4 channels, got {C}) "
@@ -309,6 +314,8 @@ class ImageMSE(_TargetLoss):
 
     @ti.kernel
     def _pixels(self, image: ti.template(), K: ti.i32):
+        if ti.static(self.serial):
+            ti.loop_config(serialize=True)
         for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
             e = self._value(image, self.fid[k], i, j) - self.target[k, i, j]
             self.pixel[k, i, j] = e.dot(e)
@@ -348,6 +355,8 @@ class SoftIoU(SilhouetteMSE):
     @ti.kernel
     def _iou(self, image: ti.template(), loss: ti.template(), scale: float, K: ti.i32):
         # fixed summation order: per-pixel terms, per-row sums, per-frame serial sums
+        if ti.static(self.serial):
+            ti.loop_config(serialize=True)
         for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
             a = image[self.fid[k], i, j][self.channels[0]]
             t = self.target[k, i, j][0]
@@ -425,7 +434,6 @@ class BlurredImageMSE(ImageMSE):
         self.levels = []
         super().__init__(image, target, frames=frames, channels=channels, weight=weight, background=background)
         n, (H, W) = self.nframes, self.size
-        self.serial = deterministic()      # the reverse of the blur scatters into shared image gradients
         for s in sig:
             lvl = {"sigma": s}
             if s > 0:

@@ -137,7 +137,7 @@ def test_losses_bit_reproducible(f64):
     """Loss value and image gradient identical bit for bit over repeated runs."""
     img = _image(frames=3, H=48, W=40)
     rng = np.random.default_rng(3)
-    losses = [ImageMSE(img, rng.random((3, 48, 40, 3))),
+    losses = [ImageMSE(img, rng.random((3, 48, 40, 3)), frames=[0, 2, 0]),      # a repeated frame
               BlurredImageMSE(img, rng.random((3, 48, 40, 3)), sigmas=(0.0, 2.0), background=rng.random((48, 40, 3))),
               SoftIoU(img, rng.random((3, 48, 40)))]
     loss = _loss()
