@@ -225,6 +225,35 @@ def test_corrected_camera_renders_like_the_correction():
     assert ren.camera_correction()[2] == 1.0 and not ren.camera_delta.to_numpy().any()
 
 
+def test_orthographic_camera_correction():
+    """The correction applies to orthographic cameras too (focal_scale zooms:
+    ortho_scale / focal_scale); gradients and `corrected_camera` agree."""
+    v, f = icosphere(1, 0.8)
+    cam = Camera(eye=(0.4, 0.3, 3.0), width=20, height=16, projection="orthographic", ortho_scale=1.3)
+    rng = np.random.default_rng(6)
+    ren = SoftRasterizer(cam, f, len(v), shading="color", sigma=3e-3, gamma=1e-2,
+                         vertex_colors=rng.random((len(v), 3)), background=(0.2, 0.4, 0.3))
+    target = ren.render_numpy(v * 1.1 + [0.05, 0.0, 0.0])[None, ..., :3].copy()
+    ren.camera_delta.from_numpy(np.array([0.03, -0.01, 0.02, 0.04, -0.03, 0.1]))
+    ren.focal_scale[None] = 1.1
+    a = ren.render_numpy(v).copy()
+    corrected = ren.corrected_camera()
+    assert corrected.projection == "orthographic" and np.isclose(corrected.ortho_scale, 1.3 / 1.1)
+    plain = SoftRasterizer(corrected, f, len(v), shading="color", sigma=3e-3, gamma=1e-2,
+                           vertex_colors=ren.vertex_colors.to_numpy(), background=(0.2, 0.4, 0.3))
+    assert np.abs(plain.render_numpy(v) - a).max() < 1e-9
+    X = ti.Vector.field(3, float, shape=(1, len(v)), needs_grad=True)
+    X.from_numpy(v[None])
+    loss = ti.field(float, shape=(), needs_grad=True)
+    mse = ImageMSE(ren.image, target)
+
+    def run():
+        ren.render(X, 0, 0)
+        mse(loss)
+
+    tgs.check_gradient(run, loss, [ren.camera_delta, ren.focal_scale], n_dirs=3, eps=1e-6, rtol=RTOL).assert_ok()
+
+
 def test_fit_recovers_camera_offset_of_1cm_and_half_a_degree():
     """A static scene of three coloured solids at different depths, rendered from
     the true camera; the renderer starts from a camera 1 cm and 0.5 degree off
