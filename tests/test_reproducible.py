@@ -21,7 +21,7 @@ import sysid_rigid_mass
 
 tgs.init(precision="f64")
 assert tgs.deterministic()
-ns = argparse.Namespace(push=20.0, duration=0.2, dt=1 / 240, every=12, res=16, sigma=1e-3, checkpoint=None)
+ns = argparse.Namespace(push=20.0, duration=0.2, dt=1 / 480, every=24, res=16, sigma=1e-3, checkpoint=None)
 sc = sysid_rigid_mass.Scene("box", ns)
 sc.model.set("body_mass", [1.6])
 target = sc.fit.render()

@@ -17,7 +17,7 @@ import sysid_rigid_mass  # noqa: E402
 def scene():
     import argparse
     tgs.init(precision="f64")
-    ns = argparse.Namespace(push=20.0, duration=0.1, dt=1 / 240, every=12, res=16, sigma=1e-3, checkpoint=None)
+    ns = argparse.Namespace(push=20.0, duration=0.1, dt=1 / 480, every=24, res=16, sigma=1e-3, checkpoint=None)
     sc = sysid_rigid_mass.Scene("box", ns)
     sc.fit.optimizer = tgs.Adam([sc.mass], lr=0.1)
     return sc
