@@ -1,7 +1,6 @@
 """Scene files (tigradsim.scene_file): validation errors name the file, the section and the
 key, before any kernel runs; meshes are welded; the z-up mapping; the unknowns' Params
 (shared and tied values) have the right chain rule (f64, finite differences)."""
-import copy
 import os
 
 import numpy as np

@@ -18,7 +18,6 @@ library version changes one place.
 """
 from __future__ import annotations
 
-import inspect
 import math
 import time
 
@@ -64,7 +63,7 @@ def load_scene_footage(spec: SceneSpec, resolution=None):
     except (ValueError, TypeError, FileNotFoundError) as exc:
         key = "masks" if str(exc).startswith("masks") else "frames"
         raise spec.error("footage", key, str(exc)) from None
-    if len(clip) != fs.first + fs.count and fs.pattern is not None and len(clip) < fs.first + fs.count:
+    if len(clip) < fs.first + fs.count:
         raise spec.error("footage", "frames", f"{len(clip)} frames read, {fs.first + fs.count} expected")
     clip = clip[fs.first:fs.first + fs.count]
     W, H = clip.width, clip.height
@@ -120,20 +119,10 @@ def _camera(spec: SceneSpec, factor: int):
     K[0, 2] = (K[0, 2] + 0.5) / factor - 0.5         # pixel centres at integers (OpenCV)
     K[1, 2] = (K[1, 2] + 0.5) / factor - 0.5
     R = c.R @ M.T                                    # x_cam = R x_file + t = R M^T x_world + t
-    if hasattr(Camera, "from_opencv"):
-        try:
-            return Camera.from_opencv(K, R, c.t, W, H, near=c.near, far=c.far)
-        except (ValueError, TypeError) as exc:
-            raise spec.error("camera", "K / R / t", f"inconsistent camera: {exc}") from None
-    # Before Camera.from_opencv: a square-pixel, centred K is a look-at camera (DESIGN.md section 7).
-    if abs(K[0, 0] - K[1, 1]) > 1e-9 * K[0, 0] or abs(K[0, 2] - (W / 2 - 0.5)) > 1e-6 or \
-            abs(K[1, 2] - (H / 2 - 0.5)) > 1e-6:
-        raise spec.error("camera", "K", "this tigradsim has no Camera.from_opencv: only square pixels (fx = fy) "
-                         "and a centred principal point (cx = W/2 - 0.5, cy = H/2 - 0.5) are supported")
-    eye = -R.T @ c.t
-    fwd, up = R.T @ np.array([0.0, 0.0, 1.0]), -R.T @ np.array([0.0, 1.0, 0.0])
-    fov = 2.0 * math.degrees(math.atan((min(W, H) / 2.0) / K[0, 0]))
-    return Camera(eye=eye, target=eye + fwd, up=up, fov=fov, width=W, height=H, near=c.near, far=c.far)
+    try:
+        return Camera.from_opencv(K, R, c.t, W, H, near=c.near, far=c.far)
+    except (ValueError, TypeError) as exc:
+        raise spec.error("camera", "K / R / t", f"inconsistent camera: {exc}") from None
 
 
 # ---------------------------------------------------------------------------
@@ -267,8 +256,6 @@ class Scene:
     def _add_ground(self, b):
         g = dict(self.spec.ground)
         law = g.pop("law", {})
-        if law and "damping" not in inspect.signature(b.add_ground).parameters:
-            raise self.spec.error("ground", ", ".join(law), "this tigradsim has no contact law options")
         b.add_ground(**g, **law)
 
     def _add_object(self, b, obj):
@@ -321,8 +308,8 @@ class Scene:
         return np.searchsorted(vids, allf).astype(np.int32), len(vids), vids, colors
 
     def _make_renderer(self):
-        """Silhouette renderer for mask supervision; an unlit colour renderer (RGBA) for "rgb"
-        and "both"; frame k drawn at footage time k."""
+        """Silhouette renderer for mask supervision; an unlit colour renderer (RGBA), blended by
+        coverage over the footage's plate, for "rgb" and "both"; frame k drawn at footage time k."""
         from .footage import render_at_times
         from .renderers import SoftRasterizer
 
@@ -339,12 +326,10 @@ class Scene:
             # unlit colour: a path-traced object's shading is not modelled; its silhouette
             # (through the coverage) carries the geometry, the colour only separates it from
             # the plate
-            kwargs.update(shading="color", vertex_colors=colors)
-            if "blend" in inspect.signature(SoftRasterizer.__init__).parameters:
-                kwargs["blend"] = "coverage"
+            kwargs.update(shading="color", vertex_colors=colors, blend="coverage")
         ren = SoftRasterizer(self.camera, faces, nverts, **kwargs)
-        if self.plate is not None and getattr(ren, "blend", None) == "coverage":
-            ren.set_background(self.plate)      # the renderer composites; the loss compares its RGB
+        if self.plate is not None:
+            ren.set_background(self.plate)      # the renderer composites by coverage; the loss compares its RGB
         try:
             self.timed = render_at_times(self.sim, ren, self.footage, source="rigid" if self.kind == "rigid"
                                          else "particles")
@@ -421,24 +406,22 @@ class Scene:
 
     def make_loss(self):
         """The image loss (BlurredImageMSE, or ImageMSE when every blur width is 0) on every
-        footage frame, installed on the VideoFit: masks against the silhouette; RGB against
-        the colour composited over the plate (by the loss, or by a coverage-blending
-        renderer); "both" sums the two."""
+        footage frame, installed on the VideoFit: masks against the silhouette (alpha); RGB
+        against the rendered colour composited over the plate; "both" sums the two."""
         from .renderers import BlurredImageMSE, ImageMSE
 
         fo, sup, blur = self.footage, self.spec.fit.supervision, self.spec.fit.blur
 
-        def one(target, channels, plate):
+        def one(target, channels):
             if all(s == 0 for s in blur):
-                return ImageMSE(self.renderer.image, target, channels=channels, background=plate)
-            return BlurredImageMSE(self.renderer.image, target, channels=channels, sigmas=blur, background=plate)
+                return ImageMSE(self.renderer.image, target, channels=channels)
+            return BlurredImageMSE(self.renderer.image, target, channels=channels, sigmas=blur)
 
         parts = []
         if sup in ("mask", "both"):
-            parts.append((one(fo.masks[..., None], [self.renderer.image.n - 1], None), lambda k: fo.masks[:k, ..., None]))
-        if sup in ("rgb", "both"):
-            plate = None if getattr(self.renderer, "blend", None) == "coverage" else self.plate
-            parts.append((one(fo.frames, [0, 1, 2], plate), lambda k: fo.frames[:k]))
+            parts.append((one(fo.masks[..., None], [self.renderer.image.n - 1]), lambda k: fo.masks[:k, ..., None]))
+        if sup in ("rgb", "both"):            # the renderer composites over the plate (coverage blending)
+            parts.append((one(fo.frames, [0, 1, 2]), lambda k: fo.frames[:k]))
         self._loss_parts = parts
         loss = parts[0][0] if len(parts) == 1 else _SumLoss([p for p, _ in parts])
         self.fit.set_image_loss(loss)

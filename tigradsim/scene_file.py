@@ -65,7 +65,6 @@ rollouts) are reported in the file's own terms; the ground is z = 0 in the file.
 from __future__ import annotations
 
 import difflib
-import glob
 import json
 import math
 import os
