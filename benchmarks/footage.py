@@ -327,7 +327,8 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "footage_bench"), help="folder for scenes and reports")
     ap.add_argument("--merge", nargs="+", metavar="FILE",
                     help="run nothing: print the table and JSON line of the fits in these saved outputs of this "
-                         "script (their last JSON lines), e.g. clips measured in separate runs")
+                         "script (their last JSON lines), e.g. clips measured in separate runs; a later file's fit "
+                         "of the same clip and variant replaces an earlier one")
     args = ap.parse_args(argv)
     if args.merge:
         results, quick = [], False
@@ -336,7 +337,8 @@ def main(argv=None):
                 last = json.loads([ln for ln in fh.read().splitlines() if ln.startswith("{")][-1])
             results += last["fits"]
             quick = quick or last["quick"]
-        return finish(results, quick)
+        latest = {(r["clip"], r["variant"]): r for r in results}     # a later file's fit replaces an earlier one
+        return finish(list(latest.values()), quick)
     if args.jobs < 1:
         ap.error(f"--jobs: expected an integer >= 1, got {args.jobs}")
     clips = args.only or list(CLIPS)
