@@ -272,10 +272,11 @@ class Simulator:
         """
         t = step * self.dt
         if bad:
-            later = self.adjoint_trace[-1][0] if self.adjoint_trace else self.steps
+            later = self.adjoint_trace[-1][0] if self.adjoint_trace else None
+            where = f"between steps {step} and {later}" if later is not None and later != step else \
+                ("the end of the rollout" if step == self.steps else "the first probe")
             raise self._gradient_error(
-                f"the adjoint (d loss / d state) became non-finite (or > 1e30) at step {step} (t = {t:.6g} s), "
-                f"in the backward pass over steps {step}..{later}")
+                f"the adjoint (d loss / d state) became non-finite (or > 1e30) at step {step} (t = {t:.6g} s), {where}")
         h = self._adjoint_health
         if not post:
             self.adjoint_trace.append((step, a, None))
@@ -318,7 +319,8 @@ class Simulator:
                 cause += ("; every term is within its safe limit, so the dynamics may be chaotic over this horizon "
                           "(shorten it, add damping, or raise sim.adjoint_growth_rate if this growth is physical)")
         else:
-            cause = "no force term reports a stability limit"
+            cause = ("likely cause: not an explicit-integration limit (no force term reports one); look at the loss "
+                     "and the observers (a norm or square root at 0 has a NaN gradient)")
         return GradientError(f"{what}: the gradient cannot be trusted; {cause}. "
                              "Simulator(adjoint_check=False) turns this check off")
 
