@@ -5,8 +5,13 @@
     ren.render(verts_field, slot, frame)      # one differentiable Tape entry
     ImageMSE(ren.image, target)(loss)          # loss[None] += mean squared error
 
-Conventions (NDC, pixel centres, winding) are documented in `camera.py`; the
-rasterizer's formulas and kernel structure in `softras.py`.
+    cam = Camera.from_opencv(K, R, t, width, height)   # a calibrated camera (OpenCV pinhole)
+    ren.set_background(plate)                  # RGB = A C + (1 - A) plate (blend="coverage")
+    tgs.Param(ren.camera_delta, "camera_pose")  # differentiable camera refinement
+
+Conventions (OpenCV and look-at cameras, NDC, pixel centres, winding) are
+documented in `camera.py`; the rasterizer's formulas (coverage and softmax
+blending, the camera correction) and kernel structure in `softras.py`.
 """
 from .camera import Camera, rodrigues, rotation_vector
 from .softras import SoftRasterizer, RendererWarning, SHADINGS, COLOR_MODES, NORMALS, BLENDS
