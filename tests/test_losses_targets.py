@@ -158,9 +158,9 @@ def test_losses_compile_without_taichi_warnings(capfd):
     try:
         img = _image(frames=2, H=5, W=4)
         rng = np.random.default_rng(4)
-        objs = [ImageMSE(img, rng.random((2, 5, 4, 3)), background=rng.random((5, 4, 3))),
-                SilhouetteMSE(img, rng.random((2, 5, 4))), SoftIoU(img, rng.random((2, 5, 4))),
-                BlurredImageMSE(img, sigmas=(0.0, 1.0)), BlurredImageMSE(img, sigmas=(1.0,), background=np.zeros(3))]
+        # every kernel of the losses: per-pixel terms (composited and not), blur rows/columns, reductions, IoU
+        objs = [BlurredImageMSE(img, rng.random((2, 5, 4, 3)), sigmas=(0.0, 1.0), background=rng.random((5, 4, 3))),
+                SilhouetteMSE(img, rng.random((2, 5, 4))), SoftIoU(img, rng.random((2, 5, 4)))]
         loss = _loss()
         capfd.readouterr()
         with ti.ad.Tape(loss):
