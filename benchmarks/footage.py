@@ -334,7 +334,10 @@ def main(argv=None):
         results, quick = [], False
         for path in args.merge:
             with open(path) as fh:
-                last = json.loads([ln for ln in fh.read().splitlines() if ln.startswith("{")][-1])
+                found = [ln for ln in fh.read().splitlines() if ln.startswith("{")]
+            if not found:
+                ap.error(f"--merge: {path!r} has no JSON line (not an output of this script, or still running)")
+            last = json.loads(found[-1])
             results += last["fits"]
             quick = quick or last["quick"]
         latest = {(r["clip"], r["variant"]): r for r in results}     # a later file's fit replaces an earlier one
