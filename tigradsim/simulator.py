@@ -41,8 +41,8 @@ from .state import StateStore
 
 # Adjoint health (Simulator._judge_adjoint): growth through the dynamics allowed beyond a
 # bounded factor, per simulated second.
-ADJOINT_GROWTH_RATE = 10.0
-ADJOINT_GROWTH_ALLOWANCE = 1e6
+ADJOINT_GROWTH_RATE = 20.0
+ADJOINT_GROWTH_ALLOWANCE = 1e8
 
 
 class _Recorder:
@@ -265,10 +265,14 @@ class Simulator:
         L(k) = sum of ln(a_pre(k) / a_post(k+1)) from the last probe back to probe k, it raises when,
         for some later probe j,
             L(k) - L(j) > ln(adjoint_growth_allowance) + adjoint_growth_rate * (t_j - t_k).
-        Defaults: ADJOINT_GROWTH_ALLOWANCE = 1e6 (a stable scene's adjoint changes by a bounded
+        Defaults: ADJOINT_GROWTH_ALLOWANCE = 1e8 (a stable scene's adjoint changes by a bounded
         factor: the exchange between position and velocity sensitivities is about omega, up to ~1e4
-        for stiff contact) and ADJOINT_GROWTH_RATE = 10 / s; past an explicit limit the adjoint grows
-        geometrically with every step (the README's ball at dt 1e-3: ~1e10 in 0.3 s).
+        for stiff contact) and ADJOINT_GROWTH_RATE = 20 / s.  Measured: the gradient tests of
+        test_core, test_rigid_grad, test_fem, test_cloth stay below 10^0.6 of growth; a spring lattice
+        without shear springs collapsing on the ground (benchmarks/bench_particles.py's scene, a
+        mechanism: physically chaotic) grows 2e9 in 0.5 s (43 / s) and passes; past an explicit limit
+        the adjoint grows geometrically with every step (the README's ball at dt 1 ms: 1e11 in 0.07 s,
+        2e14 in 0.3 s) and is caught.
         """
         t = step * self.dt
         if bad:
