@@ -27,6 +27,9 @@ def test_import_prints_nothing_on_stdout(tmp_path):
     assert "[Taichi] version" in r.stderr           # the banner is kept, on stderr
     r = _python("import os, tigradsim; print(os.environ.get('ENABLE_TAICHI_HEADER_PRINT'))", tmp_path)
     assert r.stdout.strip() == "None"                # the switch is not left set for child processes
+    r = _python("import tigradsim as tgs; tgs.init(precision='f64')", tmp_path)
+    assert r.returncode == 0 and r.stdout == "", r.stdout   # "[Taichi] Starting on arch=..." goes to stderr
+    assert "Starting on arch" in r.stderr
 
 
 # A St. Venant-Kirchhoff material written the natural way, with `@`; the offline cache is off so that

@@ -7,6 +7,9 @@ rendered frame that re-uses scratch buffers) keep their gradients right.
 """
 from __future__ import annotations
 
+import contextlib
+import sys
+
 import numpy as np
 import taichi as ti
 from taichi.lang import impl
@@ -68,7 +71,10 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         log_level=ti.WARN,
     )
     options.update(kwargs)
-    ti.init(**options)
+    # ti.init prints "[Taichi] Starting on arch=..." on stdout; scripts and demos keep stdout for
+    # their results (a JSON last line), so it goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        ti.init(**options)
     np.random.seed(seed)
     if deterministic is None:
         deterministic = arch == "cpu"
