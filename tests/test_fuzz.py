@@ -307,15 +307,13 @@ def test_fuzz_meshio_files(ext, frac, garbage, which, pos):
 
 
 # ---------------------------------------------------------------------------
-# unclear errors the fuzzer found in code owned elsewhere (reported; xfail until fixed there)
+# unclear errors the fuzzer found (bare numpy messages without the argument's name), now clear
 
 @pytest.mark.parametrize("call, name", [
     (lambda b: b.add_springs([[0], [0, 1]], 1.0), "indices"),                          # errors.check_indices
     (lambda b: b.add_soft_mesh((BOX_V, [[0, 1, 2, 3], [1, 2]])), "tets"),             # fem.TetMeshes.add
     (lambda b: b.add_ground(ke=[1.0, 2.0]), "ke"),                                    # SceneBuilder.add_ground
 ])
-@pytest.mark.xfail(reason="bare numpy error without the argument's name (found by the fuzzer; not in this "
-                          "file's modules)", strict=False)
 def test_known_unclear_errors(call, name):
     b = tgs.SceneBuilder()
     b.add_particles(np.arange(15, dtype=float).reshape(5, 3))

@@ -112,7 +112,7 @@ class SceneBuilder:
             particle and to every rigid body that does not set its own.
         """
         self.ground_law = ContactLaw(damping, friction, friction_velocity)
-        self.ground = {name: float(check_positive(name, v, allow_zero=True))
+        self.ground = {name: float(check_positive(name, as_array(name, v, shape=()), allow_zero=True))
                        for name, v in dict(ke=ke, kd=kd, kf=kf, mu=mu).items()}
 
     # -- user force terms -------------------------------------------------------

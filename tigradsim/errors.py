@@ -47,9 +47,18 @@ def as_array(name, value, shape=None, dtype=np.float64, finite=True):
     return arr
 
 
+def as_index_array(name, value):
+    """`np.asarray(value)` for an index table; a ragged or non-numeric input is an error naming `name`."""
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected a rectangular integer array (every row the same length), "
+                         f"got {value!r}") from exc
+
+
 def check_indices(name, indices, count, arity):
     """Check an (M, arity) integer index array against `count` items."""
-    idx = np.asarray(indices)
+    idx = as_index_array(name, indices)
     if idx.size == 0:
         return np.zeros((0, arity), dtype=np.int32)
     if not np.issubdtype(idx.dtype, np.integer):

@@ -44,7 +44,7 @@ import taichi as ti
 
 from .materials.linalg import matmul
 from .elements import MaterialElements, material_params
-from .errors import as_array, check_positive
+from .errors import as_array, as_index_array, check_positive
 from .meshes import boundary_faces, validate_tets
 from .registry import get_material
 from .model import StepTerm
@@ -123,7 +123,7 @@ class TetMeshes:
         else:
             vertices = mesh
         vertices = as_array("vertices", vertices, shape=(None, 3))
-        tets = np.asarray(tets)
+        tets = as_index_array("tets", tets)
         if tets.size and not np.issubdtype(tets.dtype, np.integer):
             if np.issubdtype(tets.dtype, np.floating) and np.all(np.mod(tets, 1) == 0):
                 tets = tets.astype(np.int64)
