@@ -269,3 +269,76 @@ def test_unknown_params_chain_rule(tmp_path, f64):
     for p in scene.params:
         report = tgs.check_param_gradient(run, loss.value, p, n_dirs=1, eps=1e-6, rtol=1e-5)   # scalar: +-1
         assert report.ok, (p.name, str(report))
+
+
+# ---------------------------------------------------------------------------- camera prior
+
+def test_camera_prior_keys(tmp_path):
+    f = parse_scene(_scene(tmp_path, **{"fit.refine_camera": True}), str(tmp_path / "scene.toml")).fit
+    assert (f.camera_sigma_rotation_deg, f.camera_sigma_translation_m, f.camera_prior_variance) == (0.5, 0.01, 3e-3)
+    f = parse_scene(_scene(tmp_path, **{"fit.camera_sigma_rotation_deg": 1, "fit.camera_sigma_translation_m": 0.02}),
+                    str(tmp_path / "scene.toml")).fit
+    assert (f.camera_sigma_rotation_deg, f.camera_sigma_translation_m) == (1.0, 0.02)
+    msg = _error(tmp_path, **{"fit.camera_sigma_rotation_deg": 0})
+    assert msg == "scene.toml: [fit] camera_sigma_rotation_deg: expected a positive number, got 0"
+    msg = _error(tmp_path, **{"fit.camera_sigma_translation_m": "1cm"})
+    assert msg == 'scene.toml: [fit] camera_sigma_translation_m: expected a number, got a string "1cm"'
+    msg = _error(tmp_path, **{"fit.camera_prior_variance": -1e-3})
+    assert msg == "scene.toml: [fit] camera_prior_variance: expected a positive number, got -0.001"
+
+
+def test_camera_prior_gradient_and_scaling(f64):
+    """The prior's Tape term (variance / G) sum (delta_i / sigma_i)^2: its gradient matches
+    central differences (f64), and it is 2 / N times 1/2 |rho|^2 of its residuals (N = G x
+    residuals per frame), the factor between the image loss and 1/2 |r|^2."""
+    import taichi as ti
+    import tigradsim as tgs
+    from tigradsim.scene_build import CameraPrior
+
+    delta = ti.field(float, shape=6, needs_grad=True)
+    d = np.array([0.01, -0.004, 0.007, 0.012, -0.02, 0.005])
+    delta.from_numpy(d)
+    loss = ti.field(float, shape=(), needs_grad=True)
+    sig = np.array([0.009, 0.009, 0.009, 0.01, 0.01, 0.01])
+    prior = CameraPrior(delta, sig, 2e-3)
+    prior.set_frames(4)
+    tgs.check_gradient(lambda: prior(loss), loss, [delta], n_dirs=3).assert_ok()
+    loss[None] = 0.0
+    prior(loss)
+    assert np.isclose(loss[None], 2e-3 / 4 * np.sum((d / sig) ** 2), rtol=1e-12)
+    rho = prior.residuals(100)
+    assert np.isclose(loss[None], 2.0 / 400 * 0.5 * rho @ rho, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"sigmas: expected 6 positive finite prior stds .* got \[0.1, 0.0"):
+        CameraPrior(delta, [0.1, 0.0, 0.1, 0.1, 0.1, 0.1], 1e-3)
+    with pytest.raises(ValueError, match=r"variance: expected a positive finite per-residual variance, got 0"):
+        CameraPrior(delta, sig, 0)
+
+
+def test_scene_residuals_groups_and_prior(tmp_path, f64):
+    """A scene with mask + RGB supervision and refine_camera: residuals() is the mask part, the
+    RGB part, then the prior's 6 values; residual_groups labels them by footage frame (one
+    label per frame across both parts, the prior one more cluster), also after use_frames;
+    the Tape loss carries the prior exactly as loss_value() reports it."""
+    from tigradsim.scene_build import Scene, load_scene_footage
+
+    data = _scene(tmp_path, **{"fit.refine_camera": True, "fit.supervision": "both", "fit.blur": [0.0],
+                               "simulation.substeps": 40})
+    spec = parse_scene(data, str(tmp_path / "scene.toml"))
+    scene = Scene(spec, load_scene_footage(spec))
+    scene.renderer.camera_delta.from_numpy(np.array([0.01, 0.0, -0.005, 0.003, 0.01, 0.0]))
+    r = scene.residuals()
+    P = 8 * 8 * (1 + 3)                                    # 8x8 px, mask + RGB per frame
+    assert r.size == 3 * P + 6
+    labels = scene.residual_groups(r.size)
+    assert np.array_equal(labels[:3 * 64], np.repeat(np.arange(3), 64))                 # mask part
+    assert np.array_equal(labels[3 * 64:3 * P], np.repeat(np.arange(3), 3 * 64))        # RGB part
+    assert np.array_equal(labels[-6:], np.full(6, 3))
+    assert np.allclose(r[-6:], scene.camera_prior.residuals(P))
+    image_only = scene.fit.loss_value()
+    total = scene.loss_value()
+    assert np.isclose(total - image_only, 2.0 / (3 * P) * 0.5 * r[-6:] @ r[-6:], rtol=1e-10)
+    scene.use_frames(2)
+    r2 = scene.residuals()
+    assert r2.size == 2 * P + 6 and np.allclose(r2[-6:], r[-6:])
+    assert np.array_equal(scene.residual_groups(r2.size)[-6:], np.full(6, 2))
+    assert np.isclose(scene.loss_value() - scene.fit.loss_value(), 2.0 / (2 * P) * 0.5 * r[-6:] @ r[-6:], rtol=1e-10)

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from .camera_prior import CameraPrior      # re-exported: the fit's camera prior ([fit] refine_camera)
 from .optim import History
 from .scene_file import SceneSpec
 
@@ -33,7 +34,8 @@ CAMERA_SHIFT_BOUND = 0.05                      # world units (m), each component
 FOCAL_BOUND = 1.25                             # focal scale within [1 / 1.25, 1.25]
 CAMERA_LR = 2e-3                               # Adam step of the pose correction [rad, m]
 
-__all__ = ["load_scene_footage", "Scene", "unknown_params", "fit_scene", "outline_frames", "silhouette_iou"]
+__all__ = ["load_scene_footage", "Scene", "unknown_params", "fit_scene", "outline_frames", "silhouette_iou",
+           "CameraPrior"]
 
 
 # ---------------------------------------------------------------------------
@@ -235,9 +237,10 @@ class Scene:
         self.renderer = self._make_renderer()
         # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)
         self.params = unknown_params(spec, self.model, self.handles) if unknowns else []
+        self.frames_used = len(footage)
+        self.camera_prior = None
         self.camera_params = self._camera_params() if unknowns else []
         self.fit = VideoFit(self.sim, self.renderer, self.params + self.camera_params)
-        self.frames_used = len(footage)
         self.make_loss()
 
     # -- time -------------------------------------------------------------------
@@ -352,10 +355,14 @@ class Scene:
 
     def _camera_params(self):
         """[fit] refine_camera: the renderer's pose correction (rotation vector, translation in
-        camera axes) and, with refine_focal, its focal-length scale, fitted with the unknowns."""
+        camera axes) and, with refine_focal, its focal-length scale, fitted with the unknowns;
+        the pose under a Gaussian prior (`self.camera_prior`, tigradsim/camera_prior.py: the
+        calibration's uncertainty, [fit] camera_sigma_rotation_deg / camera_sigma_translation_m)
+        that `forward`, `loss_value` and `residuals` all include."""
         from .optim import Param
 
         fit = self.spec.fit
+        self.camera_prior = None
         if not fit.refine_camera:
             return []
         if not hasattr(self.renderer, "camera_delta"):
@@ -366,6 +373,9 @@ class Scene:
         # calibration error
         out = [Param(self.renderer.camera_delta, "camera_pose", lower=np.array([-r] * 3 + [-d] * 3),
                      upper=np.array([r] * 3 + [d] * 3), lr=CAMERA_LR)]
+        sr, st = math.radians(fit.camera_sigma_rotation_deg), fit.camera_sigma_translation_m
+        self.camera_prior = CameraPrior(self.renderer.camera_delta, [sr] * 3 + [st] * 3, fit.camera_prior_variance)
+        self.camera_prior.set_frames(self.frames_used)
         if fit.refine_focal:
             out.append(Param(self.renderer.focal_scale, "camera_focal", lower=1 / FOCAL_BOUND, upper=FOCAL_BOUND,
                              log_space=True))
@@ -434,13 +444,47 @@ class Scene:
         for loss, target in self._loss_parts:
             loss.set_frames(np.arange(k), target(k))
         self.frames_used = k
+        if self.camera_prior is not None:
+            self.camera_prior.set_frames(k)
 
     def loss_value(self) -> float:
-        return self.fit.loss_value()
+        """The fit's objective (Tape units): image loss plus the camera prior, if any."""
+        self.fit.loss_value()
+        if self.camera_prior is not None:
+            self.camera_prior(self.fit.loss)
+        return float(self.fit.loss[None])
 
     def forward(self):
-        """The rollout and image loss into `self.fit.loss` (for `optimize` / `identify`)."""
+        """The rollout, image loss and camera prior into `self.fit.loss` (for `optimize` / `identify`)."""
         self.fit._forward()
+        if self.camera_prior is not None:
+            self.camera_prior(self.fit.loss)
+
+    def residuals(self) -> np.ndarray:
+        """The image residuals (mask part, then RGB part, each frame-major), then, with
+        refine_camera, the camera prior's 6 residuals (`CameraPrior`): 1/2 |r|^2 is the
+        objective whose 2 / N multiple the Tape loss is."""
+        r = np.ravel(self.fit.residuals())
+        if self.camera_prior is None:
+            return r
+        return np.concatenate([r.astype(np.float64), self.camera_prior.residuals(r.size / self.frames_used)])
+
+    def residual_groups(self, count=None) -> np.ndarray:
+        """One cluster label per residual of `residuals()` (`fit_report(groups=...)`): the
+        footage frame it comes from, the same label for a frame's mask and RGB residuals
+        (the parts are concatenated, each frame-major); the camera prior's 6 residuals form
+        one more cluster.  count: len(residuals()) as a check."""
+        k = self.frames_used
+        labels = []
+        for loss, _ in self._loss_parts:
+            per = int(np.prod(np.shape(loss.residuals()))) // k
+            labels.append(np.repeat(np.arange(k), per))
+        if self.camera_prior is not None:
+            labels.append(np.full(6, k))
+        out = np.concatenate(labels)
+        if count is not None and out.size != count:
+            raise ValueError(f"residual_groups: {out.size} labels for {count} residuals")
+        return out
 
 
 # ---------------------------------------------------------------------------
@@ -480,7 +524,8 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
         history.record(float(scene.fit.loss[None]), scene.params + scene.camera_params, time.time() - t0)
 
     stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
-    result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.fit.residuals,
+    result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.residuals,
+                      groups=scene.residual_groups,
                       starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
                       horizons=schedule, set_horizon=scene.use_frames if schedule else None, log_every=1,

@@ -52,6 +52,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    (list of blur widths in px of the image loss), refine_camera (fit a
                    correction of the camera pose, within 3 degrees and 5 cm, with the
                    unknowns), refine_focal (and of the focal length, within a factor 1.25),
+                   camera_sigma_rotation_deg (0.5), camera_sigma_translation_m (0.01):
+                   the calibration's uncertainty, a Gaussian prior on the correction
+                   (per component; tigradsim/scene_build.py), camera_prior_variance
+                   (1e-3: the per-pixel residual variance the prior is weighed against),
                    refine (Levenberg-Marquardt iterations after the gradient steps)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
@@ -211,6 +215,9 @@ class FitSpec:
     blur: tuple = (0.0, 2.0, 4.0)
     refine_camera: bool = False
     refine_focal: bool = False
+    camera_sigma_rotation_deg: float = 0.5     # prior std of each rotation-vector component [degree]
+    camera_sigma_translation_m: float = 0.01   # prior std of each translation component [m, file units]
+    camera_prior_variance: float = 3e-3        # per-residual variance the prior is weighed against
     refine: int = 0
 
 
@@ -725,7 +732,8 @@ def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
                                     "local_starts", "seed", "horizons", "rtol", "time_budget", "supervision",
                                     "resolution", "sigma", "gamma", "blur", "refine_camera", "refine_focal",
-                                    "refine"))
+                                    "camera_sigma_rotation_deg", "camera_sigma_translation_m",
+                                    "camera_prior_variance", "refine"))
     f = FitSpec()
     f.iterations = t.integer("iterations", f.iterations, minimum=0)
     f.optimizer = t.string("optimizer", f.optimizer, choices=OPTIMIZERS)
@@ -760,6 +768,10 @@ def _parse_fit(file, data):
     f.refine_focal = t.boolean("refine_focal", False)
     if f.refine_focal and not f.refine_camera:
         t.fail("refine_focal", "needs refine_camera = true")
+    f.camera_sigma_rotation_deg = t.number("camera_sigma_rotation_deg", f.camera_sigma_rotation_deg, positive=True)
+    f.camera_sigma_translation_m = t.number("camera_sigma_translation_m", f.camera_sigma_translation_m,
+                                            positive=True)
+    f.camera_prior_variance = t.number("camera_prior_variance", f.camera_prior_variance, positive=True)
     f.refine = t.integer("refine", 0, minimum=0)
     return f
 
