@@ -35,7 +35,9 @@ class CameraPrior:
 
     The image loss is a mean over the N = G * (residuals per frame) values, i.e. 2 / N
     times 1/2 |r|^2 (for its unblurred level), so the Tape term is exactly 2 / N times
-    1/2 |rho|^2.  `variance` ([fit] camera_prior_variance) is the per-residual variance
+    1/2 |rho|^2.  (With mask + RGB supervision the Tape loss is the mean of each part, so
+    it weighs the mask residuals 3x against 1/2 |r|^2 and the two objectives differ by that
+    weighting of the image parts; the prior is scaled by the total N / G.)  `variance` ([fit] camera_prior_variance) is the per-residual variance
     the prior is weighed against.  In the 1/2 |r|^2 units a correction of one sigma costs
     as much as one frame's residuals (N / G values) of that variance: the data move the
     camera by several sigma only when that removes more than a few frames' worth of
