@@ -54,7 +54,7 @@ Sections (see demos/scenes/*.toml for complete examples):
                    unknowns), refine_focal (and of the focal length, within a factor 1.25),
                    camera_sigma_rotation_deg (0.5), camera_sigma_translation_m (0.01):
                    the calibration's uncertainty, a Gaussian prior on the correction
-                   (per component; tigradsim/scene_build.py), camera_prior_variance
+                   (per component; tigradsim/camera_prior.py), camera_prior_variance
                    (1e-3: the per-pixel residual variance the prior is weighed against),
                    refine (Levenberg-Marquardt iterations after the gradient steps)
 
