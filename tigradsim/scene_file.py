@@ -55,7 +55,7 @@ Sections (see demos/scenes/*.toml for complete examples):
                    camera_sigma_rotation_deg (0.5), camera_sigma_translation_m (0.01):
                    the calibration's uncertainty, a Gaussian prior on the correction
                    (per component; tigradsim/camera_prior.py), camera_prior_variance
-                   (1e-3: the per-pixel residual variance the prior is weighed against),
+                   (3e-3: the per-pixel residual variance the prior is weighed against),
                    refine (Levenberg-Marquardt iterations after the gradient steps)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
