@@ -462,10 +462,20 @@ def tetrahedralize(vertices, faces, edge_length: float = 0.05, epsilon: float = 
     if not (isinstance(threads, int) and threads >= 1):
         raise ValueError(f"tetrahedralize: threads must be an integer >= 1, got {threads!r}")
     backend = _tetwild_backend()
-    tv, tt = backend.tetrahedralize_mesh(
-        np.ascontiguousarray(v), np.ascontiguousarray(f.astype(np.uint32)), bool(optimize), False,
-        float(edge_length), 0.0, float(epsilon), float(stop_energy), False, int(threads), 80, 6, True, False,
-        False, np.zeros((0, 3)), np.zeros((0, 4), np.int32), np.zeros(0))
+    # fTetWild writes a scratch file (__tracked_surface.stl) into the working directory: run it in a
+    # temporary one so a user's folder (or a repository) is not littered
+    import os
+    import tempfile
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="tgs_tetwild_") as scratch:
+        os.chdir(scratch)
+        try:
+            tv, tt = backend.tetrahedralize_mesh(
+                np.ascontiguousarray(v), np.ascontiguousarray(f.astype(np.uint32)), bool(optimize), False,
+                float(edge_length), 0.0, float(epsilon), float(stop_energy), False, int(threads), 80, 6, True,
+                False, False, np.zeros((0, 3)), np.zeros((0, 4), np.int32), np.zeros(0))
+        finally:
+            os.chdir(cwd)
     tv = np.asarray(tv, dtype=np.float64).reshape(-1, 3)
     tt = np.asarray(tt, dtype=np.int64).reshape(-1, 4)
     if len(tt) == 0:
