@@ -84,7 +84,7 @@ except ModuleNotFoundError:            # pragma: no cover - older Pythons use th
     import tomli as tomllib
 
 __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "FootageSpec", "UnknownSpec",
-           "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "weld_vertices", "RIGID_PARAMS", "TIES"]
+           "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "RIGID_PARAMS", "TIES"]
 
 # (x, y, z) -> (x, z, -y): the file's z-up axes to tigradsim's y-up world.
 Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
@@ -389,30 +389,6 @@ class _Table:
 # ---------------------------------------------------------------------------
 # meshes
 
-def weld_vertices(vertices, faces, tol=None):
-    """Merge vertices closer than `tol` (default 1e-9 x the bounding-box diagonal, at least
-    1e-12 m); returns (vertices (V', 3), faces (F', 3)) with the faces that collapsed dropped.
-
-    Why: OBJ exporters often write a box as 24 vertices (one per face corner, for normals or
-    texture coordinates); a rigid body needs its surface closed, with shared corners."""
-    v = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64)
-    if len(v) == 0:
-        return v, f
-    if tol is None:
-        tol = max(1e-9 * float(np.linalg.norm(v.max(0) - v.min(0))), 1e-12)
-    keys = np.round(v / tol).astype(np.int64)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(first)                          # keep the first occurrence's order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    new_v = v[first[order]]
-    new_f = rank[inverse][f]
-    keep = (new_f[:, 0] != new_f[:, 1]) & (new_f[:, 1] != new_f[:, 2]) & (new_f[:, 0] != new_f[:, 2])
-    return new_v, new_f[keep].astype(np.int32)
-
-
 def _quaternion(t: _Table, key):
     q = t.array(key, (4,), default=None)
     if q is None:
@@ -469,7 +445,7 @@ def _one_of(t, keys):
 
 
 def _parse_rigid(t, base, obj):
-    from .meshes import box_surface, load_obj
+    from .meshes import box_surface, load_obj, weld_vertices
     from .rigid_mass import check_closed_mesh
 
     source = _one_of(t, ("mesh", "box"))
@@ -481,7 +457,9 @@ def _parse_rigid(t, base, obj):
             t.fail("mesh", f"cannot read {os.path.basename(p)} as an OBJ mesh: {exc}")
         if len(f) == 0:
             t.fail("mesh", f"{os.path.basename(p)} has no faces")
-        v, f = weld_vertices(v, f)
+        # per-face corners (OBJ exporters) -> one closed surface, the same rule as add_rigid_body
+        diag = float(np.linalg.norm(np.ptp(np.asarray(v, dtype=np.float64), axis=0)))
+        v, f, _ = weld_vertices(v, f, 1e-6 * diag)
         obj.source = p
     else:
         size = t.array("box", (3,), positive=True)
