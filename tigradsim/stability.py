@@ -130,8 +130,9 @@ class StabilityReport:
         if not bad:
             return f"dt = {self.dt:g} s is within every force term's stability limit"
         w = bad[0]
-        others = "" if len(bad) == 1 else f"; also past the limit: {', '.join(r.term for r in bad[1:])}"
-        return (f"dt = {self.dt:g} s is past the explicit-integration limit of {w.term}: at {w.element} "
+        others = "" if len(bad) == 1 else f"; also past the safe fraction: {', '.join(r.term for r in bad[1:])}"
+        where = "past" if self.dt >= w.dt_limit else f"{self.dt / w.dt_limit:.2g} of (safe: {self.safety:g} of)"
+        return (f"dt = {self.dt:g} s is {where} the explicit-integration limit of {w.term}: at {w.element} "
                 f"omega = {w.omega:.4g} 1/s, gamma = {w.gamma:.4g} 1/s ({w.detail}), so omega dt = "
                 f"{w.omega * self.dt:.3g} and gamma dt = {w.gamma * self.dt:.3g}; semi-implicit Euler is "
                 f"stable up to dt = {w.dt_limit:.4g} s and the largest safe dt (x {self.safety:g}) is "
