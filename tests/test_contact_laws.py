@@ -14,7 +14,8 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim import meshes
 from tigradsim.contact import ContactLaw, ground_contact_force
-from tigradsim.rigid import BodyRecorder, RigidSurface, quat_to_matrix_np
+from rigid_tracks import rigid_track_loss
+from tigradsim.rigid import quat_to_matrix_np
 
 LAWS = [ContactLaw(), ContactLaw("uncapped"), ContactLaw(friction="huber", friction_velocity=0.05),
         ContactLaw("uncapped", "huber")]
@@ -194,24 +195,7 @@ def _rigid_scene():
                          friction_velocity=0.02 if friction == "huber" else None)
     model = b.finalize()
     sim = tgs.Simulator(model, dt=1e-3, steps=300)
-    rec = BodyRecorder(sim, 30)
-    surf = RigidSurface(sim, 60)
-    rng = np.random.default_rng(3)
-    l1 = tgs.MSELoss(rec.positions, rng.normal(size=(rec.frames, 2, 3)) * 0.3)
-    l2 = tgs.MSELoss(surf.vertices, rng.normal(size=(surf.frames, surf.vertex_count, 3)) * 0.3)
-    total = ti.field(float, shape=(), needs_grad=True)
-
-    @ti.kernel
-    def add():
-        total[None] += l1.value[None] + l2.value[None]
-
-    def run():
-        l1.value[None] = 0
-        l2.value[None] = 0
-        sim.run()
-        l1()
-        l2()
-        add()
+    run, total = rigid_track_loss(sim, 2, 30, 60, seed=3)
 
     return model, sim, run, total
 

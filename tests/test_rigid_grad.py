@@ -17,7 +17,8 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import meshes
-from tigradsim.rigid import BodyRecorder, RigidSurface, add_body_controls, add_body_force
+from rigid_tracks import rigid_track_loss
+from tigradsim.rigid import add_body_controls, add_body_force
 
 PARAMS = ["body_mass", "body_ke", "body_kd", "body_kf", "body_mu", "body_qd0", "body_q0", "body_force",
           "body_force_point", "body_inertia"]
@@ -35,24 +36,7 @@ def _scene(checkpoint_every=None, fuse_steps=None):
     model = b.finalize()
     sim = tgs.Simulator(model, dt=2e-3, steps=200, checkpoint_every=checkpoint_every, fuse_steps=fuse_steps)
     controls = add_body_controls(sim)                        # per-step (torque, force), zero here
-    rec = BodyRecorder(sim, 20)
-    surf = RigidSurface(sim, 50)
-    rng = np.random.default_rng(0)
-    l1 = tgs.MSELoss(rec.positions, rng.normal(size=(rec.frames, 1, 3)) * 0.3)
-    l2 = tgs.MSELoss(surf.vertices, rng.normal(size=(surf.frames, surf.vertex_count, 3)) * 0.3)
-    total = ti.field(float, shape=(), needs_grad=True)
-
-    @ti.kernel
-    def add():
-        total[None] += l1.value[None] + l2.value[None]
-
-    def run():
-        l1.value[None] = 0
-        l2.value[None] = 0
-        sim.run()
-        l1()
-        l2()
-        add()
+    run, total = rigid_track_loss(sim, 1, 20, 50, seed=0)
 
     return model, sim, run, total, controls
 
