@@ -29,6 +29,21 @@ def _plate(H, W, seed=0):
     return np.clip(plate + 0.05 * rng.random((H, W, 3)), 0.1, 0.9)
 
 
+def _vertex_image_loss(ren, v, target):
+    """(X, loss, run): a vertex field holding `v`, and `run()` rendering it into frame 0 and
+    adding its ImageMSE against `target` (H, W, C) to `loss`."""
+    X = ti.Vector.field(3, float, shape=(1, len(v)), needs_grad=True)
+    X.from_numpy(v[None])
+    loss = ti.field(float, shape=(), needs_grad=True)
+    mse = ImageMSE(ren.image, target[None])
+
+    def run():
+        ren.render(X, 0, 0)
+        mse(loss)
+
+    return X, loss, run
+
+
 def _rgb_grad(blend, shading="color"):
     """Tape gradient of an RGB-only ImageMSE w.r.t. the vertices of a uniformly coloured
     sphere (unlit: colour is constant inside the object), at gamma 1e-4, and the FD check."""
@@ -43,15 +58,7 @@ def _rgb_grad(blend, shading="color"):
     else:
         ren = SoftRasterizer(cam, f, len(v), **kw)
     target = ren.render_numpy(v * [1.06, 0.95, 1.0] + [0.05, 0.0, 0.0])[..., :3].copy()   # RGB only
-    X = ti.Vector.field(3, float, shape=(1, len(v)), needs_grad=True)
-    X.from_numpy(v[None])
-    loss = ti.field(float, shape=(), needs_grad=True)
-    mse = ImageMSE(ren.image, target[None])
-
-    def run():
-        ren.render(X, 0, 0)
-        mse(loss)
-
+    X, loss, run = _vertex_image_loss(ren, v, target)
     report = tgs.check_gradient(run, loss, [X], n_dirs=3, eps=1e-6, rtol=RTOL, atol=1e-14)
     return report, X.grad.to_numpy(), ren
 
@@ -82,15 +89,7 @@ def test_coverage_is_the_default_for_rgb_and_lambert_gradients_hold():
     far = A[..., 0] < 1e-12
     assert far.sum() > 50 and np.allclose(img[far][:, :3], plate[far], atol=1e-12)   # (1 - A) B off the object
     target = ren.render_numpy(v * 1.05 + [0.0, 0.04, 0.0])[..., :3].copy()
-    X = ti.Vector.field(3, float, shape=(1, len(v)), needs_grad=True)
-    X.from_numpy(v[None])
-    loss = ti.field(float, shape=(), needs_grad=True)
-    mse = ImageMSE(ren.image, target[None])
-
-    def run():
-        ren.render(X, 0, 0)
-        mse(loss)
-
+    X, loss, run = _vertex_image_loss(ren, v, target)
     tgs.check_gradient(run, loss, [X, ren.background_image, ren.vertex_colors, ren.light_dir], n_dirs=3,
                        eps=1e-6, rtol=RTOL).assert_ok()
     assert np.abs(ren.background_image.grad.to_numpy()).max() > 0
