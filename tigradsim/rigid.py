@@ -39,73 +39,16 @@ from .model import StateKind, StepTerm
 from .rigid_mass import check_closed_mesh, mass_properties
 from .meshes import weld_vertices
 from .runtime import np_float
+# Pose helpers live in rigid_pose (shared with the observers without an import cycle); imported here so that
+# `tigradsim.rigid.quat_to_matrix_np`, `.spatial`, ... keep working.
+from .rigid_pose import (bottom, body_position, body_rotation, quat_rotate, quat_rotate_inv,  # noqa: F401
+                         quat_to_matrix_np, skew, spatial, top, world_point)
+# The rigid-body observers, re-exported as `tigradsim.rigid.RigidSurface` / `.BodyRecorder`.
+from .rigid_observers import BodyRecorder, RigidSurface  # noqa: F401
 
 QUAT_TOL = 1e-6
 _CONTACT_NAMES = ("ke", "kd", "kf", "mu")
 _CONTACT_DEFAULTS = dict(ke=1e4, kd=10.0, kf=10.0, mu=0.5)
-
-
-def quat_to_matrix_np(q):
-    """Rotation matrix of a unit quaternion (x, y, z, w) (numpy)."""
-    x, y, z, w = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
-# -- Taichi helpers (quaternions are vec4 (x, y, z, w)) -----------------------
-@ti.func
-def body_rotation(q):
-    """Unit quaternion (vec4) of a vec7 body pose."""
-    return ti.Vector([q[3], q[4], q[5], q[6]])
-
-
-@ti.func
-def body_position(q):
-    return ti.Vector([q[0], q[1], q[2]])
-
-
-@ti.func
-def quat_rotate(r, v):
-    """Rotate vec3 v by unit quaternion r (x, y, z, w)."""
-    u = ti.Vector([r[0], r[1], r[2]])
-    w = r[3]
-    return v * (2.0 * w * w - 1.0) + u.cross(v) * (2.0 * w) + u * (2.0 * u.dot(v))
-
-
-@ti.func
-def quat_rotate_inv(r, v):
-    """Rotate vec3 v by the inverse of unit quaternion r."""
-    u = ti.Vector([r[0], r[1], r[2]])
-    w = r[3]
-    return v * (2.0 * w * w - 1.0) - u.cross(v) * (2.0 * w) + u * (2.0 * u.dot(v))
-
-
-@ti.func
-def skew(a):
-    return ti.Matrix([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
-@ti.func
-def spatial(a, b):
-    """vec6 (a, b) from two vec3."""
-    return ti.Vector([a[0], a[1], a[2], b[0], b[1], b[2]])
-
-
-@ti.func
-def top(a):
-    return ti.Vector([a[0], a[1], a[2]])
-
-
-@ti.func
-def bottom(a):
-    return ti.Vector([a[3], a[4], a[5]])
-
-
-@ti.func
-def world_point(q, p):
-    """World position of body-frame point p for pose q (vec7)."""
-    return body_position(q) + quat_rotate(body_rotation(q), p)
 
 
 # -- component ----------------------------------------------------------------
@@ -460,5 +403,3 @@ class RigidIntegrator(StepTerm):
             state.body_q[s + 1, b] = ti.Vector([x1[0], x1[1], x1[2], r1[0], r1[1], r1[2], r1[3]])
             state.body_qd[s + 1, b] = spatial(w1, v1)
 
-
-from .rigid_observers import BodyRecorder, RigidSurface  # noqa: E402  (observers import the helpers above)

@@ -4,7 +4,7 @@ checkpointing and are idempotent per frame (plain assignments)."""
 import numpy as np
 import taichi as ti
 
-from .rigid import body_position, body_rotation, quat_rotate
+from .rigid_pose import body_position, body_rotation, quat_rotate
 from .runtime import deterministic
 
 
