@@ -162,16 +162,24 @@ def _graph():
     return modules, import_graph(modules)
 
 
+def _named(modules, last):
+    """The one module whose last dotted component is `last` (wherever a layer move put it)."""
+    found = [m for m in modules if m.rpartition(".")[2] == last]
+    assert len(found) == 1, f"expected one module named {last!r}, found {found} among {sorted(modules)}"
+    return found[0]
+
+
 def test_graph_covers_the_package():
     """The walk finds the core, the materials and the renderers (so an empty graph cannot pass)."""
     modules, graph = _graph()
-    for name in ("tigradsim", "tigradsim.simulator", "tigradsim.materials", "tigradsim.materials.neo_hookean",
-                 "tigradsim.renderers", "tigradsim.renderers.softras"):
-        assert name in modules, f"{name} not found; found {sorted(modules)}"
+    assert {"tigradsim", "tigradsim.materials", "tigradsim.renderers"} <= set(modules), sorted(modules)
+    assert _named(modules, "neo_hookean").startswith("tigradsim.materials")
+    assert _named(modules, "softras").startswith("tigradsim.renderers")
     assert len(modules) >= 40
-    # a known edge of each kind: relative `from .x import y`, into a mapped folder, and a package __init__
-    assert "tigradsim.simulator" in graph["tigradsim"]
-    assert "tigradsim.registry" in graph["tigradsim.materials.neo_hookean"]
+    # known edges: the package __init__ imports the simulator; a material (in the mapped materials/ folder)
+    # imports the registry
+    assert _named(modules, "simulator") in graph["tigradsim"]
+    assert _named(modules, "registry") in graph[_named(modules, "neo_hookean")]
 
 
 def test_no_import_cycles():
