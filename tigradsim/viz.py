@@ -1,15 +1,46 @@
-"""Showing simulations: the Taichi GUI when a display exists, PNG/GIF files otherwise.
+"""Showing simulations: a window that stays open, or pictures on disk.
 
-`Viewer` projects world points with a simple look-at perspective camera
-(numpy; the differentiable camera is `tigradsim.renderers.Camera`) and draws
-particles, segments and triangles.  Headless, each `show()` writes a PNG and
-`close()` writes a GIF of all frames.
+Demos record what they want to show in an `Animation` and hand it to `show`:
+
+    parser = argparse.ArgumentParser(); add_view_args(parser, out_default="out/my_demo")
+    args = parser.parse_args()
+    anim = Animation(frame_dt=0.02, eye=(0, 1.5, 4), target=(0, 0.5, 0))
+    anim.mesh(vertices, faces)            # vertices (K, V, 3) [m], faces (F, 3)
+    anim.particles(points, radius=0.01)   # (K, N, 3) [m]
+    anim.caption(lambda k: f"t = {k * 0.02:.2f} s")
+    show(anim, "my_demo", args)
+
+With a display (and no --headless) `show` opens a window that plays the frames at
+``--speed`` x real time and loops until the window is closed or Esc / q is pressed;
+``--no-wait`` plays once and returns (for scripts).  ``--window auto`` opens a Taichi
+GGUI 3D window (orbit camera, ground, shaded meshes, particles) when Vulkan works
+and the 2D `ti.GUI` otherwise; a failure to open the GGUI window falls back to the
+2D GUI with a one-line message.  GGUI needs only a Vulkan driver: it also runs
+with ``ti.init(arch=ti.cpu)`` (checked under Xvfb with Mesa's lavapipe software
+driver, package ``mesa-vulkan-drivers``, and the loader ``libvulkan1``; without the
+loader ``taichi._lib.core.with_vulkan()`` is False).
+Without a display (or with --headless) nothing opens: the frames are drawn off
+screen with the 2D renderer and written as ``OUT/<title>_0000.png ...`` and
+``OUT/<title>.gif`` (playing at ``--speed`` x real time).
+
+`play_video` shows an image video (K, H, W, 3) under the same rules.  `Viewer` is the
+lower-level immediate-mode 2D drawer (one frame at a time) that `show` uses.
 """
+import math
 import os
+import re
+import subprocess
 import sys
+import time
 
 import numpy as np
 import taichi as ti
+
+_PREFIX = "[tigradsim]"
+_HINT = f"{_PREFIX} close the window or press Esc/q to continue"
+_WINDOW_KINDS = ("auto", "ggui", "gui")
+# GIF frame durations are stored in 1/100 s and most viewers play shorter ones slower
+_GIF_MIN_FRAME_S = 0.02
 
 
 def has_display() -> bool:
@@ -55,16 +86,17 @@ class Viewer:
         if headless is None:
             headless = not has_display()
             if headless:
-                print(f"[tigradsim] no display found: writing frames to {out_dir}/ instead of opening a window")
+                print(f"{_PREFIX} no display found: writing frames to {out_dir}/ instead of opening a window")
         self.headless = headless
         self.out_dir = out_dir
         self.title = title
+        self.eye = np.asarray(eye, dtype=np.float64)
         self.project = look_at_projection(eye, target, fov_deg=fov)
         self.gui = ti.GUI(title, res=res, show_gui=not headless, background_color=0xF4F4F0)
         self.frames = []
         self.count = 0
         self.save_every = save_every
-        if headless:
+        if headless and out_dir is not None:
             os.makedirs(out_dir, exist_ok=True)
 
     @property
@@ -101,27 +133,34 @@ class Viewer:
         base = np.array([(color >> 16) & 255, (color >> 8) & 255, color & 255], dtype=np.float64)
         rgb = np.clip(base[None] * shade[:, None], 0, 255).astype(np.int64)
         colors = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
-        depth = -tri.mean(axis=1) @ np.array([0.0, 0.0, 1.0])
-        order = np.argsort(depth)[::-1]
+        depth = np.linalg.norm(tri.mean(axis=1) - self.eye, axis=1)
+        order = np.argsort(depth)[::-1]                 # farthest first
         self.gui.triangles(p[f[order, 0]], p[f[order, 1]], p[f[order, 2]], color=colors[order])
         if edges is not None:
             e = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
             self.gui.lines(p[e[:, 0]], p[e[:, 1]], radius=0.5, color=edges)
 
-    def text(self, content, pos=(0.02, 0.97), color=0x202020):
-        self.gui.text(content, pos, font_size=18, color=color)
+    def text(self, content, pos=(0.02, 0.97), color=0x202020, font_size=18):
+        self.gui.text(content, pos, font_size=font_size, color=color)
+
+    def grab(self):
+        """The frame drawn so far as uint8 (H, W, 3), row 0 on top; clears the canvas."""
+        img = self.gui.get_image()
+        rgb = (np.clip(np.rot90(img[:, :, :3]), 0, 1) * 255 + 0.5).astype(np.uint8)
+        self.gui.clear()
+        return rgb
 
     def show(self):
         """Present the frame (window) or write it as PNG (headless)."""
         if self.headless:
             if self.count % self.save_every == 0:
-                img = self.gui.get_image()
-                rgb = (np.clip(np.rot90(img[:, :, :3]), 0, 1) * 255).astype(np.uint8)
+                rgb = self.grab()
                 self.frames.append(rgb)
                 path = os.path.join(self.out_dir, f"{self.title}_{len(self.frames) - 1:04d}.png")
                 import imageio.v2 as imageio
                 imageio.imwrite(path, rgb)
-            self.gui.clear()
+            else:
+                self.gui.clear()
         else:
             self.gui.show()
         self.count += 1
@@ -137,24 +176,604 @@ class Viewer:
         return path
 
 
-def play_video(frames, title="tigradsim", saved_at=None, scale=4, fps=15, loops=3):
-    """Play uint8 frames (K, H, W, 3) in a Taichi GUI window when a display
-    exists; otherwise say so (and where the pictures were written)."""
-    if not has_display():
-        where = f"; the video is in {saved_at}" if saved_at else ""
-        print(f"[tigradsim] no display found: not opening a window{where}")
-        return False
-    import time as _time
-    frames = np.asarray(frames)
-    big = np.repeat(np.repeat(frames, scale, axis=1), scale, axis=2)
-    gui = ti.GUI(title, res=(big.shape[2], big.shape[1]))
-    for _ in range(loops):
-        for frame in big:
-            if not gui.running:
+# -- command-line options -------------------------------------------------------
+def add_view_args(parser, out_default="out/demo"):
+    """Add the viewer's flags to an argparse parser (a flag the parser already has is left alone).
+
+    --headless (write files, open no window), --out DIR (where pictures go), --no-wait (play
+    once and return), --speed FLOAT (playback speed, 1.0 = real time), --window {auto,ggui,gui}.
+    Returns the parser."""
+    have = set(getattr(parser, "_option_string_actions", {}))
+
+    def add(flag, **kw):
+        if flag not in have:
+            parser.add_argument(flag, **kw)
+
+    add("--headless", action="store_true", help="write PNG frames and a GIF instead of opening a window")
+    add("--out", default=out_default, help=f"folder for pictures (default {out_default})")
+    add("--no-wait", dest="no_wait", action="store_true",
+        help="play the animation once and return instead of looping until the window is closed")
+    add("--speed", type=float, default=1.0, help="playback speed: 1.0 = real time (default), 0.25 = slow motion")
+    add("--window", choices=_WINDOW_KINDS, default="auto",
+        help="auto: Taichi GGUI 3D window when Vulkan works, else the 2D ti.GUI")
+    return parser
+
+
+class ViewOptions:
+    """The viewer's settings read from parsed `args` (any object; missing attributes take defaults)."""
+
+    def __init__(self, args=None):
+        self.headless = bool(getattr(args, "headless", False))
+        self.out = str(getattr(args, "out", None) or "out")
+        self.no_wait = bool(getattr(args, "no_wait", False))
+        self.speed = getattr(args, "speed", 1.0)
+        self.window = getattr(args, "window", "auto") or "auto"
+        try:
+            self.speed = float(self.speed)
+        except (TypeError, ValueError):
+            raise ValueError(f"--speed={self.speed!r}: expected a positive number (1.0 = real time)") from None
+        if not (math.isfinite(self.speed) and self.speed > 0):
+            raise ValueError(f"--speed={self.speed}: expected a positive number (1.0 = real time)")
+        if self.window not in _WINDOW_KINDS:
+            raise ValueError(f"--window={self.window!r}: expected one of {', '.join(_WINDOW_KINDS)}")
+
+    def no_window_reason(self):
+        """None when a window may open, else why not ("--headless" or "no display found")."""
+        if self.headless:
+            return "--headless"
+        if not has_display():
+            return "no display found"
+        return None
+
+
+def _file_stem(title):
+    """`title` as a file name: runs of characters other than letters, digits, '.', '-', '_' become '_'."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(title)).strip("_.")
+    return stem or "tigradsim"
+
+
+# -- GGUI availability ---------------------------------------------------------
+_GGUI_PROBE = """
+import taichi as ti
+ti.init(arch=ti.cpu, log_level=ti.ERROR)
+w = ti.ui.Window("tigradsim probe", (64, 64), show_window=False)
+w.get_canvas().set_background_color((0.5, 0.5, 0.5))
+img = w.get_image_buffer_as_numpy()
+assert img.shape[:2] == (64, 64), img.shape
+print("GGUI-OK")
+"""
+_ggui_state = {}
+
+
+def ggui_available():
+    """(ok, reason): whether a Taichi GGUI (Vulkan) window can be opened here.
+
+    Taichi is asked first (GGUI compiled in, a Vulkan loader found); then a child
+    process opens an off-screen GGUI window, so that a broken driver cannot crash
+    this process.  The answer is cached for the process."""
+    if "ok" in _ggui_state:
+        return _ggui_state["ok"], _ggui_state["reason"]
+    ok, reason = False, ""
+    try:
+        from taichi._lib import core
+        if not getattr(core, "GGUI_AVAILABLE", False):
+            reason = "this Taichi build has no GGUI"
+        elif not core.with_vulkan():
+            reason = "no Vulkan loader (libvulkan) found"
+        else:
+            res = subprocess.run([sys.executable, "-c", _GGUI_PROBE], capture_output=True, text=True, timeout=60)
+            ok = res.returncode == 0 and "GGUI-OK" in res.stdout
+            if not ok:
+                tail = (res.stderr or res.stdout).strip().splitlines()
+                reason = "opening a Vulkan window failed" + (f" ({tail[-1][:120]})" if tail else "")
+    except Exception as exc:      # any failure means: use the 2D GUI
+        ok, reason = False, f"{type(exc).__name__}: {exc}"
+    _ggui_state.update(ok=ok, reason=reason)
+    return ok, reason
+
+
+# -- animations ----------------------------------------------------------------
+def _color_rgb(color, name):
+    """0xRRGGBB int or (r, g, b) floats in [0, 1] -> (0xRRGGBB, (r, g, b))."""
+    if isinstance(color, (int, np.integer)) and 0 <= int(color) <= 0xFFFFFF:
+        c = int(color)
+        return c, ((c >> 16 & 255) / 255.0, (c >> 8 & 255) / 255.0, (c & 255) / 255.0)
+    arr = np.asarray(color, dtype=np.float64) if not isinstance(color, str) else None
+    if arr is None or arr.shape != (3,) or not np.all((arr >= 0) & (arr <= 1)):
+        raise ValueError(f"{name}={color!r}: expected a 0xRRGGBB integer or three floats in [0, 1]")
+    r, g, b = (int(round(v * 255)) for v in arr)
+    return (r << 16) | (g << 8) | b, tuple(float(v) for v in arr)
+
+
+def _points(arr, name):
+    """(K, N, 3) or (N, 3) finite positions -> float64 (K or 1, N, 3) and whether they vary per frame."""
+    a = np.asarray(arr, dtype=np.float64)
+    if a.ndim == 2:
+        a, per_frame = a[None], False
+    else:
+        per_frame = True
+    if a.ndim != 3 or a.shape[-1] != 3 or a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"{name}: expected shape (K, N, 3) per frame or (N, 3) static, got {np.shape(arr)}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains NaN or inf (a diverged simulation?)")
+    return a, per_frame
+
+
+def _indices(arr, cols, count, name):
+    a = np.asarray(arr)
+    if a.ndim != 2 or a.shape[1] != cols or a.shape[0] == 0 or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{name}: expected an integer array of shape (M, {cols}), got shape {a.shape} "
+                         f"dtype {a.dtype}")
+    if a.min() < 0 or a.max() >= count:
+        raise ValueError(f"{name}: indices must lie in [0, {count}), got [{a.min()}, {a.max()}]")
+    return a.astype(np.int64)
+
+
+class Animation:
+    """A recorded animation to hand to `show`: meshes, particles, segments and a caption per frame.
+
+    Args:
+        frame_dt: simulated seconds between recorded frames (playback runs at speed x real time).
+        eye, target: camera position and the point it looks at [m] (+y is up).
+        fov: vertical field of view [degrees].
+        ground: draw the ground plane y = 0 (a grid in 2D, a checkerboard in 3D).
+        ground_extent: half size of the drawn ground [m].
+        res: window / picture size (width, height) in pixels.
+    """
+
+    def __init__(self, frame_dt, eye=(0.0, 1.5, 4.0), target=(0.0, 0.5, 0.0), fov=45.0, ground=True,
+                 ground_extent=3.0, res=(720, 540)):
+        frame_dt = float(frame_dt)
+        if not (math.isfinite(frame_dt) and frame_dt > 0):
+            raise ValueError(f"frame_dt={frame_dt}: expected a positive number of simulated seconds per frame")
+        self.eye = tuple(float(v) for v in np.asarray(eye, dtype=np.float64).reshape(3))
+        self.target = tuple(float(v) for v in np.asarray(target, dtype=np.float64).reshape(3))
+        if np.allclose(self.eye, self.target):
+            raise ValueError(f"eye={self.eye} and target={self.target}: the camera must look somewhere else")
+        if not 1.0 <= float(fov) <= 170.0:
+            raise ValueError(f"fov={fov}: expected a vertical field of view in degrees in [1, 170]")
+        if float(ground_extent) <= 0:
+            raise ValueError(f"ground_extent={ground_extent}: expected a positive half size in metres")
+        if len(res) != 2 or min(int(r) for r in res) < 16:
+            raise ValueError(f"res={res}: expected (width, height) of at least 16 pixels each")
+        self.frame_dt, self.fov, self.ground = frame_dt, float(fov), bool(ground)
+        self.ground_extent, self.res = float(ground_extent), (int(res[0]), int(res[1]))
+        self.layers = []           # dicts: kind, data (K|1, N, 3), per_frame, ...
+        self._caption = None
+
+    # -- recording ----------------------------------------------------------
+    def _check_frames(self, name, count):
+        k = self.per_frame_count()
+        if k is not None and count != k:
+            raise ValueError(f"{name}: {count} frames, but earlier layers have {k}; give every per-frame layer "
+                             "the same number of frames (or a static (N, 3) array)")
+
+    def per_frame_count(self):
+        """K of the per-frame layers and caption list, or None when everything is static."""
+        counts = [layer["data"].shape[0] for layer in self.layers if layer["per_frame"]]
+        if isinstance(self._caption, list):
+            counts.append(len(self._caption))
+        return counts[0] if counts else None
+
+    @property
+    def frames(self) -> int:
+        """Number of frames K (1 when everything is static)."""
+        return self.per_frame_count() or 1
+
+    def mesh(self, vertices, faces, color=0x60A0E0, edges=None):
+        """A triangle mesh: vertices (K, V, 3) per frame or (V, 3) static [m], faces (F, 3) indices.
+
+        edges: 0xRRGGBB colour of the triangle edges drawn by the 2D GUI (None: none)."""
+        data, per_frame = _points(vertices, "vertices")
+        faces = _indices(faces, 3, data.shape[1], "faces")
+        if per_frame:
+            self._check_frames("vertices", data.shape[0])
+        hex_color, rgb = _color_rgb(color, "color")
+        if edges is not None:
+            edges = _color_rgb(edges, "edges")[0]
+        self.layers.append(dict(kind="mesh", data=data, per_frame=per_frame, faces=faces, color=hex_color,
+                                rgb=rgb, edges=edges))
+        return self
+
+    def particles(self, points, radius=0.01, color=0x2060C0):
+        """Spheres at points (K, N, 3) per frame or (N, 3) static [m], of `radius` [m]."""
+        data, per_frame = _points(points, "points")
+        if not float(radius) > 0:
+            raise ValueError(f"radius={radius}: expected a positive radius in metres")
+        if per_frame:
+            self._check_frames("points", data.shape[0])
+        hex_color, rgb = _color_rgb(color, "color")
+        self.layers.append(dict(kind="particles", data=data, per_frame=per_frame, radius=float(radius),
+                                color=hex_color, rgb=rgb))
+        return self
+
+    def segments(self, points, pairs, color=0x404040, width=1.5):
+        """Line segments between points (K, N, 3) per frame or (N, 3) static [m]; pairs (E, 2) indices.
+
+        width: line width in pixels."""
+        data, per_frame = _points(points, "points")
+        pairs = _indices(pairs, 2, data.shape[1], "pairs")
+        if per_frame:
+            self._check_frames("points", data.shape[0])
+        if not float(width) > 0:
+            raise ValueError(f"width={width}: expected a positive line width in pixels")
+        hex_color, rgb = _color_rgb(color, "color")
+        self.layers.append(dict(kind="segments", data=data, per_frame=per_frame, pairs=pairs, color=hex_color,
+                                rgb=rgb, width=float(width)))
+        return self
+
+    def caption(self, text):
+        """The caption drawn in the corner: a callable k -> str, a list of K strings, or one string.
+
+        Without a caption the frame's simulated time is shown."""
+        if isinstance(text, (list, tuple)):
+            text = [str(t) for t in text]
+            if not text:
+                raise ValueError("caption: expected a non-empty list of strings (one per frame)")
+            self._caption = None
+            self._check_frames("caption", len(text))
+        elif not (callable(text) or isinstance(text, str)):
+            raise ValueError(f"caption: expected a callable k -> str, a list of strings or a string, got "
+                             f"{type(text).__name__}")
+        self._caption = text
+        return self
+
+    # -- playback helpers -----------------------------------------------------
+    def caption_at(self, k) -> str:
+        c = self._caption
+        if c is None:
+            return f"t = {k * self.frame_dt:.2f} s"
+        if callable(c):
+            return str(c(k))
+        if isinstance(c, list):
+            return c[min(k, len(c) - 1)]
+        return c
+
+    @staticmethod
+    def at(layer, k):
+        """The layer's (N, 3) positions at frame k (a static layer at every frame)."""
+        d = layer["data"]
+        return d[min(k, d.shape[0] - 1)]
+
+    def draw_2d(self, viewer, k, hint=None):
+        """Draw frame k with a `Viewer` (the 2D ti.GUI renderer)."""
+        if self.ground:
+            viewer.ground(extent=self.ground_extent)
+        for layer in self.layers:
+            pts = self.at(layer, k)
+            if layer["kind"] == "mesh":
+                viewer.triangles(pts, layer["faces"], color=layer["color"], edges=layer["edges"])
+            elif layer["kind"] == "particles":
+                viewer.particles(pts, radius=self.pixel_radius(layer["radius"], pts), color=layer["color"])
+            else:
+                p = layer["pairs"]
+                viewer.segments(pts[p[:, 0]], pts[p[:, 1]], radius=layer["width"] / 2, color=layer["color"])
+        viewer.text(self.caption_at(k))
+        if hint:
+            viewer.text(hint, pos=(0.02, 0.04), font_size=14, color=0x606060)
+
+    def pixel_radius(self, radius, points):
+        """A world radius [m] as a screen radius [px] at the points' mean distance from the camera."""
+        dist = max(float(np.linalg.norm(points.mean(axis=0) - np.asarray(self.eye))), 1e-3)
+        focal_px = 0.5 * self.res[1] / math.tan(math.radians(self.fov) / 2)
+        return float(np.clip(radius * focal_px / dist, 1.0, 40.0))
+
+    def render_frames(self, every=1):
+        """Draw frames 0, every, 2 every, ... off screen with the 2D renderer: uint8 (K', H, W, 3)."""
+        viewer = Viewer("tigradsim", res=self.res, headless=True, out_dir=None, eye=self.eye, target=self.target,
+                        fov=self.fov)
+        out = []
+        for k in range(0, self.frames, every):
+            self.draw_2d(viewer, k)
+            out.append(viewer.grab())
+        viewer.gui.close()
+        return np.stack(out)
+
+
+def _gif_stride(frame_dt, speed):
+    """Record every n-th frame so that a GIF frame lasts at least _GIF_MIN_FRAME_S at this speed."""
+    return max(1, math.ceil(_GIF_MIN_FRAME_S / (frame_dt / speed) - 1e-9))
+
+
+def write_pictures(anim, title, out_dir, speed=1.0):
+    """Write the animation's frames as OUT/<title>_0000.png ... and OUT/<title>.gif; returns the GIF path.
+
+    The GIF plays at `speed` x real time (frames are skipped where a frame would be
+    shorter than 1/50 s, which GIF players do not honour)."""
+    from .video import save_frames, save_gif
+    stride = _gif_stride(anim.frame_dt, speed)
+    frames = anim.render_frames(every=stride)
+    stem = _file_stem(title)
+    save_frames(frames, out_dir, prefix=stem)
+    return save_gif(frames, os.path.join(out_dir, f"{stem}.gif"), fps=speed / (anim.frame_dt * stride))
+
+
+class _Clock:
+    """Which frame to show now, playing K frames of frame_dt at `speed` x real time.
+
+    After the last frame the picture holds for `hold` wall seconds, then the clock
+    restarts (loop) or reports the end (once)."""
+
+    def __init__(self, count, frame_dt, speed, loop, hold=0.75):
+        self.count, self.frame_dt, self.speed, self.loop, self.hold = count, frame_dt, speed, loop, hold
+        self.start = time.perf_counter()
+
+    def frame(self):
+        """Frame index to show, or None when a single play is over."""
+        wall = time.perf_counter() - self.start
+        k = int(wall * self.speed / self.frame_dt)
+        if k < self.count:
+            return k
+        if wall < self.count * self.frame_dt / self.speed + (self.hold if self.loop else 0.0):
+            return self.count - 1
+        if not self.loop:
+            return None
+        self.start = time.perf_counter()
+        return 0
+
+
+def _quit_keys(key):
+    return key in (ti.GUI.ESCAPE, "q", "Q", ti.GUI.EXIT)
+
+
+def _play_gui(anim, title, opts):
+    """Play in a 2D ti.GUI window; returns when closed, on Esc/q, or (once) at the end."""
+    viewer = Viewer(title, res=anim.res, headless=False, out_dir=None, eye=anim.eye, target=anim.target,
+                    fov=anim.fov)
+    clock = _Clock(anim.frames, anim.frame_dt, opts.speed, loop=not opts.no_wait)
+    hint = "Esc / q: close" if not opts.no_wait else None
+    try:
+        while viewer.gui.running:
+            k = clock.frame()
+            if k is None:
                 break
+            anim.draw_2d(viewer, k, hint=hint)
+            viewer.gui.show()
+            if any(_quit_keys(e.key) for e in viewer.gui.get_events(ti.GUI.PRESS)):
+                break
+            time.sleep(1.0 / 120)      # the GUI does not wait for the screen; do not spin a core
+    finally:
+        viewer.gui.close()
+
+
+class _GGUIPlayer:
+    """A Taichi GGUI (Vulkan) 3D window showing an `Animation`.
+
+    Meshes are drawn unwelded (three vertices per triangle, with the face normal) so
+    boxes look faceted; the ground is a checkerboard of quads.  Left-drag orbits the
+    camera around the target; right-drag with W/A/S/D/E flies it (Taichi's
+    `Camera.track_user_inputs`)."""
+
+    def __init__(self, anim, title):
+        self.anim, self.title = anim, title
+        self.window = ti.ui.Window(title, anim.res, vsync=True, fps_limit=60)
+        self.canvas = self.window.get_canvas()
+        self.scene = self.window.get_scene()
+        self.camera = ti.ui.Camera()
+        self.camera.position(*anim.eye)
+        self.camera.lookat(*anim.target)
+        self.camera.up(0.0, 1.0, 0.0)
+        self.camera.fov(anim.fov)
+        self.target = np.asarray(anim.target, dtype=np.float64)
+        view = self.target - np.asarray(anim.eye, dtype=np.float64)
+        left = np.cross((0.0, 1.0, 0.0), view)
+        left /= max(np.linalg.norm(left), 1e-9)
+        self.light = np.asarray(anim.eye) + 0.6 * np.linalg.norm(view) * left + (0.0, 3.0, 0.0)
+        self.last_cursor = None
+        self.fields = []
+        for layer in anim.layers:
+            if layer["kind"] == "mesh":
+                n = 3 * len(layer["faces"])
+                self.fields.append((ti.Vector.field(3, ti.f32, n), ti.Vector.field(3, ti.f32, n)))
+            elif layer["kind"] == "particles":
+                self.fields.append((ti.Vector.field(3, ti.f32, layer["data"].shape[1]),))
+            else:
+                self.fields.append((ti.Vector.field(3, ti.f32, 2 * len(layer["pairs"])),))
+        self.loaded = [None] * len(anim.layers)
+        self.ground = self._ground_fields() if anim.ground else None
+
+    def _ground_fields(self, tiles=12):
+        """Checkerboard quads on y = 0 (drawn a hair below it, so resting bodies do not flicker into it)."""
+        e = self.anim.ground_extent
+        edges = np.linspace(-e, e, tiles + 1)
+        verts, cols = [], []
+        for i in range(tiles):
+            for j in range(tiles):
+                x0, x1, z0, z1 = edges[i], edges[i + 1], edges[j], edges[j + 1]
+                quad = [(x0, z0), (x1, z0), (x1, z1), (x0, z0), (x1, z1), (x0, z1)]
+                verts += [(x, -1e-3, z) for x, z in quad]
+                c = (0.80, 0.80, 0.76) if (i + j) % 2 else (0.68, 0.68, 0.64)
+                cols += [c] * 6
+        v = ti.Vector.field(3, ti.f32, len(verts))
+        c = ti.Vector.field(3, ti.f32, len(verts))
+        n = ti.Vector.field(3, ti.f32, len(verts))
+        v.from_numpy(np.asarray(verts, dtype=np.float32))
+        c.from_numpy(np.asarray(cols, dtype=np.float32))
+        n.from_numpy(np.tile(np.float32([0.0, 1.0, 0.0]), (len(verts), 1)))
+        return v, n, c
+
+    def _upload(self, i, layer, k):
+        key = k if layer["per_frame"] else 0
+        if self.loaded[i] == key:
+            return
+        pts = self.anim.at(layer, k)
+        if layer["kind"] == "mesh":
+            tri = pts[layer["faces"]]                               # (F, 3, 3)
+            normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+            normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-12)
+            self.fields[i][0].from_numpy(tri.reshape(-1, 3).astype(np.float32))
+            self.fields[i][1].from_numpy(np.repeat(normal, 3, axis=0).astype(np.float32))
+        elif layer["kind"] == "particles":
+            self.fields[i][0].from_numpy(pts.astype(np.float32))
+        else:
+            self.fields[i][0].from_numpy(pts[layer["pairs"]].reshape(-1, 3).astype(np.float32))
+        self.loaded[i] = key
+
+    def _orbit(self):
+        """Left-drag: turn the camera about the target, keeping its distance."""
+        cursor = np.asarray(self.window.get_cursor_pos(), dtype=np.float64)
+        if self.window.is_pressed(ti.ui.LMB) and self.last_cursor is not None:
+            dx, dy = cursor - self.last_cursor
+            eye = np.asarray(self.camera.curr_position, dtype=np.float64)
+            d = eye - self.target
+            r = np.linalg.norm(d)
+            yaw = math.atan2(d[0], d[2]) - 3.0 * dx
+            pitch = float(np.clip(math.asin(np.clip(d[1] / r, -1, 1)) - 3.0 * dy, -1.5, 1.5))
+            eye = self.target + r * np.array([math.cos(pitch) * math.sin(yaw), math.sin(pitch),
+                                              math.cos(pitch) * math.cos(yaw)])
+            self.camera.position(*eye)
+            self.camera.lookat(*self.target)
+        self.last_cursor = cursor
+
+    def draw(self, k, hint=None):
+        self._orbit()
+        self.camera.track_user_inputs(self.window, movement_speed=0.03, hold_key=ti.ui.RMB)
+        self.canvas.set_background_color((0.96, 0.96, 0.94))
+        self.scene.set_camera(self.camera)
+        self.scene.ambient_light((0.35, 0.35, 0.35))
+        # a light above and to the left of the initial view: top, front and side faces get distinct shades
+        self.scene.point_light(tuple(self.light), (0.85, 0.85, 0.85))
+        if self.ground is not None:
+            v, n, c = self.ground
+            self.scene.mesh(v, normals=n, per_vertex_color=c, two_sided=True)
+        for i, layer in enumerate(self.anim.layers):
+            self._upload(i, layer, k)
+            f = self.fields[i]
+            if layer["kind"] == "mesh":
+                self.scene.mesh(f[0], normals=f[1], color=layer["rgb"], two_sided=True)
+            elif layer["kind"] == "particles":
+                self.scene.particles(f[0], radius=layer["radius"], color=layer["rgb"])
+            else:
+                self.scene.lines(f[0], width=layer["width"], color=layer["rgb"])
+        self.canvas.scene(self.scene)
+        gui = self.window.get_gui()
+        with gui.sub_window(self.title, 0.01, 0.01, 0.62, 0.13 if hint else 0.08) as w:
+            w.text(self.anim.caption_at(k))
+            if hint:
+                w.text(hint)
+        self.window.show()
+
+    def quit_pressed(self):
+        return any(e.key in (ti.ui.ESCAPE, "q", "Q") for e in self.window.get_events(ti.ui.PRESS))
+
+    def close(self):
+        try:
+            self.window.destroy()
+        except Exception:      # already gone with the closed window
+            pass
+
+
+def _play_ggui(anim, title, opts):
+    player = _GGUIPlayer(anim, title)
+    clock = _Clock(anim.frames, anim.frame_dt, opts.speed, loop=not opts.no_wait)
+    hint = None if opts.no_wait else "Esc / q: close   left-drag: orbit   right-drag + WASD: fly"
+    try:
+        while player.window.running:
+            k = clock.frame()
+            if k is None:
+                break
+            player.draw(k, hint=hint)
+            if player.quit_pressed():
+                break
+    finally:
+        player.close()
+
+
+def _choose_window(opts):
+    """'ggui' or 'gui' for --window, saying in one line why GGUI is not used when it was asked for."""
+    if opts.window == "gui":
+        return "gui"
+    ok, reason = ggui_available()
+    if ok:
+        return "ggui"
+    if opts.window == "ggui" or os.environ.get("TIGRADSIM_VERBOSE"):
+        print(f"{_PREFIX} no GGUI 3D window ({reason}): using the 2D ti.GUI window")
+    return "gui"
+
+
+def show(anim, title, args=None) -> dict:
+    """Show an `Animation` in a window, or write it as pictures (see the module docstring).
+
+    args: parsed command line with the `add_view_args` flags (None: defaults).
+    Returns {"window": "ggui" | "gui" | None, "gif": GIF path or None, "frames": K}."""
+    if not isinstance(anim, Animation):
+        raise TypeError(f"anim: expected a tigradsim.viz.Animation, got {type(anim).__name__}")
+    opts = ViewOptions(args)
+    reason = opts.no_window_reason()
+    if reason is None:
+        kind = _choose_window(opts)
+        print(_HINT if not opts.no_wait else f"{_PREFIX} playing {title} once (--no-wait)", flush=True)
+        try:
+            if kind == "ggui":
+                try:
+                    _play_ggui(anim, title, opts)
+                except Exception as exc:   # a driver that passed the probe may still fail on a real window
+                    print(f"{_PREFIX} the GGUI 3D window failed ({type(exc).__name__}: {exc}): using the 2D ti.GUI")
+                    kind = "gui"
+                    _play_gui(anim, title, opts)
+            else:
+                _play_gui(anim, title, opts)
+            return {"window": kind, "gif": None, "frames": anim.frames}
+        except Exception as exc:          # no usable display after all (e.g. a stale DISPLAY)
+            reason = f"cannot open a window ({type(exc).__name__}: {exc})"
+    print(f"{_PREFIX} {reason}: writing pictures to {opts.out}", flush=True)
+    gif = write_pictures(anim, title, opts.out, speed=opts.speed)
+    print(f"{_PREFIX} wrote {gif}", flush=True)
+    return {"window": None, "gif": gif, "frames": anim.frames}
+
+
+def play_video(frames, title="tigradsim", args=None, saved_at=None, scale=None, fps=15, loops=None):
+    """Play an image video (K, H, W[, C]) in a ti.GUI window under the `show` rules.
+
+    args: parsed `add_view_args` flags (None: defaults: loop until closed, real speed).
+    saved_at: where the video was already written (said when no window opens; without it,
+    headless, the video is written to OUT/<title>.gif).  scale: integer upscaling for the
+    window (None: fit about 800 pixels).  fps: the video's own frame rate; it plays at
+    fps x --speed.  loops: play this many times and return (the pre-`args` behaviour).
+    Returns True when a window was shown."""
+    if isinstance(args, (str, os.PathLike)):          # the old signature play_video(frames, title, saved_at)
+        args, saved_at = None, args
+    opts = ViewOptions(args)
+    from .video import save_gif, to_uint8
+    video = to_uint8(frames)
+    if video.ndim == 3:
+        video = np.repeat(video[..., None], 3, axis=-1)
+    video = video[..., :3]
+    reason = opts.no_window_reason()
+    if reason is None:
+        h, w = video.shape[1:3]
+        s = int(scale) if scale else max(1, min(8, 800 // max(h, w)))
+        big = np.repeat(np.repeat(video, s, axis=1), s, axis=2)
+        try:
+            gui = ti.GUI(title, res=(big.shape[2], big.shape[1]))
+        except Exception as exc:
+            reason = f"cannot open a window ({type(exc).__name__}: {exc})"
+        else:
+            print(_HINT if not (opts.no_wait or loops) else f"{_PREFIX} playing {title}", flush=True)
             # ti.GUI images are indexed [x, y] with y up; frames are [row, column] with row 0 on top
-            gui.set_image(np.ascontiguousarray(np.transpose(frame[::-1], (1, 0, 2))).astype(np.float32) / 255)
-            gui.show()
-            _time.sleep(1.0 / fps)
-    gui.close()
-    return True
+            images = [np.ascontiguousarray(np.transpose(f[::-1], (1, 0, 2))).astype(np.float32) / 255 for f in big]
+            clock = _Clock(len(images), 1.0 / fps, opts.speed, loop=not opts.no_wait)
+            plays, last = 0, -1
+            try:
+                while gui.running:
+                    k = clock.frame()
+                    if k is None:
+                        break
+                    if k < last:
+                        plays += 1
+                        if loops and plays >= loops:
+                            break
+                    last = k
+                    gui.set_image(images[k])
+                    gui.show()
+                    if any(_quit_keys(e.key) for e in gui.get_events(ti.GUI.PRESS)):
+                        break
+                    time.sleep(1.0 / 120)
+            finally:
+                gui.close()
+            return True
+    if saved_at is None and args is not None:
+        saved_at = save_gif(video, os.path.join(opts.out, f"{_file_stem(title)}.gif"), fps=fps * opts.speed)
+    where = f"; the video is in {saved_at}" if saved_at else ""
+    print(f"{_PREFIX} {reason}: not opening a window{where}", flush=True)
+    return False
