@@ -1,9 +1,9 @@
 """A soft ball (tetrahedral FEM) thrown onto the ground: it bounces and squashes.
 
-Any registered tet material works (`--material`, see `tgs.list_materials("tet")`).
-With a display it shows the Taichi GUI live; with `--headless` (or no display)
-it writes PNG frames and a GIF to `--out`.  Last stdout line: JSON with the
-tet count, steps, wall time, the lowest vertex height and the final energy.
+Any registered tet material works (`--material`, see `tgs.list_materials("tet")`).  With a
+display it opens the viewer (until closed; `--no-wait` plays once); with `--headless` (or
+no display) it writes PNG frames and a GIF to `--out`.  Last stdout line: JSON with the tet
+count, steps, wall time, the lowest vertex height, the volume ratios J and the energy.
 
     python demos/fem_bounce.py --headless --out out/fem_bounce
     python demos/fem_bounce.py --material corotated --mu 2000 --lam 2000
@@ -23,7 +23,7 @@ recover.  Measured (density 10, dt 1/1920, 3840 steps, J = tet volume / rest vol
 
 `linear` is not rotation invariant: the rolling ball's tets grow (every J above 1.05 by the end)
 as it turns; use it for small rotations only.  The JSON reports `min_J` and `inverted_samples`
-so a run with other parameters says whether the mesh inverted.
+so a run with other parameters says whether the mesh inverted.  The scene: `tigradsim.scenes.soft`.
 """
 import argparse
 import json
@@ -33,29 +33,8 @@ import time
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim import fem
-from tigradsim.viz import Viewer
-
-
-# mu = lam [Pa] per material where 1e3 does not bounce sanely (see the module docstring)
-DEFAULT_STIFFNESS = {"stvk": 3e3}
-J_EVERY = 4          # steps between samples of the tet volume ratios J
-
-
-def build(args):
-    b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
-    b.add_ground(ke=1e4, kd=1.0, kf=10.0, mu=0.5)
-    mesh = tgs.meshes.tet_ball(0.5, resolution=args.resolution, center=(-1.0, 1.2, 0.0))
-    ball = b.add_soft_mesh(mesh, material=args.material, params={"mu": args.mu, "lam": args.lam},
-                           damping=args.damping, density=args.density, velocity=(2.0, 1.0, 0.0), radius=0.01)
-    return b.finalize(requires_grad=False), ball
-
-
-def total_energy(model, q, qd):
-    m = model.particle_mass.to_numpy().astype(np.float64)
-    g = -float(model.gravity.to_numpy()[1])
-    kinetic = 0.5 * float(np.sum(m[:, None] * qd.astype(np.float64) ** 2))
-    return kinetic + g * float(np.sum(m * q[:, 1])) + fem.elastic_energy(model, q)
+from tigradsim.scenes import soft
+from tigradsim.viz import Animation, add_view_args, show
 
 
 def main(argv=None):
@@ -70,53 +49,35 @@ def main(argv=None):
     parser.add_argument("--dt", type=float, default=1 / 1920, help="time step [s]")
     parser.add_argument("--frame-every", type=int, default=32, help="steps per shown frame")
     parser.add_argument("--arch", default="cpu")
-    parser.add_argument("--headless", action="store_true", help="write files instead of opening a window")
-    parser.add_argument("--out", default="out/fem_bounce", help="folder for frames and the GIF")
+    add_view_args(parser, out_default="out/fem_bounce")
     args = parser.parse_args(argv)
-    stiffness = DEFAULT_STIFFNESS.get(args.material, 1e3)
+    stiffness = soft.default_stiffness(args.material)
     args.mu = stiffness if args.mu is None else args.mu
     args.lam = stiffness if args.lam is None else args.lam
 
     start = time.time()
     tgs.init(arch=args.arch, precision="f32")
-    model, ball = build(args)
-    sim = tgs.Simulator(model, dt=args.dt, steps=args.steps, checkpoint_every=None)
-    rec = tgs.ParticleRecorder(sim, every=args.frame_every)
-    jrec = tgs.ParticleRecorder(sim, every=J_EVERY)
-    sim.run()
-    frames = rec.numpy()
-    tets = ball.local_tets + ball.particle_start
-    vol0 = tgs.meshes.tet_volumes(model.particle_q0.to_numpy().astype(np.float64), tets)
-    J = np.array([tgs.meshes.tet_volumes(q, tets) / vol0 for q in jrec.numpy().astype(np.float64)])
-    min_J = J.min(axis=1)
-    inverted = int(np.sum(min_J <= 0))
+    model, ball = soft.bouncing_ball(args.material, args.mu, args.lam, damping=args.damping, density=args.density,
+                                     resolution=args.resolution)
+    run = soft.simulate_bounce(model, ball, dt=args.dt, steps=args.steps, frame_every=args.frame_every)
+    sim_seconds = time.time() - start
+    inverted = int(np.sum(run["min_J"] <= 0))
     if inverted:
         print(f"fem_bounce: {args.material} with mu={args.mu:g}, lam={args.lam:g}: tets inverted (J <= 0) in "
-              f"{inverted} of {len(min_J)} samples; try stiffer parameters", file=sys.stderr)
-    q_end = sim.final_state("particle_q")
-    qd_end = sim.final_state("particle_qd")
-    q_all = sim.state.particle_q.to_numpy()
-    sim_seconds = time.time() - start
+              f"{inverted} of {len(run['min_J'])} samples; try stiffer parameters", file=sys.stderr)
 
-    viewer = Viewer("fem_bounce", headless=args.headless or None, out_dir=args.out,
-                    eye=(0.0, 1.2, 4.5), target=(0.0, 0.5, 0.0), save_every=2)
-    for k in range(len(frames)):
-        if not viewer.running:
-            break
-        viewer.ground()
-        viewer.triangles(frames[k], ball.faces)
-        viewer.text(f"{args.material}  t = {k * args.frame_every * args.dt:.2f} s")
-        viewer.show()
-    gif = viewer.close(fps=30)
+    frame_dt = args.frame_every * args.dt
+    anim = Animation(frame_dt, eye=(0.0, 1.2, 4.5), target=(0.0, 0.5, 0.0))
+    anim.mesh(run["frames"], ball.faces)
+    anim.caption(lambda k: f"{args.material}  t = {k * frame_dt:.2f} s")
+    shown = show(anim, "fem_bounce", args)
     print(json.dumps({
         "material": args.material, "tets": model.tet_count, "vertices": model.particle_count, "steps": args.steps,
         "dt": args.dt, "seconds": round(time.time() - start, 2), "sim_seconds": round(sim_seconds, 2),
-        "min_height": round(float(q_all[:, :, 1].min()), 5),
-        "mu": args.mu, "lam": args.lam, "min_J": round(float(min_J.min()), 5),
-        "final_min_J": round(float(min_J[-1]), 5), "inverted_samples": inverted,
-        "energy_initial": round(total_energy(model, model.particle_q0.to_numpy(), model.particle_qd0.to_numpy()), 5),
-        "energy_final": round(total_energy(model, q_end, qd_end), 5),
-        "gif": gif,
+        "min_height": round(run["min_height"], 5), "mu": args.mu, "lam": args.lam,
+        "min_J": round(float(run["min_J"].min()), 5), "final_min_J": round(float(run["min_J"][-1]), 5),
+        "inverted_samples": inverted, "energy_initial": round(run["energy_initial"], 5),
+        "energy_final": round(run["energy_final"], 5), "gif": shown["gif"],
     }))
 
 

@@ -1,0 +1,371 @@
+"""The soft ball of gradSim's deformable experiments: a tetrahedral ball thrown onto the ground.
+
+- `bouncing_ball` + `simulate_bounce`: the ball in any registered tet material, bouncing
+  and squashing (demos/fem_bounce.py), with its volume ratios J and energy;
+- `SoftBallFit`: the ball's stable neo-Hookean mu, lam or its per-particle masses
+  identified from a rendered video (gradSim Table 3; demos/sysid_fem.py, whose docstring
+  gives the measured errors), with `BallFitSchedule` the tuned optimiser schedule.
+
+    sc = SoftBallFit("lame")                          # the paper's defaults (below)
+    for trial in sc.trials(3, np.random.default_rng(0), BallFitSchedule().resolved("lame")):
+        print(trial.row["rel_err"])                   # {"mu": .., "lam": ..}
+
+Units: SI (m, s, kg, Pa).  mu and lam are the parameters of the stable neo-Hookean a
+user sets (gradSim's "Lame" mu, lam, 1000 in its scene), not the small-strain Lame
+parameters mu_L = 3/4 mu, lam_L = lam - 5/8 mu (`small_strain`).  The ball is
+`tgs.meshes.tet_ball` (640 tets / 205 vertices at resolution 2; the paper's TetGen'd
+icosphere had 427 tets); the rollout is checkpointed, so memory stays small.
+
+Measured, mu and lam (1 s clip, 30 Adam + 30 BFGS, 1 trial, 149 s, 2.4 s per iteration):
+rel. errors 0.0012, 0.00035 (paper 0.0054, 0.0056); 150 Adam steps took 869 s before.  The
+paper's 2 s clip (`duration=2`, 121 frames, checkpoint_every 128): 4.9 s per iteration, peak
+310 MB; 50 Adam + 30 BFGS gave 0.0066, 0.0025 (455 s; the last BFGS steps jitter at loss
+~2e-5: more bounces, a rougher loss).
+Per-particle masses: the default truth is a ball of uneven density (lumped masses times a
+smooth factor); the fit scales all masses first, then fits every log-mass with smoothed
+steps (`SmoothedLogMass`) on a multi-scale pixel loss (the silhouette MSE grows like |error|
+and stalls Adam).  Error: mean over particles of |m_est - m_true| / m_true.  Quick settings
+(160 tets, 32 px, 0.5 s) from a guess 3x too heavy: 1.67 -> 0.044 in 6 + 40 iterations
+(75 s); from the uniform lumped guess 0.114 -> 0.034, with 3D state supervision 0.013.
+Defaults (640 tets, 64 px, 1 s, 10 + 60 Adam + 100 BFGS): 0.144 -> 0.032 (total mass 2e-4;
+paper 0.048, but its metric was an MSE of masses around a uniform truth), 611 s on busy
+cores.  The result depends on the Adam / BFGS split (60 + 40: 0.053-0.055; 40 + 60 at trust
+radius 0.1: 0.096; 50 + 50: 0.088): BFGS on 205 log-masses without a line search is
+erratic, so 0.032 is one seed's number.  Independent per-particle masses
+(`mass_truth="white"`) are not identifiable from silhouettes (interior particles barely
+change the outline): 0.161 -> about 0.14.
+"""
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence
+
+import numpy as np
+
+from .. import fem, meshes
+from ..builder import SceneBuilder
+from ..observers import ParticleRecorder
+from ..optim import ColumnParam, History, Param, BFGS
+from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
+from ..simulator import Simulator
+from ..sysid import VideoFit, relative_error, render_particles
+from .reparam import SmoothedLogMass, UniformLogMass
+from .staging import adam_then_bfgs, checkpoint_path
+
+PAPER_REL_ERR = {"mu": 0.0054, "lam": 0.0056, "mass": 0.048}   # gradSim Table 3 (its mass metric differs)
+DEFAULT_STIFFNESS = {"stvk": 3e3}    # mu = lam [Pa] where 1e3 does not bounce sanely (StVK inverts at 1e3)
+
+
+def default_stiffness(material):
+    """mu = lam [Pa] the bounce uses for `material`: 1e3, StVK 3e3 (see demos/fem_bounce.py)."""
+    return DEFAULT_STIFFNESS.get(material, 1e3)
+
+
+def small_strain(mu, lam):
+    """Small-strain Lame parameters (mu_L, lam_L) [Pa] of the stable neo-Hookean (mu, lam)."""
+    return 0.75 * mu, lam - 0.625 * mu
+
+
+# -- the bounce (no fitting) ---------------------------------------------------------------
+def bouncing_ball(material="neo_hookean", mu=None, lam=None, damping=0.5, density=10.0, resolution=2,
+                  radius=0.5, center=(-1.0, 1.2, 0.0), velocity=(2.0, 1.0, 0.0), requires_grad=False):
+    """A `tgs.meshes.tet_ball` (resolution 2: 640 tets) of `material` (default mu = lam =
+    `default_stiffness`) [Pa], damping on dF/dt [Pa s], density [kg/m^3], thrown from
+    `center` [m] at `velocity` [m/s] onto the ground (ke 1e4, kd 1, kf 10, mu 0.5).
+    Returns (model, ball): the finalized Model and the builder's soft-mesh handle."""
+    stiffness = default_stiffness(material)
+    mu = stiffness if mu is None else mu
+    lam = stiffness if lam is None else lam
+    b = SceneBuilder(gravity=(0.0, -9.8, 0.0))
+    b.add_ground(ke=1e4, kd=1.0, kf=10.0, mu=0.5)
+    mesh = meshes.tet_ball(radius, resolution=resolution, center=center)
+    ball = b.add_soft_mesh(mesh, material=material, params={"mu": mu, "lam": lam}, damping=damping,
+                           density=density, velocity=velocity, radius=0.01)
+    return b.finalize(requires_grad=requires_grad), ball
+
+
+def total_energy(model, q, qd):
+    """Kinetic + gravitational + elastic energy [J] at positions q (N, 3) and velocities qd (N, 3)."""
+    m = model.particle_mass.to_numpy().astype(np.float64)
+    g = -float(model.gravity.to_numpy()[1])
+    kinetic = 0.5 * float(np.sum(m[:, None] * qd.astype(np.float64) ** 2))
+    return kinetic + g * float(np.sum(m * q[:, 1])) + fem.elastic_energy(model, q)
+
+
+def simulate_bounce(model, ball, dt=1 / 1920, steps=3840, frame_every=32, j_every=4):
+    """Run the bounce (all steps kept: no checkpoints).  Returns a dict:
+    frames (K, V, 3) [m] every `frame_every` steps; min_J (S,): the smallest tet volume
+    ratio J = volume / rest volume every `j_every` steps (J <= 0: an inverted tet);
+    min_height [m]: lowest vertex over every step; energy_initial, energy_final [J]."""
+    sim = Simulator(model, dt=dt, steps=steps, checkpoint_every=None)
+    rec = ParticleRecorder(sim, every=frame_every)
+    jrec = ParticleRecorder(sim, every=j_every)
+    sim.run()
+    tets = ball.local_tets + ball.particle_start
+    vol0 = meshes.tet_volumes(model.particle_q0.to_numpy().astype(np.float64), tets)
+    J = np.array([meshes.tet_volumes(q, tets) / vol0 for q in jrec.numpy().astype(np.float64)])
+    q_all = sim.state.particle_q.to_numpy()
+    return {
+        "sim": sim, "frames": rec.numpy(), "min_J": J.min(axis=1),
+        "min_height": float(q_all[:, :, 1].min()),
+        "energy_initial": total_energy(model, model.particle_q0.to_numpy(), model.particle_qd0.to_numpy()),
+        "energy_final": total_energy(model, sim.final_state("particle_q"), sim.final_state("particle_qd")),
+    }
+
+
+# -- identification from video -------------------------------------------------------------
+QUICK_SCENE = dict(resolution=1, res=32, duration=0.5, every=32, checkpoint=64)   # --quick: 160 tets, 32 px, 0.5 s
+
+
+@dataclass
+class BallFitSchedule:
+    """How `SoftBallFit.run` fits (None: the tuned default for the mode, see `resolved`).
+
+    iters: gradient iterations, Adam then `polish` BFGS steps (60 lame / 160 mass; full 200).
+    polish: last iterations done by BFGS (half (lame) / 100 (mass); quick 20).
+    polish_lr: BFGS trust radius in log-parameters.  lr, lr_decay: Adam step in log space
+    (0.05 lame / 0.03 mass; quick 0.08 / 0.05) and its factor per iteration (0.98; quick 0.93).
+    blur: blur widths [px] of a multi-scale pixel loss (`BlurredImageMSE`; empty: the plain
+    MSE): 0 2 4 for masses (quick 0 1 2), the plain MSE for mu, lam.
+    mass_uniform: mass mode, BFGS iterations on one scale factor of all masses first
+    (10; quick 6; not counted in iters).  mass_smoothing: smoothing length [m] of the
+    per-particle log-mass steps (`SmoothedLogMass`; 0.25, 0 with white true masses).
+    """
+    iters: Optional[int] = None
+    polish: Optional[int] = None
+    polish_lr: float = 0.05
+    lr: Optional[float] = None
+    lr_decay: Optional[float] = None
+    blur: Optional[Sequence[float]] = None
+    mass_uniform: int = 10
+    mass_smoothing: Optional[float] = None
+
+    def resolved(self, estimate, quick=False, full=False, mass_truth="smooth"):
+        """A copy with every None replaced by the tuned default for `estimate` ("lame" or
+        "mass"), the paper's `full` settings (200 iterations) or the `quick` ones."""
+        s = dataclasses.replace(self)
+        lame = estimate == "lame"
+        if full:
+            s.iters = s.iters or 200
+        if quick:
+            s.iters = min(s.iters or 40, 40)
+            s.lr = s.lr or (0.08 if lame else 0.05)
+            s.lr_decay = s.lr_decay or 0.93
+            s.polish = 20 if s.polish is None else s.polish
+            s.mass_uniform = min(s.mass_uniform, 6)
+            s.blur = ([] if lame else [0.0, 1.0, 2.0]) if s.blur is None else s.blur
+        s.iters = s.iters or (60 if lame else 160)
+        if s.polish is None:
+            s.polish = (s.iters // 2) if lame else 100
+        s.polish = min(s.polish, s.iters)
+        s.lr = s.lr or (0.05 if lame else 0.03)
+        s.lr_decay = s.lr_decay or 0.98
+        s.blur = list(([] if lame else [0.0, 2.0, 4.0]) if s.blur is None else s.blur)
+        if s.mass_smoothing is None:
+            s.mass_smoothing = 0.0 if mass_truth == "white" else 0.25
+        return s
+
+
+def texture(count, seed=3):
+    """Fixed random per-vertex colours (count, 3) (a 'painted' ball: surface motion shows in the video)."""
+    return np.random.default_rng(seed).uniform(0.2, 1.0, size=(count, 3))
+
+
+class SoftBallFit:
+    """The ball thrown onto the ground, its simulator (checkpointed), a silhouette (or
+    colour) renderer and a `VideoFit` of mu, lam (`estimate="lame"`: one row of
+    `tet_params`, log space) or of every particle's mass (`estimate="mass"`).
+
+    Defaults follow the paper's scene: dt 1/1920 (60 Hz x 32 substeps), a frame every
+    32 steps, density 10 kg/m^3, mu = lam = 1000 Pa, ground ke 1e4, kd 1, kf 10, mu 0.5,
+    64 x 64 silhouettes; the clip is 1 s (the paper's 2 s: `duration=2`).  The ball
+    (radius 0.5 m, centre at height `height`) starts at vx [m/s] plus `spin` [rad/s]
+    about a fixed oblique axis.  `supervision="state"` fits recorded 3D positions.
+    """
+
+    def __init__(self, estimate="lame", supervision="image", true_mu=1e3, true_lam=1e3, density=10.0, damping=0.0,
+                 radius=0.5, resolution=2, height=0.9, vx=0.8, spin=0.0, ke=1e4, kd=1.0, kf=10.0, friction=0.5,
+                 duration=1.0, dt=1 / 1920, every=32, res=64, sigma=1e-4, shading="silhouette", checkpoint=128):
+        if estimate not in ("lame", "mass"):
+            raise ValueError(f"estimate: expected 'lame' or 'mass', got {estimate!r}")
+        self.estimate, self.true_mu, self.true_lam = estimate, true_mu, true_lam
+        self.res, self.dt, self.checkpoint = res, dt, checkpoint
+        b = SceneBuilder(gravity=(0.0, -9.8, 0.0))
+        b.add_ground(ke=ke, kd=kd, kf=kf, mu=friction)
+        mesh = meshes.tet_ball(radius, resolution=resolution, center=(-0.6, height, 0.0))
+        centre = np.array([-0.6, height, 0.0])
+        axis = np.array([0.3, 0.5, 1.0]) / np.linalg.norm([0.3, 0.5, 1.0])
+        velocity = np.array([vx, 0.0, 0.0]) + spin * np.cross(axis, mesh[0] - centre)
+        self.ball = b.add_soft_mesh(mesh, material="neo_hookean", params={"mu": true_mu, "lam": true_lam},
+                                    damping=damping, density=density, velocity=velocity,
+                                    share_params=True, radius=0.01)
+        self.model = b.finalize(requires_grad=True)
+        self.sim = Simulator(self.model, dt=dt, steps=int(round(duration / dt)), checkpoint_every=checkpoint)
+        ids = np.unique(self.ball.faces)
+        local = np.searchsorted(ids, self.ball.faces)
+        cam = Camera(eye=(0.0, 1.0, 3.6), target=(0.0, 0.55, 0.0), fov=45, width=res, height=res)
+        self.renderer = SoftRasterizer(cam, local, num_vertices=len(ids), frames=self.sim.frame_count(every),
+                                       vertex_ids=ids, sigma=sigma, gamma=1e-4, shading=shading,
+                                       vertex_colors=texture(len(ids)), ambient=(1.0, 1.0, 1.0), lights=[])
+        render_particles(self.sim, self.renderer, every)
+        self.recorder = ParticleRecorder(self.sim, every=every) if supervision == "state" else None
+        self.lumped = self.model.get("particle_mass").astype(np.float64).copy()   # (N,) [kg]
+        self.rest = self.model.get("particle_q0").astype(np.float64).copy()       # (N, 3) [m]
+        m = self.model
+        if estimate == "lame":
+            self.params = [ColumnParam(m.tet_params, 0, "mu", lower=1.0, upper=1e6, log_space=True),
+                           ColumnParam(m.tet_params, 1, "lam", lower=1.0, upper=1e6, log_space=True)]
+        else:
+            self.params = [Param(m.particle_mass, "mass", lower=1e-4, upper=10.0, log_space=True)]
+        self.fit = VideoFit(self.sim, self.renderer, self.params, supervision=supervision,
+                            state_source=self.recorder.values if self.recorder else None)
+
+    def set(self, values):
+        """values: {"mu": .., "lam": ..} [Pa] or {"mass": (N,) [kg]}."""
+        for p in self.params:
+            p.write(np.atleast_1d(values[p.name]))
+
+    def get(self):
+        """The current {"mu", "lam"} or {"mass": (N,)}."""
+        if self.estimate == "mass":
+            return {"mass": self.model.get("particle_mass").astype(np.float64).copy()}
+        return {p.name: float(p.value()[0]) for p in self.params}
+
+    def target(self):
+        """Rollout at the current parameters: the video (K, H, W, C), or (state supervision) positions."""
+        return self.fit.render() if self.recorder is None else self.fit.record_state()
+
+    def draw_truth_and_guess(self, rng, init_mu=None, init_lam=None, init_scale=1.0, mass_truth="smooth",
+                             mass_length=0.3):
+        """(truth, guess) dicts for one trial, drawn from `rng`.
+
+        lame: truth = (true_mu, true_lam); guess = init_mu / init_lam, or the truth times a
+        log-uniform factor in [1/2, 1/1.3] u [1.3, 2].  mass: truth = the lumped masses times
+        a smooth random factor (white noise smoothed over `mass_length` [m], RMS 0.17 = that
+        of U(0.7, 1.3), clipped to [0.5, 1.5]), or (`mass_truth="white"`) times U(0.7, 1.3)
+        per particle; guess = the lumped masses times `init_scale`."""
+        if self.estimate == "lame":
+            truth = {"mu": self.true_mu, "lam": self.true_lam}
+            given = {"mu": init_mu, "lam": init_lam}
+            guess = {}
+            for name in ("mu", "lam"):
+                factor = np.exp(rng.choice([-1.0, 1.0]) * rng.uniform(np.log(1.3), np.log(2.0)))
+                guess[name] = given[name] if given[name] is not None else truth[name] * float(factor)
+            return truth, guess
+        if mass_truth == "white":
+            truth = {"mass": self.lumped * rng.uniform(0.7, 1.3, size=self.lumped.shape)}
+        elif mass_truth == "smooth":
+            x = self.rest - self.rest.mean(0)
+            d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+            f = np.exp(-0.5 * d2 / mass_length ** 2) @ rng.normal(size=len(x))
+            f *= (0.6 / np.sqrt(12.0)) / np.sqrt(np.mean(f ** 2))
+            truth = {"mass": self.lumped * np.clip(1.0 + f, 0.5, 1.5)}
+        else:
+            raise ValueError(f"mass_truth: expected 'smooth' or 'white', got {mass_truth!r}")
+        return truth, {"mass": self.lumped * init_scale}
+
+    def video_at(self, values):
+        """The video (K, H, W, C) rendered at `values` (as for `set`); the current values are
+        restored after."""
+        current = self.get()
+        self.set(values)
+        video = self.fit.render()
+        self.set(current)
+        return video
+
+    def trials(self, count, rng, schedule, init_mu=None, init_lam=None, init_scale=1.0, mass_truth="smooth",
+               mass_length=0.3, resume_dir=None) -> Iterator["BallTrial"]:
+        """The Table 3 experiment: `count` fits, each from a truth and guess drawn from `rng`
+        (`draw_truth_and_guess`), with the resolved `schedule`; yields one `BallTrial` per
+        fit, right after it (the scene then holds its estimate).  resume_dir: resumable
+        checkpoints `trial<k>_*.pkl` there."""
+        for k in range(count):
+            truth, guess = self.draw_truth_and_guess(rng, init_mu, init_lam, init_scale, mass_truth, mass_length)
+            self.set(truth)
+            target = self.target()
+            self.set(guess)
+            initial_video = self.fit.render()
+            t0 = time.time()
+            self.run(target, schedule, resume_dir=resume_dir, name=f"trial{k}_")
+            seconds = time.time() - t0
+            row = self.errors(truth, guess)
+            print(f"trial {k}: rel_err {row['rel_err']} (initial {row['rel_err_initial']})")
+            target_video = target if self.recorder is None else self.video_at(truth)
+            yield BallTrial(k, truth, guess, target_video, initial_video, row, seconds)
+
+    def run(self, target, schedule: BallFitSchedule, resume_dir=None, name=""):
+        """Fit from the current parameters (the guess) to `target` with a resolved `schedule`:
+        masses: one scale factor by BFGS (`mass_uniform` steps), then every particle's
+        log-mass (smoothed steps); mu, lam directly; each by Adam then BFGS (`polish`), on
+        the blurred pixel loss when `schedule.blur` has a width > 0.  Returns the History."""
+        s = schedule
+        if s.blur and any(b > 0 for b in s.blur) and self.fit.supervision == "image":
+            self.fit.set_image_loss(BlurredImageMSE(self.renderer.image, sigmas=s.blur))
+        self.fit.history = History()
+        if self.estimate == "mass" and s.mass_uniform > 0:
+            self.fit.params = [UniformLogMass(self.model.particle_mass)]
+            self.fit.fit(target, iters=s.mass_uniform, optimizer=BFGS(self.fit.params, lr=0.3), log_every=5,
+                         resume=checkpoint_path(resume_dir, f"{name}scale"))
+        if self.estimate == "mass" and s.mass_smoothing > 0:
+            self.fit.params = [SmoothedLogMass(self.model.particle_mass, self.rest, s.mass_smoothing)]
+        else:
+            self.fit.params = self.params
+        return adam_then_bfgs(self.fit, target, s.iters, s.polish, s.lr, s.polish_lr, lr_decay=s.lr_decay,
+                              resume_dir=resume_dir, name=name)
+
+    def errors(self, truth, guess):
+        """One trial's row: rel_err and rel_err_initial (name -> mean |relative error|),
+        plus (lame) true, initial and estimate values, or (mass)
+        mean masses and the errors of the total mass and of the uniform lumped masses."""
+        est = self.get()
+        row = {"rel_err": {k: relative_error(est[k], truth[k]) for k in est},
+               "rel_err_initial": {k: relative_error(guess[k], truth[k]) for k in est}}
+        if self.estimate == "lame":
+            row.update(true=truth, initial=guess, estimate=est)
+        else:
+            row.update(mass_true_mean=float(truth["mass"].mean()), mass_est_mean=float(est["mass"].mean()),
+                       rel_err_total_mass=abs(float(est["mass"].sum() / truth["mass"].sum()) - 1.0),
+                       rel_err_uniform_lumped=relative_error(self.lumped, truth["mass"]))
+        return row
+
+
+@dataclass
+class BallTrial:
+    """One fit of `SoftBallFit.trials`: the truth and guess ({"mu", "lam"} [Pa] or {"mass": (N,)}),
+    the target video (rendered at the truth, also under state supervision) and the guess's
+    video (K, H, W, C), the row of errors (`SoftBallFit.errors`) and the fit's seconds."""
+    index: int
+    truth: dict
+    guess: dict
+    target_video: np.ndarray
+    initial_video: np.ndarray
+    row: dict
+    seconds: float
+
+
+def summarize(sc, rows, schedule, extra=None):
+    """The JSON summary of `rows` (one per trial, from `SoftBallFit.errors`): means over
+    trials of rel_err, rel_err_initial and the mode's extra errors (lame: of the
+    small-strain Lame pair, `rel_err_small_strain_lame`), the paper's figures, the
+    schedule's iters and polish, and the scene's sizes (tets, particles, steps, frames);
+    `extra` (e.g. timings) goes after the sizes."""
+    names = list(rows[0]["rel_err"])
+    mean = lambda key, k: float(np.mean([r[key][k] for r in rows]))
+    result = {
+        "rel_err": {k: mean("rel_err", k) for k in names},
+        "rel_err_initial": {k: mean("rel_err_initial", k) for k in names},
+        "paper_rel_err": {k: PAPER_REL_ERR[k] for k in names},
+        "iters": schedule.iters, "polish": schedule.polish, "trials": len(rows), "res": sc.res,
+        "tets": sc.model.tet_count, "particles": sc.model.particle_count, "steps": sc.sim.steps,
+        "frames": sc.renderer.frames, "dt": sc.dt, "checkpoint_every": sc.checkpoint, **(extra or {}),
+    }
+    if sc.estimate == "lame":
+        result["params_fitted"] = "stable neo-Hookean mu, lam (the numbers a user sets; gradSim's 'Lame' mu, lam)"
+        ss = [(small_strain(r["estimate"]["mu"], r["estimate"]["lam"]), small_strain(r["true"]["mu"], r["true"]["lam"]))
+              for r in rows]
+        result["rel_err_small_strain_lame"] = {k: float(np.mean([relative_error(e[i], t[i]) for e, t in ss]))
+                                               for i, k in enumerate(("mu_L", "lam_L"))}
+    else:
+        result["rel_err_uniform_lumped"] = float(np.mean([r["rel_err_uniform_lumped"] for r in rows]))
+        result["rel_err_total_mass"] = float(np.mean([r["rel_err_total_mass"] for r in rows]))
+    return result
