@@ -1,0 +1,60 @@
+"""tigradsim.scenes soft, cloth and springs: the tuned schedules resolve to the demos' documented
+defaults, bad arguments are named before any kernel runs, and the scene builders build the paper's
+scenes (the fits themselves run end to end in test_sysid_fem.py / test_sysid_cloth.py)."""
+import numpy as np
+import pytest
+
+from tigradsim.scenes import cloth, soft
+from tigradsim.scenes.staging import ScalarAdam
+
+
+def test_ball_schedule_defaults_per_mode():
+    lame = soft.BallFitSchedule().resolved("lame")
+    assert (lame.iters, lame.polish, lame.lr, lame.lr_decay, lame.blur) == (60, 30, 0.05, 0.98, [])
+    mass = soft.BallFitSchedule().resolved("mass")
+    assert (mass.iters, mass.polish, mass.lr, mass.blur, mass.mass_smoothing) == (160, 100, 0.03, [0.0, 2.0, 4.0], 0.25)
+    quick = soft.BallFitSchedule().resolved("mass", quick=True, mass_truth="white")
+    assert (quick.iters, quick.polish, quick.lr, quick.lr_decay, quick.mass_uniform, quick.blur,
+            quick.mass_smoothing) == (40, 20, 0.05, 0.93, 6, [0.0, 1.0, 2.0], 0.0)
+    assert soft.BallFitSchedule().resolved("lame", full=True).iters == 200
+    given = soft.BallFitSchedule(iters=12, polish=50).resolved("lame")
+    assert (given.iters, given.polish) == (12, 12)        # polish never exceeds iters
+
+
+def test_cloth_schedule_stages_split_the_iterations():
+    stages = cloth.ClothFitSchedule().stages()
+    assert [(k, n) for k, n, _, _ in stages] == [("coarse", 40), (0.3, 40), (0.1, 40)]
+    assert stages[1][2] == pytest.approx(0.3 * 0.25)                  # fine lr = fine_lr x lr
+    quick = cloth.ClothFitSchedule(iters=55).quick().stages()
+    assert [(k, n, p) for k, n, _, p in quick] == [("coarse", 30, 25), (0.3, 25, 1000)]
+
+
+def test_bad_scene_arguments_are_named(f64):
+    with pytest.raises(ValueError, match="estimate: expected 'lame' or 'mass', got 'lamé'"):
+        soft.SoftBallFit("lamé")
+    with pytest.raises(ValueError, match="scene: expected one of"):
+        cloth.drape("flagpole")
+
+
+def test_mass_truth_is_a_smooth_factor_on_the_lumped_masses(f64):
+    sc = soft.SoftBallFit("mass", resolution=1, res=8, duration=0.05, every=32, checkpoint=64)
+    truth, guess = sc.draw_truth_and_guess(np.random.default_rng(0), init_scale=3.0)
+    factor = truth["mass"] / sc.lumped
+    assert factor.min() >= 0.5 and factor.max() <= 1.5
+    assert np.sqrt(np.mean((factor - 1.0) ** 2)) == pytest.approx(0.6 / np.sqrt(12.0), rel=0.1)
+    np.testing.assert_allclose(guess["mass"], 3.0 * sc.lumped)
+    with pytest.raises(ValueError, match="mass_truth: expected 'smooth' or 'white', got 'pink'"):
+        sc.draw_truth_and_guess(np.random.default_rng(0), mass_truth="pink")
+
+
+def test_scalar_adam_steps_along_the_gradient(f64):
+    """One second moment per parameter: the first step is lr x g / rms(g) (per-value Adam's
+    would be lr x sign(g)), so values with no gradient do not move."""
+    import taichi as ti
+    import tigradsim as tgs
+    fld = ti.field(float, shape=3, needs_grad=True)
+    fld.from_numpy(np.array([1.0, 2.0, 3.0]))
+    g = np.array([3.0, -1.0, 0.0])
+    fld.grad.from_numpy(g)
+    ScalarAdam([tgs.Param(fld, "p")], lr=0.1).step()
+    np.testing.assert_allclose(fld.to_numpy(), [1.0, 2.0, 3.0] - 0.1 * g / np.sqrt(np.mean(g ** 2)), rtol=1e-6)
