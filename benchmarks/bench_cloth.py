@@ -3,7 +3,8 @@
 Grids 32x32 (1,089 particles, 2,048 triangles) and 64x64 (4,225 particles,
 8,192 triangles), 200 steps of dt = 1 ms.  Prints JSON: microseconds per step,
 forward and forward + backward (Tape), after a warm-up run (compilation excluded).
-Reference, Warp 1.9.1 on the same machine: 490 / 1700 us (32x32) and 1800 / 6800 us (64x64).
+No ratios against another day's figures: benchmarks/vs_warp.py times Warp 1.9.1 on the
+same grids side by side in one run.
 
 Where the time goes (measured here, 2 cores): a vec3 atomic add costs ~16 ns
 (48,640 of them, the 64x64 bending scatter, take ~800 us; plain writes of the
@@ -26,9 +27,6 @@ import numpy as np
 import taichi as ti
 
 import tigradsim as tgs
-
-WARP_US = {32: (490.0, 1700.0), 64: (1800.0, 6800.0)}
-
 
 def build(n):
     v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(-0.5, 0.6, -0.5), plane="xz")
@@ -82,14 +80,11 @@ class Case:
         steps = self.sim.steps
         f_us, b_us = min(self.fwd) / steps * 1e6, min(self.bwd) / steps * 1e6
         assert np.all(np.isfinite(self.model.cloth_params.grad.to_numpy())), "non-finite gradient"
-        model, w = self.model, WARP_US.get(n)
+        model = self.model
         out = {"grid": f"{n}x{n}", "mode": self.mode, "fused_steps": self.sim.fused,
                "particles": model.particle_count, "triangles": model.cloth_triangle_count,
                "bending_edges": model.cloth_edge_count, "steps": steps,
                "forward_us_per_step": round(f_us, 1), "forward_backward_us_per_step": round(b_us, 1)}
-        if w:
-            out.update(speedup_vs_warp_forward=round(w[0] / f_us, 2),
-                       speedup_vs_warp_forward_backward=round(w[1] / b_us, 2))
         return out
 
 

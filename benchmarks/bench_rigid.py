@@ -7,10 +7,11 @@ Forward: a model without gradients (like dflex's untaped forward).  Taped:
 the forward inside `ti.ad.Tape` (requires_grad model) and the backward pass,
 timed separately.  Best of --repeat runs after a compile run.  On a small CPU
 the steps between frames run as one kernel launch (`Simulator(fuse_steps=None)`);
---compare also times one launch per step and prints the ratios.  Reference
-(gradSim's dflex, from the issue): one box 7 us forward, 69 + 109 us taped
-forward + backward; 64 boxes 119 us forward, 216 + 396 us.
-Prints one JSON object.
+--compare also times one launch per step and prints the ratios.  Printed for
+reference only, never divided into (another day's run): gradSim's dflex, as
+recorded in the issue on 2026-12-02, one box 7 us forward, 69 + 109 us taped
+forward + backward; 64 boxes 119 us forward, 216 + 396 us.  Warp side by side:
+benchmarks/vs_warp.py.  Prints one JSON object.
 """
 import argparse
 import json
@@ -18,7 +19,7 @@ import time
 
 import numpy as np
 
-REFERENCE = {1: dict(forward_us=7, taped_forward_us=69, backward_us=109),
+DFLEX_RECORDED_2026_12_02 = {1: dict(forward_us=7, taped_forward_us=69, backward_us=109),
              64: dict(forward_us=119, taped_forward_us=216, backward_us=396)}
 
 
@@ -80,8 +81,8 @@ def bench(count, steps, dt, repeat, fuse_steps=None):
                forward_us=round(min(forward) * us, 2), taped_forward_us=round(min(taped) * us, 2),
                backward_us=round(min(backward) * us, 2))
     out["forward_backward_us"] = round(out["taped_forward_us"] + out["backward_us"], 2)
-    if count in REFERENCE:
-        out["dflex_reference"] = REFERENCE[count]
+    if count in DFLEX_RECORDED_2026_12_02:
+        out["dflex_us_recorded_2026_12_02"] = DFLEX_RECORDED_2026_12_02[count]
     return out
 
 

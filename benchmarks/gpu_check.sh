@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# GPU check, for a machine with an NVIDIA GPU (run it whenever one is available):
+#   1. the gradient tests (finite differences vs Tape, f64) on cuda,
+#   2. the f32 tests on cuda,
+#   3. the benchmarks at 10x the CPU sizes: vs_warp.py --scale 10 (Warp 1.9.1 on cuda:0 alongside,
+#      when warp-lang is installed), bench_memory.py (3,840 steps, 121 frames at 256x256,
+#      checkpointed), bench_render.py.
+# Every step prints one JSON line ({"step": ..., "rc": ..., ...}; benchmarks: their own JSON as
+# "result"), all under an overall budget of 470 s (each step has its own time limit, cut to what is
+# left; a step that would start with under 20 s left is skipped and says so), so the script ends
+# within 8 minutes.  Taichi and Warp compile on first use: on a fresh machine most of the tests'
+# time is compilation.  Logs of every step: $OUT/gpu_check_logs (printed on the last line).
+#
+#   bash benchmarks/gpu_check.sh                      # cuda, full sizes
+#   ARCH=cpu QUICK=1 bash benchmarks/gpu_check.sh     # the same commands at toy sizes on the CPU
+#
+# ARCH: tigradsim arch (default cuda; the tests get it through TIGRADSIM_ARCH, tests/conftest.py).
+# QUICK=1: one test per group and toy benchmark sizes (checks that the commands work).
+# BUDGET_S: overall budget in seconds (default 470).  OUT: folder for the logs (default: a temp dir).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+
+ARCH=${ARCH:-cuda}
+QUICK=${QUICK:-0}
+BUDGET_S=${BUDGET_S:-470}
+LOGS=${OUT:-$(mktemp -d)}/gpu_check_logs
+mkdir -p "$LOGS"
+PY=${PYTHON:-python3}
+START=$SECONDS
+
+left() { echo $((BUDGET_S - (SECONDS - START))); }
+
+# json_objects FILE RC: the last JSON object FILE holds (one line, or an indented block from a
+# line "{" to a line "}"); after a timeout or failure (RC != 0) the list of all it holds (vs_warp
+# prints one line per finished scene).  null / [] when none.
+json_objects() {
+    "$PY" -c '
+import json, sys
+lines, objs, start = open(sys.argv[1]).read().splitlines(), [], None
+for k, line in enumerate(lines):
+    if line.startswith("{"):
+        try:
+            objs.append(json.loads(line))
+            continue
+        except ValueError:
+            start = k
+    if start is not None and line.startswith("}"):
+        try:
+            objs.append(json.loads("\n".join(lines[start:k + 1])))
+        except ValueError:
+            pass
+        start = None
+print(json.dumps((objs[-1] if objs else None) if sys.argv[2] == "0" else objs))
+' "$1" "$2"
+}
+
+# clean FILE: its last line, without characters that would break a JSON string.
+clean() { tail -1 "$1" | tr -d '"\\' | tr -d '\t' | sed 's/^ *//;s/ *$//'; }
+
+# run_step NAME LIMIT_S COMMAND...: runs COMMAND under timeout min(LIMIT_S, budget left) and prints
+# one JSON line: tests -> pytest's summary line; benchmarks -> their JSON as "result".
+run_step() {
+    local name=$1 limit=$2
+    shift 2
+    local budget
+    budget=$(left)
+    if [ "$budget" -lt 20 ]; then
+        printf '{"step": "%s", "arch": "%s", "skipped": "overall budget of %s s spent"}\n' "$name" "$ARCH" "$BUDGET_S"
+        return
+    fi
+    [ "$limit" -gt "$budget" ] && limit=$budget
+    local t0=$SECONDS rc
+    timeout "$limit" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err"
+    rc=$?
+    local extra=""
+    [ "$rc" -eq 124 ] && extra=", \"timed_out_after_s\": $limit"
+    if [[ "$name" == tests_* ]]; then
+        grep -E '(passed|failed|error|skipped|no tests ran)' "$LOGS/$name.out" | tail -1 >"$LOGS/$name.summary"
+        extra="$extra, \"summary\": \"$(clean "$LOGS/$name.summary")\""
+    else
+        extra="$extra, \"result\": $(json_objects "$LOGS/$name.out" "$rc")"
+    fi
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then
+        extra="$extra, \"error\": \"$(clean "$LOGS/$name.err")\""
+    fi
+    printf '{"step": "%s", "arch": "%s", "rc": %s, "seconds": %s%s}\n' "$name" "$ARCH" "$rc" $((SECONDS - t0)) "$extra"
+}
+
+if [ "$ARCH" = "cuda" ]; then
+    gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1 | tr -d '"')
+    printf '{"step": "device", "arch": "cuda", "gpu": "%s"}\n' "${gpu:-nvidia-smi not found}"
+fi
+
+# 1-2. Tests.  The f64 gradient subset: the tests that compare a Tape gradient with finite
+# differences (or checkpointed / fused / parallel gradients with the plain ones) for particles,
+# FEM, cloth, rigid bodies, contact laws, force terms and the renderer (-k matches test and
+# module names).
+GRAD_TESTS=(tests/test_core.py tests/test_fem.py tests/test_cloth.py tests/test_rigid_grad.py
+            tests/test_contact_laws.py tests/test_force_terms.py tests/test_render_grad.py
+            tests/test_render_composite.py)
+GRAD_K="grad or finite or fd"
+F32_TESTS=(tests/test_render_f32.py tests/test_materials_f32.py tests/test_core.py)
+F32_K="f32 or float32"
+if [ "$QUICK" = "1" ]; then
+    GRAD_TESTS=(tests/test_core.py)
+    GRAD_K="test_external_force_gradient"
+    F32_TESTS=(tests/test_core.py)
+    F32_K="test_f32_runs"
+fi
+export TIGRADSIM_ARCH=$ARCH
+run_step tests_f64_gradients 200 "$PY" -m pytest -q -p no:cacheprovider -k "$GRAD_K" "${GRAD_TESTS[@]}"
+run_step tests_f32 60 "$PY" -m pytest -q -p no:cacheprovider -k "$F32_K" "${F32_TESTS[@]}"
+unset TIGRADSIM_ARCH
+
+# 3. Benchmarks at 10x the CPU sizes (QUICK: toy sizes).
+if [ "$QUICK" = "1" ]; then
+    VS=(--tiny --repeat 1 --scenes fem16,cloth32,rigid1)
+    MEM=(--res 32 --steps 256 --every 32 --checkpoint 64 --resolution 1)
+    REN=(--reps 1)
+else
+    VS=(--scale 10 --repeat 2)
+    MEM=()
+    REN=(--reps 5)
+fi
+if "$PY" -c "import warp" 2>/dev/null; then
+    LIBS=tigradsim,warp
+else
+    LIBS=tigradsim
+fi
+run_step vs_warp_x10 130 "$PY" benchmarks/vs_warp.py --arch "$ARCH" --libraries "$LIBS" "${VS[@]}"
+run_step memory_ball_3840_steps 60 "$PY" benchmarks/bench_memory.py --arch "$ARCH" "${MEM[@]}"
+run_step render 40 "$PY" benchmarks/bench_render.py --arch "$ARCH" "${REN[@]}"
+printf '{"step": "done", "arch": "%s", "seconds": %s, "logs": "%s"}\n' "$ARCH" $((SECONDS - START)) "$LOGS"

@@ -1,0 +1,372 @@
+"""tigradsim against NVIDIA Warp 1.9.1 (`warp.sim`, SemiImplicitIntegrator + wp.Tape), side by side in one run.
+
+    pip install -e .[bench]          # warp-lang==1.9.1
+    python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64] [--repeat 3]
+                                 [--arch cpu] [--scale 1] [--tiny] [--libraries tigradsim,warp]
+
+Scenes (f32; sizes, dt, steps and constants of bench_fem.py / bench_cloth.py / bench_rigid.py):
+  fem16, fem32   tet_box grids of 16x8x8 and 32x16x16 cells (5,120 / 40,960 tets, 5 per cell),
+                 2 x 1 x 1 m at y = 0.2, stable neo-Hookean mu = lam = 1e4 Pa, density 1000,
+                 thrown down at (0.5, -1, 0) m/s onto the ground (ke 1e4, kd 1, kf 10, mu 0.5),
+                 200 steps of 1 ms.
+  cloth32, cloth64  cloth_grid 32x32 / 64x64 cells, 1 m square at y = 0.6, membrane mu 10, lam 20,
+                 density 1 kg/m^2, dihedral bending 1e-4 N m/rad^2 per edge (damping 1e-6), ground
+                 ke 1e3, kd 1, kf 10, mu 0.5, velocity (0, -0.5, 0.2), 200 steps of 1 ms.
+  rigid1, rigid64  0.2 m boxes, density 100, random orientations, sliding and tumbling onto the
+                 ground (ke 1e4, kd 10, kf 10, mu 0.5), 1,920 steps of 1/960 s.
+Both libraries get the same mesh (Warp's particles, tets, triangles and bending edges are built from
+tigradsim's arrays: same vertex order, same lumped masses, same contact radius), so their
+trajectories are comparable vertex by vertex.
+
+Where the laws are the same, and where they are made the same:
+  * FEM: both use the stable neo-Hookean of Smith et al. with all nine entries of F in Ic, with the
+    same (mu, lam).  Warp adds a volumetric damping term (k_damp dJ/dt) to the dF/dt damping, so the
+    scenes run undamped (damping 0 in both; both kernels still compute the damping terms).
+  * Cloth: the membrane P = mu F + lam (J - alpha) dJ/dF is the same law.  Warp's aerodynamics (current
+    area, full force on every vertex) and its area damping differ from tigradsim's, so drag, lift and
+    membrane damping are 0 in both (both kernels still evaluate them).  Bending: Warp scales the
+    dihedral force by the CURRENT edge length, tigradsim by nothing (k per edge); Warp gets
+    edge_ke = k / (rest edge length), which agrees to first order in the edge strain.
+  * Ground contact: tigradsim's ground uses damping="uncapped" (Warp's `jd = min(vn, 0) kd` while
+    penetrating) and its default capped friction min(kf |vt|, mu fn) (Warp's particle friction).
+  * Rigid: Warp's box-on-plane contact is its 8 corners, like tigradsim's vertex contacts; Warp's
+    integrator gets angular_damping = 0 and friction_smoothing = 1e-6 (its Huber-smoothed friction
+    norm then equals |vt|, tigradsim's capped law); shape thickness 0.  The gyroscopic terms
+    differ (Warp explicit, tigradsim one implicit Newton step) but vanish for a cube (I = c 1).
+  * Gravity 9.8 m/s^2 in both (Warp's default is 9.80665).
+max_position_diff_m: the largest |x_tigradsim - x_warp| over every step and every particle (rigid:
+every body's centre of mass), from the rollouts timed (f32 both).
+
+Timing: each scene runs in its own process; in it both libraries are compiled, then timed
+alternately (tigradsim forward, tigradsim forward+backward, Warp forward, Warp forward+backward, and
+again, --repeat times), best of the repeats, in microseconds per step.  Forward: the rollout and the
+loss (sum of final heights), no tape.  Forward+backward: the same under `ti.ad.Tape` / `wp.Tape`
++ `tape.backward` + `tape.zero()` (the clearing `ti.ad.Tape` does on entry).  Warp steps are
+`state.clear_forces(); [wp.sim.collide(...)]; integrator.simulate(...)` as in Warp's own examples;
+Warp's CPU kernels run on one thread, tigradsim's as `tgs.init` decides (see runtime.serial_scatter).
+ratio = Warp time / tigradsim time (> 1: tigradsim faster).
+
+--scale s multiplies element counts by about s (GPU runs: benchmarks/gpu_check.sh uses 10);
+--tiny runs each scene at a toy size in a few steps (tests/test_benchmarks_smoke.py, with
+--in-process: all scenes in one process instead of one process each).
+The last stdout line is one JSON object:
+    {"scenes": [{"scene": "fem16", "tigradsim_us": [fwd, fwd_bwd], "warp_us": [fwd, fwd_bwd],
+                 "ratio": [fwd, fwd_bwd], "max_position_diff_m": d, ...}, ...], ...}
+"""
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from _harness import run_child
+
+SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64")
+GRAVITY = 9.8
+
+
+def scene_spec(scene, scale=1.0, tiny=False):
+    """Sizes and step counts of a scene.  scale multiplies the element count by about `scale`."""
+    kind = scene.rstrip("0123456789")
+    size = int(scene[len(kind):])
+    if kind == "fem":
+        n = 2 if tiny else max(2, int(round(size * scale ** (1 / 3) / 2)) * 2)     # even: n x n/2 x n/2 cells
+        return dict(kind=kind, n=n, dt=1e-3, steps=10 if tiny else 200)
+    if kind == "cloth":
+        n = 4 if tiny else max(2, int(round(size * scale ** 0.5)))
+        return dict(kind=kind, n=n, dt=1e-3, steps=10 if tiny else 200)
+    if kind == "rigid":
+        count = min(size, 2) if tiny else max(1, int(round(size * scale)))
+        return dict(kind=kind, count=count, dt=1.0 / 960, steps=20 if tiny else 1920)
+    raise ValueError(f"unknown scene {scene!r}; known: {SCENES}")
+
+
+def rigid_bodies(count):
+    """bench_rigid.py's boxes: (positions, unit quaternions (x, y, z, w)), same seed."""
+    side = int(np.ceil(np.sqrt(count)))
+    rng = np.random.default_rng(0)
+    pos, rot = [], []
+    for k in range(count):
+        q = rng.normal(size=4)
+        pos.append((0.5 * (k % side), 0.4 + 0.05 * k / count, 0.5 * (k // side)))
+        rot.append(q / np.linalg.norm(q))
+    return np.array(pos), np.array(rot)
+
+
+RIGID = dict(half=0.1, density=100.0, ke=1e4, kd=10.0, kf=10.0, mu=0.5,
+             velocity=(0.5, 0.0, 0.2), angular_velocity=(1.0, 2.0, 0.5))
+
+
+# ----------------------------------------------------------------------------- tigradsim
+class TigradsimCase:
+    """One scene in tigradsim: a requires_grad model, its Simulator (every step stored) and a
+    loss kernel (sum of the final heights)."""
+
+    name = "tigradsim"
+
+    def __init__(self, spec, arch):
+        import taichi as ti
+        import tigradsim as tgs
+        self.ti, self.spec = ti, spec
+        b = tgs.SceneBuilder(gravity=(0.0, -GRAVITY, 0.0))
+        kind = spec["kind"]
+        if kind == "fem":
+            n = spec["n"]
+            b.add_ground(ke=1e4, kd=1.0, kf=10.0, mu=0.5, damping="uncapped")
+            mesh = tgs.meshes.tet_box(n, n // 2, n // 2, size=(2.0, 1.0, 1.0), origin=(0.0, 0.2, 0.0))
+            b.add_soft_mesh(mesh, params={"mu": 1e4, "lam": 1e4, "damping": 0.0}, density=1000.0,
+                            velocity=(0.5, -1.0, 0.0))
+        elif kind == "cloth":
+            n = spec["n"]
+            b.add_ground(ke=1e3, kd=1.0, kf=10.0, mu=0.5, damping="uncapped")
+            v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(-0.5, 0.6, -0.5), plane="xz")
+            b.add_cloth(v, f, material="membrane", params={"mu": 10.0, "lam": 20.0, "damping": 0.0}, density=1.0,
+                        bending_stiffness=1e-4, bending_damping=1e-6, drag=0.0, lift=0.0, velocity=(0.0, -0.5, 0.2))
+        else:
+            r = RIGID
+            b.add_ground(ke=r["ke"], kd=r["kd"], kf=r["kf"], mu=r["mu"], damping="uncapped")
+            v, f = tgs.meshes.box_surface((2 * r["half"],) * 3)
+            for p, q in zip(*rigid_bodies(spec["count"])):
+                b.add_rigid_body(v, f, density=r["density"], position=p, rotation=q, velocity=r["velocity"],
+                                 angular_velocity=r["angular_velocity"])
+        self.model = model = b.finalize(requires_grad=True)
+        self.sim = sim = tgs.Simulator(model, dt=spec["dt"], steps=spec["steps"])
+        self.loss = ti.field(float, shape=(), needs_grad=True)
+        slot = sim.slot(spec["steps"])
+        loss = self.loss
+
+        if kind == "rigid":
+            @ti.kernel
+            def objective():
+                for b in range(model.body_count):
+                    loss[None] += sim.state.body_q[slot, b][1]
+        else:
+            @ti.kernel
+            def objective():
+                for i in range(model.particle_count):
+                    loss[None] += sim.state.particle_q[slot, i].y
+
+        self.objective = objective
+
+    def forward(self):
+        self.sim.run()
+        self.objective()
+        self.ti.sync()
+
+    def forward_backward(self):
+        self.loss[None] = 0.0
+        with self.ti.ad.Tape(self.loss):
+            self.sim.run()
+            self.objective()
+        self.ti.sync()
+
+    def trajectory(self):
+        """(steps + 1, N, 3) positions [m]: particles, or the bodies' centres of mass."""
+        if self.spec["kind"] == "rigid":
+            return self.sim.state.body_q.to_numpy()[..., :3].astype(np.float64)
+        return self.sim.state.particle_q.to_numpy().astype(np.float64)
+
+    def gradient_finite(self):
+        g = self.model.particle_qd0.grad.to_numpy() if self.spec["kind"] != "rigid" \
+            else self.model.body_qd0.grad.to_numpy()
+        return bool(np.all(np.isfinite(g)) and np.any(g != 0))
+
+    def info(self):
+        m = self.model
+        out = {"particles": int(m.particle_count)}
+        for key, name in (("tet_count", "tets"), ("cloth_triangle_count", "triangles"),
+                          ("cloth_edge_count", "bending_edges"), ("body_count", "bodies")):
+            if getattr(m, key, 0):
+                out[name] = int(getattr(m, key))
+        return out
+
+
+# ----------------------------------------------------------------------------- Warp
+class WarpCase:
+    """The same scene in warp.sim, built from the tigradsim model's arrays (same vertex order)."""
+
+    name = "warp"
+
+    def __init__(self, spec, tgs_case, device):
+        import warp as wp
+        import warp.sim  # noqa: F401  (deprecated in 1.9, still shipped)
+        self.wp, self.spec, self.device = wp, spec, device
+        m = tgs_case.model
+        kind = spec["kind"]
+        builder = wp.sim.ModelBuilder(up_vector=(0.0, 1.0, 0.0), gravity=-GRAVITY)
+        if kind in ("fem", "cloth"):
+            q0 = m.get("particle_q0").astype(np.float64)
+            qd0 = m.get("particle_qd0").astype(np.float64)
+            mass = m.get("particle_mass").astype(np.float64)
+            radius = m.particle_radius.to_numpy().astype(np.float64)
+            for x, v, ms, r in zip(q0, qd0, mass, radius):
+                builder.add_particle(tuple(x), tuple(v), float(ms), radius=float(r))
+        if kind == "fem":
+            for t in m.tet_indices.to_numpy():
+                builder.add_tetrahedron(*map(int, t), k_mu=1e4, k_lambda=1e4, k_damp=0.0)
+            ke, kd, kf, mu = 1e4, 1.0, 10.0, 0.5
+        elif kind == "cloth":
+            tri = m.cloth_indices.to_numpy()
+            builder.add_triangles(tri[:, 0], tri[:, 1], tri[:, 2], tri_ke=[10.0] * len(tri), tri_ka=[20.0] * len(tri),
+                                  tri_kd=[0.0] * len(tri), tri_drag=[0.0] * len(tri), tri_lift=[0.0] * len(tri))
+            quads = m.cloth_bend_indices.to_numpy()
+            rest_len = np.linalg.norm(q0[quads[:, 3]] - q0[quads[:, 2]], axis=1)
+            builder.add_edges(quads[:, 0], quads[:, 1], quads[:, 2], quads[:, 3],
+                              rest=m.get("cloth_bend_rest_angle").astype(np.float64),
+                              edge_ke=list(1e-4 / rest_len), edge_kd=list(1e-6 / rest_len))
+            ke, kd, kf, mu = 1e3, 1.0, 10.0, 0.5
+        else:
+            r = RIGID
+            ke, kd, kf, mu = r["ke"], r["kd"], r["kf"], r["mu"]
+            for p, q in zip(*rigid_bodies(spec["count"])):
+                body = builder.add_body(origin=wp.transform(wp.vec3(*p), wp.quat(*q)))
+                builder.add_shape_box(body, hx=r["half"], hy=r["half"], hz=r["half"], density=r["density"],
+                                      ke=ke, kd=kd, kf=kf, mu=mu, thickness=0.0)
+                builder.body_qd[body] = wp.spatial_vector(*r["angular_velocity"], *r["velocity"])
+            builder.set_ground_plane(ke=ke, kd=kd, kf=kf, mu=mu)
+        self.model = model = builder.finalize(device=device, requires_grad=True)
+        model.ground = True
+        model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = ke, kd, kf, mu
+        # No particle-particle contact in these scenes (tigradsim has none): without this, Warp launches
+        # its hash-grid particle kernel every step (an early return per particle).
+        model.particle_max_radius = 0.0
+        self.integrator = wp.sim.SemiImplicitIntegrator(angular_damping=0.0, friction_smoothing=1e-6)
+        self.control = model.control()
+        self.states = [model.state() for _ in range(spec["steps"] + 1)]
+        self.loss = wp.zeros(1, dtype=float, device=device, requires_grad=True)
+        self.rigid = kind == "rigid"
+        self._kernels()
+
+    def _kernels(self):
+        wp = self.wp
+        if self.rigid:
+            @wp.kernel
+            def height(q: wp.array(dtype=wp.transform), loss: wp.array(dtype=float)):
+                tid = wp.tid()
+                wp.atomic_add(loss, 0, wp.transform_get_translation(q[tid])[1])
+        else:
+            @wp.kernel
+            def height(q: wp.array(dtype=wp.vec3), loss: wp.array(dtype=float)):
+                tid = wp.tid()
+                wp.atomic_add(loss, 0, q[tid][1])
+        self.height = height
+
+    def _rollout(self, taped):
+        wp, model, dt = self.wp, self.model, self.spec["dt"]
+        for i in range(self.spec["steps"]):
+            s0, s1 = self.states[i], self.states[i + 1]
+            s0.clear_forces()
+            if self.rigid:
+                wp.sim.collide(model, s0, requires_grad=taped)
+            self.integrator.simulate(model, s0, s1, dt, self.control)
+        last = self.states[-1]
+        q = last.body_q if self.rigid else last.particle_q
+        wp.launch(self.height, dim=len(q), inputs=[q, self.loss], device=self.device)
+
+    def forward(self):
+        self.loss.zero_()
+        self._rollout(taped=False)
+        self.wp.synchronize_device(self.device)
+
+    def forward_backward(self):
+        wp = self.wp
+        self.loss.zero_()
+        tape = wp.Tape()
+        with tape:
+            self._rollout(taped=True)
+        tape.backward(self.loss)
+        tape.zero()
+        wp.synchronize_device(self.device)
+
+    def trajectory(self):
+        if self.rigid:
+            return np.stack([s.body_q.numpy()[:, :3] for s in self.states]).astype(np.float64)
+        return np.stack([s.particle_q.numpy() for s in self.states]).astype(np.float64)
+
+
+# ----------------------------------------------------------------------------- timing
+def time_alternating(cases, repeat):
+    """Best-of-`repeat` seconds of forward and forward_backward per case, the cases taking turns
+    (so that load on the shared machine falls on all of them alike).  One untimed compile run first."""
+    for c in cases:
+        c.forward()
+        c.forward_backward()
+    best = {c.name: [float("inf"), float("inf")] for c in cases}
+    for _ in range(repeat):
+        for c in cases:
+            for k, fn in enumerate((c.forward, c.forward_backward)):
+                t0 = time.perf_counter()
+                fn()
+                best[c.name][k] = min(best[c.name][k], time.perf_counter() - t0)
+    return best
+
+
+def run_scene(scene, arch, repeat, scale, tiny, libraries):
+    import tigradsim as tgs
+    tgs.init(arch=arch, precision="f32")
+    spec = scene_spec(scene, scale, tiny)
+    cases = [TigradsimCase(spec, arch)]
+    if "warp" in libraries:
+        import warp as wp
+        wp.config.quiet = True
+        wp.init()
+        device = "cuda:0" if arch in ("cuda", "gpu") else "cpu"
+        cases.append(WarpCase(spec, cases[0], device))
+    best = time_alternating(cases, repeat)
+    us = {name: [round(t / spec["steps"] * 1e6, 2) for t in ts] for name, ts in best.items()}
+    out = {"scene": scene, **{k: v for k, v in spec.items() if k != "kind"}, **cases[0].info(),
+           "tigradsim_us": us["tigradsim"], "warp_us": us.get("warp"), "ratio": None, "max_position_diff_m": None,
+           "tigradsim_gradient_finite": cases[0].gradient_finite(),
+           "tigradsim_serial_scatter": tgs.runtime.serial_scatter()}
+    if len(cases) == 2:
+        out["ratio"] = [round(w / t, 2) for w, t in zip(us["warp"], us["tigradsim"])]
+        a, b = cases[0].trajectory(), cases[1].trajectory()
+        out["max_position_diff_m"] = float(np.abs(a - b).max())
+        out["max_displacement_m"] = float(np.abs(a - a[:1]).max())    # scale for the difference above
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenes", default=",".join(SCENES))
+    p.add_argument("--repeat", type=int, default=3, help="timed rounds per library (best of)")
+    p.add_argument("--arch", default="cpu", help="tigradsim arch; Warp runs on cuda:0 for cuda/gpu, else cpu")
+    p.add_argument("--scale", type=float, default=1.0, help="element counts x about this")
+    p.add_argument("--tiny", action="store_true", help="toy sizes and 10-20 steps (smoke test)")
+    p.add_argument("--libraries", default="tigradsim,warp", help="tigradsim,warp or tigradsim alone")
+    p.add_argument("--in-process", action="store_true",
+                   help="run every scene in this process (faster start; peak memory is then shared)")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    libraries = args.libraries.split(",")
+    if args.child:
+        print(json.dumps(run_scene(args.child, args.arch, args.repeat, args.scale, args.tiny, libraries)))
+        return
+    for s in args.scenes.split(","):
+        scene_spec(s)                                  # unknown names fail here, before any run
+    if "tigradsim" not in libraries or not set(libraries) <= {"tigradsim", "warp"}:
+        raise SystemExit(f"--libraries: expected tigradsim or tigradsim,warp, got {args.libraries!r} "
+                         "(Warp's scene is built from tigradsim's)")
+    if "warp" in libraries:
+        try:
+            import warp  # noqa: F401
+        except ImportError:
+            raise SystemExit("vs_warp.py: warp-lang is not installed (pip install -e .[bench], or "
+                             "--libraries tigradsim)") from None
+    results = []
+    for scene in args.scenes.split(","):
+        child_args = [scene, "--arch", args.arch, "--repeat", args.repeat, "--scale", args.scale,
+                      "--libraries", args.libraries] + (["--tiny"] if args.tiny else [])
+        if args.in_process:
+            r = run_scene(scene, args.arch, args.repeat, args.scale, args.tiny, libraries)
+        else:
+            r = run_child(os.path.abspath(__file__), child_args)
+        print(json.dumps(r), flush=True)
+        results.append(r)
+    print(json.dumps({"benchmark": "vs_warp", "arch": args.arch, "precision": "f32", "scale": args.scale,
+                      "tiny": args.tiny, "repeat": args.repeat, "cpu_count": os.cpu_count(), "scenes": results}))
+
+
+if __name__ == "__main__":
+    main()
