@@ -50,9 +50,7 @@ Measured (defaults: 2 trials, seed 0; mean abs. relative error of mass / mu, the
 Prints a table, then a last line of JSON (rows: case, target, fit, free, rel_err per parameter).
 """
 import argparse
-import importlib.util
 import json
-import os
 import resource
 import time
 
@@ -61,13 +59,9 @@ import numpy as np
 import tigradsim as tgs
 from tigradsim import meshes
 from tigradsim.rigid import RigidBodies, RigidSurface
+from tigradsim.scenes.rigid_contact import BOUNDS, FIELDS, NAMES, draw
 from tigradsim.sysid import VideoFit, relative_error
 
-_DEMO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "demos", "sysid_rigid_contact.py")
-_spec = importlib.util.spec_from_file_location("sysid_rigid_contact", _DEMO)
-demo = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(demo)
-NAMES, FIELDS, BOUNDS = demo.NAMES, demo.FIELDS, demo.BOUNDS
 CONTACT = ("ke", "kd", "kf")
 
 
@@ -182,8 +176,7 @@ def main(argv=None):
     rng = np.random.default_rng(args.seed)
     rows = {k: [] for k in range(len(cases))}
     for trial in range(args.trials):
-        truth, guess = demo.draw(rng, argparse.Namespace(guess_factor=args.guess_factor,
-                                                         **{f"{w}_{n}": None for w in ("true", "init") for n in NAMES}))
+        truth, guess = draw(rng, args.guess_factor)
         targets = {}
         for k, (case, tgt, fit_model, free) in enumerate(cases):
             if tgt not in targets:

@@ -15,14 +15,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIT = r"""
 import argparse, hashlib, json, os, sys
 import numpy as np
-sys.path.insert(0, os.path.join(os.getcwd(), "demos"))
 import tigradsim as tgs
-import sysid_rigid_mass
+from tigradsim.scenes.rigid_push import PushScene
 
 tgs.init(precision="f64")
 assert tgs.deterministic()
 ns = argparse.Namespace(push=20.0, duration=0.2, dt=1 / 480, every=24, res=16, sigma=1e-3, checkpoint=None)
-sc = sysid_rigid_mass.Scene("box", ns)
+sc = PushScene("box", **vars(ns))
 sc.model.set("body_mass", [1.6])
 target = sc.fit.render()
 digest = lambda a: hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()

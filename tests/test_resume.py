@@ -1,16 +1,12 @@
 """VideoFit checkpoints: resuming from a file that is not a checkpoint, a truncated one, or
 another fit's gives a ValueError naming the path and the problem, before anything changes."""
-import os
 import pickle
-import sys
 
 import numpy as np
 import pytest
 
 import tigradsim as tgs
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
-import sysid_rigid_mass  # noqa: E402
+from tigradsim.scenes.rigid_push import PushScene
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +14,7 @@ def scene():
     import argparse
     tgs.init(precision="f64")
     ns = argparse.Namespace(push=20.0, duration=0.1, dt=1 / 480, every=24, res=16, sigma=1e-3, checkpoint=None)
-    sc = sysid_rigid_mass.Scene("box", ns)
+    sc = PushScene("box", **vars(ns))
     sc.fit.optimizer = tgs.Adam([sc.mass], lr=0.1)
     return sc
 
