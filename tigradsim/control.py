@@ -295,13 +295,15 @@ def com_errors(final_com, target_com):
 
 
 def save_report(out_dir, histories, target_image, video, title, fps=15):
-    """Loss curves (one per seed) and a GIF: target image | final behaviour.
+    """Loss curves (one per seed), a labelled GIF "target" | "final behaviour", and
+    overlay.png (the final frame's outline in red over the target image).
 
     histories: list of History (or of loss lists).  target_image: (H, W[, C]).
-    video: (K, H, W[, C]) frames of the final behaviour.  Returns the paths."""
+    video: (K, H, W[, C]) frames of the final behaviour.
+    Returns {"loss_plot", "gif", "overlay": path}."""
     import os
+    from .panels import labelled_strip, overlay_png
     from .plots import _pyplot
-    from .sysid import side_by_side
     from .video import save_gif
     os.makedirs(out_dir, exist_ok=True)
     plt = _pyplot()
@@ -321,7 +323,9 @@ def save_report(out_dir, histories, target_image, video, title, fps=15):
     fig.savefig(loss_path)
     plt.close(fig)
     video = np.asarray(video)
-    target = np.broadcast_to(np.asarray(target_image), video.shape)
+    target = np.asarray(target_image)[None]       # one frame: held for the whole video
     gif = os.path.join(out_dir, "target_vs_final.gif")
-    save_gif(side_by_side([target, video]), gif, fps=fps)
-    return {"loss_plot": loss_path, "gif": gif}
+    scale = max(2, -(-160 // video.shape[2]))      # panels wide enough for their labels
+    save_gif(labelled_strip([("target", target), ("final behaviour", video)], scale=scale), gif, fps=fps)
+    overlay = overlay_png(target[0], video[-1], os.path.join(out_dir, "overlay.png"))
+    return {"loss_plot": loss_path, "gif": gif, "overlay": overlay}

@@ -308,24 +308,62 @@ class VideoFit:
             self.history.seconds.pop()
 
     # -- pictures --------------------------------------------------------------
+    def _param_lines(self, values):
+        """'name value' per parameter (one label line each) from {name: value}; '' where values is None."""
+        if values is None:
+            return None
+        lines = []
+        for i, p in enumerate(self.params):
+            name = p.name or f"param {i}"
+            if p.name in values:
+                v = np.asarray(values[p.name], dtype=np.float64).reshape(-1)
+                text = (", ".join(f"{x:.4g}" for x in v) if v.size <= 3 else f"mean {v.mean():.4g}")
+                lines.append(f"{name} {text}")
+        return "\n".join(lines) if lines else None
+
+    def report_strip(self, target_video, initial_video, truth=None, final_video=None, scale=None):
+        """The labelled video target | initial guess | estimate: uint8 (K, H', W', 3).
+
+        Each panel's label gives its parameter values: `truth` ({name: value}; None: no
+        values under "target"), the first values of the fit's History, and the current
+        parameters (those `render()` uses).  final_video: the estimate's frames (None:
+        rendered now).  scale: integer upscaling (None: panels at least 192 pixels wide,
+        so the labels fit).  Pass several trials' strips to `panels.trials_grid`."""
+        from .panels import labelled_strip
+        if final_video is None:
+            final_video = self.render()
+        initial = {name: vals[0] for name, vals in self.history.params.items() if vals} if self.history else None
+        final = {p.name: p.value() for p in self.params}
+        if scale is None:
+            scale = max(2, -(-192 // np.shape(final_video)[2]))
+        return labelled_strip([("target", target_video, self._param_lines(truth)),
+                               ("initial guess", initial_video, self._param_lines(initial)),
+                               ("estimate", final_video, self._param_lines(final))], scale=scale)
+
     def save_report(self, out_dir, target_video, initial_video, truth=None, title="system identification",
                     show=False):
-        """Loss curve, parameter traces and a side-by-side GIF (target | initial | estimate).
+        """Loss curve, parameter traces, the labelled GIF target | initial guess | estimate
+        (`report_strip`) and overlay.png (the estimate's last-frame outline in red over the
+        target's last frame).  Returns {"loss_plot", "param_plot", "gif", "overlay": path}.
 
-        show: also play the side-by-side video in a Taichi GUI window (when a display exists)."""
+        show: also play the labelled video in a window when a display exists: True, or the
+        parsed `tigradsim.viz.add_view_args` flags (--no-wait, --speed, --headless)."""
+        from .panels import overlay_png
         from .video import save_gif
+        from .viz import play_video
         os.makedirs(out_dir, exist_ok=True)
         final_video = self.render()
         paths = {
             "loss_plot": plot_loss(self.history, os.path.join(out_dir, "loss.png"), title=f"{title}: loss"),
             "param_plot": plot_params(self.history, os.path.join(out_dir, "params.png"), truth=truth, title=title),
         }
-        strip = side_by_side([target_video, initial_video, final_video])
+        strip = self.report_strip(target_video, initial_video, truth=truth, final_video=final_video)
         paths["gif"] = os.path.join(out_dir, "target_initial_estimate.gif")
         save_gif(strip, paths["gif"], fps=15)
+        paths["overlay"] = overlay_png(np.asarray(target_video)[-1], final_video[-1],
+                                       os.path.join(out_dir, "overlay.png"))
         if show:
-            from .viz import play_video
-            play_video(strip, title, saved_at=paths["gif"])
+            play_video(strip, title, None if show is True else show, saved_at=paths["gif"])
         return paths
 
 

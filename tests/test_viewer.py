@@ -1,0 +1,320 @@
+"""The viewer and the report pictures (issue 19 items 1 and 2).
+
+* Under a virtual X display (Xvfb): a demo's window shows the scene (screenshot of the
+  screen while the window is up: the window is not uniform and the mesh colour is
+  there), and the demo returns by itself with --no-wait.  Skipped only when no Xvfb
+  binary exists (CI installs it: `.ci/run`).
+* Without a display: `show` says so, writes the PNG frames and a GIF that plays at
+  real time; `play_video` says so too.
+* Panels: label bars, sizes, shorter videos held, the overlay's red outline exactly
+  on the estimate's edge; VideoFit.save_report's labelled GIF and overlay.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tigradsim as tgs
+from tigradsim import viz
+from tigradsim.panels import labelled_strip, outline, overlay_png, silhouette_mask, trials_grid
+from tigradsim.video import load_video
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _disc(h, w, cx, cy, r):
+    yy, xx = np.mgrid[:h, :w]
+    return ((xx - cx) ** 2 + (yy - cy) ** 2 < r * r).astype(np.float64)
+
+
+# -- panels ---------------------------------------------------------------------
+def test_labelled_strip_labels_sizes_and_held_frames():
+    K, H, W = 6, 20, 30
+    target = np.stack([_disc(H, W, 5 + 3 * k, 10, 5) for k in range(K)])        # float (K, H, W)
+    short = (np.stack([_disc(H, W, 5 + k, 10, 4) for k in range(3)]) * 255).astype(np.uint8)[..., None]
+    rgba = np.zeros((K, H, W, 4))
+    rgba[..., 2] = 1.0
+    rgba[..., 3] = target                                                        # blue disc, transparent elsewhere
+    strip = labelled_strip([("target", target, "mass 1.00 kg\nmu 0.50"), ("initial guess", short, "mass 0.52 kg"),
+                            ("estimate", rgba)], scale=2, gap=4)
+    assert strip.dtype == np.uint8 and strip.ndim == 4 and strip.shape[-1] == 3
+    assert strip.shape[0] == K                                                   # the longest video's length
+    assert strip.shape[2] == 3 * 2 * W + 2 * 4
+    bar = strip.shape[1] - 2 * H                                                 # title + two value lines
+    assert 40 <= bar <= 70, bar
+    for i in range(3):
+        x0 = i * (2 * W + 4)
+        label = strip[0, :bar, x0:x0 + 2 * W].astype(int)
+        assert (label.sum(-1) < 200).sum() > 20, f"panel {i}: no dark title text in its label bar"
+        assert (strip[:, bar:, x0:x0 + 2 * W] == strip[:, bar:, x0:x0 + 2 * W][:, :1, :1]).mean() < 1, i
+    # the target's body: nearest-neighbour upscaled by 2, row 0 on top
+    body = strip[:, bar:, :2 * W, 0]
+    assert np.array_equal(body[:, ::2, ::2] > 127, target > 0.5)
+    # the 3-frame video holds its last frame for frames 3..5
+    x1 = 2 * W + 4
+    second = strip[:, bar:, x1:x1 + 2 * W]
+    assert not np.array_equal(second[1], second[2])
+    for k in range(3, K):
+        assert np.array_equal(second[k], second[2])
+    # RGBA is composited over white: the disc is blue, the rest white
+    third = strip[0, bar:, 2 * x1:2 * x1 + 2 * W]
+    assert tuple(third[0, 0]) == (255, 255, 255)
+    assert tuple(third[2 * 10, 2 * 5]) == (0, 0, 255)
+    # the gaps between panels are white
+    assert (strip[:, :, 2 * W:2 * W + 4] == 255).all()
+
+
+def test_labelled_strip_pads_smaller_panels_and_rejects_bad_input():
+    a = np.zeros((2, 10, 12))
+    b = np.zeros((2, 6, 8, 3))
+    strip = labelled_strip([("a", a), ("b", b)], scale=1, gap=0)
+    bar = strip.shape[1] - 10
+    assert strip.shape == (2, bar + 10, 20, 3)
+    assert (strip[:, bar + 6:, 12:] == 255).all() and (strip[:, bar:bar + 6, 12:] == 0).all()
+    with pytest.raises(ValueError, match="scale=0"):
+        labelled_strip([("a", a)], scale=0)
+    with pytest.raises(ValueError, match=r"panels\[1\].*'b'"):
+        labelled_strip([("a", a), ("b", np.zeros((2, 4, 4, 2)))])
+    with pytest.raises(ValueError, match="panels"):
+        labelled_strip([])
+
+
+def test_trials_grid_rows_labels_and_padding():
+    s0 = np.full((4, 10, 30, 3), 40, np.uint8)
+    s1 = np.full((2, 12, 20, 3), 90, np.uint8)
+    grid = trials_grid([s0, s1], labels=["trial 0", "trial 1"], gap=6)
+    bar = (grid.shape[1] - 10 - 12 - 6) // 2
+    assert grid.shape == (4, 2 * bar + 10 + 12 + 6, 30, 3)
+    row1 = grid[:, bar + 10 + 6 + bar:]
+    assert (row1[:, :, :20] == 90).all()                  # held: frames 2, 3 repeat frame 1
+    assert (row1[:, :, 20:] == 255).all()                 # narrower strip padded with white
+    assert (grid[:, bar:bar + 10] == 40).all()
+    label = grid[0, :bar].astype(int)
+    assert (label.sum(-1) > 600).sum() > 10, "no light label text on the row bar"
+    with pytest.raises(ValueError, match="labels"):
+        trials_grid([s0, s1], labels=["only one"])
+
+
+def test_overlay_outline_is_on_the_estimate_edge(tmp_path):
+    H, W, s = 24, 32, 4
+    target = _disc(H, W, 14, 12, 7)
+    estimate = _disc(H, W, 17, 12, 7)                     # shifted 3 px right
+    path = overlay_png(target, estimate, tmp_path / "sub" / "overlay.png", scale=s, thickness=2)
+    img = np.asarray(__import__("PIL.Image", fromlist=["Image"]).open(path).convert("RGB")).astype(int)
+    assert img.shape == (H * s, W * s, 3)
+    red = (img[..., 0] == 255) & (img[..., 1] == 0) & (img[..., 2] == 0)
+    big = np.repeat(np.repeat(estimate > 0.5, s, 0), s, 1)
+    assert np.array_equal(red, outline(big, 2))
+    assert red.sum() > 100
+    # every red pixel is inside the estimate, within 2 px of its boundary; its interior is not red
+    inner = big & ~outline(big, 2)
+    assert not (red & ~big).any() and not (red & inner).any()
+    # away from the outline the target shows through unchanged (white disc on black)
+    tgt_big = np.repeat(np.repeat(target > 0.5, s, 0), s, 1)
+    assert (img[~red & tgt_big] == 255).all() and (img[~red & ~tgt_big] == 0).all()
+    # colour frames: the object is what differs from the border's colour
+    rgb = np.ones((H, W, 3)) * 0.8
+    rgb[estimate > 0.5] = (0.2, 0.3, 0.9)
+    assert np.array_equal(silhouette_mask(rgb), estimate > 0.5)
+    with pytest.raises(ValueError, match="estimate_frame"):
+        overlay_png(target, estimate[:10], tmp_path / "x.png")
+
+
+# -- animation and headless pictures -------------------------------------------
+def _box_animation(frames=12, frame_dt=0.05):
+    v, f = tgs.meshes.box_surface((0.5, 0.4, 0.5))
+    t = np.arange(frames) * frame_dt
+    verts = v[None] + np.stack([np.zeros(frames), 0.3 + 0.5 * np.abs(np.cos(4 * t)), np.zeros(frames)], 1)[:, None]
+    anim = viz.Animation(frame_dt, eye=(0.5, 1.4, 3.0), target=(0.0, 0.4, 0.0), res=(160, 120))
+    anim.mesh(verts, f, color=0xE06020)
+    anim.particles(np.array([[0.8, 0.05, 0.0], [-0.8, 0.05, 0.3]]), radius=0.05)
+    anim.segments(verts, np.array([[0, 1], [2, 3]]))
+    return anim, verts, f
+
+
+def test_animation_rejects_bad_input():
+    v, f = tgs.meshes.box_surface((0.5, 0.4, 0.5))
+    with pytest.raises(ValueError, match="frame_dt=0"):
+        viz.Animation(0.0)
+    anim = viz.Animation(0.1)
+    with pytest.raises(ValueError, match=r"faces: indices must lie in \[0, 8\)"):
+        anim.mesh(v, f + 1)
+    with pytest.raises(ValueError, match="vertices: contains NaN"):
+        anim.mesh(np.full((2, 8, 3), np.nan), f)
+    anim.mesh(np.stack([v] * 3), f)
+    with pytest.raises(ValueError, match="points: 4 frames, but earlier layers have 3"):
+        anim.particles(np.zeros((4, 2, 3)))
+    with pytest.raises(ValueError, match="--speed=0"):
+        viz.ViewOptions(type("A", (), {"speed": 0})())
+
+
+def test_show_without_display_writes_pictures(tmp_path, monkeypatch, capsys, f32):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    import argparse
+    args = viz.add_view_args(argparse.ArgumentParser(), out_default=str(tmp_path / "out")).parse_args([])
+    anim, verts, _ = _box_animation(frames=12, frame_dt=0.05)
+    res = viz.show(anim, "box test", args)
+    said = capsys.readouterr().out
+    assert f"[tigradsim] no display found: writing pictures to {tmp_path / 'out'}" in said
+    assert res["window"] is None and res["frames"] == 12
+    assert res["gif"] == str(tmp_path / "out" / "box_test.gif") and os.path.exists(res["gif"])
+    assert len(list((tmp_path / "out").glob("box_test_0*.png"))) == 12
+    from PIL import Image
+    with Image.open(res["gif"]) as im:
+        assert im.n_frames == 12 and im.size == (160, 120)
+        assert im.info["duration"] == pytest.approx(50, abs=1)        # 0.05 s per frame: real time
+    frames = load_video(res["gif"])
+    orange = (frames[..., 0] > 150) & (frames[..., 2] < 100)
+    assert orange[0].sum() > 50                                      # the box is drawn
+    # the box moves: its picture differs between frames
+    assert not np.array_equal(orange[0], orange[3])
+    # --headless says so even with a display; at --speed 5 a frame would last 0.01 s, shorter than
+    # GIF players honour: every second frame is kept, each shown 0.02 s (still 5 x real time)
+    monkeypatch.setenv("DISPLAY", ":12345")
+    args = viz.add_view_args(argparse.ArgumentParser()).parse_args(
+        ["--headless", "--out", str(tmp_path / "h"), "--speed", "5"])
+    res = viz.show(anim, "box", args)
+    assert f"[tigradsim] --headless: writing pictures to {tmp_path / 'h'}" in capsys.readouterr().out
+    with Image.open(res["gif"]) as im:
+        assert im.n_frames == 6 and im.info["duration"] == pytest.approx(20, abs=1)
+
+
+def test_play_video_without_display(tmp_path, monkeypatch, capsys, f32):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    video = np.zeros((5, 8, 10, 3), np.uint8)
+    assert viz.play_video(video, "clip", saved_at="somewhere.gif") is False
+    assert "no display found: not opening a window; the video is in somewhere.gif" in capsys.readouterr().out
+    assert viz.play_video(video, "clip", "old-style.gif") is False              # pre-args signature
+    assert "old-style.gif" in capsys.readouterr().out
+    args = type("Args", (), {"out": str(tmp_path), "headless": True})()
+    assert viz.play_video(video, "my clip", args) is False
+    assert (tmp_path / "my_clip.gif").exists()
+    assert "--headless: not opening a window" in capsys.readouterr().out
+
+
+def test_sysid_save_report_labels_and_overlay(tmp_path, monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    from tigradsim.scenes.rigid_push import PushScene
+    tgs.init(precision="f64")
+    sc = PushScene("box", push=20.0, duration=0.1, dt=1 / 480, every=24, res=16, sigma=1e-3)
+    sc.set_mass(1.5)
+    target = sc.target()
+    sc.set_mass(0.8)
+    initial = sc.fit.render()
+    sc.fit.optimizer = tgs.Adam(sc.fit.params, lr=0.1)
+    sc.fit.fit(target, iters=2, log_every=0)
+    paths = sc.fit.save_report(str(tmp_path), target, initial, truth={"mass": 1.5}, show=True)
+    assert set(paths) == {"loss_plot", "param_plot", "gif", "overlay"}
+    strip = load_video(paths["gif"])
+    assert strip.shape[0] == len(target)
+    assert strip.shape[2] >= 3 * 192                     # panels upscaled so their labels fit
+    assert os.path.exists(paths["overlay"])
+    from PIL import Image
+    ov = np.asarray(Image.open(paths["overlay"]).convert("RGB")).astype(int)
+    assert ((ov[..., 0] == 255) & (ov[..., 1] == 0) & (ov[..., 2] == 0)).sum() > 20
+    name = sc.fit.params[0].name
+    assert name and sc.fit._param_lines({name: 1.5}) == f"{name} 1.5"
+
+
+# -- a window under a virtual X display ------------------------------------------
+def _free_display():
+    for n in range(90, 200):
+        if not os.path.exists(f"/tmp/.X{n}-lock") and not os.path.exists(f"/tmp/.X11-unix/X{n}"):
+            return n
+    pytest.skip("no free X display number in :90..:199")
+
+
+@pytest.fixture
+def xvfb():
+    exe = shutil.which("Xvfb")
+    if exe is None:
+        pytest.skip("no Xvfb binary (apt-get install xvfb): the window screenshot test needs a virtual X display")
+    n = _free_display()
+    proc = subprocess.Popen([exe, f":{n}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while not os.path.exists(f"/tmp/.X11-unix/X{n}"):
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            pytest.fail(f"Xvfb :{n} did not start (exit code {proc.poll()})")
+        time.sleep(0.1)
+    yield f":{n}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _grab(display):
+    from PIL import ImageGrab
+    return np.asarray(ImageGrab.grab(xdisplay=display).convert("RGB")).astype(int)
+
+
+def _run_and_grab(display, argv, looks_right, timeout=300):
+    """Run argv with DISPLAY set; grab the screen until `looks_right(shot)`; return (shot, stdout, rc)."""
+    env = dict(os.environ, DISPLAY=display)
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    shot, start = None, time.time()
+    try:
+        while proc.poll() is None and time.time() - start < timeout:
+            candidate = _grab(display)
+            if looks_right(candidate):
+                shot = candidate
+                break
+            time.sleep(0.2)
+        out, _ = proc.communicate(timeout=max(1.0, timeout - (time.time() - start)))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return shot, out, proc.returncode
+
+
+def _window_box(shot):
+    """Bounding box (y0, y1, x0, x1) of the non-black screen area (the root window of Xvfb is black)."""
+    lit = shot.sum(-1) > 0
+    ys, xs = np.nonzero(lit)
+    return ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+
+
+def _mesh_blue(shot):
+    """Pixels of the demo's box colour 0x60A0E0 under flat shading (blue clearly above red and green)."""
+    r, g, b = shot[..., 0], shot[..., 1], shot[..., 2]
+    return (b > 90) & (b - r > 50) & (b >= g)
+
+
+@pytest.mark.parametrize("window", ["gui", "ggui"])
+def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path):
+    if window == "ggui":
+        ok, reason = viz.ggui_available()
+        if not ok:
+            pytest.skip(f"no GGUI 3D window here ({reason}); the 2D window is checked by the 'gui' case")
+    argv = [sys.executable, "demos/rigid_bounce.py", "--steps", "400", "--every", "20", "--no-wait",
+            "--speed", "0.1", "--window", window, "--out", str(tmp_path)]
+
+    def looks_right(shot):
+        return shot.sum(-1).max() > 0 and _mesh_blue(shot).sum() > 100
+
+    shot, out, rc = _run_and_grab(xvfb, argv, looks_right)
+    assert rc == 0, out[-3000:]
+    assert shot is not None, f"no screenshot showed the box while the window was up; output:\n{out[-3000:]}"
+    from PIL import Image
+    Image.fromarray(shot.astype(np.uint8)).save(tmp_path / f"screenshot_{window}.png")
+    y0, y1, x0, x1 = _window_box(shot)
+    assert (y1 - y0) >= 200 and (x1 - x0) >= 200, (y0, y1, x0, x1)
+    region = shot[y0:y1, x0:x1]
+    colors, counts = np.unique(region.reshape(-1, 3), axis=0, return_counts=True)
+    assert len(colors) > 10 and counts.max() < 0.98 * counts.sum()    # not a uniform window
+    assert (region[:60, :200].max(-1) < 80).sum() > 20                 # the caption's dark text, top left
+    light = (region.min(-1) > 200).mean()
+    assert light > 0.3, f"the light background covers only {light:.0%} of the window"
+    assert _mesh_blue(region).sum() > 100
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["steps"] == 400
+    assert "playing" in out and "--no-wait" in out                  # said it plays once, and returned
