@@ -1,8 +1,6 @@
 """Control from pixels: policy gradients (FD, f64) and the quick demos beat the random policy."""
 import argparse
-import json
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -11,16 +9,15 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim import control
 from tigradsim.meshes import boundary_faces, validate_tets
-from tigradsim.meshes_extra import tet_gear, tet_walker
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
-import control_cloth  # noqa: E402
-import control_fem  # noqa: E402
-import control_walker  # noqa: E402
+from tigradsim.scenes import control_cloth, control_fem
+from tigradsim.scenes.control import builder_defaults, run_experiment
+from tigradsim.scenes.shapes import tet_gear, tet_walker
 
 
-def last_json(capsys):
-    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+def quick_run(builder, quick, out, **overrides):
+    """The demo's --quick run (f32, seed 0, as `demos/<name>.py --quick --headless`): its JSON dict."""
+    tgs.init(arch="cpu", precision="f32", seed=0)
+    return run_experiment(builder, quick(builder_defaults(builder)), str(out), **overrides)[0]
 
 
 def test_gear_mesh_is_conforming():
@@ -97,29 +94,22 @@ def test_velocity_control_gradient_matches_fd(f64):
         tgs.check_gradient(run, task.loss, [task.policy.v], n_dirs=2, eps=1e-6, rtol=1e-4).assert_ok()
 
 
-def test_quick_fem_beats_random_threefold(tmp_path, capsys):
-    control_fem.main(["--quick", "--target-range", "0.8", "0.8", "--headless",
-                      "--out", str(tmp_path)])
-    r = last_json(capsys)
+def test_quick_fem_beats_random_threefold(tmp_path):
+    r = quick_run(control_fem.gear_task, control_fem.gear_quick, tmp_path, target_range=(0.8, 0.8))
     assert r["position_error"] * 3 <= r["position_error_random"], r
     for name in ("loss.png", "target_vs_final.gif"):
         assert os.path.getsize(tmp_path / name) > 0
 
 
-def test_quick_cloth_beats_random_threefold(tmp_path, capsys):
-    control_cloth.main(["--quick", "--headless", "--out", str(tmp_path)])
-    r = last_json(capsys)
+def test_quick_cloth_beats_random_threefold(tmp_path):
+    r = quick_run(control_cloth.cloth_throw_task, control_cloth.cloth_quick, tmp_path)
     assert r["position_error"] * 3 <= r["position_error_random"], r
     assert os.path.getsize(tmp_path / "target_vs_final.gif") > 0
 
 
 def test_walker_policy_gradient_matches_fd(f64):
     """The walker's settings (material damping, ground) on a short rollout with ground contact."""
-    p = argparse.ArgumentParser()
-    control_fem.common_flags(p, control_walker.DEFAULTS)
-    ns = p.parse_args(["--duration", "0.06", "--res", "24", "--checkpoint", "16", "--blur", "0", "2"])
-    ns.eye, ns.look_at, ns.fov = [0.5, 0.5, 1.6], [0.5, 0.2, 0.0], 45.0
-    task = control_walker.make_task(ns)
+    task = control_fem.walker_task(duration=0.06, res=24, checkpoint=16, blur=(0.0, 2.0))
     pol = task.policy
     pol.W.from_numpy(np.random.default_rng(1).standard_normal(pol.W.shape) * 0.5)
     pol.b.from_numpy(np.random.default_rng(2).standard_normal(pol.b.shape) * 0.2)
@@ -133,9 +123,8 @@ def test_walker_policy_gradient_matches_fd(f64):
         tgs.check_gradient(run, task.loss, [pol.W, pol.b], n_dirs=2, eps=1e-6, rtol=1e-4).assert_ok()
 
 
-def test_quick_walker_beats_random_threefold(tmp_path, capsys):
-    control_walker.main(["--quick", "--headless", "--out", str(tmp_path)])
-    r = last_json(capsys)
+def test_quick_walker_beats_random_threefold(tmp_path):
+    r = quick_run(control_fem.walker_task, control_fem.walker_quick, tmp_path)
     assert r["position_error"] * 3 <= r["position_error_random"], r
     for name in ("loss.png", "target_vs_final.gif"):
         assert os.path.getsize(tmp_path / name) > 0

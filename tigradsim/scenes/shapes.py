@@ -1,14 +1,17 @@
-"""Procedural tet meshes for the control experiments: an extruded gear and a
-planar walker (a box of cells with some cells removed).
+"""The shapes of the paper's scenes: procedural tet meshes for the control
+experiments (an extruded gear, a planar walker: a box of cells with some cells
+removed) and the render demo's turntable.
 
-Both return (vertices (V, 3) float64, tets (T, 4) int32), positively oriented,
-conforming (neighbouring tets share whole faces), without unused vertices.
+The tet builders return (vertices (V, 3) float64 [m], tets (T, 4) int32),
+positively oriented, conforming (neighbouring tets share whole faces), without
+unused vertices.  General-purpose meshes (boxes, balls, cloth grids) are in
+`tigradsim.meshes`; these are scene content, so they live with the scenes.
 """
 import numpy as np
 
-from .meshes import _FIVE_EVEN, _FIVE_ODD, orient_tets, validate_tets
+from ..meshes import _FIVE_EVEN, _FIVE_ODD, orient_tets, validate_tets
 
-__all__ = ["tet_gear", "tet_cells", "tet_walker", "compact"]
+__all__ = ["tet_gear", "tet_cells", "tet_walker", "compact", "unit_mesh", "turntable"]
 
 
 def compact(vertices, tets):
@@ -116,3 +119,37 @@ def tet_walker(cell=0.1, legs=2, leg_width=2, gap=2, leg_height=2, body_height=2
         x0 = k * (leg_width + gap)
         mask[x0:x0 + leg_width, :leg_height, :] = True
     return tet_cells(mask, cell, origin)
+
+
+def unit_mesh(path=None, subdivisions=3):
+    """The render demo's mesh: the surface in the OBJ file `path`, or (no path) an icosphere of
+    `subdivisions` squashed to radii (1, 0.8, 0.9) so that a turn is visible; centred on its
+    bounding box and scaled so that its largest coordinate is 1.  Returns (vertices (V, 3) float64,
+    faces (F, 3))."""
+    from ..renderers import icosphere, load_obj
+    if path:
+        v, f = load_obj(path)
+    else:
+        v, f = icosphere(subdivisions, 1.0)
+        v = v * np.array([1.0, 0.8, 0.9])
+    v = np.asarray(v, dtype=np.float64)
+    v = v - 0.5 * (v.max(0) + v.min(0))
+    return v / np.abs(v).max(), f
+
+
+def turntable(vertices, frames, tilt=0.35):
+    """`frames` copies of `vertices` (V, 3) turned about y by 2 pi k / frames, k = 0 .. frames-1,
+    after a tilt of `tilt` rad about x (so the top shows).  Returns (frames, V, 3)."""
+    v = np.asarray(vertices, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise ValueError(f"turntable: vertices must have shape (V, 3), got {v.shape}")
+    if int(frames) < 1:
+        raise ValueError(f"turntable: frames must be >= 1, got {frames}")
+    out = np.empty((int(frames),) + v.shape)
+    ct, st = np.cos(tilt), np.sin(tilt)
+    tilt_m = np.array([[1, 0, 0], [0, ct, -st], [0, st, ct]])
+    for k in range(int(frames)):
+        a = 2 * np.pi * k / frames
+        rot = np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
+        out[k] = v @ (tilt_m @ rot).T
+    return out
