@@ -4,7 +4,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
-import sysid_cloth  # noqa: E402
+import sysid_cloth  # noqa: E402  (the demo, run end to end)
+from tigradsim.scenes.reparam import AffineVelocity, RigidVelocity, SmoothedVelocity  # noqa: E402
 
 
 def last_json(capsys):
@@ -40,10 +41,10 @@ def test_velocity_reparametrisations_chain_rule_matches_fd(f64):
         for i in fld:
             loss[None] += w[i].dot(fld[i] * fld[i] * fld[i])
 
-    for p, z in ((sysid_cloth.AffineVelocity(fld, rest), rng.normal(size=12)),
-                 (sysid_cloth.RigidVelocity(fld, rest), rng.normal(size=6)),
-                 (sysid_cloth.SmoothedVelocity(fld, rest, 0.3), rng.normal(size=(n, 3)) * 0.5),
-                 (sysid_cloth.SmoothedVelocity(fld, rest, 0.0), rng.normal(size=(n, 3)) * 0.5)):
+    for p, z in ((AffineVelocity(fld, rest), rng.normal(size=12)),
+                 (RigidVelocity(fld, rest), rng.normal(size=6)),
+                 (SmoothedVelocity(fld, rest, 0.3), rng.normal(size=(n, 3)) * 0.5),
+                 (SmoothedVelocity(fld, rest, 0.0), rng.normal(size=(n, 3)) * 0.5)):
         p.write(z)
         report = tgs.check_param_gradient(run, loss, p)
         assert report.ok, f"{type(p).__name__}:\n{report}"

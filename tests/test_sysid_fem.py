@@ -7,7 +7,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
-import sysid_fem  # noqa: E402
+import sysid_fem  # noqa: E402  (the demo, run end to end)
+from tigradsim.scenes.reparam import SmoothedLogMass, UniformLogMass  # noqa: E402
 
 
 def last_json(capsys):
@@ -40,12 +41,12 @@ def test_smoothed_log_mass_param(f64):
     fld = ti.field(float, shape=4, needs_grad=True)
     fld.from_numpy(np.array([1.0, 2.0, 3.0, 4.0]))
     rest = np.array([[0.0, 0, 0], [0.1, 0, 0], [5.0, 0, 0], [5.1, 0, 0]])
-    p = sysid_fem.SmoothedLogMass(fld, rest, 0.2)
+    p = SmoothedLogMass(fld, rest, 0.2)
     assert p.value().tolist() == [0.0] * 4
     p.write(np.array([1.0, 0.0, 0.0, 0.0]))
     m = fld.to_numpy()
     assert m[0] > 1.0 and m[1] > 2.0 and np.allclose(m[2:], [3.0, 4.0])   # smoothed, local
-    u = sysid_fem.UniformLogMass(fld)
+    u = UniformLogMass(fld)
     u.write([np.log(2.0)])
     assert np.allclose(fld.to_numpy(), 2.0 * m)
 
@@ -79,7 +80,7 @@ def test_mass_reparametrisations_chain_rule_matches_fd(f64):
         for i in fld:
             loss[None] += w[i] * fld[i] ** 3
 
-    p = sysid_fem.SmoothedLogMass(fld, rng.uniform(0.0, 0.5, (n, 3)), 0.2)
+    p = SmoothedLogMass(fld, rng.uniform(0.0, 0.5, (n, 3)), 0.2)
     p.write(rng.normal(size=n) * 0.1)                      # away from z = 0
     tgs.check_param_gradient(run, loss, p).assert_ok()
-    tgs.check_param_gradient(run, loss, sysid_fem.UniformLogMass(fld)).assert_ok()
+    tgs.check_param_gradient(run, loss, UniformLogMass(fld)).assert_ok()

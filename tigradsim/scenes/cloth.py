@@ -35,6 +35,7 @@ from .. import meshes
 from ..builder import SceneBuilder
 from ..observers import ParticleRecorder
 from ..optim import Adam, History, Param
+from ..panels import labelled_strip
 from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
 from ..simulator import Simulator
 from ..sysid import VideoFit, render_particles
@@ -152,6 +153,7 @@ class ThrownClothFit:
     def __init__(self, supervision="image", shading="color", nx=20, ny=10, cell=0.1, mu=60.0, lam=80.0,
                  damping=0.05, density=0.25, bending=2e-3, duration=0.5, dt=1e-3, every=20, res=64, sigma=1e-4,
                  checkpoint=100):
+        self.res, self.grid, self.cell = res, [nx, ny], cell
         b = SceneBuilder(gravity=(0.0, -9.8, 0.0))
         v, f = meshes.cloth_grid(nx, ny, cell=cell, origin=(-0.5 * nx * cell, 1.0, -0.5 * ny * cell), plane="xz")
         self.rest = v                                          # (N, 3) [m]
@@ -274,7 +276,33 @@ class ThrownClothFit:
             if truth is not None:
                 print(f"stage {k}: rel_err {velocity_error(self.velocity.value(), truth):.5f}")
         self.fit.history = history
+        self.fit.params = [self.velocity]    # the physical values again (reports label them)
         return history
+
+    def report_strip(self, trial, scale=None):
+        """The labelled video target | initial guess | estimate of one `ClothTrial` (the scene
+        holding its estimate), each panel with its mean velocity and (guess, estimate) the
+        relative error: uint8 (K, H', W', 3); scale: integer upscaling (None: panels >= 192 px)."""
+        def label(v, err=None):
+            line = "mean velocity (" + ", ".join(f"{x:.3g}" for x in np.mean(v, axis=0)) + ") m/s"
+            return line if err is None else f"{line}\nrel. error {err:.2g}"
+
+        scale = scale or max(2, -(-192 // self.res))
+        return labelled_strip([("target", trial.target_video, label(trial.truth)),
+                               ("initial guess", trial.initial_video, label(trial.guess, trial.row["rel_err_initial"])),
+                               ("estimate", self.fit.render(), label(self.velocity.value(), trial.row["rel_err"]))],
+                              scale=scale)
+
+
+def summarize(sc, rows, schedule, extra=None):
+    """The JSON summary of `rows` (one per trial, `ClothTrial.row`): means over trials of
+    rel_err, rel_err_initial and rel_err_norm (as {"velocity": ..}), the paper's figure,
+    the schedule's iters and the scene's sizes; `extra` (e.g. timings) goes last."""
+    mean = lambda key: {"velocity": float(np.mean([r[key] for r in rows]))}
+    return {"rel_err": mean("rel_err"), "rel_err_initial": mean("rel_err_initial"),
+            "rel_err_norm": mean("rel_err_norm"), "paper_rel_err": PAPER_REL_ERR, "iters": schedule.iters,
+            "trials": len(rows), "res": sc.res, "particles": sc.model.particle_count, "grid": sc.grid,
+            "cell": sc.cell, "steps": sc.sim.steps, "frames": sc.renderer.frames, **(extra or {})}
 
 
 @dataclass

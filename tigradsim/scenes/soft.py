@@ -45,7 +45,8 @@ import numpy as np
 from .. import fem, meshes
 from ..builder import SceneBuilder
 from ..observers import ParticleRecorder
-from ..optim import ColumnParam, History, Param, BFGS
+from ..optim import BFGS, ColumnParam, History, Param
+from ..panels import labelled_strip
 from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
 from ..simulator import Simulator
 from ..sysid import VideoFit, relative_error, render_particles
@@ -310,8 +311,32 @@ class SoftBallFit:
             self.fit.params = [SmoothedLogMass(self.model.particle_mass, self.rest, s.mass_smoothing)]
         else:
             self.fit.params = self.params
-        return adam_then_bfgs(self.fit, target, s.iters, s.polish, s.lr, s.polish_lr, lr_decay=s.lr_decay,
-                              resume_dir=resume_dir, name=name)
+        history = adam_then_bfgs(self.fit, target, s.iters, s.polish, s.lr, s.polish_lr, lr_decay=s.lr_decay,
+                                 resume_dir=resume_dir, name=name)
+        self.fit.params = self.params        # the physical values again (reports label them)
+        return history
+
+    def _label(self, values, errors=None):
+        """A panel's values line: mu, lam [Pa] or the mean mass [kg]; with `errors` (a row's
+        rel_err dict) a second line with the relative errors."""
+        if self.estimate == "lame":
+            line = f"mu {values['mu']:.5g} Pa, lam {values['lam']:.5g} Pa"
+        else:
+            line = f"mass: mean {np.mean(values['mass']):.4g} kg"
+        if errors is not None:
+            line += "\nrel. error " + ", ".join(f"{k} {v:.2g}" for k, v in errors.items())
+        return line
+
+    def report_strip(self, trial, scale=None):
+        """The labelled video target | initial guess | estimate of one `BallTrial` (the scene
+        holding its estimate), each panel with its values and (guess, estimate) relative
+        errors: uint8 (K, H', W', 3); scale: integer upscaling (None: panels >= 192 px)."""
+        scale = scale or max(2, -(-192 // self.res))
+        return labelled_strip([("target", trial.target_video, self._label(trial.truth)),
+                               ("initial guess", trial.initial_video,
+                                self._label(trial.guess, trial.row["rel_err_initial"])),
+                               ("estimate", self.fit.render(), self._label(self.get(), trial.row["rel_err"]))],
+                              scale=scale)
 
     def errors(self, truth, guess):
         """One trial's row: rel_err and rel_err_initial (name -> mean |relative error|),
