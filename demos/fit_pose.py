@@ -18,8 +18,8 @@ import os
 import numpy as np
 
 import tigradsim as tgs
+from tigradsim.panels import labelled_strip
 from tigradsim.scenes.rigid_pose_fit import PoseScene
-from tigradsim.sysid import side_by_side
 from tigradsim.video import save_frames, save_gif
 from tigradsim.viz import add_view_args, play_video
 
@@ -41,9 +41,9 @@ def main(argv=None):
 
     os.makedirs(args.out, exist_ok=True)
     save_frames(np.stack([r.target, r.initial, r.final])[..., :3], args.out, prefix="target_initial_final")
-    K = len(r.frames)
-    strip = side_by_side([np.repeat(r.target[None, ..., :3], K, 0), np.repeat(r.initial[None, ..., :3], K, 0),
-                          np.stack(r.frames)])
+    strip = labelled_strip([("target", r.target[None, ..., :3], "true pose\n"),
+                            ("initial guess", r.initial[None, ..., :3], f"error\n{t0:.3f} m, {r0:.3f} rad"),
+                            ("fit (Adam)", np.stack(r.frames), f"final error\n{t1:.4f} m, {r1:.4f} rad")], scale=3)
     gif = save_gif(strip, os.path.join(args.out, "fit.gif"), fps=15)
     print("wrote", args.out)
     play_video(strip, "fit_pose", args, saved_at=gif)

@@ -42,9 +42,9 @@ def main(argv=None):
     anim.caption(lambda k: f"t = {k * r.frame_dt:.2f} s")
     shown = show(anim, "rigid_bounce", args)
     print(json.dumps(dict(steps=args.steps, seconds=round(r.seconds, 4),
-                          bounce_height_ratio=round(r.bounce_height_ratio, 4), slide_distance=round(r.slide_distance, 4),
-                          final_speed=round(r.final_speed, 5), gif=shown["gif"],
-                          mass=args.mass, ke=args.ke, kd=args.kd, kf=args.kf, mu=args.mu)))
+                          bounce_height_ratio=round(r.bounce_height_ratio, 4),
+                          slide_distance=round(r.slide_distance, 4), final_speed=round(r.final_speed, 5),
+                          gif=shown["gif"], mass=args.mass, ke=args.ke, kd=args.kd, kf=args.kf, mu=args.mu)))
 
 
 if __name__ == "__main__":

@@ -1,23 +1,18 @@
 """Recover mass, contact stiffness, damping and friction of a box from video (gradSim Table 2).
 
-A flat box is dropped from --height: it bounces (bounce height and contact time depend on ke, kd and the
-mass) and settles; at --push-start a known force (--push N for --push-time s, --push-offset off the
-centre, so it also spins) slides it along the ground until friction (mu, kf) stops it.  All five
-parameters are fitted together from the silhouette video, each in log-space within bounds: Adam, then
-up to --polish BFGS steps (stopping once the loss is <= --stop-loss), optionally --refine
-Levenberg-Marquardt iterations.  Truths are drawn from the seed; guesses are truth x/ up to
---guess-factor.  The scene, its identifiability and why it is built as it is:
-`tigradsim.scenes.rigid_contact`.
-
-Measured (seed 0, image, res 64, 3 trials): mass 3.0e-15, ke 7.7e-15, kd 3.1e-14, kf 4.6e-13, mu 4.1e-15
-(paper: 2.87e-4, 0.003, 0.400, 0.001, 0.007); --quick (1 trial, res 32, dt 1/960, 90 iterations): mass
-5.4e-4, ke 2.8e-3, kd 3.0e-3, kf 9.4e-2 (kf converges at the default dt only), mu 1.3e-3.
+A box dropped from --height bounces (ke, kd, mass) and settles; at --push-start a known force (--push N,
+--push-time s, --push-offset off the centre) slides it until friction (mu, kf) stops it.  All five
+parameters are fitted together from silhouettes (log-space, bounded): Adam, then up to --polish BFGS
+steps (until the loss is <= --stop-loss), optionally --refine Levenberg-Marquardt.  Truths come from
+the seed, guesses are truth x/ up to --guess-factor; the scene and why it is so:
+`tigradsim.scenes.rigid_contact`.  Measured (seed 0, 3 trials): mass 3.0e-15, ke 7.7e-15, kd 3.1e-14,
+kf 4.6e-13, mu 4.1e-15 (paper 2.87e-4, 0.003, 0.400, 0.001, 0.007).
 
     python demos/sysid_rigid_contact.py --headless --out out/sysid_rigid_contact
 
-Writes loss.png, params.png and target_initial_estimate.gif (trial 0) to --out.  Last line: JSON with
-rel_err (per parameter, mean absolute relative error over trials), rel_err_initial, iters, trials,
-seconds, peak_mem_mb, per_trial.
+Writes loss.png, params.png, target_initial_estimate.gif, overlay.png (trial 0) and trials.gif (every
+trial, labelled) to --out; plays trials.gif when a display exists.  Last line: JSON with rel_err (per
+parameter, mean abs. relative error over trials), rel_err_initial, iters, trials, seconds, per_trial.
 """
 import argparse
 import json
@@ -28,7 +23,10 @@ import time
 import numpy as np
 
 import tigradsim as tgs
+from tigradsim.panels import trials_grid
 from tigradsim.scenes.rigid_contact import NAMES, contact_trials
+from tigradsim.video import save_gif
+from tigradsim.viz import add_view_args, play_video
 
 
 def main(argv=None):
@@ -36,69 +34,63 @@ def main(argv=None):
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--iters", type=int, default=160, help="gradient iterations (Adam, then --polish BFGS steps)")
     p.add_argument("--polish", type=int, default=110, help="last gradient iterations done by quasi-Newton (tgs.BFGS)")
-    p.add_argument("--stop-loss", type=float, default=1e-26,
-                   help="stop the BFGS steps once the loss is at or below this (converged: every parameter within "
-                        "~1e-8 relative)")
+    p.add_argument("--stop-loss", type=float, default=1e-26, help="stop BFGS at this loss (~1e-8 relative errors)")
     p.add_argument("--stop-every", type=int, default=10, help="check --stop-loss every this many BFGS steps")
-    p.add_argument("--refine", type=int, default=0,
-                   help="Levenberg-Marquardt iterations after the gradient descent (VideoFit.refine; each costs "
-                        "11 or more forward rollouts)")
+    p.add_argument("--refine", type=int, default=0, help="Levenberg-Marquardt iterations after (VideoFit.refine)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--res", type=int, default=64, help="image width = height [px]")
     p.add_argument("--supervision", choices=("image", "state"), default="image")
     for n in NAMES:
         p.add_argument(f"--true-{n}", type=float, default=None, help=f"override the true {n}")
         p.add_argument(f"--init-{n}", type=float, default=None, help=f"override the initial guess of {n}")
-    p.add_argument("--fd-step", type=float, default=1e-3,
-                   help="finite-difference step (log-parameters) of the Levenberg-Marquardt Jacobian")
+    p.add_argument("--fd-step", type=float, default=1e-3, help="FD step (log-parameters) of the --refine Jacobian")
     p.add_argument("--guess-factor", type=float, default=1.5, help="initial guesses: truth x/ up to this factor")
     p.add_argument("--lr", type=float, default=0.05, help="Adam step in log-parameters")
     p.add_argument("--lr-decay", type=float, default=0.97, help="Adam learning-rate factor per iteration")
     p.add_argument("--polish-lr", type=float, default=0.05, help="BFGS trust radius in log-parameters")
     p.add_argument("--push", type=float, default=20.0, help="known kick force [N] along +x")
-    p.add_argument("--push-offset", type=float, default=0.05,
-                   help="the kick acts this far [m] off the centre along z (spins the box about y)")
+    p.add_argument("--push-offset", type=float, default=0.05, help="kick point [m] off the centre along z (spin)")
     p.add_argument("--push-start", type=float, default=0.95, help="the kick starts at this time [s]")
     p.add_argument("--push-time", type=float, default=0.1, help="the kick lasts this long [s]")
     p.add_argument("--box", type=float, nargs=3, default=(0.3, 0.1, 0.22), help="box size x y z [m]")
     p.add_argument("--height", type=float, default=0.12, help="initial height of the box centre [m]")
     p.add_argument("--duration", type=float, default=1.6, help="seconds simulated")
-    p.add_argument("--dt", type=float, default=1 / 1920,
-                   help="time step [s] (contact lasts 12-25 ms: with 1/960 the discrete restitution depends on the "
-                        "touchdown phase within a step and the loss ripples in ke at the 2 %% scale)")
+    p.add_argument("--dt", type=float, default=1 / 1920, help="time step [s] (at 1/960 the loss ripples in ke)")
     p.add_argument("--every", type=int, default=32, help="render every this many steps")
     p.add_argument("--sigma", type=float, default=1e-3, help="soft-rasterizer edge blur")
     p.add_argument("--checkpoint", type=int, default=None, help="checkpoint every K steps")
     p.add_argument("--quick", action="store_true", help="small settings for tests (~1 minute)")
     p.add_argument("--resume", action="store_true", help="continue fits saved in --out")
     p.add_argument("--arch", default="cpu")
-    p.add_argument("--headless", action="store_true")
-    p.add_argument("--out", default="out/sysid_rigid_contact")
+    add_view_args(p, out_default="out/sysid_rigid_contact")
     args = p.parse_args(argv)
     if args.quick:
         args.trials, args.iters, args.polish = min(args.trials, 1), min(args.iters, 90), min(args.polish, 40)
-        args.refine = min(args.refine, 0)
-        args.res, args.every, args.dt = 32, 32, 1 / 960
+        args.res, args.every, args.dt, args.refine = 32, 32, 1 / 960, min(args.refine, 0)
     start = time.time()
     tgs.init(arch=args.arch, precision="f64", seed=args.seed)
     os.makedirs(args.out, exist_ok=True)
-    scene = {k: getattr(args, k) for k in ("box", "height", "push", "push_offset", "push_start", "push_time",
-                                           "duration", "dt", "every", "res", "sigma", "checkpoint", "supervision")}
-    fit = {k: getattr(args, k) for k in ("iters", "polish", "lr", "lr_decay", "polish_lr", "stop_loss", "stop_every",
-                                         "refine", "fd_step")}
-    given = lambda kind: {n: getattr(args, f"{kind}_{n}") for n in NAMES if getattr(args, f"{kind}_{n}") is not None}  # noqa: E731
-    trials, errors, initial_errors = [], [], []
+    a = vars(args)
+    pick = lambda *keys: {k: a[k] for k in keys}   # noqa: E731
+    given = lambda kind: {n: a[f"{kind}_{n}"] for n in NAMES if a[f"{kind}_{n}"] is not None}   # noqa: E731
+    fit = pick("iters", "polish", "lr", "lr_decay", "polish_lr", "stop_loss", "stop_every", "refine", "fd_step")
+    scene = pick("box", "height", "push", "push_offset", "push_start", "push_time", "duration", "dt", "every", "res",
+                 "sigma", "checkpoint", "supervision")
+    trials, errors, initial_errors, strips = [], [], [], []
     for t in contact_trials(args.trials, args.seed, args.guess_factor, given("true"), given("init"), fit=fit,
                             resume_dir=args.out if args.resume else None, **scene):
         errors.append(t.rel_err)
         initial_errors.append(t.rel_err_initial)
-        print(f"trial {t.index}: estimate " + ", ".join(f"{n}={t.estimate[n]:.6g} (err {errors[-1][n]:.2e})"
-                                                        for n in NAMES))
         trials.append(t.summary())
+        strips.append(t.scene.fit.report_strip(t.target_video, t.initial_video, truth=t.true))
         if t.index == 0:
             paths = t.scene.fit.save_report(args.out, t.target_video, t.initial_video, truth=t.true,
-                                            title="mass, ke, kd, kf, mu from video", show=not args.headless)
-            print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}")
+                                            title="mass, ke, kd, kf, mu from video")
+            print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}, {paths['overlay']}")
+    grid = trials_grid(strips)
+    gif = save_gif(grid, os.path.join(args.out, "trials.gif"), fps=15)
+    print(f"wrote {gif}")
+    play_video(grid, "mass, ke, kd, kf, mu from video: every trial", args, saved_at=gif)
     mean = lambda rows: {n: float(np.mean([r[n] for r in rows])) for n in NAMES}   # noqa: E731
     print(json.dumps({
         "experiment": "rigid_contact", "supervision": args.supervision,

@@ -12,8 +12,10 @@ Measured (res 64, 60 iterations, 10 trials, seed 0): mean abs relative error 2.3
 
     python demos/sysid_rigid_mass.py --headless --out out/sysid_rigid_mass
 
-Writes loss.png, params.png and target_initial_estimate.gif (trial 0) to --out.  Last line: JSON with
-rel_err (mean absolute relative error over trials), iters, trials, seconds, peak_mem_mb, per_trial.
+Writes loss.png, params.png, target_initial_estimate.gif and overlay.png (trial 0) and trials.gif (every
+trial's target | initial guess | estimate, labelled with the masses) to --out, and plays trials.gif in a
+window when a display exists.  Last line: JSON with rel_err (mean absolute relative error over trials),
+iters, trials, seconds, peak_mem_mb, per_trial.
 """
 import argparse
 import json
@@ -24,7 +26,10 @@ import time
 import numpy as np
 
 import tigradsim as tgs
+from tigradsim.panels import trials_grid
 from tigradsim.scenes.rigid_push import SHAPES, mass_trials
+from tigradsim.video import save_gif
+from tigradsim.viz import add_view_args, play_video
 
 
 def main(argv=None):
@@ -54,8 +59,7 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="small settings for tests (~1 minute)")
     p.add_argument("--resume", action="store_true", help="continue fits saved in --out")
     p.add_argument("--arch", default="cpu")
-    p.add_argument("--headless", action="store_true")
-    p.add_argument("--out", default="out/sysid_rigid_mass")
+    add_view_args(p, out_default="out/sysid_rigid_mass")
     args = p.parse_args(argv)
     if args.quick:
         args.trials, args.iters, args.res, args.every = min(args.trials, 2), min(args.iters, 25), 32, 24
@@ -66,15 +70,20 @@ def main(argv=None):
     scene = dict(push=args.push, duration=args.duration, dt=args.dt, every=args.every, res=args.res, sigma=args.sigma,
                  checkpoint=args.checkpoint, supervision=args.supervision, state_target=args.state_target)
     fit = dict(iters=args.iters, polish=args.polish, lr=args.lr, lr_decay=args.lr_decay, polish_lr=args.polish_lr)
-    trials, initial_errors = [], []
+    trials, initial_errors, strips = [], [], []
     for t in mass_trials(args.trials, args.seed, args.shape, args.true_mass, args.init_mass, fit=fit,
                          resume_dir=args.out if args.resume else None, **scene):
         trials.append(t.summary())
         initial_errors.append(t.rel_err_initial)
+        strips.append(t.scene.fit.report_strip(t.target_video, t.initial_video, truth={"mass": t.true}))
         if t.index == 0:
             paths = t.scene.fit.save_report(args.out, t.target_video, t.initial_video, truth={"mass": t.true},
-                                            title=f"mass from video ({t.scene.shape})", show=not args.headless)
-            print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}")
+                                            title=f"mass from video ({t.scene.shape})")
+            print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}, {paths['overlay']}")
+    grid = trials_grid(strips, [f"trial {k}: {t['shape']}" for k, t in enumerate(trials)])
+    gif = save_gif(grid, os.path.join(args.out, "trials.gif"), fps=15)
+    print(f"wrote {gif}")
+    play_video(grid, "mass from video: every trial", args, saved_at=gif)
     print(json.dumps({
         "experiment": "rigid_mass", "supervision": args.supervision,
         "rel_err": {"mass": float(np.mean([t["rel_err"] for t in trials]))},

@@ -246,4 +246,7 @@ def contact_trials(trials=3, seed=0, guess_factor=1.5, truth=None, guess=None, f
         printer("         guess " + ", ".join(f"{n}={initial[n]:.5g}" for n in NAMES))
         resume = os.path.join(resume_dir, f"trial{trial}") if resume_dir else None
         estimate = sc.fit_contact(target, resume=resume, printer=printer, **(fit or {}))
-        yield ContactTrial(trial, sc, true, initial, estimate, truth_video, initial_video)
+        result = ContactTrial(trial, sc, true, initial, estimate, truth_video, initial_video)
+        err = result.rel_err
+        printer(f"trial {trial}: estimate " + ", ".join(f"{n}={estimate[n]:.6g} (err {err[n]:.2e})" for n in NAMES))
+        yield result
