@@ -5,7 +5,7 @@ wind along +x (with a little +z) pushes it through the aerodynamic drag and lift
 terms; the ground is at y = 0.  `--scene drop` instead drops a square cloth onto
 the ground.  With a display it opens the viewer (until closed; `--no-wait` plays
 once); with `--headless` (or no display) it writes PNG frames and a GIF to `--out`.
-The scene: `tigradsim.scenes.cloth.drape`.  Last line: JSON.
+The scene: `tigradsim.scenes.cloth_drape`.  Last line: JSON.
 
     python demos/cloth_drape.py --headless --out out/cloth_drape
     python demos/cloth_drape.py --material stvk_membrane --mu 80 --lam 40 --wind 6 0 1
@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim.scenes import cloth
+from tigradsim.scenes import cloth_drape
 from tigradsim.viz import Animation, add_view_args, show
 
 
@@ -45,11 +45,11 @@ def main(argv=None):
 
     start = time.time()
     tgs.init(arch=args.arch, precision="f32")
-    model, cl = cloth.drape(args.scene, args.material, args.mu, args.lam, args.damping, args.density, args.bending,
+    model, cl = cloth_drape.drape(args.scene, args.material, args.mu, args.lam, args.damping, args.density, args.bending,
                             args.drag, args.lift, args.wind, args.nx, args.ny, args.cell)
-    frames, sim_seconds = cloth.simulate(model, cl, dt=args.dt, steps=args.steps, every=args.every)
+    frames, sim_seconds = cloth_drape.simulate(model, cl, dt=args.dt, steps=args.steps, every=args.every)
 
-    eye, target = cloth.DRAPE_VIEW[args.scene]
+    eye, target = cloth_drape.DRAPE_VIEW[args.scene]
     anim = Animation(args.every * args.dt, eye=eye, target=target)
     if args.scene == "flag":     # the pole
         anim.segments(np.array([[0.0, 0.0, 0.0], [0.0, 0.6 + args.ny * args.cell + 0.1, 0.0]]), [[0, 1]],

@@ -23,7 +23,7 @@ recover.  Measured (density 10, dt 1/1920, 3840 steps, J = tet volume / rest vol
 
 `linear` is not rotation invariant: the rolling ball's tets grow (every J above 1.05 by the end)
 as it turns; use it for small rotations only.  The JSON reports `min_J` and `inverted_samples`
-so a run with other parameters says whether the mesh inverted.  The scene: `tigradsim.scenes.soft`.
+so a run with other parameters says whether the mesh inverted.  The scene: `tigradsim.scenes.soft_bounce`.
 """
 import argparse
 import json
@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim.scenes import soft
+from tigradsim.scenes import soft_bounce
 from tigradsim.viz import Animation, add_view_args, show
 
 
@@ -51,15 +51,15 @@ def main(argv=None):
     parser.add_argument("--arch", default="cpu")
     add_view_args(parser, out_default="out/fem_bounce")
     args = parser.parse_args(argv)
-    stiffness = soft.default_stiffness(args.material)
+    stiffness = soft_bounce.default_stiffness(args.material)
     args.mu = stiffness if args.mu is None else args.mu
     args.lam = stiffness if args.lam is None else args.lam
 
     start = time.time()
     tgs.init(arch=args.arch, precision="f32")
-    model, ball = soft.bouncing_ball(args.material, args.mu, args.lam, damping=args.damping, density=args.density,
+    model, ball = soft_bounce.bouncing_ball(args.material, args.mu, args.lam, damping=args.damping, density=args.density,
                                      resolution=args.resolution)
-    run = soft.simulate_bounce(model, ball, dt=args.dt, steps=args.steps, frame_every=args.frame_every)
+    run = soft_bounce.simulate_bounce(model, ball, dt=args.dt, steps=args.steps, frame_every=args.frame_every)
     sim_seconds = time.time() - start
     inverted = int(np.sum(run["min_J"] <= 0))
     if inverted:

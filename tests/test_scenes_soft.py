@@ -4,7 +4,7 @@ scenes (the fits themselves run end to end in test_sysid_fem.py / test_sysid_clo
 import numpy as np
 import pytest
 
-from tigradsim.scenes import cloth, soft
+from tigradsim.scenes import cloth, cloth_drape, soft
 from tigradsim.scenes.staging import ScalarAdam
 
 
@@ -33,7 +33,7 @@ def test_bad_scene_arguments_are_named(f64):
     with pytest.raises(ValueError, match="estimate: expected 'lame' or 'mass', got 'lamé'"):
         soft.SoftBallFit("lamé")
     with pytest.raises(ValueError, match="scene: expected one of"):
-        cloth.drape("flagpole")
+        cloth_drape.drape("flagpole")
 
 
 def test_mass_truth_is_a_smooth_factor_on_the_lumped_masses(f64):

@@ -8,9 +8,14 @@ Modules:
 - ``tigradsim.scenes.rigid_bounce``: a box (or OBJ mesh) thrown onto the ground with spin (``BounceScene``,
   ``bounce_metrics``).
 - ``tigradsim.scenes.rigid_pose_fit``: an ellipsoid's pose from one image through the renderer (``PoseScene``).
-- ``tigradsim.scenes.soft``: the soft ball (tet FEM) bouncing, and its mu, lam or per-particle masses from video.
-- ``tigradsim.scenes.cloth``: the cloth flag in the wind / dropped, and a thrown cloth's initial velocities from video.
-- ``tigradsim.scenes.springs``: the mass-spring lattice thrown so its centre of mass lands on a target.
+- ``tigradsim.scenes.soft``: the soft ball (tet FEM), its mu, lam or per-particle masses from video (Table 3:
+  ``SoftBallFit.trials``, ``BallFitSchedule``); ``tigradsim.scenes.soft_bounce``: the ball of any tet material
+  bouncing (``bouncing_ball``, ``simulate_bounce``).
+- ``tigradsim.scenes.cloth``: a thrown cloth's per-particle initial velocities from video (Table 3:
+  ``ThrownClothFit.trials``, ``ClothFitSchedule``); ``tigradsim.scenes.cloth_drape``: the flag in the wind or
+  the dropped cloth (``drape``, ``simulate``).
+- ``tigradsim.scenes.springs``: the mass-spring lattice thrown so its centre of mass lands on a target
+  (``LatticeThrow``).
 - ``tigradsim.scenes.reparam``, ``tigradsim.scenes.staging``: the per-particle field reparametrisations and the
   Adam-then-BFGS stages those fits use.
 - ``tigradsim.scenes.control_fem``: the soft gear and the walker trained from pixels (per-tet activation
