@@ -138,8 +138,8 @@ def main(argv=None):
         "baseline_rss_mb": round(baseline, 1), "rss_after_mb": stages, "peak_rss_after_mb": peaks,
         "peak_rss_mb": round(peak, 1),
         "peak_over_baseline_mb": round(peak - baseline, 1),
-        "fields_mb": {"state": round(state_mb, 2), "checkpoints": round(ck_mb, 2), "renderer": round(ren_mb, 1),
-                      "loss": round(loss_mb, 1), "model": round(model_mb, 3)},
+        "fields_mb": {"state": round(state_mb, 4), "checkpoints": round(ck_mb, 4), "renderer": round(ren_mb, 3),
+                      "loss": round(loss_mb, 3), "model": round(model_mb, 4)},
         "forward_s": round(t_forward, 2), "forward_backward_s": round(t_iter, 2),
         "grad_mu": grad, "under_1gb": peak < 1024,
     }

@@ -1,0 +1,83 @@
+"""The benchmark scripts that issue 17 relies on run, at toy sizes, and print what they promise
+(so they cannot rot between the runs that measure): vs_warp.py (tigradsim side always, Warp side
+when warp-lang is installed), bench_memory.py, gpu_check.sh (parses; its commands run at toy size
+in the ones above) and the TIGRADSIM_ARCH switch of conftest.py."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "benchmarks")
+
+
+def _run(args, timeout=600, env=None):
+    out = subprocess.run([sys.executable] + args, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                         env=env)
+    assert out.returncode == 0, f"{args} failed:\n{out.stderr[-3000:]}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _vs_warp(libraries, scenes):
+    return _run([os.path.join(BENCH, "vs_warp.py"), "--tiny", "--in-process", "--repeat", "1",
+                 "--libraries", libraries, "--scenes", scenes])
+
+
+def test_vs_warp_tigradsim_side_runs_every_scene_kind():
+    res = _vs_warp("tigradsim", "fem16,cloth32,rigid64")
+    assert [s["scene"] for s in res["scenes"]] == ["fem16", "cloth32", "rigid64"]
+    for s in res["scenes"]:
+        fwd, fwd_bwd = s["tigradsim_us"]
+        assert 0 < fwd and 0 < fwd_bwd, s
+        assert s["tigradsim_gradient_finite"], s       # the taped pass reached the initial velocities
+        assert s["warp_us"] is None and s["ratio"] is None and s["max_position_diff_m"] is None
+    assert res["scenes"][0]["tets"] == 5 * 2 * 1 * 1
+    assert res["scenes"][1]["triangles"] == 2 * 4 * 4
+    assert res["scenes"][2]["bodies"] == 2
+
+
+def test_vs_warp_both_libraries_agree_where_the_laws_do():
+    pytest.importorskip("warp")
+    res = _vs_warp("tigradsim,warp", "fem16,cloth32")
+    for s in res["scenes"]:
+        assert len(s["warp_us"]) == 2 and len(s["ratio"]) == 2, s
+        # same mesh, masses and laws in f32: the trajectories differ by round-off only
+        assert s["max_displacement_m"] > 1e-3, s
+        assert s["max_position_diff_m"] < 1e-5, s
+
+
+def test_vs_warp_rejects_unknown_scene_before_running():
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "vs_warp.py"), "--scenes", "fem16,boat3",
+                          "--libraries", "tigradsim"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "unknown scene 'boat3'" in out.stderr
+
+
+def test_bench_memory_reports_peak_and_field_memory():
+    res = _run([os.path.join(BENCH, "bench_memory.py"), "--res", "16", "--steps", "64", "--every", "16",
+                "--checkpoint", "16", "--resolution", "1",
+                "--height", "0.505"])        # touching the ground at once: mu gets a gradient
+    assert res["frames"] == 5 and res["steps"] == 64 and res["checkpoint_every"] == 16
+    assert res["peak_rss_mb"] >= res["baseline_rss_mb"] > 0
+    f = res["fields_mb"]
+    assert f["renderer"] > 0 and f["loss"] > 0 and f["state"] > 0 and f["checkpoints"] > 0
+    assert res["under_1gb"] is True
+
+
+def test_gpu_check_script_parses():
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    out = subprocess.run([bash, "-n", os.path.join(BENCH, "gpu_check.sh")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_unknown_tigradsim_arch_for_tests_is_a_usage_error():
+    env = dict(os.environ, TIGRADSIM_ARCH="tpu")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--co", "-p", "no:cacheprovider",
+                          os.path.join(ROOT, "tests", "test_fastmath.py")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode != 0
+    assert "TIGRADSIM_ARCH='tpu'" in out.stdout + out.stderr
