@@ -240,7 +240,7 @@ class ThrownClothFit:
         holding its estimate), each panel with its mean velocity and (guess, estimate) the
         relative error: uint8 (K, H', W', 3); scale: integer upscaling (None: panels >= 192 px)."""
         def label(v, err=None):
-            line = "mean velocity (" + ", ".join(f"{x:.3g}" for x in np.mean(v, axis=0)) + ") m/s"
+            line = "mean v (" + ", ".join(f"{x:.3g}" for x in np.mean(v, axis=0)) + ") m/s"   # fits 192 px
             return line if err is None else f"{line}\nrel. error {err:.2g}"
 
         scale = scale or max(2, -(-192 // self.res))
