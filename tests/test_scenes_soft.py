@@ -32,8 +32,18 @@ def test_cloth_schedule_stages_split_the_iterations():
 def test_bad_scene_arguments_are_named(f64):
     with pytest.raises(ValueError, match="estimate: expected 'lame' or 'mass', got 'lamé'"):
         soft.SoftBallFit("lamé")
+    with pytest.raises(ValueError, match="supervision: expected 'image' or 'state', got 'video'"):
+        soft.SoftBallFit("mass", supervision="video")
+    with pytest.raises(ValueError, match="estimate: expected 'lame' or 'mass', got 'density'"):
+        soft.BallFitSchedule().resolved("density")
     with pytest.raises(ValueError, match="scene: expected one of"):
         cloth_drape.drape("flagpole")
+    with pytest.raises(ValueError, match="shading: expected one of"):
+        cloth.ThrownClothFit(shading="lambert")
+    with pytest.raises(ValueError, match="coarse_field: expected one of"):
+        cloth.ClothFitSchedule(coarse_field="rigid_body")
+    with pytest.raises(ValueError, match=r"coarse: expected the fraction .* got 1.5"):
+        cloth.ClothFitSchedule(coarse=1.5)
 
 
 def test_mass_truth_is_a_smooth_factor_on_the_lumped_masses(f64):

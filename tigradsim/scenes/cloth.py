@@ -44,6 +44,11 @@ PAPER_REL_ERR = {"velocity": 0.026}    # gradSim Table 3
 QUICK_SCENE = dict(nx=10, ny=5, cell=0.2, res=32, duration=0.4, every=20, checkpoint=100)   # --quick
 
 
+def _check_choice(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{name}: expected one of {allowed}, got {value!r}")
+
+
 def velocity_error(est, true):
     """Mean over particles of |v_est - v_true| / |v_true| (est, true: (N, 3))."""
     return float(np.mean(np.linalg.norm(est - true, axis=1) / np.linalg.norm(true, axis=1)))
@@ -83,6 +88,15 @@ class ClothFitSchedule:
     fine_polish_lr: float = 0.05
     fine_lr: float = 0.25
 
+    def __post_init__(self):
+        _check_choice("coarse_field", self.coarse_field, ("rigid", "affine"))
+        _check_choice("fine_adam", self.fine_adam, ("scalar", "adam"))
+        if not 0.0 <= self.coarse <= 1.0:
+            raise ValueError(f"coarse: expected the fraction of iterations on the coarse field in [0, 1], "
+                             f"got {self.coarse}")
+        if self.iters < 0:
+            raise ValueError(f"iters: expected a number of iterations >= 0, got {self.iters}")
+
     def quick(self):
         """These settings with the quick stage layout (coarse 0.55, 25 BFGS steps at trust
         radius 0.5, one fine stage at 0.3 m)."""
@@ -109,6 +123,8 @@ class ThrownClothFit:
     def __init__(self, supervision="image", shading="color", nx=20, ny=10, cell=0.1, mu=60.0, lam=80.0,
                  damping=0.05, density=0.25, bending=2e-3, duration=0.5, dt=1e-3, every=20, res=64, sigma=1e-4,
                  checkpoint=100):
+        _check_choice("supervision", supervision, ("image", "state"))
+        _check_choice("shading", shading, ("color", "silhouette"))
         self.res, self.grid, self.cell = res, [nx, ny], cell
         b = SceneBuilder(gravity=(0.0, -9.8, 0.0))
         v, f = meshes.cloth_grid(nx, ny, cell=cell, origin=(-0.5 * nx * cell, 1.0, -0.5 * ny * cell), plane="xz")

@@ -85,6 +85,8 @@ class BallFitSchedule:
     def resolved(self, estimate, quick=False, full=False, mass_truth="smooth"):
         """A copy with every None replaced by the tuned default for `estimate` ("lame" or
         "mass"), the paper's `full` settings (200 iterations) or the `quick` ones."""
+        if estimate not in ("lame", "mass"):
+            raise ValueError(f"estimate: expected 'lame' or 'mass', got {estimate!r}")
         s = dataclasses.replace(self)
         lame = estimate == "lame"
         if full:
@@ -130,6 +132,8 @@ class SoftBallFit:
                  duration=1.0, dt=1 / 1920, every=32, res=64, sigma=1e-4, shading="silhouette", checkpoint=128):
         if estimate not in ("lame", "mass"):
             raise ValueError(f"estimate: expected 'lame' or 'mass', got {estimate!r}")
+        if supervision not in ("image", "state"):
+            raise ValueError(f"supervision: expected 'image' or 'state', got {supervision!r}")
         self.estimate, self.true_mu, self.true_lam = estimate, true_mu, true_lam
         self.res, self.dt, self.checkpoint = res, dt, checkpoint
         b = SceneBuilder(gravity=(0.0, -9.8, 0.0))
