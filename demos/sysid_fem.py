@@ -63,7 +63,8 @@ def main(argv=None):
     f("--quick", action="store_true", help="small settings for tests (< 1 minute)")
     f("--resume", action="store_true", help="continue fits saved in --out")
     f("--arch", default="cpu")
-    add_view_args(p, out_default=None)
+    f("--out", default=None, help="folder for pictures and results (default out/sysid_fem_<estimate>)")
+    add_view_args(p)
     args = p.parse_args(argv)
     if args.full:
         args.duration = 2.0
