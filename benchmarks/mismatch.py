@@ -57,9 +57,8 @@ import time
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim import meshes
-from tigradsim.rigid import RigidBodies, RigidSurface
-from tigradsim.scenes.rigid_contact import BOUNDS, FIELDS, NAMES, draw
+from tigradsim.rigid import RigidSurface
+from tigradsim.scenes.rigid_contact import BOUNDS, FIELDS, NAMES, bounce_box_model, draw
 from tigradsim.sysid import VideoFit, relative_error
 
 CONTACT = ("ke", "kd", "kf")
@@ -72,13 +71,9 @@ class MismatchScene:
     def __init__(self, args, substeps, damping="capped", friction="capped"):
         self.substeps = substeps
         self.dt = 1.0 / (args.fps * substeps)
-        vertices, faces = meshes.box_surface(args.box)
-        b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
-        b.add_ground(ke=1e4, kd=30.0, kf=10.0, mu=0.5, damping=damping, friction=friction)
-        body = b.add_rigid_body(vertices, faces, mass=1.0, position=(-0.4, args.height, 0.0))
-        b.component(RigidBodies).add_force(b, body, force=(args.push, 0.0, 0.0), point=(0.0, 0.0, args.push_offset),
-                                           start=args.push_start, end=args.push_start + args.push_time)
-        self.model = b.finalize(requires_grad=True)
+        self.model = bounce_box_model(box=args.box, height=args.height, push=args.push, push_offset=args.push_offset,
+                                      push_start=args.push_start, push_time=args.push_time, damping=damping,
+                                      friction=friction)
         frames = int(round(args.duration * args.fps))
         self.sim = tgs.Simulator(self.model, dt=self.dt, steps=frames * substeps)
         self.surface = RigidSurface(self.sim, every=substeps)
