@@ -4,8 +4,8 @@ The graph is built from the source files with `ast`, without importing anything:
 every package that pyproject.toml installs under `tigradsim` (including `tigradsim.materials` and
 `tigradsim.renderers`, which live in the top-level `materials/` and `renderers/` folders, and any layer
 subfolder with an `__init__.py`), one edge per import executed when the module is imported, i.e. at module
-level (inside `if` / `try` blocks too, but not inside functions or classes' methods, nor under
-`if TYPE_CHECKING:`).  Relative imports are resolved against the importing module's package.
+level (inside `if` / `try` / `with` blocks and class bodies too, but not inside functions or methods, nor
+under `if TYPE_CHECKING:`).  Relative imports are resolved against the importing module's package.
 
 An edge goes to the module named by the import: `from .a import b` points at `a.b` when `b` is a submodule and
 at `a` (its `__init__`) otherwise; parents' `__init__`s that Python also runs are not edges (every submodule
@@ -73,7 +73,7 @@ def discover_modules(roots):
 
 def _module_level_imports(tree):
     """Import / ImportFrom nodes run when the module is imported: the module body and the bodies of its
-    top-level if / try / with / for / while blocks, not functions, classes or `if TYPE_CHECKING:`."""
+    top-level if / try / with / for / while blocks and classes, not functions or `if TYPE_CHECKING:`."""
     out = []
 
     def visit(stmts):
@@ -95,6 +95,8 @@ def _module_level_imports(tree):
             elif isinstance(node, (ast.With, ast.For, ast.While)):
                 visit(node.body)
                 visit(getattr(node, "orelse", []))
+            elif isinstance(node, ast.ClassDef):     # a class body runs at import (its methods do not)
+                visit(node.body)
 
     visit(tree.body)
     return out
@@ -203,12 +205,13 @@ def test_graph_reads_module_level_imports_only(tmp_path):
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("from .a import f\n")
     (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import g\n"
-                              "def f():\n    from .b import g\n    return g\n")
+                              "def f():\n    from .b import g\n    return g\n"
+                              "class K:\n    def m(self):\n        from . import b\n")
     (pkg / "b.py").write_text("try:\n    from .sub import c\nexcept ImportError:\n    c = None\n")
-    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("class S:\n    from ..a import f\n")
     (pkg / "sub" / "c.py").write_text("from ..a import f\nimport pkg.b\n")
     modules = discover_modules({"pkg": pkg})
     graph = import_graph(modules)
-    assert graph == {"pkg": {"pkg.a"}, "pkg.a": set(), "pkg.b": {"pkg.sub.c"}, "pkg.sub": set(),
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": set(), "pkg.b": {"pkg.sub.c"}, "pkg.sub": {"pkg.a"},
                      "pkg.sub.c": {"pkg.a", "pkg.b"}}
     assert find_cycle(graph) == ["pkg.b", "pkg.sub.c", "pkg.b"]
