@@ -174,9 +174,10 @@ def _named(modules, last):
 def test_graph_covers_the_package():
     """The walk finds the core, the materials and the renderers (so an empty graph cannot pass)."""
     modules, graph = _graph()
-    assert {"tigradsim", "tigradsim.materials", "tigradsim.renderers"} <= set(modules), sorted(modules)
-    assert _named(modules, "neo_hookean").startswith("tigradsim.materials")
-    assert _named(modules, "softras").startswith("tigradsim.renderers")
+    assert "tigradsim" in modules, sorted(modules)
+    assert modules[_named(modules, "materials")][1] and modules[_named(modules, "renderers")][1]   # packages
+    assert _named(modules, "neo_hookean").startswith(_named(modules, "materials") + ".")
+    assert _named(modules, "softras").startswith(_named(modules, "renderers") + ".")
     assert len(modules) >= 40
     # known edges: the package __init__ imports the simulator; a material (in the mapped materials/ folder)
     # imports the registry
