@@ -20,6 +20,7 @@ the builder with the parsed values (`build`), so a default is written once, in t
 """
 import argparse
 import inspect
+import numbers
 import resource
 import time
 
@@ -118,7 +119,7 @@ def check_timing(settings):
     steps = int(round(duration / dt))
     if steps < 1:
         raise ValueError(f"duration: {duration} s is less than one step of dt = {dt} s")
-    if not (isinstance(every, int) and 1 <= every <= steps):
+    if not (isinstance(every, numbers.Integral) and 1 <= every <= steps):
         raise ValueError(f"every: expected an integer number of steps per frame in [1, {steps}], got {every!r}")
     return steps
 
