@@ -154,6 +154,24 @@ def test_animation_rejects_bad_input():
         viz.ViewOptions(type("A", (), {"speed": 0})())
 
 
+def test_playback_clock_real_time_speed_hold_and_loop(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(viz.time, "perf_counter", lambda: now[0])
+    clock = viz._Clock(count=10, frame_dt=0.05, speed=1.0, loop=True, hold=0.75)
+    seen = []
+    for wall in (0.0, 0.049, 0.051, 0.26, 0.499, 0.51, 1.2, 1.26):
+        now[0] = 100.0 + wall
+        seen.append(clock.frame())
+    # real time: frame k at k * 0.05 s; the last frame held 0.75 s after the 0.5 s of motion, then frame 0
+    assert seen == [0, 0, 1, 5, 9, 9, 9, 0]
+    now[0] = 200.0
+    once = viz._Clock(count=10, frame_dt=0.05, speed=0.5, loop=False)
+    times = {0.0: 0, 0.11: 1, 0.99: 9, 1.01: None}        # half speed: 1 s for 10 frames, then done
+    for wall, k in times.items():
+        now[0] = 200.0 + wall
+        assert once.frame() == k, wall
+
+
 def test_show_without_display_writes_pictures(tmp_path, monkeypatch, capsys, f32):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
@@ -225,28 +243,34 @@ def test_sysid_save_report_labels_and_overlay(tmp_path, monkeypatch):
 
 
 # -- a window under a virtual X display ------------------------------------------
-def _free_display():
-    for n in range(90, 200):
-        if not os.path.exists(f"/tmp/.X{n}-lock") and not os.path.exists(f"/tmp/.X11-unix/X{n}"):
-            return n
-    pytest.skip("no free X display number in :90..:199")
-
-
 @pytest.fixture
 def xvfb():
+    """A private virtual X display ":N"; Xvfb picks a free N itself (-displayfd), so test runs
+    side by side never share or race for a display."""
     exe = shutil.which("Xvfb")
     if exe is None:
         pytest.skip("no Xvfb binary (apt-get install xvfb): the window screenshot test needs a virtual X display")
-    n = _free_display()
-    proc = subprocess.Popen([exe, f":{n}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while not os.path.exists(f"/tmp/.X11-unix/X{n}"):
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail(f"Xvfb :{n} did not start (exit code {proc.poll()})")
-        time.sleep(0.1)
-    yield f":{n}"
+    import select
+    read_fd, write_fd = os.pipe()
+    # -noreset: by default the server resets whenever its last client disconnects (each screenshot
+    # here is a client), refusing connections meanwhile, so the demo's window could fail to open
+    proc = subprocess.Popen([exe, "-displayfd", str(write_fd), "-screen", "0", "1024x768x24", "-nolisten", "tcp",
+                             "-noreset"],
+                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_fd)
+    number = b""
+    deadline = time.time() + 30
+    while not number.endswith(b"\n") and time.time() < deadline:
+        if select.select([read_fd], [], [], 0.5)[0]:
+            chunk = os.read(read_fd, 16)
+            if not chunk:
+                break
+            number += chunk
+    os.close(read_fd)
+    if not number.strip().isdigit():
+        proc.kill()
+        pytest.fail(f"Xvfb did not report a display number (exit code {proc.poll()}, got {number!r})")
+    yield f":{int(number)}"
     proc.terminate()
     proc.wait(timeout=10)
 
@@ -296,10 +320,15 @@ def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path):
         if not ok:
             pytest.skip(f"no GGUI 3D window here ({reason}); the 2D window is checked by the 'gui' case")
     argv = [sys.executable, "demos/rigid_bounce.py", "--steps", "400", "--every", "20", "--no-wait",
-            "--speed", "0.1", "--window", window, "--out", str(tmp_path)]
+            "--speed", "0.05", "--window", window, "--out", str(tmp_path)]
 
-    def looks_right(shot):
-        return shot.sum(-1).max() > 0 and _mesh_blue(shot).sum() > 100
+    def caption_pixels(shot):
+        """Dark text pixels in the top-left corner of the window (the caption; GGUI: its panel)."""
+        y0, _, x0, _ = _window_box(shot)
+        return int((shot[y0:y0 + 60, x0:x0 + 200].max(-1) < 80).sum())
+
+    def looks_right(shot):       # the first GGUI frame comes before its caption panel: wait for both
+        return shot.sum(-1).max() > 0 and _mesh_blue(shot).sum() > 100 and caption_pixels(shot) > 20
 
     shot, out, rc = _run_and_grab(xvfb, argv, looks_right)
     assert rc == 0, out[-3000:]
@@ -311,7 +340,6 @@ def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path):
     region = shot[y0:y1, x0:x1]
     colors, counts = np.unique(region.reshape(-1, 3), axis=0, return_counts=True)
     assert len(colors) > 10 and counts.max() < 0.98 * counts.sum()    # not a uniform window
-    assert (region[:60, :200].max(-1) < 80).sum() > 20                 # the caption's dark text, top left
     light = (region.min(-1) > 200).mean()
     assert light > 0.3, f"the light background covers only {light:.0%} of the window"
     assert _mesh_blue(region).sum() > 100

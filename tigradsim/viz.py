@@ -663,11 +663,29 @@ class _GGUIPlayer:
             pass
 
 
+class _TaichiErrorsOnly:
+    """Taichi's log at 'error' level inside the block (then as before).
+
+    The first GGUI frame compiles Taichi's own staging kernels, which warn "Assign may lose
+    precision: f32 <- f64" under ti.init(default_fp=ti.f64): not ours to fix, nor the user's."""
+    _LEVELS = ("trace", "debug", "info", "warn", "error", "critical")
+
+    def __enter__(self):
+        self.level = next((lv for lv in self._LEVELS if ti.is_logging_effective(lv)), "warn")
+        ti.set_logging_level("error")
+
+    def __exit__(self, *exc):
+        ti.set_logging_level(self.level)
+
+
 def _play_ggui(anim, title, opts):
     player = _GGUIPlayer(anim, title)
     clock = _Clock(anim.frames, anim.frame_dt, opts.speed, loop=not opts.no_wait)
     hint = None if opts.no_wait else "Esc / q: close   left-drag: orbit   right-drag + WASD: fly"
     try:
+        with _TaichiErrorsOnly():
+            player.draw(0, hint=hint)
+        clock.start = time.perf_counter()      # the first frame compiled kernels: start the clock after it
         while player.window.running:
             k = clock.frame()
             if k is None:
@@ -686,8 +704,7 @@ def _choose_window(opts):
     ok, reason = ggui_available()
     if ok:
         return "ggui"
-    if opts.window == "ggui" or os.environ.get("TIGRADSIM_VERBOSE"):
-        print(f"{_PREFIX} no GGUI 3D window ({reason}): using the 2D ti.GUI window")
+    print(f"{_PREFIX} no GGUI 3D window ({reason}): using the 2D ti.GUI window (--window gui skips this check)")
     return "gui"
 
 
