@@ -320,7 +320,7 @@ def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path):
         if not ok:
             pytest.skip(f"no GGUI 3D window here ({reason}); the 2D window is checked by the 'gui' case")
     argv = [sys.executable, "demos/rigid_bounce.py", "--steps", "400", "--every", "20", "--no-wait",
-            "--speed", "0.05", "--window", window, "--out", str(tmp_path)]
+            "--speed", "0.1", "--window", window, "--out", str(tmp_path)]
 
     def caption_pixels(shot):
         """Dark text pixels in the top-left corner of the window (the caption; GGUI: its panel)."""
@@ -346,3 +346,30 @@ def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path):
     result = json.loads(out.strip().splitlines()[-1])
     assert result["steps"] == 400
     assert "playing" in out and "--no-wait" in out                  # said it plays once, and returned
+
+
+def test_play_video_window_under_xvfb(xvfb, tmp_path):
+    """An image video plays in a 2D window (the frame is on screen) and --no-wait returns True; a
+    video taller than the largest window is shown reduced to fit (and says so)."""
+    script = tmp_path / "clip.py"
+    script.write_text(
+        "import argparse, numpy as np, tigradsim as tgs\n"
+        "from tigradsim.viz import add_view_args, play_video\n"
+        "tgs.init(arch='cpu')\n"
+        "args = add_view_args(argparse.ArgumentParser()).parse_args()\n"
+        "video = np.full((12, 1200, 300, 3), 240, np.uint8)\n"
+        "video[:, 100:400, 50:250] = (220, 30, 30)\n"
+        "print('shown', play_video(video, 'clip', args, saved_at='clip.gif', fps=4))\n")
+    argv = [sys.executable, str(script), "--no-wait", "--speed", "0.5"]
+
+    def looks_right(shot):
+        red = (shot[..., 0] > 180) & (shot[..., 1] < 80) & (shot[..., 2] < 80)
+        return red.sum() > 1000
+
+    shot, out, rc = _run_and_grab(xvfb, argv, looks_right, timeout=240)
+    assert rc == 0, out[-3000:]
+    assert shot is not None, f"the video never showed on screen; output:\n{out[-3000:]}"
+    assert "shown True" in out
+    assert "the video is 300 x 1200 pixels: shown at 79% (full size: clip.gif)" in out
+    y0, y1, x0, x1 = _window_box(shot)
+    assert y1 - y0 <= 950 and abs((x1 - x0) - 237) <= 2, (y0, y1, x0, x1)

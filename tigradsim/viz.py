@@ -739,18 +739,34 @@ def show(anim, title, args=None) -> dict:
     return {"window": None, "gif": gif, "frames": anim.frames}
 
 
+# the largest window play_video opens (pixels); larger videos are shown reduced
+_MAX_WINDOW = (1600, 950)
+
+
+def _fit_window(video, scale):
+    """(upscale s, reduction r): frames are shown s times larger (nearest pixel) and then, when the
+    result exceeds _MAX_WINDOW, reduced by area averaging to r (< 1) of that size."""
+    h, w = video.shape[1:3]
+    s = int(scale) if scale else max(1, min(8, 800 // max(h, w)))
+    r = min(1.0, _MAX_WINDOW[0] / (w * s), _MAX_WINDOW[1] / (h * s))
+    return s, r
+
+
 def play_video(frames, title="tigradsim", args=None, saved_at=None, scale=None, fps=15, loops=None):
     """Play an image video (K, H, W[, C]) in a ti.GUI window under the `show` rules.
 
     args: parsed `add_view_args` flags (None: defaults: loop until closed, real speed).
     saved_at: where the video was already written (said when no window opens; without it,
     headless, the video is written to OUT/<title>.gif).  scale: integer upscaling for the
-    window (None: fit about 800 pixels).  fps: the video's own frame rate; it plays at
+    window (None: to about 800 pixels); a video larger than 1600 x 950 pixels (a grid of
+    many trials) is shown reduced to fit.  fps: the video's own frame rate; it plays at
     fps x --speed.  loops: play this many times and return (the pre-`args` behaviour).
     Returns True when a window was shown."""
     if isinstance(args, (str, os.PathLike)):          # the old signature play_video(frames, title, saved_at)
         args, saved_at = None, args
     opts = ViewOptions(args)
+    if not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
+        raise ValueError(f"fps={fps!r}: expected the video's positive frame rate in frames per second")
     from .video import save_gif, to_uint8
     video = to_uint8(frames)
     if video.ndim == 3:
@@ -758,19 +774,29 @@ def play_video(frames, title="tigradsim", args=None, saved_at=None, scale=None, 
     video = video[..., :3]
     reason = opts.no_window_reason()
     if reason is None:
+        s, r = _fit_window(video, scale)
         h, w = video.shape[1:3]
-        s = int(scale) if scale else max(1, min(8, 800 // max(h, w)))
-        big = np.repeat(np.repeat(video, s, axis=1), s, axis=2)
+        size = (max(1, int(w * s * r)), max(1, int(h * s * r)))
         try:
-            gui = ti.GUI(title, res=(big.shape[2], big.shape[1]))
+            gui = ti.GUI(title, res=size)
         except Exception as exc:
             reason = f"cannot open a window ({type(exc).__name__}: {exc})"
         else:
             print(_HINT if not (opts.no_wait or loops) else f"{_PREFIX} playing {title}", flush=True)
-            # ti.GUI images are indexed [x, y] with y up; frames are [row, column] with row 0 on top
-            images = [np.ascontiguousarray(np.transpose(f[::-1], (1, 0, 2))).astype(np.float32) / 255 for f in big]
-            clock = _Clock(len(images), 1.0 / fps, opts.speed, loop=not opts.no_wait)
-            plays, last = 0, -1
+            if r < 1:
+                where = f" (full size: {saved_at})" if saved_at else ""
+                print(f"{_PREFIX} the video is {w * s} x {h * s} pixels: shown at {r:.0%}{where}", flush=True)
+
+            def image(k):
+                f = np.repeat(np.repeat(video[k], s, axis=0), s, axis=1)
+                if r < 1:
+                    from PIL import Image
+                    f = np.asarray(Image.fromarray(f).resize(size, Image.BOX))
+                # ti.GUI images are indexed [x, y] with y up; frames are [row, column] with row 0 on top
+                return np.ascontiguousarray(np.transpose(f[::-1], (1, 0, 2))).astype(np.float32) / 255
+
+            clock = _Clock(len(video), 1.0 / fps, opts.speed, loop=not opts.no_wait)
+            plays, last, shown = 0, -1, None
             try:
                 while gui.running:
                     k = clock.frame()
@@ -780,8 +806,10 @@ def play_video(frames, title="tigradsim", args=None, saved_at=None, scale=None, 
                         plays += 1
                         if loops and plays >= loops:
                             break
+                    if k != last:
+                        shown = image(k)          # converted once per frame shown, not kept for all
                     last = k
-                    gui.set_image(images[k])
+                    gui.set_image(shown)
                     gui.show()
                     if any(_quit_keys(e.key) for e in gui.get_events(ti.GUI.PRESS)):
                         break
