@@ -18,12 +18,15 @@ and the 2D `ti.GUI` otherwise; a failure to open the GGUI window falls back to t
 2D GUI with a one-line message.  GGUI needs only a Vulkan driver: it also runs
 with ``ti.init(arch=ti.cpu)`` (checked under Xvfb with Mesa's lavapipe software
 driver, package ``mesa-vulkan-drivers``, and the loader ``libvulkan1``; without the
-loader ``taichi._lib.core.with_vulkan()`` is False).
+loader ``taichi._lib.core.with_vulkan()`` is False).  Whether GGUI works is probed once per
+process in a child process (an off-screen 64 x 64 GGUI window; a few seconds), so that a broken
+driver cannot crash the demo; ``--window gui`` skips the probe.
 Without a display (or with --headless) nothing opens: the frames are drawn off
 screen with the 2D renderer and written as ``OUT/<title>_0000.png ...`` and
 ``OUT/<title>.gif`` (playing at ``--speed`` x real time).
 
-`play_video` shows an image video (K, H, W, 3) under the same rules.  `Viewer` is the
+`play_video` shows an image video (K, H, W, 3) under the same rules (videos larger than
+1600 x 950 pixels, e.g. a grid of many trials, are shown reduced; the GIF keeps full size).  `Viewer` is the
 lower-level immediate-mode 2D drawer (one frame at a time) that `show` uses.
 """
 import math
@@ -679,6 +682,9 @@ class _TaichiErrorsOnly:
 
 
 def _play_ggui(anim, title, opts):
+    if ti.lang.impl.get_runtime().prog is None:     # GGUI's fields need a Taichi runtime (a picture-only script)
+        from .runtime import ensure_init
+        ensure_init()
     player = _GGUIPlayer(anim, title)
     clock = _Clock(anim.frames, anim.frame_dt, opts.speed, loop=not opts.no_wait)
     hint = None if opts.no_wait else "Esc / q: close   left-drag: orbit   right-drag + WASD: fly"
