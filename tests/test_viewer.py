@@ -242,6 +242,26 @@ def test_sysid_save_report_labels_and_overlay(tmp_path, monkeypatch):
     assert name and sc.fit._param_lines({name: 1.5}) == f"{name} 1.5"
 
 
+def test_control_save_report_labels_and_overlay(tmp_path):
+    from tigradsim import control
+    H = W = 24
+    target = _disc(H, W, 15, 12, 5)
+    video = np.stack([_disc(H, W, 5 + k, 12, 5) for k in range(8)])[..., None]
+    paths = control.save_report(str(tmp_path), [[1.0, 0.4, 0.1]], target, video, "control")
+    assert set(paths) == {"loss_plot", "gif", "overlay"}
+    gif = load_video(paths["gif"])
+    assert gif.shape[0] == 8 and gif.shape[2] == 2 * 7 * W + 4          # two panels upscaled to >= 160 px
+    bar = gif.shape[1] - 7 * H
+    assert bar > 10 and (gif[0, :bar, :7 * W].astype(int).sum(-1) < 200).sum() > 10   # "target" label
+    assert (gif[:, bar:, :7 * W] == gif[:1, bar:, :7 * W]).all()            # the target image is held
+    from PIL import Image
+    ov = np.asarray(Image.open(paths["overlay"]).convert("RGB")).astype(int)
+    red = (ov[..., 0] == 255) & (ov[..., 1] == 0) & (ov[..., 2] == 0)
+    scale = ov.shape[0] // H
+    big = np.repeat(np.repeat(video[-1, ..., 0] > 0.5, scale, 0), scale, 1)
+    assert np.array_equal(red, outline(big, 2))                            # the final frame's outline
+
+
 # -- a window under a virtual X display ------------------------------------------
 @pytest.fixture
 def xvfb():
