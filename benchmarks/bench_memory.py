@@ -16,7 +16,9 @@ Memory figures (MB = 2**20 bytes):
                        renderer (frames + scratch), loss (target frames), model
 Each stage's RSS and the high-water mark reached by then are also printed (after build,
 the target render, set_target, the taped iteration): the stage where the high-water mark
-jumps is where the peak comes from.  Target: peak under 1 GB.  The last line is one JSON object.
+jumps is where the peak comes from.  Target: peak under 1 GB.  With --arch cuda the RSS
+figures are host memory only; fields_mb is then what lives on the device.
+The last line is one JSON object.
 """
 import argparse
 import json
