@@ -13,7 +13,7 @@ import taichi as ti
 from .contact import DEFAULT_LAW, ContactLaw, ParticleGroundContact
 from .errors import as_array, check_indices, check_positive
 from .model import ForceTerm, Model, StateKind, check_force_term
-from .particles import ParticleIntegrator, SpringForces
+from .particles import ParticleIntegrator, spring_terms
 from .runtime import ensure_init, np_float
 
 
@@ -198,7 +198,7 @@ class SceneBuilder:
             model.add_field("spring_stiffness", float, (s,), np.concatenate(self._spring_ke))
             model.add_field("spring_damping", float, (s,), np.concatenate(self._spring_kd))
             model.add_field("spring_rest_length", float, (s,), np.concatenate(self._spring_rest))
-            model.force_terms.append(SpringForces(model))
+            model.force_terms.extend(spring_terms(model))
         if self.ground is not None:
             model.has_ground = True
             for name, value in self.ground.items():

@@ -43,7 +43,8 @@ import numpy as np
 import taichi as ti
 
 from .materials.linalg import matmul
-from .elements import MaterialElements, material_params
+from .elements import MaterialElements
+from .gather import NO_PORTS, ElementPorts, corner_q, corner_qd, element_path, table_row
 from .errors import as_array, as_index_array, check_positive
 from .meshes import boundary_faces, validate_tets
 from .registry import get_material
@@ -205,8 +206,11 @@ class TetMeshes:
         model.add_field("tet_Dm_inv", ti.types.matrix(3, 3, float), (E,), dm_inv[order], param=False)
         model.add_field("tet_volume", float, (E,), vols[order], param=False)
         model.add_field("tet_activation", float, (E,), np.zeros(E))
-        model.tet_forces = [TetForces(model, g, self.elements.damping_column) for g in groups]
-        model.force_terms.extend(model.tet_forces)
+        path = element_path(E)
+        ports = ElementPorts(model, tets[order], [(model.tet_params, model.tet_param_row.to_numpy())]) \
+            if path == "gather" else None
+        model.tet_forces = [TetForces(model, g, self.elements.damping_column, path, ports) for g in groups]
+        model.force_terms.extend((ports.before() if ports else []) + model.tet_forces + (ports.after() if ports else []))
 
 
 @ti.data_oriented
@@ -214,11 +218,14 @@ class TetForces(StepTerm):
     """The FEM force term of one material group (see the module docstring for the formulas;
     one term per group: a term runs one loop, see model.py)."""
 
-    def __init__(self, model, group, damping_column):
+    def __init__(self, model, group, damping_column, path="serial", ports=None):
         super().__init__(model)
         self.group = group
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)
+        self.path = path                 # gather.element_path: "serial", "parallel" or "gather" (with ports)
+        self.serial = path == "serial"
+        self.ports = NO_PORTS if ports is None else ports
 
     @property
     def has_activation_t(self):
@@ -228,21 +235,25 @@ class TetForces(StepTerm):
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         ti.loop_config(serialize=self.serial)
         for e in range(self.group.start, self.group.end):
+            if ti.static(self.ports.active):     # gather path: inputs through ports (tigradsim.gather)
+                self.ports.stop(state)
+                self.ports.open(e)
             idx = self.model.tet_indices[e]
-            x0 = state.particle_q[s, idx[0]]
-            v0 = state.particle_qd[s, idx[0]]
-            d1 = state.particle_q[s, idx[1]] - x0
-            d2 = state.particle_q[s, idx[2]] - x0
-            d3 = state.particle_q[s, idx[3]] - x0
-            w1 = state.particle_qd[s, idx[1]] - v0
-            w2 = state.particle_qd[s, idx[2]] - v0
-            w3 = state.particle_qd[s, idx[3]] - v0
+            x0 = corner_q(self.ports, state, s, e, 0, idx[0])
+            v0 = corner_qd(self.ports, state, s, e, 0, idx[0])
+            d1 = corner_q(self.ports, state, s, e, 1, idx[1]) - x0
+            d2 = corner_q(self.ports, state, s, e, 2, idx[2]) - x0
+            d3 = corner_q(self.ports, state, s, e, 3, idx[3]) - x0
+            w1 = corner_qd(self.ports, state, s, e, 1, idx[1]) - v0
+            w2 = corner_qd(self.ports, state, s, e, 2, idx[2]) - v0
+            w3 = corner_qd(self.ports, state, s, e, 3, idx[3]) - v0
             Dm_inv = self.model.tet_Dm_inv[e]
             F = matmul(ti.Matrix.cols([d1, d2, d3]), Dm_inv)
             dF = matmul(ti.Matrix.cols([w1, w2, w3]), Dm_inv)
             row = self.model.tet_param_row[e]
-            p = material_params(self.model.tet_params, row, self.group.param_count)
-            kd = self.model.tet_params[row, self.damping_column]
+            pr = table_row(self.ports, 0, self.model.tet_params, e, row)
+            p = ti.Vector([pr[c] for c in ti.static(range(self.group.param_count))])
+            kd = pr[self.damping_column]
             a = self.model.tet_activation[e]
             if ti.static(self.has_activation_t):
                 a += self.activation_t[t, e]
@@ -252,10 +263,16 @@ class TetForces(StepTerm):
             f1 = ti.Vector([H[0, 0], H[1, 0], H[2, 0]])
             f2 = ti.Vector([H[0, 1], H[1, 1], H[2, 1]])
             f3 = ti.Vector([H[0, 2], H[1, 2], H[2, 2]])
-            state.particle_f[s, idx[0]] += -(f1 + f2 + f3)
-            state.particle_f[s, idx[1]] += f1
-            state.particle_f[s, idx[2]] += f2
-            state.particle_f[s, idx[3]] += f3
+            if ti.static(not self.ports.active):
+                state.particle_f[s, idx[0]] += -(f1 + f2 + f3)
+                state.particle_f[s, idx[1]] += f1
+                state.particle_f[s, idx[2]] += f2
+                state.particle_f[s, idx[3]] += f3
+            else:
+                self.ports.put(e, 0, -(f1 + f2 + f3))
+                self.ports.put(e, 1, f1)
+                self.ports.put(e, 2, f2)
+                self.ports.put(e, 3, f3)
 
 
 def enable_activation_control(model, steps: int):

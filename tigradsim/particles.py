@@ -7,31 +7,58 @@ Integrator, per particle with mass m (m = 0: fixed particle):
 
 import taichi as ti
 
+from .gather import NO_PORTS, ElementPorts, corner_q, corner_qd, element_path
 from .model import StepTerm
 
 # Floor under |x_i - x_j| in spring directions: norm() at 0 has a NaN gradient.
 LENGTH_EPS = 1e-12
 
 
+def spring_terms(model) -> list:
+    """The force terms of the model's springs, in order: `SpringForces` alone (serial or parallel
+    scatter), or with the gather path's port and gather loops around it (`tigradsim.gather`)."""
+    path = element_path(model.spring_count)
+    ports = ElementPorts(model, model.spring_indices.to_numpy()) if path == "gather" else None
+    term = SpringForces(model, path, ports)
+    return (ports.before() + [term] + ports.after()) if ports else [term]
+
+
 @ti.data_oriented
 class SpringForces(StepTerm):
-    """Damped springs f = (ke (l - l0) + kd dl/dt) along the spring, equal and opposite."""
+    """Damped springs f = (ke (l - l0) + kd dl/dt) along the spring, equal and opposite.
+
+    path: `gather.element_path` ("serial", "parallel", or "gather" with `ports`); None: serial or
+    parallel as `runtime.serial_scatter` says.  Per-spring coefficients are read at the loop index,
+    so the gather path needs no parameter ports."""
+
+    def __init__(self, model, path=None, ports=None):
+        super().__init__(model)
+        self.path = path or ("serial" if self.serial else "parallel")
+        self.serial = self.path == "serial"
+        self.ports = NO_PORTS if ports is None else ports
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         ti.loop_config(serialize=self.serial)
         for k in range(self.model.spring_count):
+            if ti.static(self.ports.active):
+                self.ports.stop(state)
+                self.ports.open(k)
             i = self.model.spring_indices[k][0]
             j = self.model.spring_indices[k][1]
-            xij = state.particle_q[s, i] - state.particle_q[s, j]
-            vij = state.particle_qd[s, i] - state.particle_qd[s, j]
+            xij = corner_q(self.ports, state, s, k, 0, i) - corner_q(self.ports, state, s, k, 1, j)
+            vij = corner_qd(self.ports, state, s, k, 0, i) - corner_qd(self.ports, state, s, k, 1, j)
             length = ti.sqrt(xij.dot(xij) + LENGTH_EPS)
             direction = xij / length
             stretch = length - self.model.spring_rest_length[k]
             rate = direction.dot(vij)
             fs = direction * (self.model.spring_stiffness[k] * stretch + self.model.spring_damping[k] * rate)
-            state.particle_f[s, i] += -fs
-            state.particle_f[s, j] += fs
+            if ti.static(self.ports.active):
+                self.ports.put(k, 0, -fs)
+                self.ports.put(k, 1, fs)
+            else:
+                state.particle_f[s, i] += -fs
+                state.particle_f[s, j] += fs
 
 
 @ti.data_oriented

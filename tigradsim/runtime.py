@@ -25,7 +25,7 @@ AD_STACK_SIZE = 256
 OFFLINE_CACHE_BYTES = 2 ** 30
 
 _state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto", "deterministic": True}
-_SCATTER_MODES = ("auto", "parallel", "serial")
+_SCATTER_MODES = ("auto", "parallel", "serial", "gather")
 # "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
 # cores (benchmarks --scatter): serial is 1.4-2.4x faster for springs, tets and
 # cloth, forward and backward.  Where the crossover lies with more cores was not
@@ -44,7 +44,8 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         seed: seed of Taichi's random number generator and of numpy's global one.
         scatter: how element loops (springs, tets, cloth triangles and bending edges) add
             their forces into shared particles: "parallel" (threads, atomic adds),
-            "serial" (one thread, plain adds) or "auto" (see `serial_scatter`).
+            "serial" (one thread, plain adds), "gather" (threads, no atomic adds, bit-reproducible:
+            `tigradsim.gather`) or "auto" (see `serial_scatter` and `gather.element_path`).
         deterministic: every rollout, rendered frame, loss and gradient bit-reproducible
             (reductions that would sum in a thread-dependent order run in a fixed order);
             None: True on CPUs, False on GPUs (where it would cost most).  See `deterministic()`.
@@ -115,12 +116,17 @@ def serial_scatter() -> bool:
     force term is built (model finalize).
     """
     mode = _state["scatter"]
-    if mode == "auto":
+    if mode in ("auto", "gather"):        # "gather": element loops only (gather.element_path)
         if _state["deterministic"]:
             return True
         cfg = impl.current_cfg()
         return cfg.arch == ti.cpu and cfg.cpu_max_num_threads <= SERIAL_SCATTER_MAX_THREADS
     return mode == "serial"
+
+
+def scatter_mode() -> str:
+    """The scatter mode of `init` / `set_scatter`: "auto", "parallel", "serial" or "gather"."""
+    return _state["scatter"]
 
 
 def deterministic() -> bool:
