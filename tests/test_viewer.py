@@ -172,6 +172,28 @@ def test_playback_clock_real_time_speed_hold_and_loop(monkeypatch):
         assert once.frame() == k, wall
 
 
+def test_corner_normals_smooth_surfaces_sharp_creases():
+    v, f = tgs.meshes.box_surface((0.5, 0.4, 0.3))
+    n = viz.corner_normals(v, f)
+    tri = v[f]
+    face = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    face /= np.linalg.norm(face, axis=1, keepdims=True)
+    assert np.allclose(n, face[:, None, :])                       # box edges (90 degrees) stay sharp
+    # a gently curved sheet (a 4 x 4 grid on a cylinder of radius 2): every vertex one normal
+    u, w = np.meshgrid(np.linspace(-0.5, 0.5, 4), np.linspace(0, 1, 4), indexing="ij")
+    pts = np.stack([2 * np.sin(u / 2), 2 * np.cos(u / 2), w], -1).reshape(-1, 3)
+    q = np.arange(16).reshape(4, 4)
+    faces = np.concatenate([np.stack([q[:-1, :-1], q[1:, :-1], q[1:, 1:]], -1).reshape(-1, 3),
+                            np.stack([q[:-1, :-1], q[1:, 1:], q[:-1, 1:]], -1).reshape(-1, 3)])
+    n = viz.corner_normals(pts, faces)
+    for vid in range(16):
+        at = n[faces == vid]
+        assert np.allclose(at, at[0]), vid                         # shared across the vertex's triangles
+    assert np.allclose(np.linalg.norm(n, axis=-1), 1.0)
+    radial = pts[faces] / np.linalg.norm(pts[faces][..., :2], axis=-1, keepdims=True) * [1, 1, 0]
+    assert (np.abs(np.einsum("fcd,fcd->fc", n, radial)) > 0.99).all()   # close to the true surface normal
+
+
 def test_show_without_display_writes_pictures(tmp_path, monkeypatch, capsys, f32):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
