@@ -356,8 +356,10 @@ def _mesh_blue(shot):
 
 
 @pytest.mark.parametrize("window", ["gui", "ggui"])
-def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path):
+def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path, monkeypatch):
     if window == "ggui":
+        monkeypatch.setenv("DISPLAY", xvfb)            # the probe opens a window on this display
+        monkeypatch.setattr(viz, "_ggui_state", {})    # and is not cached from another display
         ok, reason = viz.ggui_available()
         if not ok:
             pytest.skip(f"no GGUI 3D window here ({reason}); the 2D window is checked by the 'gui' case")
