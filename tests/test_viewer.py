@@ -164,6 +164,15 @@ def test_playback_clock_real_time_speed_hold_and_loop(monkeypatch):
         seen.append(clock.frame())
     # real time: frame k at k * 0.05 s; the last frame held 0.75 s after the 0.5 s of motion, then frame 0
     assert seen == [0, 0, 1, 5, 9, 9, 9, 0]
+    now[0] = 300.0
+    paused = viz._Clock(count=10, frame_dt=0.05, speed=1.0, loop=True)
+    now[0] = 300.12
+    paused.toggle_pause()                                 # Space at frame 2
+    now[0] = 310.0
+    assert paused.frame() == 2                            # held while paused
+    paused.toggle_pause()
+    now[0] = 310.1
+    assert paused.frame() == 4                            # resumes where it stopped
     now[0] = 200.0
     once = viz._Clock(count=10, frame_dt=0.05, speed=0.5, loop=False)
     times = {0.0: 0, 0.11: 1, 0.99: 9, 1.01: None}        # half speed: 1 s for 10 frames, then done

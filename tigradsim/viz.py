@@ -11,8 +11,8 @@ Demos record what they want to show in an `Animation` and hand it to `show`:
     show(anim, "my_demo", args)
 
 With a display (and no --headless) `show` opens a window that plays the frames at
-``--speed`` x real time and loops until the window is closed or Esc / q is pressed;
-``--no-wait`` plays once and returns (for scripts).  ``--window auto`` opens a Taichi
+``--speed`` x real time and loops until the window is closed or Esc / q is pressed
+(Space pauses); ``--no-wait`` plays once and returns (for scripts).  ``--window auto`` opens a Taichi
 GGUI 3D window (orbit camera, ground, shaded meshes, particles) when Vulkan works
 and the 2D `ti.GUI` otherwise; a failure to open the GGUI window falls back to the
 2D GUI with a one-line message.  GGUI needs only a Vulkan driver: it also runs
@@ -497,15 +497,25 @@ class _Clock:
     """Which frame to show now, playing K frames of frame_dt at `speed` x real time.
 
     After the last frame the picture holds for `hold` wall seconds, then the clock
-    restarts (loop) or reports the end (once)."""
+    restarts (loop) or reports the end (once).  `toggle_pause` stops and resumes it."""
 
     def __init__(self, count, frame_dt, speed, loop, hold=0.75):
         self.count, self.frame_dt, self.speed, self.loop, self.hold = count, frame_dt, speed, loop, hold
         self.start = time.perf_counter()
+        self.paused_at = None
+
+    def toggle_pause(self):
+        now = time.perf_counter()
+        if self.paused_at is None:
+            self.paused_at = now
+        else:
+            self.start += now - self.paused_at          # the paused time does not count
+            self.paused_at = None
 
     def frame(self):
         """Frame index to show, or None when a single play is over."""
-        wall = time.perf_counter() - self.start
+        now = time.perf_counter() if self.paused_at is None else self.paused_at
+        wall = now - self.start
         k = int(wall * self.speed / self.frame_dt)
         if k < self.count:
             return k
@@ -521,12 +531,22 @@ def _quit_keys(key):
     return key in (ti.GUI.ESCAPE, "q", "Q", ti.GUI.EXIT)
 
 
+def _handle_keys(keys, clock):
+    """True when a key asks to close; Space pauses / resumes the clock."""
+    for key in keys:
+        if _quit_keys(key):
+            return True
+        if key == " ":
+            clock.toggle_pause()
+    return False
+
+
 def _play_gui(anim, title, opts):
     """Play in a 2D ti.GUI window; returns when closed, on Esc/q, or (once) at the end."""
     viewer = Viewer(title, res=anim.res, headless=False, out_dir=None, eye=anim.eye, target=anim.target,
                     fov=anim.fov)
     clock = _Clock(anim.frames, anim.frame_dt, opts.speed, loop=not opts.no_wait)
-    hint = "Esc / q: close" if not opts.no_wait else None
+    hint = "Esc / q: close   Space: pause" if not opts.no_wait else None
     try:
         while viewer.gui.running:
             k = clock.frame()
@@ -534,7 +554,7 @@ def _play_gui(anim, title, opts):
                 break
             anim.draw_2d(viewer, k, hint=hint)
             viewer.gui.show()
-            if any(_quit_keys(e.key) for e in viewer.gui.get_events(ti.GUI.PRESS)):
+            if _handle_keys([e.key for e in viewer.gui.get_events(ti.GUI.PRESS)], clock):
                 break
             time.sleep(1.0 / 120)      # the GUI does not wait for the screen; do not spin a core
     finally:
@@ -680,14 +700,14 @@ class _GGUIPlayer:
                 self.scene.lines(f[0], width=layer["width"], color=layer["rgb"])
         self.canvas.scene(self.scene)
         gui = self.window.get_gui()
-        with gui.sub_window(self.title, 0.01, 0.01, 0.62, 0.13 if hint else 0.08) as w:
+        with gui.sub_window(self.title, 0.01, 0.01, 0.8, 0.13 if hint else 0.08) as w:
             w.text(self.anim.caption_at(k))
             if hint:
                 w.text(hint)
         self.window.show()
 
-    def quit_pressed(self):
-        return any(e.key in (ti.ui.ESCAPE, "q", "Q") for e in self.window.get_events(ti.ui.PRESS))
+    def pressed_keys(self):
+        return [e.key for e in self.window.get_events(ti.ui.PRESS)]
 
     def close(self):
         try:
@@ -717,7 +737,7 @@ def _play_ggui(anim, title, opts):
         ensure_init()
     player = _GGUIPlayer(anim, title)
     clock = _Clock(anim.frames, anim.frame_dt, opts.speed, loop=not opts.no_wait)
-    hint = None if opts.no_wait else "Esc / q: close   left-drag: orbit   right-drag + WASD: fly"
+    hint = None if opts.no_wait else "Esc / q: close   Space: pause   left-drag: orbit   right-drag + WASD: fly"
     try:
         with _TaichiErrorsOnly():
             player.draw(0, hint=hint)
@@ -727,7 +747,7 @@ def _play_ggui(anim, title, opts):
             if k is None:
                 break
             player.draw(k, hint=hint)
-            if player.quit_pressed():
+            if _handle_keys(player.pressed_keys(), clock):
                 break
     finally:
         player.close()
@@ -847,7 +867,7 @@ def play_video(frames, title="tigradsim", args=None, saved_at=None, scale=None, 
                     last = k
                     gui.set_image(shown)
                     gui.show()
-                    if any(_quit_keys(e.key) for e in gui.get_events(ti.GUI.PRESS)):
+                    if _handle_keys([e.key for e in gui.get_events(ti.GUI.PRESS)], clock):
                         break
                     time.sleep(1.0 / 120)
             finally:
