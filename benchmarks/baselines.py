@@ -387,7 +387,7 @@ def baseline_tables(results):
                   + (f"at most {res['budget']} runs" if res["budget"] else "the image fit's runs")
                   + (" (quick settings)" if res.get("quick") else ""), ""]
         head = "| method | " + " | ".join(f"{k}: abs. rel. error" for k in names)
-        head += " | mean abs. error (kg) " if name == "rigid_mass" else ""
+        head += " | mean abs. error (kg)" if name == "rigid_mass" else ""
         head += " | simulator runs per trial (mean / max) | seconds per trial | paper (gradSim) |"
         lines += [head, "|" + "---|" * (len(names) + (5 if name == "rigid_mass" else 4))]
         for method in METHODS:
@@ -415,7 +415,8 @@ CAPTION = ("Mean absolute relative error over trials (± standard deviation over
            "run.  Random search: the initial guess, then draws from that prior, scored by the image loss.  "
            "CMA-ES (pycma): from the initial guess in log-parameters within the fit's bounds, initial steps the "
            "prior's standard deviation of log(value), image loss; best evaluated point.  Gradient: the demos' "
-           "fits (Adam then BFGS), image or 3D-track loss.  Seconds: per trial on 2 shared cores.")
+           "fits (Adam then BFGS), image or 3D-track loss.  Seconds: per trial on 2 shared cores (loaded by other "
+           "jobs; the gradient fits run first on each new scene and their seconds include compiling its kernels).")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,14 @@ per (experiment, supervision) into paper_tables.json after every task (mean over
 seeds, the standard deviation over seeds, per_trial), with a progress line per task.  Ray is the
 optional extra `distributed` (pip install -e .[distributed]).
 
+Measured (2026-12-03, this 2-core machine shared with other jobs, load average 4-6 before each run;
+6 tiny rigid-mass tasks: --only sysid_rigid_mass --supervision image --seeds 0 1 2 --trials 2
+--extra "--iters 2 --polish 1 --res 16 --duration 0.1", kernels already in Taichi's cache): one
+after another 56 s; local Ray with 2 workers 128 s (stagger 10 s), same estimates.  Ray gives no
+speed-up here: two Taichi demos running at once on these 2 cores are each ~3x slower than alone
+(without Ray too: two tiny demos started together took 51 s each, one alone 13-17 s), so a sweep
+pays off with workers on more cores or on a cluster (--ray ADDRESS), not on this machine.
+
 Results are kept in benchmarks/paper_tables.json, one entry per (experiment,
 supervision) with the flags and date of its run; a run replaces only the
 entries it measures, so experiments can be measured one at a time and the
@@ -301,7 +309,7 @@ def aggregate(done, wall):
 
 
 def sweep(tasks, quick=False, extra=(), timeout=1800, ray_address=None, use_ray=True, workers=None,
-          on_result=None, printer=print, runner=run_task):
+          on_result=None, printer=print, runner=run_task, stagger=0.0):
     """Run `tasks` (from `make_tasks`) and return their results in order of completion.
 
     use_ray: each task is a Ray task of one CPU: on an embedded local Ray started here (`workers`
@@ -309,7 +317,9 @@ def sweep(tasks, quick=False, extra=(), timeout=1800, ray_address=None, use_ray=
     "ray://host:10001"; its nodes need tigradsim installed and this checkout at the same path).
     use_ray False: one after another in this process.  on_result(result, done_so_far): called after
     each task (the caller merges and saves).  Progress: one line per finished task.  runner:
-    runner(task, quick, extra, timeout) -> result dict (`run_task`; `dry_run_task` for --dry-run)."""
+    runner(task, quick, extra, timeout) -> result dict (`run_task`; `dry_run_task` for --dry-run).
+    stagger: seconds between the submissions of the first wave of Ray tasks (one per CPU), so their
+    demos do not start (and read Taichi's shared kernel cache) at the same instant; 0: all at once."""
     start, done = time.time(), []
 
     def report(res):
@@ -331,13 +341,21 @@ def sweep(tasks, quick=False, extra=(), timeout=1800, ray_address=None, use_ray=
         env = {"env_vars": {"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "benchmarks"), ROOT]
                                                           + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}}
         if ray_address is None:
+            # Ray starts its workers at nice 15: on a machine others load, the demos they run would wait
+            # behind every other process
+            os.environ.setdefault("RAY_worker_niceness", "0")
             ray.init(num_cpus=workers, include_dashboard=False, runtime_env=env, log_to_driver=False)
         else:
             ray.init(address=ray_address, runtime_env=env, log_to_driver=False)
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(runner)
-        pending = {remote.remote(t, quick, list(extra), timeout): t for t in tasks}
-        printer(f"ray: {len(tasks)} tasks on {ray.cluster_resources().get('CPU', 0):.0f} CPUs")
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        printer(f"ray: {len(tasks)} tasks on {cpus} CPUs")
+        pending = {}
+        for i, t in enumerate(tasks):
+            if 0 < i < cpus and stagger > 0:
+                time.sleep(stagger)
+            pending[remote.remote(t, quick, list(extra), timeout)] = t
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
@@ -367,8 +385,13 @@ def extra_sections():
     pictures = os.path.join(ROOT, "benchmarks", "landscapes")
     pngs = sorted(f for f in os.listdir(pictures) if f.endswith(".png")) if os.path.isdir(pictures) else []
     if pngs:
-        text += ("## Loss landscapes (rigid contact)\n\nWritten by `benchmarks/landscapes.py`; the truth is "
-                 "marked.\n\n" + "".join(f"![{f[:-4]}](landscapes/{f})\n" for f in pngs) + "\n")
+        meta = load(os.path.join(pictures, "landscapes.json"))
+        how = (f" (`{meta['command']}`, {meta['seconds']} s; truth: trial 0 of the contact demo at its --seed (default 0): "
+               + ", ".join(f"{k} {fmt(v)}" for k, v in meta["truth"].items()) + ")") if meta.get("command") else ""
+        text += ("## Loss landscapes (rigid contact)\n\nWritten by `benchmarks/landscapes.py`" + how + ".  Image "
+                 "loss (pixel MSE) and 3D loss (vertex-track MSE) against one parameter with the others at the truth "
+                 "(red line), and the mass x mu slice (log10 loss, truth starred).\n\n"
+                 + "".join(f"![{f[:-4]}](landscapes/{f})\n" for f in pngs) + "\n")
     return text
 
 
@@ -399,6 +422,8 @@ def main(argv=None):
                         "one after another")
     p.add_argument("--trials", type=int, default=None, help="sweep: trials per seed (default: each experiment's)")
     p.add_argument("--workers", type=int, default=None, help="local Ray: CPUs (default: all)")
+    p.add_argument("--stagger", type=float, default=0.0,
+                   help="Ray: seconds between the first wave's task starts (see sweep())")
     p.add_argument("--dry-run", action="store_true",
                    help="sweep: list each task's demo command (run by the workers) instead of running it")
     args = p.parse_args(argv)
@@ -430,7 +455,7 @@ def main(argv=None):
                   printer=lambda line: None, on_result=lambda res, done: print(f"pid {res['pid']}: {res['command']}"))
             return
         sweep(tasks, args.quick, args.extra.split(), args.timeout, ray_address=None if args.ray == "local" else args.ray,
-              use_ray=bool(args.ray), workers=args.workers, on_result=merge)
+              use_ray=bool(args.ray), workers=args.workers, on_result=merge, stagger=args.stagger)
         print(f"sweep of {len(tasks)} tasks: {time.time() - start:.1f} s wall", flush=True)
         results = load(json_path)
     elif not args.render:
