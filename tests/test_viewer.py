@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import tigradsim as tgs
-from tigradsim import viz
+from tigradsim import viz, viz_ggui
 from tigradsim.panels import labelled_strip, outline, overlay_png, silhouette_mask, trials_grid
 from tigradsim.video import load_video
 
@@ -183,7 +183,7 @@ def test_playback_clock_real_time_speed_hold_and_loop(monkeypatch):
 
 def test_corner_normals_smooth_surfaces_sharp_creases():
     v, f = tgs.meshes.box_surface((0.5, 0.4, 0.3))
-    n = viz.corner_normals(v, f)
+    n = viz_ggui.corner_normals(v, f)
     tri = v[f]
     face = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
     face /= np.linalg.norm(face, axis=1, keepdims=True)
@@ -194,7 +194,7 @@ def test_corner_normals_smooth_surfaces_sharp_creases():
     q = np.arange(16).reshape(4, 4)
     faces = np.concatenate([np.stack([q[:-1, :-1], q[1:, :-1], q[1:, 1:]], -1).reshape(-1, 3),
                             np.stack([q[:-1, :-1], q[1:, 1:], q[:-1, 1:]], -1).reshape(-1, 3)])
-    n = viz.corner_normals(pts, faces)
+    n = viz_ggui.corner_normals(pts, faces)
     for vid in range(16):
         at = n[faces == vid]
         assert np.allclose(at, at[0]), vid                         # shared across the vertex's triangles
@@ -368,7 +368,7 @@ def _mesh_blue(shot):
 def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path, monkeypatch):
     if window == "ggui":
         monkeypatch.setenv("DISPLAY", xvfb)            # the probe opens a window on this display
-        monkeypatch.setattr(viz, "_ggui_state", {})    # and is not cached from another display
+        monkeypatch.setattr(viz_ggui, "_ggui_state", {})    # and is not cached from another display
         ok, reason = viz.ggui_available()
         if not ok:
             pytest.skip(f"no GGUI 3D window here ({reason}); the 2D window is checked by the 'gui' case")
