@@ -19,14 +19,14 @@ import pytest
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def tour_code(text, name="tour"):
+def snippet_code(text, name="tour"):
     """The python source of the marked snippet `name`: the ```python blocks between its markers, joined."""
     BEGIN, END = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     assert text.count(BEGIN) == 1 and text.count(END) == 1, \
         f"README.md must contain {BEGIN!r} and {END!r} exactly once each, around the snippet's code"
     region = text[text.index(BEGIN) + len(BEGIN):text.index(END)]
     blocks = re.findall(r"^```python[ \t]*\n(.*?)^```[ \t]*$", region, flags=re.S | re.M)
-    assert blocks, "no ```python block between the tour markers"
+    assert blocks, f"no ```python block between the markers {BEGIN!r} and {END!r}"
     return "\n".join(blocks)
 
 
@@ -35,13 +35,13 @@ def test_tour_code_is_found():
     BEGIN, END = "<!-- tour:begin -->", "<!-- tour:end -->"
     text = "```python\nother = 1\n```\n" + BEGIN + "\ntext\n```python\na = 1\n```\nmore\n```python\nb = a\n```\n" \
         + END + "\n```python\nlater = 2\n```\n"
-    assert tour_code(text) == "a = 1\n\nb = a\n"
+    assert snippet_code(text) == "a = 1\n\nb = a\n"
     with pytest.raises(AssertionError):
-        tour_code("no markers")
+        snippet_code("no markers")
 
 
 def test_readme_tour_runs_as_pasted(tmp_path):
-    code = tour_code(README.read_text())
+    code = snippet_code(README.read_text())
     script = tmp_path / "tour.py"
     script.write_text(code)
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -86,7 +86,7 @@ print("finite", bool(np.isfinite(q).all()), "lowest", q[..., 1].min())
 
 
 def test_readme_material_works(tmp_path):
-    code = tour_code(README.read_text(), "material")
+    code = snippet_code(README.read_text(), "material")
     names = re.findall(r"register_material\(\"(\w+)\"\)", code)
     assert len(names) == 1, f"the material snippet should register one material, found {names}"
     script = tmp_path / "material.py"          # a file: Taichi reads @ti.func sources with inspect
