@@ -35,8 +35,13 @@ def to_uint8(images) -> np.ndarray:
         if not np.all(np.isfinite(arr)):
             raise ValueError("images: contains NaN or inf")
         return (np.clip(arr, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-    if np.issubdtype(arr.dtype, np.integer) or arr.dtype == bool:
-        return np.clip(arr.astype(np.int64) * (255 if arr.dtype == bool else 1), 0, 255).astype(np.uint8)
+    # no widened copies of the whole video: 121 frames of 720 x 540 RGB are 141 MB as uint8, 1.1 GB as int64
+    if arr.dtype == np.uint8:
+        return arr
+    if arr.dtype == bool:
+        return arr.astype(np.uint8) * np.uint8(255)
+    if np.issubdtype(arr.dtype, np.integer):
+        return np.clip(arr, 0, 255).astype(np.uint8)
     raise TypeError(f"images: expected a float or integer array, got dtype {arr.dtype}")
 
 
@@ -79,10 +84,11 @@ def save_gif(images, path, fps=20.0) -> str:
         frames = frames[..., :3]
     channels = 1 if frames.ndim == 3 else 3
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    pics = [Image.fromarray(f) for f in frames]
     comment = f"{_GIF_TAG} frames={len(frames)} fps={fps!r} channels={channels}".encode()
-    pics[0].save(str(path), format="GIF", save_all=True, append_images=pics[1:], duration=1000.0 / fps, loop=0,
-                 comment=comment)
+    # frames become PIL images one at a time (a generator): a list would hold a second copy of the video
+    Image.fromarray(frames[0]).save(str(path), format="GIF", save_all=True,
+                                    append_images=(Image.fromarray(f) for f in frames[1:]), duration=1000.0 / fps,
+                                    loop=0, comment=comment)
     return str(path)
 
 

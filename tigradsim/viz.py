@@ -427,12 +427,15 @@ class Animation:
         """Draw frames 0, every, 2 every, ... off screen with the 2D renderer: uint8 (K', H, W, 3)."""
         viewer = Viewer("tigradsim", res=self.res, headless=True, out_dir=None, eye=self.eye, target=self.target,
                         fov=self.fov)
-        out = []
-        for k in range(0, self.frames, every):
+        out = None
+        for j, k in enumerate(range(0, self.frames, every)):
             self.draw_2d(viewer, k)
-            out.append(viewer.grab())
+            image = viewer.grab()
+            if out is None:     # filled in place: a list then np.stack would hold the video twice
+                out = np.empty((len(range(0, self.frames, every)),) + image.shape, dtype=image.dtype)
+            out[j] = image
         viewer.gui.close()
-        return np.stack(out)
+        return out
 
 
 def _gif_stride(frame_dt, speed):
