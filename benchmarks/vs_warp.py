@@ -49,7 +49,8 @@ every body's centre of mass), from the rollouts timed (f32 both).
 
 Timing: each scene runs in its own process; in it both libraries are compiled, then timed
 alternately (tigradsim forward, tigradsim forward+backward, Warp forward, Warp forward+backward, and
-again, --repeat times), best of the repeats, in microseconds per step.  Forward: the rollout and the
+again, --repeat times; a call shorter than 0.3 s is repeated within its turn to fill 0.3 s), the
+fastest single call, in microseconds per step.  Forward: the rollout and the
 loss (sum of final heights), no tape.  Forward+backward: the same under `ti.ad.Tape` / `wp.Tape`
 + `tape.backward` + `tape.zero()` (the clearing `ti.ad.Tape` does on entry).  Warp steps are
 `state.clear_forces(); [wp.sim.collide(...)]; integrator.simulate(...)` as in Warp's own examples;
@@ -321,19 +322,27 @@ class WarpCase:
 
 
 # ----------------------------------------------------------------------------- timing
-def time_alternating(cases, repeat):
-    """Best-of-`repeat` seconds of forward and forward_backward per case, the cases taking turns
-    (so that load on the shared machine falls on all of them alike).  One untimed compile run first."""
+def time_alternating(cases, repeat, min_block_s=0.3):
+    """Best seconds of one forward and one forward_backward call per case, the cases taking turns
+    (so that load on the shared machine falls on all of them alike).  One untimed compile run
+    first; each round then calls each function as often as fills `min_block_s` (at least once:
+    a run of a few milliseconds, like tigradsim's fused rigid rollout, is otherwise decided by one
+    context switch), `repeat` rounds, and keeps the fastest single call."""
+    counts = {}
     for c in cases:
-        c.forward()
-        c.forward_backward()
+        for k, fn in enumerate((c.forward, c.forward_backward)):
+            fn()                                       # compile
+            t0 = time.perf_counter()
+            fn()
+            counts[c.name, k] = max(1, min(50, int(min_block_s / max(time.perf_counter() - t0, 1e-6))))
     best = {c.name: [float("inf"), float("inf")] for c in cases}
     for _ in range(repeat):
         for c in cases:
             for k, fn in enumerate((c.forward, c.forward_backward)):
-                t0 = time.perf_counter()
-                fn()
-                best[c.name][k] = min(best[c.name][k], time.perf_counter() - t0)
+                for _ in range(counts[c.name, k]):
+                    t0 = time.perf_counter()
+                    fn()
+                    best[c.name][k] = min(best[c.name][k], time.perf_counter() - t0)
     return best
 
 
