@@ -43,9 +43,13 @@ import taichi as ti
 from .model import StepTerm
 from .runtime import scatter_mode
 
-# Measured on this 2-core machine (benchmarks in helper E's note, shared with other jobs): the
-# gather path's loops cost more than the serial scatter they replace (one launch per step, four
-# loops instead of one, O(E) port traffic), so "auto" does not choose it; pass scatter="gather".
+# Measured on this 2-core machine while shared with other jobs (load 5-7; f32, us per step, forward
+# / forward+backward, best of 5-7 in one process, alternating with the serial path): FEM 40,960
+# tets: serial 1,916 / 9,754, gather 2 threads 7,152 / 15,025, 1 thread 6,292 / 13,144; cloth
+# 64x64: serial 2,483 / 13,144, gather 2 threads 2,597 / 6,578, 1 thread 10,819 / 26,439.  Runs
+# disagreed by 2-4x; the kernel profiler (FEM, 1 thread) put the element loop at ~3x the whole
+# serial step and each port / gather loop at about one serial step: per-iteration cost of Taichi's
+# parallel range-for and O(E) port traffic, not atomics.  So "auto" does not choose it yet.
 
 
 def element_path(element_count: int) -> str:
