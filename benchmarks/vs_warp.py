@@ -357,7 +357,7 @@ def run_scene(scene, arch, repeat, scale, tiny, libraries):
         wp.init()
         device = "cuda:0" if arch in ("cuda", "gpu") else "cpu"
         cases.append(WarpCase(spec, cases[0], device))
-    best = time_alternating(cases, repeat)
+    best = time_alternating(cases, repeat, min_block_s=0.0 if tiny else 0.3)
     us = {name: [round(t / spec["steps"] * 1e6, 2) for t in ts] for name, ts in best.items()}
     out = {"scene": scene, **{k: v for k, v in spec.items() if k != "kind"}, **cases[0].info(),
            "tigradsim_us": us["tigradsim"], "warp_us": us.get("warp"), "ratio": None, "max_position_diff_m": None,
