@@ -1,5 +1,6 @@
 """Timing helpers shared by the benchmark scripts (not a test)."""
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -50,3 +51,11 @@ def run_child(script, args):
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def load_json(path):
+    """The JSON object stored at `path`, or {} when the file does not exist yet."""
+    if os.path.exists(path):
+        with open(path) as fh:
+            return json.load(fh)
+    return {}

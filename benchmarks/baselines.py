@@ -49,6 +49,8 @@ from typing import Callable
 
 import numpy as np
 
+from _harness import load_json   # benchmarks/_harness.py (this folder is on sys.path as a script)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPERIMENTS = ("rigid_mass", "rigid_contact")
 METHODS = ("prior mean", "random search", "CMA-ES", "gradient, image", "gradient, 3D (state)")
@@ -315,13 +317,6 @@ def settings(name, quick):
     return {}, {}
 
 
-def load(path):
-    if os.path.exists(path):
-        with open(path) as fh:
-            return json.load(fh)
-    return {}
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", action="append", choices=EXPERIMENTS, help="run only this experiment (repeatable)")
@@ -350,7 +345,7 @@ def main(argv=None):
                    quick=args.quick, scene=scene, fit=fit, load=[load_start, os.getloadavg()[0]],
                    command="benchmarks/baselines.py " + " ".join(argv if argv is not None else sys.argv[1:]))
         out[name] = res
-        stored = load(json_path)          # re-read: another run may have written meanwhile
+        stored = load_json(json_path)          # re-read: another run may have written meanwhile
         stored[name] = res
         with open(json_path, "w") as fh:
             json.dump(stored, fh, indent=1)

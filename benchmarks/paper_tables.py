@@ -44,6 +44,8 @@ import time
 
 import numpy as np
 
+from _harness import load_json   # benchmarks/_harness.py (this folder is on sys.path as a script)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # paper: absolute relative errors (image supervision) from gradSim, Tables 1-3
@@ -378,14 +380,14 @@ def extra_sections():
     (benchmarks/landscapes.py)."""
     import baselines            # benchmarks/baselines.py (this folder is on sys.path when run as a script)
     text = ""
-    base = load(os.path.join(ROOT, "benchmarks", "baselines.json"))
+    base = load_json(os.path.join(ROOT, "benchmarks", "baselines.json"))
     if base:
         text += ("## Baselines (Tables 1 and 2)\n\nWritten from baselines.json by `benchmarks/baselines.py`.  "
                  + baselines.CAPTION + "\n\n" + "\n".join(baselines.baseline_tables(base)) + "\n")
     pictures = os.path.join(ROOT, "benchmarks", "landscapes")
     pngs = sorted(f for f in os.listdir(pictures) if f.endswith(".png")) if os.path.isdir(pictures) else []
     if pngs:
-        meta = load(os.path.join(pictures, "landscapes.json"))
+        meta = load_json(os.path.join(pictures, "landscapes.json"))
         how = (f" (`{meta['command']}`, {meta['seconds']} s; truth: trial 0 of the contact demo at its --seed (default 0): "
                + ", ".join(f"{k} {fmt(v)}" for k, v in meta["truth"].items()) + ")") if meta.get("command") else ""
         text += ("## Loss landscapes (rigid contact)\n\nWritten by `benchmarks/landscapes.py`" + how + ".  Image "
@@ -393,13 +395,6 @@ def extra_sections():
                  "(red line), and the mass x mu slice (log10 loss, truth starred).\n\n"
                  + "".join(f"![{f[:-4]}](landscapes/{f})\n" for f in pngs) + "\n")
     return text
-
-
-def load(path):
-    if os.path.exists(path):
-        with open(path) as fh:
-            return json.load(fh)
-    return {}
 
 
 def main(argv=None):
@@ -430,7 +425,7 @@ def main(argv=None):
     if args.quick:
         args.out = args.out.replace(".md", "_quick.md")
     json_path = os.path.splitext(args.out)[0] + ".json"
-    results = load(json_path)
+    results = load_json(json_path)
     if not args.render and (args.ray or args.seeds):
         names = args.only or list(EXPERIMENTS)
         sups = ("image", "state") if args.supervision == "both" else (args.supervision,)
@@ -444,7 +439,7 @@ def main(argv=None):
                 len(entry.get("failed_tasks", []))
             if args.note:
                 entry["note"] = args.note
-            stored = load(json_path)     # re-read: other sweeps may have written meanwhile
+            stored = load_json(json_path)     # re-read: other sweeps may have written meanwhile
             stored.setdefault(key[0], {})[key[1]] = entry
             with open(json_path, "w") as fh:
                 json.dump(stored, fh, indent=1)
@@ -457,7 +452,7 @@ def main(argv=None):
         sweep(tasks, args.quick, args.extra.split(), args.timeout, ray_address=None if args.ray == "local" else args.ray,
               use_ray=bool(args.ray), workers=args.workers, on_result=merge, stagger=args.stagger)
         print(f"sweep of {len(tasks)} tasks: {time.time() - start:.1f} s wall", flush=True)
-        results = load(json_path)
+        results = load_json(json_path)
     elif not args.render:
         names = args.only or list(EXPERIMENTS)
         sups = ("image", "state") if args.supervision == "both" else (args.supervision,)
@@ -467,7 +462,7 @@ def main(argv=None):
                 res = run_one(name, sup, args.quick, args.extra.split(), args.timeout)
                 if args.note:
                     res["note"] = args.note
-                results = load(json_path)     # re-read: other sweeps may have written meanwhile
+                results = load_json(json_path)     # re-read: other sweeps may have written meanwhile
                 results.setdefault(name, {})[sup] = res
                 print("  " + json.dumps({k: res.get(k) for k in ("rel_err", "position_error", "position_error_random",
                                                                  "seconds", "peak_mem_mb", "error") if k in res}),
