@@ -12,15 +12,14 @@ steps) on a multi-scale pixel loss.  Error (paper 0.026): mean over particles of
 Last line: JSON with rel_err, rel_err_initial, rel_err_norm, iters, trials, seconds,
 seconds_per_iter, peak_mem_mb.
 """
-import argparse, json, os, resource, time
+import argparse, json, os, time
 from dataclasses import fields
 
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim.panels import trials_grid
 from tigradsim.scenes import cloth
-from tigradsim.video import save_gif
+from tigradsim.scenes.trial_report import collect_trials, timing as trial_timing
 from tigradsim.viz import add_view_args, play_video
 
 SCENE = ("supervision", "shading", "nx", "ny", "cell", "mu", "lam", "damping", "density", "bending", "duration",
@@ -83,22 +82,12 @@ def main(argv=None):
     tgs.init(arch=args.arch, precision="f64", seed=args.seed)
     os.makedirs(args.out, exist_ok=True)
     sc = cloth.ThrownClothFit(**{k: getattr(args, k) for k in SCENE})
-    rows, strips, fit_seconds = [], [], 0.0
-    for t in sc.trials(args.trials, np.random.default_rng(args.seed), sched, args.init_velocity,
-                       args.out if args.resume else None, throw=args.throw, spin=args.spin, noise=args.noise,
-                       noise_kind=args.noise_kind, noise_dirs=args.noise_dirs, noise_length=args.noise_length):
-        rows.append(t.row)
-        fit_seconds += t.seconds
-        if t.index == 0:
-            paths = sc.fit.save_report(args.out, t.target_video, t.initial_video, truth={"velocity": t.truth},
-                                       title="cloth initial velocity from video")
-            print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}")
-        strips.append(sc.report_strip(t))
-    grid = trials_grid(strips)                   # one labelled row per trial
-    gif = save_gif(grid, os.path.join(args.out, "trials.gif"), fps=15)
-    timing = {"seconds": round(time.time() - start, 1),
-              "seconds_per_iter": round(fit_seconds / max(1, args.trials * sched.iters), 3),
-              "peak_mem_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    trials = sc.trials(args.trials, np.random.default_rng(args.seed), sched, args.init_velocity,
+                        args.out if args.resume else None, throw=args.throw, spin=args.spin, noise=args.noise,
+                        noise_kind=args.noise_kind, noise_dirs=args.noise_dirs, noise_length=args.noise_length)
+    rows, fit_seconds, grid, gif = collect_trials(sc, trials, args.out, "cloth initial velocity from video",
+                                                  truth=lambda t: {"velocity": t.truth})
+    timing = trial_timing(start, fit_seconds, args.trials * sched.iters)
     result = {"experiment": "cloth_velocity", "supervision": args.supervision, "shading": args.shading,
               **cloth.summarize(sc, rows, sched, timing), "per_trial": rows, "out": args.out}
     play_video(grid, "cloth initial velocity from video", args, saved_at=gif)

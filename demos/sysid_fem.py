@@ -11,14 +11,13 @@ FEM simulation.  Scene, schedule, measured errors: `tigradsim.scenes.soft`.
 Last line: JSON with rel_err (name -> mean abs relative error over trials),
 rel_err_initial, iters, trials, seconds, seconds_per_iter, peak_mem_mb.
 """
-import argparse, json, os, resource, time
+import argparse, json, os, time
 
 import numpy as np
 
 import tigradsim as tgs
 from tigradsim.scenes import soft
-from tigradsim.panels import trials_grid
-from tigradsim.video import save_gif
+from tigradsim.scenes.trial_report import collect_trials, timing as trial_timing
 from tigradsim.viz import add_view_args, play_video
 
 SCENE = ("res", "supervision", "true_mu", "true_lam", "density", "damping", "radius", "resolution", "height", "vx",
@@ -79,21 +78,10 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     sc = soft.SoftBallFit(args.estimate, **{k: getattr(args, k) for k in SCENE})
     print(f"ball: {sc.model.tet_count} tets, {sc.sim.steps} steps, {sc.renderer.frames} frames {args.res} px")
-    rows, strips, fit_seconds = [], [], 0.0
-    for t in sc.trials(args.trials, np.random.default_rng(args.seed), sched, args.init_mu, args.init_lam,
-                       args.init_scale, args.mass_truth, args.mass_length, args.out if args.resume else None):
-        rows.append(t.row)
-        fit_seconds += t.seconds
-        if t.index == 0:
-            paths = sc.fit.save_report(args.out, t.target_video, t.initial_video, truth=t.truth,
-                                       title=f"FEM ball: {args.estimate} from video")
-            print(f"wrote {paths['loss_plot']}, {paths['param_plot']}, {paths['gif']}")
-        strips.append(sc.report_strip(t))
-    grid = trials_grid(strips)                   # one labelled row per trial
-    gif = save_gif(grid, os.path.join(args.out, "trials.gif"), fps=15)
-    timing = {"seconds": round(time.time() - start, 1),
-              "seconds_per_iter": round(fit_seconds / max(1, args.trials * sched.iters), 3),
-              "peak_mem_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    trials = sc.trials(args.trials, np.random.default_rng(args.seed), sched, args.init_mu, args.init_lam,
+                        args.init_scale, args.mass_truth, args.mass_length, args.out if args.resume else None)
+    rows, fit_seconds, grid, gif = collect_trials(sc, trials, args.out, f"FEM ball: {args.estimate} from video")
+    timing = trial_timing(start, fit_seconds, args.trials * sched.iters)
     result = {"experiment": f"fem_{args.estimate}", "supervision": args.supervision,
               **soft.summarize(sc, rows, sched, timing)}
     if args.estimate == "mass":

@@ -21,6 +21,8 @@ Modules:
 - ``tigradsim.scenes.control_fem``: the soft gear and the walker trained from pixels (per-tet activation
   policies; ``gear_task``, ``walker_task``); ``tigradsim.scenes.control_cloth``: the cloth throw
   (``cloth_throw_task``); ``tigradsim.scenes.control``: their shared protocol (``ControlTask.run``), flags, report.
+- ``tigradsim.scenes.trial_report``: the multi-trial fits' report (trial 0's plots, one labelled row per trial in
+  trials.gif) and timing fields.
 - ``tigradsim.scenes.shapes``: the scenes' procedural meshes (``tet_gear``, ``tet_walker``, ``tet_cells``) and the
   render demo's turntable.
 """
