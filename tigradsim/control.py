@@ -100,7 +100,8 @@ class LinearTanhPolicy:
     def _write(self, scale: float):
         # reverse: every step t adds into W[j, k]'s adjoint; in a fixed order when deterministic
         ti.loop_config(serialize=self._serial)
-        for t, j in self.out:
+        # a range-for, not a struct-for over `out`: Taichi ignores serialize on struct-fors
+        for t, j in ti.ndrange(self.out.shape[0], self.out.shape[1]):
             z = self.b[j]
             for k in ti.static(range(self.inputs)):
                 z += self.W[j, k] * self.phi[t, k]
