@@ -4,7 +4,7 @@
     P = 2 mu (F - R) + lam tr(R^T F - I) R
 
 mu and lam are the small-strain Lame parameters.  R comes from
-`tigradsim.materials.linalg.polar_rotation` (differentiable scaled Newton
+`tigradsim.core.linalg.polar_rotation` (differentiable scaled Newton
 iterations; Taichi cannot differentiate 3x3 ti.svd/ti.polar_decompose).  For an
 inverted element R is the orthogonal polar factor with det -1: the stress stays
 finite but does not push the element back through inversion (prefer
@@ -12,8 +12,8 @@ neo_hookean for large compression).
 """
 import taichi as ti
 
-from tigradsim.registry import TetMaterial, register_material
-from tigradsim.materials.linalg import matmul, polar_rotation
+from tigradsim.core.registry import TetMaterial, register_material
+from tigradsim.core.linalg import matmul, polar_rotation
 
 
 @register_material("corotated")

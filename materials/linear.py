@@ -4,7 +4,7 @@
 """
 import taichi as ti
 
-from tigradsim.registry import TetMaterial, register_material
+from tigradsim.core.registry import TetMaterial, register_material
 
 
 @register_material("linear")

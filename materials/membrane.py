@@ -14,7 +14,7 @@ lam must be > 0.
 import numpy as np
 import taichi as ti
 
-from tigradsim.registry import ShellMaterial, register_material
+from tigradsim.core.registry import ShellMaterial, register_material
 
 
 @register_material("membrane")

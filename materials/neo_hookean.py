@@ -10,14 +10,14 @@ elements (J <= 0) give finite stress pushing them back (no NaN).
 
 mu and lam are NOT the small-strain Lame parameters: those are 3/4 mu and
 lam - 5/8 mu.  To get Lame parameters (mu_L, lam_L) set mu = 4/3 mu_L and
-lam = lam_L + 5/6 mu_L (`tigradsim.registry.neo_hookean_from_lame`, or
+lam = lam_L + 5/6 mu_L (`tigradsim.core.registry.neo_hookean_from_lame`, or
 `NeoHookean.from_lame(mu_L, lam_L)`).  lam must be > 0.
 """
 import numpy as np
 import taichi as ti
 
-from tigradsim.registry import TetMaterial, neo_hookean_from_lame, register_material
-from tigradsim.materials.linalg import cofactor3, det3
+from tigradsim.core.registry import TetMaterial, neo_hookean_from_lame, register_material
+from tigradsim.core.linalg import cofactor3, det3
 
 
 @register_material("neo_hookean")

@@ -7,8 +7,8 @@ under strong compression.
 """
 import taichi as ti
 
-from tigradsim.registry import TetMaterial, register_material
-from tigradsim.materials.linalg import matmul
+from tigradsim.core.registry import TetMaterial, register_material
+from tigradsim.core.linalg import matmul
 
 
 @register_material("stvk")

@@ -7,8 +7,8 @@ mu and lam are the small-strain in-plane Lame parameters.
 """
 import taichi as ti
 
-from tigradsim.registry import ShellMaterial, register_material
-from tigradsim.materials.linalg import matmul
+from tigradsim.core.registry import ShellMaterial, register_material
+from tigradsim.core.linalg import matmul
 
 
 @register_material("stvk_membrane")

@@ -31,28 +31,31 @@ if "taichi" not in _sys.modules:
         except Exception:   # a private Taichi helper: losing the banner is harmless
             pass
 
-from .runtime import init, precision, deterministic, custom_op, no_grad
-from .gradcheck import check_gradient, check_param_gradient, GradCheckReport
-from .errors import SimulationError, GradientError, StabilityWarning, StabilityError
-from .builder import SceneBuilder
-from .model import Model, StateKind, ForceTerm
-from .contact import ContactLaw
-from .timing import substeps_per_frame
-from .state import StateStore
-from .simulator import Simulator
-from .stability import stability_report, StabilityReport
-from .observers import ParticleRecorder, CenterOfMassRecorder
-from .losses import MSELoss
-from .optim import (Param, BasisParam, ColumnParam, RatioParam, TiedParam, smoothing_matrix, Adam, SGD, BFGS,
-                    History, StopCriteria, optimize, least_squares)
-from .uncertainty import fit_report, residual_jacobian, FitReport, Estimate, PIXEL_8BIT_VARIANCE
-from .identify import identify, Identification, latin_hypercube
-from .registry import (register_material, get_material, list_materials, Material, TetMaterial, ShellMaterial,
-                       lame_from_young_poisson, neo_hookean_from_lame)
-from . import meshes, fem, cloth, rigid, sysid, control
-from .rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
-from .sysid import VideoFit
-from . import footage
-from .footage import Footage, load_footage
+from .core.runtime import init, precision, deterministic, custom_op, no_grad
+from .fitting.gradcheck import check_gradient, check_param_gradient, GradCheckReport
+from .core.errors import SimulationError, GradientError, StabilityWarning, StabilityError
+from .core.builder import SceneBuilder
+from .core.model import Model, StateKind, ForceTerm
+from .physics.contact import ContactLaw
+from .core.timing import substeps_per_frame
+from .core.state import StateStore
+from .core.simulator import Simulator
+from .core.stability import stability_report, StabilityReport
+from .core.observers import ParticleRecorder, CenterOfMassRecorder
+from .fitting.losses import MSELoss
+from .fitting.optim import (Param, BasisParam, ColumnParam, RatioParam, TiedParam, smoothing_matrix, Adam,
+                            SGD, BFGS, History, StopCriteria, optimize, least_squares)
+from .fitting.uncertainty import fit_report, residual_jacobian, FitReport, Estimate, PIXEL_8BIT_VARIANCE
+from .fitting.identify import identify, Identification, latin_hypercube
+from .core.registry import (register_material, get_material, list_materials, Material, TetMaterial,
+                            ShellMaterial, lame_from_young_poisson, neo_hookean_from_lame)
+# module namespaces that stay public as tgs.<name> (the layer folders are an implementation layout)
+from .core import runtime, registry
+from .io import meshes, footage
+from .physics import fem, cloth, rigid
+from .fitting import sysid, control
+from .physics.rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
+from .fitting.sysid import VideoFit
+from .io.footage import Footage, load_footage
 
 __version__ = "0.1.0"

@@ -9,7 +9,7 @@
                                               Markdown), loss curve, parameter traces, and
                                               the fitted rollout's outline over the footage
 
-The scene file format is documented in `tigradsim.scene_file` (examples: demos/scenes/).
+The scene file format is documented in `tigradsim.scenes.scene_file` (examples: demos/scenes/).
 Progress goes to stdout; the LAST line of stdout is always one JSON object (with "ok":
 false and "error" when the scene file is wrong, exit status 2, or when a rollout blows up,
 exit status 1).
@@ -31,7 +31,7 @@ EXAMPLES = """examples:
   tigradsim fit demos/scenes/box_push.toml --out out/box_push_fit
   tigradsim fit demos/scenes/box_push.toml --out out/quick --quick
 
-The scene file (TOML) is described in `python -c "import tigradsim.scene_file as s; help(s)"`."""
+The scene file (TOML) is described in `python -c "import tigradsim.scenes.scene_file as s; help(s)"`."""
 
 QUICK_ITERATIONS = 12
 
@@ -93,8 +93,8 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from .errors import SimulationError
-    from .scene_file import SceneError
+    from .core.errors import SimulationError
+    from .scenes.scene_file import SceneError
     try:
         if args.command == "render":
             return _render(args)
@@ -115,8 +115,8 @@ def main(argv=None) -> int:
 def _prepare(args, precision, requires_grad, unknowns=True):
     """Parse + validate + load footage (no kernel), then init Taichi and build the scene."""
     import tigradsim as tgs
-    from .scene_build import Scene, load_scene_footage
-    from .scene_file import load_scene
+    from .scenes.scene_build import Scene, load_scene_footage
+    from .scenes.scene_file import load_scene
 
     spec = load_scene(args.scene)
     footage = load_scene_footage(spec, args.resolution)
@@ -133,8 +133,8 @@ def _prepare(args, precision, requires_grad, unknowns=True):
 def _write_outline(path_gif, path_png, footage, alpha, fps):
     """The outline video (GIF) and a PNG of its first, middle and last frames side by side."""
     import imageio.v3 as iio
-    from .scene_build import outline_frames
-    from .video import save_gif
+    from .scenes.scene_build import outline_frames
+    from .io.video import save_gif
 
     rgb = footage.frames if footage.channels == 3 else np.repeat(footage.frames, 3, axis=-1)
     up = max(1, int(math.ceil(256 / footage.height)))      # small renders are hard to judge: show >= 256 px
@@ -149,7 +149,7 @@ def _write_outline(path_gif, path_png, footage, alpha, fps):
 
 
 def _iou(footage, alpha):
-    from .scene_build import silhouette_iou
+    from .scenes.scene_build import silhouette_iou
     if footage.masks is None:
         return None
     iou = silhouette_iou(alpha, footage.masks)
@@ -164,7 +164,7 @@ def _timing(scene):
 
 
 def _render(args):
-    from .video import save_frames
+    from .io.video import save_frames
 
     t0 = time.time()
     spec, footage, scene = _prepare(args, args.precision or "f32", requires_grad=False,
@@ -198,8 +198,8 @@ def _render(args):
 # ---------------------------------------------------------------------------
 
 def _fit(args):
-    from .plots import plot_loss, plot_params
-    from .scene_build import fit_scene
+    from .io.plots import plot_loss, plot_params
+    from .scenes.scene_build import fit_scene
 
     t0 = time.time()
     printer = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))

@@ -28,14 +28,14 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from .. import meshes
-from ..builder import SceneBuilder
-from ..observers import ParticleRecorder
-from ..optim import Adam, History, Param
-from ..panels import labelled_strip
+from ..io import meshes
+from ..core.builder import SceneBuilder
+from ..core.observers import ParticleRecorder
+from ..fitting.optim import Adam, History, Param
+from ..io.panels import labelled_strip
 from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
-from ..simulator import Simulator
-from ..sysid import VideoFit, render_particles
+from ..core.simulator import Simulator
+from ..fitting.sysid import VideoFit, render_particles
 from .reparam import AffineVelocity, RigidVelocity, SmoothedVelocity, best_affine, best_rigid
 from .staging import ScalarAdam, adam_then_bfgs
 

@@ -2,11 +2,11 @@
 `tigradsim.scenes.control_fem` (the gear, the walker) and `tigradsim.scenes.control_cloth` (the
 cloth throw).
 
-A task (a `ControlTask`) owns a model, a simulator, a policy (`tigradsim.control`), a silhouette
+A task (a `ControlTask`) owns a model, a simulator, a policy (`tigradsim.fitting.control`), a silhouette
 camera and the loss field.  `task.run()` runs the paper's protocol: for each seed k, a target
 x offset dx ~ U(target_range) from `numpy.random.default_rng(seed + k)`, the target set (an image
 for "gradsim", a 3D centre of mass for "state"), the random policy measured, the policy trained
-(Adam, `tigradsim.control.fit_policy`), its final centre of mass compared with the target's.  It
+(Adam, `tigradsim.fitting.control.fit_policy`), its final centre of mass compared with the target's.  It
 returns a `ControlRun`: the numbers (`summary`: the demos' JSON), the report (`save_report`: loss
 curves and the target | final behaviour GIF) and the viewer's `Animation` of seed 0's final
 behaviour.
@@ -27,7 +27,7 @@ import time
 import numpy as np
 import taichi as ti
 
-from .. import control
+from ..fitting import control
 
 __all__ = ["ControlTask", "ControlRun", "add_flags", "build", "builder_defaults", "check_timing",
            "run_experiment", "METHODS"]
@@ -131,10 +131,10 @@ def _add(dst: ti.template(), src: ti.template()):
 
 class ControlTask:
     """What the control scenes share.  A subclass sets, in its constructor: `args` (the settings:
-    an object with the builder's keyword arguments as attributes; `tigradsim.control.observe_task`
+    an object with the builder's keyword arguments as attributes; `tigradsim.fitting.control.observe_task`
     and `set_task_loss` read it under this name), `model`, `sim`, `steps`, `policy`, `loss` (a 0-D
     field with gradients), `image_loss = state_loss = None`, and through
-    `tigradsim.control.observe_task`: `renderer`, `com`, `video`, `surface_ids`, `surface_faces`.
+    `tigradsim.fitting.control.observe_task`: `renderer`, `com`, `video`, `surface_ids`, `surface_faces`.
     It implements `set_target(offset, method)` (setting `target_com` (3,), `target_img` (H, W),
     `target_vertices` (S, 3)), `evaluate_random()`, `start(method, printer)`, `fit(...)` and
     `evaluate()`; optionally `seed_info()` and `summary_fields()`.
@@ -252,9 +252,9 @@ class ControlRun:
         return paths
 
     def animation(self):
-        """`tigradsim.viz.Animation` of seed 0's final behaviour (blue) and the target pose (grey),
+        """`tigradsim.io.viz.Animation` of seed 0's final behaviour (blue) and the target pose (grey),
         played at real time, seen from the task's camera."""
-        from ..viz import Animation
+        from ..io.viz import Animation
         t, s = self.task, self.task.args
         frame_dt = s.every * s.dt
         anim = Animation(frame_dt, eye=tuple(s.eye), target=tuple(s.look_at), fov=s.fov, ground=True,

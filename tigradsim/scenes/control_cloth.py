@@ -3,7 +3,7 @@
 A 20 x 10 cloth (cell 0.1 m, the paper's size) starts flat, 1.5 m above the ground, and flies
 under gravity, aerodynamic drag and lift (`SceneBuilder.add_cloth(..., drag=, lift=)`) before
 landing and sliding to rest.  The control is its initial velocity (one 3-vector for all
-particles, `tigradsim.control.VelocityControl`), written into `particle_qd0` by a kernel inside the
+particles, `tigradsim.fitting.control.VelocityControl`), written into `particle_qd0` by a kernel inside the
 same Tape as the rollout.  The target is an IMAGE of the flat cloth lying on the ground,
 translated by a random x in [0, 3] m; the loss is the pixel MSE of the last rendered frame
 against it (plus MSEs of blurred copies, so the gradient exists before the silhouettes overlap).
@@ -35,10 +35,10 @@ import types
 import numpy as np
 import taichi as ti
 
-from .. import control
-from ..builder import SceneBuilder
-from ..meshes import cloth_grid
-from ..simulator import Simulator
+from ..fitting import control
+from ..core.builder import SceneBuilder
+from ..io.meshes import cloth_grid
+from ..core.simulator import Simulator
 from .control import ControlTask, check_timing
 
 __all__ = ["ClothControlTask", "cloth_throw_task", "cloth_quick", "CLOTH_FLAGS"]

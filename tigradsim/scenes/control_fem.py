@@ -3,7 +3,7 @@
 
 Every tet's activation (its rest volume grows or shrinks) at every step comes from a policy: a
 linear layer plus tanh over `features` sinusoid phase inputs of time
-(`tigradsim.control.LinearTanhPolicy`, starting from the zero policy), evaluated in Taichi inside
+(`tigradsim.fitting.control.LinearTanhPolicy`, starting from the zero policy), evaluated in Taichi inside
 the same Tape as the rollout.  The target is an IMAGE: the body at rest translated by x; the loss
 is the pixel MSE of the last rendered frame against it plus MSEs of blurred copies (`blur` [px]),
 so that the gradient exists before the silhouettes overlap.  "state" trains on the 3D centre of
@@ -41,9 +41,10 @@ import types
 import numpy as np
 import taichi as ti
 
-from .. import control, fem
-from ..builder import SceneBuilder
-from ..simulator import Simulator
+from ..fitting import control
+from ..physics import fem
+from ..core.builder import SceneBuilder
+from ..core.simulator import Simulator
 from .control import ControlTask, check_timing
 from .shapes import tet_gear, tet_walker
 

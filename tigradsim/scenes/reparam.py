@@ -15,7 +15,7 @@ checked against finite differences in tests/test_sysid_fem.py and tests/test_sys
 """
 import numpy as np
 
-from ..optim import BasisParam, Param, smoothing_matrix
+from ..fitting.optim import BasisParam, Param, smoothing_matrix
 
 
 class SmoothedLogMass(BasisParam):

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..builder import SceneBuilder
-from ..rigid_observers import BodyRecorder, RigidSurface
-from ..simulator import Simulator
-from .. import meshes
+from ..core.builder import SceneBuilder
+from ..physics.rigid_observers import BodyRecorder, RigidSurface
+from ..core.simulator import Simulator
+from ..io import meshes
 
 START = (-1.2, 1.0, 0.0)                   # initial centre [m]
 VELOCITY, SPIN = (1.2, 1.0, 0.0), (0.0, 2.0, 6.0)   # initial velocity [m/s] and angular velocity [rad/s]

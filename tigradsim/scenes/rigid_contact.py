@@ -23,7 +23,7 @@ kf only acts in the last frames of the slide: its loss curvature is as small as 
 a 1 % error, against 2e-5 for the mass), but the loss is smooth in it and the default fit recovers
 it; at quick settings (dt 1/960, 40 BFGS steps) it does not converge.
 
-Gradients: the contact damping is capped by the elastic force (tigradsim/contact.py), so the contact
+Gradients: the contact damping is capped by the elastic force (tigradsim/physics/contact.py), so the contact
 force is continuous at touchdown, and the Tape gradient of this loss agrees with central differences
 (f64, default settings, at a 25 % guess and at truth x 1.03) to <1e-8 relative along random
 directions; per parameter (log step 1e-5) 8e-5..4e-4 (mass), 1e-5 (mu), 1e-6 (ke), 3e-7 (kd),
@@ -60,14 +60,14 @@ from typing import Iterator
 
 import numpy as np
 
-from ..builder import SceneBuilder
-from ..optim import BFGS, Adam, History, Param
+from ..core.builder import SceneBuilder
+from ..fitting.optim import BFGS, Adam, History, Param
 from ..renderers import Camera, SoftRasterizer
-from ..rigid import add_body_force
-from ..rigid_observers import RigidSurface
-from ..simulator import Simulator
-from ..sysid import VideoFit, relative_error, render_surface
-from .. import meshes
+from ..physics.rigid import add_body_force
+from ..physics.rigid_observers import RigidSurface
+from ..core.simulator import Simulator
+from ..fitting.sysid import VideoFit, relative_error, render_surface
+from ..io import meshes
 
 NAMES = ("mass", "ke", "kd", "kf", "mu")
 FIELDS = {"mass": "body_mass", "ke": "body_ke", "kd": "body_kd", "kf": "body_kf", "mu": "body_mu"}
@@ -82,7 +82,7 @@ def bounce_box_model(*, box=(0.3, 0.1, 0.22), height=0.12, push=20.0, push_offse
     """The Model: a box (size x y z [m], 1 kg) dropped flat from centre height `height` [m] at x =
     START_X, kicked along +x by `push` N through a point `push_offset` m off the centre along z (it
     spins about +y) during [push_start, push_start + push_time) s.  ground: ke, kd, kf, mu of the
-    ground (default `GROUND`); damping, friction: the contact law's options (tigradsim.contact)."""
+    ground (default `GROUND`); damping, friction: the contact law's options (tigradsim.physics.contact)."""
     if len(box) != 3 or not all(s > 0 for s in box):
         raise ValueError(f"box: expected three positive sizes x y z [m], got {box!r}")
     vertices, faces = meshes.box_surface(box)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import taichi as ti
 
-from ..optim import Adam, Param, optimize
+from ..fitting.optim import Adam, Param, optimize
 from ..renderers import Camera, ImageMSE, SoftRasterizer, icosphere
-from ..runtime import np_float
+from ..core.runtime import np_float
 
 TRUE_POSE = (0.1, -0.05, 0.0, 0.2, 0.5, -0.1)   # translation [m], axis-angle rotation [rad]
 OFFSET = (0.25, 0.35)                            # the guess: truth + uniform in +-0.25 m, +-0.35 rad per axis

@@ -41,14 +41,14 @@ from typing import Iterator
 
 import numpy as np
 
-from ..builder import SceneBuilder
-from ..optim import BFGS, Adam, History, Param
+from ..core.builder import SceneBuilder
+from ..fitting.optim import BFGS, Adam, History, Param
 from ..renderers import Camera, SoftRasterizer
-from ..rigid import add_body_force
-from ..rigid_observers import BodyRecorder, RigidSurface
-from ..simulator import Simulator
-from ..sysid import VideoFit, relative_error, render_surface
-from .. import meshes
+from ..physics.rigid import add_body_force
+from ..physics.rigid_observers import BodyRecorder, RigidSurface
+from ..core.simulator import Simulator
+from ..fitting.sysid import VideoFit, relative_error, render_surface
+from ..io import meshes
 
 SHAPES = ("box", "sphere", "cylinder", "cone", "irregular")
 MASS_RANGE = (0.5, 3.0)                          # truths and guesses are drawn log-uniformly from here [kg]

@@ -5,11 +5,11 @@ removed) and the render demo's turntable.
 The tet builders return (vertices (V, 3) float64 [m], tets (T, 4) int32),
 positively oriented, conforming (neighbouring tets share whole faces), without
 unused vertices.  General-purpose meshes (boxes, balls, cloth grids) are in
-`tigradsim.meshes`; these are scene content, so they live with the scenes.
+`tigradsim.io.meshes`; these are scene content, so they live with the scenes.
 """
 import numpy as np
 
-from ..meshes import _FIVE_EVEN, _FIVE_ODD, orient_tets, validate_tets
+from ..io.meshes import _FIVE_EVEN, _FIVE_ODD, orient_tets, validate_tets
 
 __all__ = ["tet_gear", "tet_cells", "tet_walker", "compact", "unit_mesh", "turntable"]
 

@@ -39,14 +39,14 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from .. import meshes
-from ..builder import SceneBuilder
-from ..observers import ParticleRecorder
-from ..optim import BFGS, ColumnParam, History, Param
-from ..panels import labelled_strip
+from ..io import meshes
+from ..core.builder import SceneBuilder
+from ..core.observers import ParticleRecorder
+from ..fitting.optim import BFGS, ColumnParam, History, Param
+from ..io.panels import labelled_strip
 from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
-from ..simulator import Simulator
-from ..sysid import VideoFit, relative_error, render_particles
+from ..core.simulator import Simulator
+from ..fitting.sysid import VideoFit, relative_error, render_particles
 from .reparam import SmoothedLogMass, UniformLogMass
 from .staging import adam_then_bfgs, checkpoint_path
 

@@ -7,10 +7,11 @@ bounces and squashes (demos/fem_bounce.py).  `simulate_bounce` reports the tet v
 """
 import numpy as np
 
-from .. import fem, meshes
-from ..builder import SceneBuilder
-from ..observers import ParticleRecorder
-from ..simulator import Simulator
+from ..io import meshes
+from ..physics import fem
+from ..core.builder import SceneBuilder
+from ..core.observers import ParticleRecorder
+from ..core.simulator import Simulator
 
 DEFAULT_STIFFNESS = {"stvk": 3e3}    # mu = lam [Pa] where 1e3 does not bounce sanely (StVK inverts at 1e3)
 

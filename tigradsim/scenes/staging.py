@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from ..optim import BFGS, Adam, History
+from ..fitting.optim import BFGS, Adam, History
 
 
 class ScalarAdam(Adam):

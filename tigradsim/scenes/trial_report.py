@@ -9,8 +9,8 @@ import os
 import resource
 import time
 
-from ..panels import trials_grid
-from ..video import save_gif
+from ..io.panels import trials_grid
+from ..io.video import save_gif
 
 
 def collect_trials(scene, trials, out_dir, title, truth=lambda trial: trial.truth):

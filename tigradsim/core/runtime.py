@@ -1,0 +1,179 @@
+"""Taichi runtime set-up and the autodiff helpers every module uses.
+
+`init` wraps `ti.init` with the settings tigradsim needs.  `custom_op` turns a
+pair of Python functions (forward, backward) into one entry on `ti.ad.Tape`,
+which is how composite operations (a checkpointed segment of a rollout, a
+rendered frame that re-uses scratch buffers) keep their gradients right.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import numpy as np
+import taichi as ti
+from taichi.lang import impl
+from taichi.lang.enums import AutodiffMode
+
+_ARCHS = {"cpu": "cpu", "cuda": "cuda", "vulkan": "vulkan", "gpu": "gpu", "metal": "metal", "opengl": "opengl"}
+_PRECISIONS = {"f32": ti.f32, "f64": ti.f64}
+
+# Stack size for locals carried through loops under reverse-mode AD.  Taichi's
+# default overflows for loops of 34+ passes (DESIGN.md section 5, rule 5).
+AD_STACK_SIZE = 256
+
+OFFLINE_CACHE_BYTES = 2 ** 30
+
+_state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto", "deterministic": True}
+_SCATTER_MODES = ("auto", "parallel", "serial", "gather")
+# "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
+# cores (benchmarks --scatter): serial is 1.4-2.4x faster for springs, tets and
+# cloth, forward and backward.  Where the crossover lies with more cores was not
+# measured; four threads doing ~4x dearer atomic adds would about break even.
+SERIAL_SCATTER_MAX_THREADS = 4
+
+
+def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: int = 0, scatter: str = "auto",
+         deterministic=None, **kwargs):
+    """Initialise Taichi for tigradsim.
+
+    Args:
+        arch: "cpu", "cuda", "vulkan", "metal", "opengl" or "gpu" (best available).
+        precision: "f32" or "f64"; every float field tigradsim creates uses it.
+        debug: Taichi debug mode (bounds checks; use with `Tape(validation=True)`).
+        seed: seed of Taichi's random number generator and of numpy's global one.
+        scatter: how element loops (springs, tets, cloth triangles and bending edges) add
+            their forces into shared particles: "parallel" (threads, atomic adds),
+            "serial" (one thread, plain adds), "gather" (threads, no atomic adds, bit-reproducible:
+            `tigradsim.physics.gather`) or "auto" (see `serial_scatter` and `gather.element_path`).
+        deterministic: every rollout, rendered frame, loss and gradient bit-reproducible
+            (reductions that would sum in a thread-dependent order run in a fixed order);
+            None: True on CPUs, False on GPUs (where it would cost most).  See `deterministic()`.
+        kwargs: passed on to `ti.init` (they override the defaults above).
+    Calling `init` again resets Taichi: fields created before are gone.
+    """
+    if arch not in _ARCHS:
+        raise ValueError(f"init: arch={arch!r} is not one of {sorted(_ARCHS)}")
+    if precision not in _PRECISIONS:
+        raise ValueError(f"init: precision={precision!r} is not one of {sorted(_PRECISIONS)}")
+    if scatter not in _SCATTER_MODES:
+        raise ValueError(f"init: scatter={scatter!r} is not one of {_SCATTER_MODES}")
+    options = dict(
+        arch=getattr(ti, _ARCHS[arch]),
+        default_fp=_PRECISIONS[precision],
+        default_ip=ti.i32,
+        debug=debug,
+        random_seed=seed,
+        ad_stack_size=AD_STACK_SIZE,
+        offline_cache=True,
+        # Taichi's default cap (100 MB, oldest quarter dropped when over) is smaller than the
+        # kernels of the demos and tests together (~110 MB measured), so it kept recompiling them.
+        offline_cache_max_size_of_files=OFFLINE_CACHE_BYTES,
+        log_level=ti.WARN,
+    )
+    options.update(kwargs)
+    # ti.init prints "[Taichi] Starting on arch=..." on stdout; scripts and demos keep stdout for
+    # their results (a JSON last line), so it goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        ti.init(**options)
+    np.random.seed(seed)
+    if deterministic is None:
+        deterministic = arch == "cpu"
+    _state.update(initialized=True, precision=precision, arch=arch, scatter=scatter,
+                  deterministic=bool(deterministic))
+
+
+def ensure_init():
+    """Initialise with defaults if the user has not called `init` yet."""
+    if not _state["initialized"]:
+        init()
+
+
+def set_scatter(mode: str):
+    """Change the scatter mode (see `init`) for force terms built from now on."""
+    if mode not in _SCATTER_MODES:
+        raise ValueError(f"set_scatter: mode={mode!r} is not one of {_SCATTER_MODES}")
+    _state["scatter"] = mode
+
+
+def serial_scatter() -> bool:
+    """Whether element loops that add forces into shared particles run on one thread.
+
+    On a CPU, Taichi adds floats atomically with a compare-and-swap loop (~5 ns per
+    float, a vec3 ~16 ns) and the reverse pass does the same for every adjoint; in a
+    serial loop it demotes those atomics to plain adds, which is faster than two
+    threads doing atomics (benchmarks/bench_cloth.py --compare measures
+    both).  The step's per-particle and per-body loops (contact, integrators,
+    external forces) follow the same choice: on such a CPU, handing a loop to the
+    thread pool cost 16 us at best and ~120 us on average (kernel profiler, cloth
+    32x32, 2 cores), more than the loop's work (1,089 particles: ~10 us), and a
+    substep made only of serial loops is one task.  GPUs have native atomics and
+    thousands of threads: "auto" keeps their loops parallel, and so does a CPU with
+    more than SERIAL_SCATTER_MAX_THREADS threads, unless `deterministic()`: parallel
+    scatter adds into shared particles in a thread-dependent order, so "auto" is serial
+    whenever results must be bit-reproducible (an explicit "parallel" still gives
+    parallel loops and gives up bitwise reproducibility of the physics).  Read when a
+    force term is built (model finalize).
+    """
+    mode = _state["scatter"]
+    if mode in ("auto", "gather"):        # "gather": element loops only (gather.element_path)
+        if _state["deterministic"]:
+            return True
+        cfg = impl.current_cfg()
+        return cfg.arch == ti.cpu and cfg.cpu_max_num_threads <= SERIAL_SCATTER_MAX_THREADS
+    return mode == "serial"
+
+
+def scatter_mode() -> str:
+    """The scatter mode of `init` / `set_scatter`: "auto", "parallel", "serial" or "gather"."""
+    return _state["scatter"]
+
+
+def deterministic() -> bool:
+    """Whether kernels must sum in a fixed order (`init(deterministic=...)`): loops that
+    reduce floats into shared locations (a loss, a pixel's sums, a vertex's adjoint) run
+    serially, or in a fixed order, when this is True.  Read when a kernel is compiled."""
+    return bool(_state["deterministic"])
+
+
+def precision() -> str:
+    """"f32" or "f64": the precision chosen in `init`."""
+    return _state["precision"]
+
+
+def np_float():
+    """The numpy float type matching the Taichi default float."""
+    return np.float64 if _state["precision"] == "f64" else np.float32
+
+
+def custom_op(forward, backward):
+    """Make `forward(*args)` one differentiable entry on the active `ti.ad.Tape`.
+
+    Kernels launched inside `forward` are not recorded on the tape; instead the
+    tape calls `backward(*args)` when it runs in reverse.  Unlike
+    `ti.ad.grad_replaced`, ops nest: an op called inside another op runs its
+    forward only, and the outer op's backward decides how to differentiate it
+    (usually by calling `inner.grad(*args)`).
+    """
+
+    def op(*args):
+        rt = impl.get_runtime()
+        outer = rt.grad_replaced
+        if rt.target_tape is not None and not outer:
+            rt.target_tape.insert(op, args)
+        rt.grad_replaced = True
+        try:
+            forward(*args)
+        finally:
+            rt.grad_replaced = outer
+
+    op.grad = backward
+    op.autodiff_mode = AutodiffMode.NONE
+    op.__name__ = getattr(forward, "__name__", "custom_op")
+    op.__doc__ = forward.__doc__
+    return op
+
+
+def no_grad(fn):
+    """Run `fn` inside a tape without recording it (its gradient is zero)."""
+    return custom_op(fn, lambda *args: None)

@@ -1,0 +1,500 @@
+"""Simulator: runs a Model forward in a StateStore, inside or outside `ti.ad.Tape`.
+
+Where element loops run in parallel (GPUs, CPUs with many threads; see
+`runtime.serial_scatter`), one substep is ONE kernel launch: every force term's
+loop, then every integrator's loop, fused with `ti.static` over the model's
+terms.  Where they run serially (small CPUs), a whole run of steps between two
+events (an observer's frame, a finite-state check) is ONE kernel launch: the
+steps are an inner loop of a single serial task, so the reverse pass runs them
+backwards.  A launch from Python costs 50-100 us here, more than a small
+scene's step (a 2x2 cloth: 90 us per step launched one by one, 11 us fused).
+Taichi 1.7.4 reverses such a nested step correctly only if every block inside
+the step loop holds one loop (two sibling inner loops give wrong gradients,
+measured): each term's loop is therefore a branch of a `phase` loop.  That is
+why every force term and integrator runs exactly one loop (model.py).
+
+Rollouts run in segments.  Without checkpointing there is one segment and the
+store keeps every step (memory O(N T)).  With `checkpoint_every=K` the store is
+a working buffer of K + 1 slots, the state at each segment start is kept in
+`checkpoints`, and each segment is one tape entry (`custom_op`) whose backward
+recomputes the segment while recording its kernels on a local tape, then runs
+their `.grad()` in reverse (memory O(N (T/K + K)), about 2x the forward work).
+Observers (renderers, recorders) run inside the segments, so they see every
+state whichever mode is used, and their kernels are replayed in backward too.
+"""
+
+import math
+import numbers
+from typing import Callable, Optional
+
+import numpy as np
+import taichi as ti
+from taichi.lang import impl
+
+from .errors import GradientError, SimulationError, check_runtime
+from .model import Model
+from ..physics.particles import ExternalParticleForce
+from .runtime import custom_op, no_grad
+from .stability import StabilityReport, preflight, stability_report
+from .state import StateStore
+
+
+# Adjoint health (Simulator._judge_adjoint): growth through the dynamics allowed beyond a
+# bounded factor, per simulated second.
+ADJOINT_GROWTH_RATE = 20.0
+ADJOINT_GROWTH_ALLOWANCE = 1e8
+
+
+class _Recorder:
+    """A minimal tape: what `ti.ad.Tape` records, replayable in reverse."""
+
+    def __init__(self):
+        self.calls = []
+
+    def insert(self, func, args):
+        self.calls.append((func, args))
+
+    def replay_grad(self):
+        for func, args in reversed(self.calls):
+            func.grad(*args)
+
+
+class _Observer:
+    """An observer's callback and when it fires: every `every` steps, or at the sorted
+    step indices `steps` (frame k at steps[k])."""
+
+    def __init__(self, fn, every, frames, steps=None):
+        self.fn, self.every, self.frames = fn, every, frames
+        self.steps = steps
+        self.frame_at = None if steps is None else {int(t): k for k, t in enumerate(steps)}
+
+    def next_step(self, t):
+        """The first step after t at which this observer fires (None: none left)."""
+        if self.steps is None:
+            return (t // self.every + 1) * self.every
+        k = int(np.searchsorted(self.steps, t, side="right"))
+        return int(self.steps[k]) if k < len(self.steps) else None
+
+    def frame(self, t):
+        """The frame recorded at step t, or None."""
+        if self.steps is None:
+            return t // self.every if t % self.every == 0 else None
+        return self.frame_at.get(int(t))
+
+
+@ti.data_oriented
+class Simulator:
+    """Semi-implicit Euler rollout of `steps` steps of `dt` seconds.
+
+    Args:
+        model: the Model from `SceneBuilder.finalize()`.
+        dt: time step [s], > 0.
+        steps: number of steps of the rollout.
+        checkpoint_every: segment length K for checkpointed gradients, or None
+            to store every step.
+        external_force: allocate `particle_f_ext[t, i]` [N], a differentiable
+            per-step force on each particle (known impulses, controls).
+        check_every: steps between checks for non-finite state in the forward pass.
+        fuse_steps: run the steps between two events in one kernel launch (True), one
+            launch per step (False), or None: fused when every force term and integrator
+            runs its loop serially (`runtime.serial_scatter`; a nested loop is never
+            parallel, so parallel terms keep one launch per step).
+        strict: past the safe fraction of a force term's explicit-integration limit
+            (`tigradsim.core.stability`, checked here and at `run()` after `model.set`) raise
+            `StabilityError` instead of warning (`StabilityWarning`).
+        adjoint_check: in the backward pass, watch the size of the state adjoint and raise
+            `GradientError` when it turns non-finite or grows faster than
+            `adjoint_growth_rate` [1/s] beyond `adjoint_growth_allowance` (see `_judge_adjoint`).
+    Attributes:
+        state: the StateStore (every step, or the working buffer).
+        checkpoints: StateStore of segment starts (checkpointed mode) or None.
+    """
+
+    def __init__(self, model: Model, dt: float, steps: int, checkpoint_every: Optional[int] = None,
+                 external_force: bool = False, check_every: int = 256, fuse_steps: Optional[bool] = None,
+                 strict: bool = False, adjoint_check: bool = True):
+        # numbers.Real: numpy scalars (np.float32(1e-3)) are valid time steps too
+        if isinstance(dt, bool) or not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt: must be a finite number > 0 (seconds), got {dt!r}")
+        if not (isinstance(steps, (int, np.integer)) and steps >= 1):
+            raise ValueError(f"steps: must be an integer >= 1, got {steps!r}")
+        if checkpoint_every is not None and not (isinstance(checkpoint_every, (int, np.integer)) and checkpoint_every >= 1):
+            raise ValueError(f"checkpoint_every: must be an integer >= 1 or None, got {checkpoint_every!r}")
+        check_runtime(model)
+        self.model = model
+        self.dt = float(dt)
+        self.steps = int(steps)
+        self.check_every = max(1, int(check_every))
+        self.checkpointing = checkpoint_every is not None and checkpoint_every < steps
+        self.segment_length = int(checkpoint_every) if self.checkpointing else self.steps
+        self.segment_count = -(-self.steps // self.segment_length)
+        self.state = StateStore(model, self.segment_length + 1)
+        self.checkpoints = StateStore(model, self.segment_count + 1, include_accumulators=False) \
+            if self.checkpointing else None
+        self.force_terms = list(model.force_terms)
+        self.particle_f_ext = None
+        if external_force:
+            if model.particle_count == 0:
+                raise ValueError("external_force=True needs particles in the model")
+            self.particle_f_ext = ti.Vector.field(3, float, shape=(self.steps, model.particle_count),
+                                                  needs_grad=model.requires_grad)
+            self.force_terms.append(ExternalParticleForce(model, self.particle_f_ext))
+        self.integrators = list(model.integrators)
+        self.fuse_steps = fuse_steps
+        self._build_field_lists()
+        self._observers: list[_Observer] = []
+        self._bad_step = ti.field(ti.i32, shape=())
+        self._segment_op = custom_op(self._segment_forward, self._segment_backward)
+        self._check_op = no_grad(self._check_finite_range)
+        self._clear_op = no_grad(self._clear_accumulators)
+        self.strict = bool(strict)
+        self.adjoint_check = bool(adjoint_check) and model.requires_grad
+        self.adjoint_growth_rate = ADJOINT_GROWTH_RATE
+        self.adjoint_growth_allowance = ADJOINT_GROWTH_ALLOWANCE
+        self.adjoint_trace = []           # (step, max |adjoint| before / after the observers at that step)
+        self._adjoint_health = dict(last_post=None, log=0.0, min_level=math.inf, min_step=None, min_log=0.0)
+        self._adjoint_max = ti.field(float, shape=())
+        self._adjoint_bad = ti.field(ti.i32, shape=())
+        self._adjoint_op = custom_op(lambda slot, step, post: None, self._probe_adjoint)
+        self._preflight_version = None
+        self._preflight(stacklevel=4)
+
+    # -- public -------------------------------------------------------------
+    def observe(self, fn: Callable[[StateStore, int, int], None], every: Optional[int] = None,
+                steps=None) -> int:
+        """Call `fn(state, slot, frame)` at steps 0, every, 2*every, ... <= steps, or,
+        with `steps=` (a strictly increasing sequence of step indices in [0, self.steps]),
+        frame k at step steps[k] (frames at arbitrary times: see `tigradsim.io.footage`).
+
+        `fn` reads the state at `slot` of `state` and writes frame `frame` of its
+        own output fields; its kernels (or custom ops) are differentiated like
+        the physics.  `fn` must be idempotent per frame (it may be called twice for
+        a step at a checkpoint segment boundary, and again in the backward pass).
+        Returns the number of frames.
+        """
+        if (every is None) == (steps is None):
+            raise ValueError(f"observe: pass exactly one of every= (an integer >= 1) and steps= (step indices), "
+                             f"got every={every!r}, steps={steps!r}")
+        if steps is not None:
+            arr = self._check_steps(steps)
+            self._observers.append(_Observer(fn, None, len(arr), arr))
+            return len(arr)
+        frames = self.frame_count(every)
+        self._observers.append(_Observer(fn, int(every), frames))
+        return frames
+
+    def _check_steps(self, steps):
+        arr = np.asarray(steps)
+        if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"steps: expected a non-empty 1-D sequence of integer step indices, got {steps!r}")
+        if arr.min() < 0 or arr.max() > self.steps:
+            raise ValueError(f"steps: indices must lie in [0, {self.steps}] (the rollout has {self.steps} steps of "
+                             f"{self.dt:g} s), got [{arr.min()}, {arr.max()}]")
+        if np.any(np.diff(arr) <= 0):
+            k = int(np.argmax(np.diff(arr) <= 0))
+            raise ValueError(f"steps: must be strictly increasing, got steps[{k}] = {arr[k]}, "
+                             f"steps[{k + 1}] = {arr[k + 1]}")
+        return arr.astype(np.int64)
+
+    def frame_count(self, every: Optional[int] = None, steps=None) -> int:
+        """Number of frames an observer called every `every` steps (or at `steps`) receives."""
+        if steps is not None:
+            return len(self._check_steps(steps))
+        if not (isinstance(every, (int, np.integer)) and not isinstance(every, bool) and every >= 1):
+            raise ValueError(f"every: must be an integer >= 1, got {every!r}")
+        return self.steps // int(every) + 1
+
+    def run(self):
+        """Run the whole rollout from the model's initial state.
+
+        Inside `ti.ad.Tape(loss)` it is differentiated; the loss must be computed
+        from observer outputs (in checkpointed mode intermediate states are not
+        kept).  Raises SimulationError if the state becomes non-finite, StabilityError (strict) if
+        `model.set` moved a parameter past a stability limit, and, in the backward pass,
+        GradientError if the adjoint blows up (`adjoint_check`).
+        """
+        check_runtime(self.model, "run()")
+        if self.model.version != self._preflight_version:
+            self._preflight(stacklevel=4)
+        self.adjoint_trace = []
+        self._adjoint_health = dict(last_post=None, log=0.0, min_level=math.inf, min_step=None, min_log=0.0)
+        for seg in range(self.segment_count):
+            if self.checkpointing:
+                self._segment_op(seg)
+            else:
+                self._segment_forward(seg)
+
+    def stability_report(self) -> StabilityReport:
+        """Every force term's explicit-integration limit at dt for the current parameters (a table:
+        `print(sim.stability_report())`; `tigradsim.core.stability` gives the formulas)."""
+        return stability_report(self.model, self.dt, self.force_terms)
+
+    def _preflight(self, stacklevel):
+        self._preflight_version = self.model.version
+        return preflight(self.model, self.dt, self.force_terms, strict=self.strict, stacklevel=stacklevel)
+
+    # -- adjoint health -----------------------------------------------------------
+    def _probe_adjoint(self, slot, step, post):
+        """Backward of a probe: measure max |adjoint| of the stored state at `slot` (step `step`).
+        A probe placed before the observers' call at a step (post=True) runs after their gradient,
+        so it sees the loss injected there; one placed after them (post=False) sees only what
+        flowed back from later steps."""
+        if not self.adjoint_check:
+            return
+        a = float(self._measure_adjoint(slot))      # one launch: a kernel launch costs ~50-100 us here
+        self._judge_adjoint(int(step), max(a, 0.0), a < 0, post)
+
+    @ti.kernel
+    def _measure_adjoint(self, s: ti.i32) -> float:
+        """max |adjoint| over the stored state at slot s, or -1 if any entry is non-finite (or > 1e30)."""
+        self._adjoint_max[None] = 0.0
+        self._adjoint_bad[None] = 0
+        for fld in ti.static(self._stored):
+            for i in range(fld.shape[1]):
+                g = ti.abs(fld.grad[s, i])
+                if not (g <= 1e30).all():            # NaN compares false
+                    self._adjoint_bad[None] = 1
+                else:
+                    ti.atomic_max(self._adjoint_max[None], g.max())
+        return ti.select(self._adjoint_bad[None] > 0, -1.0, self._adjoint_max[None])
+
+    def _judge_adjoint(self, step, a, bad, post):
+        """Raise GradientError if the adjoint at `step` is non-finite (or > 1e30), or grew too fast.
+
+        Probes sit at the forward pass's finite checks (every `check_every` steps, and the ends of
+        segments): a_pre(k), the adjoint that flowed back from later steps, and a_post(k), that plus
+        what the observers at step k inject.  Growth is counted through the dynamics only: with
+        L(k) = sum of ln(a_pre(k) / a_post(k+1)) from the last probe back to probe k, it raises when,
+        for some later probe j,
+            L(k) - L(j) > ln(adjoint_growth_allowance) + adjoint_growth_rate * (t_j - t_k).
+        Defaults: ADJOINT_GROWTH_ALLOWANCE = 1e8 (a stable scene's adjoint changes by a bounded
+        factor: the exchange between position and velocity sensitivities is about omega, up to ~1e4
+        for stiff contact) and ADJOINT_GROWTH_RATE = 20 / s.  Measured: the gradient tests of
+        test_core, test_rigid_grad, test_fem, test_cloth, test_control (43 tests with probes) stay below
+        10^1.05 of growth; a spring lattice
+        without shear springs collapsing on the ground (benchmarks/bench_particles.py's scene, a
+        mechanism: physically chaotic) grows 2e9 in 0.5 s (43 / s) and passes; past an explicit limit
+        the adjoint grows geometrically with every step (the README's ball at dt 1 ms: 1e11 in 0.07 s,
+        2e14 in 0.3 s) and is caught.
+        """
+        t = step * self.dt
+        if bad:
+            later = self.adjoint_trace[-1][0] if self.adjoint_trace else None
+            where = f"between steps {step} and {later}" if later is not None and later != step else \
+                ("the end of the rollout" if step == self.steps else "the first probe")
+            raise self._gradient_error(
+                f"the adjoint (d loss / d state) became non-finite (or > 1e30) at step {step} (t = {t:.6g} s), {where}")
+        h = self._adjoint_health
+        if not post:
+            self.adjoint_trace.append((step, a, None))
+            if h["last_post"] is None:
+                return
+            if a <= 0:                                   # the adjoint vanished: start afresh
+                h.update(last_post=None, log=0.0, min_level=math.inf)
+                return
+            h["log"] += math.log(a / h["last_post"])
+            level = h["log"] + self.adjoint_growth_rate * t
+            if level - h["min_level"] > math.log(self.adjoint_growth_allowance):
+                j = h["min_step"]
+                raise self._gradient_error(
+                    f"the adjoint (d loss / d state) grew by a factor {math.exp(h['log'] - h['min_log']):.3g} "
+                    f"through the dynamics going back from step {j} (t = {j * self.dt:.6g} s) to step {step} "
+                    f"(t = {t:.6g} s): more than {self.adjoint_growth_allowance:g} x exp({self.adjoint_growth_rate:g}/s "
+                    f"x {(j - step) * self.dt:.4g} s)")
+            return
+        if self.adjoint_trace and self.adjoint_trace[-1][0] == step and self.adjoint_trace[-1][2] is None:
+            self.adjoint_trace[-1] = (step, self.adjoint_trace[-1][1], a)
+        else:
+            self.adjoint_trace.append((step, None, a))
+        if a > 0:
+            h["last_post"] = a
+            level = h["log"] + self.adjoint_growth_rate * t
+            if level < h["min_level"]:
+                h.update(min_level=level, min_step=step, min_log=h["log"])
+
+    def _gradient_error(self, what):
+        rt = impl.get_runtime()
+        if rt.target_tape is not None and hasattr(rt.target_tape, "eval_on_exit"):
+            rt.target_tape.eval_on_exit = False
+        report = self.stability_report()
+        if report.rows:
+            w = min(report.rows, key=lambda r: r.dt_limit)
+            cause = (f"likely cause: {w.term} at {w.element} is at dt / limit = {self.dt / w.dt_limit:.3g} of its "
+                     f"explicit-integration limit ({w.detail}; stable below dt = {w.dt_limit:.4g} s, safe below "
+                     f"{report.dt_safe:.4g} s)")
+            if report.ok:
+                cause += ("; every term is within its safe limit, so the dynamics may be chaotic over this horizon "
+                          "(shorten it, add damping, or raise sim.adjoint_growth_rate if this growth is physical)")
+        else:
+            cause = ("likely cause: not an explicit-integration limit (no force term reports one); look at the loss "
+                     "and the observers (a norm or square root at 0 has a NaN gradient)")
+        return GradientError(f"{what}: the gradient cannot be trusted; {cause}. "
+                             "Simulator(adjoint_check=False) turns this check off")
+
+    def slot(self, t: int) -> int:
+        """Slot of step t in `state` (full-storage mode only)."""
+        if self.checkpointing:
+            raise RuntimeError("slot(): in checkpointed mode only the current segment is stored; use an observer")
+        return int(t)
+
+    def final_state(self, name: str = "particle_q") -> np.ndarray:
+        """State `name` after the last step, as numpy (both modes)."""
+        last = self.steps - (self.segment_count - 1) * self.segment_length
+        return getattr(self.state, name).to_numpy()[last]
+
+    # -- segments -------------------------------------------------------------
+    def _segment_range(self, seg):
+        start = seg * self.segment_length
+        return start, min(start + self.segment_length, self.steps)
+
+    def _segment_forward(self, seg, check=True):
+        start, end = self._segment_range(seg)
+        self._clear_op()
+        if seg == 0:
+            self._load_initial()
+        else:
+            self._restore(seg)
+        probe = self.adjoint_check and impl.get_runtime().target_tape is not None
+        if probe and seg == 0:
+            self._adjoint_op(0, 0, True)
+        self._notify(start, 0)
+        if probe and seg == 0:
+            self._adjoint_op(0, 0, False)
+        checked = 0                      # first slot not yet checked for non-finite values
+        probed = 0                       # last slot probed for the adjoint's size
+        t = start
+        while t < end:
+            stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end)
+            if self.fused:
+                self._substeps(t - start, t, stop - t)
+            else:
+                for k in range(t, stop):
+                    self._substep(k - start, k)
+            probe_here = probe and (stop - start - probed >= self.check_every or stop == end)
+            if probe_here:                   # after the observers' gradient in the backward pass
+                self._adjoint_op(stop - start, stop, True)
+            self._notify(stop, stop - start)  # no observer has a frame before `stop`
+            if probe_here:                   # before it: only what flowed back from later steps
+                self._adjoint_op(stop - start, stop, False)
+                probed = stop - start
+            if check and (stop - start - checked >= self.check_every or stop == end):
+                self._check_op(checked, stop - start + 1, start)
+                checked = stop - start + 1
+            t = stop
+        if self.checkpointing:
+            self._save(end - start, seg + 1)
+
+    @property
+    def fused(self) -> bool:
+        """Whether a run of steps is one kernel launch (see `fuse_steps`)."""
+        if self.fuse_steps is not None:
+            return bool(self.fuse_steps)
+        return all(getattr(loop, "serial", False) for loop, _ in self._loops())
+
+    def _next_frame(self, t):
+        """The first step after t at which an observer records a frame (a fused run stops there)."""
+        nxt = [n for n in (obs.next_step(t) for obs in self._observers) if n is not None]
+        return min(nxt) if nxt else self.steps
+
+    def _segment_backward(self, seg):
+        rt = impl.get_runtime()
+        outer_tape, outer_replaced = rt.target_tape, rt.grad_replaced
+        recorder = _Recorder()
+        rt.target_tape, rt.grad_replaced = recorder, False
+        try:
+            self._segment_forward(seg, check=False)
+        finally:
+            rt.target_tape, rt.grad_replaced = outer_tape, outer_replaced
+        self._clear_grads()
+        recorder.replay_grad()
+
+    def _notify(self, t, slot):
+        for obs in self._observers:
+            frame = obs.frame(t)
+            if frame is not None:
+                obs.fn(self.state, slot, frame)
+
+    def _check_finite_range(self, s0, s1, t0):
+        self._bad_step[None] = 1 << 30
+        self._find_nonfinite(s0, s1)
+        bad = int(self._bad_step[None])
+        if bad < (1 << 30):
+            rt = impl.get_runtime()
+            if rt.target_tape is not None and hasattr(rt.target_tape, "eval_on_exit"):
+                rt.target_tape.eval_on_exit = False
+            step = t0 + bad
+            raise SimulationError(
+                f"the simulation became non-finite at step {step} (t = {step * self.dt:.6g} s, dt = {self.dt:g} s); "
+                f"try a smaller time step (e.g. dt = {self.dt / 4:g}) or softer stiffness / contact ke")
+
+    # -- kernels --------------------------------------------------------------
+    def _build_field_lists(self):
+        st, ck = self.state, self.checkpoints
+        kinds = self.state.kinds
+        self._initial_pairs = [(getattr(st, k.name), k.initial) for k in kinds if k.initial is not None]
+        self._stored = [getattr(st, k.name) for k in kinds if not k.accumulator]
+        self._accumulators = [getattr(st, k.name) for k in kinds if k.accumulator]
+        self._checkpoint_pairs = [(getattr(st, k.name), getattr(ck, k.name)) for k in kinds if not k.accumulator] \
+            if ck is not None else []
+
+    @ti.kernel
+    def _substep(self, s: ti.i32, t: ti.i32):
+        for loop in ti.static(self._loops()):
+            self._run_loop(loop, s, t)
+
+    @ti.kernel
+    def _substeps(self, s0: ti.i32, t0: ti.i32, count: ti.i32):
+        """`count` substeps from slot s0 (step t0) in one launch: for serial loops only."""
+        loops = ti.static(self._loops())
+        ti.loop_config(serialize=True)
+        for _ in range(1):               # one serial task; the step loop is nested, so it is reversed
+            for k in range(count):
+                for phase in range(ti.static(len(loops))):
+                    for j in ti.static(range(len(loops))):
+                        if phase == j:   # one loop per block: see the module docstring
+                            self._run_loop(loops[j], s0 + k, t0 + k)
+
+    def _loops(self):
+        """(term, is_integrator) for every loop of a step, in order: force terms, then integrators."""
+        return [(term, False) for term in self.force_terms] + [(integ, True) for integ in self.integrators]
+
+    @ti.func
+    def _run_loop(self, loop: ti.template(), s: ti.template(), t: ti.template()):
+        if ti.static(loop[1]):
+            loop[0].integrate(self.state, s, t, self.dt)
+        else:
+            loop[0].apply_forces(self.state, s, t)
+
+    @ti.kernel
+    def _load_initial(self):
+        for pair in ti.static(self._initial_pairs):
+            for i in pair[1]:
+                pair[0][0, i] = pair[1][i]
+
+    @ti.kernel
+    def _restore(self, seg: ti.i32):
+        for pair in ti.static(self._checkpoint_pairs):
+            for i in range(pair[0].shape[1]):
+                pair[0][0, i] = pair[1][seg, i]
+
+    @ti.kernel
+    def _save(self, s: ti.i32, seg: ti.i32):
+        for pair in ti.static(self._checkpoint_pairs):
+            for i in range(pair[0].shape[1]):
+                pair[1][seg, i] = pair[0][s, i]
+
+    def _clear_accumulators(self):
+        for fld in self._accumulators:
+            fld.fill(0)
+
+    def _clear_grads(self):
+        if self.model.requires_grad:
+            for fld in self.state.fields():
+                fld.grad.fill(0)
+
+    @ti.kernel
+    def _find_nonfinite(self, s0: ti.i32, s1: ti.i32):
+        for fld in ti.static(self._stored):
+            for s, i in ti.ndrange((s0, s1), fld.shape[1]):
+                if not (ti.abs(fld[s, i]) <= 1e30).all():
+                    ti.atomic_min(self._bad_step[None], s)

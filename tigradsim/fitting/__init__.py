@@ -1,0 +1,2 @@
+"""Fitting: losses, parameters and optimizers, gradient checks, video fits, identification,
+uncertainty and control."""

@@ -1,0 +1,411 @@
+"""Robust identification: a coarse global search, gradient fits from the best starts,
+coarse-to-fine in time, and an uncertainty for every estimate.
+
+    result = tgs.identify(params, forward=fwd, loss=loss_field, residuals=res,
+                          starts=16, local_starts=3, horizons=[10, 20, 40], set_horizon=...)
+    print(result)                      # estimates +- std, 95% intervals, undetermined, ambiguous
+    result.best["mass"].value
+
+Steps:
+1. **Search.**  K = `starts` points: the Params' current values (the user's guess,
+   `include_current=True`) and Latin-hypercube points in the optimiser's
+   coordinates (log where log_space) within the bounds (seeded; every Param needs
+   finite bounds for this), each scored by one forward rollout (no gradient).
+2. **Local fits** from the best M = `local_starts`: Adam (`adam_iters`) then BFGS
+   (`bfgs_iters`) through the existing `optimize` with `stop` criteria, when a Tape
+   loss is given (`forward` + `loss`); Levenberg-Marquardt (`least_squares`,
+   `lm_iters`) on `residuals` after them, or instead of them when only residuals
+   are given.  A start whose rollout blows up is recorded and skipped.
+3. **Coarse to fine in time.**  With `horizons` (an increasing schedule of frame
+   counts) and `set_horizon(k)` (a caller function that makes the loss and the
+   residuals use the first k frames: an image loss's frame selection,
+   `lambda k: image_loss.set_frames(range(k), target[:k])`, or an `MSELoss`'s
+   frame weights, as tests/test_identify.py does), the search runs at the first
+   horizon and each local fit runs through every horizon in turn; the reports
+   are made at the last one (make it the whole clip).  The rollout itself keeps
+   its length (a Simulator's step count is fixed), so a short horizon makes the
+   loss smoother (fewer bounces to match), not cheaper.
+4. **Report.**  At each local minimum: `fit_report` (Gauss-Newton covariance from
+   `residuals`, tigradsim/fitting/uncertainty.py).  Minima whose values differ by no more
+   than `distinct_sigma` combined standard errors in every determined coordinate
+   are one minimum (coordinates the data cannot determine do not separate
+   minima: a valley is one minimum).  Distinct minima that fit equally well:
+   2 (L_i - L_best) / s^2 <= `tie_chi2` with L = 1/2 |r|^2 (default 3.84, the 95%
+   point of chi^2 with 1 degree of freedom: a likelihood-ratio test cannot tell
+   them apart), or, without residuals, a loss within `tie_rtol` of the best, make
+   the result "ambiguous" and every such minimum is reported.
+
+Contract of the callables (as in `tgs.check_gradient`): `forward()` recomputes the
+loss from scratch except for zeroing the 0-D `loss` field (done here, and by the
+Tape); `residuals()` runs the model and returns the residual vector.
+Stop criteria: `stop` (`tgs.StopCriteria`: loss tolerance, relative change over
+a window, gradient norm) per local stage, `iters` per stage, and `time_budget`
+seconds for the whole identification (the search is cut short and later local
+fits are skipped once it is spent).  Progress is printed as `optimize` does.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field as dc_field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..core.errors import SimulationError
+from .optim import (BFGS, Adam, Param, StopCriteria, _internal_vector, _summary, _write_internal_vector,
+                    least_squares, optimize)
+from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, _json, coordinate_names, fit_report
+
+
+def latin_hypercube(n_points: int, dim: int, rng) -> np.ndarray:
+    """n_points stratified samples in [0, 1)^dim: each coordinate's n_points strata
+    are each hit exactly once (random order per coordinate, uniform within)."""
+    u = (np.arange(n_points)[:, None] + rng.uniform(size=(n_points, dim))) / n_points
+    for j in range(dim):
+        u[:, j] = u[rng.permutation(n_points), j]
+    return u
+
+
+@dataclass
+class Run:
+    """One local fit: start index (0-based, into `Identification.search`), start values,
+    final objective, why it stopped, and the minimum it reached (index into
+    `Identification.minima`, None if it failed)."""
+
+    start: int
+    start_values: dict
+    search_loss: float
+    objective: float = math.nan
+    stop_reason: str = ""
+    minimum: Optional[int] = None
+    seconds: float = 0.0
+
+    def to_dict(self):
+        return _json(self.__dict__)
+
+
+@dataclass
+class Minimum:
+    """A distinct local minimum: the objective, the values (name -> value),
+    the internal coordinates, its FitReport (None without residuals) and the
+    runs that reached it."""
+
+    objective: float
+    values: dict
+    x: np.ndarray
+    report: Optional[FitReport]
+    runs: list = dc_field(default_factory=list)
+
+    def to_dict(self):
+        return _json({"objective": self.objective, "values": self.values, "runs": self.runs,
+                      "report": self.report.to_dict() if self.report is not None else None})
+
+
+@dataclass
+class Identification:
+    """What `identify` found.
+
+    minima: distinct minima, best first.  ambiguous: more than one minimum fits
+    equally well (then `tied` lists their indices and no single value should be
+    believed).  search: (values, loss) of every scored start.  runs: the local fits.
+    The Params hold the best minimum's values afterwards.
+    """
+
+    minima: list
+    ambiguous: bool
+    tied: list
+    search: list
+    runs: list
+    seconds: float
+    notes: list = dc_field(default_factory=list)
+
+    @property
+    def best(self) -> Optional[FitReport]:
+        """The best minimum's FitReport (None without residuals)."""
+        return self.minima[0].report if self.minima else None
+
+    @property
+    def values(self) -> dict:
+        return dict(self.minima[0].values) if self.minima else {}
+
+    def to_dict(self):
+        return _json({"ambiguous": self.ambiguous, "tied": self.tied, "minima": [m.to_dict() for m in self.minima],
+                      "search": [{"values": v, "loss": l} for v, l in self.search],
+                      "runs": [r.to_dict() for r in self.runs], "seconds": self.seconds, "notes": self.notes})
+
+    def summary(self) -> str:
+        if not self.minima:
+            return "no local fit converged"
+        if self.ambiguous:
+            return (f"ambiguous: {len(self.tied)} distinct minima fit equally well; the data do not choose "
+                    "between them")
+        return "one best minimum"
+
+    def to_markdown(self, title="Identification"):
+        out = [f"## {title}", "", f"**{self.summary()}** ({len(self.runs)} local fits from {len(self.search)} "
+                                  f"scored starts, {self.seconds:.1f} s)", ""]
+        show = self.tied if self.ambiguous else [0] if self.minima else []
+        for i in show:
+            m = self.minima[i]
+            head = f"Minimum {i + 1} (objective {m.objective:.6g}, reached by {len(m.runs)} run(s))"
+            out.append(m.report.to_markdown(head) if m.report is not None else
+                       f"### {head}\n\n" + "\n".join(f"- {k} = {v:.6g}" for k, v in m.values.items()) + "\n")
+        others = [i for i in range(len(self.minima)) if i not in show]
+        if others:
+            out.append("Other (worse) minima: " + "; ".join(
+                f"objective {self.minima[i].objective:.4g} at " +
+                ", ".join(f"{k}={v:.4g}" for k, v in self.minima[i].values.items()) for i in others))
+        out += [f"- {n}" for n in self.notes]
+        return "\n".join(out) + "\n"
+
+    def __str__(self):
+        lines = [self.summary()]
+        show = self.tied if self.ambiguous else [0] if self.minima else []
+        for i in show:
+            m = self.minima[i]
+            lines.append(f"minimum {i + 1}: objective {m.objective:.6g}")
+            lines.append(str(m.report) if m.report is not None else
+                         "\n".join(f"{k} = {v:.6g} (no residuals: no uncertainty)" for k, v in m.values.items()))
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon):
+    if not params or not all(isinstance(p, Param) for p in params):
+        raise ValueError(f"params: expected a non-empty list of tgs.Param, got {params!r}")
+    names = [p.name for p in params]
+    if len(set(names)) != len(names):
+        raise ValueError(f"params: names must be unique (they label the estimates), got {names}")
+    if (forward is None) != (loss is None):
+        raise ValueError("forward and loss: give both (a Tape loss) or neither")
+    if forward is None and residuals is None:
+        raise ValueError("identify: give forward and loss (gradient fits), residuals (least squares and the "
+                         "uncertainty), or both")
+    if not (isinstance(starts, (int, np.integer)) and starts >= 1):
+        raise ValueError(f"starts: must be an integer >= 1, got {starts!r}")
+    if not (isinstance(local_starts, (int, np.integer)) and 1 <= local_starts <= starts):
+        raise ValueError(f"local_starts: must be an integer in [1, starts={starts}], got {local_starts!r}")
+    if horizons is not None:
+        h = list(horizons)
+        if not h or any(not isinstance(k, (int, np.integer)) or k < 1 for k in h) or any(
+                b <= a for a, b in zip(h, h[1:])):
+            raise ValueError(f"horizons: expected an increasing list of frame counts >= 1, got {horizons!r}")
+        if not callable(set_horizon):
+            raise ValueError("set_horizon: a function set_horizon(k) is needed with horizons")
+    elif set_horizon is not None:
+        raise ValueError("set_horizon: given without horizons (the schedule of frame counts)")
+
+
+def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = None, loss=None,
+             residuals: Optional[Callable[[], np.ndarray]] = None, starts: int = 8, local_starts: int = 2,
+             seed: int = 0, include_current: bool = True, adam_iters: int = 30, adam_lr: float = 0.05,
+             bfgs_iters: int = 30, bfgs_lr: float = 0.05, lm_iters: int = 0, stop: Optional[StopCriteria] = None,
+             time_budget: Optional[float] = None, horizons: Optional[Sequence[int]] = None,
+             set_horizon: Optional[Callable[[int], None]] = None, noise_floor: float = PIXEL_8BIT_VARIANCE,
+             fd_step: Optional[float] = None, undetermined_std: float = 0.5, distinct_sigma: float = 3.0,
+             same_tol: float = 1e-3, tie_chi2: float = 3.84, tie_rtol: float = 0.05, log_every: int = 10,
+             printer=print, groups=None) -> Identification:
+    """Multi-start, coarse-to-fine identification with uncertainties (module docstring).
+
+    params: Params with finite bounds (needed when starts > include_current).
+    forward, loss: a Tape loss (0-D field) and the function that computes it.
+    residuals: residual vector function (uncertainty, least squares, L = 1/2 |r|^2).
+    starts: K points scored; local_starts: M best ones fitted.  seed: of the search.
+    adam_iters, adam_lr, bfgs_iters, bfgs_lr: gradient stages per horizon (0 skips).
+    lm_iters: Levenberg-Marquardt iterations per horizon on `residuals` (after the
+        gradient stages); when only residuals are given and lm_iters is 0, 20 are used.
+    stop: StopCriteria for each gradient stage.  time_budget: seconds in all.
+    horizons, set_horizon: coarse-to-fine schedule (frame counts) and its setter.
+    noise_floor, fd_step, undetermined_std: passed to `fit_report`.
+    groups: clusters of correlated residuals (e.g. video frames), passed to `fit_report`
+        for its cluster-robust covariance: an int, an (N,) label array, or a callable
+        groups(N) giving the labels of the current residual vector (its length changes
+        with the horizon).
+    distinct_sigma, same_tol: minima closer than distinct_sigma combined std in every
+        determined coordinate (or than same_tol in internal units without residuals)
+        are the same.  tie_chi2, tie_rtol: equally good minima (module docstring).
+    """
+    params = list(params)
+    _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon)
+    t0 = time.time()
+    deadline = math.inf if time_budget is None else t0 + float(time_budget)
+    horizons = list(horizons) if horizons is not None else None
+    if forward is None and lm_iters == 0:
+        lm_iters = 20
+    names = coordinate_names(params)
+    notes = []
+
+    lo = np.concatenate([p.internal_bounds()[0].reshape(-1) for p in params])
+    hi = np.concatenate([p.internal_bounds()[1].reshape(-1) for p in params])
+    x_user = _internal_vector(params).astype(np.float64)
+    n_random = starts - (1 if include_current else 0)
+    if n_random > 0:
+        unbounded = [names[i] for i in range(len(lo)) if not (math.isfinite(lo[i]) and math.isfinite(hi[i]))]
+        if unbounded:
+            raise ValueError(f"identify: the search needs finite lower and upper bounds; missing for {unbounded} "
+                             "(or pass starts=1 to fit from the current values only)")
+    rng = np.random.default_rng(seed)
+    points = ([x_user] if include_current else []) + list(lo + latin_hypercube(n_random, len(lo), rng) * (hi - lo))
+
+    def objective():
+        if forward is not None:
+            loss[None] = 0.0
+            forward()
+            return float(loss[None])
+        r = np.ravel(residuals())
+        return 0.5 * float(r @ r)
+
+    def values_dict(x):
+        return {n: float(np.exp(v) if log else v) for n, v, log in zip(names, x, _log_flags(params))}
+
+    # 1. coarse search (forward only) at the first horizon
+    if horizons:
+        set_horizon(horizons[0])
+    search = []
+    for k, x in enumerate(points):
+        if time.time() > deadline and search:
+            notes.append(f"time budget spent: scored {len(search)} of {len(points)} starts")
+            break
+        _write_internal_vector(params, x)
+        try:
+            value = objective()
+        except SimulationError:
+            value = math.inf
+        if not math.isfinite(value):
+            value = math.inf
+        search.append((x, value))
+        if log_every:
+            printer(f"search {k + 1:3d}/{len(points)}  loss {value:.6e}  " + "  ".join(_summary(p) for p in params))
+    order = sorted(range(len(search)), key=lambda i: search[i][1])
+    chosen = [i for i in order if math.isfinite(search[i][1])][:local_starts]
+    if not chosen:
+        _write_internal_vector(params, x_user)
+        raise SimulationError("identify: every start's rollout blew up or gave a non-finite loss")
+
+    # 2.-3. local fits, coarse to fine
+    runs, finals = [], []
+    for rank, i in enumerate(chosen):
+        if time.time() > deadline:
+            notes.append(f"time budget spent: {len(chosen) - rank} of {len(chosen)} local fits skipped")
+            break
+        run = Run(i, values_dict(search[i][0]), search[i][1])
+        started = time.time()
+        _write_internal_vector(params, search[i][0])
+        if log_every:
+            printer(f"local fit {rank + 1}/{len(chosen)} from start {i + 1} (search loss {search[i][1]:.6e})")
+        try:
+            for h in (horizons or [None]):
+                if h is not None:
+                    set_horizon(h)
+                    if log_every:
+                        printer(f"horizon {h} frames")
+                run.stop_reason = _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters,
+                                             bfgs_lr, lm_iters, stop, deadline, log_every, printer)
+            run.objective = objective()
+        except SimulationError as exc:
+            run.stop_reason = f"failed: {exc}"
+            if log_every:
+                printer(f"local fit {rank + 1} failed: {exc}")
+        run.seconds = time.time() - started
+        runs.append(run)
+        if math.isfinite(run.objective):
+            report = None
+            if residuals is not None:
+                try:
+                    report = fit_report(residuals, params, noise_floor=noise_floor, fd_step=fd_step,
+                                        undetermined_std=undetermined_std, groups=groups)
+                except (ValueError, SimulationError) as exc:      # a rollout near the minimum blew up
+                    notes.append(f"no uncertainty for the fit from start {i + 1}: {exc}")
+            finals.append((run, _internal_vector(params).astype(np.float64), report))
+
+    # 4. group into distinct minima, find ties
+    finals.sort(key=lambda f: f[0].objective)
+    minima = []
+    for run, x, report in finals:
+        for k, m in enumerate(minima):
+            if _same(m, x, report, distinct_sigma, same_tol):
+                m.runs.append(run.start)
+                run.minimum = k
+                break
+        else:
+            run.minimum = len(minima)
+            minima.append(Minimum(run.objective, values_dict(x), x, report, [run.start]))
+    tied = []
+    if minima:
+        best = minima[0]
+        for k, m in enumerate(minima):
+            if k == 0:
+                tied.append(k)
+            elif best.report is not None and m.report is not None:
+                if 2.0 * (m.report.loss - best.report.loss) / max(best.report.s2, 1e-300) <= tie_chi2:
+                    tied.append(k)
+            elif m.objective - best.objective <= tie_rtol * max(abs(best.objective), 1e-300):
+                tied.append(k)
+        _write_internal_vector(params, best.x)
+    else:
+        _write_internal_vector(params, x_user)
+        notes.append("no local fit finished; the Params are back at their initial values")
+    ambiguous = len(tied) > 1
+    if residuals is None:
+        notes.append("no residuals: estimates have no uncertainty (pass residuals=, e.g. VideoFit.residuals)")
+    result = Identification(minima, ambiguous, tied, [(values_dict(x), v) for x, v in search], runs,
+                            time.time() - t0, notes)
+    if log_every:
+        printer(str(result))
+    return result
+
+
+def _log_flags(params):
+    flags = []
+    for p in params:
+        flags += [bool(p.log_space)] * int(np.size(p.value()))
+    return flags
+
+
+def _same(minimum, x, report, distinct_sigma, same_tol):
+    """Whether x (with its report) is the same minimum as `minimum`."""
+    d = np.abs(x - minimum.x)
+    if report is None or minimum.report is None:
+        return bool(np.all(d <= same_tol))
+    s1 = np.sqrt(np.maximum(np.diag(report.covariance), 0.0))
+    s2 = np.sqrt(np.maximum(np.diag(minimum.report.covariance), 0.0))
+    s = np.sqrt(s1 ** 2 + s2 ** 2)
+    determined = np.isfinite(s)
+    # a zero std (zero noise floor) falls back to the absolute tolerance
+    return bool(np.all(d[determined] <= np.maximum(distinct_sigma * s[determined], same_tol)))
+
+
+def _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters, bfgs_lr, lm_iters, stop,
+               deadline, log_every, printer):
+    """Adam, then BFGS (Tape loss), then LM (residuals); returns the last stop reason."""
+    reason = ""
+    stages = []
+    if forward is not None:
+        if adam_iters > 0:
+            stages.append((Adam, adam_lr, adam_iters))
+        if bfgs_iters > 0:
+            stages.append((BFGS, bfgs_lr, bfgs_iters))
+    for cls, lr, iters in stages:
+        remaining = deadline - time.time()
+        if remaining <= 0:
+            return "time budget"
+        crit = StopCriteria(**{**(stop.__dict__ if stop is not None else {}),
+                               "time_budget": min(remaining, stop.time_budget if stop is not None and
+                                                  stop.time_budget is not None else math.inf)})
+        if not math.isfinite(crit.time_budget):
+            crit.time_budget = None
+        hist = optimize(forward, loss, cls(params, lr=lr), iters=iters, log_every=log_every, printer=printer,
+                        stop=crit)
+        reason = f"{cls.__name__}: {hist.stop_reason}"
+        # BFGS without a line search (and Adam) may end above their best iterate: go back to it
+        best = int(np.argmin(hist.loss))
+        if hist.loss[best] < hist.loss[-1]:
+            for p in params:
+                p.write(hist.params[p.name][best])
+        if hist.stop_reason.startswith("loss ") and stop is not None and stop.loss_tol is not None:
+            return reason
+    if residuals is not None and lm_iters > 0 and time.time() < deadline:
+        least_squares(residuals, params, iters=lm_iters, log_every=log_every, printer=printer)
+        reason = (reason + "; " if reason else "") + "LM"
+    return reason

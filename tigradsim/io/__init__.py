@@ -1,0 +1,1 @@
+"""Input and output: meshes and mesh files, video and footage, plots, panels and the viewer."""

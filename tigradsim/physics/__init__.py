@@ -1,0 +1,2 @@
+"""Physics terms: particles and springs, ground contact, tetrahedral FEM, cloth, rigid bodies, and the
+element loops they share."""

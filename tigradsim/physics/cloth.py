@@ -1,0 +1,532 @@
+"""Cloth: triangle-mesh shells with a registered membrane material, dihedral bending,
+aerodynamic drag and lift, pinned vertices and anchor springs.
+
+Use through the builder::
+
+    v, f = tgs.meshes.cloth_grid(20, 10, cell=0.1, origin=(0, 1, 0), plane="xy")
+    cloth = b.add_cloth(v, f, material="membrane", params={"mu": 500, "lam": 800},
+                        density=0.2, bending_stiffness=1e-3, drag=1.0, lift=0.5, pinned=[0, 20])
+    b.component(Cloths).attach(b, cloth, [5], stiffness=100)   # anchor springs (from tigradsim.physics.cloth import Cloths)
+
+Physics (per triangle with vertices x0, x1, x2, velocities v0, v1, v2):
+
+* Membrane.  Rest frame: e1 along x1 - x0, e2 = n x e1 in the triangle's plane;
+  Dm = [[e1.(x1-x0), e1.(x2-x0)], [e2.(x1-x0), e2.(x2-x0)]] (2x2), rest area A.
+  F = [x1-x0, x2-x0] Dm^-1 (3x2), P = material.stress(F, p) + damping * dF/dt,
+  forces f1, f2 = columns of -A P Dm^-T, f0 = -(f1 + f2).  The material is any
+  registered kind "shell" material (`membrane`, `stvk_membrane`, a user's plugin);
+  damping [Pa s * m] is Rayleigh-style on dF/dt.
+* Aerodynamics (air at rest, or moving with the cloth's `wind`): v = mean vertex
+  velocity - wind, n = unit normal, alpha = atan2(n.v, |v - (n.v) n|) (the angle of
+  attack, = pi/2 - acos(n.v^) but differentiable at v = 0 and at n.v^ = +-1),
+      f_drag = -k_drag A |n.v| v,   f_lift = -k_lift A alpha |v|^2 n
+  (both oppose the motion, as in Warp's `eval_triangles`), split equally on the
+  three vertices.  A is the rest area.
+* Bending, per interior edge (x3, x4) with opposite vertices x1 (first face) and
+  x2 (second face): n1 = (x3-x1) x (x4-x1), n2 = (x4-x2) x (x3-x2), e^ = unit edge,
+      theta = atan2((n2 x n1).e^, n1.n2)            (signed dihedral angle, 0 = flat)
+      E = k/2 (theta - theta0)^2,   f_i = -(k (theta - theta0) + k_d dtheta/dt) dtheta/dx_i
+  with the exact gradients dtheta/dx_i of Bridson et al. 2003 (verified against
+  finite differences of E in the tests).  theta0 comes from the rest mesh.  k is per
+  edge [N m / rad^2]: E does not scale with the mesh resolution by itself.
+  atan2 instead of acos: acos has an infinite derivative at flat cloth.
+* Anchors: zero-length springs f = -k (x - a) - k_d v to fixed points a.
+
+Stability (semi-implicit Euler): roughly dt < 1 / sqrt(k / m) for the lightest
+vertex (a grid corner holds 1/6 of a cell's mass) with k ~ (mu + lam) for the
+membrane and ~ k_bend / cell^2 for bending; e.g. cell 0.1 m, density 0.25 kg/m^2,
+mu = 60, lam = 80 N/m runs at dt = 1 ms.
+
+Each triangle accumulates membrane + aerodynamic force into ONE vector atomic add
+per vertex; each bending edge does one per vertex (atomics dominate CPU time).
+
+Fields on the model (T triangles sorted by material, E bending edges, A anchors):
+    cloth_indices (T,) ivec3          global particle indices
+    cloth_rest_inv (T,) mat2          Dm^-1        cloth_area (T,) [m^2] rest area
+    cloth_params (R, n+1), cloth_param_row (T,)   membrane parameter table (last
+                                      column: membrane damping); see elements.py
+    cloth_drag (Ra,), cloth_lift (Ra,), cloth_wind (Ra,) vec3, cloth_aero_row (T,)
+    cloth_bend_indices (E,) ivec4 (x1, x2, x3, x4 above), cloth_bend_rest_angle (E,) [rad]
+    cloth_bending_stiffness (Rb,), cloth_bending_damping (Rb,), cloth_bend_row (E,)
+    cloth_anchor_indices (A,), cloth_anchor_position (A,) vec3,
+    cloth_anchor_stiffness (A,) [N/m], cloth_anchor_damping (A,) [N s/m]
+Differentiable: cloth_params, cloth_drag, cloth_lift, cloth_wind,
+cloth_bend_rest_angle, cloth_bending_stiffness, cloth_bending_damping and the
+anchor position/stiffness/damping (plus the particle fields: mass, q0, qd0).
+With share_params=True (default) each `add` call has one row in each table (one
+value per cloth to identify); with share_params=False one row per triangle (aero,
+membrane) and per edge (bending).  `Cloths.triangle_order` maps sorted rows back.
+"""
+from dataclasses import dataclass, field as dc_field
+from typing import List
+
+import numpy as np
+import taichi as ti
+
+from .elements import MaterialElements
+from .gather import NO_PORTS, ElementPorts, corner_q, corner_qd, element_path, table_row
+from ..core.errors import as_array, check_positive
+from ..core.fastmath import atan2
+from ..core.model import StepTerm
+from ..core.registry import MaterialNotFoundError, get_material, list_materials
+
+# Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
+# cloth's |n|^2 = (2 area)^2 even in f32.
+NORMAL_EPS = 1e-30
+EDGE_EPS = 1e-24
+AERO_EPS = 1e-12   # [m^2/s^2] under |v_tangential|
+
+
+@dataclass
+class ClothHandle:
+    """What `add_cloth` returns.
+
+    index: cloth number (order of `add` calls).  particle_start, particle_count:
+    the cloth's vertices are particles [start, start + count).  faces: (T, 3)
+    triangles in GLOBAL particle indices (for rendering).  bend_edges: (E, 4) global
+    (x1, x2, x3, x4) of each interior edge.  pinned: global indices of pinned vertices.
+    """
+
+    index: int
+    particle_start: int
+    particle_count: int
+    faces: np.ndarray
+    bend_edges: np.ndarray
+    pinned: np.ndarray = dc_field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def triangle_count(self) -> int:
+        return len(self.faces)
+
+    @property
+    def edge_count(self) -> int:
+        return len(self.bend_edges)
+
+    @property
+    def particles(self) -> np.ndarray:
+        return np.arange(self.particle_start, self.particle_start + self.particle_count)
+
+
+# ---------------------------------------------------------------------------
+# numpy geometry (build time; also used by tests)
+
+def rest_frames(x, tris):
+    """Per-triangle inverse rest matrices Dm^-1 (T, 2, 2) and rest areas (T,)."""
+    x = np.asarray(x, dtype=np.float64)
+    t = np.asarray(tris, dtype=np.int64)
+    d1 = x[t[:, 1]] - x[t[:, 0]]
+    d2 = x[t[:, 2]] - x[t[:, 0]]
+    n = np.cross(d1, d2)
+    area = 0.5 * np.linalg.norm(n, axis=1)
+    e1 = d1 / np.linalg.norm(d1, axis=1, keepdims=True)
+    nh = n / np.linalg.norm(n, axis=1, keepdims=True)
+    e2 = np.cross(nh, e1)
+    dm = np.empty((len(t), 2, 2))
+    dm[:, 0, 0] = np.einsum("ij,ij->i", e1, d1)
+    dm[:, 0, 1] = np.einsum("ij,ij->i", e1, d2)
+    dm[:, 1, 0] = 0.0
+    dm[:, 1, 1] = np.einsum("ij,ij->i", e2, d2)
+    return np.linalg.inv(dm), area
+
+
+def interior_edges(tris, vertex_count=None):
+    """Bending quadruples (E, 4): (x1, x2, x3, x4) = (opposite in face a, opposite in
+    face b, edge start, edge end), the edge direction taken from face a's winding.
+
+    Raises ValueError naming the edges shared by more than two triangles.
+    """
+    t = np.asarray(tris, dtype=np.int64)
+    nt = len(t)
+    if nt == 0:
+        return np.zeros((0, 4), dtype=np.int64)
+    # directed edges (a, b) of each face and the opposite vertex
+    a = t[:, [0, 1, 2]].reshape(-1)
+    b = t[:, [1, 2, 0]].reshape(-1)
+    opp = t[:, [2, 0, 1]].reshape(-1)
+    face = np.repeat(np.arange(nt), 3)
+    key = np.stack([np.minimum(a, b), np.maximum(a, b)], 1)
+    _, inv, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    inv = inv.reshape(-1)
+    bad = np.nonzero(counts > 2)[0]
+    if len(bad):
+        edges = []
+        for u in bad[:5]:
+            rows = np.nonzero(inv == u)[0]
+            edges.append(f"({key[rows[0], 0]}, {key[rows[0], 1]}) in triangles {face[rows].tolist()}")
+        raise ValueError(f"triangles: {len(bad)} non-manifold edge(s) shared by more than two triangles, "
+                         f"so bending is undefined there: " + "; ".join(edges)
+                         + (" ..." if len(bad) > 5 else "") + " (pass bending_stiffness=0 and bending_damping=0 "
+                         "to build the cloth without bending)")
+    order = np.argsort(inv, kind="stable")
+    sorted_inv = inv[order]
+    starts = np.nonzero(np.r_[True, sorted_inv[1:] != sorted_inv[:-1]])[0]
+    pair = starts[counts[sorted_inv[starts]] == 2]
+    first, second = order[pair], order[pair + 1]
+    return np.stack([opp[first], opp[second], a[first], b[first]], 1)
+
+
+def dihedral_angles(x, quads):
+    """Signed dihedral angles (E,) [rad] of bending quadruples, as the kernel computes them."""
+    x = np.asarray(x, dtype=np.float64)
+    q = np.asarray(quads, dtype=np.int64)
+    x1, x2, x3, x4 = (x[q[:, k]] for k in range(4))
+    n1 = np.cross(x3 - x1, x4 - x1)
+    n2 = np.cross(x4 - x2, x3 - x2)
+    e = x4 - x3
+    e = e / np.linalg.norm(e, axis=1, keepdims=True)
+    return np.arctan2(np.einsum("ij,ij->i", np.cross(n2, n1), e), np.einsum("ij,ij->i", n1, n2))
+
+
+def bending_energy(x, quads, stiffness, rest_angle):
+    """E = sum k/2 (theta - theta0)^2 (numpy, for tests and diagnostics)."""
+    th = dihedral_angles(x, quads)
+    return float(np.sum(0.5 * np.asarray(stiffness) * (th - np.asarray(rest_angle)) ** 2))
+
+
+# ---------------------------------------------------------------------------
+# builder component
+
+def _per(name, value, count, shared, allow_negative=False):
+    """A coefficient as (rows,) float64: one row (shared) or `count` rows."""
+    rows = 1 if shared else count
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0 or arr.size == 1:
+        arr = np.full(rows, float(arr.reshape(-1)[0]) if arr.size else 0.0)
+    elif shared:
+        raise ValueError(f"{name}: with share_params=True give one value, got shape {arr.shape}")
+    arr = as_array(name, arr, shape=(rows,))
+    if not allow_negative:
+        check_positive(name, arr, allow_zero=True)
+    return arr
+
+
+class Cloths:
+    """Builder component for cloth (one per SceneBuilder; see `SceneBuilder.add_cloth`)."""
+
+    def __init__(self):
+        self.elements = MaterialElements("shell")
+        self.handles: List[ClothHandle] = []
+        self._tris, self._rest_inv, self._area = [], [], []
+        self._aero_rows, self._aero_row = [], []         # rows (drag, lift, wx, wy, wz); row per triangle
+        self._quads, self._rest_angle, self._bend_rows, self._bend_row = [], [], [], []
+        self._anchors = []                               # (indices, positions, ke, kd)
+        self.triangle_order = None
+
+    # -- add ------------------------------------------------------------------
+    def add(self, builder, vertices, triangles, material="membrane", params=None, density=0.1, damping=0.0,
+            bending_stiffness=0.0, bending_damping=0.0, drag=0.0, lift=0.0, wind=(0.0, 0.0, 0.0), pinned=None,
+            velocity=(0.0, 0.0, 0.0), radius=0.005, share_params=True) -> ClothHandle:
+        """Add a cloth; returns a ClothHandle.
+
+        Args:
+            vertices: (V, 3) rest (and initial) positions [m].  triangles: (T, 3) vertex indices
+                (0-based, local to this cloth), e.g. from `tgs.meshes.cloth_grid` or `load_obj`.
+            material: name of a registered "shell" material.  params: its parameters (dict;
+                arrays (T,) with share_params=False); may include "damping".
+            density: mass per area [kg/m^2], > 0; each vertex gets 1/3 of each adjacent
+                triangle's mass.
+            damping: membrane damping on dF/dt, >= 0.
+            bending_stiffness: k per interior edge [N m/rad^2], >= 0.  bending_damping: [N m s/rad^2].
+                Both 0: no bending term and no manifold check.
+            drag, lift: aerodynamic coefficients [kg/m^3] (drag >= 0).  wind: (3,) air velocity [m/s].
+            pinned: local vertex indices that are fixed (mass 0; they never move).
+            velocity: (3,) or (V, 3) initial velocity [m/s].  radius: contact radius [m].
+            share_params: one parameter row per cloth (True) or per triangle / edge (False).
+        """
+        x = as_array("vertices", vertices, shape=(None, 3))
+        nv = len(x)
+        if nv < 3:
+            raise ValueError(f"vertices: a cloth needs at least 3 vertices, got {nv}")
+        tri = self._check_triangles(triangles, nv)
+        nt = len(tri)
+        try:
+            get_material(material)
+        except MaterialNotFoundError:
+            raise MaterialNotFoundError(f"material={material!r}: unknown material; registered shell materials: "
+                                        f"{list_materials('shell')}") from None
+        density = float(check_positive("density", as_array("density", density)))
+        area = self._check_areas(x, tri)
+        rest_inv, _ = rest_frames(x, tri)
+        mass = np.zeros(nv)
+        np.add.at(mass, tri.reshape(-1), np.repeat(density * area / 3.0, 3))
+        fixed = np.zeros(nv, dtype=bool)
+        if pinned is not None:
+            pin = np.asarray(pinned).reshape(-1)
+            if pin.size and not np.issubdtype(pin.dtype, np.integer):
+                raise TypeError(f"pinned: expected integer vertex indices, got dtype {pin.dtype}")
+            badp = np.nonzero((pin < 0) | (pin >= nv))[0]
+            if len(badp):
+                raise IndexError(f"pinned[{badp[0]}] = {int(pin[badp[0]])}: out of range for {nv} vertices")
+            fixed[pin] = True
+        lonely = np.nonzero((mass <= 0) & ~fixed)[0]
+        if len(lonely):
+            raise ValueError(f"vertices: vertex {lonely[0]} belongs to no triangle, so its mass would be 0 "
+                             f"({len(lonely)} such vertices); remove it or pin it")
+        vel = as_array("velocity", velocity)
+        if vel.shape == (3,):
+            vel = np.tile(vel, (nv, 1))
+        vel = as_array("velocity", vel, shape=(nv, 3))
+        kb = np.asarray(bending_stiffness, dtype=np.float64)
+        kbd = np.asarray(bending_damping, dtype=np.float64)
+        with_bending = bool(np.any(kb != 0) or np.any(kbd != 0))
+        quads = interior_edges(tri) if with_bending else np.zeros((0, 4), dtype=np.int64)
+        ne = len(quads)
+        bend = np.stack([_per("bending_stiffness", kb, ne, share_params),
+                         _per("bending_damping", kbd, ne, share_params)], 1) if ne else np.zeros((0, 2))
+        wind = as_array("wind", wind, shape=(3,))
+        aero = np.stack([_per("drag", drag, nt, share_params), _per("lift", lift, nt, share_params, True)], 1)
+        aero = np.concatenate([aero, np.tile(wind, (len(aero), 1))], 1)
+        # everything validated: now change the builder
+        self.elements.add(material, nt, params, damping, share_params)
+        start = builder.add_particles(x, vel, np.where(fixed, 1.0, mass), radius, fixed=fixed)
+        self._tris.append(tri + start)
+        self._rest_inv.append(rest_inv)
+        self._area.append(area)
+        arow0 = sum(len(r) for r in self._aero_rows)
+        self._aero_row.append(arow0 + (np.zeros(nt, dtype=np.int64) if share_params else np.arange(nt)))
+        self._aero_rows.append(aero)
+        if ne:
+            brow0 = sum(len(r) for r in self._bend_rows)
+            self._quads.append(quads + start)
+            self._rest_angle.append(dihedral_angles(x, quads))
+            self._bend_row.append(brow0 + (np.zeros(ne, dtype=np.int64) if share_params else np.arange(ne)))
+            self._bend_rows.append(bend)
+        handle = ClothHandle(len(self.handles), start, nv, (tri + start).astype(np.int32),
+                             (quads + start).astype(np.int32), np.nonzero(fixed)[0] + start)
+        self.handles.append(handle)
+        return handle
+
+    def attach(self, builder, cloth: ClothHandle, vertices, stiffness, damping=0.0, positions=None) -> int:
+        """Zero-length springs from cloth vertices (local indices) to fixed anchor points.
+
+        positions: (K, 3) anchor points [m]; default the vertices' rest positions.
+        stiffness [N/m] and damping [N s/m]: scalars or (K,).  Returns the first anchor index.
+        """
+        idx = np.asarray(vertices).reshape(-1)
+        if not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"vertices: expected integer vertex indices, got dtype {idx.dtype}")
+        bad = np.nonzero((idx < 0) | (idx >= cloth.particle_count))[0]
+        if len(bad):
+            raise IndexError(f"vertices[{bad[0]}] = {int(idx[bad[0]])}: out of range for {cloth.particle_count} vertices")
+        k = len(idx)
+        gidx = idx + cloth.particle_start
+        if positions is None:
+            pos = np.concatenate(builder._q)[gidx]
+        else:
+            pos = as_array("positions", positions, shape=(k, 3))
+        ke = check_positive("stiffness", as_array("stiffness", stiffness, shape=(k,)), allow_zero=True)
+        kd = check_positive("damping", as_array("damping", damping, shape=(k,)), allow_zero=True)
+        first = sum(len(a[0]) for a in self._anchors)
+        self._anchors.append((gidx, pos, ke, kd))
+        return first
+
+    @staticmethod
+    def _check_triangles(triangles, nv):
+        t = np.asarray(triangles)
+        if t.ndim != 2 or t.shape[1] != 3 or len(t) == 0:
+            raise ValueError(f"triangles: expected shape (T, 3) with T >= 1, got {t.shape}")
+        if not np.issubdtype(t.dtype, np.integer):
+            if np.issubdtype(t.dtype, np.floating) and np.all(np.mod(t, 1) == 0):
+                t = t.astype(np.int64)
+            else:
+                raise TypeError(f"triangles: expected integer vertex indices, got dtype {t.dtype}")
+        bad = np.argwhere((t < 0) | (t >= nv))
+        if len(bad):
+            r, c = bad[0]
+            raise IndexError(f"triangles[{r}] = {t[r].tolist()}: index {int(t[r, c])} is out of range for {nv} vertices")
+        return t.astype(np.int64)
+
+    @staticmethod
+    def _check_areas(x, tri, rel_tol=1e-10):
+        area = 0.5 * np.linalg.norm(np.cross(x[tri[:, 1]] - x[tri[:, 0]], x[tri[:, 2]] - x[tri[:, 0]]), axis=1)
+        diag = float(np.linalg.norm(x.max(axis=0) - x.min(axis=0)))
+        bad = np.nonzero(area <= rel_tol * diag ** 2)[0]
+        if len(bad):
+            k = int(bad[0])
+            raise ValueError(f"triangles[{k}] = {tri[k].tolist()}: degenerate (zero-area) triangle, area "
+                             f"{area[k]:.3g} m^2 ({len(bad)} degenerate triangles in all)")
+        return area
+
+    # -- finalize ---------------------------------------------------------------
+    def finalize(self, builder, model):
+        if not self._tris:
+            return
+        order, groups = self.elements.finalize(model, "cloth")
+        self.triangle_order = order
+        tris = np.concatenate(self._tris)[order]
+        vec3 = ti.types.vector(3, float)
+        model.cloth_triangle_count = len(tris)
+        model.add_field("cloth_indices", ti.types.vector(3, ti.i32), (len(tris),), tris, param=False)
+        model.add_field("cloth_rest_inv", ti.types.matrix(2, 2, float), (len(tris),),
+                        np.concatenate(self._rest_inv)[order], param=False)
+        model.add_field("cloth_area", float, (len(tris),), np.concatenate(self._area)[order], param=False)
+        aero = np.concatenate(self._aero_rows)
+        model.add_field("cloth_drag", float, (len(aero),), aero[:, 0])
+        model.add_field("cloth_lift", float, (len(aero),), aero[:, 1])
+        model.add_field("cloth_wind", vec3, (len(aero),), aero[:, 2:5])
+        model.add_field("cloth_aero_row", ti.i32, (len(tris),), np.concatenate(self._aero_row)[order], param=False)
+        path = element_path(len(tris))
+        ports = ElementPorts(model, tris, [(model.cloth_params, model.cloth_param_row.to_numpy())]
+                             + [(getattr(model, f"cloth_{k}"), model.cloth_aero_row.to_numpy())
+                                for k in ("drag", "lift", "wind")]) if path == "gather" else None
+        membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports) for g in groups]
+        model.force_terms.extend((ports.before() if ports else []) + membrane + (ports.after() if ports else []))
+        ne = sum(len(q) for q in self._quads)
+        model.cloth_edge_count = ne
+        if ne:
+            bend = np.concatenate(self._bend_rows)
+            model.add_field("cloth_bend_indices", ti.types.vector(4, ti.i32), (ne,), np.concatenate(self._quads), param=False)
+            model.add_field("cloth_bend_rest_angle", float, (ne,), np.concatenate(self._rest_angle))
+            model.add_field("cloth_bending_stiffness", float, (len(bend),), bend[:, 0])
+            model.add_field("cloth_bending_damping", float, (len(bend),), bend[:, 1])
+            model.add_field("cloth_bend_row", ti.i32, (ne,), np.concatenate(self._bend_row), param=False)
+            quads = np.concatenate(self._quads)
+            path = element_path(ne)
+            ports = ElementPorts(model, quads, [(getattr(model, f"cloth_bending_{k}"), model.cloth_bend_row.to_numpy())
+                                                for k in ("stiffness", "damping")]) if path == "gather" else None
+            model.force_terms.extend((ports.before() if ports else []) + [ClothBendingForces(model, path, ports)]
+                                     + (ports.after() if ports else []))
+        na = sum(len(a[0]) for a in self._anchors)
+        model.cloth_anchor_count = na
+        if na:
+            cat = [np.concatenate([a[k] for a in self._anchors]) for k in range(4)]
+            model.add_field("cloth_anchor_indices", ti.i32, (na,), cat[0], param=False)
+            model.add_field("cloth_anchor_position", vec3, (na,), cat[1])
+            model.add_field("cloth_anchor_stiffness", float, (na,), cat[2])
+            model.add_field("cloth_anchor_damping", float, (na,), cat[3])
+            model.force_terms.append(ClothAnchorForces(model))
+
+
+# ---------------------------------------------------------------------------
+# force terms
+
+@ti.func
+def _col(M, c: ti.template()):
+    return ti.Vector([M[0, c], M[1, c], M[2, c]])
+
+
+@ti.data_oriented
+class ClothMembraneForces(StepTerm):
+    """Membrane (registered shell material + dF/dt damping) and aerodynamics, per triangle of
+    one material group (one term per group: a term runs one loop, see model.py)."""
+
+    def __init__(self, model, group, damping_column, path="serial", ports=None):
+        super().__init__(model)
+        self.group = group
+        self.damping_column = damping_column
+        self.path = path                 # gather.element_path: "serial", "parallel" or "gather" (with ports)
+        self.serial = path == "serial"
+        self.ports = NO_PORTS if ports is None else ports
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for e in range(self.group.start, self.group.end):
+            if ti.static(self.ports.active):     # gather path: inputs through ports (tigradsim.physics.gather)
+                self.ports.stop(state)
+                self.ports.open(e)
+            tri = self.model.cloth_indices[e]
+            i, j, k = tri[0], tri[1], tri[2]
+            x0 = corner_q(self.ports, state, s, e, 0, i)
+            v0 = corner_qd(self.ports, state, s, e, 0, i)
+            d1 = corner_q(self.ports, state, s, e, 1, j) - x0
+            d2 = corner_q(self.ports, state, s, e, 2, k) - x0
+            w1 = corner_qd(self.ports, state, s, e, 1, j) - v0
+            w2 = corner_qd(self.ports, state, s, e, 2, k) - v0
+            B = self.model.cloth_rest_inv[e]
+            area = self.model.cloth_area[e]
+            row = self.model.cloth_param_row[e]
+            pr = table_row(self.ports, 0, self.model.cloth_params, e, row)
+            # F = [d1 d2] B and H = -A P B^T written out (no matmul in the reverse pass)
+            F = ti.Matrix.cols([d1 * B[0, 0] + d2 * B[1, 0], d1 * B[0, 1] + d2 * B[1, 1]])
+            dF = ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
+            P = self.group.material.stress(F, ti.Vector([pr[c] for c in ti.static(range(self.group.param_count))])) \
+                + pr[self.damping_column] * dF
+            p0 = _col(P, 0)
+            p1 = _col(P, 1)
+            f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
+            f2 = -area * (p0 * B[1, 0] + p1 * B[1, 1])
+            # aerodynamics on the mean velocity relative to the wind
+            a = self.model.cloth_aero_row[e]
+            v = (3.0 * v0 + w1 + w2) / 3.0 - table_row(self.ports, 3, self.model.cloth_wind, e, a)
+            n = d1.cross(d2)
+            nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
+            vn = nh.dot(v)
+            vt = v - vn * nh
+            attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
+            fa = (-(table_row(self.ports, 1, self.model.cloth_drag, e, a) * area / 3.0) * ti.abs(vn)) * v \
+                - (table_row(self.ports, 2, self.model.cloth_lift, e, a) * area / 3.0 * attack * v.dot(v)) * nh
+            if ti.static(self.ports.active):
+                self.ports.put(e, 0, fa - f1 - f2)
+                self.ports.put(e, 1, fa + f1)
+                self.ports.put(e, 2, fa + f2)
+            else:
+                state.particle_f[s, i] += fa - f1 - f2
+                state.particle_f[s, j] += fa + f1
+                state.particle_f[s, k] += fa + f2
+
+
+@ti.data_oriented
+class ClothBendingForces(StepTerm):
+    """Dihedral-angle bending: f = -(k (theta - theta0) + k_d dtheta/dt) dtheta/dx."""
+
+    def __init__(self, model, path="serial", ports=None):
+        super().__init__(model)
+        self.path = path                 # gather.element_path: "serial", "parallel" or "gather" (with ports)
+        self.serial = path == "serial"
+        self.ports = NO_PORTS if ports is None else ports
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for e in range(self.model.cloth_edge_count):
+            if ti.static(self.ports.active):     # gather path: inputs through ports (tigradsim.physics.gather)
+                self.ports.stop(state)
+                self.ports.open(e)
+            q = self.model.cloth_bend_indices[e]
+            x1 = corner_q(self.ports, state, s, e, 0, q[0])
+            x2 = corner_q(self.ports, state, s, e, 1, q[1])
+            x3 = corner_q(self.ports, state, s, e, 2, q[2])
+            x4 = corner_q(self.ports, state, s, e, 3, q[3])
+            n1 = (x3 - x1).cross(x4 - x1)
+            n2 = (x4 - x2).cross(x3 - x2)
+            edge = x4 - x3
+            el = ti.sqrt(edge.dot(edge) + EDGE_EPS)
+            eh = edge * (1.0 / el)
+            theta = atan2(n2.cross(n1).dot(eh), n1.dot(n2))
+            a1 = n1 * (1.0 / (n1.dot(n1) + NORMAL_EPS))
+            a2 = n2 * (1.0 / (n2.dot(n2) + NORMAL_EPS))
+            g1 = a1 * el
+            g2 = a2 * el
+            g3 = a1 * (x1 - x4).dot(eh) + a2 * (x2 - x4).dot(eh)
+            g4 = a1 * (x3 - x1).dot(eh) + a2 * (x3 - x2).dot(eh)
+            rate = g1.dot(corner_qd(self.ports, state, s, e, 0, q[0])) + g2.dot(corner_qd(self.ports, state, s, e, 1, q[1])) \
+                + g3.dot(corner_qd(self.ports, state, s, e, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, 3, q[3]))
+            r = self.model.cloth_bend_row[e]
+            c = -(table_row(self.ports, 0, self.model.cloth_bending_stiffness, e, r)
+                  * (theta - self.model.cloth_bend_rest_angle[e])
+                  + table_row(self.ports, 1, self.model.cloth_bending_damping, e, r) * rate)
+            if ti.static(self.ports.active):
+                self.ports.put(e, 0, c * g1)
+                self.ports.put(e, 1, c * g2)
+                self.ports.put(e, 2, c * g3)
+                self.ports.put(e, 3, c * g4)
+            else:
+                state.particle_f[s, q[0]] += c * g1
+                state.particle_f[s, q[1]] += c * g2
+                state.particle_f[s, q[2]] += c * g3
+                state.particle_f[s, q[3]] += c * g4
+
+
+@ti.data_oriented
+class ClothAnchorForces(StepTerm):
+    """Zero-length anchor springs f = -k (x - a) - k_d v."""
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for a in range(self.model.cloth_anchor_count):
+            i = self.model.cloth_anchor_indices[a]
+            state.particle_f[s, i] += -self.model.cloth_anchor_stiffness[a] * (
+                state.particle_q[s, i] - self.model.cloth_anchor_position[a]) \
+                - self.model.cloth_anchor_damping[a] * state.particle_qd[s, i]

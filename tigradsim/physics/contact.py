@@ -1,0 +1,175 @@
+"""Penalty ground contact (ground plane y = 0, normal +y), after dflex and Warp, with a choice of laws.
+
+For a point at height y with radius r and velocity v (v_n = v.n, v_t = v - n v_n):
+    c  = min(y - r, 0)                         penetration depth (<= 0) [m]
+    fe = -ke c                                 elastic normal force [N]
+    fn = fe + fd                               normal force magnitude [N], fd the damping below
+    f  = n fn - k_t v_t                        total force [N], k_t the friction coefficient below [N s/m]
+
+A `ContactLaw` picks the damping fd and the friction coefficient k_t:
+
+damping="capped" (the default):
+    fd = min(kd max(-v_n, 0), fe)
+  damping only while compressing, at most the elastic force.  Every term is 0 at c = 0, so the
+  contact force is continuous in position, velocity and every parameter; once the penetration is
+  deep enough (ke |c| > kd |v_n|) it is the dflex/Warp force.
+damping="uncapped" (dflex, NVIDIA Warp and Newton's semi-implicit penalty contact):
+    fd = kd max(-v_n, 0)   while c < 0 (0 otherwise)
+  (Warp: `jd = min(vn, 0) * kd`, applied only when c < 0.)  The damping switches on at full
+  strength in the step a point first penetrates, so the force jumps at touchdown: the loss jumps
+  whenever a parameter change moves a touchdown to another step, and **the Tape gradient of a
+  rollout disagrees with finite differences whose step moves a touchdown** (measured on a box
+  bounce with the dflex law: d loss / d kd of the wrong sign).  Between touchdowns it is smooth.
+  Use it to match footage simulated by those engines, not as the default for fitting.
+Both are never attractive: fn >= 0.
+
+friction="capped" (the default; dflex and Warp's particle contact, `min(vs kf, mu |fn|)`):
+    k_t = min(kf, mu fn / |v_t|_e),   |v_t|_e = sqrt(|v_t|^2 + 1e-12 m^2/s^2)
+  viscous (kf) below the Coulomb cap, mu fn above it: continuous in v_t and differentiable at
+  v_t = 0, with a kink where the two branches meet (|v_t| = mu fn / kf).
+friction="huber" (pseudo-Huber-smoothed Coulomb friction, smooth everywhere in v_t):
+    s   = sqrt(|v_t|^2 + v_s^2)                pseudo-Huber norm of v_t, v_s = friction_velocity [m/s]
+    k_t = kf mu fn / (kf s + mu fn)            i.e. |ft| = (|v_t| / s) * (a b / (a + b)),  a = kf s, b = mu fn
+  This is the law of Newton's (Warp's) semi-implicit rigid contact, `min(kf s, mu |fn|) v_t / s` with
+  the pseudo-Huber norm s (their `friction_smoothing` is v_s), with the min replaced by the smooth
+  harmonic blend a b / (a + b) (which lies between min(a, b) / 2 and min(a, b)).  Limits: |v_t| << mu fn / kf:
+  viscous, ft ~ -kf v_t; |v_t| >> mu fn / kf and >> v_s: Coulomb, |ft| -> mu fn; kf -> infinity: the
+  pure pseudo-Huber Coulomb law ft = -mu fn v_t / sqrt(|v_t|^2 + v_s^2) (smoothed Coulomb friction as
+  in IPC-style dissipation potentials mu fn (s - v_s)).  |ft| < mu fn always.  The force is a smooth
+  function of v_t, fn, kf and mu (no min, no kink), so rollouts that move between sliding and sticking
+  keep smooth losses.  Default v_s = 1e-3 m/s: below the speeds that matter, so kf sets the sticking regime.
+
+A law is chosen per ground (`SceneBuilder.add_ground(damping=..., friction=..., friction_velocity=...)`,
+used by every particle and by default by every rigid body) and per rigid body (`add_rigid_body(...,
+damping=..., friction=...)`).  The law is compiled into the kernels with `ti.static` (one kernel per
+law), so the default law's kernels are the same code as before the option existed.
+"""
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Optional
+
+import taichi as ti
+
+from ..core.model import StepTerm
+
+FRICTION_EPS = 1e-12
+DAMPING_LAWS = ("capped", "uncapped")
+FRICTION_LAWS = ("capped", "huber")
+DEFAULT_FRICTION_VELOCITY = 1e-3
+# Floor of the huber blend's denominator: only matters when kf = 0 and fn = 0 at once (0 / 0).
+_HUBER_TINY = 1e-30
+
+
+@dataclass(frozen=True)
+class ContactLaw:
+    """Which contact law a ground or rigid body uses (see the module docstring for the formulas).
+
+    damping: "capped" (default, continuous at touchdown) or "uncapped" (dflex / Warp).
+    friction: "capped" (default, min(kf, mu fn / |v_t|)) or "huber" (pseudo-Huber, smooth).
+    friction_velocity: v_s [m/s] > 0 of the "huber" law (None: 1e-3); must be None with "capped".
+    Hashable and compared by value: terms with equal laws share kernels.
+    """
+
+    damping: str = "capped"
+    friction: str = "capped"
+    friction_velocity: Optional[float] = None
+
+    def __post_init__(self):
+        if self.damping not in DAMPING_LAWS:
+            raise ValueError(f"damping: expected one of {DAMPING_LAWS}, got {self.damping!r}")
+        if self.friction not in FRICTION_LAWS:
+            raise ValueError(f"friction: expected one of {FRICTION_LAWS}, got {self.friction!r}")
+        fv = self.friction_velocity
+        if self.friction == "capped":
+            if fv is not None:
+                raise ValueError(f"friction_velocity: only used by friction='huber', got {fv!r} with "
+                                 "friction='capped'")
+        else:
+            fv = DEFAULT_FRICTION_VELOCITY if fv is None else fv
+            if isinstance(fv, bool) or not isinstance(fv, numbers.Real) or not (math.isfinite(fv) and fv > 0):
+                raise ValueError(f"friction_velocity: expected a finite number > 0 [m/s], got {fv!r}")
+            object.__setattr__(self, "friction_velocity", float(fv))
+
+    @property
+    def is_default(self) -> bool:
+        return self == ContactLaw()
+
+    def merged(self, damping=None, friction=None, friction_velocity=None) -> "ContactLaw":
+        """This law with the given fields replaced (None keeps this law's).  A new `friction`
+        drops this law's friction_velocity unless one is given."""
+        new_friction = self.friction if friction is None else friction
+        fv = friction_velocity
+        if fv is None and friction is None:
+            fv = self.friction_velocity
+        return ContactLaw(self.damping if damping is None else damping, new_friction, fv)
+
+
+DEFAULT_LAW = ContactLaw()
+
+
+def check_law_options(damping=None, friction=None, friction_velocity=None) -> dict:
+    """Validate contact-law options given on their own (None: not given); returns the given ones by name.
+    Whether friction_velocity fits the friction law is checked when the law is resolved (`ContactLaw`)."""
+    if damping is not None and damping not in DAMPING_LAWS:
+        raise ValueError(f"damping: expected one of {DAMPING_LAWS} (or None), got {damping!r}")
+    if friction is not None and friction not in FRICTION_LAWS:
+        raise ValueError(f"friction: expected one of {FRICTION_LAWS} (or None), got {friction!r}")
+    if friction_velocity is not None:
+        fv = friction_velocity
+        if isinstance(fv, bool) or not isinstance(fv, numbers.Real) or not (math.isfinite(fv) and fv > 0):
+            raise ValueError(f"friction_velocity: expected a finite number > 0 [m/s] (or None), got {fv!r}")
+    given = dict(damping=damping, friction=friction, friction_velocity=friction_velocity)
+    return {k: v for k, v in given.items() if v is not None}
+
+
+@ti.func
+def _normal_force(c, vn, ke, kd, law: ti.template()):
+    """fn = fe + fd [N] of the module docstring (c <= 0 the penetration, vn the normal velocity)."""
+    elastic = -ke * c
+    if ti.static(law.damping == "uncapped"):
+        return elastic + ti.select(c < 0.0, kd * ti.max(-vn, 0.0), 0.0)
+    else:
+        return elastic + ti.min(kd * ti.max(-vn, 0.0), elastic)
+
+
+@ti.func
+def _friction_coefficient(vt, fn, kf, mu, law: ti.template()):
+    """k_t [N s/m] of the module docstring: the friction force is -k_t v_t."""
+    if ti.static(law.friction == "huber"):
+        s = ti.sqrt(vt.dot(vt) + ti.static(law.friction_velocity * law.friction_velocity))
+        b = mu * fn
+        return kf * b / (kf * s + b + _HUBER_TINY)
+    else:
+        return ti.min(kf, mu * fn / ti.sqrt(vt.dot(vt) + FRICTION_EPS))
+
+
+@ti.func
+def ground_contact_force(x, v, radius, ke, kd, kf, mu, law: ti.template()):
+    """Force [N] on a point at `x` [m] moving with `v` [m/s] from the ground y = 0, by `law`
+    (a `ContactLaw`, compile time)."""
+    n = ti.Vector([0.0, 1.0, 0.0], dt=float)
+    c = ti.min(x.dot(n) - radius, 0.0)
+    vn = v.dot(n)
+    vt = v - n * vn
+    fn = _normal_force(c, vn, ke, kd, law)
+    return n * fn - vt * _friction_coefficient(vt, fn, kf, mu, law)
+
+
+@ti.data_oriented
+class ParticleGroundContact(StepTerm):
+    """Ground contact for every particle with the model's ground parameters and the ground's law."""
+
+    def __init__(self, model, law: ContactLaw = DEFAULT_LAW):
+        super().__init__(model)
+        self.law = law
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for i in range(self.model.particle_count):
+            f = ground_contact_force(state.particle_q[s, i], state.particle_qd[s, i], self.model.particle_radius[i],
+                                     self.model.ground_ke[None], self.model.ground_kd[None], self.model.ground_kf[None],
+                                     self.model.ground_mu[None], self.law)
+            state.particle_f[s, i] += f

@@ -1,0 +1,324 @@
+"""Element loops on every CPU thread without atomic adds, bit-reproducible forward and reverse.
+
+An element loop (tets, cloth triangles, bending edges, springs) reads the state of its K
+corner particles and adds a force into each.  Run in parallel, the forward adds race (atomic
+adds, ~9 ns per vec3 on this CPU against ~1.3 ns for a plain add, and an order that changes run
+to run); and Taichi's reverse of the corner READS is the same racing scatter into the state's
+adjoint.  Serially, Taichi demotes both to plain adds, which is why the element loops ran on one
+thread.  Here each element term runs as four loops, none of which adds into a location another
+iteration touches (`PortFill`, `ParamFill`, the element term itself, `ForceGather`):
+
+    A  per particle i:   qport_k[e] = q_i - stop_grad(q_i)        for each incidence (e, k) of i
+    D  per table row r:  pport[e]   = p_r - stop_grad(p_r)         for each element e using row r
+    B  per element e:    q_k = stop_grad(q[idx[e, k]]) + qport_k[e],  p = stop_grad(p[row[e]]) + pport[e]
+                         force_k[e] = f_k(q, qd, p)                 (a store, element-owned)
+    C  per particle i:   f_i += force_k[e]                          for each incidence (e, k) of i
+
+The ports hold exact zeros, so B computes the same forces as the serial loop (only the order
+of the final per-particle sums differs: incidences by corner, then element).  Their job is the
+reverse pass, which Taichi runs loop by loop backwards: C' hands f_i's adjoint to the element
+slots, B' writes each element's input adjoints into its OWN port slots (stop_grad keeps it
+from scattering into the state), A' sums a particle's port slots into q_i's adjoint in a fixed
+order, D' a row's port slots into the parameter's adjoint in element order.  Every adjoint
+location is written by one thread in a fixed order, so gradients are bit-reproducible for
+any thread count.  B reads q through stop_grad, not through the ports' values, so its
+recomputation in the reverse kernel uses the current step's state although the element
+buffers (no step index: O(E), not O(E T) memory) hold the last step's.
+
+The ports' and forces' adjoints accumulate across steps, so each is zeroed where the reverse
+pass is about to accumulate it (B zeroes its port adjoints, C the force adjoints): a store to
+a `.grad` field is kept, in order, in Taichi's reverse kernel (checked against the serial path
+in tests/test_parallel_elements.py).  What remains atomic: C' adds into the force slots'
+adjoints through an index (no race: each slot belongs to one particle).
+
+Memory: 3 K vec3 per element (ports for q and qd, forces) plus their adjoints, and one port
+per element and per parameter table.  A step becomes one kernel launch with these loops
+(the Simulator fuses a run of steps into one launch only when every loop is serial).
+"""
+from typing import Sequence
+
+import numpy as np
+import taichi as ti
+
+from ..core.model import StepTerm
+from ..core.runtime import scatter_mode
+
+# Measured on this 2-core machine while shared with other jobs (load 5-7; f32, us per step, forward
+# / forward+backward, best of 5-7 in one process, alternating with the serial path): FEM 40,960
+# tets: serial 1,916 / 9,754, gather 2 threads 7,152 / 15,025, 1 thread 6,292 / 13,144; cloth
+# 64x64: serial 2,483 / 13,144, gather 2 threads 2,597 / 6,578, 1 thread 10,819 / 26,439.  Runs
+# disagreed by 2-4x; the kernel profiler (FEM, 1 thread) put the element loop at ~3x the whole
+# serial step and each port / gather loop at about one serial step: per-iteration cost of Taichi's
+# parallel range-for and O(E) port traffic, not atomics.  So "auto" does not choose it yet.
+
+
+def element_path(element_count: int) -> str:
+    """How an element loop of `element_count` elements adds its forces, decided when the term is
+    built: "serial" (one thread, plain adds), "parallel" (threads, atomic adds: GPUs) or "gather"
+    (threads, no atomic adds, bit-reproducible: this module).
+
+    scatter mode (`tgs.init(scatter=...)`): "serial", "parallel" and "gather" are obeyed; "auto"
+    gives what `runtime.serial_scatter` says ("serial" on small CPUs and whenever `deterministic()`,
+    "parallel" on GPUs).  `element_count` is for a size rule; none is used today (see above).
+    """
+    from ..core.runtime import serial_scatter
+    mode = scatter_mode()
+    if mode in ("serial", "parallel", "gather"):
+        return mode
+    return "serial" if serial_scatter() else "parallel"
+
+
+@ti.func
+def zeros(n: ti.template()):
+    """0.0 (n = 0) or a zero n-vector."""
+    if ti.static(n == 0):
+        return 0.0
+    else:
+        return ti.Vector([0.0 for _ in ti.static(range(n))])
+
+
+class NoPorts:
+    """Stands for "no ports" (the serial and parallel paths) in `corner_q` & co."""
+
+    active = False
+
+
+NO_PORTS = NoPorts()
+
+
+class _Table:
+    """A differentiable parameter table read per element through a row index, and its port.
+
+    table: scalar field (R,), vector field (R,) of n, or scalar field (R, W) (read as a W-vector).
+    rows: (E,) numpy row of each element.
+    """
+
+    def __init__(self, table, rows, element_count):
+        self.table = table
+        shape = tuple(table.shape)
+        self.width = shape[1] if len(shape) == 2 else getattr(table, "n", 0)    # 0: scalar
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if len(rows) != element_count:
+            raise ValueError(f"rows: expected one row per element ({element_count}), got {len(rows)}")
+        R = shape[0]
+        order = np.argsort(rows, kind="stable")
+        start = np.zeros(R + 1, dtype=np.int32)
+        start[1:] = np.cumsum(np.bincount(rows, minlength=R))
+        self.row_count = R
+        self.row_start = ti.field(ti.i32, shape=(R + 1,))
+        self.row_start.from_numpy(start)
+        self.row_elem = ti.field(ti.i32, shape=(element_count,))
+        self.row_elem.from_numpy(order.astype(np.int32))
+        self.port = ti.field(float, shape=(element_count,), needs_grad=True) if self.width == 0 else \
+            ti.Vector.field(self.width, float, shape=(element_count,), needs_grad=True)
+
+
+@ti.func
+def row_value(table: ti.template(), r):
+    """Row r of a parameter table: a scalar (R,) field's value, a vector (R,) field's vector, or
+    a 2-D (R, W) field's row as a W-vector."""
+    if ti.static(len(table.shape) == 2):
+        return ti.Vector([table[r, c] for c in ti.static(range(table.shape[1]))])
+    else:
+        return table[r]
+
+
+@ti.data_oriented
+class ElementPorts:
+    """Incidences, ports and force slots of one element set (E elements of K corners).
+
+    Build it at finalize with the elements' global particle indices (E, K) and the parameter
+    tables they read through a row index; put `before()` ahead of the element term(s) and
+    `after()` behind them in `model.force_terms`.  The element term, in its loop over e:
+      * calls `ports.stop(state)` and `ports.open(e)` first (with `ti.static(ports.grad)`, the
+        table fields need `ti.stop_grad(table)` too: `ports.stop` does all of them);
+      * reads corner k's position / velocity with `ports.q(state, s, e, k, i)` / `ports.qd(...)`,
+        a table's row with `ports.param(j, e, row)` (j: position in `tables`);
+      * stores corner k's force with `ports.put(e, k, f)` (exactly once per corner and step).
+    """
+
+    active = True
+
+    def __init__(self, model, indices, tables: Sequence = ()):
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.ndim != 2 or idx.shape[0] == 0:
+            raise ValueError(f"indices: expected shape (E, K) with E >= 1, got {idx.shape}")
+        self.model = model
+        self.E, self.K = idx.shape
+        N = model.particle_count
+        if idx.min() < 0 or idx.max() >= N:
+            raise IndexError(f"indices: particle indices must lie in [0, {N}), got [{idx.min()}, {idx.max()}]")
+        self.grad = bool(model.requires_grad)
+        start = np.zeros((self.K, N + 1), dtype=np.int32)
+        elem = np.zeros((self.K, self.E), dtype=np.int32)
+        for k in range(self.K):
+            elem[k] = np.argsort(idx[:, k], kind="stable")          # incidences by element, per corner
+            start[k, 1:] = np.cumsum(np.bincount(idx[:, k], minlength=N))
+        self.start = ti.field(ti.i32, shape=(self.K, N + 1))
+        self.start.from_numpy(start)
+        self.elem = ti.field(ti.i32, shape=(self.K, self.E))
+        self.elem.from_numpy(elem)
+        vec3 = ti.types.vector(3, float)
+        self.force = [vec3.field(shape=(self.E,), needs_grad=self.grad) for _ in range(self.K)]
+        self.qport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
+        self.qdport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
+        self.tables = [_Table(t, r, self.E) for t, r in tables] if self.grad else []
+        self.raw_tables = [t for t, _ in tables]
+
+    def before(self):
+        """The loops that run before the element term(s): the ports (only with gradients)."""
+        if not self.grad:
+            return []
+        return [PortFill(self.model, self)] + [ParamFill(self.model, self, j) for j in range(len(self.tables))]
+
+    def after(self):
+        """The loop that runs after the element term(s): the per-particle force sums."""
+        return [ForceGather(self.model, self)]
+
+    # -- for the element term's loop body ---------------------------------------
+    @ti.func
+    def stop(self, state: ti.template()):
+        """Cut the direct gradient paths of the state and the tables (they go through the ports)."""
+        if ti.static(self.grad):
+            ti.stop_grad(state.particle_q)
+            ti.stop_grad(state.particle_qd)
+            for tb in ti.static(self.tables):
+                ti.stop_grad(tb.table)
+
+    @ti.func
+    def open(self, e):
+        """Zero element e's port adjoints: the reverse of this loop accumulates into them and the
+        reverse of `PortFill` / `ParamFill` (later in the reverse pass) consumes them."""
+        if ti.static(self.grad):
+            for k in ti.static(range(self.K)):
+                self.qport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
+                self.qdport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
+            for tb in ti.static(self.tables):
+                tb.port.grad[e] = zeros(tb.width)
+
+    @ti.func
+    def q(self, state: ti.template(), s, e, k: ti.template(), i):
+        v = state.particle_q[s, i]
+        if ti.static(self.grad):
+            v = v + self.qport[k][e]
+        return v
+
+    @ti.func
+    def qd(self, state: ti.template(), s, e, k: ti.template(), i):
+        v = state.particle_qd[s, i]
+        if ti.static(self.grad):
+            v = v + self.qdport[k][e]
+        return v
+
+    @ti.func
+    def param(self, j: ti.template(), e, row):
+        """Row `row` of table j (a scalar, or a vector for vector / 2-D tables)."""
+        if ti.static(self.grad):
+            return row_value(self.raw_tables[j], row) + self.tables[j].port[e]
+        else:
+            return row_value(self.raw_tables[j], row)
+
+    @ti.func
+    def put(self, e, k: ti.template(), f):
+        self.force[k][e] = f
+
+
+class _PortTerm(StepTerm):
+    """A loop of the gather path: parallel, no force of its own, no stability limit."""
+
+    def __init__(self, model, ports):
+        super().__init__(model)
+        self.ports = ports
+        self.serial = False
+
+    def stability_limits(self):
+        return []
+
+
+@ti.data_oriented
+class PortFill(_PortTerm):
+    """Loop A: qport_k[e] = q_i - stop_grad(q_i) (= 0) for every incidence (e, k) of particle i."""
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        for i in range(self.model.particle_count):
+            q_ng = ti.Vector([0.0, 0.0, 0.0])
+            qd_ng = ti.Vector([0.0, 0.0, 0.0])
+            if i >= 0:                       # a block of its own: stop_grad applies to it only
+                ti.stop_grad(state.particle_q)
+                ti.stop_grad(state.particle_qd)
+                q_ng = state.particle_q[s, i]
+                qd_ng = state.particle_qd[s, i]
+            for k in ti.static(range(self.ports.K)):
+                for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
+                    # q is read inside the inner loop: a differentiable local carried into a
+                    # dynamic inner loop gets wrong gradients in Taichi 1.7.4 (measured).
+                    e = self.ports.elem[k, j]
+                    self.ports.qport[k][e] = state.particle_q[s, i] - q_ng      # exactly 0, d/dq = 1
+                    self.ports.qdport[k][e] = state.particle_qd[s, i] - qd_ng
+
+
+@ti.data_oriented
+class ParamFill(_PortTerm):
+    """Loop D: pport[e] = p_r - stop_grad(p_r) (= 0) for every element e reading row r of one table."""
+
+    def __init__(self, model, ports, j):
+        super().__init__(model, ports)
+        self.tb = ports.tables[j]
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        for r in range(self.tb.row_count):
+            for j in range(self.tb.row_start[r], self.tb.row_start[r + 1]):
+                # The row is read inside the inner loop: a local read before it and used inside
+                # gives wrong gradients or crashes Taichi 1.7.4's reverse pass (measured).
+                v = row_value(self.tb.table, r)
+                v_ng = zeros(self.tb.width)
+                if j >= 0:                   # a block of its own: stop_grad applies to it only
+                    ti.stop_grad(self.tb.table)
+                    v_ng = row_value(self.tb.table, r)
+                self.tb.port[self.tb.row_elem[j]] = v - v_ng
+
+
+@ti.data_oriented
+class ForceGather(_PortTerm):
+    """Loop C: f_i += force_k[e] over particle i's incidences (corner, then element order)."""
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        for i in range(self.model.particle_count):
+            for k in ti.static(range(self.ports.K)):
+                for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
+                    e = self.ports.elem[k, j]
+                    if ti.static(self.ports.grad):    # the reverse of this loop accumulates into it
+                        self.ports.force[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
+                    state.particle_f[s, i] += self.ports.force[k][e]
+
+
+# -- reading an element's inputs on either path (ports: an ElementPorts, or NO_PORTS) ----------------
+
+@ti.func
+def corner_q(ports: ti.template(), state: ti.template(), s, e, k: ti.template(), i):
+    """Position [m] of corner k (particle i) of element e, at slot s."""
+    if ti.static(not ports.active):
+        return state.particle_q[s, i]
+    else:
+        return ports.q(state, s, e, k, i)
+
+
+@ti.func
+def corner_qd(ports: ti.template(), state: ti.template(), s, e, k: ti.template(), i):
+    """Velocity [m/s] of corner k (particle i) of element e, at slot s."""
+    if ti.static(not ports.active):
+        return state.particle_qd[s, i]
+    else:
+        return ports.qd(state, s, e, k, i)
+
+
+@ti.func
+def table_row(ports: ti.template(), j: ti.template(), table: ti.template(), e, row):
+    """Row `row` of `table` (the ports' table j on the gather path) as element e reads it."""
+    if ti.static(not ports.active):
+        return row_value(table, row)
+    else:
+        return ports.param(j, e, row)

@@ -1,0 +1,600 @@
+"""From a validated `SceneSpec` (tigradsim.scenes.scene_file) to a runnable fit: the footage, the
+model in tigradsim's y-up world, the simulator, the renderer, the unknowns as `Param`s
+and a `VideoFit`.
+
+    spec = load_scene("scene.toml")
+    footage = load_scene_footage(spec)           # tgs.Footage, checked against the camera; no kernel yet
+    scene = Scene(spec, footage)                 # builds model, simulator, renderer, unknowns
+    video = scene.render()                       # (K, H, W, C): frame k at footage time k
+
+Time matching (`tigradsim.io.footage`): footage frame k shows time start_time + k / fps; the
+renderer draws frame k from the state at that time, interpolated linearly between the two
+steps around it (`render_at_times`), so any dt works.  With `substeps` (dt = 1 / (fps
+substeps)) and a start_time on a step, every frame falls on a step and nothing is blended.
+
+Each library piece the scene needs is reached through one small function here
+(`_camera`, `Scene._make_renderer`, `unknown_params`, `fit_scene`), so that a newer
+library version changes one place.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..fitting.camera_prior import CameraPrior      # re-exported: the fit's camera prior ([fit] refine_camera)
+from ..fitting.optim import History
+from .scene_file import SceneSpec
+
+# Bounds of the camera correction ([fit] refine_camera): the calibration is taken to be right to
+# within a few degrees, a few centimetres and a quarter of the focal length.
+CAMERA_ROTATION_BOUND = math.radians(3.0)      # rad, each rotation-vector component
+CAMERA_SHIFT_BOUND = 0.05                      # world units (m), each component in camera axes
+FOCAL_BOUND = 1.25                             # focal scale within [1 / 1.25, 1.25]
+CAMERA_LR = 2e-3                               # Adam step of the pose correction [rad, m]
+
+__all__ = ["load_scene_footage", "Scene", "unknown_params", "fit_scene", "outline_frames", "silhouette_iou",
+           "CameraPrior"]
+
+
+# ---------------------------------------------------------------------------
+# footage
+
+def _block_mean(a, f):
+    """Mean over f x f pixel blocks of (K, H, W) or (K, H, W, C)."""
+    if f == 1:
+        return a
+    K, H, W = a.shape[:3]
+    return a.reshape((K, H // f, f, W // f, f) + a.shape[3:]).mean(axis=(2, 4))
+
+
+def load_scene_footage(spec: SceneSpec, resolution=None):
+    """The scene's footage as a `tgs.Footage` at the render resolution (`resolution`, default
+    the file's [fit] resolution or the footage size; block means of the frames and masks),
+    with the background plate where the file asks for one.  Checked against the camera;
+    raises SceneError naming the key; runs no kernel."""
+    from ..io.footage import Footage, load_footage
+
+    fs = spec.footage
+    if fs is None:
+        raise spec.error(None, "[footage]", "missing: render and fit need footage (frames, fps)")
+    try:
+        clip = load_footage(fs.folder, fs.fps, start_time=fs.start_time, pattern=fs.pattern,
+                            masks=fs.masks_folder, mask_pattern=fs.masks_pattern)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        key = "masks" if str(exc).startswith("masks") else "frames"
+        raise spec.error("footage", key, str(exc)) from None
+    if len(clip) < fs.first + fs.count:
+        raise spec.error("footage", "frames", f"{len(clip)} frames read, {fs.first + fs.count} expected")
+    clip = clip[fs.first:fs.first + fs.count]
+    W, H = clip.width, clip.height
+    cam = spec.camera
+    if (cam.width, cam.height) != (W, H):
+        raise spec.error("camera", "width / height", f"inconsistent camera: {cam.width}x{cam.height} (width x "
+                         f"height) but the footage frames are {W}x{H}")
+    res = resolution or spec.fit.resolution or W
+    if W % res or H % (W // res):
+        raise spec.error("fit", "resolution", f"expected a width that divides the footage's {W}x{H} pixels "
+                         f"(e.g. {W}, {W // 2}, {W // 4}), got {res}")
+    f = W // res
+    plate = None
+    if fs.background is not None and fs.background != "estimate":
+        from ..io.video import load_video
+        plate = load_video(fs.background)[0]
+        if plate.shape[:2] != (H, W):
+            raise spec.error("footage", "background", f"the plate is {plate.shape[1]}x{plate.shape[0]}, the frames "
+                             f"{W}x{H} (width x height)")
+        plate = _block_mean(plate[None].astype(np.float64) / 255.0, f)[0]
+    small = Footage(_block_mean(clip.frames, f), clip.fps, masks=None if clip.masks is None else
+                    _block_mean(clip.masks, f), times=clip.times)
+    if fs.background == "estimate":
+        small.estimate_background()
+    elif plate is not None:
+        try:
+            small.set_background(plate[..., :small.channels] if plate.shape[-1] >= small.channels else plate)
+        except ValueError as exc:
+            raise spec.error("footage", "background", str(exc)) from None
+    small.factor, small.full_size = f, (W, H)
+    return small
+
+
+# ---------------------------------------------------------------------------
+# camera
+
+def _camera(spec: SceneSpec, factor: int):
+    """The renderer's Camera in the y-up world at 1/factor of the footage resolution."""
+    from ..renderers import Camera
+
+    c, M = spec.camera, spec.axes
+    W, H = c.width // factor, c.height // factor
+    if c.kind == "lookat":
+        up = c.up if c.up is not None else (np.array([0.0, 1.0, 0.0]) if spec.up == "y" else np.array([0.0, 0.0, 1.0]))
+        try:
+            return Camera(eye=M @ c.eye, target=M @ c.target, up=M @ up, fov=c.fov, width=W, height=H,
+                          near=c.near, far=c.far)
+        except (ValueError, TypeError) as exc:
+            raise spec.error("camera", "up", f"inconsistent camera: {exc}") from None
+    K = c.K.copy()
+    K[0, 0] /= factor
+    K[1, 1] /= factor
+    K[0, 2] = (K[0, 2] + 0.5) / factor - 0.5         # pixel centres at integers (OpenCV)
+    K[1, 2] = (K[1, 2] + 0.5) / factor - 0.5
+    R = c.R @ M.T                                    # x_cam = R x_file + t = R M^T x_world + t
+    try:
+        return Camera.from_opencv(K, R, c.t, W, H, near=c.near, far=c.far)
+    except (ValueError, TypeError) as exc:
+        raise spec.error("camera", "K / R / t", f"inconsistent camera: {exc}") from None
+
+
+# ---------------------------------------------------------------------------
+# unknowns as Params
+
+def _entry(field, index):
+    """A `TiedParam` tie writing theta into entry `index` of `field` (None: a 0-D field)."""
+    if index is None:
+        return (field, lambda t: t[0], lambda t, g: g)
+
+    def forward(t):
+        values = field.to_numpy().astype(np.float64)
+        values[index] = t[0]
+        return values
+
+    return (field, forward, lambda t, g: g[index])
+
+
+def _entries(field, indices):
+    """A tie writing theta into several entries of one field (its gradient sums them)."""
+    idx = list(indices)
+
+    def forward(t):
+        values = field.to_numpy().astype(np.float64)
+        values[idx] = t[0]
+        return values
+
+    return (field, forward, lambda t, g: g[idx].sum())
+
+
+def unknown_params(spec: SceneSpec, model, handles) -> list:
+    """One Param per [unknowns] entry, in file order, with the file's initial values written:
+
+    * a rigid object's mass, ke, kd, kf, mu: `TiedParam` on its entry of body_mass, body_ke, ...
+    * "ground.X": `TiedParam` on ground_X and on body_X of every body that takes the ground's
+      value (a body with its own X in the file keeps it);
+    * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
+      the mass Param when the mass is an unknown too (one rigid body per scene);
+    * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params.
+    """
+    from ..physics.fem import _column
+    from ..fitting.optim import ColumnParam, RatioParam, TiedParam
+
+    rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
+    made = {}
+    order = sorted(spec.unknowns, key=lambda u: u.tie is not None)       # masses before the ties on them
+    for u in order:
+        kw = dict(name=u.target, lower=u.lower, upper=u.upper, log_space=u.log)
+        if u.object == "ground":
+            ties = [_entry(getattr(model, f"ground_{u.param}"), None)]
+            uses = [handles[n] for n in rigid if u.param not in spec.objects[n].contact]
+            if uses:
+                ties.append(_entries(getattr(model, f"body_{u.param}"), uses))
+            made[u.target] = TiedParam(ties, value=[u.init], **kw)
+        elif spec.objects[u.object].kind == "rigid":
+            b = handles[u.object]
+            if u.tie is None:
+                made[u.target] = TiedParam([_entry(getattr(model, f"body_{u.param}"), b)], value=[u.init], **kw)
+                continue
+            if len(rigid) != 1:
+                raise spec.error("unknowns", u.target, "a stiffness per unit mass needs a scene with one rigid object "
+                                 f"(this one has {len(rigid)})")
+            mass = made.get(f"{u.object}.mass")
+            field = getattr(model, f"body_{u.tie}")
+            field[b] = u.init * (mass.value()[0] if mass is not None else float(model.body_mass[b]))
+            made[u.target] = RatioParam(field, mass if mass is not None else model.body_mass, **kw)
+        else:
+            h = handles[u.object]
+            col = _column(model, h, u.param)
+            table = model.tet_params.to_numpy()
+            table[h.param_rows.start:h.param_rows.stop, col] = u.init
+            model.tet_params.from_numpy(table)
+            made[u.target] = ColumnParam(model.tet_params, col, rows=np.arange(h.param_rows.start, h.param_rows.stop),
+                                         **kw)
+    return [made[u.target] for u in spec.unknowns]
+
+
+# ---------------------------------------------------------------------------
+# the scene
+
+class Scene:
+    """Model, simulator, renderer, unknowns and `VideoFit` of a scene file.
+
+    Attributes: spec, footage (tgs.Footage at the render resolution), model, sim, renderer,
+    camera, params (one Param per unknown, in file order), fit (VideoFit), timed (the
+    `TimedVertices` observer: frame k at footage time k), dt, steps, handles (object name
+    -> body index or SoftMesh).  unknowns=False leaves the unknowns at the values the objects
+    and the ground have in the file (no Params), e.g. to render a clip's known truth.
+    """
+
+    def __init__(self, spec: SceneSpec, footage, requires_grad=True, unknowns=True):
+        import tigradsim as tgs
+        from ..fitting.sysid import VideoFit
+
+        self.spec, self.footage = spec, footage
+        self.M = spec.axes
+        self.dt, self.steps = self._schedule()
+        b = tgs.SceneBuilder(gravity=self.M @ spec.gravity)
+        if spec.ground is not None:
+            self._add_ground(b)
+        self.handles = {}
+        for name, obj in spec.objects.items():
+            self.handles[name] = self._add_object(b, obj)
+        for fs in spec.forces:
+            self._add_force(b, fs)
+        self.kind = next(iter(spec.objects.values())).kind
+        self.model = b.finalize(requires_grad=requires_grad)
+        self.sim = tgs.Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
+        self.camera = _camera(spec, footage.factor)
+        self.renderer = self._make_renderer()
+        # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)
+        self.params = unknown_params(spec, self.model, self.handles) if unknowns else []
+        self.frames_used = len(footage)
+        self.camera_prior = None
+        self.camera_params = self._camera_params() if unknowns else []
+        self.fit = VideoFit(self.sim, self.renderer, self.params + self.camera_params)
+        self.make_loss()
+
+    # -- time -------------------------------------------------------------------
+    def _schedule(self):
+        """(dt, steps): the file's dt, or 1 / (fps substeps); steps up to the last frame (or duration)."""
+        spec, fo = self.spec, self.footage
+        dt = spec.dt if spec.dt is not None else 1.0 / (fo.fps * spec.substeps)
+        end = spec.duration if spec.duration is not None else float(fo.times[-1])
+        if end < fo.times[-1] - 1e-9 * dt:
+            raise spec.error("simulation", "duration", f"{end:g} s ends before the last footage frame "
+                             f"(t = {fo.times[-1]:g} s)")
+        steps = max(1, int(math.ceil(end / dt - 1e-9)))
+        return dt, steps
+
+    # -- building ---------------------------------------------------------------
+    def _add_ground(self, b):
+        g = dict(self.spec.ground)
+        law = g.pop("law", {})
+        b.add_ground(**g, **law)
+
+    def _add_object(self, b, obj):
+        M, spec = self.M, self.spec
+        try:
+            if obj.kind == "rigid":
+                q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
+                return b.add_rigid_body(obj.vertices @ M.T, obj.faces, mass=obj.mass, density=obj.density,
+                                        position=M @ obj.position, rotation=q, velocity=M @ obj.velocity,
+                                        angular_velocity=M @ obj.angular_velocity,
+                                        contact_radius=obj.contact_radius, **obj.contact, **obj.law)
+            x = obj.position + obj.vertices @ _quat_matrix(obj.rotation).T      # file axes, world positions
+            com = _tet_centroid(x, obj.tets)
+            vel = obj.velocity + np.cross(obj.angular_velocity, x - com)
+            return b.add_soft_mesh((x @ M.T, obj.tets), material=obj.material, params=obj.params,
+                                   density=obj.density, damping=obj.damping, velocity=vel @ M.T,
+                                   radius=obj.contact_radius)
+        except (ValueError, TypeError, IndexError, KeyError) as exc:
+            raise spec.error(f"objects.{obj.name}", obj.source or "mesh", str(exc)) from None
+
+    def _add_force(self, b, fs):
+        from ..physics.rigid import add_body_force
+        M = self.M
+        try:
+            add_body_force(b, self.handles[fs.object], force=M @ fs.force,
+                           point=None if fs.point is None else M @ fs.point, torque=M @ fs.torque,
+                           start=fs.start, end=fs.end)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise self.spec.error(f"forces.{fs.index}", "force", str(exc)) from None
+
+    def _surface(self):
+        """(faces into the rendered vertices, vertex count, vertex_ids or None, per-vertex colours)."""
+        spec, m = self.spec, self.model
+        fo = self.footage
+        seen = np.array([0.8, 0.8, 0.8])
+        if fo.masks is not None and fo.channels == 3 and np.any(fo.masks > 0.5):
+            seen = fo.frames[fo.masks > 0.5].mean(axis=0)           # the object's mean colour in the footage
+        palette = [o.color if o.color is not None else seen for o in spec.objects.values()]
+        if self.kind == "rigid":
+            start = m.body_vertex_start            # TimedVertices(source="rigid") layout, as RigidSurface
+            faces = np.concatenate([f + start[b] for b, f in enumerate(m.body_faces)]).astype(np.int32)
+            colors = np.concatenate([np.tile(c, (len(o.vertices), 1)) for c, o in zip(palette, spec.objects.values())])
+            return faces, int(start[-1]), None, colors
+        allf = np.concatenate([h.faces for h in self.handles.values()])
+        vids = np.unique(allf)
+        owner = np.zeros(m.particle_count, dtype=np.int64)
+        for k, h in enumerate(self.handles.values()):
+            owner[h.particle_start:h.particle_start + h.particle_count] = k
+        colors = np.array(palette)[owner[vids]]
+        return np.searchsorted(vids, allf).astype(np.int32), len(vids), vids, colors
+
+    def _make_renderer(self):
+        """Silhouette renderer for mask supervision; an unlit colour renderer (RGBA), blended by
+        coverage over the footage's plate, for "rgb" and "both"; frame k drawn at footage time k."""
+        from ..io.footage import render_at_times
+        from ..renderers import SoftRasterizer
+
+        spec, fit = self.spec, self.spec.fit
+        faces, nverts, vids, colors = self._surface()
+        kwargs = dict(frames=len(self.footage), sigma=fit.sigma, gamma=fit.gamma)
+        if vids is not None:
+            kwargs["vertex_ids"] = vids
+        self.plate = None
+        if fit.supervision == "mask":
+            kwargs["shading"] = "silhouette"
+        else:
+            self.plate = self._plate()
+            # unlit colour: a path-traced object's shading is not modelled; its silhouette
+            # (through the coverage) carries the geometry, the colour only separates it from
+            # the plate
+            kwargs.update(shading="color", vertex_colors=colors, blend="coverage")
+        ren = SoftRasterizer(self.camera, faces, nverts, **kwargs)
+        if self.plate is not None:
+            ren.set_background(self.plate)      # the renderer composites by coverage; the loss compares its RGB
+        try:
+            self.timed = render_at_times(self.sim, ren, self.footage, source="rigid" if self.kind == "rigid"
+                                         else "particles")
+        except ValueError as exc:
+            raise spec.error("footage", "start_time", str(exc)) from None
+        return ren
+
+    def _plate(self):
+        """The background plate for RGB supervision: the file's, or estimated from the footage."""
+        fo = self.footage
+        if fo.channels != 3:
+            raise self.spec.error("fit", "supervision", f"{self.spec.fit.supervision!r} needs RGB footage; these "
+                                  "frames are grey (use supervision = \"mask\")")
+        if fo.background is None:
+            try:
+                fo.estimate_background()
+            except ValueError as exc:
+                raise self.spec.error("footage", "background", str(exc)) from None
+        return fo.background
+
+    def _camera_params(self):
+        """[fit] refine_camera: the renderer's pose correction (rotation vector, translation in
+        camera axes) and, with refine_focal, its focal-length scale, fitted with the unknowns;
+        the pose under a Gaussian prior (`self.camera_prior`, tigradsim/fitting/camera_prior.py: the
+        calibration's uncertainty, [fit] camera_sigma_rotation_deg / camera_sigma_translation_m)
+        that `forward`, `loss_value` and `residuals` all include."""
+        from ..fitting.optim import Param
+
+        fit = self.spec.fit
+        self.camera_prior = None
+        if not fit.refine_camera:
+            return []
+        if not hasattr(self.renderer, "camera_delta"):
+            raise self.spec.error("fit", "refine_camera", "this tigradsim's renderer has no camera correction")
+        r, d = CAMERA_ROTATION_BOUND, CAMERA_SHIFT_BOUND
+        # Adam's step is about lr per iteration in each coordinate: the unknowns' lr (log units,
+        # a few %) would turn the camera by degrees per step; CAMERA_LR rad / m is the scale of a
+        # calibration error
+        out = [Param(self.renderer.camera_delta, "camera_pose", lower=np.array([-r] * 3 + [-d] * 3),
+                     upper=np.array([r] * 3 + [d] * 3), lr=CAMERA_LR)]
+        sr, st = math.radians(fit.camera_sigma_rotation_deg), fit.camera_sigma_translation_m
+        self.camera_prior = CameraPrior(self.renderer.camera_delta, [sr] * 3 + [st] * 3, fit.camera_prior_variance)
+        self.camera_prior.set_frames(self.frames_used)
+        if fit.refine_focal:
+            out.append(Param(self.renderer.focal_scale, "camera_focal", lower=1 / FOCAL_BOUND, upper=FOCAL_BOUND,
+                             log_space=True))
+        return out
+
+    def camera_report(self) -> dict:
+        """The fitted camera correction and the corrected camera in the file's axes (OpenCV K, R, t)."""
+        if not self.camera_params:
+            return {}
+        omega, shift, k = self.renderer.camera_correction()
+        cam = self.renderer.corrected_camera()
+        f = self.footage.factor
+        K = cam.K.copy()                       # back to the footage's pixels
+        K[:2, :2] *= f
+        K[0, 2] = (K[0, 2] + 0.5) * f - 0.5
+        K[1, 2] = (K[1, 2] + 0.5) * f - 0.5
+        R_file = cam.R @ self.M                # x_cam = R' x_world + t = R' M x_file + t
+        return {"rotation_vector_rad": omega.tolist(), "rotation_deg": float(np.degrees(np.linalg.norm(omega))),
+                "translation_camera_axes": shift.tolist(), "focal_scale": k,
+                "camera_centre_moved_by": float(np.linalg.norm(cam.R.T @ cam.t - self.camera.R.T @ self.camera.t)),
+                "K": K.tolist(), "R": R_file.tolist(), "t": cam.t.tolist()}
+
+    # -- values -----------------------------------------------------------------
+    def set_values(self, values):
+        """Write unknowns (target -> value) into the model."""
+        for p in self.params:
+            if p.name in values:
+                p.write(np.full(np.shape(p.value()), values[p.name]))
+
+    def values(self) -> dict:
+        return {p.name: float(np.mean(p.value())) for p in self.params}
+
+    # -- images -----------------------------------------------------------------
+    def render(self) -> np.ndarray:
+        """Run the rollout at the current values; the rendered frames at the footage's times,
+        (K, H, W, C) (C = 1 silhouette, or RGBA)."""
+        return self.fit.render()
+
+    def make_loss(self):
+        """The image loss (BlurredImageMSE, or ImageMSE when every blur width is 0) on every
+        footage frame, installed on the VideoFit: masks against the silhouette (alpha); RGB
+        against the rendered colour composited over the plate; "both" sums the two."""
+        from ..renderers import BlurredImageMSE, ImageMSE
+
+        fo, sup, blur = self.footage, self.spec.fit.supervision, self.spec.fit.blur
+
+        def one(target, channels):
+            if all(s == 0 for s in blur):
+                return ImageMSE(self.renderer.image, target, channels=channels)
+            return BlurredImageMSE(self.renderer.image, target, channels=channels, sigmas=blur)
+
+        parts = []
+        if sup in ("mask", "both"):
+            parts.append((one(fo.masks[..., None], [self.renderer.image.n - 1]), lambda k: fo.masks[:k, ..., None]))
+        if sup in ("rgb", "both"):            # the renderer composites over the plate (coverage blending)
+            parts.append((one(fo.frames, [0, 1, 2]), lambda k: fo.frames[:k]))
+        self._loss_parts = parts
+        loss = parts[0][0] if len(parts) == 1 else _SumLoss([p for p, _ in parts])
+        self.fit.set_image_loss(loss)
+        self.frames_used = len(fo)
+        return loss
+
+    def use_frames(self, k):
+        """Fit the first k footage frames only (coarse to fine in time; `set_frames` on the losses)."""
+        k = int(k)
+        for loss, target in self._loss_parts:
+            loss.set_frames(np.arange(k), target(k))
+        self.frames_used = k
+        if self.camera_prior is not None:
+            self.camera_prior.set_frames(k)
+
+    def loss_value(self) -> float:
+        """The fit's objective (Tape units): image loss plus the camera prior, if any."""
+        self.fit.loss_value()
+        if self.camera_prior is not None:
+            self.camera_prior(self.fit.loss)
+        return float(self.fit.loss[None])
+
+    def forward(self):
+        """The rollout, image loss and camera prior into `self.fit.loss` (for `optimize` / `identify`)."""
+        self.fit._forward()
+        if self.camera_prior is not None:
+            self.camera_prior(self.fit.loss)
+
+    def residuals(self) -> np.ndarray:
+        """The image residuals (mask part, then RGB part, each frame-major), then, with
+        refine_camera, the camera prior's 6 residuals (`CameraPrior`): 1/2 |r|^2 is the
+        objective whose 2 / N multiple the Tape loss is."""
+        r = np.ravel(self.fit.residuals())
+        if self.camera_prior is None:
+            return r
+        return np.concatenate([r.astype(np.float64), self.camera_prior.residuals(r.size / self.frames_used)])
+
+    def residual_groups(self, count=None) -> np.ndarray:
+        """One cluster label per residual of `residuals()` (`fit_report(groups=...)`): the
+        footage frame it comes from, the same label for a frame's mask and RGB residuals
+        (the parts are concatenated, each frame-major); the camera prior's 6 residuals form
+        one more cluster.  count: len(residuals()) as a check."""
+        k = self.frames_used
+        labels = []
+        for loss, _ in self._loss_parts:
+            per = int(np.prod(np.shape(loss.residuals()))) // k
+            labels.append(np.repeat(np.arange(k), per))
+        if self.camera_prior is not None:
+            labels.append(np.full(6, k))
+        out = np.concatenate(labels)
+        if count is not None and out.size != count:
+            raise ValueError(f"residual_groups: {out.size} labels for {count} residuals")
+        return out
+
+
+# ---------------------------------------------------------------------------
+# fitting: tgs.identify (multi-start, coarse to fine, Adam then BFGS, LM, uncertainty)
+
+def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, refine=None, horizons="file",
+              printer=print):
+    """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
+    override them).  Returns (Identification, History): the History records every rollout the
+    fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
+    the uncertainty) with its loss and values, for the loss curve and parameter traces."""
+    from ..fitting.identify import identify
+    from ..fitting.optim import StopCriteria
+
+    f = scene.spec.fit
+    iterations = f.iterations if iterations is None else iterations
+    starts = f.starts if starts is None else starts
+    local_starts = min(f.local_starts if local_starts is None else local_starts, starts)
+    refine = f.refine if refine is None else refine
+    horizons = f.horizons if horizons == "file" else horizons
+    if f.optimizer == "adam":
+        adam, bfgs = iterations, 0
+    elif f.optimizer == "bfgs":
+        adam, bfgs = 0, iterations
+    else:
+        bfgs = min(f.polish if f.polish is not None else iterations // 2, iterations)
+        adam = iterations - bfgs
+    K = len(scene.footage)
+    schedule = None
+    if horizons:
+        schedule = [h for h in horizons if h < K] + [K]
+    history = History()
+    t0 = time.time()
+
+    def forward():
+        scene.forward()
+        history.record(float(scene.fit.loss[None]), scene.params + scene.camera_params, time.time() - t0)
+
+    stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
+    result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.residuals,
+                      groups=scene.residual_groups,
+                      starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
+                      bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
+                      horizons=schedule, set_horizon=scene.use_frames if schedule else None, log_every=1,
+                      printer=printer)
+    if scene.frames_used != K:
+        scene.use_frames(K)
+    return result, history
+
+
+class _SumLoss:
+    """Several image losses added into one loss field ("both": silhouette + colour)."""
+
+    def __init__(self, losses):
+        self.losses = list(losses)
+
+    def __call__(self, loss):
+        for part in self.losses:
+            part(loss)
+
+    def residuals(self):
+        return np.concatenate([np.ravel(part.residuals()) for part in self.losses])
+
+
+# ---------------------------------------------------------------------------
+# pictures
+
+def _edges(mask):
+    """Boolean (K, H, W): pixels of `mask` that have a 4-neighbour outside it."""
+    m = np.pad(mask, ((0, 0), (1, 1), (1, 1)), mode="edge")
+    inner = m[:, 1:-1, 1:-1]
+    nb = m[:, :-2, 1:-1] & m[:, 2:, 1:-1] & m[:, 1:-1, :-2] & m[:, 1:-1, 2:]
+    return inner & ~nb
+
+
+def outline_frames(frames, alpha, masks=None, upscale=1):
+    """Footage frames (K, H, W, 3) in [0, 1] with the render's outline (alpha > 0.5) in red
+    and, when given, the masks' outline in green; uint8 (K, H u, W u, 3), u = upscale."""
+    f = np.asarray(frames, dtype=np.float64)
+    a = np.asarray(alpha, dtype=np.float64)
+    if upscale > 1:
+        f = f.repeat(upscale, 1).repeat(upscale, 2)
+        a = a.repeat(upscale, 1).repeat(upscale, 2)
+        masks = None if masks is None else np.asarray(masks).repeat(upscale, 1).repeat(upscale, 2)
+    out = f.copy()
+    if masks is not None:
+        out[_edges(np.asarray(masks) > 0.5)] = (0.1, 0.9, 0.1)
+    out[_edges(a > 0.5)] = (1.0, 0.1, 0.1)
+    return (np.clip(out, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+
+def silhouette_iou(alpha, masks) -> np.ndarray:
+    """Per-frame IoU of alpha > 0.5 and masks > 0.5 (K,)."""
+    a, m = np.asarray(alpha) > 0.5, np.asarray(masks) > 0.5
+    inter = (a & m).sum(axis=(1, 2))
+    union = (a | m).sum(axis=(1, 2))
+    return np.where(union > 0, inter / np.maximum(union, 1), 1.0)
+
+
+# ---------------------------------------------------------------------------
+# small helpers
+
+def _quat_matrix(q):
+    from ..physics.rigid import quat_to_matrix_np
+    return quat_to_matrix_np(q)
+
+
+def _tet_centroid(x, tets):
+    t = np.asarray(tets)
+    a, b, c, d = (x[t[:, k]] for k in range(4))
+    vol = np.abs(np.einsum("ij,ij->i", b - a, np.cross(c - a, d - a))) / 6.0
+    return (vol[:, None] * (a + b + c + d) / 4.0).sum(0) / vol.sum()
+
