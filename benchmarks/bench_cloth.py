@@ -11,7 +11,7 @@ Where the time goes (measured here, 2 cores): a vec3 atomic add costs ~16 ns
 same data take ~34 us), and the backward pass has one more per position and
 velocity read.  In a serial loop Taichi demotes those atomics to plain adds,
 so on a CPU the element loops run serially (`tgs.init(scatter="auto")`, see
-`tigradsim.runtime.serial_scatter`), and then the whole rollout between two
+`tigradsim.core.runtime.serial_scatter`), and then the whole rollout between two
 frames is one kernel launch (`Simulator(fuse_steps=...)`): a launch from
 Python costs 50-100 us here.  --compare times the default (serial, fused)
 against one launch per step ("stepwise") and parallel scatter ("parallel") in

@@ -58,7 +58,7 @@ def build(args):
     """The ball, its checkpointed simulator and the silhouette renderer (demos/sysid_fem.py's scene)."""
     import tigradsim as tgs
     from tigradsim.renderers import Camera, SoftRasterizer
-    from tigradsim.sysid import render_particles
+    from tigradsim.fitting.sysid import render_particles
 
     b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
     b.add_ground(ke=1e4, kd=1.0, kf=10.0, mu=0.5)
@@ -92,7 +92,7 @@ def main(argv=None):
     import taichi as ti
     import tigradsim as tgs
     from taichi.lang.field import Field
-    from tigradsim.sysid import VideoFit
+    from tigradsim.fitting.sysid import VideoFit
 
     tgs.init(arch=args.arch, precision=args.precision)
     baseline = rss_now_mb()

@@ -41,7 +41,7 @@ def build(count, requires_grad):
 def bench(count, steps, dt, repeat, fuse_steps=None):
     import taichi as ti
     import tigradsim as tgs
-    from tigradsim.rigid import BodyRecorder
+    from tigradsim.physics.rigid import BodyRecorder
 
     model = build(count, requires_grad=False)
     sim = tgs.Simulator(model, dt=dt, steps=steps, fuse_steps=fuse_steps)

@@ -46,7 +46,7 @@ times are 3-5x the CPU times; CPU s = user + system of the fit's process):
     95 % intervals: 0 of 18 contain the truth (widths ~0.1 %: residuals taken as independent pixels)
 
 Re-measured 2026-12-03 (box_push only; load ~2.3, wall ~ CPU) after the camera prior
-(tigradsim/camera_prior.py, defaults 0.5 degree / 1 cm / camera_prior_variance 3e-3) and the
+(tigradsim/fitting/camera_prior.py, defaults 0.5 degree / 1 cm / camera_prior_variance 3e-3) and the
 cluster-robust covariance (fit_report groups = footage frames; max(iid, robust) per value):
 
     box_push  camera  mass -0.43 %  mu -0.29 %   (refine_camera + prior)  69 s CPU

@@ -196,7 +196,7 @@ def axis_angle_quat(axis, degrees):
 
 def quat_matrix(q):
     """Rotation matrix of a unit quaternion (x, y, z, w)."""
-    from tigradsim.rigid import quat_to_matrix_np
+    from tigradsim.physics.rigid import quat_to_matrix_np
     return quat_to_matrix_np(np.asarray(q, dtype=np.float64))
 
 
@@ -251,7 +251,7 @@ def simulate_rigid(spec):
     """Simulate a rigid box; returns (vertices (T, 8, 3), faces (12, 3), positions (T, 3), quats (T, 4), state0)."""
     import tigradsim as tgs
     from tigradsim import meshes
-    from tigradsim.rigid import BodyRecorder, RigidSurface
+    from tigradsim.physics.rigid import BodyRecorder, RigidSurface
     frames = frame_count(spec)
     c = spec["contact"]
     position = list(spec["position"])
@@ -285,7 +285,7 @@ def soft_rest_mesh(spec):
 def simulate_soft(spec):
     """Simulate the neo-Hookean cube; returns (vertices (T, V, 3), surface faces (F, 3), centroids (T, 3))."""
     import tigradsim as tgs
-    from tigradsim.meshes import boundary_faces
+    from tigradsim.io.meshes import boundary_faces
     frames = frame_count(spec)
     rest, tets = soft_rest_mesh(spec)
     R = quat_matrix(initial_rotation(spec))
@@ -474,7 +474,7 @@ def _rigid_truth(spec, folder, state0, positions, quats):
                     "end": f["end"],
                     "window_rule": "step k (time k dt) is loaded when (k + 1/2) dt lies in [start, end)"}
                    for f in spec["forces"]],
-        "contact": {"law": "tigradsim.contact.ground_contact_force: penalty, damping capped by the elastic force, "
+        "contact": {"law": "tigradsim.physics.contact.ground_contact_force: penalty, damping capped by the elastic force, "
                            "friction min(kf, mu fn / |v_t|) v_t",
                     "points": "the 8 box corners (welded mesh vertices), contact radius 0",
                     "per": "contact point", **c},
@@ -496,11 +496,11 @@ def _soft_truth(spec, folder, centroids):
     n, s = spec["cells"], spec["size"]
     return {
         "object": {"type": "soft", "mesh": {"node": "cube.node", "ele": "cube.ele",
-                                            "generator": f"tigradsim.meshes.tet_box({n}, {n}, {n}, size=({s}, {s}, {s}), "
+                                            "generator": f"tigradsim.io.meshes.tet_box({n}, {n}, {n}, size=({s}, {s}, {s}), "
                                                          f"origin=({-s / 2}, {-s / 2}, {-s / 2}), "
                                                          f"tets_per_cell={spec['tets_per_cell']})",
                                             "vertices": int(len(rest)), "tets": int(len(tets)),
-                                            "surface": "tigradsim.meshes.boundary_faces(tets)"},
+                                            "surface": "tigradsim.io.meshes.boundary_faces(tets)"},
                    "mesh_frame": "rest shape centred at the origin",
                    "initial_pose": {"position": list(spec["position"]),
                                     "quaternion_xyzw": initial_rotation(spec).tolist(),
@@ -512,7 +512,7 @@ def _soft_truth(spec, folder, centroids):
                    "masses": "lumped: a quarter of density x volume of each adjacent tet",
                    "particle_radius": spec["particle_radius"], "colour_linear_rgb": list(spec["colour"])},
         "forces": [],
-        "contact": {"law": "tigradsim.contact.ground_contact_force per vertex (penalty, damping capped by the "
+        "contact": {"law": "tigradsim.physics.contact.ground_contact_force per vertex (penalty, damping capped by the "
                            "elastic force)", "points": "every mesh vertex, radius above", "per": "vertex",
                     **spec["ground"]},
         "truth": {"mu": mu, "lam": lam},

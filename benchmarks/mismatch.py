@@ -9,7 +9,7 @@ supervision: no renderer, to stay quick).  The fit's base time step is --dt (1/9
 frame at 30 fps, the demo's --quick step).  The targets:
   * finer dt: the same (capped) law simulated at dt/4 and dt/8 ("the world is continuous");
   * another law: damping="uncapped" (dflex / Warp) fitted with the default capped law, and the
-    reverse (tigradsim.contact documents both).
+    reverse (tigradsim.physics.contact documents both).
 Each fit starts from the same guess (truth times a log-uniform factor in [1/--guess-factor,
 --guess-factor]) and runs BFGS (`tgs.BFGS`, trust radius --lr in log-parameters) until the loss stops
 improving (relative change below 1e-6 over --chunk steps) or --iters steps, then --refine
@@ -41,7 +41,7 @@ Measured (defaults: 2 trials, seed 0; mean abs. relative error of mass / mu, the
   * The matching law recovers the truth: trial 0's uncapped-on-uncapped fit ends at 1e-15 in every
     parameter (as the demo's own-law fits with the default capped law do); trial 1's stalled at mass
     1.3e-4, ke 2.5e-2 (loss 5e-8): the uncapped law's loss jumps wherever a parameter moves a
-    touchdown to another step (tigradsim/contact.py), which is what stops BFGS and LM there.
+    touchdown to another step (tigradsim/physics/contact.py), which is what stops BFGS and LM there.
   Run time: 9.4 min wall, 171 s CPU (2 cores shared with other jobs, load average ~9), peak 450 MB.
 
     python benchmarks/mismatch.py            # defaults: 2 trials, about 10 minutes on 2 cores
@@ -57,9 +57,9 @@ import time
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim.rigid import RigidSurface
+from tigradsim.physics.rigid import RigidSurface
 from tigradsim.scenes.rigid_contact import BOUNDS, FIELDS, NAMES, bounce_box_model, draw
-from tigradsim.sysid import VideoFit, relative_error
+from tigradsim.fitting.sysid import VideoFit, relative_error
 
 CONTACT = ("ke", "kd", "kf")
 

@@ -18,7 +18,7 @@ import numpy as np
 
 import tigradsim as tgs
 from tigradsim.scenes import cloth_drape
-from tigradsim.viz import Animation, add_view_args, show
+from tigradsim.io.viz import Animation, add_view_args, show
 
 
 def main(argv=None):

@@ -25,7 +25,7 @@ import time
 
 import tigradsim as tgs
 from tigradsim.scenes import control, control_fem
-from tigradsim.viz import add_view_args, show
+from tigradsim.io.viz import add_view_args, show
 
 
 def main(argv=None):

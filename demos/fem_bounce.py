@@ -34,7 +34,7 @@ import numpy as np
 
 import tigradsim as tgs
 from tigradsim.scenes import soft_bounce
-from tigradsim.viz import Animation, add_view_args, show
+from tigradsim.io.viz import Animation, add_view_args, show
 
 
 def main(argv=None):

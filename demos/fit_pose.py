@@ -18,10 +18,10 @@ import os
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim.panels import labelled_strip
+from tigradsim.io.panels import labelled_strip
 from tigradsim.scenes.rigid_pose_fit import PoseScene
-from tigradsim.video import save_frames, save_gif
-from tigradsim.viz import add_view_args, play_video
+from tigradsim.io.video import save_frames, save_gif
+from tigradsim.io.viz import add_view_args, play_video
 
 
 def main(argv=None):

@@ -14,9 +14,9 @@ import os
 import time
 
 import tigradsim as tgs
-from tigradsim.plots import plot_loss
+from tigradsim.io.plots import plot_loss
 from tigradsim.scenes.springs import LatticeThrow
-from tigradsim.viz import Animation, add_view_args, show
+from tigradsim.io.viz import Animation, add_view_args, show
 
 
 def main(argv=None):

@@ -23,10 +23,10 @@ import numpy as np
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim import video
+from tigradsim.io import video
 from tigradsim.renderers import Camera, SoftRasterizer
 from tigradsim.scenes.shapes import turntable, unit_mesh
-from tigradsim.viz import add_view_args, has_display, play_video
+from tigradsim.io.viz import add_view_args, has_display, play_video
 
 
 def main(argv=None):

@@ -16,7 +16,7 @@ import json
 
 import tigradsim as tgs
 from tigradsim.scenes.rigid_bounce import BounceScene
-from tigradsim.viz import Animation, add_view_args, show
+from tigradsim.io.viz import Animation, add_view_args, show
 
 
 def main(argv=None):

@@ -20,7 +20,7 @@ import numpy as np
 import tigradsim as tgs
 from tigradsim.scenes import cloth
 from tigradsim.scenes.trial_report import collect_trials, timing as trial_timing
-from tigradsim.viz import add_view_args, play_video
+from tigradsim.io.viz import add_view_args, play_video
 
 SCENE = ("supervision", "shading", "nx", "ny", "cell", "mu", "lam", "damping", "density", "bending", "duration",
          "dt", "every", "res", "sigma", "checkpoint")

@@ -18,7 +18,7 @@ import numpy as np
 import tigradsim as tgs
 from tigradsim.scenes import soft
 from tigradsim.scenes.trial_report import collect_trials, timing as trial_timing
-from tigradsim.viz import add_view_args, play_video
+from tigradsim.io.viz import add_view_args, play_video
 
 SCENE = ("res", "supervision", "true_mu", "true_lam", "density", "damping", "radius", "resolution", "height", "vx",
          "spin", "ke", "kd", "kf", "friction", "duration", "dt", "every", "sigma", "shading", "checkpoint")

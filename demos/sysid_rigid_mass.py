@@ -26,10 +26,10 @@ import time
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim.panels import trials_grid
+from tigradsim.io.panels import trials_grid
 from tigradsim.scenes.rigid_push import SHAPES, mass_trials
-from tigradsim.video import save_gif
-from tigradsim.viz import add_view_args, play_video
+from tigradsim.io.video import save_gif
+from tigradsim.io.viz import add_view_args, play_video
 
 
 def main(argv=None):

@@ -1,5 +1,5 @@
 """Mesh helpers re-exported for renderer users: the implementations live in
-`tigradsim.meshes` (one copy for the whole library)."""
-from tigradsim.meshes import box_surface as box, icosphere, load_obj
+`tigradsim.io.meshes` (one copy for the whole library)."""
+from tigradsim.io.meshes import box_surface as box, icosphere, load_obj
 
 __all__ = ["icosphere", "box", "load_obj"]

@@ -12,7 +12,7 @@ several frames) sum into one field inside a `ti.ad.Tape`.
   target (coarse to fine in one loss).
 
 Targets: numpy arrays (K, H, W) or (K, H, W, C) (floats in [0, 1], or uint8
-0-255), or a path accepted by `tigradsim.video.load_video` (a folder of PNGs, a
+0-255), or a path accepted by `tigradsim.io.video.load_video` (a folder of PNGs, a
 GIF, an MP4).  `frames[k]` is the image frame compared with target k; without
 `frames` the target must have one frame per image frame (a shorter target is an
 error, not a fit of the first frames).  `set_frames(frames, target)` changes the
@@ -27,7 +27,7 @@ in the vertices when gamma is small).  Do not pass a plate when the renderer
 already blends by coverage over its own plate.
 
 Sums run in a fixed order (per-pixel terms, per-row sums, then one serial sum),
-so loss values are bit-reproducible; with `tigradsim.runtime.deterministic()` the
+so loss values are bit-reproducible; with `tigradsim.core.runtime.deterministic()` the
 loops that read the image (whose reverse pass adds into the image gradient, shared
 between threads when frames repeat or blur taps overlap) run serially too, so
 gradients are bit-reproducible as well.
@@ -36,7 +36,7 @@ gradients are bit-reproducible as well.
 import numpy as np
 import taichi as ti
 
-from tigradsim.runtime import deterministic, np_float
+from tigradsim.core.runtime import deterministic, np_float
 
 # A float target whose largest value is above this is taken for a 0-255 image.
 _FLOAT_TARGET_MAX = 1.0 + 1e-6
@@ -49,10 +49,10 @@ def load_target(target, name="target") -> np.ndarray:
 
     Accepted: uint8 (0-255), other integers in [0, 255], bool, floats in [0, 1]
     (a float array with values above 1 is an error: it looks like 0-255 data),
-    a `tigradsim.Footage` (its frames), or a path for `tigradsim.video.load_video`.
+    a `tigradsim.Footage` (its frames), or a path for `tigradsim.io.video.load_video`.
     """
     if isinstance(target, (str, bytes)) or hasattr(target, "__fspath__"):
-        from tigradsim.video import load_video
+        from tigradsim.io.video import load_video
 
         arr = load_video(target).astype(np.float64) / 255.0
     elif hasattr(target, "frames") and hasattr(target, "times"):          # a Footage

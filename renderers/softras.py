@@ -73,7 +73,7 @@ How a frame is rendered (all of it is ONE entry on a `ti.ad.Tape`, see
    scratch buffers; skipped when its frame was the last one rendered, so the
    buffers still hold it) and clears the scratch gradients.
 
-Reproducibility: when `tigradsim.runtime.deterministic()` is True (the CPU
+Reproducibility: when `tigradsim.core.runtime.deterministic()` is True (the CPU
 default) every loop that adds into shared locations in a thread-dependent
 order (the reverse pair loop's vertex and colour adjoints, the camera and
 background adjoints, smooth normals' sums) runs serially, so frames and
@@ -92,9 +92,9 @@ import warnings
 import numpy as np
 import taichi as ti
 
-from tigradsim.materials.linalg import matmul, matvec
+from tigradsim.core.linalg import matmul, matvec
 
-from tigradsim.runtime import custom_op, deterministic, ensure_init, np_float
+from tigradsim.core.runtime import custom_op, deterministic, ensure_init, np_float
 
 from .camera import Camera, rodrigues
 

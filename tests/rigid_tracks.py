@@ -4,7 +4,7 @@ import numpy as np
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.rigid import BodyRecorder, RigidSurface
+from tigradsim.physics.rigid import BodyRecorder, RigidSurface
 
 
 def rigid_track_loss(sim, body_count, position_every, surface_every, seed):

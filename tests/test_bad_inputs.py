@@ -7,7 +7,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import fem
-from tigradsim.registry import TetMaterial, register_material, unregister_material
+from tigradsim.core.registry import TetMaterial, register_material, unregister_material
 
 
 def particles(requires_grad=True, ground=True):

@@ -12,7 +12,7 @@ import pytest
 
 import tigradsim as tgs
 from tigradsim import cli
-from tigradsim.scene_file import Z_UP_TO_Y_UP
+from tigradsim.scenes.scene_file import Z_UP_TO_Y_UP
 
 TRUE_MASS = 1.0
 FPS, FINE_SUBSTEPS, DURATION, RES = 30.0, 32, 0.5, 32
@@ -35,9 +35,9 @@ def _opencv(eye, target, fov, W, H):
 def _render_footage(folder):
     """The truth: simulated at dt = 1/(30 x 32) (the fit uses 8 steps per frame), 8-bit PNGs."""
     from tigradsim.renderers import Camera, SoftRasterizer
-    from tigradsim.rigid import RigidSurface
-    from tigradsim.sysid import render_surface
-    from tigradsim.video import save_frames
+    from tigradsim.physics.rigid import RigidSurface
+    from tigradsim.fitting.sysid import render_surface
+    from tigradsim.io.video import save_frames
 
     tgs.init(arch="cpu", precision="f64")
     b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
@@ -185,8 +185,8 @@ def test_z_up_scene_renders_the_same(clip, tmp_path, capsys):
     assert y.shape == z.shape and (y != z).sum(axis=(1, 2)).max() <= 2 and (y != z).sum() <= 0.005 * y.sum()
     assert y.sum(axis=(1, 2)).min() > 20              # the box is in view in every frame
     # and the same motion, to round-off (f64)
-    from tigradsim.scene_build import Scene, load_scene_footage
-    from tigradsim.scene_file import load_scene
+    from tigradsim.scenes.scene_build import Scene, load_scene_footage
+    from tigradsim.scenes.scene_file import load_scene
     tgs.init(arch="cpu", precision="f64")
     final = {}
     for up in ("y", "z"):

@@ -6,8 +6,8 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.cloth import Cloths, bending_energy, dihedral_angles, interior_edges, rest_frames
-from tigradsim.registry import MaterialNotFoundError, ShellMaterial, register_material, unregister_material
+from tigradsim.physics.cloth import Cloths, bending_energy, dihedral_angles, interior_edges, rest_frames
+from tigradsim.core.registry import MaterialNotFoundError, ShellMaterial, register_material, unregister_material
 
 NO_MEMBRANE = dict(material="stvk_membrane", params={"mu": 0.0, "lam": 0.0})
 

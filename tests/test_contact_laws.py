@@ -1,4 +1,4 @@
-"""Contact-law options (tigradsim/contact.py): the force function against the documented formulas,
+"""Contact-law options (tigradsim/physics/contact.py): the force function against the documented formulas,
 its Tape gradient against finite differences, rollout gradients (particles and rigid bodies, f64) for
 each non-default variant, laws per rigid body, and bad options.
 
@@ -13,9 +13,9 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import meshes
-from tigradsim.contact import ContactLaw, ground_contact_force
+from tigradsim.physics.contact import ContactLaw, ground_contact_force
 from rigid_tracks import rigid_track_loss
-from tigradsim.rigid import quat_to_matrix_np
+from tigradsim.physics.rigid import quat_to_matrix_np
 
 LAWS = [ContactLaw(), ContactLaw("uncapped"), ContactLaw(friction="huber", friction_velocity=0.05),
         ContactLaw("uncapped", "huber")]

@@ -8,7 +8,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import control
-from tigradsim.meshes import boundary_faces, validate_tets
+from tigradsim.io.meshes import boundary_faces, validate_tets
 from tigradsim.scenes import control_cloth, control_fem
 from tigradsim.scenes.control import builder_defaults, run_experiment
 from tigradsim.scenes.shapes import tet_gear, tet_walker

@@ -1,10 +1,10 @@
-"""tigradsim.fastmath.atan2: values in every quadrant, and its Tape gradient."""
+"""tigradsim.core.fastmath.atan2: values in every quadrant, and its Tape gradient."""
 import numpy as np
 import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.fastmath import atan2, atan2_poly
+from tigradsim.core.fastmath import atan2, atan2_poly
 
 
 def _points(n=4001, seed=0):

@@ -7,7 +7,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import fem
-from tigradsim.registry import TetMaterial, list_materials, register_material, unregister_material
+from tigradsim.core.registry import TetMaterial, list_materials, register_material, unregister_material
 
 TET_MATERIALS = list_materials("tet")
 

@@ -5,8 +5,8 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim import video
-from tigradsim.footage import Footage, TimedVertices, dt_for_fps, frame_steps
+from tigradsim.io import video
+from tigradsim.io.footage import Footage, TimedVertices, dt_for_fps, frame_steps
 
 
 # ------------------------------------------------------------------ files
@@ -210,7 +210,7 @@ def test_timed_vertices_gradient_with_checkpoints(f64):
 
 def test_rigid_vertices_at_times(f64):
     """source='rigid' records RigidSurface's vertex layout; on exact steps it equals it."""
-    from tigradsim.rigid import RigidSurface
+    from tigradsim.physics.rigid import RigidSurface
     from tigradsim.renderers import box
     v, f = box((0.2, 0.1, 0.15))
     b = tgs.SceneBuilder(gravity=(0, -9.8, 0))

@@ -48,8 +48,8 @@ def test_clip_frames_and_truth_keys(clip):
 def test_rigid_masks_match_truth_projection(clip):
     """The box's corners, posed by the truth trajectory and projected with the OpenCV camera, bound
     each frame's mask within a pixel (ties truth.json's camera and trajectory to the footage)."""
-    from tigradsim.meshes import load_obj
-    from tigradsim.rigid import quat_to_matrix_np
+    from tigradsim.io.meshes import load_obj
+    from tigradsim.physics.rigid import quat_to_matrix_np
     truth = truth_of(clip)
     cam = truth["camera"]
     corners = np.unique(load_obj(os.path.join(FOOTAGE, clip, truth["object"]["mesh"]))[0], axis=0)
@@ -91,7 +91,7 @@ def _hull_area(points):
 
 
 def test_soft_clip_mesh_and_mass():
-    from tigradsim.meshes import load_tetgen
+    from tigradsim.io.meshes import load_tetgen
     truth = truth_of("soft_drop")
     obj = truth["object"]
     v, t = load_tetgen(os.path.join(FOOTAGE, "soft_drop", obj["mesh"]["node"]))

@@ -7,7 +7,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import meshes
-from tigradsim.rigid import BodyRecorder, spatial
+from tigradsim.physics.rigid import BodyRecorder, spatial
 
 
 @ti.data_oriented

@@ -22,7 +22,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import tigradsim as tgs  # noqa: E402
 from tigradsim import meshes  # noqa: E402
-from tigradsim.mesh_io import MeshFileError  # noqa: E402
+from tigradsim.io.mesh_io import MeshFileError  # noqa: E402
 
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -160,7 +160,7 @@ def test_fuzz_add_rigid_body(drop, flip, split, noise, mass, bad_index):
     b = tgs.SceneBuilder()
     ok, _ = _call(lambda: b.add_rigid_body(v, f, mass=mass), ["faces", "vertices", "mass"])
     if ok:
-        from tigradsim.rigid import RigidBodies
+        from tigradsim.physics.rigid import RigidBodies
         body = b.component(RigidBodies).bodies[-1]
         assert _finite(mass) and mass > 0 and _finite(v)
         assert body["volume"] > 0 and np.isfinite(body["inertia_unit"]).all()

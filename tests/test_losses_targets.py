@@ -9,7 +9,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.footage import render_at_times
+from tigradsim.io.footage import render_at_times
 from tigradsim.renderers import (BlurredImageMSE, Camera, ImageMSE, SilhouetteMSE, SoftIoU, SoftRasterizer,
                                   gaussian_blur, icosphere)
 from tigradsim.renderers.losses import to_silhouette
@@ -176,7 +176,7 @@ def test_losses_compile_without_taichi_warnings(capfd):
 def _pushed_box(fps=40.0):
     """A box pushed along +x by a known force on the ground, filmed in colour at 40 fps
     (dt = 1/480 s: 12 steps per frame, so frames at t0 + k / fps fall between steps)."""
-    from tigradsim.meshes import box_surface
+    from tigradsim.io.meshes import box_surface
     v, f = box_surface((0.2, 0.2, 0.2))
     b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
     b.add_ground(ke=1e4, kd=20.0, kf=30.0, mu=0.3)

@@ -5,7 +5,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.registry import (evaluate_energy, evaluate_stress, get_material, lame_from_neo_hookean,
+from tigradsim.core.registry import (evaluate_energy, evaluate_stress, get_material, lame_from_neo_hookean,
                                 lame_from_young_poisson, list_materials, neo_hookean_from_lame)
 
 MATERIALS = list_materials()
@@ -157,7 +157,7 @@ def test_tape_gradient_of_stress(name):
 # ---------------------------------------------------------------------------
 # polar rotation
 
-from tigradsim.materials.linalg import polar_rotation  # noqa: E402
+from tigradsim.core.linalg import polar_rotation  # noqa: E402
 
 
 def _polar_np(F):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tigradsim as tgs
-from tigradsim.registry import evaluate_energy, evaluate_stress, get_material, list_materials
+from tigradsim.core.registry import evaluate_energy, evaluate_stress, get_material, list_materials
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -9,7 +9,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import registry
-from tigradsim.registry import (ShellMaterial, TetMaterial, evaluate_energy, evaluate_stress, get_material,
+from tigradsim.core.registry import (ShellMaterial, TetMaterial, evaluate_energy, evaluate_stress, get_material,
                                 list_materials, register_material, unregister_material)
 
 PLUGIN_DIR = Path(__file__).parent / "plugin_pkg"
@@ -244,7 +244,7 @@ def test_conflicting_plugin_warns_instead_of_crashing(plugin_env):
     pkg = plugin_env / "tgs_demo_conflict.py"
     pkg.write_text(textwrap.dedent("""
         import taichi as ti
-        from tigradsim.registry import TetMaterial, register_material
+        from tigradsim.core.registry import TetMaterial, register_material
 
         @register_material("neo_hookean")   # taken by the built-in
         class Clash(TetMaterial):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tigradsim import meshes
-from tigradsim.mesh_io import MeshFileError
+from tigradsim.io.mesh_io import MeshFileError
 
 
 def _write(tmp_path, name, text):
@@ -226,7 +226,7 @@ def test_rigid_body_from_obj_box_with_unshared_corners(tmp_path):
         b.add_rigid_body(sv, sf, mass=2.0, weld_tol=None)
     i = b.add_rigid_body(sv, sf, mass=2.0)
     j = b.add_rigid_body(v, f, mass=2.0)
-    from tigradsim.rigid import RigidBodies
+    from tigradsim.physics.rigid import RigidBodies
     bodies = b.component(RigidBodies).bodies
     assert len(bodies[i]["points"]) == 8 and len(bodies[i]["faces"]) == 12
     assert np.isclose(bodies[i]["volume"], bodies[j]["volume"], rtol=1e-5)

@@ -1,4 +1,4 @@
-"""Element loops on every thread without atomic adds (tigradsim.gather): the gather path gives the
+"""Element loops on every thread without atomic adds (tigradsim.physics.gather): the gather path gives the
 serial path's forces and gradients (float64, to 1e-12), finite differences agree with its
 gradients, and its results are the same bits run to run and for 1 or 2 threads."""
 import numpy as np
@@ -7,7 +7,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import fem
-from tigradsim.gather import ElementPorts, PortFill, ForceGather, element_path
+from tigradsim.physics.gather import ElementPorts, PortFill, ForceGather, element_path
 
 
 MATERIALS = ("neo_hookean", "neo_hookean")     # two meshes: a shared row and per-tet rows

@@ -1,5 +1,5 @@
 """Quiet output: `import tigradsim` keeps stdout clean (Taichi's banner goes to stderr), and a
-user material written with `@` compiles without Taichi's AD warnings (tigradsim/quiet_matmul.py)."""
+user material written with `@` compiles without Taichi's AD warnings (tigradsim/core/quiet_matmul.py)."""
 import os
 import subprocess
 import sys
@@ -41,13 +41,13 @@ import sys
 import numpy as np, taichi as ti
 QUIET_OFF = "--without-fix" in sys.argv
 if QUIET_OFF:                     # measure what Taichi prints without tigradsim's scope
-    import tigradsim.quiet_matmul as q
+    import tigradsim.core.quiet_matmul as q
     q.quiet_matmul_scope = lambda fn: fn
 import tigradsim as tgs
-import tigradsim.registry
+import tigradsim.core.registry
 if QUIET_OFF:
-    tigradsim.registry.quiet_matmul_scope = lambda fn: fn
-from tigradsim.registry import TetMaterial, register_material
+    tigradsim.core.registry.quiet_matmul_scope = lambda fn: fn
+from tigradsim.core.registry import TetMaterial, register_material
 tgs.init(precision="f64", offline_cache=False)
 
 @register_material("user_stvk_at")
@@ -110,7 +110,7 @@ def test_at_outside_materials_keeps_taichis_meaning():
     import taichi as ti
     from taichi.lang import matrix_ops
     import tigradsim as tgs
-    from tigradsim import quiet_matmul
+    from tigradsim.core import quiet_matmul
     tgs.init(precision="f64")
     assert matrix_ops.matmul is quiet_matmul._taichi_matmul
     out = ti.Matrix.field(3, 3, ti.f64, shape=())

@@ -13,7 +13,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim import video
+from tigradsim.io import video
 from tigradsim.renderers import Camera, RendererWarning, SoftRasterizer, icosphere, ImageMSE, SilhouetteMSE
 
 

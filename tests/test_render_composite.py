@@ -9,8 +9,8 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim import meshes
 from tigradsim.renderers import Camera, ImageMSE, RendererWarning, SoftRasterizer, icosphere
-from tigradsim.rigid import RigidSurface, add_body_force
-from tigradsim.sysid import render_surface
+from tigradsim.physics.rigid import RigidSurface, add_body_force
+from tigradsim.fitting.sysid import render_surface
 
 RTOL = 1e-5
 

@@ -1,4 +1,4 @@
-"""Reproducibility of rendering (issue 16 item 8): with `tigradsim.runtime.deterministic()`
+"""Reproducibility of rendering (issue 16 item 8): with `tigradsim.core.runtime.deterministic()`
 (the CPU default) frames and every renderer gradient are bit-identical between two
 runs in one process and across processes.
 

@@ -1,4 +1,4 @@
-"""Same command, same result: on the CPU in float64 (`tigradsim.runtime.deterministic()` is
+"""Same command, same result: on the CPU in float64 (`tigradsim.core.runtime.deterministic()` is
 True there by default) a rollout, its rendered frames, the gradient and a short image fit
 (Adam, then BFGS, through the soft rasterizer) are bit-identical in two fresh processes."""
 import json
@@ -58,7 +58,7 @@ def test_deterministic_flag_reaches_force_terms_and_reductions():
     import numpy as np
     import taichi as ti
     import tigradsim as tgs
-    from tigradsim.runtime import serial_scatter
+    from tigradsim.core.runtime import serial_scatter
 
     tgs.init(precision="f64", cpu_max_num_threads=8, deterministic=False)
     assert not tgs.deterministic() and not serial_scatter()           # > 4 threads, free order: parallel

@@ -5,7 +5,7 @@ import pytest
 
 import tigradsim as tgs
 from tigradsim import meshes
-from tigradsim.rigid import add_body_force, quat_to_matrix_np
+from tigradsim.physics.rigid import add_body_force, quat_to_matrix_np
 
 
 def _trajectory(sim):
@@ -130,7 +130,7 @@ def test_applied_impulse_changes_momenta(f64):
 
 
 def test_surface_observer_and_parameters_as_numpy(f64):
-    from tigradsim.rigid import BodyRecorder, RigidSurface
+    from tigradsim.physics.rigid import BodyRecorder, RigidSurface
     b = tgs.SceneBuilder()
     b.add_ground(ke=2e3, kd=5.0, kf=10.0, mu=0.3)
     b.add_particle((0.5, 0.2, 0.0), radius=0.01)            # particles and bodies share the fused step

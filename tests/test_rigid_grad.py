@@ -18,7 +18,7 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim import meshes
 from rigid_tracks import rigid_track_loss
-from tigradsim.rigid import add_body_controls, add_body_force
+from tigradsim.physics.rigid import add_body_controls, add_body_force
 
 PARAMS = ["body_mass", "body_ke", "body_kd", "body_kf", "body_mu", "body_qd0", "body_q0", "body_force",
           "body_force_point", "body_inertia"]

@@ -4,8 +4,8 @@ import pytest
 
 import tigradsim as tgs
 from tigradsim import meshes
-from tigradsim.rigid import RigidBodies, add_body_force, quat_to_matrix_np
-from tigradsim.rigid_mass import mass_properties
+from tigradsim.physics.rigid import RigidBodies, add_body_force, quat_to_matrix_np
+from tigradsim.physics.rigid_mass import mass_properties
 
 
 def _body(builder, index=0):

@@ -1,4 +1,4 @@
-"""Scene files (tigradsim.scene_file): validation errors name the file, the section and the
+"""Scene files (tigradsim.scenes.scene_file): validation errors name the file, the section and the
 key, before any kernel runs; meshes are welded; the z-up mapping; the unknowns' Params
 (shared and tied values) have the right chain rule (f64, finite differences)."""
 import os
@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tigradsim.scene_file import SceneError, Z_UP_TO_Y_UP, load_scene, parse_scene
+from tigradsim.scenes.scene_file import SceneError, Z_UP_TO_Y_UP, load_scene, parse_scene
 
 BOX = {"type": "rigid", "box": [0.2, 0.1, 0.15], "mass": 1.0, "position": [0.0, 0.05, 0.0]}
 
@@ -129,7 +129,7 @@ def test_inconsistent_camera(tmp_path):
                               "camera.K": [[50.0, 0.0, 30.0], [0.0, 50.0, 3.5], [0.0, 0.0, 1.0]]})
     assert "[camera] K: inconsistent camera: principal point (30.0, 3.5) lies outside the 8x8 image" in msg
     # the camera's image size must be the footage's (checked when the footage is read, before any kernel)
-    from tigradsim.scene_build import load_scene_footage
+    from tigradsim.scenes.scene_build import load_scene_footage
     spec = parse_scene(_scene(tmp_path, **{"camera.width": 16}), str(tmp_path / "scene.toml"))
     with pytest.raises(SceneError, match=r"scene.toml: \[camera\] width / height: inconsistent camera: 16x8 .* "
                                          r"footage frames are 8x8"):
@@ -178,7 +178,7 @@ def test_toml_file_errors(tmp_path):
 
 def test_weld_unshared_obj_box(tmp_path):
     """An OBJ box written with one vertex per face corner (24 vertices) is welded to 8 and loads."""
-    from tigradsim.meshes import box_surface
+    from tigradsim.io.meshes import box_surface
     v, f = box_surface((0.2, 0.1, 0.15))
     v24, f24 = v[f.reshape(-1)], np.arange(len(f) * 3).reshape(-1, 3)
     with open(tmp_path / "box.obj", "w") as fh:
@@ -224,7 +224,7 @@ def test_example_scenes_parse():
 
 def _param_scene(tmp_path, objects, unknowns):
     import tigradsim as tgs
-    from tigradsim.scene_build import Scene, load_scene_footage
+    from tigradsim.scenes.scene_build import Scene, load_scene_footage
 
     data = _scene(tmp_path, objects=objects, forces=[], unknowns=unknowns, **{"simulation.duration": 0.12,
                                                                                "simulation.substeps": 40})
@@ -291,7 +291,7 @@ def test_camera_prior_gradient_and_scaling(f64):
     residuals per frame), the factor between the image loss and 1/2 |r|^2."""
     import taichi as ti
     import tigradsim as tgs
-    from tigradsim.scene_build import CameraPrior
+    from tigradsim.scenes.scene_build import CameraPrior
 
     delta = ti.field(float, shape=6, needs_grad=True)
     d = np.array([0.01, -0.004, 0.007, 0.012, -0.02, 0.005])
@@ -317,7 +317,7 @@ def test_scene_residuals_groups_and_prior(tmp_path, f64):
     RGB part, then the prior's 6 values; residual_groups labels them by footage frame (one
     label per frame across both parts, the prior one more cluster), also after use_frames;
     the Tape loss carries the prior exactly as loss_value() reports it."""
-    from tigradsim.scene_build import Scene, load_scene_footage
+    from tigradsim.scenes.scene_build import Scene, load_scene_footage
 
     data = _scene(tmp_path, **{"fit.refine_camera": True, "fit.supervision": "both", "fit.blur": [0.0],
                                "simulation.substeps": 40})

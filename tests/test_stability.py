@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import tigradsim as tgs
-from tigradsim import fem, stability
-from tigradsim.cloth import Cloths
+from tigradsim import fem
+from tigradsim.core import stability
+from tigradsim.physics.cloth import Cloths
 
 PERTURB = 1e-6
 

@@ -40,7 +40,7 @@ def make_fit():
 
 
 def test_target_from_disk_gives_same_fit(tmp_path):
-    from tigradsim.video import save_frames
+    from tigradsim.io.video import save_frames
     sc = make_fit()
     sc.model.set("body_mass", [1.6])
     target = sc.fit.render()

@@ -291,7 +291,7 @@ def test_rigid_box_without_known_force_mass_undetermined_ratios_determined(f64):
     kf/m and mu get finite intervals that contain the truth; kd/m's chain rule on
     the rigid scene agrees with central differences."""
     from tigradsim import meshes
-    from tigradsim.rigid import BodyRecorder
+    from tigradsim.physics.rigid import BodyRecorder
     b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
     b.add_ground()
     v, f = meshes.box_surface((0.3, 0.2, 0.25))

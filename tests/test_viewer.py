@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 import tigradsim as tgs
-from tigradsim import viz, viz_ggui
-from tigradsim.panels import labelled_strip, outline, overlay_png, silhouette_mask, trials_grid
-from tigradsim.video import load_video
+from tigradsim.io import viz, viz_ggui
+from tigradsim.io.panels import labelled_strip, outline, overlay_png, silhouette_mask, trials_grid
+from tigradsim.io.video import load_video
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -407,7 +407,7 @@ def test_play_video_window_under_xvfb(xvfb, tmp_path):
     script = tmp_path / "clip.py"
     script.write_text(
         "import argparse, numpy as np, tigradsim as tgs\n"
-        "from tigradsim.viz import add_view_args, play_video\n"
+        "from tigradsim.io.viz import add_view_args, play_video\n"
         "tgs.init(arch='cpu')\n"
         "args = add_view_args(argparse.ArgumentParser()).parse_args()\n"
         "video = np.full((12, 1200, 300, 3), 240, np.uint8)\n"

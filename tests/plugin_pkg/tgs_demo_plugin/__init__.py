@@ -7,7 +7,7 @@ Small-strain Lame parameters: mu = 2 c1, lam = 2 (d1 - c1).
 """
 import taichi as ti
 
-from tigradsim.registry import TetMaterial, register_material
+from tigradsim.core.registry import TetMaterial, register_material
 
 
 @ti.func

@@ -2,7 +2,7 @@
 registers it under the entry point's name)."""
 import taichi as ti
 
-from tigradsim.registry import TetMaterial
+from tigradsim.core.registry import TetMaterial
 
 
 class PlainHooke(TetMaterial):
