@@ -376,14 +376,19 @@ def sweep(tasks, quick=False, extra=(), timeout=1800, ray_address=None, use_ray=
 
 def extra_sections():
     """The sections other scripts measure, rendered from their own files when present:
-    benchmarks/baselines.json (benchmarks/baselines.py) and benchmarks/landscapes/*.png
-    (benchmarks/landscapes.py)."""
+    benchmarks/baselines.json (benchmarks/baselines.py), benchmarks/rq4.json (benchmarks/rq4.py) and
+    benchmarks/landscapes/*.png (benchmarks/landscapes.py)."""
     import baselines            # benchmarks/baselines.py (this folder is on sys.path when run as a script)
+    import rq4                  # benchmarks/rq4.py
     text = ""
     base = load_json(os.path.join(ROOT, "benchmarks", "baselines.json"))
     if base:
         text += ("## Baselines (Tables 1 and 2)\n\nWritten from baselines.json by `benchmarks/baselines.py`.  "
                  + baselines.CAPTION + "\n\n" + "\n".join(baselines.baseline_tables(base)) + "\n")
+    ablations = load_json(os.path.join(ROOT, "benchmarks", "rq4.json"))
+    if ablations.get("tables"):
+        text += ("## RQ4: imperfect dynamics, imperfect rendering, shading cues (Table 1 scene)\n\nWritten from "
+                 "rq4.json by `benchmarks/rq4.py`.  " + rq4.CAPTION + "\n\n" + "\n".join(rq4.rq4_tables(ablations)) + "\n")
     pictures = os.path.join(ROOT, "benchmarks", "landscapes")
     pngs = sorted(f for f in os.listdir(pictures) if f.endswith(".png")) if os.path.isdir(pictures) else []
     if pngs:
