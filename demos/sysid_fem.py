@@ -30,7 +30,8 @@ def main(argv=None):
     f("--estimate", choices=("lame", "mass"), default="lame")
     f("--trials", type=int, default=1)
     # the fit's schedule: None = the tuned default (see tigradsim.scenes.soft.BallFitSchedule)
-    f("--iters", type=int, default=None, help="Adam then --polish BFGS steps (60 lame / 160 mass; --full 200)")
+    f("--iters", type=int, default=None,
+      help="Adam then --polish BFGS steps (lame: 0 after the search, 60 with --search 0; 160 mass; --full 200)")
     f("--polish", type=int, default=None, help="last iterations by BFGS (half (lame), 100 (mass); --quick 20)")
     f("--polish-lr", type=float, default=0.05, help="BFGS trust radius in log-parameters")
     f("--seed", type=int, default=0)
@@ -46,7 +47,12 @@ def main(argv=None):
     f("--mass-smoothing", type=float, default=None, help="smoothing length [m] of the log-mass steps (0.25)")
     f("--lr", type=float, default=None, help="Adam step in log space (0.05 lame, 0.03 mass)")
     f("--lr-decay", type=float, default=None, help="lr factor per iteration (0.98; --quick 0.93)")
-    for name, default, what in (("true-mu", 1e3, "neo-Hookean mu [Pa] of the target"), ("true-lam", 1e3, "its lam [Pa]"),
+    f("--search", type=int, default=None, help="lame: grid points per axis of the coarse search first (9; 0: none)")
+    f("--search-factor", type=float, default=2.0, help="the search grid spans guess / this .. guess x this")
+    f("--refine", type=int, default=None, help="lame: Levenberg-Marquardt iterations per FD step (20; 0: none)")
+    for name, default, what in (("true-mu", None, "neo-Hookean mu [Pa] of the target (default: drawn per trial, "
+                                 "log-uniform in soft.TRUE_RANGE, 500-2000)"),
+                                ("true-lam", None, "its lam [Pa] (default: drawn)"),
                                 ("density", 10.0, "[kg/m^3]"), ("damping", 0.0, "FEM damping on dF/dt [Pa s]"),
                                 ("radius", 0.5, "ball radius [m]"), ("height", 0.9, "initial centre height [m]"),
                                 ("vx", 0.8, "initial velocity [m/s]"), ("spin", 0.0, "initial spin [rad/s]"),
@@ -70,7 +76,8 @@ def main(argv=None):
     if args.quick:
         vars(args).update(soft.QUICK_SCENE, trials=min(args.trials, 1))
     sched = soft.BallFitSchedule(args.iters, args.polish, args.polish_lr, args.lr, args.lr_decay, args.blur, args.mass_uniform,
-                                 args.mass_smoothing).resolved(args.estimate, args.quick, args.full, args.mass_truth)
+                                 args.mass_smoothing, args.search, args.search_factor,
+                                 args.refine).resolved(args.estimate, args.quick, args.full, args.mass_truth)
     args.out = args.out or f"out/sysid_fem_{args.estimate}"
 
     start = time.time()
@@ -81,7 +88,8 @@ def main(argv=None):
     trials = sc.trials(args.trials, np.random.default_rng(args.seed), sched, args.init_mu, args.init_lam,
                         args.init_scale, args.mass_truth, args.mass_length, args.out if args.resume else None)
     rows, fit_seconds, grid, gif = collect_trials(sc, trials, args.out, f"FEM ball: {args.estimate} from video")
-    timing = trial_timing(start, fit_seconds, args.trials * sched.iters)
+    timing = trial_timing(start, fit_seconds,
+                          args.trials * max(1, sched.iters + sched.refine * len(sched.refine_fd)))
     result = {"experiment": f"fem_{args.estimate}", "supervision": args.supervision,
               **soft.summarize(sc, rows, sched, timing)}
     if args.estimate == "mass":

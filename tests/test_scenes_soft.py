@@ -9,14 +9,17 @@ from tigradsim.scenes.staging import ScalarAdam
 
 
 def test_ball_schedule_defaults_per_mode():
-    lame = soft.BallFitSchedule().resolved("lame")
-    assert (lame.iters, lame.polish, lame.lr, lame.lr_decay, lame.blur) == (60, 30, 0.05, 0.98, [])
+    lame = soft.BallFitSchedule().resolved("lame")        # grid search + Levenberg-Marquardt, no gradient stage
+    assert (lame.search, lame.refine, lame.refine_fd, lame.iters, lame.polish) == (9, 20, [1e-2, 1e-4], 0, 0)
+    gradient = soft.BallFitSchedule(search=0).resolved("lame")
+    assert (gradient.iters, gradient.polish, gradient.lr, gradient.lr_decay, gradient.blur) == (60, 30, 0.05, 0.98, [])
     mass = soft.BallFitSchedule().resolved("mass")
     assert (mass.iters, mass.polish, mass.lr, mass.blur, mass.mass_smoothing) == (160, 100, 0.03, [0.0, 2.0, 4.0], 0.25)
     quick = soft.BallFitSchedule().resolved("mass", quick=True, mass_truth="white")
     assert (quick.iters, quick.polish, quick.lr, quick.lr_decay, quick.mass_uniform, quick.blur,
             quick.mass_smoothing) == (40, 20, 0.05, 0.93, 6, [0.0, 1.0, 2.0], 0.0)
-    assert soft.BallFitSchedule().resolved("lame", full=True).iters == 200
+    assert soft.BallFitSchedule(search=0).resolved("lame", full=True).iters == 200
+    assert soft.BallFitSchedule().resolved("lame", full=True).iters == 0
     given = soft.BallFitSchedule(iters=12, polish=50).resolved("lame")
     assert (given.iters, given.polish) == (12, 12)        # polish never exceeds iters
 
