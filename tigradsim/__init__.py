@@ -53,7 +53,7 @@ from .core.registry import (register_material, get_material, list_materials, Mat
 from .core import runtime, registry
 from .io import meshes, footage
 from .physics import fem, cloth, rigid
-from .fitting import sysid, control
+from .fitting import sysid, control, gradcheck
 from .physics.rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
 from .fitting.sysid import VideoFit
 from .io.footage import Footage, load_footage
