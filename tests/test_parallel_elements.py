@@ -141,7 +141,7 @@ def _bits(scene, threads):
     return taped(model, names)
 
 
-@pytest.mark.parametrize("scene", ["cloth", "fem"])
+@pytest.mark.parametrize("scene", ["cloth"])   # the gather mechanism is the same for every term: one scene (2 terms)
 def test_gather_path_bit_reproducible_run_to_run_and_across_thread_counts(scene):
     x2, g2, l2 = _bits(scene, 2)
     x2b, g2b, l2b = _bits(scene, 2)
