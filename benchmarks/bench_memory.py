@@ -55,26 +55,13 @@ def _has_grad(f):
 
 
 def build(args):
-    """The ball, its checkpointed simulator and the silhouette renderer (demos/sysid_fem.py's scene)."""
-    import tigradsim as tgs
-    from tigradsim.renderers import Camera, SoftRasterizer
-    from tigradsim.fitting.sysid import render_particles
+    """The soft ball of the Table 3 fit (`tigradsim.scenes.soft.SoftBallFit`, demos/sysid_fem.py) at this
+    benchmark's length, size and checkpointing: the scene, with its model, simulator, renderer and VideoFit."""
+    from tigradsim.scenes.soft import SoftBallFit
 
-    b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
-    b.add_ground(ke=1e4, kd=1.0, kf=10.0, mu=0.5)
-    centre = (-0.6, args.height, 0.0)
-    mesh = tgs.meshes.tet_ball(0.5, resolution=args.resolution, center=centre)
-    ball = b.add_soft_mesh(mesh, material="neo_hookean", params={"mu": 1e3, "lam": 1e3}, density=10.0,
-                           velocity=(0.8, 0.0, 0.0), share_params=True, radius=0.01)
-    model = b.finalize(requires_grad=True)
-    sim = tgs.Simulator(model, dt=1 / 1920, steps=args.steps, checkpoint_every=args.checkpoint)
-    ids = np.unique(ball.faces)
-    local = np.searchsorted(ids, ball.faces)
-    cam = Camera(eye=(0.0, 1.0, 3.6), target=(0.0, 0.55, 0.0), fov=45, width=args.res, height=args.res)
-    ren = SoftRasterizer(cam, local, num_vertices=len(ids), frames=sim.frame_count(args.every), vertex_ids=ids,
-                         sigma=1e-4, gamma=1e-4, shading="silhouette")
-    render_particles(sim, ren, args.every)
-    return model, sim, ren
+    dt = 1 / 1920
+    return SoftBallFit("lame", duration=args.steps * dt, dt=dt, every=args.every, res=args.res,
+                       checkpoint=args.checkpoint, resolution=args.resolution, height=args.height)
 
 
 def main(argv=None):
@@ -92,13 +79,12 @@ def main(argv=None):
     import taichi as ti
     import tigradsim as tgs
     from taichi.lang.field import Field
-    from tigradsim.fitting.sysid import VideoFit
 
     tgs.init(arch=args.arch, precision=args.precision)
     baseline = rss_now_mb()
-    model, sim, ren = build(args)
-    mu = tgs.ColumnParam(model.tet_params, 0, "mu", lower=1.0, upper=1e6, log_space=True)
-    fit = VideoFit(sim, ren, [mu])
+    scene = build(args)
+    model, sim, ren, fit = scene.model, scene.sim, scene.renderer, scene.fit
+    mu = scene.params[0]                       # the fit's log-space ColumnParam on tet_params[:, 0]
     stages, peaks = {}, {}
 
     def stage(name):
