@@ -14,10 +14,10 @@ documented in `camera.py`; the rasterizer's formulas (coverage and softmax
 blending, the camera correction) and kernel structure in `softras.py`.
 """
 from .camera import Camera, rodrigues, rotation_vector
-from .softras import SoftRasterizer, RendererWarning, SHADINGS, COLOR_MODES, NORMALS, BLENDS
+from .softras import SoftRasterizer, RendererWarning, sigma_for_edge, SHADINGS, COLOR_MODES, NORMALS, BLENDS
 from .losses import BlurredImageMSE, ImageMSE, SilhouetteMSE, SoftIoU, gaussian_blur, load_target
 from ._mesh import icosphere, box, load_obj
 
-__all__ = ["Camera", "rodrigues", "rotation_vector", "SoftRasterizer", "RendererWarning", "SHADINGS", "COLOR_MODES",
+__all__ = ["Camera", "rodrigues", "rotation_vector", "SoftRasterizer", "RendererWarning", "sigma_for_edge", "SHADINGS", "COLOR_MODES",
            "NORMALS", "BLENDS", "ImageMSE", "SilhouetteMSE", "SoftIoU",
            "BlurredImageMSE", "gaussian_blur", "load_target", "icosphere", "box", "load_obj"]

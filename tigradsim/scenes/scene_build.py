@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,9 +34,21 @@ CAMERA_ROTATION_BOUND = math.radians(3.0)      # rad, each rotation-vector compo
 CAMERA_SHIFT_BOUND = 0.05                      # world units (m), each component in camera axes
 FOCAL_BOUND = 1.25                             # focal scale within [1 / 1.25, 1.25]
 CAMERA_LR = 2e-3                               # Adam step of the pose correction [rad, m]
+# [fit] sigma = "auto": the silhouette edge's 10-90 % width in pixels, that of a camera's box-filtered
+# (area) coverage of a straight edge (`tigradsim.renderers.sigma_for_edge`)
+EDGE_PX = 0.8
+# Intervals: residuals are clustered into at least this many blocks of contiguous footage frames
+# (Scene.residual_groups; with few clusters the interval uses Student's t quantile, fit_report)
+MIN_INTERVAL_BLOCKS = 6
+
+# [fit] horizon = "auto" (Scene.predictability): the simulator's integrator (semi-implicit Euler) is of
+# order 1, so the rollout at dt errs by about 2^p / (2^p - 1) = 2 times its difference from the
+# rollout at dt / 2 (Richardson); a frame is followed while that estimated error of the silhouette
+# edges stays within [fit] horizon_tolerance render pixels
+INTEGRATOR_ORDER = 1
 
 __all__ = ["load_scene_footage", "Scene", "unknown_params", "fit_scene", "outline_frames", "silhouette_iou",
-           "CameraPrior"]
+           "CameraPrior", "Predictability", "silhouette_disagreement", "predictable_horizon"]
 
 
 # ---------------------------------------------------------------------------
@@ -242,6 +255,9 @@ class Scene:
         self.camera_params = self._camera_params() if unknowns else []
         self.fit = VideoFit(self.sim, self.renderer, self.params + self.camera_params)
         self.make_loss()
+        self._half = None             # the same scene at dt / 2 ([fit] horizon = "auto"), built when first needed
+        self.horizons_used = []       # set_horizon's record: one dict per call (asked, used, predictability)
+        self.horizon_info = None      # fit_scene: the frames fitted and why
 
     # -- time -------------------------------------------------------------------
     def _schedule(self):
@@ -314,11 +330,15 @@ class Scene:
         """Silhouette renderer for mask supervision; an unlit colour renderer (RGBA), blended by
         coverage over the footage's plate, for "rgb" and "both"; frame k drawn at footage time k."""
         from ..io.footage import render_at_times
-        from ..renderers import SoftRasterizer
+        from ..renderers import SoftRasterizer, sigma_for_edge
 
         spec, fit = self.spec, self.spec.fit
         faces, nverts, vids, colors = self._surface()
-        kwargs = dict(frames=len(self.footage), sigma=fit.sigma, gamma=fit.gamma)
+        # "auto" sigma: silhouette edges as sharp as the footage's antialiased ones (a softer
+        # edge inflates the silhouette and biases the fit; sigma_for_edge says how much)
+        self.sigma = fit.sigma if fit.sigma is not None else sigma_for_edge(EDGE_PX, self.camera.width,
+                                                                            self.camera.height)
+        kwargs = dict(frames=len(self.footage), sigma=self.sigma, gamma=fit.gamma)
         if vids is not None:
             kwargs["vertex_ids"] = vids
         self.plate = None
@@ -398,6 +418,13 @@ class Scene:
                 "camera_centre_moved_by": float(np.linalg.norm(cam.R.T @ cam.t - self.camera.R.T @ self.camera.t)),
                 "K": K.tolist(), "R": R_file.tolist(), "t": cam.t.tolist()}
 
+    def interval_blocks(self, frames) -> int:
+        """Clusters of contiguous frames for the intervals (`residual_groups`): at least 6 and
+        twice the unknowns' coordinates (the sandwich covariance needs more clusters than
+        coordinates, and its small-sample factor G / (G - p) stays <= 2), at most one per frame."""
+        coords = sum(int(np.size(p.value())) for p in self.params + self.camera_params)
+        return int(min(frames, max(MIN_INTERVAL_BLOCKS, 2 * coords)))
+
     # -- values -----------------------------------------------------------------
     def set_values(self, values):
         """Write unknowns (target -> value) into the model."""
@@ -447,6 +474,55 @@ class Scene:
         if self.camera_prior is not None:
             self.camera_prior.set_frames(k)
 
+    # -- predictability ([fit] horizon = "auto") --------------------------------------
+    def half_step_scene(self) -> "Scene":
+        """This scene at dt / 2 (same file, footage, camera and unknowns; no gradients), built on
+        the first call and kept: the reference of `predictability`."""
+        if self._half is None:
+            import dataclasses
+            import warnings
+
+            spec = dataclasses.replace(self.spec, dt=self.dt / 2.0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")    # half the step: within every limit the scene itself met
+                self._half = Scene(spec, self.footage, requires_grad=False)
+        return self._half
+
+    def predictability(self, tolerance=None) -> "Predictability":
+        """Step doubling at the current values: the rollout at dt and the rollout at dt / 2
+        (`half_step_scene`, given the same unknowns and camera correction), both rendered at the
+        footage times; per frame their silhouette disagreement (`silhouette_disagreement`, mean
+        edge displacement in render pixels), the estimated error of the dt model (Richardson:
+        2^p / (2^p - 1) times the disagreement, p = INTEGRATOR_ORDER) and the predictable horizon:
+        the leading frames whose estimated error is within `tolerance` px (default [fit]
+        horizon_tolerance).  Runs two forward rollouts (no Tape)."""
+        tol = self.spec.fit.horizon_tolerance if tolerance is None else tolerance
+        if not (isinstance(tol, (int, float, np.floating)) and math.isfinite(tol) and tol > 0):
+            raise ValueError(f"tolerance: expected a positive number of pixels, got {tol!r}")
+        half = self.half_step_scene()
+        for p, q in zip(self.params + self.camera_params, half.params + half.camera_params):
+            q.write(p.value())            # a RatioParam keeps its ratio when its mass is written after it
+        a = self.render()[..., -1]
+        b = half.render()[..., -1]
+        return Predictability.from_disagreement(silhouette_disagreement(a, b), float(tol), self.dt)
+
+    def set_horizon(self, k) -> int:
+        """Coarse to fine in time (`tgs.identify`'s set_horizon): fit the first k footage frames,
+        or, with [fit] horizon = "auto", the first min(k, predictable horizon at the current
+        values) frames (at least 1): the fit never reaches into frames whose motion the model at
+        this dt cannot follow.  Records the call in `horizons_used`; returns the frames used."""
+        K = len(self.footage)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= K:
+            raise ValueError(f"k: expected a frame count in [1, {K}], got {k!r}")
+        entry = {"asked": int(k), "used": int(k)}
+        if self.spec.fit.horizon == "auto":
+            pred = self.predictability()
+            entry.update(used=max(1, min(int(k), pred.horizon)), predictable=pred.horizon, reason=pred.reason(),
+                         values=self.values())
+        self.use_frames(entry["used"])
+        self.horizons_used.append(entry)
+        return entry["used"]
+
     def loss_value(self) -> float:
         """The fit's objective (Tape units): image loss plus the camera prior, if any."""
         self.fit.loss_value()
@@ -470,21 +546,122 @@ class Scene:
         return np.concatenate([r.astype(np.float64), self.camera_prior.residuals(r.size / self.frames_used)])
 
     def residual_groups(self, count=None) -> np.ndarray:
-        """One cluster label per residual of `residuals()` (`fit_report(groups=...)`): the
-        footage frame it comes from, the same label for a frame's mask and RGB residuals
-        (the parts are concatenated, each frame-major); the camera prior's 6 residuals form
-        one more cluster.  count: len(residuals()) as a check."""
+        """One cluster label per residual of `residuals()` (`fit_report(groups=...)`): the block
+        of contiguous footage frames it comes from (`interval_blocks`), the same label for a
+        frame's mask and RGB residuals (the parts are concatenated, each frame-major); the camera
+        prior's 6 residuals form one more cluster.  count: len(residuals()) as a check.
+
+        Why blocks and not frames: a model mismatch (the time step, the edge profile, the
+        contact law) moves the silhouette the same way over many neighbouring frames, so
+        single frames are not independent clusters; measured on the box-push clip, per-frame
+        clusters gave intervals 0.1 % wide around errors of 0.2-0.3 % (a bias the clip's frames
+        share), 6 blocks of frames 0.4-0.8 % (with t quantiles for 5 degrees of freedom).
+        """
         k = self.frames_used
+        blocks = self.interval_blocks(k)
+        block_of_frame = frame_blocks(k, blocks)
         labels = []
         for loss, _ in self._loss_parts:
             per = int(np.prod(np.shape(loss.residuals()))) // k
-            labels.append(np.repeat(np.arange(k), per))
+            labels.append(np.repeat(block_of_frame, per))
         if self.camera_prior is not None:
-            labels.append(np.full(6, k))
+            labels.append(np.full(6, blocks))
         out = np.concatenate(labels)
         if count is not None and out.size != count:
             raise ValueError(f"residual_groups: {out.size} labels for {count} residuals")
         return out
+
+
+def frame_blocks(frames: int, blocks: int) -> np.ndarray:
+    """(frames,) block label of each frame: `blocks` runs of contiguous frames, as equal as
+    they can be (frame k in block floor(k blocks / frames))."""
+    if not 1 <= blocks <= frames:
+        raise ValueError(f"frame_blocks: expected 1 <= blocks <= frames, got blocks={blocks}, frames={frames}")
+    return (np.arange(frames) * blocks) // frames
+
+
+# ---------------------------------------------------------------------------
+# predictability: the frames the model at dt can follow
+
+def silhouette_disagreement(alpha_a, alpha_b) -> np.ndarray:
+    """Per frame, how far apart two renders' silhouettes are, as a mean edge displacement in
+    pixels: sum over pixels of |alpha_a - alpha_b| divided by the silhouette's perimeter in
+    pixels (the mean of the two renders' total variation, sum |grad alpha| by forward
+    differences inside the image, at least 1 px).
+
+    Why this measure: an edge moved by delta px along its normal changes sum |a - b| by
+    |delta| per pixel of edge length, whatever the edge's soft profile (coarea formula), and
+    the total variation of a silhouette with values 0 inside-out to 1 is its perimeter; so
+    the ratio is the mean |normal displacement| of the outline (for a rigid shift by delta:
+    delta for a straight edge across it, 2 delta / pi averaged around a disc).
+    alpha_a, alpha_b: (K, H, W) in [0, 1].  Returns (K,) pixels."""
+    a = np.asarray(alpha_a, dtype=np.float64)
+    b = np.asarray(alpha_b, dtype=np.float64)
+    if a.ndim != 3 or a.shape != b.shape:
+        raise ValueError(f"alpha_a, alpha_b: expected two (K, H, W) arrays of the same shape, got {a.shape} and "
+                         f"{b.shape}")
+
+    def perimeter(x):
+        gx = np.diff(x, axis=2)[:, :-1, :]
+        gy = np.diff(x, axis=1)[:, :, :-1]
+        return np.sqrt(gx * gx + gy * gy).sum(axis=(1, 2))
+
+    length = np.maximum(0.5 * (perimeter(a) + perimeter(b)), 1.0)
+    return np.abs(a - b).sum(axis=(1, 2)) / length
+
+
+def predictable_horizon(error, tolerance) -> int:
+    """The number of leading frames whose `error` (K,) is within `tolerance` (K when all are)."""
+    e = np.asarray(error, dtype=np.float64)
+    bad = np.flatnonzero(~(e <= tolerance))          # NaN counts as beyond the tolerance
+    return int(bad[0]) if bad.size else int(e.size)
+
+
+@dataclass
+class Predictability:
+    """`Scene.predictability`'s result at one set of values.
+
+    disagreement: (K,) px, mean silhouette-edge displacement between the rollouts at dt and
+        dt / 2 (`silhouette_disagreement`) per footage frame.
+    error: (K,) px, the estimated error of the rollout at dt against the continuous motion
+        (Richardson: disagreement 2^p / (2^p - 1), p = INTEGRATOR_ORDER).
+    tolerance: px; horizon: leading frames with error <= tolerance; dt: the scene's step [s].
+    """
+
+    disagreement: np.ndarray
+    error: np.ndarray
+    tolerance: float
+    horizon: int
+    dt: float
+
+    @classmethod
+    def from_disagreement(cls, disagreement, tolerance, dt):
+        d = np.asarray(disagreement, dtype=np.float64)
+        factor = 2.0 ** INTEGRATOR_ORDER / (2.0 ** INTEGRATOR_ORDER - 1.0)
+        e = factor * d
+        return cls(d, e, float(tolerance), predictable_horizon(e, tolerance), float(dt))
+
+    @property
+    def frames(self) -> int:
+        return int(self.error.size)
+
+    def reason(self) -> str:
+        """One sentence: why the horizon is where it is."""
+        K, n = self.frames, self.horizon
+        if n >= K:
+            return (f"all {K} frames are predictable: the rollouts at dt = {self.dt:.4g} s and dt/2 differ by at most "
+                    f"{self.disagreement.max():.3f} px (estimated model error {self.error.max():.3f} px <= "
+                    f"horizon_tolerance {self.tolerance:g} px)")
+        return (f"from frame {n} on the rollouts at dt = {self.dt:.4g} s and dt/2 differ by {self.disagreement[n]:.3f} "
+                f"px (estimated model error {self.error[n]:.3f} px > horizon_tolerance {self.tolerance:g} px; "
+                f"{self.disagreement[min(n + 5, K - 1)]:.2f} px at frame {min(n + 5, K - 1)}, "
+                f"{self.disagreement[-1]:.2f} px at the last): the model cannot follow them at this dt "
+                "(finer substeps may extend it)")
+
+    def to_dict(self) -> dict:
+        return {"horizon": self.horizon, "frames": self.frames, "tolerance_px": self.tolerance, "dt": self.dt,
+                "disagreement_px": [round(float(v), 4) for v in self.disagreement],
+                "error_px": [round(float(v), 4) for v in self.error], "reason": self.reason()}
 
 
 # ---------------------------------------------------------------------------
@@ -495,7 +672,15 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
     """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
     override them).  Returns (Identification, History): the History records every rollout the
     fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
-    the uncertainty) with its loss and values, for the loss curve and parameter traces."""
+    the uncertainty) with its loss and values, for the loss curve and parameter traces.
+
+    With [fit] horizon = "auto" every stage's frame count is clamped to the predictable horizon
+    at the values the stage starts from (`Scene.set_horizon`; without a horizons schedule the
+    one stage asks for the whole clip).  The last stage's count is fixed by the first local fit
+    that reaches it and kept for the others, so that their objectives and uncertainty reports
+    are over the same frames and compare.  Afterwards `scene.horizon_info` says how many frames
+    were fitted and why (`Scene.predictability` at the estimate included), and the scene is
+    back on every frame (renders and `loss_value` cover the whole clip)."""
     from ..fitting.identify import identify
     from ..fitting.optim import StopCriteria
 
@@ -513,9 +698,28 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
         bfgs = min(f.polish if f.polish is not None else iterations // 2, iterations)
         adam = iterations - bfgs
     K = len(scene.footage)
+    auto = f.horizon == "auto"
     schedule = None
-    if horizons:
-        schedule = [h for h in horizons if h < K] + [K]
+    if horizons or auto:
+        schedule = [h for h in (horizons or ()) if h < K] + [K]
+    final = {}                       # auto: the last stage's frame count, fixed by the first local fit
+
+    def set_horizon(k):
+        used = scene.set_horizon(k)
+        entry = scene.horizons_used[-1]
+        if auto and k == schedule[-1]:
+            if "frames" not in final:
+                final.update(frames=used, reason=entry["reason"])
+            elif used != final["frames"]:
+                entry["note"] = (f"this local fit's predictable horizon is {used} frames; fitted on the "
+                                 f"{final['frames']} of the first local fit so that their objectives compare")
+                scene.use_frames(final["frames"])
+                entry["used"] = used = final["frames"]
+        if auto:
+            printer(f"horizon: {used} of the {k} frames asked ({entry['reason']})" if used < k else
+                    f"horizon: {used} frames ({entry['reason']})")
+        return used
+
     history = History()
     t0 = time.time()
 
@@ -528,11 +732,37 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
                       groups=scene.residual_groups,
                       starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
-                      horizons=schedule, set_horizon=scene.use_frames if schedule else None, log_every=1,
+                      horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,
                       printer=printer)
+    fitted = scene.frames_used
     if scene.frames_used != K:
         scene.use_frames(K)
+    scene.horizon_info = _horizon_info(scene, fitted, auto, final.get("reason"), printer)
     return result, history
+
+
+def _horizon_info(scene, fitted, auto, reason, printer) -> dict:
+    """The report's account of the frames fitted (estimates.json / .md): frames_fitted,
+    frames_total, horizon ("auto" or "all"), horizon_reason and, with auto, the predictability
+    at the estimate (the Params hold it) and every set_horizon call."""
+    K = len(scene.footage)
+    info = {"frames_fitted": int(fitted), "frames_total": K, "horizon": scene.spec.fit.horizon}
+    if not auto:
+        info["horizon_reason"] = (f"fitted frames 0..{fitted - 1} of {K}" + (" (the horizons schedule ends there)"
+                                                                             if fitted < K else ""))
+        return info
+    pred = scene.predictability()
+    reason = reason or pred.reason()
+    info["horizon_reason"] = (f"fitted frames 0..{fitted - 1} of {K}: {reason}" if fitted < K else
+                              f"fitted all {K} frames: {reason}")
+    if pred.horizon != fitted:
+        info["horizon_reason"] += (f"; at the estimate the predictable horizon is {pred.horizon} frames "
+                                   f"({pred.disagreement[min(pred.horizon, K - 1)]:.3f} px at frame "
+                                   f"{min(pred.horizon, K - 1)})")
+    info["predictability_at_estimate"] = pred.to_dict()
+    info["horizon_stages"] = [{k: v for k, v in e.items() if k != "reason"} for e in scene.horizons_used]
+    printer(info["horizon_reason"])
+    return info
 
 
 class _SumLoss:

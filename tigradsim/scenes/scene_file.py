@@ -45,10 +45,17 @@ Sections (see demos/scenes/*.toml for complete examples):
     [fit]          iterations, optimizer = "adam" | "bfgs" | "adam+bfgs", lr, polish
                    (BFGS steps of adam+bfgs), starts (multi-start: points scored),
                    local_starts (the best ones fitted), seed, horizons (coarse to fine:
-                   frame counts fitted in turn), rtol (stop a stage when the loss falls by
-                   less over 5 iterations), time_budget (seconds),
+                   frame counts fitted in turn), horizon = "all" | "auto" ("auto": each stage
+                   fits at most the frames the model can follow at the values it starts from:
+                   the leading frames where the rollouts at dt and dt/2, rendered, differ by
+                   an estimated model error (Richardson, 2x the difference for the first-order
+                   integrator) within horizon_tolerance = 0.5 render pixels; the report says
+                   how many frames were fitted and why; Scene.predictability), rtol (stop a
+                   stage when the loss falls by less over 5 iterations), time_budget (seconds),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
-                   the footage is averaged down to it), sigma (edge softness), blur
+                   the footage is averaged down to it), sigma (edge softness, NDC^2; "auto",
+                   the default: as sharp as a camera's antialiased edge, 10-90 % over 0.8 px
+                   at the render size, `tigradsim.renderers.sigma_for_edge`), blur
                    (list of blur widths in px of the image loss), refine_camera (fit a
                    correction of the camera pose, within 3 degrees and 5 cm, with the
                    unknowns), refine_focal (and of the focal length, within a factor 1.25),
@@ -206,11 +213,16 @@ class FitSpec:
     local_starts: int = 1
     seed: int = 0
     horizons: Optional[tuple] = None      # coarse to fine: frame counts fitted in turn (the clip last)
+    horizon: str = "all"                  # "auto": no stage fits past the predictable horizon (Scene.set_horizon)
+    # the largest estimated error of the model's silhouette edges in a fitted frame [render px]: half a
+    # pixel, the resolution of an edge's position on the pixel grid; beyond it a frame's residual is
+    # the model's own error (its dt), which the unknowns would be bent to explain
+    horizon_tolerance: float = 0.5
     rtol: Optional[float] = None          # stop a stage when the loss falls by less over 5 iterations
     time_budget: Optional[float] = None   # seconds for the whole fit
     supervision: str = "mask"
     resolution: Optional[int] = None
-    sigma: float = 1e-3
+    sigma: Optional[float] = None         # None ("auto"): sigma_for_edge(0.8 px) at the render size
     gamma: float = 1e-4
     blur: tuple = (0.0, 2.0, 4.0)
     refine_camera: bool = False
@@ -708,8 +720,9 @@ def _parse_unknown(file, target, data, objects, ground):
 
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
-                                    "local_starts", "seed", "horizons", "rtol", "time_budget", "supervision",
-                                    "resolution", "sigma", "gamma", "blur", "refine_camera", "refine_focal",
+                                    "local_starts", "seed", "horizons", "horizon", "horizon_tolerance", "rtol",
+                                    "time_budget", "supervision", "resolution", "sigma", "gamma", "blur",
+                                    "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
                                     "camera_prior_variance", "refine"))
     f = FitSpec()
@@ -731,11 +744,18 @@ def _parse_fit(file, data):
         if len(h) == 0 or np.any(h < 1) or np.any(h != np.round(h)) or np.any(np.diff(h) <= 0):
             t.fail("horizons", f"expected an increasing list of frame counts >= 1, got {h.tolist()}")
         f.horizons = tuple(int(k) for k in h)
+    f.horizon = t.string("horizon", f.horizon, choices=("all", "auto"))
+    f.horizon_tolerance = t.number("horizon_tolerance", f.horizon_tolerance, positive=True)
     f.rtol = t.number("rtol", None, positive=True)
     f.time_budget = t.number("time_budget", None, positive=True)
     f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
     f.resolution = t.integer("resolution", None, minimum=4)
-    f.sigma = t.number("sigma", f.sigma, positive=True)
+    if t.has("sigma") and isinstance(t.data["sigma"], str):
+        if t.data["sigma"] != "auto":
+            t.fail("sigma", f"expected a positive number or \"auto\", got {_show(t.data['sigma'])}")
+        f.sigma = None
+    else:
+        f.sigma = t.number("sigma", f.sigma, positive=True)
     f.gamma = t.number("gamma", f.gamma, positive=True)
     blur = t.array("blur", (None,), default=None)
     if blur is not None:

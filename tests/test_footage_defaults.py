@@ -1,0 +1,103 @@
+"""Defaults of fits to footage: the silhouette edge as sharp as a camera's (sigma "auto"), and
+intervals clustered over blocks of frames with Student's t quantiles."""
+import math
+
+import numpy as np
+import pytest
+import taichi as ti
+
+import tigradsim as tgs
+from tigradsim.fitting.uncertainty import Z95, t95
+from tigradsim.renderers import Camera, SoftRasterizer, sigma_for_edge
+from tigradsim.scenes.scene_build import frame_blocks
+
+
+def _edge_alpha(edge_u, sigma, size=32):
+    """Coverage along row size/2 of one big triangle whose left edge is the vertical line u = edge_u
+    (pixel units; the triangle extends to the right), seen by an OpenCV camera with f = 1 at z = 1."""
+    cam = Camera.from_opencv(np.eye(3), np.eye(3), np.zeros(3), size, size)
+    verts = ti.Vector.field(3, float, shape=(1, 3))
+    verts.from_numpy(np.array([[[edge_u, -10 * size, 1.0], [edge_u, 10 * size, 1.0], [20 * size, size / 2, 1.0]]]))
+    ren = SoftRasterizer(cam, np.array([[0, 1, 2]]), 3, sigma=sigma)
+    ren.render(verts)
+    return ren.image.to_numpy()[0, size // 2, :, 0]
+
+
+def test_sigma_for_edge_gives_the_edge_width_in_pixels(f64):
+    """Coverage 10 % at 0.4 px outside and 90 % at 0.4 px inside a straight edge for edge_px = 0.8
+    (pixel centres at integer u); a wider edge_px softens it as the formula says."""
+    size = 32
+    s = sigma_for_edge(0.8, size, size)
+    assert math.isclose(s, (0.8 * 2 / size) ** 2 / (4 * math.log(9)), rel_tol=1e-15)
+    a = _edge_alpha(10.4, s, size)            # pixel 10 is 0.4 px outside, pixel 11 0.6 px inside
+    assert a[10] == pytest.approx(0.1, abs=1e-6) and a[9] < 1e-4 and a[11] > 0.99
+    a = _edge_alpha(10.6, s, size)            # pixel 11 is 0.4 px inside
+    assert a[11] == pytest.approx(0.9, abs=1e-6) and a[12] > 0.999
+    soft = _edge_alpha(10.4, sigma_for_edge(3.2, size, size), size)    # 4x wider: 0.4 px is 1/4 of the way
+    assert soft[10] == pytest.approx(1 / (1 + 9 ** (1 / 16)), abs=1e-6)
+    assert sigma_for_edge(0.8, 64, 32) == pytest.approx(sigma_for_edge(0.8, 32, 32))   # the smaller side
+    for bad in (0, -1.0, float("nan"), True):
+        with pytest.raises(ValueError, match=r"sigma_for_edge: edge_px must be a positive number"):
+            sigma_for_edge(bad, 32, 32)
+
+
+def test_t95_table_and_series():
+    assert t95(1) == 12.706 and t95(5) == 2.571 and t95(30) == 2.042
+    assert t95(math.inf) == Z95
+    # the series above the table joins it and approaches 1.96
+    assert abs(t95(30.0000001) - 2.0423) < 2e-4 and abs(t95(60) - 2.0003) < 1e-4 and abs(t95(120) - 1.9799) < 1e-4
+    assert all(t95(n) > t95(n + 1) > Z95 for n in range(1, 200))
+    with pytest.raises(ValueError, match=r"t95: dof must be >= 1, got 0"):
+        t95(0)
+
+
+def test_frame_blocks():
+    assert np.array_equal(frame_blocks(36, 6), np.repeat(np.arange(6), 6))
+    assert np.array_equal(frame_blocks(7, 6), [0, 0, 1, 2, 3, 4, 5])
+    assert np.array_equal(frame_blocks(3, 3), [0, 1, 2])
+    with pytest.raises(ValueError, match=r"frame_blocks: expected 1 <= blocks <= frames, got blocks=7, frames=6"):
+        frame_blocks(6, 7)
+
+
+def test_few_cluster_intervals_use_t_quantiles_and_cover(f64):
+    """y = X beta + a shared error per block of 6 blocks: the intervals are t95(5) robust std wide
+    either way, and cover the truth in >= 80 % of 40 seeded repeats (with 1.96 they would not)."""
+    beta = ti.field(float, shape=2, needs_grad=True)
+    p = tgs.Param(beta, "beta")
+    truth = np.array([1.0, 2.0])
+    G, per = 6, 50
+    covered = covered_z = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        block = np.repeat(np.arange(G), per)
+        x = rng.normal(size=G)[block] + 0.3 * rng.normal(size=G * per)
+        X = np.stack([np.ones(G * per), x], axis=1)
+        y = X @ truth + rng.normal(0.0, 0.3, G)[block] + rng.normal(0.0, 0.01, G * per)
+        b = np.linalg.lstsq(X, y, rcond=None)[0]
+        p.write(b)
+        rep = tgs.fit_report(None, [p], noise_floor=0.0, jacobian=(X, X @ b - y), groups=block)
+        for i in range(2):
+            e = rep[f"beta[{i}]"]
+            assert math.isclose(e.upper95 - e.value, t95(G - 1) * e.std, rel_tol=1e-12)
+            covered += e.lower95 <= truth[i] <= e.upper95
+            covered_z += abs(e.value - truth[i]) <= Z95 * e.std
+    print(covered, covered_z)
+    assert covered >= 0.8 * 80 and covered > covered_z
+
+
+def test_scene_sigma_auto_default_and_errors(tmp_path, f64):
+    """A scene file without [fit] sigma renders with sigma_for_edge(0.8 px) at the render size;
+    "auto" says the same; a number is used as given; any other string names the key."""
+    from test_scene_file import _scene
+    from tigradsim.scenes.scene_build import EDGE_PX, Scene, load_scene_footage
+    from tigradsim.scenes.scene_file import SceneError, parse_scene
+
+    for sigma, expect in ((None, sigma_for_edge(EDGE_PX, 8, 8)), ("auto", sigma_for_edge(EDGE_PX, 8, 8)),
+                          (2e-3, 2e-3)):
+        data = _scene(tmp_path) if sigma is None else _scene(tmp_path, **{"fit.sigma": sigma})
+        spec = parse_scene(data, str(tmp_path / "scene.toml"))
+        scene = Scene(spec, load_scene_footage(spec))
+        assert scene.renderer.sigma == pytest.approx(expect, rel=1e-12)
+        assert scene.interval_blocks(3) == 3 and scene.interval_blocks(40) == 6
+    with pytest.raises(SceneError, match=r"\[fit\].*sigma.*expected a positive number or \"auto\", got \"sharp\""):
+        parse_scene(_scene(tmp_path, **{"fit.sigma": "sharp"}), str(tmp_path / "scene.toml"))
