@@ -223,6 +223,12 @@ def _fit(args):
             + ", ".join(f"{k}={v:.5g}" for k, v in initial.items()) + f"; loss {loss0:.6e}")
     result, history = fit_scene(scene, iterations=iterations, printer=printer, **overrides)
     estimates = scene.values()
+    # [fit] horizon = "auto": the frames fitted and why (the renders and loss_final cover every frame)
+    horizon = dict(scene.horizon_info or {"frames_fitted": len(footage), "frames_total": len(footage)})
+    if horizon["frames_fitted"] < len(footage):
+        scene.use_frames(horizon["frames_fitted"])
+        horizon["loss_final_fitted_frames"] = _finite(scene.loss_value())
+        scene.use_frames(len(footage))
     loss1 = scene.loss_value()
     alpha1 = scene.render()[..., -1]
     files = {
@@ -243,7 +249,7 @@ def _fit(args):
         "size": [footage.width, footage.height], **timing, "rollouts": len(history.loss), "quick": bool(args.quick),
         "loss_initial": _finite(loss0), "loss_final": _finite(loss1),
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
-        "ambiguous": result.ambiguous, "summary": result.summary(), "unknowns": {},
+        "ambiguous": result.ambiguous, "summary": result.summary(), **horizon, "unknowns": {},
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
         "camera": scene.camera_report(), "warnings": scene.warnings, "identification": result.to_dict(),
         "seconds": round(time.time() - t0, 2),
@@ -267,6 +273,8 @@ def _fit(args):
                 "ci95": {k: v["ci95"] for k, v in report["unknowns"].items()},
                 "status": {k: v["status"] for k, v in report["unknowns"].items()},
                 "undetermined": [d["text"] for d in report["undetermined"]], "ambiguous": result.ambiguous,
+                "frames_fitted": horizon["frames_fitted"], "frames_total": horizon["frames_total"],
+                "horizon_reason": horizon.get("horizon_reason"),
                 "loss_initial": report["loss_initial"], "loss_final": report["loss_final"],
                 "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
                 "camera": {k: v for k, v in report["camera"].items() if k not in ("K", "R", "t")} or None,
@@ -287,6 +295,11 @@ def _markdown(spec, report, result) -> str:
              f"{report['supervision']}, {report['rollouts']} rollouts, {report['seconds']} s.  "
              f"Loss {_fmt(report['loss_initial'])} -> {_fmt(report['loss_final'])}{iou}.  **{report['summary']}**", "",
              "| unknown | initial | estimate | std | 95% interval | status | bounds |", "|---|---|---|---|---|---|---|"]
+    if report.get("horizon_reason"):
+        fitted = (f" (loss {_fmt(report['loss_final_fitted_frames'])} on them)"
+                  if report.get("loss_final_fitted_frames") is not None else "")
+        lines[4:4] = [f"Frames: {report['horizon_reason']}{fitted}.  The loss and IoU above and the outline video "
+                      "cover every frame.", ""]
     for name, u in report["unknowns"].items():
         ci = "-" if u["ci95"] is None else f"[{_fmt(u['ci95'][0])}, {_fmt(u['ci95'][1])}]"
         std = "-" if u["std"] is None else f"{u['std']:.3g}" + (" (log)" if u["std_space"] == "log" else "")

@@ -255,6 +255,7 @@ class Scene:
         self.camera_params = self._camera_params() if unknowns else []
         self.fit = VideoFit(self.sim, self.renderer, self.params + self.camera_params)
         self.make_loss()
+        self._with_unknowns = unknowns
         self._half = None             # the same scene at dt / 2 ([fit] horizon = "auto"), built when first needed
         self.horizons_used = []       # set_horizon's record: one dict per call (asked, used, predictability)
         self.horizon_info = None      # fit_scene: the frames fitted and why
@@ -485,7 +486,7 @@ class Scene:
             spec = dataclasses.replace(self.spec, dt=self.dt / 2.0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")    # half the step: within every limit the scene itself met
-                self._half = Scene(spec, self.footage, requires_grad=False)
+                self._half = Scene(spec, self.footage, requires_grad=False, unknowns=self._with_unknowns)
         return self._half
 
     def predictability(self, tolerance=None) -> "Predictability":
@@ -586,7 +587,7 @@ def frame_blocks(frames: int, blocks: int) -> np.ndarray:
 def silhouette_disagreement(alpha_a, alpha_b) -> np.ndarray:
     """Per frame, how far apart two renders' silhouettes are, as a mean edge displacement in
     pixels: sum over pixels of |alpha_a - alpha_b| divided by the silhouette's perimeter in
-    pixels (the mean of the two renders' total variation, sum |grad alpha| by forward
+    pixels (the mean of the two renders' total variation, sum |grad alpha| by central
     differences inside the image, at least 1 px).
 
     Why this measure: an edge moved by delta px along its normal changes sum |a - b| by
@@ -602,8 +603,9 @@ def silhouette_disagreement(alpha_a, alpha_b) -> np.ndarray:
                          f"{b.shape}")
 
     def perimeter(x):
-        gx = np.diff(x, axis=2)[:, :-1, :]
-        gy = np.diff(x, axis=1)[:, :, :-1]
+        # central differences: forward ones, staggered half a pixel between x and y, put diagonal
+        # edges ~7 % long (a disc of radius 15 px: 101 px against 2 pi 15 = 94.2; central: 95.5)
+        gy, gx = np.gradient(x, axis=(1, 2))
         return np.sqrt(gx * gx + gy * gy).sum(axis=(1, 2))
 
     length = np.maximum(0.5 * (perimeter(a) + perimeter(b)), 1.0)
@@ -717,7 +719,7 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
                 entry["used"] = used = final["frames"]
         if auto:
             printer(f"horizon: {used} of the {k} frames asked ({entry['reason']})" if used < k else
-                    f"horizon: {used} frames ({entry['reason']})")
+                    f"horizon: {used} frames (predictable at these values: {entry['predictable']})")
         return used
 
     history = History()
