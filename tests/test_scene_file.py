@@ -273,7 +273,7 @@ def test_unknown_params_chain_rule(tmp_path, f64):
 
 def test_camera_prior_keys(tmp_path):
     f = parse_scene(_scene(tmp_path, **{"fit.refine_camera": True}), str(tmp_path / "scene.toml")).fit
-    assert (f.camera_sigma_rotation_deg, f.camera_sigma_translation_m, f.camera_prior_variance) == (0.5, 0.01, 3e-3)
+    assert (f.camera_sigma_rotation_deg, f.camera_sigma_translation_m, f.camera_prior_variance) == (0.5, 0.01, 2e-2)
     f = parse_scene(_scene(tmp_path, **{"fit.camera_sigma_rotation_deg": 1, "fit.camera_sigma_translation_m": 0.02}),
                     str(tmp_path / "scene.toml")).fit
     assert (f.camera_sigma_rotation_deg, f.camera_sigma_translation_m) == (1.0, 0.02)

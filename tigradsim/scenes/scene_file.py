@@ -62,7 +62,7 @@ Sections (see demos/scenes/*.toml for complete examples):
                    camera_sigma_rotation_deg (0.5), camera_sigma_translation_m (0.01):
                    the calibration's uncertainty, a Gaussian prior on the correction
                    (per component; tigradsim/fitting/camera_prior.py), camera_prior_variance
-                   (3e-3: the per-pixel residual variance the prior is weighed against),
+                   (2e-2: the per-pixel residual variance the prior is weighed against),
                    refine (Levenberg-Marquardt iterations after the gradient steps)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
@@ -229,7 +229,7 @@ class FitSpec:
     refine_focal: bool = False
     camera_sigma_rotation_deg: float = 0.5     # prior std of each rotation-vector component [degree]
     camera_sigma_translation_m: float = 0.01   # prior std of each translation component [m, file units]
-    camera_prior_variance: float = 3e-3        # per-residual variance the prior is weighed against
+    camera_prior_variance: float = 2e-2        # per-residual variance the prior is weighed against
     refine: int = 0
 
 
