@@ -1,0 +1,235 @@
+"""Batched scenes (tgs.batched, tgs.BatchFit): B copies in one Model behave, render and differentiate
+exactly like B unbatched scenes, in float64.
+
+The scene: one box per copy on the ground, pushed along +x for the first 0.04 s, 0.2 s at 2 ms, rendered
+every 10 steps at 24x24 px.  The copies get different masses, contact stiffnesses and initial velocities
+(`Batch.set`), and overlap in space (nothing couples two bodies).  The unbatched references are built with
+the plain library path (SceneBuilder, Simulator, RigidSurface, SoftRasterizer, VideoFit).
+"""
+import numpy as np
+import pytest
+import taichi as ti
+
+import tigradsim as tgs
+from tigradsim.core.batch import batched
+from tigradsim.fitting.batch import PerCopy, RowsParam
+from tigradsim.fitting.batch_fit import BatchFit
+from tigradsim.fitting.sysid import VideoFit, render_surface
+from tigradsim.io import meshes
+from tigradsim.physics.rigid import RigidSurface, add_body_force
+from tigradsim.renderers import Camera, SoftRasterizer
+
+B = 3
+DT, STEPS, EVERY, RES, SIGMA = 2e-3, 100, 10, 24, 1e-3
+MASS = [0.8, 1.3, 2.0]
+KE = [8e3, 1e4, 1.2e4]
+QD0 = [[0.0, 0.0, 0.0, 0.2, 0.0, 0.0], [0.0, 0.5, 0.0, 0.0, 0.0, 0.1], [0.3, 0.0, 0.0, 0.4, 0.0, -0.1]]
+
+
+def build(b, copy):
+    b.add_ground(ke=1e4, kd=20.0, kf=30.0, mu=0.3)
+    v, f = meshes.box_surface((0.3, 0.2, 0.2))
+    body = b.add_rigid_body(v, f, mass=1.0, position=(0.0, 0.1, 0.0), ke=1e4, kd=20.0, kf=30.0, mu=0.3)
+    add_body_force(b, body, force=(15.0, 0.0, 0.0), start=0.0, end=0.04)
+    return body
+
+
+def camera():
+    return Camera(eye=(0.1, 0.7, 1.3), target=(0.1, 0.05, 0.0), fov=45, width=RES, height=RES)
+
+
+def batch_scene(supervision="image"):
+    batch = batched(build, copies=B)
+    sim = tgs.Simulator(batch.model, dt=DT, steps=STEPS)
+    batch.set("body_mass", MASS)
+    batch.set("body_ke", KE)
+    batch.set("body_qd0", QD0)
+    params = [[m, k] for m, k in zip(batch.params("body_mass", "mass", lower=0.05, upper=50.0, log_space=True),
+                                     batch.params("body_ke", "ke", lower=1e2, log_space=True))]
+    fit = BatchFit(batch, sim, params, camera=camera(), every=EVERY, supervision=supervision, sigma=SIGMA)
+    return batch, sim, fit
+
+
+def single_scene(copy, supervision="image"):
+    """Copy `copy` alone, by the unbatched library path."""
+    b = tgs.SceneBuilder()
+    build(b, 0)
+    model = b.finalize()
+    model.set("body_mass", [MASS[copy]])
+    model.set("body_ke", [KE[copy]])
+    model.set("body_qd0", [QD0[copy]])
+    sim = tgs.Simulator(model, dt=DT, steps=STEPS)
+    surface = RigidSurface(sim, every=EVERY)
+    ren = SoftRasterizer(camera(), surface.faces, surface.vertex_count, frames=surface.frames, sigma=SIGMA,
+                         gamma=1e-4, shading="silhouette")
+    render_surface(sim, ren, surface, EVERY)
+    params = [tgs.Param(model.body_mass, "mass", lower=0.05, upper=50.0, log_space=True),
+              tgs.Param(model.body_ke, "ke", lower=1e2, log_space=True)]
+    if supervision == "state":
+        rec = tgs.BodyRecorder(sim, every=EVERY)
+        fit = VideoFit(sim, ren, params, supervision="state", state_source=rec.positions)
+    else:
+        fit = VideoFit(sim, ren, params)
+    return model, sim, fit
+
+
+def _grads(fit, params):
+    """Run the fit's loss under a Tape; the loss and each Param's gradient dL/dvalue."""
+    if fit._state_loss is not None:
+        fit._state_loss.value[None] = 0.0
+    with ti.ad.Tape(fit.loss):
+        fit._forward()
+    return float(fit.loss[None]), [p.grad().copy() for p in params]
+
+
+def test_copies_follow_their_unbatched_trajectories_and_renders(f64):
+    batch, sim, fit = batch_scene()
+    videos = fit.render()
+    assert videos.shape == (B, STEPS // EVERY + 1, RES, RES, 1)
+    q = sim.final_state("body_q")
+    for copy in range(B):
+        model, sim1, fit1 = single_scene(copy)
+        video = fit1.render()
+        np.testing.assert_allclose(q[copy], sim1.final_state("body_q")[0], rtol=0, atol=1e-13)
+        assert np.abs(videos[copy] - video).max() < 1e-12
+        assert video[-1].sum() > 20.0            # the box is in view
+    # different parameters and initial states: different trajectories
+    assert np.abs(q[0, :3] - q[1, :3]).max() > 1e-2 and np.abs(q[1, :3] - q[2, :3]).max() > 1e-2
+
+
+@pytest.mark.parametrize("supervision", ["image", "state"])
+def test_copy_gradient_equals_the_unbatched_gradient(f64, supervision):
+    batch, sim, fit = batch_scene(supervision)
+    # targets: each copy at another mass and stiffness
+    batch.set("body_mass", [1.0, 1.1, 1.7])
+    batch.set("body_ke", [9e3, 9e3, 1.1e4])
+    targets = fit.targets()
+    batch.set("body_mass", MASS)
+    batch.set("body_ke", KE)
+    fit.video_fit.set_target(fit._target(targets))
+    flat = [p for group in fit.params for p in group]
+    total, grads = _grads(fit.video_fit, flat)
+    losses = []
+    for copy in range(B):
+        model, sim1, fit1 = single_scene(copy, supervision)
+        fit1.set_target(targets[copy])
+        loss1, g1 = _grads(fit1, fit1.params)
+        losses.append(loss1)
+        for k, g in enumerate(g1):
+            gb = grads[2 * copy + k]
+            assert np.all(np.abs(g) > 0)
+            np.testing.assert_allclose(gb, g, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(total, sum(losses), rtol=1e-12)
+    np.testing.assert_allclose(fit.copy_losses(targets), losses, rtol=1e-10)
+
+
+def test_batched_gradient_matches_finite_differences(f64):
+    batch, sim, fit = batch_scene()
+    batch.set("body_mass", [1.0, 1.1, 1.7])
+    targets = fit.render()
+    batch.set("body_mass", MASS)
+    vf = fit.video_fit
+    vf.set_target(fit.atlas.tile_targets(targets))
+    model = batch.model
+
+    def run():
+        vf._forward()
+
+    # every copy at once, then copy 1 alone (its rows only)
+    tgs.check_gradient(run, vf.loss, [model.body_mass, model.body_qd0], n_dirs=2, rtol=1e-5).assert_ok()
+    rows = np.zeros(B)
+    rows[1] = 1.0
+    tgs.check_gradient(run, vf.loss, [model.body_mass, model.body_qd0], n_dirs=1, rtol=1e-5, seed=1,
+                       masks=[rows, np.repeat(rows[:, None], 6, axis=1)]).assert_ok()
+
+
+def test_batched_fit_equals_sequential_fits(f64):
+    """Per-copy Adam then per-copy BFGS (one Tape per iteration for all copies) end where B sequential
+    VideoFit fits end, to float64 round-off."""
+    batch, sim, fit = batch_scene()
+    batch.set("body_mass", [1.0, 1.1, 1.7])
+    targets = fit.render()
+    starts = [0.7, 1.6, 1.2]
+    batch.set("body_mass", starts)
+    fit.fit(targets, iters=5, optimizer=lambda p: tgs.Adam(p, lr=0.1, lr_decay=0.9), log_every=0)
+    fit.fit(targets, iters=3, optimizer=lambda p: tgs.BFGS(p, lr=0.05), log_every=0)
+    batched_values = fit.values()
+    assert set(fit.history.params) == {f"{n}[{b}]" for n in ("mass", "ke") for b in range(B)}
+    for copy in range(B):
+        model, sim1, fit1 = single_scene(copy)
+        model.set("body_mass", [starts[copy]])
+        fit1.fit(targets[copy], iters=5, optimizer=tgs.Adam(fit1.params, lr=0.1, lr_decay=0.9), log_every=0)
+        fit1.fit(targets[copy], iters=3, optimizer=tgs.BFGS(fit1.params, lr=0.05), log_every=0)
+        for k, p in enumerate(fit1.params):
+            np.testing.assert_allclose(batched_values[copy][k], p.value(), rtol=1e-10)
+        assert abs(batched_values[copy][0][0] - starts[copy]) > 1e-3      # the fit moved
+
+
+def test_a_copy_leaving_its_tile_is_an_error(f64):
+    batch = batched(build, copies=2)
+    sim = tgs.Simulator(batch.model, dt=DT, steps=STEPS)
+    batch.set("body_qd0", [[0, 0, 0, 0, 0, 0], [0, 0, 0, 6.0, 0, 0]])     # copy 1 slides out of view
+    fit = BatchFit(batch, sim, batch.params("body_mass"), camera=camera(), every=EVERY, sigma=SIGMA, gutter=2)
+    with pytest.raises(RuntimeError, match="copy 1 left its tile"):
+        fit.render()
+
+
+def _coupled(b, copy):
+    i = b.add_particles([[0.0, 1.0, 0.0], [0.1, 1.0, 0.0]])
+    b.add_springs([[0, i + 1]], 10.0)          # joins particle 0 (copy 0's) to this copy's
+
+
+def test_bad_input_is_named_before_any_kernel_runs(f64):
+    with pytest.raises(ValueError, match="copies: expected an integer >= 1, got 0"):
+        batched(build, copies=0)
+    with pytest.raises(ValueError, match="copies"):
+        batched(build, copies=2.5)
+    with pytest.raises(TypeError, match="build: expected a callable"):
+        batched(None, copies=2)
+    with pytest.raises(ValueError, match="copy 1 added a spring between particles"):
+        batched(_coupled, copies=2)
+    with pytest.raises(ValueError, match="copy 0 added no particle"):
+        batched(lambda b, c: None, copies=2)
+
+    def other_ground(b, copy):
+        build(b, copy)
+        b.add_ground(ke=1e4 * (1 + copy))
+    with pytest.raises(ValueError, match="copy 1 set the ground"):
+        batched(other_ground, copies=2)
+
+    def with_term(b, copy):
+        build(b, copy)
+        b.add_force_term(lambda model: None)
+    with pytest.raises(ValueError, match="copy 0 added a user force term"):
+        batched(with_term, copies=2)
+
+    batch = batched(build, copies=2)
+    with pytest.raises(ValueError, match=r"values: expected one entry per copy \(2\), got 3"):
+        batch.set("body_mass", [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"values\[1\]: shape \(2,\) does not broadcast"):
+        batch.set("body_mass", [1.0, [1.0, 2.0]])
+    with pytest.raises(ValueError, match="must be >= 0|negative|mass"):
+        batch.set("body_mass", [1.0, -2.0])
+    with pytest.raises(KeyError, match="unknown parameter 'body_nope'"):
+        batch.params("body_nope")
+    with pytest.raises(ValueError, match="per-copy rows are not known"):
+        batch.params("ground_ke")
+    with pytest.raises(IndexError, match="copy: expected an integer in"):
+        batch.rows("bodies", 2)
+    with pytest.raises(ValueError, match="rows must lie in"):
+        RowsParam(batch.model.body_mass, [0, 5])
+    with pytest.raises(ValueError, match="at least one optimizer"):
+        PerCopy([])
+    sim = tgs.Simulator(batch.model, dt=DT, steps=STEPS)
+    masses = batch.params("body_mass")
+    with pytest.raises(ValueError, match=r"params: 1 entries, expected one per copy \(2\)"):
+        BatchFit(batch, sim, masses[:1], camera=camera(), every=EVERY)
+    with pytest.raises(ValueError, match="camera: needed"):
+        BatchFit(batch, sim, masses, every=EVERY)
+    with pytest.raises(ValueError, match="names must be unique"):
+        BatchFit(batch, sim, [masses[0], masses[0]], camera=camera(), every=EVERY)
+    fit = BatchFit(batch, sim, masses, camera=camera(), every=EVERY, sigma=SIGMA)
+    with pytest.raises(ValueError, match=r"targets: expected one video per copy \(2\), got 1"):
+        fit.fit([np.zeros((11, RES, RES))], iters=1)
+    with pytest.raises(ValueError, match=r"targets\[1\]: shape \(11, 20, 24, 1\)"):
+        fit.fit([np.zeros((11, RES, RES)), np.zeros((11, 20, RES))], iters=1)
