@@ -101,3 +101,33 @@ def test_scene_sigma_auto_default_and_errors(tmp_path, f64):
         assert scene.interval_blocks(3) == 3 and scene.interval_blocks(40) == 6
     with pytest.raises(SceneError, match=r"\[fit\].*sigma.*expected a positive number or \"auto\", got \"sharp\""):
         parse_scene(_scene(tmp_path, **{"fit.sigma": "sharp"}), str(tmp_path / "scene.toml"))
+
+
+def test_systematics_shift_the_estimate_and_widen_the_interval(f64):
+    """Linear least squares y = X beta; a refined model whose data are y + X d (its estimate is
+    beta_hat + d): fit_report's systematic shift is factor * d exactly, `Estimate.bias` holds it,
+    and the 95 % interval covers both beta_hat and beta_hat + factor * d; bad input is named."""
+    rng = np.random.default_rng(3)
+    X = np.stack([np.ones(200), rng.normal(size=200)], axis=1)
+    y = X @ np.array([1.0, 2.0]) + rng.normal(0.0, 0.01, 200)
+    beta = ti.field(float, shape=2, needs_grad=True)
+    p = tgs.Param(beta, "beta")
+    b = np.linalg.lstsq(X, y, rcond=None)[0]
+    p.write(b)
+    r = X @ b - y
+    d = np.array([0.05, -0.02])
+    plain = tgs.fit_report(None, [p], noise_floor=0.0, jacobian=(X, r))
+    rep = tgs.fit_report(None, [p], noise_floor=0.0, jacobian=(X, r), systematics={"dt": (X @ b - (y + X @ d), 2.0)})
+    assert np.allclose(rep.systematics["dt"], 2 * d, rtol=1e-10, atol=1e-14)
+    for i in range(2):
+        e, e0 = rep[f"beta[{i}]"], plain[f"beta[{i}]"]
+        assert e.bias == pytest.approx(2 * d[i], rel=1e-10) and e.std == e0.std
+        assert e.lower95 <= e.value + 2 * d[i] - 1.9 * e.std and e.upper95 >= e.value + 1.9 * e.std
+        assert min(e.upper95 - e.value, e.value - e.lower95) == pytest.approx(Z95 * e.std, rel=1e-9)
+        assert e.upper95 - e.lower95 == pytest.approx(2 * Z95 * e.std + 2 * abs(d[i]), rel=1e-9)
+    assert any(n.startswith("dt: the estimates would move by beta[0] +0.1") for n in rep.notes)
+    assert "model bias" in rep.to_markdown()
+    with pytest.raises(ValueError, match=r"systematics\['dt'\]: expected 200 residuals \(as many as the fit's\), got 199"):
+        tgs.fit_report(None, [p], noise_floor=0.0, jacobian=(X, r), systematics={"dt": (r[:-1], 2.0)})
+    with pytest.raises(ValueError, match=r"systematics\['dt'\]: expected \(residuals, factor\)"):
+        tgs.fit_report(None, [p], noise_floor=0.0, jacobian=(X, r), systematics={"dt": r})

@@ -205,7 +205,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
              set_horizon: Optional[Callable[[int], None]] = None, noise_floor: float = PIXEL_8BIT_VARIANCE,
              fd_step: Optional[float] = None, undetermined_std: float = 0.5, distinct_sigma: float = 3.0,
              same_tol: float = 1e-3, tie_chi2: float = 3.84, tie_rtol: float = 0.05, log_every: int = 10,
-             printer=print, groups=None) -> Identification:
+             printer=print, groups=None, systematics=None) -> Identification:
     """Multi-start, coarse-to-fine identification with uncertainties (module docstring).
 
     params: Params with finite bounds (needed when starts > include_current).
@@ -222,6 +222,10 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         for its cluster-robust covariance: an int, an (N,) label array, or a callable
         groups(N) giving the labels of the current residual vector (its length changes
         with the horizon).
+    systematics: a function returning fit_report's `systematics` ({name: (residuals under
+        a refined model, extrapolation factor)}) at the current values, called at each
+        local fit's end before its report: the intervals then cover the model bias it
+        estimates (e.g. the time step's, `tigradsim.scenes.scene_build.Scene.time_step_systematics`).
     distinct_sigma, same_tol: minima closer than distinct_sigma combined std in every
         determined coordinate (or than same_tol in internal units without residuals)
         are the same.  tie_chi2, tie_rtol: equally good minima (module docstring).
@@ -314,7 +318,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             if residuals is not None:
                 try:
                     report = fit_report(residuals, params, noise_floor=noise_floor, fd_step=fd_step,
-                                        undetermined_std=undetermined_std, groups=groups)
+                                        undetermined_std=undetermined_std, groups=groups,
+                                        systematics=systematics() if systematics is not None else None)
                 except (ValueError, SimulationError) as exc:      # a rollout near the minimum blew up
                     notes.append(f"no uncertainty for the fit from start {i + 1}: {exc}")
             finals.append((run, _internal_vector(params).astype(np.float64), report))

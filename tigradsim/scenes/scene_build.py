@@ -489,6 +489,24 @@ class Scene:
                 self._half = Scene(spec, self.footage, requires_grad=False, unknowns=self._with_unknowns)
         return self._half
 
+    def _half_at_current_values(self) -> "Scene":
+        half = self.half_step_scene()
+        for p, q in zip(self.params + self.camera_params, half.params + half.camera_params):
+            q.write(p.value())            # a RatioParam keeps its ratio when its mass is written after it
+        return half
+
+    def time_step_systematics(self) -> dict:
+        """`fit_report`'s systematics for the time step ([fit] time_step_bias): the residuals,
+        at the current values and on the frames fitted now, of this scene at dt / 2
+        (`half_step_scene`), with the Richardson factor 2^p / (2^p - 1) (p = INTEGRATOR_ORDER):
+        the linearised refit on them, times the factor, estimates how far the dt model's
+        estimate sits from the exact model's.  One forward rollout at dt / 2."""
+        half = self._half_at_current_values()
+        half.use_frames(self.frames_used)
+        r = half.residuals()
+        factor = 2.0 ** INTEGRATOR_ORDER / (2.0 ** INTEGRATOR_ORDER - 1.0)
+        return {f"time step (dt {self.dt:.4g} s against dt / 2)": (r, factor)}
+
     def predictability(self, tolerance=None) -> "Predictability":
         """Step doubling at the current values: the rollout at dt and the rollout at dt / 2
         (`half_step_scene`, given the same unknowns and camera correction), both rendered at the
@@ -500,9 +518,7 @@ class Scene:
         tol = self.spec.fit.horizon_tolerance if tolerance is None else tolerance
         if not (isinstance(tol, (int, float, np.floating)) and math.isfinite(tol) and tol > 0):
             raise ValueError(f"tolerance: expected a positive number of pixels, got {tol!r}")
-        half = self.half_step_scene()
-        for p, q in zip(self.params + self.camera_params, half.params + half.camera_params):
-            q.write(p.value())            # a RatioParam keeps its ratio when its mass is written after it
+        half = self._half_at_current_values()
         a = self.render()[..., -1]
         b = half.render()[..., -1]
         return Predictability.from_disagreement(silhouette_disagreement(a, b), float(tol), self.dt)
@@ -732,6 +748,7 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
     stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
     result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.residuals,
                       groups=scene.residual_groups,
+                      systematics=scene.time_step_systematics if f.time_step_bias else None,
                       starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
                       horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,

@@ -50,7 +50,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    the leading frames where the rollouts at dt and dt/2, rendered, differ by
                    an estimated model error (Richardson, 2x the difference for the first-order
                    integrator) within horizon_tolerance = 0.5 render pixels; the report says
-                   how many frames were fitted and why; Scene.predictability), rtol (stop a
+                   how many frames were fitted and why; Scene.predictability),
+                   time_step_bias (true: the 95 % intervals also cover the time step's bias,
+                   estimated by step doubling at the estimate: one rollout at dt/2 per local
+                   fit; Scene.time_step_systematics), rtol (stop a
                    stage when the loss falls by less over 5 iterations), time_budget (seconds),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
                    the footage is averaged down to it), sigma (edge softness, NDC^2; "auto",
@@ -218,6 +221,7 @@ class FitSpec:
     # pixel, the resolution of an edge's position on the pixel grid; beyond it a frame's residual is
     # the model's own error (its dt), which the unknowns would be bent to explain
     horizon_tolerance: float = 0.5
+    time_step_bias: bool = True           # intervals cover the step-doubling bias estimate
     rtol: Optional[float] = None          # stop a stage when the loss falls by less over 5 iterations
     time_budget: Optional[float] = None   # seconds for the whole fit
     supervision: str = "mask"
@@ -720,7 +724,7 @@ def _parse_unknown(file, target, data, objects, ground):
 
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
-                                    "local_starts", "seed", "horizons", "horizon", "horizon_tolerance", "rtol",
+                                    "local_starts", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "rtol",
                                     "time_budget", "supervision", "resolution", "sigma", "gamma", "blur",
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
@@ -746,6 +750,7 @@ def _parse_fit(file, data):
         f.horizons = tuple(int(k) for k in h)
     f.horizon = t.string("horizon", f.horizon, choices=("all", "auto"))
     f.horizon_tolerance = t.number("horizon_tolerance", f.horizon_tolerance, positive=True)
+    f.time_step_bias = t.boolean("time_step_bias", f.time_step_bias)
     f.rtol = t.number("rtol", None, positive=True)
     f.time_budget = t.number("time_budget", None, positive=True)
     f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
