@@ -260,6 +260,7 @@ def _fit(args):
             "initial": initial[u.target], "estimate": estimates[u.target],
             "std": None if e is None or not e.determined else _finite(e.std), "std_space": "log" if u.log else "linear",
             "ci95": None if e is None or e.lower95 is None else [e.lower95, e.upper95],
+            "model_bias": None if e is None or not e.determined else _finite(e.bias),
             "status": "no uncertainty" if e is None else e.status, "lower": u.lower, "upper": u.upper}
     with open(files["estimates_json"], "w") as fh:
         json.dump(report, fh, indent=1, default=_json_default)
@@ -294,7 +295,8 @@ def _markdown(spec, report, result) -> str:
              f"{report['frames']} frames at {report['size'][0]}x{report['size'][1]} px, supervision "
              f"{report['supervision']}, {report['rollouts']} rollouts, {report['seconds']} s.  "
              f"Loss {_fmt(report['loss_initial'])} -> {_fmt(report['loss_final'])}{iou}.  **{report['summary']}**", "",
-             "| unknown | initial | estimate | std | 95% interval | status | bounds |", "|---|---|---|---|---|---|---|"]
+             "| unknown | initial | estimate | std | time-step bias | 95% interval | status | bounds |",
+             "|---|---|---|---|---|---|---|---|"]
     if report.get("horizon_reason"):
         fitted = (f" (loss {_fmt(report['loss_final_fitted_frames'])} on them)"
                   if report.get("loss_final_fitted_frames") is not None else "")
@@ -304,7 +306,9 @@ def _markdown(spec, report, result) -> str:
         ci = "-" if u["ci95"] is None else f"[{_fmt(u['ci95'][0])}, {_fmt(u['ci95'][1])}]"
         std = "-" if u["std"] is None else f"{u['std']:.3g}" + (" (log)" if u["std_space"] == "log" else "")
         est = _fmt(u["estimate"]) if u["status"] != "undetermined" else f"({_fmt(u['estimate'])})"
-        lines.append(f"| {name} | {_fmt(u['initial'])} | {est} | {std} | {ci} | {u['status']} | "
+        b = u.get("model_bias")
+        bias = "-" if not b else f"{b:+.3g}" + (" (log)" if u["std_space"] == "log" else "")
+        lines.append(f"| {name} | {_fmt(u['initial'])} | {est} | {std} | {bias} | {ci} | {u['status']} | "
                      f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}] |")
     cam = report["camera"]
     if cam:
@@ -315,7 +319,9 @@ def _markdown(spec, report, result) -> str:
         lines += ["", "Not determined by the clip (the value shown is one point of a flat valley, not an estimate):"]
         lines += [f"- {d['text']}" for d in report["undetermined"]]
     lines += ["", "Intervals: Gauss-Newton at the optimum (local, linearised), in the optimiser's coordinates (log "
-                  "for log-space unknowns); they assume the model (camera, contact law, time step) is right.", "",
+                  "for log-space unknowns), residuals clustered by blocks of frames; with [fit] time_step_bias they "
+                  "also cover the time step's bias (the estimate's shift at dt/2, times 2: the column above).  "
+                  "They assume the rest of the model (camera, contact law, shapes) is right.", "",
               result.to_markdown("Identification details")]
     return "\n".join(lines) + "\n"
 
