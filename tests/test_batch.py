@@ -38,38 +38,57 @@ def camera():
     return Camera(eye=(0.1, 0.7, 1.3), target=(0.1, 0.05, 0.0), fov=45, width=RES, height=RES)
 
 
-def batch_scene(supervision="image"):
+def _batch_scene(supervision):
     batch = batched(build, copies=B)
     sim = tgs.Simulator(batch.model, dt=DT, steps=STEPS)
-    batch.set("body_mass", MASS)
-    batch.set("body_ke", KE)
-    batch.set("body_qd0", QD0)
     params = [[m, k] for m, k in zip(batch.params("body_mass", "mass", lower=0.05, upper=50.0, log_space=True),
                                      batch.params("body_ke", "ke", lower=1e2, log_space=True))]
-    fit = BatchFit(batch, sim, params, camera=camera(), every=EVERY, supervision=supervision, sigma=SIGMA)
+    fit = BatchFit(batch, sim, params, camera=camera() if supervision == "image" else None, every=EVERY,
+                   supervision=supervision, sigma=SIGMA)
     return batch, sim, fit
 
 
-def single_scene(copy, supervision="image"):
-    """Copy `copy` alone, by the unbatched library path."""
+def _single_scene(supervision):
+    """One copy alone, by the unbatched library path."""
     b = tgs.SceneBuilder()
     build(b, 0)
     model = b.finalize()
-    model.set("body_mass", [MASS[copy]])
-    model.set("body_ke", [KE[copy]])
-    model.set("body_qd0", [QD0[copy]])
     sim = tgs.Simulator(model, dt=DT, steps=STEPS)
-    surface = RigidSurface(sim, every=EVERY)
-    ren = SoftRasterizer(camera(), surface.faces, surface.vertex_count, frames=surface.frames, sigma=SIGMA,
-                         gamma=1e-4, shading="silhouette")
-    render_surface(sim, ren, surface, EVERY)
     params = [tgs.Param(model.body_mass, "mass", lower=0.05, upper=50.0, log_space=True),
               tgs.Param(model.body_ke, "ke", lower=1e2, log_space=True)]
     if supervision == "state":
         rec = tgs.BodyRecorder(sim, every=EVERY)
-        fit = VideoFit(sim, ren, params, supervision="state", state_source=rec.positions)
-    else:
-        fit = VideoFit(sim, ren, params)
+        return model, sim, VideoFit(sim, None, params, supervision="state", state_source=rec.positions)
+    surface = RigidSurface(sim, every=EVERY)
+    ren = SoftRasterizer(camera(), surface.faces, surface.vertex_count, frames=surface.frames, sigma=SIGMA,
+                         gamma=1e-4, shading="silhouette")
+    render_surface(sim, ren, surface, EVERY)
+    return model, sim, VideoFit(sim, ren, params)
+
+
+@pytest.fixture(scope="module")
+def scenes():
+    """Taichi in float64 and the scenes, built (and their kernels compiled) once for the module: the
+    batched scene and one unbatched copy, for image and for state supervision."""
+    tgs.init(arch="cpu", precision="f64")
+    return {sup: (_batch_scene(sup), _single_scene(sup)) for sup in ("image", "state")}
+
+
+def batch_scene(scenes, supervision="image"):
+    """The batched scene with every copy at MASS, KE, QD0."""
+    batch, sim, fit = scenes[supervision][0]
+    batch.set("body_mass", MASS)
+    batch.set("body_ke", KE)
+    batch.set("body_qd0", QD0)
+    return batch, sim, fit
+
+
+def single_scene(scenes, copy, supervision="image"):
+    """The unbatched scene set to copy `copy`'s parameters and initial state."""
+    model, sim, fit = scenes[supervision][1]
+    model.set("body_mass", [MASS[copy]])
+    model.set("body_ke", [KE[copy]])
+    model.set("body_qd0", [QD0[copy]])
     return model, sim, fit
 
 
@@ -82,13 +101,13 @@ def _grads(fit, params):
     return float(fit.loss[None]), [p.grad().copy() for p in params]
 
 
-def test_copies_follow_their_unbatched_trajectories_and_renders(f64):
-    batch, sim, fit = batch_scene()
+def test_copies_follow_their_unbatched_trajectories_and_renders(scenes):
+    batch, sim, fit = batch_scene(scenes)
     videos = fit.render()
     assert videos.shape == (B, STEPS // EVERY + 1, RES, RES, 1)
     q = sim.final_state("body_q")
     for copy in range(B):
-        model, sim1, fit1 = single_scene(copy)
+        model, sim1, fit1 = single_scene(scenes, copy)
         video = fit1.render()
         np.testing.assert_allclose(q[copy], sim1.final_state("body_q")[0], rtol=0, atol=1e-13)
         assert np.abs(videos[copy] - video).max() < 1e-12
@@ -98,8 +117,8 @@ def test_copies_follow_their_unbatched_trajectories_and_renders(f64):
 
 
 @pytest.mark.parametrize("supervision", ["image", "state"])
-def test_copy_gradient_equals_the_unbatched_gradient(f64, supervision):
-    batch, sim, fit = batch_scene(supervision)
+def test_copy_gradient_equals_the_unbatched_gradient(scenes, supervision):
+    batch, sim, fit = batch_scene(scenes, supervision)
     # targets: each copy at another mass and stiffness
     batch.set("body_mass", [1.0, 1.1, 1.7])
     batch.set("body_ke", [9e3, 9e3, 1.1e4])
@@ -111,7 +130,7 @@ def test_copy_gradient_equals_the_unbatched_gradient(f64, supervision):
     total, grads = _grads(fit.video_fit, flat)
     losses = []
     for copy in range(B):
-        model, sim1, fit1 = single_scene(copy, supervision)
+        model, sim1, fit1 = single_scene(scenes, copy, supervision)
         fit1.set_target(targets[copy])
         loss1, g1 = _grads(fit1, fit1.params)
         losses.append(loss1)
@@ -123,8 +142,8 @@ def test_copy_gradient_equals_the_unbatched_gradient(f64, supervision):
     np.testing.assert_allclose(fit.copy_losses(targets), losses, rtol=1e-10)
 
 
-def test_batched_gradient_matches_finite_differences(f64):
-    batch, sim, fit = batch_scene()
+def test_batched_gradient_matches_finite_differences(scenes):
+    batch, sim, fit = batch_scene(scenes)
     batch.set("body_mass", [1.0, 1.1, 1.7])
     targets = fit.render()
     batch.set("body_mass", MASS)
@@ -143,10 +162,10 @@ def test_batched_gradient_matches_finite_differences(f64):
                        masks=[rows, np.repeat(rows[:, None], 6, axis=1)]).assert_ok()
 
 
-def test_batched_fit_equals_sequential_fits(f64):
+def test_batched_fit_equals_sequential_fits(scenes):
     """Per-copy Adam then per-copy BFGS (one Tape per iteration for all copies) end where B sequential
     VideoFit fits end, to float64 round-off."""
-    batch, sim, fit = batch_scene()
+    batch, sim, fit = batch_scene(scenes)
     batch.set("body_mass", [1.0, 1.1, 1.7])
     targets = fit.render()
     starts = [0.7, 1.6, 1.2]
@@ -156,7 +175,7 @@ def test_batched_fit_equals_sequential_fits(f64):
     batched_values = fit.values()
     assert set(fit.history.params) == {f"{n}[{b}]" for n in ("mass", "ke") for b in range(B)}
     for copy in range(B):
-        model, sim1, fit1 = single_scene(copy)
+        model, sim1, fit1 = single_scene(scenes, copy)
         model.set("body_mass", [starts[copy]])
         fit1.fit(targets[copy], iters=5, optimizer=tgs.Adam(fit1.params, lr=0.1, lr_decay=0.9), log_every=0)
         fit1.fit(targets[copy], iters=3, optimizer=tgs.BFGS(fit1.params, lr=0.05), log_every=0)
@@ -165,11 +184,9 @@ def test_batched_fit_equals_sequential_fits(f64):
         assert abs(batched_values[copy][0][0] - starts[copy]) > 1e-3      # the fit moved
 
 
-def test_a_copy_leaving_its_tile_is_an_error(f64):
-    batch = batched(build, copies=2)
-    sim = tgs.Simulator(batch.model, dt=DT, steps=STEPS)
-    batch.set("body_qd0", [[0, 0, 0, 0, 0, 0], [0, 0, 0, 6.0, 0, 0]])     # copy 1 slides out of view
-    fit = BatchFit(batch, sim, batch.params("body_mass"), camera=camera(), every=EVERY, sigma=SIGMA, gutter=2)
+def test_a_copy_leaving_its_tile_is_an_error(scenes):
+    batch, sim, fit = batch_scene(scenes)
+    batch.set("body_qd0", [QD0[0], [0, 0, 0, 6.0, 0, 0], QD0[2]])      # copy 1 slides out of view
     with pytest.raises(RuntimeError, match="copy 1 left its tile"):
         fit.render()
 
@@ -179,7 +196,7 @@ def _coupled(b, copy):
     b.add_springs([[0, i + 1]], 10.0)          # joins particle 0 (copy 0's) to this copy's
 
 
-def test_bad_input_is_named_before_any_kernel_runs(f64):
+def test_bad_input_is_named_before_any_kernel_runs(scenes):
     with pytest.raises(ValueError, match="copies: expected an integer >= 1, got 0"):
         batched(build, copies=0)
     with pytest.raises(ValueError, match="copies"):

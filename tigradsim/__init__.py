@@ -56,6 +56,9 @@ from .physics import fem, cloth, rigid
 from .fitting import sysid, control, gradcheck
 from .physics.rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
 from .fitting.sysid import VideoFit
+from .core.batch import Batch, batched
+from .fitting.batch import PerCopy, RowsParam
+from .fitting.batch_fit import BatchFit
 from .io.footage import Footage, load_footage
 
 __version__ = "0.1.0"

@@ -1,0 +1,193 @@
+"""16 rigid-mass fits (gradSim Table 1) batched in one Model against 16 fits one after another.
+
+    python benchmarks/bench_batch.py [--fits 16] [--iters 60] [--polish 15] [--supervision image|state]
+                                     [--repeats 2] [--res 64]
+
+The protocol of `tigradsim.scenes.rigid_push` (`mass_trials`): trial k fits shape SHAPES[k % 5], true
+mass and initial guess drawn log-uniformly from MASS_RANGE with numpy's generator seeded by --seed;
+a 20 N push for 0.05 s, 0.6 s at dt 1/480, silhouettes every 12 steps at --res px (sigma 1e-3),
+`iters - polish` Adam steps (lr 0.15, decay 0.93, log-mass) then `polish` BFGS (secant) steps, float64.
+Sequential: one `PushScene` per shape (built once, reused), `fit_mass` per trial, as `mass_trials`
+runs them (state supervision: the same scene without the renderer PushScene would run needlessly, and the
+batched fit renders nothing either).  Batched: the same 16 bodies as the copies of one Model (`tgs.batched`; the copy's body is
+built like `rigid_push.push_model` builds it), rendered as tiles of one atlas, fitted by `tgs.BatchFit`
+with one Adam, then one BFGS, per copy: the same iterations, and the same final masses (printed: the
+largest relative difference between the two, ~1e-12 or below).  Targets are rendered and every kernel
+is compiled before the clocks start; the two are timed alternately, --repeats times each, best of each.
+The last line is one JSON object: {"fits", "batched_s", "sequential_s", "speedup", ...}.
+"""
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def add_push_body(b, shape, push=20.0, push_time=0.05, ground=None):
+    """One Table 1 body (as `rigid_push.push_model` builds it: mass 1 kg at rest at x = START_X, contact
+    spread over a flat base, its push) added to builder `b`; returns the body index."""
+    import tigradsim.scenes.rigid_push as rp
+    from tigradsim.physics.rigid import add_body_force
+    ground = dict(rp.GROUND if ground is None else ground)
+    vertices, faces = rp.shape_mesh(shape)
+    vertices = vertices - vertices.mean(0)
+    b.add_ground(**ground)
+    bottom = int(np.sum(vertices[:, 1] < vertices[:, 1].min() + 1e-6))
+    contact = {k: ground[k] * 4.0 / max(bottom, 4) for k in ("ke", "kd", "kf")}
+    if bottom < 4:
+        contact["kd"] = rp.ROUND_KD
+    body = b.add_rigid_body(vertices, faces, mass=1.0, position=(rp.START_X, -vertices[:, 1].min(), 0.0),
+                            mu=ground["mu"], **contact)
+    add_body_force(b, body, force=(push, 0.0, 0.0), start=0.0, end=push_time)
+    return body
+
+
+def draws(fits, seed):
+    import tigradsim.scenes.rigid_push as rp
+    rng = np.random.default_rng(seed)
+    shapes = [rp.SHAPES[k % len(rp.SHAPES)] for k in range(fits)]
+    truths, guesses = zip(*[rp.draw_masses(rng) for _ in range(fits)])
+    return shapes, list(truths), list(guesses)
+
+
+def quiet(*_a, **_k):
+    pass
+
+
+class StateScene:
+    """`PushScene(shape, supervision="state")` without its renderer (which a state fit never reads, but
+    which PushScene runs in every rollout): `rigid_push.push_model`, a Simulator, a BodyRecorder of the
+    centre of mass every 12 steps and a state-supervised VideoFit of the log-mass Param."""
+
+    def __init__(self, shape):
+        import tigradsim as tgs
+        from tigradsim.scenes.rigid_push import push_model
+        self.model = push_model(shape)
+        sim = tgs.Simulator(self.model, dt=1 / 480, steps=int(round(0.6 * 480)))
+        self.mass = tgs.Param(self.model.body_mass, "mass", lower=0.05, upper=50.0, log_space=True)
+        rec = tgs.BodyRecorder(sim, every=12)
+        self.fit = tgs.VideoFit(sim, None, [self.mass], supervision="state", state_source=rec.positions)
+
+    def set_mass(self, mass):
+        self.model.set("body_mass", [float(mass)])
+
+    def get_mass(self):
+        return float(self.model.get("body_mass")[0])
+
+    def target(self):
+        return self.fit.record_state()
+
+
+class Sequential:
+    def __init__(self, shapes, truths, args):
+        from tigradsim.scenes.rigid_push import PushScene
+        self.shapes, self.args = shapes, args
+        make = (lambda s: PushScene(s, res=args.res)) if args.supervision == "image" else StateScene
+        self.scenes = {s: make(s) for s in sorted(set(shapes))}
+        self.targets = []
+        for s, m in zip(shapes, truths):
+            self.scenes[s].set_mass(m)
+            self.targets.append(self.scenes[s].target())
+
+    def run(self, guesses):
+        out = []
+        for s, target, g in zip(self.shapes, self.targets, guesses):
+            sc = self.scenes[s]
+            sc.set_mass(g)
+            out.append(fit_quiet(sc, target, self.args))
+        return np.array(out)
+
+
+def fit_quiet(sc, target, args):
+    """`PushScene.fit_mass` without its progress lines."""
+    from tigradsim.fitting.optim import BFGS, Adam, History
+    sc.fit.history = History()
+    adam = args.iters - args.polish
+    if adam:
+        sc.fit.fit(target, iters=adam, optimizer=Adam([sc.mass], lr=0.15, lr_decay=0.93), log_every=0)
+    if args.polish:
+        sc.fit.fit(target, iters=args.polish, optimizer=BFGS([sc.mass], lr=0.05), log_every=0)
+    return sc.get_mass()
+
+
+class Batched:
+    def __init__(self, shapes, truths, args):
+        import tigradsim as tgs
+        import tigradsim.scenes.rigid_push as rp
+        from tigradsim.renderers import Camera
+        self.args = args
+        self.batch = tgs.batched(lambda b, copy: add_push_body(b, shapes[copy]), copies=len(shapes))
+        sim = tgs.Simulator(self.batch.model, dt=1 / 480, steps=int(round(0.6 * 480)))
+        cam = Camera(eye=rp.CAMERA_EYE, target=rp.CAMERA_TARGET, fov=45, width=args.res, height=args.res)
+        masses = self.batch.params("body_mass", "mass", lower=0.05, upper=50.0, log_space=True)
+        self.fit = tgs.BatchFit(self.batch, sim, masses, camera=cam if args.supervision == "image" else None,
+                                every=12, supervision=args.supervision,
+                                sigma=1e-3, gamma=1e-4)
+        self.batch.set("body_mass", truths)
+        self.targets = self.fit.targets()
+
+    def run(self, guesses):
+        import tigradsim as tgs
+        self.batch.set("body_mass", guesses)
+        adam = self.args.iters - self.args.polish
+        if adam:
+            self.fit.fit(self.targets, iters=adam, optimizer=lambda p: tgs.Adam(p, lr=0.15, lr_decay=0.93),
+                         log_every=0)
+        if self.args.polish:
+            self.fit.fit(self.targets, iters=self.args.polish, optimizer=lambda p: tgs.BFGS(p, lr=0.05),
+                         log_every=0)
+        return np.array([v[0][0] for v in self.fit.values()])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fits", type=int, default=16)
+    ap.add_argument("--iters", type=int, default=60)
+    ap.add_argument("--polish", type=int, default=15)
+    ap.add_argument("--supervision", choices=("image", "state"), default="image")
+    ap.add_argument("--res", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--arch", default="cpu")
+    args = ap.parse_args()
+    if not 0 <= args.polish <= args.iters:
+        ap.error(f"--polish must lie in [0, --iters], got {args.polish}")
+    import tigradsim as tgs
+    tgs.init(arch=args.arch, precision="f64", seed=args.seed)
+    shapes, truths, guesses = draws(args.fits, args.seed)
+    t0 = time.perf_counter()
+    seq, bat = Sequential(shapes, truths, args), Batched(shapes, truths, args)
+    # compile every kernel (forward, backward, both optimizers) before timing: two iterations of each
+    small = argparse.Namespace(**{**vars(args), "iters": 2, "polish": 1})
+    seq.args, bat.args = small, small
+    seq.run(guesses), bat.run(guesses)
+    seq.args, bat.args = args, args
+    print(f"setup (scenes, targets, compiling): {time.perf_counter() - t0:.1f} s")
+    times = {"sequential": [], "batched": []}
+    result = {}
+    for rep in range(args.repeats):
+        for name, runner in (("sequential", seq), ("batched", bat)):
+            t = time.perf_counter()
+            result[name] = runner.run(guesses)
+            times[name].append(time.perf_counter() - t)
+            print(f"repeat {rep}: {name:10s} {times[name][-1]:8.2f} s")
+    s, b = min(times["sequential"]), min(times["batched"])
+    truth = np.array(truths)
+    rel = lambda m: np.abs(m - truth) / truth                            # noqa: E731
+    diff = float(np.max(np.abs(result["batched"] - result["sequential"]) / np.abs(result["sequential"])))
+    print(f"\n{args.fits} rigid-mass fits ({args.supervision} supervision, {args.iters} iterations = "
+          f"{args.iters - args.polish} Adam + {args.polish} BFGS, {args.res} px, f64)")
+    print(f"{'':12s} {'seconds':>9s} {'s / fit':>9s} {'mean rel. err':>14s} {'max rel. err':>13s}")
+    for name, sec in (("sequential", s), ("batched", b)):
+        r = rel(result[name])
+        print(f"{name:12s} {sec:9.2f} {sec / args.fits:9.3f} {r.mean():14.3e} {r.max():13.3e}")
+    print(f"speedup (throughput, batched vs sequential): {s / b:.2f}x; batched - sequential masses: max rel. "
+          f"{diff:.2e}")
+    print(json.dumps({"fits": args.fits, "batched_s": round(b, 3), "sequential_s": round(s, 3),
+                      "speedup": round(s / b, 3), "supervision": args.supervision, "iters": args.iters,
+                      "res": args.res, "max_rel_diff_batched_vs_sequential": diff,
+                      "mean_rel_err_batched": float(rel(result["batched"]).mean())}))
+
+
+if __name__ == "__main__":
+    main()
