@@ -47,8 +47,8 @@ class CopyMSELoss(MSELoss):
 
     @ti.kernel
     def _accumulate(self):
-        ti.loop_config(serialize=self._serial)
-        for k, i in self.source:
+        ti.loop_config(serialize=self._serial)      # a range-for: Taichi ignores serialize on a struct-for
+        for k, i in ti.ndrange(self.frames, self.items):
             d = self.source[k, i] - self.target[k, i]
             self.value[None] += self.item_weights[i] * d.dot(d)
 
