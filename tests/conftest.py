@@ -3,8 +3,11 @@ import os
 import pytest
 import tigradsim as tgs
 
-# Keep Taichi's compiled-kernel cache inside the test session's temp area only
-# when the user has not chosen one.
+# Taichi's compiled-kernel cache for the tests (and the scripts they start, which inherit it):
+# one folder of its own, unless the user has chosen one.  pytest-xdist workers share it: Taichi
+# locks its index while reading or merging it, and each kernel file is written once, under its
+# key.  A kernel's key hashes its code with the ids of the fields it touches, which count up from
+# the last `tgs.init`: see `_taichi_from_scratch_per_file`.
 os.environ.setdefault("TI_OFFLINE_CACHE_FILE_PATH", os.path.join(os.path.expanduser("~"), ".cache", "tigradsim-ti"))
 
 # TIGRADSIM_ARCH=cuda (or vulkan, metal, gpu, ...) runs the tests on that arch: every
@@ -22,6 +25,19 @@ if TEST_ARCH is not None:
         return _init(TEST_ARCH, *args, **kwargs)
 
     tgs.init = _init_on_test_arch
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _taichi_from_scratch_per_file():
+    """Each test file starts on a fresh Taichi (`tgs.init()`'s defaults: CPU, f32; ~0.2 s).
+
+    Why: a kernel's offline-cache key includes the ids of the fields it reads, and those ids
+    count from the last init; a file whose first tests build fields without an init of their
+    own would get keys that depend on which file ran before it on the same worker, which
+    under pytest-xdist changes from run to run (a cache miss: seconds of compiling each time).
+    """
+    tgs.init()
+    yield
 
 
 @pytest.fixture
