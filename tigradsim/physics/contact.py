@@ -12,7 +12,12 @@ damping="capped" (the default):
     fd = min(kd max(-v_n, 0), fe)
   damping only while compressing, at most the elastic force.  Every term is 0 at c = 0, so the
   contact force is continuous in position, velocity and every parameter; once the penetration is
-  deep enough (ke |c| > kd |v_n|) it is the dflex/Warp force.
+  deep enough (ke |c| > kd |v_n|) it is the dflex/Warp force.  The min is a kink where
+  kd |v_n| = ke |c|: a point that starts exactly on the ground (c = 0, v_n = 0) reaches |c| = |v_n| dt
+  in its first penetrating step, so with ke dt = kd exactly (e.g. ke 1e4, dt 2e-3, kd 20) it sits on
+  the kink there and the loss has two one-sided derivatives in ke (the Tape gives one, central
+  differences their mean: 6 % apart on a resting box).  Any other kd or dt, or a start off the ground,
+  is smooth.
 damping="uncapped" (dflex, NVIDIA Warp and Newton's semi-implicit penalty contact):
     fd = kd max(-v_n, 0)   while c < 0 (0 otherwise)
   (Warp: `jd = min(vn, 0) * kd`, applied only when c < 0.)  The damping switches on at full
