@@ -47,13 +47,15 @@ class MSELoss:
 
     @ti.kernel
     def _accumulate(self):
+        # range-for over a flat index: Taichi ignores `serialize` on a struct-for (`for k, i in field`)
         if ti.static(self._two_d):
             ti.loop_config(serialize=self._serial)
-            for k, i in self.source:
+            for n in range(self.frames * self.items):
+                k, i = n // self.items, n % self.items
                 d = self.source[k, i] - self.target[k, i]
                 self.value[None] += self.weights[k] * d.dot(d)
         else:
             ti.loop_config(serialize=self._serial)
-            for k in self.source:
+            for k in range(self.frames):
                 d = self.source[k] - self.target[k]
                 self.value[None] += self.weights[k] * d.dot(d)
