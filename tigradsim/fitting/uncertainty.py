@@ -349,7 +349,7 @@ class FitReport:
         return "\n".join(lines)
 
 
-def _systematic_shifts(systematics, J, r, Ainv, names) -> dict:
+def _systematic_shifts(systematics, J, r, Ainv) -> dict:
     """{name: (p,) linearised shift of the estimate under each refined model} (`fit_report`)."""
     if not systematics:
         return {}
@@ -467,7 +467,7 @@ def fit_report(residuals: Callable[[], np.ndarray], params: Sequence, noise_floo
                          "(needs more clusters than parameters); the iid one is used")
     std = np.sqrt(np.maximum(var, 0.0))
     quantile = t95(n_clusters - 1) if std_robust is not None else Z95
-    shifts = _systematic_shifts(systematics, J, r, (V * inv) @ V.T, names)
+    shifts = _systematic_shifts(systematics, J, r, (V * inv) @ V.T)
     bias = np.sum([v for v in shifts.values()], axis=0) if shifts else np.zeros(p)
     for name, v in shifts.items():
         notes.append(f"{name}: the estimates would move by " + ", ".join(
