@@ -555,7 +555,7 @@ def _write_internal_vector(params, x):
 
 def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: int = 10, fd_step: float = 1e-4,
                   damping: float = 1e-3, log_every: int = 1, printer=print, history: Optional["History"] = None,
-                  rtol: float = 1e-14):
+                  rtol: float = 1e-14, stop_mse: float = 0.0):
     """Levenberg-Marquardt refinement of `params` minimising |residuals()|^2 / 2.
 
     `residuals()` runs the model at the parameters' current values and returns
@@ -569,7 +569,12 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
     (else the damping grows).  Records the cost (|r|^2 / 2) and parameter
     values in `history` every iteration (the cost as the mean squared residual
     |r|^2 / len(r), the scale of an MSE loss); returns the History.
+    stop_mse: stop once that mean squared residual is <= stop_mse (the fit is as
+    good as the data allow, e.g. round-off on synthetic targets; 0: only at an
+    exact zero).
     """
+    if not stop_mse >= 0:
+        raise ValueError(f"stop_mse: expected a mean squared residual >= 0, got {stop_mse!r}")
     params = _as_params(params)
     history = history or History()
     start = time.time()
@@ -583,6 +588,10 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
             printer(f"LM {it:4d}/{iters}  mse {2 * cost / max(r.size, 1):.6e}  damping {lam:.1e}  "
                     + "  ".join(_summary(p) for p in params))
         if it == iters or cost == 0.0:
+            break
+        if 2 * cost / max(r.size, 1) <= stop_mse:
+            if log_every:
+                printer(f"LM {it:4d}/{iters}  stopped: mse <= stop_mse {stop_mse:.1e}")
             break
         J = np.empty((r.size, x.size))
         for i in range(x.size):
