@@ -255,7 +255,10 @@ def run_experiment(name, trials, seed, budget, scene, fit, printer=print):
             problem.set(sc, guess)
             t0 = time.time()
             problem.gradient_fit(sc, tgt, fit)
-            results[method] = (problem.get(sc), len(sc.fit.history.loss), time.time() - t0)
+            # runs: one per History entry, plus the forward runs of a Levenberg-Marquardt stage (the
+            # contact fit's, when BFGS ends above stop_loss; its iterations are History entries too)
+            results[method] = (problem.get(sc), len(sc.fit.history.loss) + getattr(sc, "lm_rollouts", 0),
+                               time.time() - t0)
         runs = min(results["gradient, image"][1], budget) if budget else results["gradient, image"][1]
         params = problem.params(img)
 
