@@ -179,11 +179,19 @@ def test_z_up_scene_renders_the_same(clip, tmp_path, capsys):
         assert code == 0
         runs[up] = np.stack([iio.imread(os.path.join(summary["files"]["frames"], f))
                              for f in sorted(os.listdir(summary["files"]["frames"]))]).astype(int)
-    # The same silhouettes, but for a pixel here and there: the rotated box's quads are split
-    # along other diagonals, and SoftRas coverage dips (to ~0.75) along interior edges.
-    y, z = runs["y"] > 127, runs["z"] > 127
-    assert y.shape == z.shape and (y != z).sum(axis=(1, 2)).max() <= 2 and (y != z).sum() <= 0.005 * y.sum()
-    assert y.sum(axis=(1, 2)).min() > 20              # the box is in view in every frame
+    # The same silhouettes: the same area and centroid in every frame.  Not pixel for pixel:
+    # the rotated box's quads are split along the other diagonals, which changes the soft
+    # coverage near the corners where the triangles meet (measured: areas within 0.6 %,
+    # centroids within 0.04 px; a wrong axis mapping moves the box by pixels).
+    y, z = runs["y"] / 255.0, runs["z"] / 255.0
+    assert y.shape == z.shape and (y > 0.5).sum(axis=(1, 2)).min() > 20     # the box is in view in every frame
+    rows, cols = np.mgrid[0:y.shape[1], 0:y.shape[2]]
+
+    def centroid(a):
+        return np.stack([(a * rows).sum(axis=(1, 2)), (a * cols).sum(axis=(1, 2))], 1) / a.sum(axis=(1, 2))[:, None]
+
+    assert np.abs(y.sum(axis=(1, 2)) / z.sum(axis=(1, 2)) - 1.0).max() < 0.02
+    assert np.abs(centroid(y) - centroid(z)).max() < 0.1
     # and the same motion, to round-off (f64)
     from tigradsim.scenes.scene_build import Scene, load_scene_footage
     from tigradsim.scenes.scene_file import load_scene

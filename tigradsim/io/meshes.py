@@ -11,7 +11,7 @@ import numpy as np
 __all__ = [
     "tet_volumes", "validate_tets", "validate_triangles", "orient_tets", "tet_box", "tet_ball",
     "icosphere", "box_surface", "cylinder_surface", "cone_surface", "cloth_grid",
-    "boundary_faces", "surface_volume", "load_tetgen", "load_obj", "save_obj", "load_mesh", "save_mesh",
+    "boundary_faces", "unpaired_edge", "surface_volume", "load_tetgen", "load_obj", "save_obj", "load_mesh", "save_mesh",
     "tetrahedralize", "MeshFileError", "weld_vertices",
 ]
 
@@ -416,6 +416,18 @@ def boundary_faces(tets, vertices=None) -> np.ndarray:
         flip = np.einsum("ij,ij->i", n, x[opp] - x[faces[:, 0]]) > 0
         faces[flip] = faces[flip][:, ::-1]
     return _idx(faces, 3)
+
+
+def unpaired_edge(faces):
+    """The first undirected edge (i, j), i < j, of a triangle list that is not shared by
+    exactly two of its triangles, or None when every edge is: the triangles then form
+    closed 2-manifold surfaces (one or several), through which every ray that meets
+    them crosses at least twice.  faces: (F, 3) integer vertex indices."""
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
+    uniq, counts = np.unique(edges, axis=0, return_counts=True)
+    bad = np.nonzero(counts != 2)[0]
+    return None if bad.size == 0 else (int(uniq[bad[0], 0]), int(uniq[bad[0], 1]))
 
 
 def surface_volume(vertices, faces) -> float:

@@ -331,6 +331,7 @@ class Scene:
         """Silhouette renderer for mask supervision; an unlit colour renderer (RGBA), blended by
         coverage over the footage's plate, for "rgb" and "both"; frame k drawn at footage time k."""
         from ..io.footage import render_at_times
+        from ..io.meshes import unpaired_edge
         from ..renderers import SoftRasterizer, sigma_for_edge
 
         spec, fit = self.spec, self.spec.fit
@@ -351,6 +352,10 @@ class Scene:
             # (through the coverage) carries the geometry, the colour only separates it from
             # the plate
             kwargs.update(shading="color", vertex_colors=colors, blend="coverage")
+        # solids: count the front and back face of each silhouette edge once, not twice
+        # (SoftRasterizer's `closed`; on the box-drop clip, masks, the union's +5 % area
+        # had taken mu +4.6 % off, +0.7 % with it)
+        kwargs["closed"] = unpaired_edge(faces) is None
         ren = SoftRasterizer(self.camera, faces, nverts, **kwargs)
         if self.plate is not None:
             ren.set_background(self.plate)      # the renderer composites by coverage; the loss compares its RGB
