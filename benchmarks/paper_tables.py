@@ -163,7 +163,9 @@ def control_table(results):
         def both(res):
             if not res or "error" in res:
                 return cell(res, "position_error")
-            return f"{fmt(res['position_error'])} m (MSE {fmt(res.get('position_mse'))})"
+            mse = [row["position_mse"] for row in res.get("per_seed", []) if "position_mse" in row]
+            spread = f" ± {fmt(float(np.std(mse)))}" if len(mse) > 1 else ""    # std over seeds (targets)
+            return f"{fmt(res['position_error'])} m (MSE {fmt(res.get('position_mse'))}{spread})"
 
         rand = (f"{fmt(any_res.get('position_error_random'))} m (MSE {fmt(any_res.get('position_mse_random'))})"
                 if "position_error_random" in any_res else "—")
@@ -183,7 +185,7 @@ def table(results):
              "paper: image supervision.\n\n")
     text += "\n".join(sysid_table(results)) + "\n\n"
     text += ("## Control from pixels\n\nMean over seeds of the final centre-of-mass distance to the target's "
-             "(m), and the mean squared distance (the paper's metric).\n\n")
+             "(m), and the mean squared distance (the paper's metric) ± its standard deviation over seeds.\n\n")
     text += "\n".join(control_table(results)) + "\n\n"
     text += extra_sections()
     text += "## Runs\n\n"
