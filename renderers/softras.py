@@ -74,9 +74,13 @@ How a frame is rendered (all of it is ONE entry on a `ti.ad.Tape`, see
 4. Backward: `_accumulate.grad`, the reverse of a flat loop over the pairs that
    `+=` into per-pixel sums followed by a per-pixel loop forming the image (the
    structure Taichi differentiates correctly, DESIGN.md rule 4), then
-   `_prepare.grad`.  The op re-runs 1-3 for its frame first (restoring the
-   scratch buffers; skipped when its frame was the last one rendered, so the
-   buffers still hold it) and clears the scratch gradients.
+   `_prepare.grad`.  It needs the frame's pairs and per-pixel sums in the
+   scratch buffers: with `keep_frames` (the default below a memory budget) the
+   forward keeps a copy of each frame's pairs and sums, and the backward copies
+   them back (`_restore`) after re-running only `_prepare` (O(vertices));
+   otherwise it re-runs 1-3 for its frame.  Either is skipped when its frame was
+   the last one rendered (the buffers still hold it); the scratch gradients are
+   cleared either way.
 
 Reproducibility: when `tigradsim.core.runtime.deterministic()` is True (the CPU
 default) every loop that adds into shared locations in a thread-dependent
@@ -119,6 +123,10 @@ SOFTMAX_BG_WEIGHT_WARN = 1e-6
 RODRIGUES_SERIES_BELOW = 1e-4
 # zmax start value in coverage mode: the softmax over faces only (no background term)
 _NO_DEPTH = -1e30
+# keep_frames=None keeps every frame's pairs and per-pixel sums for the backward pass when
+# the per-pixel part (frames x H x W x kept floats) is at most this many bytes
+# (121 frames of 256 x 256 silhouettes in float64: 63 MB; in RGB: 317 MB, not kept)
+KEEP_FRAMES_MAX_BYTES = 256 * 2 ** 20
 
 
 def sigma_for_edge(edge_px: float, width: int, height: int) -> float:
@@ -221,6 +229,12 @@ class SoftRasterizer:
             reference, same cutoff test; for tests only).
         normals: Lambert shading with "flat" face normals, or "smooth":
             area-weighted vertex normals interpolated per pixel.
+        keep_frames: keep every frame's (pixel, face) pairs and per-pixel sums
+            for the backward pass instead of re-binning and re-compositing the
+            frame there (measured: the backward re-render was ~30 % of a
+            batched image fit).  Costs frames x H x W x (1 silhouette, 5 RGB)
+            floats plus frames x the largest pair count x 2 ints.  None (default):
+            keep when the per-pixel part is at most `KEEP_FRAMES_MAX_BYTES`.
 
     Differentiable fields (all `needs_grad`): `vertex_colors`, `face_colors`,
     `light_dir`, `light_color`, `ambient`, `background` (3,), `background_image`
@@ -235,7 +249,7 @@ class SoftRasterizer:
                  shading="silhouette", color_mode="vertex", vertex_colors=None, face_colors=None,
                  lights=None, ambient=(0.3, 0.3, 0.3), background=(0.0, 0.0, 0.0), cull_backfaces=False,
                  vertex_ids=None, vertex_offset=0, coverage_eps=1e-4, depth_eps=1e-3, tile_size=8,
-                 binning=True, normals="flat", blend=None, closed=False):
+                 binning=True, normals="flat", blend=None, keep_frames=None, closed=False):
         ensure_init()
         if not isinstance(camera, Camera):
             raise _err(TypeError, f"camera must be a tigradsim.renderers.Camera, got {type(camera).__name__}")
@@ -371,6 +385,24 @@ class SoftRasterizer:
         self.tile_count = ti.field(ti.i32, shape=self.tiles_x * self.tiles_y)
         self.counters = ti.field(ti.i32, shape=2)    # number of pairs, largest tile list
         self.image = ti.Vector.field(self.channels, fl, shape=(self.frames, H, W), needs_grad=True)
+        # what the backward pass needs of each frame (keep_frames): its per-pixel sums (and
+        # the softmax's zmax) here, its pairs in `kept_pairs` (allocated as pairs appear)
+        kept_floats = 1 if self.channels == 1 else 6
+        if keep_frames is None:
+            itemsize = np.dtype(np_float()).itemsize
+            keep_frames = self.frames * H * W * kept_floats * itemsize <= KEEP_FRAMES_MAX_BYTES
+        if not isinstance(keep_frames, (bool, np.bool_)):
+            raise _err(TypeError, f"keep_frames={keep_frames!r} must be True, False or None (automatic)")
+        self.keep_frames = bool(keep_frames)
+        S = self.frames if self.keep_frames else 1
+        Sc = S if self.channels != 1 else 1
+        self.kept_log = ti.field(fl, shape=(S, H, W))
+        self.kept_w = ti.field(fl, shape=(Sc, H, W))
+        self.kept_c = ti.Vector.field(3, fl, shape=(Sc, H, W))
+        self.kept_z = ti.field(fl, shape=(Sc, H, W))
+        self._kept_tree = None
+        self.kept_capacity = 0
+        self._kept_tokens = [None] * S      # the render (token) whose data each frame's slot holds
 
         npf = np_float()
         self.vertex_colors.from_numpy(_color_array("vertex_colors", vertex_colors, V, (1.0, 1.0, 1.0)).astype(npf))
@@ -393,8 +425,8 @@ class SoftRasterizer:
         self.num_pairs = 0
         self.regrows = 0
         self._scratch_token = None
-        # True: backward re-runs a frame even when the scratch still holds it
-        # (benchmarks and tests of the recompute path)
+        # True: backward re-runs a frame even when the scratch still holds it or it
+        # was kept (benchmarks and tests of the recompute path)
         self.always_recompute = False
         self._op = custom_op(self._forward, self._backward)
 
@@ -540,12 +572,28 @@ class SoftRasterizer:
         self._tile_tree = fb.finalize()
         self.tile_capacity = cap
 
+    def _alloc_kept(self, cap):
+        """Room for `cap` pairs per kept frame; the frames kept so far are dropped (their
+        backward passes re-render them)."""
+        if self._kept_tree is not None:
+            self._kept_tree.destroy()
+        fb = ti.FieldsBuilder()
+        self.kept_pairs = ti.Vector.field(2, ti.i32)
+        fb.dense(ti.ij, (self.frames, cap)).place(self.kept_pairs)
+        self._kept_tree = fb.finalize()
+        self.kept_capacity = cap
+        self._kept_tokens = [None] * self.frames
+
     def _alloc_pairs(self, cap):
         if self._pair_tree is not None:
             self._pair_tree.destroy()
         fb = ti.FieldsBuilder()
         self.pairs = ti.Vector.field(2, ti.i32)
         fb.dense(ti.i, cap).place(self.pairs)
+        # silhouettes: each pair's adjoint of its face's projected corners (x, y of a, b, c),
+        # written by threads into the pair's own row (`_silhouette_grad`)
+        self.pair_grad = ti.Vector.field(6, float)
+        fb.dense(ti.i, cap if self.channels == 1 else 1).place(self.pair_grad)
         self._pair_tree = fb.finalize()
         self.pair_capacity = cap
 
@@ -636,6 +684,47 @@ class SoftRasterizer:
         return inside, d2, bc, z
 
     @ti.func
+    def _tri_inside(self, a, b, c, px, py):
+        """`_face_geom`'s inside test (every w_k = e_k / area >= 0) read off the signs of
+        the edge functions e_k, without the divisions; a, b, c: the corners' NDC x, y."""
+        area = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        e0 = (c[0] - b[0]) * (py - b[1]) - (c[1] - b[1]) * (px - b[0])
+        e1 = (a[0] - c[0]) * (py - c[1]) - (a[1] - c[1]) * (px - c[0])
+        e2 = (b[0] - a[0]) * (py - a[1]) - (b[1] - a[1]) * (px - a[0])
+        return ti.select(area > 0.0, ti.min(e0, ti.min(e1, e2)) >= 0.0, ti.max(e0, ti.max(e1, e2)) <= 0.0)
+
+    @ti.func
+    def _tri_d2(self, a, b, c, px, py):
+        """`_face_geom`'s d^2 (the same arithmetic): squared NDC distance to the edges."""
+        return ti.min(self._seg_d2(px, py, a, b), ti.min(self._seg_d2(px, py, b, c), self._seg_d2(px, py, c, a)))
+
+    @ti.func
+    def _face_inside(self, f, px, py):
+        idx = self.faces[f]
+        return self._tri_inside(self.proj[idx[0]], self.proj[idx[1]], self.proj[idx[2]], px, py)
+
+    @ti.func
+    def _face_d2(self, f, px, py):
+        idx = self.faces[f]
+        return self._tri_d2(self.proj[idx[0]], self.proj[idx[1]], self.proj[idx[2]], px, py)
+
+    @ti.func
+    def _hit(self, f, px, py, r2):
+        """(does pair (pixel, f) pass the cutoff: inside or d^2 < r2, its depth logit z).
+        A silhouette needs no depth (z = 0) and d^2 only outside the face."""
+        hit = False
+        z = 0.0
+        if ti.static(self.channels == 1):
+            hit = self._face_inside(f, px, py)
+            if not hit:
+                hit = self._face_d2(f, px, py) < r2
+        else:
+            inside, d2, bc, zf = self._face_geom(f, px, py)
+            hit = inside or d2 < r2
+            z = zf
+        return hit, z
+
+    @ti.func
     def _face_ok(self, f):
         idx = self.faces[f]
         a = self.proj[idx[0]]
@@ -722,7 +811,7 @@ class SoftRasterizer:
 
     @ti.kernel
     def _bin(self, tile_faces: ti.template(), pix_mask: ti.template(), pairs: ti.template(), r2: float,
-             clear_grads: ti.template()):
+             sigma: float, clear_grads: ti.template()):
         TS = ti.static(self.tile_size)
         TX = ti.static(self.tiles_x)
         W = ti.static(self.width)
@@ -795,6 +884,7 @@ class SoftRasterizer:
                 n = ti.min(self.tile_count[t], cap)
             cnt = 0
             zm = self._z_init
+            slog = 0.0
             word = 0
             for k in range(n):
                 f = k
@@ -806,17 +896,29 @@ class SoftRasterizer:
                 else:
                     ok = self._face_ok(f)
                 if ok:
-                    inside, d2, bc, z = self._face_geom(f, px, py)
-                    if inside or d2 < r2:
-                        cnt += 1
-                        zm = ti.max(zm, z)
-                        word |= 1 << (k & 31)
+                    if ti.static(self.channels == 1):
+                        # silhouette: the pair's term of sum log(1 - D) right here (the
+                        # order of the pair list), so `_composite` has no pair loop
+                        inside = self._face_inside(f, px, py)
+                        d2 = self._face_d2(f, px, py)
+                        if inside or d2 < r2:
+                            cnt += 1
+                            word |= 1 << (k & 31)
+                            slog += self._log1m_sigmoid(ti.select(inside, d2, -d2) / sigma)
+                    else:
+                        hit, z = self._hit(f, px, py, r2)
+                        if hit:
+                            cnt += 1
+                            word |= 1 << (k & 31)
+                            zm = ti.max(zm, z)
                 if ti.static(self.binning):
                     if (k & 31) == 31 or k == n - 1:
                         pix_mask[i * W + j, k >> 5] = word
                         word = 0
             self.pix_count[i * W + j] = cnt
             self.zmax[i, j] = zm
+            if ti.static(self.channels == 1):
+                self.acc_log[i, j] = slog
         # 5. exclusive prefix sum of the counts: rows in parallel, then the row
         #    totals serially (H steps), then the offsets within each row
         for i in self.row_sum:
@@ -851,8 +953,8 @@ class SoftRasterizer:
                 px, py = self._pixel_ndc(i, j)
                 for f in range(self.num_faces):
                     if self._face_ok(f):
-                        inside, d2, bc, z = self._face_geom(f, px, py)
-                        if inside or d2 < r2:
+                        hit, z = self._hit(f, px, py, r2)
+                        if hit:
                             if off < pcap:
                                 pairs[off] = ti.Vector([i * W + j, f])
                             off += 1
@@ -888,11 +990,16 @@ class SoftRasterizer:
         return ti.exp((z - zmax) / gamma) / (1.0 + ti.exp(-x))
 
     @ti.kernel
-    def _composite(self, pairs: ti.template(), frame: ti.i32, sigma: float, gamma: float):
+    def _composite(self, pairs: ti.template(), kept_pairs: ti.template(), frame: ti.i32, n_pairs: ti.i32,
+                   sigma: float, gamma: float):
         """Forward: per pixel, its own pairs (contiguous, pixel-major) summed in list
         order, so the sums do not depend on threads.  Not differentiated (the inner
-        loop carries sums: DESIGN.md rule 4); `_accumulate` is its differentiable twin."""
+        loop carries sums: DESIGN.md rule 4); `_accumulate` is its differentiable twin.
+        With keep_frames the pairs and sums are also kept in slot `frame` (`_restore`)."""
         W = ti.static(self.width)
+        if ti.static(self.keep_frames):
+            for e in range(n_pairs):
+                kept_pairs[frame, e] = pairs[e]
         for p in range(self.width * self.height):
             i = p // W
             j = p % W
@@ -902,12 +1009,14 @@ class SoftRasterizer:
             slog = 0.0
             sw = 0.0
             sc = ti.Vector([0.0, 0.0, 0.0])
-            for e in range(off, off + self.pix_count[p]):
-                f = pairs[e][1]
-                inside, d2, bc, z = self._face_geom(f, px, py)
-                x = ti.select(inside, d2, -d2) / sigma
-                slog += self._log1m_sigmoid(x)
-                if ti.static(self.shading != "silhouette"):
+            if ti.static(self.shading == "silhouette"):
+                slog = self.acc_log[i, j]          # summed by `_bin`
+            else:
+                for e in range(off, off + self.pix_count[p]):
+                    f = pairs[e][1]
+                    inside, d2, bc, z = self._face_geom(f, px, py)
+                    x = ti.select(inside, d2, -d2) / sigma
+                    slog += self._log1m_sigmoid(x)
                     wgt = self._softmax_weight(x, z, zm, gamma)
                     sw += wgt
                     sc += wgt * self._shaded(f, bc)
@@ -915,6 +1024,12 @@ class SoftRasterizer:
             self.acc_w[i, j] = sw
             self.acc_c[i, j] = sc
             self.image[frame, i, j] = self._pixel_value(i, j, slog, sw, sc, gamma)
+            if ti.static(self.keep_frames):
+                self.kept_log[frame, i, j] = slog
+                if ti.static(self.channels != 1):
+                    self.kept_w[frame, i, j] = sw
+                    self.kept_c[frame, i, j] = sc
+                    self.kept_z[frame, i, j] = zm
 
     @ti.kernel
     def _accumulate(self, pairs: ti.template(), n_pairs: ti.i32, frame: ti.i32, sigma: float, gamma: float):
@@ -922,7 +1037,8 @@ class SoftRasterizer:
         `_composite` left in acc_*): a flat loop over the pairs that only `+=` into
         per-pixel sums, then the per-pixel image.  Serial when deterministic: the
         reverse pair loop adds vertex, colour and light adjoints, the reverse pixel
-        loop the background's, into shared locations."""
+        loop the background's, into shared locations.  Colour shadings only: silhouettes
+        have their own backward, `_silhouette_grad`."""
         W = ti.static(self.width)
         ti.loop_config(serialize=self._serial)
         for e in range(n_pairs):
@@ -946,10 +1062,88 @@ class SoftRasterizer:
             self.image[frame, i, j] = self._pixel_value(i, j, self.acc_log[i, j], self.acc_w[i, j],
                                                         self.acc_c[i, j], gamma)
 
+    @ti.func
+    def _seg_d2_grad(self, px, py, a, b, g):
+        """Adjoints (of a, of b; x and y) of `_seg_d2(px, py, a, b)` times g: the reverse of
+        its arithmetic step by step (as Taichi's autodiff would form it; the clamp of t passes
+        the adjoint only strictly inside (0, 1))."""
+        ex = b[0] - a[0]
+        ey = b[1] - a[1]
+        L = ex * ex + ey * ey + 1e-30
+        tr = ((px - a[0]) * ex + (py - a[1]) * ey) / L
+        t = ti.min(ti.max(tr, 0.0), 1.0)
+        dx = px - a[0] - t * ex
+        dy = py - a[1] - t * ey
+        gdx = 2.0 * dx * g
+        gdy = 2.0 * dy * g
+        gt = -(ex * gdx + ey * gdy)
+        gtr = ti.select((tr > 0.0) & (tr < 1.0), gt, 0.0)
+        gnum = gtr / L
+        gL = -gtr * tr / L
+        gex = -t * gdx + (px - a[0]) * gnum + 2.0 * ex * gL
+        gey = -t * gdy + (py - a[1]) * gnum + 2.0 * ey * gL
+        gax = -gdx - ex * gnum - gex
+        gay = -gdy - ey * gnum - gey
+        return ti.Vector([gax, gay]), ti.Vector([gex, gey])
+
+    @ti.kernel
+    def _silhouette_grad(self, pairs: ti.template(), pair_grad: ti.template(), n_pairs: ti.i32, frame: ti.i32,
+                         sigma: float):
+        """The backward pass of a silhouette frame, written out (its forward is `_bin`'s
+        sum S(p) = sum over pairs of log(1 - D) and A = 1 - exp(c S), c the coverage power
+        (1, or 1/2 when `closed`)): adds dL/d(NDC x, y) of every face corner into proj.grad.
+
+        1. per pixel: dL/dS = -c exp(c S) dL/dA (into acc_log.grad);
+        2. per pair, on threads: dL/dS dlog(1 - D)/dx dx/dd^2 dd^2/d(corners), with
+           dlog(1 - sigmoid(x))/dx = -sigmoid(x), x = +-d^2 / sigma and d^2 the nearest edge's
+           `_seg_d2`, into the pair's own row of pair_grad (no shared writes);
+        3. the rows added into the corners' proj.grad in pair order (serially when
+           deterministic: the same sums, bit for bit, on every run).
+        """
+        W = ti.static(self.width)
+        for i, j in self.acc_log:
+            c = ti.static(self._coverage_power)
+            self.acc_log.grad[i, j] = -c * ti.exp(c * self.acc_log[i, j]) * self.image.grad[frame, i, j][0]
+        for e in range(n_pairs):
+            pr = pairs[e]
+            i = pr[0] // W
+            j = pr[0] % W
+            idx = self.faces[pr[1]]
+            a = self.proj[idx[0]]
+            b = self.proj[idx[1]]
+            c = self.proj[idx[2]]
+            px, py = self._pixel_ndc(i, j)
+            inside = self._tri_inside(a, b, c, px, py)
+            dab = self._seg_d2(px, py, a, b)
+            dbc = self._seg_d2(px, py, b, c)
+            dca = self._seg_d2(px, py, c, a)
+            x = ti.select(inside, 1.0, -1.0) * ti.min(dab, ti.min(dbc, dca)) / sigma
+            q = ti.exp(-ti.abs(x))
+            sig = ti.select(x >= 0.0, 1.0 / (1.0 + q), q / (1.0 + q))      # sigmoid(x), stable
+            gd2 = -sig * ti.select(inside, 1.0, -1.0) / sigma * self.acc_log.grad[i, j]
+            out = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+            # the nearest edge takes the adjoint (ti.min's choice: the first operand on ties)
+            if dab <= ti.min(dbc, dca):
+                ga, ge = self._seg_d2_grad(px, py, a, b, gd2)
+                out = ti.Vector([ga[0], ga[1], ge[0], ge[1], 0.0, 0.0])
+            elif dbc <= dca:
+                gb, ge = self._seg_d2_grad(px, py, b, c, gd2)
+                out = ti.Vector([0.0, 0.0, gb[0], gb[1], ge[0], ge[1]])
+            else:
+                gc, ge = self._seg_d2_grad(px, py, c, a, gd2)
+                out = ti.Vector([ge[0], ge[1], 0.0, 0.0, gc[0], gc[1]])
+            pair_grad[e] = out
+        ti.loop_config(serialize=self._serial)
+        for e in range(n_pairs):
+            idx = self.faces[pairs[e][1]]
+            g = pair_grad[e]
+            for k in ti.static(range(3)):
+                self.proj.grad[idx[k]] += ti.Vector([g[2 * k], g[2 * k + 1], 0.0])
+
     # --------------------------------------------------------------- driver
-    def _run_bin(self, r2, clear_grads):
+    def _run_bin(self, r2, sigma, clear_grads):
         while True:
-            self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, clear_grads)
+            self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, sigma, clear_grads)
             n_pairs, max_tile = (int(x) for x in self.counters.to_numpy())
             if self.binning and max_tile > self.tile_capacity:
                 self._alloc_tiles(int(max_tile * 1.25) + 8)
@@ -964,6 +1158,21 @@ class SoftRasterizer:
 
     @ti.kernel
     def _clear_scratch_grads(self):
+        self._zero_scratch_grads()
+
+    @ti.kernel
+    def _restore(self, kept_pairs: ti.template(), pairs: ti.template(), frame: ti.i32, n_pairs: ti.i32):
+        """The scratch buffers as `_bin` + `_composite` left them for kept frame `frame`
+        (its pairs, per-pixel sums and zmax; what `_accumulate.grad` reads), and the
+        scratch gradients zeroed."""
+        for e in range(n_pairs):
+            pairs[e] = kept_pairs[frame, e]
+        for i, j in self.zmax:
+            self.acc_log[i, j] = self.kept_log[frame, i, j]
+            if ti.static(self.channels != 1):
+                self.acc_w[i, j] = self.kept_w[frame, i, j]
+                self.acc_c[i, j] = self.kept_c[frame, i, j]
+                self.zmax[i, j] = self.kept_z[frame, i, j]
         self._zero_scratch_grads()
 
     @ti.func
@@ -987,13 +1196,24 @@ class SoftRasterizer:
             self.cam_eff_t.grad[None] = ti.Vector([0.0, 0.0, 0.0])
             self.cam_eff_f.grad[None] = ti.Vector([0.0, 0.0])
 
+    def _composite_frame(self, frame, n, sigma, gamma, token):
+        """`_composite` of the binned pairs into `image[frame]`, kept for the backward pass
+        (keep_frames) under `token`."""
+        if self.keep_frames:
+            if n > self.kept_capacity or self._kept_tree is None:    # drops the frames kept so far
+                self._alloc_kept(int(n * 1.25) + 1024)
+            self._composite(self.pairs, self.kept_pairs, frame, n, sigma, gamma)
+            self._kept_tokens[frame] = token
+        else:
+            self._composite(self.pairs, self.pairs, frame, n, sigma, gamma)
+        self._scratch_token = token
+
     def _forward(self, verts, slot, frame, token):
         self._prepare(verts, slot)
-        n = self._run_bin(self._r2, False)
-        self._composite(self.pairs, frame, self._sigma, self._gamma)
+        n = self._run_bin(self._r2, self._sigma, False)
         # what backward needs to reproduce this frame (sigma may be changed later)
         token.update(n=n, sigma=self._sigma, gamma=self._gamma, r2=self._r2)
-        self._scratch_token = token
+        self._composite_frame(frame, n, self._sigma, self._gamma, token)
 
     def _backward(self, verts, slot, frame, token):
         n, sigma, gamma = token["n"], token["sigma"], token["gamma"]
@@ -1001,12 +1221,19 @@ class SoftRasterizer:
             # the scratch buffers still hold this frame (it was the last one
             # rendered): no recompute needed, only clear the scratch gradients
             self._clear_scratch_grads()
+        elif self.keep_frames and self._kept_tokens[frame] is token and not self.always_recompute:
+            # kept: only the projection is recomputed, pairs and sums are copied back
+            self._prepare(verts, slot)
+            self._restore(self.kept_pairs, self.pairs, frame, n)
+            self._scratch_token = token
         else:
             self._prepare(verts, slot)
-            n = self._run_bin(token["r2"], True)
-            self._composite(self.pairs, frame, sigma, gamma)
-            self._scratch_token = token
-        self._accumulate.grad(self.pairs, n, frame, sigma, gamma)
+            n = self._run_bin(token["r2"], sigma, True)
+            self._composite_frame(frame, n, sigma, gamma, token)
+        if self.channels == 1:
+            self._silhouette_grad(self.pairs, self.pair_grad, n, frame, sigma)
+        else:
+            self._accumulate.grad(self.pairs, n, frame, sigma, gamma)
         self._prepare.grad(verts, slot)
 
     def _check_verts_field(self, verts):
