@@ -158,20 +158,18 @@ def test_overlapping_faces_near_edges():
                        rtol=RTOL).assert_ok()
 
 
-def _alpha_grads(shading, **kw):
+def _alpha_grads(ren, X, target, always_recompute=False):
     """Loss on the alpha of three frames (slots 2, 1, 0 of the sphere scene, in one Tape);
     returns (images, dL/dX, dL/dcamera_delta, dL/dfocal_scale) as numpy."""
-    always = kw.pop("always_recompute", None)
-    ren, X, target = _sphere_scene(shading, frames=3, **kw)
     alpha = target[..., -1]
     loss = _loss()
     mse = SilhouetteMSE(ren.image, np.stack([alpha, alpha[::-1], alpha[:, ::-1]]))
-    if always is not None:
-        ren.always_recompute = always
+    ren.always_recompute = always_recompute
     with ti.ad.Tape(loss):
         for frame, slot in enumerate((2, 1, 0)):
             ren.render(X, slot, frame)
         mse(loss)
+    ren.always_recompute = False
     assert np.abs(X.grad.to_numpy()).max() > 0
     return ren.image.to_numpy(), X.grad.to_numpy(), ren.camera_delta.grad.to_numpy(), ren.focal_scale.grad[None]
 
@@ -181,8 +179,8 @@ def test_silhouette_backward_equals_autodiff_of_the_alpha_channel():
     the same coverage in the RGBA path (`_accumulate.grad`, shading="color"), w.r.t. vertices
     and camera: equal to round-off (wide sigma: most pixels near an edge; no culling, so
     clockwise back faces too)."""
-    img_s, gx_s, gc_s, gf_s = _alpha_grads("silhouette")
-    img_c, gx_c, gc_c, gf_c = _alpha_grads("color")
+    img_s, gx_s, gc_s, gf_s = _alpha_grads(*_sphere_scene("silhouette", frames=3))
+    img_c, gx_c, gc_c, gf_c = _alpha_grads(*_sphere_scene("color", frames=3))
     assert np.abs(img_s[..., 0] - img_c[..., 3]).max() < 1e-14
     assert 0.05 < img_s.mean() < 0.95
     for a, b in ((gx_s, gx_c), (gc_s, gc_c), (np.array([gf_s]), np.array([gf_c]))):
@@ -192,9 +190,13 @@ def test_silhouette_backward_equals_autodiff_of_the_alpha_channel():
 @pytest.mark.parametrize("shading", ["silhouette", "lambert"])
 def test_kept_frames_give_the_recomputed_gradient_bit_for_bit(shading):
     """keep_frames (pairs and sums of frames 0 and 1 kept for the backward pass) against
-    re-binning and re-compositing them in the backward pass: the same frames and gradients."""
-    kept = _alpha_grads(shading, keep_frames=True)
-    for other in (_alpha_grads(shading, keep_frames=False), _alpha_grads(shading, always_recompute=True)):
+    re-binning and re-compositing them in the backward pass (always_recompute, and a renderer
+    with keep_frames=False): the same frames and gradients."""
+    scene = _sphere_scene(shading, frames=3, keep_frames=True)
+    assert scene[0].keep_frames
+    kept = _alpha_grads(*scene)
+    for other in (_alpha_grads(*scene, always_recompute=True),
+                  _alpha_grads(*_sphere_scene(shading, frames=3, keep_frames=False))):
         for a, b in zip(kept, other):
             assert np.array_equal(a, b)
 
@@ -207,12 +209,12 @@ def test_kept_pairs_growing_drops_the_kept_frames_and_stays_right():
     cam = Camera(eye=(0.3, 0.2, 3.0), width=48, height=40)
     X = ti.Vector.field(3, float, shape=(2, len(v)), needs_grad=True)
     X.from_numpy(np.stack([0.1 * v, v]))                   # frame 0 small, frame 1 fills the view
-    ref = SoftRasterizer(cam, f, len(v), frames=2, sigma=3e-3, keep_frames=False)
-    target = np.stack([ref.render_numpy(0.12 * v)[..., 0], ref.render_numpy(0.9 * v)[..., 0]])
+    plain = SoftRasterizer(cam, f, len(v), frames=2, sigma=3e-3, keep_frames=False)
+    target = np.stack([plain.render_numpy(0.12 * v)[..., 0], plain.render_numpy(0.9 * v)[..., 0]])
     loss = _loss()
     grads = []
     for keep in (True, False):
-        ren = SoftRasterizer(cam, f, len(v), frames=2, sigma=3e-3, keep_frames=keep)
+        ren = SoftRasterizer(cam, f, len(v), frames=2, sigma=3e-3, keep_frames=True) if keep else plain
         assert ren.keep_frames is keep
         mse = SilhouetteMSE(ren.image, target)
         allocs = []
