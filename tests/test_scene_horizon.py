@@ -81,6 +81,7 @@ def test_silhouette_disagreement_is_the_mean_edge_displacement():
 
 
 def test_predictability_full_when_smooth_clamped_at_a_coarse_bounce(fine, coarse):
+    assert fine[0].renderer.closed        # a box: low-poly solid, single-halo silhouette edges
     smooth = fine[0].predictability()
     assert smooth.horizon == K, smooth.reason()
     assert smooth.error.max() < 0.5 and np.allclose(smooth.error, 2 * smooth.disagreement)
