@@ -1097,7 +1097,7 @@ class SoftRasterizer:
         sum S(p) = sum over pairs of log(1 - D) and A = 1 - exp(c S), c the coverage power
         (1, or 1/2 when `closed`)): adds dL/d(NDC x, y) of every face corner into proj.grad.
 
-        1. per pixel: dL/dS = -c exp(c S) dL/dA (into acc_log.grad);
+        1. per pixel: dL/dS = -c exp(c S) dL/dA (into acc_log.grad; dL/dA is then zeroed);
         2. per pair, on threads: dL/dS dlog(1 - D)/dx dx/dd^2 dd^2/d(corners), with
            dlog(1 - sigmoid(x))/dx = -sigmoid(x), x = +-d^2 / sigma and d^2 the nearest edge's
            `_seg_d2`, into the pair's own row of pair_grad (no shared writes);
@@ -1108,6 +1108,10 @@ class SoftRasterizer:
         for i, j in self.acc_log:
             c = ti.static(self._coverage_power)
             self.acc_log.grad[i, j] = -c * ti.exp(c * self.acc_log[i, j]) * self.image.grad[frame, i, j][0]
+            # consumed, as Taichi's reverse of the store `image[frame] = ...` does: a frame rendered
+            # again in the same Tape (a checkpoint segment's first step repeats the previous
+            # segment's last) passes its image gradient on once, not twice
+            self.image.grad[frame, i, j] = ti.Vector([0.0])
         for e in range(n_pairs):
             pr = pairs[e]
             i = pr[0] // W
