@@ -20,7 +20,8 @@ The last line is one JSON object: {"fits", "batched_s", "sequential_s", "speedup
 
 Measured on the shared 2-core machine (defaults, one run each, load 2-4 from other jobs):
   image, before the renderer changes below: sequential 104.4 s, batched 39.1 s: 2.67x
-  image, after: sequential 109.4 s, batched 33.0 s: 3.32x (another run at load 3-4: 3.01x)
+  image, after: sequential 104.7 s, batched 25.5 s: 4.10x at load 4-5 (its second repeat alone: 3.70x;
+         two runs of earlier stages of the changes: 3.01x, 3.32x): the ratio moves by +-0.5 with the load
   state (no renderer, unchanged by them): sequential 36.6 s, batched 3.3 s: 11.2x (recorded before: 9.5x)
 The renderer changes (renderers/softras.py): each frame's pairs and per-pixel sums are kept for the
 backward pass instead of re-binning and re-compositing the frame there (keep_frames); silhouettes sum
