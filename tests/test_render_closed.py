@@ -13,9 +13,9 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.io.meshes import (box_surface, boundary_faces, cloth_grid, crease_fraction, icosphere, tet_box,
-                                 unpaired_edge)
+from tigradsim.io.meshes import box_surface, boundary_faces, cloth_grid, icosphere, tet_box, unpaired_edge
 from tigradsim.renderers import Camera, SilhouetteMSE, SoftRasterizer, sigma_for_edge
+from tigradsim.scenes.scene_build import crease_fraction
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -6,14 +6,12 @@ positively oriented: det(x1 - x0, x2 - x0, x3 - x0) > 0.  Surface triangles
 are counter-clockwise seen from outside (normal (x1 - x0) x (x2 - x0) points out).
 The y axis is up.
 """
-import math
-
 import numpy as np
 
 __all__ = [
     "tet_volumes", "validate_tets", "validate_triangles", "orient_tets", "tet_box", "tet_ball",
     "icosphere", "box_surface", "cylinder_surface", "cone_surface", "cloth_grid",
-    "boundary_faces", "unpaired_edge", "crease_fraction", "surface_volume", "load_tetgen", "load_obj", "save_obj", "load_mesh", "save_mesh",
+    "boundary_faces", "unpaired_edge", "surface_volume", "load_tetgen", "load_obj", "save_obj", "load_mesh", "save_mesh",
     "tetrahedralize", "MeshFileError", "weld_vertices",
 ]
 
@@ -430,26 +428,6 @@ def unpaired_edge(faces):
     uniq, counts = np.unique(edges, axis=0, return_counts=True)
     bad = np.nonzero(counts != 2)[0]
     return None if bad.size == 0 else (int(uniq[bad[0], 0]), int(uniq[bad[0], 1]))
-
-
-def crease_fraction(vertices, faces, angle_deg: float = 30.0) -> float:
-    """The fraction of a surface's edges (shared by two triangles) at which the triangles'
-    normals turn by more than `angle_deg`: 2/3 for a box of 12 triangles (the 6 quad
-    diagonals are flat), near 0 for a finely tessellated or smooth surface (a subdivided
-    cube's grid, an icosphere).  0.0 when no edge is shared.  vertices: (N, 3); faces: (F, 3)."""
-    x = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    n = np.cross(x[f[:, 1]] - x[f[:, 0]], x[f[:, 2]] - x[f[:, 0]])
-    n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
-    edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
-    owner = np.tile(np.arange(len(f)), 3)
-    order = np.lexsort((edges[:, 1], edges[:, 0]))
-    e, o = edges[order], owner[order]
-    pair = np.nonzero(np.all(e[1:] == e[:-1], axis=1))[0]        # consecutive equal edges: two faces
-    if pair.size == 0:
-        return 0.0
-    cos = np.einsum("ij,ij->i", n[o[pair]], n[o[pair + 1]])
-    return float(np.mean(cos < math.cos(math.radians(angle_deg))))
 
 
 def surface_volume(vertices, faces) -> float:

@@ -336,7 +336,7 @@ class Scene:
         union stays there.  Measured at the true values, sigma "auto", 64 px: box-drop clip,
         area +5 % (union) -> -0.5 % (closed), fit mu +4.6 % -> +0.7 %; soft-cube clip (4x4x4
         tet box), +3 % (union) against -9 % (closed)."""
-        from ..io.meshes import crease_fraction, unpaired_edge
+        from ..io.meshes import unpaired_edge
 
         if unpaired_edge(faces) is not None:
             return False
@@ -610,6 +610,19 @@ class Scene:
         if count is not None and out.size != count:
             raise ValueError(f"residual_groups: {out.size} labels for {count} residuals")
         return out
+
+
+def crease_fraction(vertices, faces, angle_deg: float = 30.0) -> float:
+    """The fraction of a surface's edges (shared by two triangles) at which the triangles'
+    normals turn by more than `angle_deg`: 2/3 for a box of 12 triangles (the 6 quad
+    diagonals are flat), near 0 for a finely tessellated or smooth surface (a subdivided
+    cube's grid, an icosphere).  0.0 when no edge is shared.  vertices: (N, 3); faces: (F, 3)."""
+    from ..physics.cloth import dihedral_angles, interior_edges
+
+    quads = interior_edges(faces)
+    if len(quads) == 0:
+        return 0.0
+    return float(np.mean(np.abs(dihedral_angles(vertices, quads)) > math.radians(angle_deg)))
 
 
 def frame_blocks(frames: int, blocks: int) -> np.ndarray:
