@@ -39,7 +39,9 @@ def main(argv=None):
     f("--supervision", choices=("image", "state"), default="image")
     f("--init-mu", type=float, default=None, help="initial guess (default: truth x random factor)")
     f("--init-lam", type=float, default=None)
-    f("--init-scale", type=float, default=1.0, help="mass mode: initial guess = uniform lumped masses x this")
+    f("--init-scale", type=float, default=None,
+      help="mass mode: initial guess = uniform lumped masses x this (default: x a factor drawn per trial, "
+           "log-uniform in [1/2, 1/1.3] u [1.3, 2])")
     f("--blur", type=float, nargs="*", default=None, help="blur widths [px] of the pixel loss (BallFitSchedule)")
     f("--mass-truth", choices=("smooth", "white"), default="smooth", help="smooth or per-particle true factor")
     f("--mass-length", type=float, default=0.3, help="length of the smooth true mass factor [m]")

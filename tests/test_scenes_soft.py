@@ -39,6 +39,9 @@ def test_bad_scene_arguments_are_named(f64):
         soft.SoftBallFit("mass", supervision="video")
     with pytest.raises(ValueError, match="estimate: expected 'lame' or 'mass', got 'density'"):
         soft.BallFitSchedule().resolved("density")
+    with pytest.raises(ValueError, match="refine: only for estimate='lame'.* got refine=5"):
+        soft.BallFitSchedule(refine=5).resolved("mass")
+    assert soft.BallFitSchedule().resolved("mass").search == 9     # the masses' scale is searched first
     with pytest.raises(ValueError, match="scene: expected one of"):
         cloth_drape.drape("flagpole")
     with pytest.raises(ValueError, match="shading: expected one of"):
@@ -58,6 +61,13 @@ def test_mass_truth_is_a_smooth_factor_on_the_lumped_masses(f64):
     np.testing.assert_allclose(guess["mass"], 3.0 * sc.lumped)
     with pytest.raises(ValueError, match="mass_truth: expected 'smooth' or 'white', got 'pink'"):
         sc.draw_truth_and_guess(np.random.default_rng(0), mass_truth="pink")
+    # without init_scale the guess is the lumped masses times a factor drawn per trial
+    rng = np.random.default_rng(1)
+    factors = [sc.draw_truth_and_guess(rng)[1]["mass"] / sc.lumped for _ in range(40)]
+    scales = np.array([f[0] for f in factors])
+    assert all(np.allclose(f, f[0]) for f in factors)
+    assert np.all((scales >= 0.5 - 1e-12) & (scales <= 2.0 + 1e-12)) and np.all(np.abs(np.log(scales)) >= np.log(1.3))
+    assert (scales > 1).any() and (scales < 1).any() and len(np.unique(scales)) == 40
 
 
 def test_scalar_adam_steps_along_the_gradient(f64):

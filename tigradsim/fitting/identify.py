@@ -403,11 +403,7 @@ def _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters
         hist = optimize(forward, loss, cls(params, lr=lr), iters=iters, log_every=log_every, printer=printer,
                         stop=crit)
         reason = f"{cls.__name__}: {hist.stop_reason}"
-        # BFGS without a line search (and Adam) may end above their best iterate: go back to it
-        best = int(np.argmin(hist.loss))
-        if hist.loss[best] < hist.loss[-1]:
-            for p in params:
-                p.write(hist.params[p.name][best])
+        hist.restore_best(params)
         if hist.stop_reason.startswith("loss ") and stop is not None and stop.loss_tol is not None:
             return reason
     if residuals is not None and lm_iters > 0 and time.time() < deadline:

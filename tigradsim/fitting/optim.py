@@ -646,6 +646,26 @@ class History:
             self.params.setdefault(p.name, []).append(p.value().copy())
         self.seconds.append(seconds)
 
+    def restore_best(self, params, start=0) -> Optional[int]:
+        """Write into `params` the values they had at the lowest loss recorded from entry
+        `start` on, when that loss is below the last one (optimisers without a line
+        search, such as `BFGS` and `Adam`, may end above their best iterate).  Entries
+        are matched by position, so `start` must be where these params' records begin
+        (`len(history.loss)` before their phase).  Returns the index written, or None
+        (nothing recorded, or the last entry is the best)."""
+        if len(self.loss) <= start:
+            return None
+        best = start + int(np.argmin(self.loss[start:]))
+        if not self.loss[best] < self.loss[-1]:
+            return None
+        for p in params:
+            trace = self.params.get(p.name, [])
+            offset = len(trace) - (len(self.loss) - best)     # this param's record of entry `best`
+            if offset < 0:
+                raise ValueError(f"restore_best: {p.name!r} was not recorded at entry {best}")
+            p.write(trace[offset])
+        return best
+
 
 def _summary(p: Param) -> str:
     v = p.value()

@@ -189,10 +189,7 @@ class BounceBoxScene:
             # loss falls monotonically along the straight line to the truth, where it is 0; the Gauss-Newton
             # Hessian's condition number there is ~1e6).  BFGS with a trust radius and no line search
             # builds that curvature slowly from noisy pairs; Gauss-Newton takes it from the Jacobian.
-            if h.loss and h.loss[-1] > min(h.loss):     # BFGS steps are not monotone: start from its best
-                best = int(np.argmin(h.loss))
-                for prm in self.params:
-                    prm.write(h.params[prm.name][best])
+            h.restore_best(self.params)       # BFGS steps are not monotone: start from its best
             self.fit.set_target(target)
 
             def residuals():

@@ -93,9 +93,10 @@ class BallFitSchedule:
     mass_uniform: mass mode, BFGS iterations on one scale factor of all masses first
     (10; quick 6; not counted in iters).  mass_smoothing: smoothing length [m] of the
     per-particle log-mass steps (`SmoothedLogMass`; 0.25, 0 with white true masses).
-    search: lame, points per axis of the coarse log grid over (mu, lam) searched first
-    (9; 0: none; see the module docstring).  search_factor: the grid spans
-    [guess / f, guess * f] per axis (2: the truth within a factor 2 of the guess).
+    search: points per axis of the coarse log grid searched first, over (mu, lam)
+    (lame) or over one scale factor of all masses (mass) (9; 0: none; see the module
+    docstring).  search_factor: the grid spans [guess / f, guess * f] per axis (2: the
+    truth within a factor 2 of the guess).
     refine: lame, Levenberg-Marquardt iterations at each finite-difference step of
     `refine_fd` (up to 20 at 1e-2, then up to 20 at 1e-4 in log space; each stops early once
     no step lowers the loss; 0: none).  With a search, lame's
@@ -121,10 +122,10 @@ class BallFitSchedule:
             raise ValueError(f"estimate: expected 'lame' or 'mass', got {estimate!r}")
         s = dataclasses.replace(self)
         lame = estimate == "lame"
-        if not lame and (s.search or s.refine):
-            raise ValueError(f"search, refine: only for estimate='lame' (mu, lam), got search={s.search!r}, "
-                             f"refine={s.refine!r} with estimate='mass'")
-        s.search = (9 if lame else 0) if s.search is None else s.search
+        if not lame and s.refine:
+            raise ValueError(f"refine: only for estimate='lame' (mu, lam), got refine={s.refine!r} with "
+                             f"estimate='mass'")
+        s.search = 9 if s.search is None else s.search
         s.refine = (20 if lame else 0) if s.refine is None else s.refine
         if s.search != 0 and not (isinstance(s.search, (int, np.integer)) and s.search >= 2):
             raise ValueError(f"search: expected 0 or an integer >= 2 (grid points per axis), got {s.search!r}")
@@ -155,6 +156,11 @@ class BallFitSchedule:
         if s.mass_smoothing is None:
             s.mass_smoothing = 0.0 if mass_truth == "white" else 0.25
         return s
+
+
+def guess_factor(rng):
+    """A wrong guess's factor on the truth: log-uniform in [1/2, 1/1.3] u [1.3, 2] (drawn from `rng`)."""
+    return float(np.exp(rng.choice([-1.0, 1.0]) * rng.uniform(np.log(1.3), np.log(2.0))))
 
 
 def texture(count, seed=3):
@@ -233,7 +239,7 @@ class SoftBallFit:
         """Rollout at the current parameters: the video (K, H, W, C), or (state supervision) positions."""
         return self.fit.render() if self.recorder is None else self.fit.record_state()
 
-    def draw_truth_and_guess(self, rng, init_mu=None, init_lam=None, init_scale=1.0, mass_truth="smooth",
+    def draw_truth_and_guess(self, rng, init_mu=None, init_lam=None, init_scale=None, mass_truth="smooth",
                              mass_length=0.3):
         """(truth, guess) dicts for one trial, drawn from `rng`.
 
@@ -242,7 +248,8 @@ class SoftBallFit:
         factor in [1/2, 1/1.3] u [1.3, 2].  mass: truth = the lumped masses times
         a smooth random factor (white noise smoothed over `mass_length` [m], RMS 0.17 = that
         of U(0.7, 1.3), clipped to [0.5, 1.5]), or (`mass_truth="white"`) times U(0.7, 1.3)
-        per particle; guess = the lumped masses times `init_scale`."""
+        per particle; guess = the lumped masses times `init_scale`, or (None) times a factor
+        drawn as the lame guesses' (log-uniform in [1/2, 1/1.3] u [1.3, 2])."""
         if self.estimate == "lame":
             lo, hi = np.log(TRUE_RANGE[0]), np.log(TRUE_RANGE[1])
             truth = {name: float(np.exp(rng.uniform(lo, hi))) if value is None else float(value)
@@ -250,8 +257,8 @@ class SoftBallFit:
             given = {"mu": init_mu, "lam": init_lam}
             guess = {}
             for name in ("mu", "lam"):
-                factor = np.exp(rng.choice([-1.0, 1.0]) * rng.uniform(np.log(1.3), np.log(2.0)))
-                guess[name] = given[name] if given[name] is not None else truth[name] * float(factor)
+                factor = guess_factor(rng)          # drawn even when given: later trials' draws stay the same
+                guess[name] = given[name] if given[name] is not None else truth[name] * factor
             return truth, guess
         if mass_truth == "white":
             truth = {"mass": self.lumped * rng.uniform(0.7, 1.3, size=self.lumped.shape)}
@@ -263,7 +270,7 @@ class SoftBallFit:
             truth = {"mass": self.lumped * np.clip(1.0 + f, 0.5, 1.5)}
         else:
             raise ValueError(f"mass_truth: expected 'smooth' or 'white', got {mass_truth!r}")
-        return truth, {"mass": self.lumped * init_scale}
+        return truth, {"mass": self.lumped * (guess_factor(rng) if init_scale is None else init_scale)}
 
     def video_at(self, values):
         """The video (K, H, W, C) rendered at `values` (as for `set`); the current values are
@@ -274,7 +281,7 @@ class SoftBallFit:
         self.set(current)
         return video
 
-    def trials(self, count, rng, schedule, init_mu=None, init_lam=None, init_scale=1.0, mass_truth="smooth",
+    def trials(self, count, rng, schedule, init_mu=None, init_lam=None, init_scale=None, mass_truth="smooth",
                mass_length=0.3, resume_dir=None) -> Iterator["BallTrial"]:
         """The Table 3 experiment: `count` fits, each from a truth and guess drawn from `rng`
         (`draw_truth_and_guess`), with the resolved `schedule`; yields one `BallTrial` per
@@ -304,19 +311,25 @@ class SoftBallFit:
         s = schedule
         if s.blur and any(b > 0 for b in s.blur) and self.fit.supervision == "image":
             self.fit.set_image_loss(BlurredImageMSE(self.renderer.image, sigmas=s.blur))
-        self.fit.history = History()
-        if self.estimate == "lame" and s.search:
+        self.fit.history = history = History()
+        if s.search:
             self.search(target, s.search, s.search_factor)
         if self.estimate == "mass" and s.mass_uniform > 0:
             self.fit.params = [UniformLogMass(self.model.particle_mass)]
+            start = len(history.loss)
             self.fit.fit(target, iters=s.mass_uniform, optimizer=BFGS(self.fit.params, lr=0.3), log_every=5,
                          resume=checkpoint_path(resume_dir, f"{name}scale"))
+            # BFGS without a line search can climb the rough loss along the scale (seeds 3 and 4 of
+            # Table 3 went to 5-6x the masses while the loss rose tenfold): keep its best point
+            history.restore_best(self.fit.params, start)
         if self.estimate == "mass" and s.mass_smoothing > 0:
             self.fit.params = [SmoothedLogMass(self.model.particle_mass, self.rest, s.mass_smoothing)]
         else:
             self.fit.params = self.params
+        start = len(history.loss)
         history = adam_then_bfgs(self.fit, target, s.iters, s.polish, s.lr, s.polish_lr, lr_decay=s.lr_decay,
                                  resume_dir=resume_dir, name=name)
+        history.restore_best(self.fit.params, start)
         self.fit.params = self.params        # the physical values again (reports label them)
         if self.estimate == "lame":
             for fd_step in (s.refine_fd if s.refine else []):
@@ -324,31 +337,32 @@ class SoftBallFit:
         return history
 
     def search(self, target, points=9, factor=2.0):
-        """Coarse global search (lame): the rollout's mean squared residual against `target`
-        (`VideoFit.residuals`: pixels, or positions under state supervision) at every point
-        of a points x points grid of (mu, lam) = current x factor^(-1..1) (log-spaced,
-        clipped to the params' bounds), forward runs only; sets the best point and records
-        it in the fit's history.  Returns the best {"mu", "lam"} [Pa]."""
-        if self.estimate != "lame":
-            raise ValueError(f"search: only for estimate='lame', this scene fits {self.estimate!r}")
+        """Coarse global search, forward runs only: the fit's loss against `target` at
+        every point of a log grid spanning the current values x factor^(-1..1), clipped
+        to the params' bounds: points x points over (mu, lam) (lame), or `points` scale
+        factors of all masses, keeping their pattern (mass).  Sets the best point and
+        records it in the fit's history; returns it (as for `set`)."""
         t0 = time.time()
         centre = self.get()
         self.fit.set_target(target)
         axis = np.log(factor) * np.linspace(-1.0, 1.0, int(points))
+        if self.estimate == "lame":
+            grid = [{p.name: float(np.clip(centre[p.name] * np.exp(d), p.lower, p.upper))
+                     for p, d in zip(self.params, (a, b))} for a in axis for b in axis]
+        else:
+            p = self.params[0]
+            grid = [{"mass": np.clip(centre["mass"] * np.exp(a), p.lower, p.upper)} for a in axis]
         best_loss, best = np.inf, centre
-        for a in axis:
-            for b in axis:
-                values = {p.name: float(np.clip(centre[p.name] * np.exp(d), p.lower, p.upper))
-                          for p, d in zip(self.params, (a, b))}
-                self.set(values)
-                r = self.fit.residuals()
-                loss = float(np.mean(r * r))
-                if np.isfinite(loss) and loss < best_loss:
-                    best_loss, best = loss, values
+        for values in grid:
+            self.set(values)
+            loss = self.fit.loss_value()
+            if np.isfinite(loss) and loss < best_loss:
+                best_loss, best = loss, values
         self.set(best)
         self.fit.history.record(best_loss, self.params, time.time() - t0)
-        print(f"search: {len(axis) ** 2} points in {time.time() - t0:.1f} s, best mse {best_loss:.3e} at "
-              f"mu {best['mu']:.5g}, lam {best['lam']:.5g}")
+        where = (f"mu {best['mu']:.5g}, lam {best['lam']:.5g}" if self.estimate == "lame" else
+                 f"masses x {float(np.mean(best['mass'] / centre['mass'])):.4g}")
+        print(f"search: {len(grid)} points in {time.time() - t0:.1f} s, best loss {best_loss:.3e} at {where}")
         return best
 
     def _label(self, values, errors=None):
