@@ -33,13 +33,16 @@ def main(argv=None):
     f("--seed", type=int, default=0)
     f("--supervision", choices=("image", "state"), default="image")
     f("--shading", choices=("color", "silhouette"), default="color")
-    f("--throw", type=float, nargs=3, default=(1.0, 2.0, -0.5), help="true mean initial velocity [m/s]")
-    f("--spin", type=float, default=2.0, help="true spin about y [rad/s]")
+    f("--throw", type=float, nargs=3, default=None,
+      help="true mean initial velocity [m/s] (default: drawn per trial, uniform in cloth.THROW_RANGE, "
+           "0.5-1.5, 1.5-2.5, -1-0)")
+    f("--spin", type=float, default=None, help="true spin about y [rad/s] (default: drawn per trial, 1-3)")
     f("--noise", type=float, default=None, help="RMS of the true per-particle part [m/s] (0.3; --quick 0.2)")
     f("--noise-kind", choices=("smooth", "white"), default="smooth", help="smoothed or independent per particle")
     f("--noise-dirs", choices=("normal", "all"), default="normal", help="along the cloth's normal, or all directions")
     f("--noise-length", type=float, default=0.3, help="smoothing length of the per-particle part [m]")
-    f("--init-velocity", type=float, nargs=3, default=(0.0, 0.0, 0.0), help="initial guess for every particle [m/s]")
+    f("--init-velocity", type=float, nargs=3, default=None,
+      help="initial guess for every particle [m/s] (default: a throw drawn per trial as the truth's mean)")
     # the fit's schedule (tigradsim.scenes.cloth.ClothFitSchedule)
     f("--iters", type=int, default=None, help="default 120 (--quick: 55)")
     f("--lr", type=float, default=None, help="Adam step [m/s] (default 0.3)")

@@ -81,3 +81,21 @@ def test_scalar_adam_steps_along_the_gradient(f64):
     fld.grad.from_numpy(g)
     ScalarAdam([tgs.Param(fld, "p")], lr=0.1).step()
     np.testing.assert_allclose(fld.to_numpy(), [1.0, 2.0, 3.0] - 0.1 * g / np.sqrt(np.mean(g ** 2)), rtol=1e-6)
+
+
+def test_cloth_truth_and_guess_are_drawn_per_trial(f64):
+    """Table 3 cloth: the true throw (mean velocity, spin) and the guess are drawn from ranges."""
+    sc = cloth.ThrownClothFit(nx=4, ny=2, cell=0.2, res=8, duration=0.02, every=10, checkpoint=10)
+    rng = np.random.default_rng(2)
+    means = np.array([sc.true_velocity(rng, noise=0.0).mean(0) for _ in range(30)])
+    lo, hi = np.array(cloth.THROW_RANGE).T
+    assert np.all((means >= lo) & (means <= hi)), means      # the spin about the centre adds no mean
+    assert np.all(means.std(0) > 0.15 * (hi - lo))
+    fixed = sc.true_velocity(rng, throw=(1.0, 2.0, -0.5), spin=0.0, noise=0.0)
+    np.testing.assert_allclose(fixed, np.tile([1.0, 2.0, -0.5], (len(fixed), 1)))
+    schedule = cloth.ClothFitSchedule(iters=0)
+    guesses = [t.guess for t in sc.trials(2, np.random.default_rng(3), schedule)]
+    for g in guesses:
+        assert np.allclose(g, g[0]) and np.all((g[0] >= lo) & (g[0] <= hi))
+    assert not np.allclose(guesses[0], guesses[1])
+

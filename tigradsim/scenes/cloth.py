@@ -42,6 +42,15 @@ from .staging import ScalarAdam, adam_then_bfgs
 PAPER_REL_ERR = {"velocity": 0.026}    # gradSim Table 3
 
 QUICK_SCENE = dict(nx=10, ny=5, cell=0.2, res=32, duration=0.4, every=20, checkpoint=100)   # --quick
+# [m/s]: a throw's mean velocity (vx, vy, vz), each drawn uniform in its range (truths and guesses);
+# the centre is the fixed throw of earlier runs, (1, 2, -0.5)
+THROW_RANGE = ((0.5, 1.5), (1.5, 2.5), (-1.0, 0.0))
+SPIN_RANGE = (1.0, 3.0)       # [rad/s]: a true throw's spin about y, drawn uniform in it
+
+
+def draw_throw(rng):
+    """A mean velocity (3,) [m/s] drawn uniform in `THROW_RANGE` from `rng`."""
+    return np.array([rng.uniform(lo, hi) for lo, hi in THROW_RANGE])
 
 
 def _check_choice(name, value, allowed):
@@ -148,13 +157,16 @@ class ThrownClothFit:
                             state_source=self.recorder.values if self.recorder else None)
         self._losses = {}      # blur widths -> BlurredImageMSE (made once: it owns Taichi fields)
 
-    def true_velocity(self, rng, throw=(1.0, 2.0, -0.5), spin=2.0, noise=0.3, noise_kind="smooth",
+    def true_velocity(self, rng, throw=None, spin=None, noise=0.3, noise_kind="smooth",
                       noise_dirs="normal", noise_length=0.3):
-        """A throw (N, 3) [m/s]: `throw` + spin [rad/s] about y + a per-particle random part of
-        RMS `noise` [m/s]: white noise smoothed over `noise_length` [m] (`noise_kind="white"`:
-        independent per particle), along the cloth's normal (`noise_dirs="all"`: in all directions)."""
+        """A throw (N, 3) [m/s]: `throw` (3,) [m/s] + `spin` [rad/s] about y + a per-particle
+        random part of RMS `noise` [m/s]: white noise smoothed over `noise_length` [m]
+        (`noise_kind="white"`: independent per particle), along the cloth's normal
+        (`noise_dirs="all"`: in all directions).  throw / spin None: drawn from `rng`
+        (`draw_throw`, uniform in `SPIN_RANGE`)."""
         x = self.rest - self.rest.mean(0)
-        base = np.array(throw)
+        base = draw_throw(rng) if throw is None else np.array(throw, dtype=np.float64)
+        spin = rng.uniform(*SPIN_RANGE) if spin is None else spin
         spin = np.cross(np.array([0.0, spin, 0.0]), x)
         noise_v = rng.normal(0.0, noise, size=x.shape)
         if noise_kind == "smooth" and noise > 0:
@@ -181,18 +193,20 @@ class ThrownClothFit:
             self._losses[key] = BlurredImageMSE(self.renderer.image, sigmas=key)
         return self._losses.get(key)          # None: the plain pixel MSE
 
-    def trials(self, count, rng, schedule, init_velocity=(0.0, 0.0, 0.0), resume_dir=None,
+    def trials(self, count, rng, schedule, init_velocity=None, resume_dir=None,
                **truth) -> Iterator["ClothTrial"]:
         """The Table 3 experiment: `count` fits, each of a truth drawn from `rng`
-        (`true_velocity(rng, **truth)`) from the guess `init_velocity` [m/s] for every
-        particle, with `schedule`; yields one `ClothTrial` per fit, right after it.
+        (`true_velocity(rng, **truth)`) from the guess `init_velocity` (3,) [m/s] for every
+        particle (None: a throw drawn from `rng` after the truth, `draw_throw`), with
+        `schedule`; yields one `ClothTrial` per fit, right after it.
         resume_dir: resumable checkpoints `trial<k>_stage<j>_*.pkl` there."""
         for k in range(count):
             velocity = self.true_velocity(rng, **truth)
             affine, rigid = self.floors(velocity)
             print(f"trial {k}: error of the best affine field {affine:.5f}, of the best rigid one {rigid:.5f} "
                   "(floors of the coarse stage)")
-            guess = np.tile(np.array(init_velocity, dtype=np.float64), (len(velocity), 1))
+            mean = draw_throw(rng) if init_velocity is None else np.array(init_velocity, dtype=np.float64)
+            guess = np.tile(mean, (len(velocity), 1))
             self.velocity.write(velocity)
             target = self.target()
             self.velocity.write(guess)
