@@ -45,13 +45,16 @@ def main(argv=None):
     f("--blur", type=float, nargs="*", default=None, help="blur widths [px] of the pixel loss (BallFitSchedule)")
     f("--mass-truth", choices=("smooth", "white"), default="smooth", help="smooth or per-particle true factor")
     f("--mass-length", type=float, default=0.3, help="length of the smooth true mass factor [m]")
-    f("--mass-uniform", type=int, default=10, help="mass mode: BFGS steps on one mass scale first")
+    f("--mass-uniform", type=int, default=None,
+      help="mass mode: BFGS steps on one mass scale after the search (0 with --refine; else 10)")
+    f("--mass-degree", type=int, default=2, help="mass mode: degree of the polynomial log-mass fitted by --refine")
     f("--mass-smoothing", type=float, default=None, help="smoothing length [m] of the log-mass steps (0.25)")
     f("--lr", type=float, default=None, help="Adam step in log space (0.05 lame, 0.03 mass)")
     f("--lr-decay", type=float, default=None, help="lr factor per iteration (0.98; --quick 0.93)")
     f("--search", type=int, default=None, help="lame: grid points per axis of the coarse search first (9; 0: none)")
     f("--search-factor", type=float, default=2.0, help="the search grid spans guess / this .. guess x this")
-    f("--refine", type=int, default=None, help="lame: Levenberg-Marquardt iterations per FD step (20; 0: none)")
+    f("--refine", type=int, default=None,
+      help="Levenberg-Marquardt iterations per FD step (lame 20 on mu, lam; mass 8 on a polynomial log-mass; 0: none)")
     for name, default, what in (("true-mu", None, "neo-Hookean mu [Pa] of the target (default: drawn per trial, "
                                  "log-uniform in soft.TRUE_RANGE, 500-2000)"),
                                 ("true-lam", None, "its lam [Pa] (default: drawn)"),
@@ -79,7 +82,7 @@ def main(argv=None):
         vars(args).update(soft.QUICK_SCENE, trials=min(args.trials, 1))
     sched = soft.BallFitSchedule(args.iters, args.polish, args.polish_lr, args.lr, args.lr_decay, args.blur, args.mass_uniform,
                                  args.mass_smoothing, args.search, args.search_factor,
-                                 args.refine).resolved(args.estimate, args.quick, args.full, args.mass_truth)
+                                 args.refine, mass_degree=args.mass_degree).resolved(args.estimate, args.quick, args.full, args.mass_truth)
     args.out = args.out or f"out/sysid_fem_{args.estimate}"
 
     start = time.time()

@@ -459,6 +459,16 @@ class BlurredImageMSE(ImageMSE):
             if lvl["sigma"] > 0:
                 lvl["target"].from_numpy(np.moveaxis(gaussian_blur(t, lvl["sigma"]), -1, 0).astype(np_float()))
 
+    def level_residuals(self) -> np.ndarray:
+        """The residuals of every blur level, (levels, K, H, W, C) numpy: sqrt(weight) x
+        (G_s * compared values - G_s * target), so their mean square times the number of
+        levels is this loss (least squares on the loss itself: `VideoFit.refine(levels=True)`).
+        `residuals()` stays the plain compared-minus-target values."""
+        K = self.count
+        diff = np.moveaxis(self.compared() - self.target.to_numpy().astype(np.float64)[:K], 0, -1)  # (H, W, C, K)
+        out = [gaussian_blur(diff, lvl["sigma"]) for lvl in self.levels]     # the blur is linear
+        return np.sqrt(self.weight) * np.moveaxis(np.stack(out), -1, 1)
+
     def __call__(self, loss):
         K = self.count
         scale = self.weight / float(np.prod(self.shape) * len(self.channels))

@@ -93,7 +93,13 @@ def test_frames_after_construction_and_composited_colour(f64):
         expect = 0.5 * sum(np.mean([(gaussian_blur(comp[k], s) - gaussian_blur(target[k], s)) ** 2
                                     for k in range(len(fid))]) for s in sigmas)
         assert loss[None] == pytest.approx(expect, rel=1e-12)
+        # the residuals of every blur level (for least squares): their mean square x levels is the loss
         np.testing.assert_allclose(lossobj.residuals(), comp - target, atol=1e-14)
+        res = lossobj.level_residuals()
+        assert res.shape == (len(sigmas), len(fid), 6, 5, 3)
+        np.testing.assert_allclose(res[0], np.sqrt(0.5) * (comp - target), atol=1e-14)
+        np.testing.assert_allclose(res[1, 0], np.sqrt(0.5) * gaussian_blur(comp[0] - target[0], sigmas[1]), atol=1e-14)
+        assert np.mean(res ** 2) * len(sigmas) == pytest.approx(loss[None], rel=1e-12)
     tgs.check_gradient(lambda: lossobj(loss), loss, [img], n_dirs=3, rtol=RTOL).assert_ok()
     mse = ImageMSE(img, rng.random((2, 6, 5, 3)), frames=[2, 0], background=plate)
     tgs.check_gradient(lambda: mse(loss), loss, [img], n_dirs=3, rtol=RTOL).assert_ok()

@@ -13,11 +13,14 @@ def test_ball_schedule_defaults_per_mode():
     assert (lame.search, lame.refine, lame.refine_fd, lame.iters, lame.polish) == (9, 20, [1e-2, 1e-4], 0, 0)
     gradient = soft.BallFitSchedule(search=0).resolved("lame")
     assert (gradient.iters, gradient.polish, gradient.lr, gradient.lr_decay, gradient.blur) == (60, 30, 0.05, 0.98, [])
-    mass = soft.BallFitSchedule().resolved("mass")
-    assert (mass.iters, mass.polish, mass.lr, mass.blur, mass.mass_smoothing) == (160, 100, 0.03, [0.0, 2.0, 4.0], 0.25)
+    mass = soft.BallFitSchedule().resolved("mass")      # search, polynomial LM, then BFGS on every mass
+    assert (mass.iters, mass.polish, mass.lr, mass.blur, mass.mass_smoothing) == (100, 100, 0.03, [0.0, 2.0, 4.0], 0.25)
+    gradient = soft.BallFitSchedule(refine=0).resolved("mass")
+    assert (gradient.iters, gradient.polish, gradient.mass_uniform) == (160, 100, 10)
     quick = soft.BallFitSchedule().resolved("mass", quick=True, mass_truth="white")
-    assert (quick.iters, quick.polish, quick.lr, quick.lr_decay, quick.mass_uniform, quick.blur,
-            quick.mass_smoothing) == (40, 20, 0.05, 0.93, 6, [0.0, 1.0, 2.0], 0.0)
+    assert (quick.iters, quick.polish, quick.lr, quick.lr_decay, quick.mass_uniform, quick.refine, quick.blur,
+            quick.mass_smoothing) == (40, 40, 0.05, 0.93, 0, 4, [0.0, 1.0, 2.0], 0.0)
+    assert soft.BallFitSchedule(refine=0).resolved("mass", quick=True).mass_uniform == 6
     assert soft.BallFitSchedule(search=0).resolved("lame", full=True).iters == 200
     assert soft.BallFitSchedule().resolved("lame", full=True).iters == 0
     given = soft.BallFitSchedule(iters=12, polish=50).resolved("lame")
@@ -39,8 +42,6 @@ def test_bad_scene_arguments_are_named(f64):
         soft.SoftBallFit("mass", supervision="video")
     with pytest.raises(ValueError, match="estimate: expected 'lame' or 'mass', got 'density'"):
         soft.BallFitSchedule().resolved("density")
-    with pytest.raises(ValueError, match="refine: only for estimate='lame'.* got refine=5"):
-        soft.BallFitSchedule(refine=5).resolved("mass")
     assert soft.BallFitSchedule().resolved("mass").search == 9     # the masses' scale is searched first
     with pytest.raises(ValueError, match="scene: expected one of"):
         cloth_drape.drape("flagpole")

@@ -226,14 +226,18 @@ class VideoFit:
             self.save_state(resume)
         return self.history
 
-    def residuals(self) -> np.ndarray:
+    def residuals(self, levels=False) -> np.ndarray:
         """Run the rollout at the current parameters; rendered (or recorded) minus
-        target values, flattened (call `set_target` or `fit` first)."""
+        target values, flattened (call `set_target` or `fit` first).  levels: with a
+        multi-scale image loss (`BlurredImageMSE`), the residuals of every blur level,
+        whose squares sum to the loss, rather than the plain pixel residuals."""
         self.sim.run()
         if self.supervision == "image":
             if self._image_loss is None:
                 raise RuntimeError("residuals: no target yet (call set_target)")
             tl = self._image_loss
+            if levels and hasattr(tl, "level_residuals"):
+                return tl.level_residuals().ravel()
             if hasattr(tl, "residuals"):
                 return tl.residuals().ravel()
             image = self.renderer.image.to_numpy()
@@ -244,13 +248,14 @@ class VideoFit:
             raise RuntimeError("residuals: no target yet (call set_target)")
         return (self.state_source.to_numpy() - self._state_loss.target.to_numpy()).ravel()
 
-    def refine(self, target, iters=10, fd_step=1e-4, damping=1e-3, log_every=1, printer=print, frames=None):
+    def refine(self, target, iters=10, fd_step=1e-4, damping=1e-3, log_every=1, printer=print, frames=None,
+               levels=False):
         """Polish the fit with Levenberg-Marquardt on the residuals (`tgs.least_squares`:
         finite-difference Jacobian, 2 n + 1 rollouts per iteration for n parameter
-        values); appends to `self.history` and returns it."""
+        values; `levels`: as for `residuals`); appends to `self.history` and returns it."""
         self.set_target(target, frames=frames)
-        self.history = least_squares(self.residuals, self.params, iters=iters, fd_step=fd_step, damping=damping,
-                                     log_every=log_every, printer=printer, history=self.history)
+        self.history = least_squares(lambda: self.residuals(levels), self.params, iters=iters, fd_step=fd_step,
+                                     damping=damping, log_every=log_every, printer=printer, history=self.history)
         return self.history
 
     # -- resume ----------------------------------------------------------------

@@ -6,6 +6,7 @@ modes it cannot see with noise.  These `Param`s map a few numbers, or smoothed s
 onto a whole field:
 
 - `UniformLogMass`: all masses times one factor (1 number);
+- `PolynomialLogMass`: log-masses as a low-degree polynomial of the rest position (10 numbers);
 - `SmoothedLogMass`: every particle's log-mass, with steps smoothed over the rest shape;
 - `RigidVelocity` / `AffineVelocity`: a rigid throw (6 numbers) / an affine field (12);
 - `SmoothedVelocity`: every particle's velocity, with smoothed steps.
@@ -13,6 +14,8 @@ onto a whole field:
 Each one's hand-written `internal_grad` (the chain rule of the per-particle gradient) is
 checked against finite differences in tests/test_sysid_fem.py and tests/test_sysid_cloth.py.
 """
+import itertools
+
 import numpy as np
 
 from ..fitting.optim import BasisParam, Param, smoothing_matrix
@@ -37,6 +40,27 @@ class UniformLogMass(BasisParam):
 
     def __init__(self, field, name="mass_scale"):
         super().__init__(field, np.ones((field.shape[0], 1)), name, multiplicative=True, lower=1e-6, upper=10.0)
+
+
+def polynomial_basis(rest, degree):
+    """The monomials of degree 0..`degree` in the centred rest positions `rest` (N, 3) [m],
+    scaled by their largest distance from the centre so that every column is O(1):
+    (N, C(degree + 3, 3)) (1, 4, 10, 20 columns for degree 0..3)."""
+    x = np.asarray(rest, dtype=np.float64)
+    x = x - x.mean(0)
+    x = x / max(float(np.max(np.linalg.norm(x, axis=1))), 1e-12)
+    cols = [np.prod(x[:, list(c)], axis=1) for d in range(int(degree) + 1)
+            for c in itertools.combinations_with_replacement(range(3), d)]
+    return np.stack(cols, 1)
+
+
+class PolynomialLogMass(BasisParam):
+    """Middle stage: masses m = m0 exp(P z), P the monomials of degree <= `degree` in the rest
+    positions `rest` (N, 3) [m] (`polynomial_basis`; 10 numbers at degree 2): a smooth density
+    described by few enough numbers for Levenberg-Marquardt with a finite-difference Jacobian."""
+
+    def __init__(self, field, rest, degree=2, name="mass_poly"):
+        super().__init__(field, polynomial_basis(rest, degree), name, multiplicative=True, lower=1e-6, upper=10.0)
 
 
 class AffineVelocity(Param):
