@@ -32,7 +32,7 @@ def test_quick_mass_reduces_error_tenfold(tmp_path, capsys):
     a guess 3x too heavy (error 1.67, beyond the search grid's factor 2: the grid is
     re-centred once): the search over one mass scale, Levenberg-Marquardt on a
     polynomial log-mass, then every particle's mass with smoothed steps on a blurred
-    pixel loss; measured 0.018 (93x; 0.044 before the polynomial stage)."""
+    pixel loss; measured 0.017 (98x; 0.044 before the polynomial stage)."""
     sysid_fem.main(["--estimate", "mass", "--quick", "--init-scale", "3", "--headless", "--out", str(tmp_path)])
     result = last_json(capsys)
     assert result["rel_err"]["mass"] * 10 <= result["rel_err_initial"]["mass"], result

@@ -39,18 +39,25 @@ paper's 2 s clip (`duration=2`, 121 frames, checkpoint_every 128): 4.9 s per ite
 310 MB; 50 Adam + 30 BFGS gave 0.0066, 0.0025 (455 s; the last BFGS steps jitter at loss
 ~2e-5: more bounces, a rougher loss).
 Per-particle masses: the default truth is a ball of uneven density (lumped masses times a
-smooth factor); the fit scales all masses first, then fits every log-mass with smoothed
-steps (`SmoothedLogMass`) on a multi-scale pixel loss (the silhouette MSE grows like |error|
-and stalls Adam).  Error: mean over particles of |m_est - m_true| / m_true.  Quick settings
-(160 tets, 32 px, 0.5 s) from a guess 3x too heavy: 1.67 -> 0.044 in 6 + 40 iterations
-(75 s); from the uniform lumped guess 0.114 -> 0.034, with 3D state supervision 0.013.
-Defaults (640 tets, 64 px, 1 s, 10 + 60 Adam + 100 BFGS): 0.144 -> 0.032 (total mass 2e-4;
-paper 0.048, but its metric was an MSE of masses around a uniform truth), 611 s on busy
-cores.  The result depends on the Adam / BFGS split (60 + 40: 0.053-0.055; 40 + 60 at trust
-radius 0.1: 0.096; 50 + 50: 0.088): BFGS on 205 log-masses without a line search is
-erratic, so 0.032 is one seed's number.  Independent per-particle masses
-(`mass_truth="white"`) are not identifiable from silhouettes (interior particles barely
-change the outline): 0.161 -> about 0.14.
+smooth factor), the guess the lumped masses times a factor drawn in [1/2, 1/1.3] u [1.3, 2].
+The fit (`BallFitSchedule` defaults for "mass"): a 1-D search over one scale of all masses
+(9 points spanning a factor 2 either way, re-centred while the best is on the edge), then
+Levenberg-Marquardt on a degree-2 polynomial log-mass of the rest position
+(`PolynomialLogMass`, 10 numbers; finite-difference steps 1e-2 then 1e-4 in log space, 8
+iterations each) on the residuals of the multi-scale pixel loss, then 100 BFGS steps on
+every log-mass with smoothed steps (`SmoothedLogMass`), each gradient stage ending at its
+best point.  Why: along the mass scale the loss is rough at small scales (the Tape
+gradient matches central differences at h = 1e-6, but at h = 1e-3 the trend has the
+opposite sign), so 10 BFGS steps on the scale climbed to 5-6x the masses on seeds 3 and 4
+(errors 0.81, 0.62); Adam on every mass after the polynomial fit raised the loss 3-16x.
+Error: mean over particles of |m_est - m_true| / m_true.  Measured on seeds 3 and 4 (1 s
+clip, 64 px, drawn guesses 0.34 and 0.36 off): search 0.099 -> polynomial 0.060 -> BFGS
+0.051 (seed 4), 0.026 (seed 3); the best degree-2 polynomial is 0.023-0.043 off over seeds
+0-7 (degree 3: 0.007-0.024, but its 20 numbers stall LM at the 1e-4 step: 0.096 on seed 4).
+Quick settings (160 tets, 32 px, 0.5 s) from a guess 3x too heavy: 1.67 -> 0.017 (0.044
+with the scale BFGS and Adam).  Independent per-particle masses (`mass_truth="white"`) are
+not identifiable from silhouettes (interior particles barely change the outline): 0.161 ->
+about 0.14 (measured with the earlier schedule).
 """
 import dataclasses
 import time
