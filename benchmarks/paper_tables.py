@@ -267,6 +267,7 @@ def dry_run_task(task, quick, extra, timeout):
     cmd = ([f"demos/{spec.get('script', task['name'])}.py", flag, values[task["supervision"]]]
            + list(spec.get("flags", [])) + (["--quick"] if quick else []) + list(extra) + list(task["flags"]))
     return {"command": " ".join(cmd), "pid": os.getpid(), "seconds": 0.0,
+            "taichi_threads": os.environ.get("TI_CPU_MAX_NUM_THREADS"),
             **{k: task[k] for k in ("name", "supervision", "seed", "trial")}}
 
 
@@ -344,6 +345,11 @@ def sweep(tasks, quick=False, extra=(), timeout=1800, ray_address=None, use_ray=
     if started_here:
         env = {"env_vars": {"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "benchmarks"), ROOT]
                                                           + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}}
+        if ray_address is None and "TI_CPU_MAX_NUM_THREADS" not in os.environ:
+            # each demo's Taichi would start one thread per core: `workers` of them would oversubscribe
+            # the cores, so each gets its share (Taichi reads ti.init's options from TI_* variables)
+            cores = os.cpu_count() or 1
+            env["env_vars"]["TI_CPU_MAX_NUM_THREADS"] = str(max(1, cores // min(cores, workers or cores)))
         if ray_address is None:
             # Ray starts its workers at nice 15: on a machine others load, the demos they run would wait
             # behind every other process

@@ -83,6 +83,10 @@ def test_sweep_on_local_ray(tmp_path):
     key = lambda r: (r["supervision"], r["seed"], r["trial"])   # noqa: E731
     assert sorted(map(key, done)) == sorted(map(key, tasks))
     assert {r["pid"] for r in done}.isdisjoint({os.getpid()})   # run by Ray workers, not this process
+    # each of the 2 workers' demos gets its share of the cores (unless the user set TI_CPU_MAX_NUM_THREADS)
+    if "TI_CPU_MAX_NUM_THREADS" not in os.environ:
+        share = str(max(1, (os.cpu_count() or 1) // min(os.cpu_count() or 1, 2)))
+        assert {r["taichi_threads"] for r in done} == {share}
     progress = [ln for ln in lines if ln.startswith("[")]
     assert len(progress) == 8 and progress[-1].startswith("[8/8")
     for r in done:
