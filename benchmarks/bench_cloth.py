@@ -18,6 +18,11 @@ against one launch per step ("stepwise") and parallel scatter ("parallel") in
 one process, alternating, so that load on the machine hits all alike.
 
     python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3] [--compare]
+    python benchmarks/bench_cloth.py --threads-compare [--sizes 64] [--rounds 5] [--paths colour]
+
+--threads-compare: the serial path on 1 and 2 threads against element loops on both cores
+(--paths: "colour", "gather") on 2 and 1 threads, alternating in one process, best of --rounds
+(see benchmarks/bench_fem.py `threads_compare`); one JSON line per size.
 """
 import argparse
 import json
@@ -40,8 +45,8 @@ def build(n):
 class Case:
     """One cloth scene, compiled, with its timings (best of the repeats)."""
 
-    def __init__(self, n, steps, mode):
-        scatter = "parallel" if mode == "parallel" else "auto"
+    def __init__(self, n, steps, mode, scatter=None):
+        scatter = scatter or ("parallel" if mode == "parallel" else "auto")
         tgs.runtime.set_scatter(scatter)
         self.mode = mode
         self.model = model = build(n)
@@ -109,7 +114,25 @@ def main(argv=None):
     p.add_argument("--arch", default="cpu")
     p.add_argument("--compare", action="store_true",
                    help="also time one launch per step and parallel scatter (ratios to the default)")
+    p.add_argument("--threads-compare", action="store_true",
+                   help="serial vs --paths on 1 and 2 threads, alternating in one process")
+    p.add_argument("--paths", default="colour", help="paths for --threads-compare, comma-separated")
+    p.add_argument("--rounds", type=int, default=5, help="rounds for --threads-compare (best of)")
     args = p.parse_args(argv)
+    if args.threads_compare:
+        from bench_fem import threads_compare
+        for n in args.sizes:
+            def timer(tgs_, n=n):
+                case = Case(n, args.steps, "default", scatter=tgs_.runtime.scatter_mode())
+
+                def once():
+                    case.fwd, case.bwd = [], []
+                    case.time_once()
+                    return case.fwd[0] / args.steps, case.bwd[0] / args.steps
+                return once
+            print(json.dumps(threads_compare(timer, "f32", args.paths.split(","), args.rounds, label=f"cloth{n}")),
+                  flush=True)
+        return
     tgs.init(arch=args.arch, precision="f32")
     results = [r for n in args.sizes for r in bench(n, args.steps, args.repeat, args.compare)]
     print(json.dumps({"benchmark": "cloth", "arch": args.arch, "precision": "f32", "results": results}))

@@ -2,6 +2,8 @@
 and forward+backward, tet-steps per second and peak memory, per scene.
 
     python benchmarks/bench_fem.py [--arch cpu] [--precision f32] [--scenes ball,box16,box32] [--scatter auto]
+                                   [--threads N]
+    python benchmarks/bench_fem.py --threads-compare [--scenes box32] [--rounds 5] [--paths colour]
 
 Scenes: the paper's ball (tet_ball, ~430-640 tets, 3840 steps at 1/1920 s,
 checkpointed every 64 steps), tet_box grids of 16x8x8 cells (5,120 tets) and
@@ -12,9 +14,18 @@ No ratios against figures from another run: compare with Warp side by side in on
 run with benchmarks/vs_warp.py (same grids, dt, steps and laws).  The ball's one
 reference figure (gradSim's dflex, which cannot be installed here) is printed as
 recorded, with its date, and never divided into.
+
+--threads-compare times, in ONE process and alternating round by round (so that load on the
+machine hits all alike), the serial path on 1 and 2 threads and each of --paths (element loops on
+both cores: "colour", "gather") on 2 and 1 threads, best of --rounds, with the load average.  Each
+configuration needs its own `tgs.init`, so every round rebuilds each scene (kernels come from
+Taichi's offline cache).  Prints one JSON line per scene: us per step [forward, forward+backward]
+per configuration, and the speedups of each path on 2 threads over the serial path.
 """
 import argparse
 import json
+import os
+import time
 
 import numpy as np
 
@@ -38,10 +49,11 @@ def build(scene, tgs):
     return b.finalize(), 1e-3, 200, None
 
 
-def run_scene(scene, arch, precision, scatter="auto"):
+def run_scene(scene, arch, precision, scatter="auto", threads=None):
     import taichi as ti
     import tigradsim as tgs
-    tgs.init(arch=arch, precision=precision, scatter=scatter)
+    tgs.init(arch=arch, precision=precision, scatter=scatter,
+             **({"cpu_max_num_threads": threads} if threads else {}))
     model, dt, steps, ck = build(scene, tgs)
     sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=ck)
     com = tgs.CenterOfMassRecorder(sim, every=steps)
@@ -50,7 +62,8 @@ def run_scene(scene, arch, precision, scatter="auto"):
     fwd = timing["us_per_step_forward"] * 1e-6
     fwd_bwd = timing["us_per_step_forward_backward"] * 1e-6
     out = {
-        "scene": scene, "scatter": scatter, "serial": tgs.runtime.serial_scatter(), "particles": model.particle_count, "tets": model.tet_count, "steps": steps, "dt": dt,
+        "scene": scene, "scatter": scatter, "threads": ti.lang.impl.current_cfg().cpu_max_num_threads,
+        "serial": tgs.runtime.serial_scatter(), "particles": model.particle_count, "tets": model.tet_count, "steps": steps, "dt": dt,
         "checkpoint_every": ck, **timing,
         "tet_steps_per_s_forward": round(model.tet_count / fwd),
         "tet_steps_per_s_forward_backward": round(model.tet_count / fwd_bwd),
@@ -60,21 +73,90 @@ def run_scene(scene, arch, precision, scatter="auto"):
     return out
 
 
+def fem_timer(scene, tgs):
+    """A function timing one forward and one forward+backward pass of `scene` (seconds per step);
+    compiled (one untimed pass of each) before it is returned."""
+    import taichi as ti
+    model, dt, steps, ck = build(scene, tgs)
+    sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=ck)
+    com = tgs.CenterOfMassRecorder(sim, every=steps)
+    loss = tgs.MSELoss(com.com, np.zeros((2, 3)))
+
+    def forward():
+        sim.run()
+        loss()
+
+    def once():
+        out = []
+        for taped in (False, True):
+            ti.sync()
+            t0 = time.perf_counter()
+            if taped:
+                with ti.ad.Tape(loss.value):
+                    forward()
+            else:
+                forward()
+            ti.sync()
+            out.append((time.perf_counter() - t0) / steps)
+        return out
+
+    once()
+    return once
+
+
+def threads_compare(make_timer, precision, paths, rounds, label):
+    """Alternate (serial, 1 thread), (serial, 2), and (path, 2), (path, 1) for each path, `rounds`
+    times, in this process; `make_timer(tgs)` builds the scene after `tgs.init` and returns a
+    function giving (forward, forward+backward) seconds per step.  Returns the best of the rounds
+    (us per step) per configuration, the 1-minute load average before each round, and each path's
+    speedup on 2 threads over the serial path on 1 and on 2 threads."""
+    import tigradsim as tgs
+    configs = [("serial", 1), ("serial", 2)] + [(p, t) for p in paths for t in (2, 1)]
+    best = {c: [float("inf"), float("inf")] for c in configs}
+    loads = []
+    for _ in range(rounds):
+        loads.append(round(os.getloadavg()[0], 2))
+        for scatter, threads in configs:
+            tgs.init(precision=precision, scatter=scatter, cpu_max_num_threads=threads)
+            fwd, fwd_bwd = make_timer(tgs)()
+            best[(scatter, threads)] = [min(best[(scatter, threads)][0], fwd), min(best[(scatter, threads)][1], fwd_bwd)]
+    us = {f"{s}_{t}thread": [round(v * 1e6, 1) for v in best[(s, t)]] for s, t in configs}
+    out = {"scene": label, "precision": precision, "rounds": rounds, "load_1min_per_round": loads,
+           "us_per_step_fwd_fwdbwd": us}
+    for p in paths:
+        for ref in (1, 2):
+            out[f"{p}_2thread_speedup_over_serial_{ref}thread"] = [
+                round(a / b, 2) for a, b in zip(best[("serial", ref)], best[(p, 2)])]
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--arch", default="cpu")
     parser.add_argument("--precision", default="f32")
     parser.add_argument("--scenes", default="ball,box16,box32")
-    parser.add_argument("--scatter", choices=("auto", "parallel", "serial"), default="auto",
-                        help="element loops: serial plain adds or parallel atomics (tgs.init)")
+    parser.add_argument("--scatter", choices=("auto", "parallel", "serial", "gather", "colour"), default="auto",
+                        help="element loops: serial plain adds, parallel atomics, or both cores without "
+                             "atomics (gather, colour) (tgs.init)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (ti.init cpu_max_num_threads)")
+    parser.add_argument("--threads-compare", action="store_true",
+                        help="serial vs --paths on 1 and 2 threads, alternating in one process (see above)")
+    parser.add_argument("--paths", default="colour", help="paths for --threads-compare, comma-separated")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds for --threads-compare (best of)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_scene(args.child, args.arch, args.precision, args.scatter)))
+        print(json.dumps(run_scene(args.child, args.arch, args.precision, args.scatter, args.threads)))
+        return
+    if args.threads_compare:
+        for scene in args.scenes.split(","):
+            print(json.dumps(threads_compare(lambda tgs: fem_timer(scene, tgs), args.precision,
+                                             args.paths.split(","), args.rounds, label=scene)), flush=True)
         return
     for scene in args.scenes.split(","):
         try:
-            result = run_child(__file__, [scene, "--arch", args.arch, "--precision", args.precision, "--scatter", args.scatter])
+            result = run_child(__file__, [scene, "--arch", args.arch, "--precision", args.precision, "--scatter",
+                                          args.scatter] + (["--threads", args.threads] if args.threads else []))
         except RuntimeError as exc:
             result = {"scene": scene, "error": str(exc).strip().splitlines()[-1]}
         print(json.dumps(result), flush=True)

@@ -25,7 +25,7 @@ AD_STACK_SIZE = 256
 OFFLINE_CACHE_BYTES = 2 ** 30
 
 _state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto", "deterministic": True}
-_SCATTER_MODES = ("auto", "parallel", "serial", "gather")
+_SCATTER_MODES = ("auto", "parallel", "serial", "gather", "colour")
 # "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
 # cores (benchmarks --scatter): serial is 1.4-2.4x faster for springs, tets and
 # cloth, forward and backward.  Where the crossover lies with more cores was not
@@ -45,7 +45,9 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         scatter: how element loops (springs, tets, cloth triangles and bending edges) add
             their forces into shared particles: "parallel" (threads, atomic adds),
             "serial" (one thread, plain adds), "gather" (threads, no atomic adds, bit-reproducible:
-            `tigradsim.physics.gather`) or "auto" (see `serial_scatter` and `gather.element_path`).
+            `tigradsim.physics.gather`), "colour" (threads, no atomic adds, bit-reproducible: block
+            colouring, `tigradsim.physics.colour`) or "auto" (see `serial_scatter` and
+            `gather.element_path`).
         deterministic: every rollout, rendered frame, loss and gradient bit-reproducible
             (reductions that would sum in a thread-dependent order run in a fixed order);
             None: True on CPUs, False on GPUs (where it would cost most).  See `deterministic()`.
@@ -116,7 +118,7 @@ def serial_scatter() -> bool:
     force term is built (model finalize).
     """
     mode = _state["scatter"]
-    if mode in ("auto", "gather"):        # "gather": element loops only (gather.element_path)
+    if mode in ("auto", "gather", "colour"):   # "gather", "colour": element loops only (gather.element_path)
         if _state["deterministic"]:
             return True
         cfg = impl.current_cfg()
@@ -125,7 +127,7 @@ def serial_scatter() -> bool:
 
 
 def scatter_mode() -> str:
-    """The scatter mode of `init` / `set_scatter`: "auto", "parallel", "serial" or "gather"."""
+    """The scatter mode of `init` / `set_scatter`: "auto", "parallel", "serial", "gather" or "colour"."""
     return _state["scatter"]
 
 

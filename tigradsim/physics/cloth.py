@@ -64,7 +64,8 @@ import numpy as np
 import taichi as ti
 
 from .elements import MaterialElements
-from .gather import NO_PORTS, ElementPorts, corner_q, corner_qd, element_path, table_row
+from .gather import NO_PORTS, corner_put, corner_q, corner_qd, element_path, for_each_element, make_ports, \
+    table_row, wrap_terms
 from ..core.errors import as_array, check_positive
 from ..core.fastmath import atan2
 from ..core.model import StepTerm
@@ -366,11 +367,11 @@ class Cloths:
         model.add_field("cloth_wind", vec3, (len(aero),), aero[:, 2:5])
         model.add_field("cloth_aero_row", ti.i32, (len(tris),), np.concatenate(self._aero_row)[order], param=False)
         path = element_path(len(tris))
-        ports = ElementPorts(model, tris, [(model.cloth_params, model.cloth_param_row.to_numpy())]
-                             + [(getattr(model, f"cloth_{k}"), model.cloth_aero_row.to_numpy())
-                                for k in ("drag", "lift", "wind")]) if path == "gather" else None
+        ports = make_ports(path, model, tris, [(model.cloth_params, model.cloth_param_row.to_numpy())]
+                           + [(getattr(model, f"cloth_{k}"), model.cloth_aero_row.to_numpy())
+                              for k in ("drag", "lift", "wind")], [(g.start, g.end) for g in groups])
         membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports) for g in groups]
-        model.force_terms.extend((ports.before() if ports else []) + membrane + (ports.after() if ports else []))
+        model.force_terms.extend(wrap_terms(ports, membrane))
         ne = sum(len(q) for q in self._quads)
         model.cloth_edge_count = ne
         if ne:
@@ -382,10 +383,9 @@ class Cloths:
             model.add_field("cloth_bend_row", ti.i32, (ne,), np.concatenate(self._bend_row), param=False)
             quads = np.concatenate(self._quads)
             path = element_path(ne)
-            ports = ElementPorts(model, quads, [(getattr(model, f"cloth_bending_{k}"), model.cloth_bend_row.to_numpy())
-                                                for k in ("stiffness", "damping")]) if path == "gather" else None
-            model.force_terms.extend((ports.before() if ports else []) + [ClothBendingForces(model, path, ports)]
-                                     + (ports.after() if ports else []))
+            ports = make_ports(path, model, quads, [(getattr(model, f"cloth_bending_{k}"), model.cloth_bend_row.to_numpy())
+                                                    for k in ("stiffness", "damping")])
+            model.force_terms.extend(wrap_terms(ports, [ClothBendingForces(model, path, ports)]))
         na = sum(len(a[0]) for a in self._anchors)
         model.cloth_anchor_count = na
         if na:
@@ -414,56 +414,55 @@ class ClothMembraneForces(StepTerm):
         super().__init__(model)
         self.group = group
         self.damping_column = damping_column
-        self.path = path                 # gather.element_path: "serial", "parallel" or "gather" (with ports)
+        self.path = path                 # gather.element_path: "serial", "parallel", "gather" or "colour" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        ti.loop_config(serialize=self.serial)
-        for e in range(self.group.start, self.group.end):
-            if ti.static(self.ports.active):     # gather path: inputs through ports (tigradsim.physics.gather)
-                self.ports.stop(state)
-                self.ports.open(e)
-            tri = self.model.cloth_indices[e]
-            i, j, k = tri[0], tri[1], tri[2]
-            x0 = corner_q(self.ports, state, s, e, 0, i)
-            v0 = corner_qd(self.ports, state, s, e, 0, i)
-            d1 = corner_q(self.ports, state, s, e, 1, j) - x0
-            d2 = corner_q(self.ports, state, s, e, 2, k) - x0
-            w1 = corner_qd(self.ports, state, s, e, 1, j) - v0
-            w2 = corner_qd(self.ports, state, s, e, 2, k) - v0
-            B = self.model.cloth_rest_inv[e]
-            area = self.model.cloth_area[e]
-            row = self.model.cloth_param_row[e]
-            pr = table_row(self.ports, 0, self.model.cloth_params, e, row)
-            # F = [d1 d2] B and H = -A P B^T written out (no matmul in the reverse pass)
-            F = ti.Matrix.cols([d1 * B[0, 0] + d2 * B[1, 0], d1 * B[0, 1] + d2 * B[1, 1]])
-            dF = ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
-            P = self.group.material.stress(F, ti.Vector([pr[c] for c in ti.static(range(self.group.param_count))])) \
-                + pr[self.damping_column] * dF
-            p0 = _col(P, 0)
-            p1 = _col(P, 1)
-            f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
-            f2 = -area * (p0 * B[1, 0] + p1 * B[1, 1])
-            # aerodynamics on the mean velocity relative to the wind
-            a = self.model.cloth_aero_row[e]
-            v = (3.0 * v0 + w1 + w2) / 3.0 - table_row(self.ports, 3, self.model.cloth_wind, e, a)
-            n = d1.cross(d2)
-            nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
-            vn = nh.dot(v)
-            vt = v - vn * nh
-            attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
-            fa = (-(table_row(self.ports, 1, self.model.cloth_drag, e, a) * area / 3.0) * ti.abs(vn)) * v \
-                - (table_row(self.ports, 2, self.model.cloth_lift, e, a) * area / 3.0 * attack * v.dot(v)) * nh
-            if ti.static(self.ports.active):
-                self.ports.put(e, 0, fa - f1 - f2)
-                self.ports.put(e, 1, fa + f1)
-                self.ports.put(e, 2, fa + f2)
-            else:
-                state.particle_f[s, i] += fa - f1 - f2
-                state.particle_f[s, j] += fa + f1
-                state.particle_f[s, k] += fa + f2
+        for_each_element(self, state, s, t, self.group.start, self.group.end)
+
+    @ti.func
+    def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
+        """Triangle e's membrane and aerodynamic corner forces, added at slot s; b: its block
+        (`gather.for_each_element`)."""
+        if ti.static(self.ports.active):     # gather / colour path: inputs through ports (physics.gather)
+            self.ports.stop(state)
+            self.ports.open(e)
+        tri = self.model.cloth_indices[e]
+        i, j, k = tri[0], tri[1], tri[2]
+        x0 = corner_q(self.ports, state, s, e, b, 0, i)
+        v0 = corner_qd(self.ports, state, s, e, b, 0, i)
+        d1 = corner_q(self.ports, state, s, e, b, 1, j) - x0
+        d2 = corner_q(self.ports, state, s, e, b, 2, k) - x0
+        w1 = corner_qd(self.ports, state, s, e, b, 1, j) - v0
+        w2 = corner_qd(self.ports, state, s, e, b, 2, k) - v0
+        B = self.model.cloth_rest_inv[e]
+        area = self.model.cloth_area[e]
+        row = self.model.cloth_param_row[e]
+        pr = table_row(self.ports, 0, self.model.cloth_params, e, b, row)
+        # F = [d1 d2] B and H = -A P B^T written out (no matmul in the reverse pass)
+        F = ti.Matrix.cols([d1 * B[0, 0] + d2 * B[1, 0], d1 * B[0, 1] + d2 * B[1, 1]])
+        dF = ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
+        P = self.group.material.stress(F, ti.Vector([pr[c] for c in ti.static(range(self.group.param_count))])) \
+            + pr[self.damping_column] * dF
+        p0 = _col(P, 0)
+        p1 = _col(P, 1)
+        f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
+        f2 = -area * (p0 * B[1, 0] + p1 * B[1, 1])
+        # aerodynamics on the mean velocity relative to the wind
+        a = self.model.cloth_aero_row[e]
+        v = (3.0 * v0 + w1 + w2) / 3.0 - table_row(self.ports, 3, self.model.cloth_wind, e, b, a)
+        n = d1.cross(d2)
+        nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
+        vn = nh.dot(v)
+        vt = v - vn * nh
+        attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
+        fa = (-(table_row(self.ports, 1, self.model.cloth_drag, e, b, a) * area / 3.0) * ti.abs(vn)) * v \
+            - (table_row(self.ports, 2, self.model.cloth_lift, e, b, a) * area / 3.0 * attack * v.dot(v)) * nh
+        corner_put(self.ports, state, s, e, b, 0, i, fa - f1 - f2)
+        corner_put(self.ports, state, s, e, b, 1, j, fa + f1)
+        corner_put(self.ports, state, s, e, b, 2, k, fa + f2)
 
 
 @ti.data_oriented
@@ -472,50 +471,47 @@ class ClothBendingForces(StepTerm):
 
     def __init__(self, model, path="serial", ports=None):
         super().__init__(model)
-        self.path = path                 # gather.element_path: "serial", "parallel" or "gather" (with ports)
+        self.path = path                 # gather.element_path: "serial", "parallel", "gather" or "colour" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        ti.loop_config(serialize=self.serial)
-        for e in range(self.model.cloth_edge_count):
-            if ti.static(self.ports.active):     # gather path: inputs through ports (tigradsim.physics.gather)
-                self.ports.stop(state)
-                self.ports.open(e)
-            q = self.model.cloth_bend_indices[e]
-            x1 = corner_q(self.ports, state, s, e, 0, q[0])
-            x2 = corner_q(self.ports, state, s, e, 1, q[1])
-            x3 = corner_q(self.ports, state, s, e, 2, q[2])
-            x4 = corner_q(self.ports, state, s, e, 3, q[3])
-            n1 = (x3 - x1).cross(x4 - x1)
-            n2 = (x4 - x2).cross(x3 - x2)
-            edge = x4 - x3
-            el = ti.sqrt(edge.dot(edge) + EDGE_EPS)
-            eh = edge * (1.0 / el)
-            theta = atan2(n2.cross(n1).dot(eh), n1.dot(n2))
-            a1 = n1 * (1.0 / (n1.dot(n1) + NORMAL_EPS))
-            a2 = n2 * (1.0 / (n2.dot(n2) + NORMAL_EPS))
-            g1 = a1 * el
-            g2 = a2 * el
-            g3 = a1 * (x1 - x4).dot(eh) + a2 * (x2 - x4).dot(eh)
-            g4 = a1 * (x3 - x1).dot(eh) + a2 * (x3 - x2).dot(eh)
-            rate = g1.dot(corner_qd(self.ports, state, s, e, 0, q[0])) + g2.dot(corner_qd(self.ports, state, s, e, 1, q[1])) \
-                + g3.dot(corner_qd(self.ports, state, s, e, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, 3, q[3]))
-            r = self.model.cloth_bend_row[e]
-            c = -(table_row(self.ports, 0, self.model.cloth_bending_stiffness, e, r)
-                  * (theta - self.model.cloth_bend_rest_angle[e])
-                  + table_row(self.ports, 1, self.model.cloth_bending_damping, e, r) * rate)
-            if ti.static(self.ports.active):
-                self.ports.put(e, 0, c * g1)
-                self.ports.put(e, 1, c * g2)
-                self.ports.put(e, 2, c * g3)
-                self.ports.put(e, 3, c * g4)
-            else:
-                state.particle_f[s, q[0]] += c * g1
-                state.particle_f[s, q[1]] += c * g2
-                state.particle_f[s, q[2]] += c * g3
-                state.particle_f[s, q[3]] += c * g4
+        for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
+
+    @ti.func
+    def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
+        """Bending edge e's corner forces, added at slot s; b: its block (`gather.for_each_element`)."""
+        if ti.static(self.ports.active):     # gather / colour path: inputs through ports (physics.gather)
+            self.ports.stop(state)
+            self.ports.open(e)
+        q = self.model.cloth_bend_indices[e]
+        x1 = corner_q(self.ports, state, s, e, b, 0, q[0])
+        x2 = corner_q(self.ports, state, s, e, b, 1, q[1])
+        x3 = corner_q(self.ports, state, s, e, b, 2, q[2])
+        x4 = corner_q(self.ports, state, s, e, b, 3, q[3])
+        n1 = (x3 - x1).cross(x4 - x1)
+        n2 = (x4 - x2).cross(x3 - x2)
+        edge = x4 - x3
+        el = ti.sqrt(edge.dot(edge) + EDGE_EPS)
+        eh = edge * (1.0 / el)
+        theta = atan2(n2.cross(n1).dot(eh), n1.dot(n2))
+        a1 = n1 * (1.0 / (n1.dot(n1) + NORMAL_EPS))
+        a2 = n2 * (1.0 / (n2.dot(n2) + NORMAL_EPS))
+        g1 = a1 * el
+        g2 = a2 * el
+        g3 = a1 * (x1 - x4).dot(eh) + a2 * (x2 - x4).dot(eh)
+        g4 = a1 * (x3 - x1).dot(eh) + a2 * (x3 - x2).dot(eh)
+        rate = g1.dot(corner_qd(self.ports, state, s, e, b, 0, q[0])) + g2.dot(corner_qd(self.ports, state, s, e, b, 1, q[1])) \
+            + g3.dot(corner_qd(self.ports, state, s, e, b, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, b, 3, q[3]))
+        r = self.model.cloth_bend_row[e]
+        c = -(table_row(self.ports, 0, self.model.cloth_bending_stiffness, e, b, r)
+              * (theta - self.model.cloth_bend_rest_angle[e])
+              + table_row(self.ports, 1, self.model.cloth_bending_damping, e, b, r) * rate)
+        corner_put(self.ports, state, s, e, b, 0, q[0], c * g1)
+        corner_put(self.ports, state, s, e, b, 1, q[1], c * g2)
+        corner_put(self.ports, state, s, e, b, 2, q[2], c * g3)
+        corner_put(self.ports, state, s, e, b, 3, q[3], c * g4)
 
 
 @ti.data_oriented

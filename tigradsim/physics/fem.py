@@ -44,7 +44,8 @@ import taichi as ti
 
 from ..core.linalg import matmul
 from .elements import MaterialElements
-from .gather import NO_PORTS, ElementPorts, corner_q, corner_qd, element_path, table_row
+from .gather import NO_PORTS, corner_put, corner_q, corner_qd, element_path, for_each_element, make_ports, \
+    table_row, wrap_terms
 from ..core.errors import as_array, as_index_array, check_positive
 from ..io.meshes import boundary_faces, validate_tets
 from ..core.registry import get_material
@@ -207,10 +208,10 @@ class TetMeshes:
         model.add_field("tet_volume", float, (E,), vols[order], param=False)
         model.add_field("tet_activation", float, (E,), np.zeros(E))
         path = element_path(E)
-        ports = ElementPorts(model, tets[order], [(model.tet_params, model.tet_param_row.to_numpy())]) \
-            if path == "gather" else None
+        ports = make_ports(path, model, tets[order], [(model.tet_params, model.tet_param_row.to_numpy())],
+                           [(g.start, g.end) for g in groups])
         model.tet_forces = [TetForces(model, g, self.elements.damping_column, path, ports) for g in groups]
-        model.force_terms.extend((ports.before() if ports else []) + model.tet_forces + (ports.after() if ports else []))
+        model.force_terms.extend(wrap_terms(ports, model.tet_forces))
 
 
 @ti.data_oriented
@@ -223,7 +224,7 @@ class TetForces(StepTerm):
         self.group = group
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)
-        self.path = path                 # gather.element_path: "serial", "parallel" or "gather" (with ports)
+        self.path = path                 # gather.element_path: "serial", "parallel", "gather" or "colour" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 
@@ -233,46 +234,43 @@ class TetForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        ti.loop_config(serialize=self.serial)
-        for e in range(self.group.start, self.group.end):
-            if ti.static(self.ports.active):     # gather path: inputs through ports (tigradsim.physics.gather)
-                self.ports.stop(state)
-                self.ports.open(e)
-            idx = self.model.tet_indices[e]
-            x0 = corner_q(self.ports, state, s, e, 0, idx[0])
-            v0 = corner_qd(self.ports, state, s, e, 0, idx[0])
-            d1 = corner_q(self.ports, state, s, e, 1, idx[1]) - x0
-            d2 = corner_q(self.ports, state, s, e, 2, idx[2]) - x0
-            d3 = corner_q(self.ports, state, s, e, 3, idx[3]) - x0
-            w1 = corner_qd(self.ports, state, s, e, 1, idx[1]) - v0
-            w2 = corner_qd(self.ports, state, s, e, 2, idx[2]) - v0
-            w3 = corner_qd(self.ports, state, s, e, 3, idx[3]) - v0
-            Dm_inv = self.model.tet_Dm_inv[e]
-            F = matmul(ti.Matrix.cols([d1, d2, d3]), Dm_inv)
-            dF = matmul(ti.Matrix.cols([w1, w2, w3]), Dm_inv)
-            row = self.model.tet_param_row[e]
-            pr = table_row(self.ports, 0, self.model.tet_params, e, row)
-            p = ti.Vector([pr[c] for c in ti.static(range(self.group.param_count))])
-            kd = pr[self.damping_column]
-            a = self.model.tet_activation[e]
-            if ti.static(self.has_activation_t):
-                a += self.activation_t[t, e]
-            sc = ti.exp(-ti.log(1.0 + ti.max(a, MIN_ACTIVATION)) / 3.0)
-            P = sc * self.group.material.stress(sc * F, p) + kd * dF
-            H = -self.model.tet_volume[e] * matmul(P, Dm_inv.transpose())
-            f1 = ti.Vector([H[0, 0], H[1, 0], H[2, 0]])
-            f2 = ti.Vector([H[0, 1], H[1, 1], H[2, 1]])
-            f3 = ti.Vector([H[0, 2], H[1, 2], H[2, 2]])
-            if ti.static(not self.ports.active):
-                state.particle_f[s, idx[0]] += -(f1 + f2 + f3)
-                state.particle_f[s, idx[1]] += f1
-                state.particle_f[s, idx[2]] += f2
-                state.particle_f[s, idx[3]] += f3
-            else:
-                self.ports.put(e, 0, -(f1 + f2 + f3))
-                self.ports.put(e, 1, f1)
-                self.ports.put(e, 2, f2)
-                self.ports.put(e, 3, f3)
+        for_each_element(self, state, s, t, self.group.start, self.group.end)
+
+    @ti.func
+    def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
+        """Tet e's corner forces, added at slot s (step t); b: its block (`gather.for_each_element`)."""
+        if ti.static(self.ports.active):     # gather / colour path: inputs through ports (physics.gather)
+            self.ports.stop(state)
+            self.ports.open(e)
+        idx = self.model.tet_indices[e]
+        x0 = corner_q(self.ports, state, s, e, b, 0, idx[0])
+        v0 = corner_qd(self.ports, state, s, e, b, 0, idx[0])
+        d1 = corner_q(self.ports, state, s, e, b, 1, idx[1]) - x0
+        d2 = corner_q(self.ports, state, s, e, b, 2, idx[2]) - x0
+        d3 = corner_q(self.ports, state, s, e, b, 3, idx[3]) - x0
+        w1 = corner_qd(self.ports, state, s, e, b, 1, idx[1]) - v0
+        w2 = corner_qd(self.ports, state, s, e, b, 2, idx[2]) - v0
+        w3 = corner_qd(self.ports, state, s, e, b, 3, idx[3]) - v0
+        Dm_inv = self.model.tet_Dm_inv[e]
+        F = matmul(ti.Matrix.cols([d1, d2, d3]), Dm_inv)
+        dF = matmul(ti.Matrix.cols([w1, w2, w3]), Dm_inv)
+        row = self.model.tet_param_row[e]
+        pr = table_row(self.ports, 0, self.model.tet_params, e, b, row)
+        p = ti.Vector([pr[c] for c in ti.static(range(self.group.param_count))])
+        kd = pr[self.damping_column]
+        a = self.model.tet_activation[e]
+        if ti.static(self.has_activation_t):
+            a += self.activation_t[t, e]
+        sc = ti.exp(-ti.log(1.0 + ti.max(a, MIN_ACTIVATION)) / 3.0)
+        P = sc * self.group.material.stress(sc * F, p) + kd * dF
+        H = -self.model.tet_volume[e] * matmul(P, Dm_inv.transpose())
+        f1 = ti.Vector([H[0, 0], H[1, 0], H[2, 0]])
+        f2 = ti.Vector([H[0, 1], H[1, 1], H[2, 1]])
+        f3 = ti.Vector([H[0, 2], H[1, 2], H[2, 2]])
+        corner_put(self.ports, state, s, e, b, 0, idx[0], -(f1 + f2 + f3))
+        corner_put(self.ports, state, s, e, b, 1, idx[1], f1)
+        corner_put(self.ports, state, s, e, b, 2, idx[2], f2)
+        corner_put(self.ports, state, s, e, b, 3, idx[3], f3)
 
 
 def enable_activation_control(model, steps: int):

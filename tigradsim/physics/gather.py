@@ -39,6 +39,8 @@ from typing import Sequence
 
 import numpy as np
 import taichi as ti
+from taichi.lang import impl
+from taichi.lang.enums import AutodiffMode
 
 from ..core.model import StepTerm
 from ..core.runtime import scatter_mode
@@ -54,18 +56,38 @@ from ..core.runtime import scatter_mode
 
 def element_path(element_count: int) -> str:
     """How an element loop of `element_count` elements adds its forces, decided when the term is
-    built: "serial" (one thread, plain adds), "parallel" (threads, atomic adds: GPUs) or "gather"
-    (threads, no atomic adds, bit-reproducible: this module).
+    built: "serial" (one thread, plain adds), "parallel" (threads, atomic adds: GPUs), "gather"
+    (threads, no atomic adds, bit-reproducible: this module) or "colour" (threads, no atomic adds,
+    bit-reproducible: `tigradsim.physics.colour`).
 
-    scatter mode (`tgs.init(scatter=...)`): "serial", "parallel" and "gather" are obeyed; "auto"
+    scatter mode (`tgs.init(scatter=...)`): "serial", "parallel", "gather" and "colour" are obeyed; "auto"
     gives what `runtime.serial_scatter` says ("serial" on small CPUs and whenever `deterministic()`,
     "parallel" on GPUs).  `element_count` is for a size rule; none is used today (see above).
     """
     from ..core.runtime import serial_scatter
     mode = scatter_mode()
-    if mode in ("serial", "parallel", "gather"):
+    if mode in ("serial", "parallel", "gather", "colour"):
         return mode
     return "serial" if serial_scatter() else "parallel"
+
+
+def _compiling_mode():
+    kernel = impl.get_runtime().current_kernel
+    return AutodiffMode.NONE if kernel is None else kernel.autodiff_mode
+
+
+def differentiating() -> bool:
+    """Whether the kernel being compiled is a derivative kernel, reverse or forward mode (Taichi
+    compiles those from the same Python code as the kernel itself; a `ti.static(differentiating())`
+    branch gives them different code).  Used at compile time only."""
+    return _compiling_mode() in (AutodiffMode.REVERSE, AutodiffMode.FORWARD)
+
+
+def validating() -> bool:
+    """Whether the kernel being compiled is the checked forward kernel of `ti.ad.Tape(validation=True)`
+    (Taichi's global data access rule: it rejects a buffer reused step after step, as the gather and
+    colour paths' buffers are).  Used at compile time only."""
+    return _compiling_mode() == AutodiffMode.VALIDATION
 
 
 @ti.func
@@ -81,6 +103,7 @@ class NoPorts:
     """Stands for "no ports" (the serial and parallel paths) in `corner_q` & co."""
 
     active = False
+    coloured = False
 
 
 NO_PORTS = NoPorts()
@@ -132,14 +155,16 @@ class ElementPorts:
     `after()` behind them in `model.force_terms`.  The element term, in its loop over e:
       * calls `ports.stop(state)` and `ports.open(e)` first (with `ti.static(ports.grad)`, the
         table fields need `ti.stop_grad(table)` too: `ports.stop` does all of them);
-      * reads corner k's position / velocity with `ports.q(state, s, e, k, i)` / `ports.qd(...)`,
-        a table's row with `ports.param(j, e, row)` (j: position in `tables`);
-      * stores corner k's force with `ports.put(e, k, f)` (exactly once per corner and step).
+      * reads corner k's position / velocity with `ports.q(state, s, e, b, k, i)` / `ports.qd(...)`,
+        a table's row with `ports.param(j, e, b, row)` (j: position in `tables`; b: the block
+        index `for_each_element` passes, used by `colour.ColourPorts`);
+      * stores corner k's force with `ports.put(state, s, e, b, k, i, f)` (exactly once per corner and step).
     """
 
     active = True
+    coloured = False
 
-    def __init__(self, model, indices, tables: Sequence = ()):
+    def __init__(self, model, indices, tables: Sequence = (), slots: bool = True):
         idx = np.asarray(indices, dtype=np.int64)
         if idx.ndim != 2 or idx.shape[0] == 0:
             raise ValueError(f"indices: expected shape (E, K) with E >= 1, got {idx.shape}")
@@ -159,7 +184,8 @@ class ElementPorts:
         self.elem = ti.field(ti.i32, shape=(self.K, self.E))
         self.elem.from_numpy(elem)
         vec3 = ti.types.vector(3, float)
-        self.force = [vec3.field(shape=(self.E,), needs_grad=self.grad) for _ in range(self.K)]
+        # slots=False (a subclass that adds forces its own way): no force slots
+        self.force = [vec3.field(shape=(self.E,), needs_grad=self.grad) for _ in range(self.K)] if slots else []
         self.qport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.qdport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.tables = [_Table(t, r, self.E) for t, r in tables] if self.grad else []
@@ -197,21 +223,21 @@ class ElementPorts:
                 tb.port.grad[e] = zeros(tb.width)
 
     @ti.func
-    def q(self, state: ti.template(), s, e, k: ti.template(), i):
+    def q(self, state: ti.template(), s, e, b, k: ti.template(), i):
         v = state.particle_q[s, i]
         if ti.static(self.grad):
             v = v + self.qport[k][e]
         return v
 
     @ti.func
-    def qd(self, state: ti.template(), s, e, k: ti.template(), i):
+    def qd(self, state: ti.template(), s, e, b, k: ti.template(), i):
         v = state.particle_qd[s, i]
         if ti.static(self.grad):
             v = v + self.qdport[k][e]
         return v
 
     @ti.func
-    def param(self, j: ti.template(), e, row):
+    def param(self, j: ti.template(), e, b, row):
         """Row `row` of table j (a scalar, or a vector for vector / 2-D tables)."""
         if ti.static(self.grad):
             return row_value(self.raw_tables[j], row) + self.tables[j].port[e]
@@ -219,17 +245,20 @@ class ElementPorts:
             return row_value(self.raw_tables[j], row)
 
     @ti.func
-    def put(self, e, k: ti.template(), f):
+    def put(self, state: ti.template(), s, e, b, k: ti.template(), i, f):
         self.force[k][e] = f
 
 
 class _PortTerm(StepTerm):
     """A loop of the gather path: parallel, no force of its own, no stability limit."""
 
-    def __init__(self, model, ports):
+    def __init__(self, model, ports, reverse_only: bool = False):
         super().__init__(model)
         self.ports = ports
         self.serial = False
+        # reverse_only: the loop is emitted only in derivative kernels (`differentiating`); in the
+        # forward kernel its values (exact zeros) are already in place and it would cost a pass
+        self.reverse_only = reverse_only
 
     def stability_limits(self):
         return []
@@ -241,43 +270,45 @@ class PortFill(_PortTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for i in range(self.model.particle_count):
-            q_ng = ti.Vector([0.0, 0.0, 0.0])
-            qd_ng = ti.Vector([0.0, 0.0, 0.0])
-            if i >= 0:                       # a block of its own: stop_grad applies to it only
-                ti.stop_grad(state.particle_q)
-                ti.stop_grad(state.particle_qd)
-                q_ng = state.particle_q[s, i]
-                qd_ng = state.particle_qd[s, i]
-            for k in ti.static(range(self.ports.K)):
-                for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
-                    # q is read inside the inner loop: a differentiable local carried into a
-                    # dynamic inner loop gets wrong gradients in Taichi 1.7.4 (measured).
-                    e = self.ports.elem[k, j]
-                    self.ports.qport[k][e] = state.particle_q[s, i] - q_ng      # exactly 0, d/dq = 1
-                    self.ports.qdport[k][e] = state.particle_qd[s, i] - qd_ng
+        if ti.static(not self.reverse_only or differentiating()):
+            for i in range(self.model.particle_count):
+                q_ng = ti.Vector([0.0, 0.0, 0.0])
+                qd_ng = ti.Vector([0.0, 0.0, 0.0])
+                if i >= 0:                       # a block of its own: stop_grad applies to it only
+                    ti.stop_grad(state.particle_q)
+                    ti.stop_grad(state.particle_qd)
+                    q_ng = state.particle_q[s, i]
+                    qd_ng = state.particle_qd[s, i]
+                for k in ti.static(range(self.ports.K)):
+                    for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
+                        # q is read inside the inner loop: a differentiable local carried into a
+                        # dynamic inner loop gets wrong gradients in Taichi 1.7.4 (measured).
+                        e = self.ports.elem[k, j]
+                        self.ports.qport[k][e] = state.particle_q[s, i] - q_ng      # exactly 0, d/dq = 1
+                        self.ports.qdport[k][e] = state.particle_qd[s, i] - qd_ng
 
 
 @ti.data_oriented
 class ParamFill(_PortTerm):
     """Loop D: pport[e] = p_r - stop_grad(p_r) (= 0) for every element e reading row r of one table."""
 
-    def __init__(self, model, ports, j):
-        super().__init__(model, ports)
+    def __init__(self, model, ports, j, reverse_only: bool = False):
+        super().__init__(model, ports, reverse_only)
         self.tb = ports.tables[j]
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for r in range(self.tb.row_count):
-            for j in range(self.tb.row_start[r], self.tb.row_start[r + 1]):
-                # The row is read inside the inner loop: a local read before it and used inside
-                # gives wrong gradients or crashes Taichi 1.7.4's reverse pass (measured).
-                v = row_value(self.tb.table, r)
-                v_ng = zeros(self.tb.width)
-                if j >= 0:                   # a block of its own: stop_grad applies to it only
-                    ti.stop_grad(self.tb.table)
-                    v_ng = row_value(self.tb.table, r)
-                self.tb.port[self.tb.row_elem[j]] = v - v_ng
+        if ti.static(not self.reverse_only or differentiating()):
+            for r in range(self.tb.row_count):
+                for j in range(self.tb.row_start[r], self.tb.row_start[r + 1]):
+                    # The row is read inside the inner loop: a local read before it and used inside
+                    # gives wrong gradients or crashes Taichi 1.7.4's reverse pass (measured).
+                    v = row_value(self.tb.table, r)
+                    v_ng = zeros(self.tb.width)
+                    if j >= 0:                   # a block of its own: stop_grad applies to it only
+                        ti.stop_grad(self.tb.table)
+                        v_ng = row_value(self.tb.table, r)
+                    self.tb.port[self.tb.row_elem[j]] = v - v_ng
 
 
 @ti.data_oriented
@@ -298,27 +329,74 @@ class ForceGather(_PortTerm):
 # -- reading an element's inputs on either path (ports: an ElementPorts, or NO_PORTS) ----------------
 
 @ti.func
-def corner_q(ports: ti.template(), state: ti.template(), s, e, k: ti.template(), i):
-    """Position [m] of corner k (particle i) of element e, at slot s."""
+def corner_q(ports: ti.template(), state: ti.template(), s, e, b, k: ti.template(), i):
+    """Position [m] of corner k (particle i) of element e (in block b of `for_each_element`), at slot s."""
     if ti.static(not ports.active):
         return state.particle_q[s, i]
     else:
-        return ports.q(state, s, e, k, i)
+        return ports.q(state, s, e, b, k, i)
 
 
 @ti.func
-def corner_qd(ports: ti.template(), state: ti.template(), s, e, k: ti.template(), i):
-    """Velocity [m/s] of corner k (particle i) of element e, at slot s."""
+def corner_qd(ports: ti.template(), state: ti.template(), s, e, b, k: ti.template(), i):
+    """Velocity [m/s] of corner k (particle i) of element e (in block b), at slot s."""
     if ti.static(not ports.active):
         return state.particle_qd[s, i]
     else:
-        return ports.qd(state, s, e, k, i)
+        return ports.qd(state, s, e, b, k, i)
 
 
 @ti.func
-def table_row(ports: ti.template(), j: ti.template(), table: ti.template(), e, row):
-    """Row `row` of `table` (the ports' table j on the gather path) as element e reads it."""
+def table_row(ports: ti.template(), j: ti.template(), table: ti.template(), e, b, row):
+    """Row `row` of `table` (the ports' table j on the gather and colour paths) as element e (in block b) reads it."""
     if ti.static(not ports.active):
         return row_value(table, row)
     else:
-        return ports.param(j, e, row)
+        return ports.param(j, e, b, row)
+
+
+@ti.func
+def corner_put(ports: ti.template(), state: ti.template(), s, e, b, k: ti.template(), i, f):
+    """Add force f [N] on corner k (particle i) of element e (in block b) at slot s: into the particle (serial and
+    parallel paths), into the element's slot (gather) or into the corner's accumulator (colour).
+    Call it exactly once per corner and element."""
+    if ti.static(not ports.active):
+        state.particle_f[s, i] += f
+    else:
+        ports.put(state, s, e, b, k, i, f)
+
+
+@ti.func
+def for_each_element(term: ti.template(), state: ti.template(), s: ti.template(), t: ti.template(),
+                     start: ti.template(), end: ti.template()):
+    """Run `term.element(state, s, t, e, b)` for the elements e in [start, end): one loop, serialized
+    or not as `term.serial` says (b = 0), or (colour path, `term.ports.coloured`, forward kernels)
+    one parallel loop per colour over its blocks b, each block's elements in order
+    (`tigradsim.physics.colour`; its reverse kernel has the one loop)."""
+    if ti.static(term.ports.coloured and not differentiating()):
+        for span in ti.static(term.ports.spans(start, end)):
+            ti.loop_config(block_dim=1)          # hand the threads one block (of many elements) at a time
+            for b in range(span[0], span[1]):
+                for e in range(term.ports.block_lo[b], term.ports.block_hi[b]):
+                    term.element(state, s, t, e, b)
+    else:
+        ti.loop_config(serialize=term.serial)
+        for e in range(start, end):
+            term.element(state, s, t, e, 0)
+
+
+def make_ports(path: str, model, indices, tables: Sequence = (), ranges=None):
+    """The ports an element set needs on `path` (`element_path`): None (serial, parallel), an
+    `ElementPorts` (gather) or a `colour.ColourPorts` (colour; `ranges`: the [start, end) element
+    ranges of its terms, default one)."""
+    if path == "gather":
+        return ElementPorts(model, indices, tables)
+    if path == "colour":
+        from .colour import ColourPorts
+        return ColourPorts(model, indices, tables, ranges)
+    return None
+
+
+def wrap_terms(ports, terms: Sequence) -> list:
+    """`terms` with the ports' loops before and after them (no ports: `terms` alone)."""
+    return (ports.before() + list(terms) + ports.after()) if ports is not None else list(terms)

@@ -7,7 +7,7 @@ Integrator, per particle with mass m (m = 0: fixed particle):
 
 import taichi as ti
 
-from .gather import NO_PORTS, ElementPorts, corner_q, corner_qd, element_path
+from .gather import NO_PORTS, corner_put, corner_q, corner_qd, element_path, for_each_element, make_ports, wrap_terms
 from ..core.model import StepTerm
 
 # Floor under |x_i - x_j| in spring directions: norm() at 0 has a NaN gradient.
@@ -16,18 +16,18 @@ LENGTH_EPS = 1e-12
 
 def spring_terms(model) -> list:
     """The force terms of the model's springs, in order: `SpringForces` alone (serial or parallel
-    scatter), or with the gather path's port and gather loops around it (`tigradsim.physics.gather`)."""
+    scatter), or with the gather or colour path's port and gather loops around it
+    (`tigradsim.physics.gather`, `tigradsim.physics.colour`)."""
     path = element_path(model.spring_count)
-    ports = ElementPorts(model, model.spring_indices.to_numpy()) if path == "gather" else None
-    term = SpringForces(model, path, ports)
-    return (ports.before() + [term] + ports.after()) if ports else [term]
+    ports = make_ports(path, model, model.spring_indices.to_numpy())
+    return wrap_terms(ports, [SpringForces(model, path, ports)])
 
 
 @ti.data_oriented
 class SpringForces(StepTerm):
     """Damped springs f = (ke (l - l0) + kd dl/dt) along the spring, equal and opposite.
 
-    path: `gather.element_path` ("serial", "parallel", or "gather" with `ports`); None: serial or
+    path: `gather.element_path` ("serial", "parallel", or "gather" / "colour" with `ports`); None: serial or
     parallel as `runtime.serial_scatter` says.  Per-spring coefficients are read at the loop index,
     so the gather path needs no parameter ports."""
 
@@ -39,26 +39,25 @@ class SpringForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        ti.loop_config(serialize=self.serial)
-        for k in range(self.model.spring_count):
-            if ti.static(self.ports.active):
-                self.ports.stop(state)
-                self.ports.open(k)
-            i = self.model.spring_indices[k][0]
-            j = self.model.spring_indices[k][1]
-            xij = corner_q(self.ports, state, s, k, 0, i) - corner_q(self.ports, state, s, k, 1, j)
-            vij = corner_qd(self.ports, state, s, k, 0, i) - corner_qd(self.ports, state, s, k, 1, j)
-            length = ti.sqrt(xij.dot(xij) + LENGTH_EPS)
-            direction = xij / length
-            stretch = length - self.model.spring_rest_length[k]
-            rate = direction.dot(vij)
-            fs = direction * (self.model.spring_stiffness[k] * stretch + self.model.spring_damping[k] * rate)
-            if ti.static(self.ports.active):
-                self.ports.put(k, 0, -fs)
-                self.ports.put(k, 1, fs)
-            else:
-                state.particle_f[s, i] += -fs
-                state.particle_f[s, j] += fs
+        for_each_element(self, state, s, t, 0, self.model.spring_count)
+
+    @ti.func
+    def element(self, state: ti.template(), s: ti.template(), t: ti.template(), k, b):
+        """Spring k's force on its two particles, added at slot s; b: its block (`gather.for_each_element`)."""
+        if ti.static(self.ports.active):
+            self.ports.stop(state)
+            self.ports.open(k)
+        i = self.model.spring_indices[k][0]
+        j = self.model.spring_indices[k][1]
+        xij = corner_q(self.ports, state, s, k, b, 0, i) - corner_q(self.ports, state, s, k, b, 1, j)
+        vij = corner_qd(self.ports, state, s, k, b, 0, i) - corner_qd(self.ports, state, s, k, b, 1, j)
+        length = ti.sqrt(xij.dot(xij) + LENGTH_EPS)
+        direction = xij / length
+        stretch = length - self.model.spring_rest_length[k]
+        rate = direction.dot(vij)
+        fs = direction * (self.model.spring_stiffness[k] * stretch + self.model.spring_damping[k] * rate)
+        corner_put(self.ports, state, s, k, b, 0, i, -fs)
+        corner_put(self.ports, state, s, k, b, 1, j, fs)
 
 
 @ti.data_oriented

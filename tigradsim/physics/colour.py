@@ -1,0 +1,266 @@
+"""Element loops on every CPU thread by graph colouring: no atomic adds, bit-reproducible forward and reverse.
+
+An element set (tets, cloth triangles, bending edges, springs) is cut into blocks of consecutive
+elements, and the blocks are coloured at finalize so that no two blocks of a colour share a
+particle (`choose_blocks`, `colour_blocks`: greedy; a tet box or a cloth grid needs 2-4 colours).
+A kernel and its reverse get different loops (Taichi compiles the reverse kernel from the same
+Python code; `gather.differentiating` tells which one is being compiled):
+
+Forward kernel: one parallel top-level loop per colour over its blocks, each block's elements in
+order on one thread.  A particle is touched by one block of a colour at most, which `loop_unique`
+tells Taichi, so the adds compile to plain adds (`demote_atomics`; ~5x cheaper than Taichi's
+compare-and-swap loop on this CPU, measured).  Taichi demotes an add only where ONE pointer per
+field is used in the loop body, so corner k of every element adds into its own per-particle
+accumulator acc_k:
+
+    A  per particle i:    acc_k[i] = 0
+    colour c = 0 .. C-1:  parallel over the blocks of c:  for e in the block:
+                              acc_k[idx[e, k]] += f_k(q, qd, p)     (inputs read directly)
+    S  per particle i:    f_i += acc_0[i] + ... + acc_{K-1}[i]
+
+Reverse kernel (Taichi's reverse mode rejects `loop_unique`): one parallel loop over the elements
+with the gather path's per-element ports (`tigradsim.physics.gather`: loop A and `ParamFill` fill
+them, the element reads q = stop_grad(q) + port; their values are exact zeros, so the forward
+kernel skips those stores and reads its inputs directly).  The adjoint of
+`acc_k[i] += f_k` is a read of acc_k's adjoint, so the element loop's reverse writes only its own
+port adjoints; the ports' reverses sum them per particle / parameter row in a fixed order.  S
+zeroes acc_k's adjoints first (its reverse runs first and sets them), the element loop zeroes its
+port adjoints (a store to a `.grad` field is kept, in order, in Taichi's reverse kernel, as on the
+gather path).  acc_k's values are never needed in reverse (the adds are linear), so clearing them
+every step (in A, before they are read) breaks no gradient.
+
+Every location is written by one thread per loop in a fixed order, forward and reverse, and the
+blocks do not depend on the thread count, so results and gradients are the same bits for any
+thread count; a particle's sum runs block by block in colour order, not in element order, so it
+differs from the serial path's by rounding.
+
+Why blocks and not single elements: one colour of single elements is spread over the whole mesh
+(a tet box needs ~40 colours, each a stride-40 subset), and on FEM 40,960 tets its scattered reads
+made the element loop 2.5x slower than in element order (kernel profiler, one thread); blocks
+keep element order inside a block and need 2-4 loops instead of ~40 (each loop costs a launch of
+the thread pool, ~5-13 us here).  Why the reverse is not coloured too: the same block loops in the
+reverse kernel, with per-block ports, measured 1.7x slower than one loop over the elements with
+per-element ports (FEM 40,960 tets, one thread).
+
+The checked forward kernel of `ti.ad.Tape(validation=True)` (Taichi's global data access rule,
+which rejects any buffer reused step after step) gets the colour loops with atomic adds straight
+into the particles' forces and no accumulators or ports; the reverse kernel is compiled apart.
+
+Elements are not reordered (handles such as `SoftMesh.tet_start` keep their meaning).
+"""
+from typing import Sequence
+
+import numpy as np
+import taichi as ti
+from taichi.lang.misc import loop_unique
+
+from .gather import ElementPorts, ParamFill, PortFill, _PortTerm, differentiating, row_value, validating, zeros
+
+
+# Block sizes tried (elements per block) and the fewest blocks a colour should have: a colour's blocks
+# are handed to the threads one at a time, so with 8 or more per colour two threads (four, nearly)
+# finish a colour within one block of each other.  Fixed numbers, not the thread count, so that the
+# summation order, and so every result bit, is the same for any thread count.
+BLOCK_SIZES = tuple(2 ** k for k in range(4, 14))
+MIN_BLOCKS_PER_COLOUR = 8
+
+
+def colour_blocks(indices, size: int) -> np.ndarray:
+    """Greedy colouring of blocks of `size` consecutive elements by shared particles: (ceil(E / size),)
+    int colour of each block, such that no two blocks of one colour share a particle.  Blocks are
+    taken in order and each gets the lowest colour none of its particles has yet (size 1: a
+    colouring of single elements).
+
+    indices: (E, K) particle indices of each element's corners.
+    """
+    idx = np.asarray(indices, dtype=np.int64)
+    if idx.ndim != 2:
+        raise ValueError(f"indices: expected shape (E, K), got {idx.shape}")
+    if not (isinstance(size, (int, np.integer)) and size >= 1):
+        raise ValueError(f"size: expected an integer >= 1, got {size!r}")
+    used = {}                                   # particle -> bit mask of the colours of its blocks
+    colours = np.empty((len(idx) + size - 1) // size, dtype=np.int64)
+    for b in range(len(colours)):
+        verts = np.unique(idx[b * size:(b + 1) * size]).tolist()
+        mask = 0
+        for i in verts:
+            mask |= used.get(i, 0)
+        c = (~mask & (mask + 1)).bit_length() - 1   # lowest colour not in mask
+        bit = 1 << c
+        for i in verts:
+            used[i] = used.get(i, 0) | bit
+        colours[b] = c
+    return colours
+
+
+def choose_blocks(indices):
+    """(size, colours): the block size of `BLOCK_SIZES` whose colouring has the fewest colours among
+    those with at least MIN_BLOCKS_PER_COLOUR blocks in every colour (ties: the smaller size).  If
+    none qualifies (a small mesh), the size whose smallest colour has the most blocks."""
+    idx = np.asarray(indices)
+    best, fallback = None, None
+    for size in BLOCK_SIZES:
+        if size > 1 and size * MIN_BLOCKS_PER_COLOUR > len(idx) and fallback is not None:
+            break                               # too few blocks for any colour to qualify
+        col = colour_blocks(idx, size)
+        counts = np.bincount(col)
+        if counts.min() >= MIN_BLOCKS_PER_COLOUR and (best is None or len(counts) < best[2]):
+            best = (size, col, len(counts))
+        if fallback is None or counts.min() > fallback[2]:
+            fallback = (size, col, counts.min())
+    chosen = best if best is not None else fallback
+    return chosen[0], chosen[1]
+
+
+@ti.data_oriented
+class ColourPorts(ElementPorts):
+    """Block colouring and per-corner accumulators (forward kernel), and the gather path's per-element
+    ports (reverse kernel), of one element set (E elements of K corners).
+
+    Build it at finalize with the elements' global particle indices (E, K), the parameter tables
+    they read through a row index ((table, rows (E,)) pairs, as `gather.ElementPorts`) and the
+    element ranges [start, end) that separate terms loop over (material groups; default one
+    range); put `before()` ahead of the element terms and `after()` behind them in
+    `model.force_terms`.  An element term loops with `gather.for_each_element(term, state, s, t,
+    start, end)` and, in its element body `element(state, s, t, e, b)`, calls `ports.stop(state)`
+    and `ports.open(e)` and reads / adds through `gather.corner_q`, `corner_qd`, `table_row` and
+    `corner_put` (as on the gather path).
+    """
+
+    coloured = True
+
+    def __init__(self, model, indices, tables: Sequence = (), ranges=None):
+        super().__init__(model, indices, tables, slots=False)
+        idx = np.asarray(indices, dtype=np.int64)
+        ranges = [(0, self.E)] if ranges is None else [(int(a), int(b)) for a, b in ranges]
+        lo, hi, self._spans, self.block_size = [], [], {}, {}
+        for a, b in ranges:
+            if not 0 <= a < b <= self.E:
+                raise ValueError(f"ranges: [{a}, {b}) is not a non-empty range within [0, {self.E})")
+            size, col = choose_blocks(idx[a:b])
+            order = np.argsort(col, kind="stable")                  # blocks by colour, in order within one
+            starts = len(lo) + np.concatenate([[0], np.cumsum(np.bincount(col))])
+            self._spans[(a, b)] = [(int(starts[c]), int(starts[c + 1])) for c in range(len(starts) - 1)]
+            self.block_size[(a, b)] = size
+            lo.extend((a + order * size).tolist())
+            hi.extend(np.minimum(a + (order + 1) * size, b).tolist())
+        self.colour_count = max(len(v) for v in self._spans.values())
+        self.block_count = len(lo)
+        self.block_lo = ti.field(ti.i32, shape=(len(lo),))
+        self.block_lo.from_numpy(np.asarray(lo, dtype=np.int32))
+        self.block_hi = ti.field(ti.i32, shape=(len(hi),))
+        self.block_hi.from_numpy(np.asarray(hi, dtype=np.int32))
+        vec3 = ti.types.vector(3, float)
+        self.acc = [vec3.field(shape=(model.particle_count,), needs_grad=self.grad) for _ in range(self.K)]
+
+    def spans(self, start, end):
+        """The colour loops of elements [start, end): per colour, the range [first, last + 1) of its
+        blocks in `block_lo` / `block_hi` (block j: elements [block_lo[j], block_hi[j]))."""
+        return self._spans[(start, end)]
+
+    def before(self):
+        """The loops that run before the element terms: cleared accumulators (with, in the reverse
+        kernel, the gather path's particle ports), then the parameter ports (reverse kernel only)."""
+        return [CornerFill(self.model, self)] + \
+            [ParamFill(self.model, self, j, reverse_only=True) for j in range(len(self.tables))]
+
+    def after(self):
+        """The loop that runs after the element terms: the per-particle force sums."""
+        return [CornerGather(self.model, self)]
+
+    # -- for the element body: the forward kernel reads inputs directly (the ports hold zeros) --------
+    @ti.func
+    def stop(self, state: ti.template()):
+        """Reverse kernel: cut the direct gradient paths of the state and the tables (they go
+        through the ports)."""
+        if ti.static(self.grad and differentiating()):
+            ti.stop_grad(state.particle_q)
+            ti.stop_grad(state.particle_qd)
+            for tb in ti.static(self.tables):
+                ti.stop_grad(tb.table)
+
+    @ti.func
+    def open(self, e):
+        """Reverse kernel: zero element e's port adjoints (this loop's reverse accumulates into them,
+        the reverse of `PortFill` / `ParamFill`, later in the reverse pass, consumes them)."""
+        if ti.static(self.grad and differentiating()):
+            for k in ti.static(range(self.K)):
+                self.qport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
+                self.qdport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
+            for tb in ti.static(self.tables):
+                tb.port.grad[e] = zeros(tb.width)
+
+    @ti.func
+    def q(self, state: ti.template(), s, e, b, k: ti.template(), i):
+        v = state.particle_q[s, i]
+        if ti.static(self.grad and differentiating()):
+            v = v + self.qport[k][e]
+        return v
+
+    @ti.func
+    def qd(self, state: ti.template(), s, e, b, k: ti.template(), i):
+        v = state.particle_qd[s, i]
+        if ti.static(self.grad and differentiating()):
+            v = v + self.qdport[k][e]
+        return v
+
+    @ti.func
+    def param(self, j: ti.template(), e, b, row):
+        """Row `row` of table j (a scalar, or a vector for vector / 2-D tables)."""
+        if ti.static(self.grad and differentiating()):
+            return row_value(self.raw_tables[j], row) + self.tables[j].port[e]
+        else:
+            return row_value(self.raw_tables[j], row)
+
+    @ti.func
+    def put(self, state: ti.template(), s, e, b, k: ti.template(), i, f):
+        if ti.static(differentiating()):
+            self.acc[k][i] += f                  # reverse: a read of acc_k's adjoint
+        elif ti.static(validating()):
+            state.particle_f[s, i] += f          # checked forward kernel: no reused buffer (atomic adds)
+        else:
+            self.acc[k][loop_unique(i)] += f     # no other block of this colour has particle i: a plain add
+
+
+@ti.data_oriented
+class CornerFill(PortFill):
+    """Loop A: acc_k[i] = 0 (a store before this step's reads: Taichi's validation mode rejects
+    zeroing after them) and, in the reverse kernel, the gather path's particle ports (`PortFill`)."""
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        for i in range(self.model.particle_count):
+            if ti.static(not validating()):
+                for k in ti.static(range(self.ports.K)):
+                    self.ports.acc[k][i] = ti.Vector([0.0, 0.0, 0.0])
+            if ti.static(self.ports.grad and differentiating()):
+                q_ng = ti.Vector([0.0, 0.0, 0.0])
+                qd_ng = ti.Vector([0.0, 0.0, 0.0])
+                if i >= 0:                       # a block of its own: stop_grad applies to it only
+                    ti.stop_grad(state.particle_q)
+                    ti.stop_grad(state.particle_qd)
+                    q_ng = state.particle_q[s, i]
+                    qd_ng = state.particle_qd[s, i]
+                for k in ti.static(range(self.ports.K)):
+                    for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
+                        e = self.ports.elem[k, j]    # q is read inside the inner loop (see PortFill)
+                        self.ports.qport[k][e] = state.particle_q[s, i] - q_ng      # exactly 0, d/dq = 1
+                        self.ports.qdport[k][e] = state.particle_qd[s, i] - qd_ng
+
+
+@ti.data_oriented
+class CornerGather(_PortTerm):
+    """Loop S: f_i += acc_0[i] + ... + acc_{K-1}[i] (acc's values are not needed in reverse: the adds
+    are linear).  In the reverse kernel it first zeroes acc_k's adjoints, which this loop's reverse
+    then sets (before the element loop's reverse reads them)."""
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        if ti.static(not validating()):          # checked forward kernel: the elements added directly
+            for i in range(self.model.particle_count):
+                f = ti.Vector([0.0, 0.0, 0.0])
+                for k in ti.static(range(self.ports.K)):
+                    if ti.static(self.ports.grad and differentiating()):
+                        self.ports.acc[k].grad[i] = ti.Vector([0.0, 0.0, 0.0])
+                    f += self.ports.acc[k][i]
+                state.particle_f[s, i] += f
