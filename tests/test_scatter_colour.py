@@ -8,9 +8,9 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import fem
-from tigradsim.physics.colour import MIN_BLOCKS_PER_COLOUR, ColourPorts, CornerFill, CornerGather, choose_blocks, \
-    colour_blocks
-from tigradsim.physics.gather import ParamFill, PortFill
+from tigradsim.physics.colour import MIN_BLOCKS_PER_COLOUR, ROW_CHUNK, ChunkFill, ColourPorts, CornerFill, CornerGather, \
+    RowFill, _Chunks, choose_blocks, colour_blocks
+from tigradsim.physics.gather import _Table
 from tigradsim.physics.gather import element_path
 
 from test_parallel_elements import SCENES, check, rollout
@@ -123,6 +123,17 @@ def test_block_colouring_is_proper():
         colour_blocks(idx, 0)
 
 
+def test_parameter_rows_cut_into_chunks():
+    """A row used by more than ROW_CHUNK elements is cut into chunks that cover its elements once."""
+    rows = np.r_[np.zeros(2 * ROW_CHUNK + 100, dtype=int), np.full(7, 2)]        # row 1 unused
+    ch = _Chunks(_Table(ti.field(float, shape=(3,), needs_grad=True), rows, len(rows)))
+    assert ch.count == 4
+    assert ch.row_first.to_numpy().tolist() == [0, 3, 3, 4]
+    lo, hi = ch.lo.to_numpy(), ch.hi.to_numpy()
+    assert lo.tolist() == [0, ROW_CHUNK, 2 * ROW_CHUNK, 2 * ROW_CHUNK + 100]
+    assert hi.tolist() == [ROW_CHUNK, 2 * ROW_CHUNK, 2 * ROW_CHUNK + 100, 2 * ROW_CHUNK + 107]
+
+
 def test_colour_ports_blocks_and_order(f64):
     """Each material group's colour loops cover its elements once, blocks of a colour share no
     particle, and the terms sit between the port loops."""
@@ -140,9 +151,18 @@ def test_colour_ports_blocks_and_order(f64):
             verts = np.concatenate([np.unique(tets[lo[b]:hi[b]]) for b in range(a, z)])
             assert len(verts) == len(np.unique(verts))
     kinds = [type(t).__name__ for t in model.force_terms]
-    assert kinds.index("CornerFill") < kinds.index("ParamFill") < kinds.index("TetForces") < kinds.index("CornerGather")
-    assert all(t.stability_limits() == [] for t in model.force_terms if isinstance(t, (PortFill, ParamFill, CornerGather)))
-    assert all(t.reverse_only for t in model.force_terms if isinstance(t, ParamFill))
+    assert kinds.index("CornerFill") < kinds.index("RowFill") < kinds.index("ChunkFill") < kinds.index("TetForces") \
+        < kinds.index("CornerGather")
+    ports_loops = [t for t in model.force_terms if isinstance(t, (CornerFill, RowFill, ChunkFill, CornerGather))]
+    assert len(ports_loops) == 4 and all(t.stability_limits() == [] for t in ports_loops)
+    assert all(t.reverse_only for t in ports_loops if isinstance(t, (RowFill, ChunkFill)))
+    # the parameter rows' chunks cover each row's elements once (the shared row and the per-tet rows)
+    tb, ch = ports.table_chunks[0]
+    start, lo, hi, first = (f.to_numpy() for f in (tb.row_start, ch.lo, ch.hi, ch.row_first))
+    for r in range(tb.row_count):
+        pieces = [np.arange(lo[c], hi[c]) for c in range(first[r], first[r + 1])]
+        assert np.array_equal(np.concatenate(pieces), np.arange(start[r], start[r + 1]))
+        assert all(len(p) <= ROW_CHUNK for p in pieces)
     with pytest.raises(IndexError, match=r"particle indices must lie in \[0, \d+\)"):
         ColourPorts(model, np.array([[0, 10 ** 6]]))
     with pytest.raises(ValueError, match=r"ranges: \[3, 3\) is not a non-empty range"):

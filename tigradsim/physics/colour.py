@@ -19,9 +19,10 @@ accumulator acc_k:
     S  per particle i:    f_i += acc_0[i] + ... + acc_{K-1}[i]
 
 Reverse kernel (Taichi's reverse mode rejects `loop_unique`): one parallel loop over the elements
-with the gather path's per-element ports (`tigradsim.physics.gather`: loop A and `ParamFill` fill
-them, the element reads q = stop_grad(q) + port; their values are exact zeros, so the forward
-kernel skips those stores and reads its inputs directly).  The adjoint of
+with the gather path's per-element ports (`tigradsim.physics.gather`; loop A fills the particles',
+`RowFill` and `ChunkFill` the parameters', a row cut into chunks so that a row shared by a whole
+mesh is summed in parallel; the element reads q = stop_grad(q) + port; the ports' values are exact
+zeros, so the forward kernel skips those stores and reads its inputs directly).  The adjoint of
 `acc_k[i] += f_k` is a read of acc_k's adjoint, so the element loop's reverse writes only its own
 port adjoints; the ports' reverses sum them per particle / parameter row in a fixed order.  S
 zeroes acc_k's adjoints first (its reverse runs first and sets them), the element loop zeroes its
@@ -54,7 +55,7 @@ import numpy as np
 import taichi as ti
 from taichi.lang.misc import loop_unique
 
-from .gather import ElementPorts, ParamFill, PortFill, _PortTerm, differentiating, row_value, validating, zeros
+from .gather import ElementPorts, PortFill, _PortTerm, differentiating, row_value, validating, zeros
 
 
 # Block sizes tried (elements per block) and the fewest blocks a colour should have: a colour's blocks
@@ -152,6 +153,10 @@ class ColourPorts(ElementPorts):
         self.block_hi.from_numpy(np.asarray(hi, dtype=np.int32))
         vec3 = ti.types.vector(3, float)
         self.acc = [vec3.field(shape=(model.particle_count,), needs_grad=self.grad) for _ in range(self.K)]
+        self.chunks = [_Chunks(tb) for tb in self.tables]
+        self.table_chunks = list(zip(self.tables, self.chunks))
+        self.max_rows = max([tb.row_count for tb in self.tables], default=0)
+        self.max_chunks = max([ch.count for ch in self.chunks], default=0)
 
     def spans(self, start, end):
         """The colour loops of elements [start, end): per colour, the range [first, last + 1) of its
@@ -162,7 +167,8 @@ class ColourPorts(ElementPorts):
         """The loops that run before the element terms: cleared accumulators (with, in the reverse
         kernel, the gather path's particle ports), then the parameter ports (reverse kernel only)."""
         return [CornerFill(self.model, self)] + \
-            [ParamFill(self.model, self, j, reverse_only=True) for j in range(len(self.tables))]
+            ([RowFill(self.model, self, reverse_only=True), ChunkFill(self.model, self, reverse_only=True)]
+             if self.tables else [])
 
     def after(self):
         """The loop that runs after the element terms: the per-particle force sums."""
@@ -182,7 +188,7 @@ class ColourPorts(ElementPorts):
     @ti.func
     def open(self, e):
         """Reverse kernel: zero element e's port adjoints (this loop's reverse accumulates into them,
-        the reverse of `PortFill` / `ParamFill`, later in the reverse pass, consumes them)."""
+        the reverse of `CornerFill` / `ChunkFill`, later in the reverse pass, consumes them)."""
         if ti.static(self.grad and differentiating()):
             for k in ti.static(range(self.K)):
                 self.qport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
@@ -220,6 +226,72 @@ class ColourPorts(ElementPorts):
             state.particle_f[s, i] += f          # checked forward kernel: no reused buffer (atomic adds)
         else:
             self.acc[k][loop_unique(i)] += f     # no other block of this colour has particle i: a plain add
+
+
+# Elements per chunk of a parameter row (reverse kernel): a row shared by a whole mesh is summed
+# chunk by chunk in parallel, then chunk sums per row.
+ROW_CHUNK = 1024
+
+
+class _Chunks:
+    """A parameter table's rows cut into chunks of at most ROW_CHUNK elements (of `gather._Table`'s
+    per-row element lists), and one port per chunk."""
+
+    def __init__(self, tb):
+        start = tb.row_start.to_numpy()
+        lo, row_first = [], [0]
+        for r in range(tb.row_count):
+            lo.extend(range(start[r], start[r + 1], ROW_CHUNK))
+            row_first.append(len(lo))
+        hi = [min(a + ROW_CHUNK, start[np.searchsorted(start, a, side="right")]) for a in lo]
+        self.count = len(lo)
+        self.lo = ti.field(ti.i32, shape=(max(self.count, 1),))
+        self.hi = ti.field(ti.i32, shape=(max(self.count, 1),))
+        self.row_first = ti.field(ti.i32, shape=(tb.row_count + 1,))
+        if self.count:
+            self.lo.from_numpy(np.asarray(lo, dtype=np.int32))
+            self.hi.from_numpy(np.asarray(hi, dtype=np.int32))
+        self.row_first.from_numpy(np.asarray(row_first, dtype=np.int32))
+        shape = (max(self.count, 1),)
+        self.port = ti.field(float, shape=shape, needs_grad=True) if tb.width == 0 else \
+            ti.Vector.field(tb.width, float, shape=shape, needs_grad=True)
+
+
+@ti.data_oriented
+class RowFill(_PortTerm):
+    """Loop D1 (reverse kernel): cport[c] = p_r - stop_grad(p_r) (= 0) for every chunk c of row r, every
+    table in one loop over rows: its reverse sums a row's chunk adjoints in order."""
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        if ti.static(differentiating()):
+            for r in range(self.ports.max_rows):
+                for tb, ch in ti.static(self.ports.table_chunks):
+                    if r < tb.row_count:
+                        for c in range(ch.row_first[r], ch.row_first[r + 1]):
+                            # the row is read inside the inner loop (see gather.ParamFill)
+                            v = row_value(tb.table, r)
+                            v_ng = zeros(tb.width)
+                            if c >= 0:       # a block of its own: stop_grad applies to it only
+                                ti.stop_grad(tb.table)
+                                v_ng = row_value(tb.table, r)
+                            ch.port[c] = v - v_ng
+
+
+@ti.data_oriented
+class ChunkFill(_PortTerm):
+    """Loop D2 (reverse kernel): pport[e] = cport[c] (= 0) for the elements e of chunk c, every table in
+    one loop over chunks: its reverse sums the chunk's element adjoints in order (in parallel over
+    chunks, where `gather.ParamFill` runs a shared row's elements on one thread)."""
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        if ti.static(differentiating()):
+            for c in range(self.ports.max_chunks):
+                for tb, ch in ti.static(self.ports.table_chunks):
+                    if c < ch.count:
+                        for k in range(ch.lo[c], ch.hi[c]):
+                            tb.port[tb.row_elem[k]] = ch.port[c]
 
 
 @ti.data_oriented
