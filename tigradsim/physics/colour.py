@@ -55,7 +55,7 @@ import numpy as np
 import taichi as ti
 from taichi.lang.misc import loop_unique
 
-from .gather import ElementPorts, PortFill, _PortTerm, differentiating, row_value, validating, zeros
+from .gather import TASK_STRIDE, ElementPorts, PortFill, _PortTerm, differentiating, row_value, validating, zeros
 
 
 # Block sizes tried (elements per block) and the fewest blocks a colour should have: a colour's blocks
@@ -287,11 +287,13 @@ class ChunkFill(_PortTerm):
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         if ti.static(differentiating()):
-            for c in range(self.ports.max_chunks):
-                for tb, ch in ti.static(self.ports.table_chunks):
-                    if c < ch.count:
-                        for k in range(ch.lo[c], ch.hi[c]):
-                            tb.port[tb.row_elem[k]] = ch.port[c]
+            for jc in range(self.ports.max_chunks * TASK_STRIDE):     # one chunk per CPU task (for_each_element)
+                if jc % TASK_STRIDE == 0:
+                    c = jc // TASK_STRIDE
+                    for tb, ch in ti.static(self.ports.table_chunks):
+                        if c < ch.count:
+                            for k in range(ch.lo[c], ch.hi[c]):
+                                tb.port[tb.row_elem[k]] = ch.port[c]
 
 
 @ti.data_oriented

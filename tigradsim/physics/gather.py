@@ -76,6 +76,11 @@ def _compiling_mode():
     return AutodiffMode.NONE if kernel is None else kernel.autodiff_mode
 
 
+# Loop indices per block of the colour path's loops (see `for_each_element`): Taichi 1.7.4 gives each
+# CPU task max(512, n / (32 threads)) .. 1024 indices of a parallel loop of n.
+TASK_STRIDE = 512
+
+
 def differentiating() -> bool:
     """Whether the kernel being compiled is a derivative kernel, reverse or forward mode (Taichi
     compiles those from the same Python code as the kernel itself; a `ti.static(differentiating())`
@@ -375,10 +380,14 @@ def for_each_element(term: ti.template(), state: ti.template(), s: ti.template()
     (`tigradsim.physics.colour`; its reverse kernel has the one loop)."""
     if ti.static(term.ports.coloured and not differentiating()):
         for span in ti.static(term.ports.spans(start, end)):
-            ti.loop_config(block_dim=1)          # hand the threads one block (of many elements) at a time
-            for b in range(span[0], span[1]):
-                for e in range(term.ports.block_lo[b], term.ports.block_hi[b]):
-                    term.element(state, s, t, e, b)
+            # One block per TASK_STRIDE loop indices: Taichi 1.7.4's CPU backend hands a thread at
+            # least 512 consecutive indices (cpu_block_dim_adaptive, overriding loop_config), so a
+            # loop over ~10 blocks would run on one thread (measured: no speedup on 2 threads).
+            for j in range(span[0] * TASK_STRIDE, span[1] * TASK_STRIDE):
+                if j % TASK_STRIDE == 0:
+                    b = j // TASK_STRIDE
+                    for e in range(term.ports.block_lo[b], term.ports.block_hi[b]):
+                        term.element(state, s, t, e, b)
     else:
         ti.loop_config(serialize=term.serial)
         for e in range(start, end):
