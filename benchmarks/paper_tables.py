@@ -20,13 +20,14 @@ per (experiment, supervision) into paper_tables.json after every task (mean over
 seeds, the standard deviation over seeds, per_trial), with a progress line per task.  Ray is the
 optional extra `distributed` (pip install -e .[distributed]).
 
-Measured (2026-12-03, this 2-core machine shared with other jobs, load average 4-6 before each run;
-6 tiny rigid-mass tasks: --only sysid_rigid_mass --supervision image --seeds 0 1 2 --trials 2
---extra "--iters 2 --polish 1 --res 16 --duration 0.1", kernels already in Taichi's cache): one
-after another 56 s; local Ray with 2 workers 128 s (stagger 10 s), same estimates.  Ray gives no
-speed-up here: two Taichi demos running at once on these 2 cores are each ~3x slower than alone
-(without Ray too: two tiny demos started together took 51 s each, one alone 13-17 s), so a sweep
-pays off with workers on more cores or on a cluster (--ray ADDRESS), not on this machine.
+Measured (2026-12-04, this 2-core machine, no other jobs, kernels in Taichi's cache, the same
+estimates every run): 6 rigid-mass tasks, --only sysid_rigid_mass --supervision image --seeds 0 1 2
+--trials 2 --extra "--iters 20 --polish 5 --res 32 --duration 0.5": one after another 43.3 s, local
+Ray with 2 workers 23.6 s (1.83x; 1.71x counting Ray's start, 44.0 s against 25.7 s for the whole
+command).  Each local Ray worker's demo runs Taichi on cores / workers threads
+(TI_CPU_MAX_NUM_THREADS): before that, two demos of 2 threads each on 2 cores (and other jobs)
+made the same kind of sweep slower on Ray (56 s sequential, 128 s on Ray, 2026-12-03).  Tiny tasks
+(--iters 2 --res 16 --duration 0.1, about 4 s each) gain less: 27.5 s against 20.4 s (1.35x).
 
 Results are kept in benchmarks/paper_tables.json, one entry per (experiment,
 supervision) with the flags and date of its run; a run replaces only the
