@@ -174,49 +174,11 @@ class ColourPorts(ElementPorts):
         """The loop that runs after the element terms: the per-particle force sums."""
         return [CornerGather(self.model, self)]
 
-    # -- for the element body: the forward kernel reads inputs directly (the ports hold zeros) --------
-    @ti.func
-    def stop(self, state: ti.template()):
-        """Reverse kernel: cut the direct gradient paths of the state and the tables (they go
-        through the ports)."""
-        if ti.static(self.grad and differentiating()):
-            ti.stop_grad(state.particle_q)
-            ti.stop_grad(state.particle_qd)
-            for tb in ti.static(self.tables):
-                ti.stop_grad(tb.table)
-
-    @ti.func
-    def open(self, e):
-        """Reverse kernel: zero element e's port adjoints (this loop's reverse accumulates into them,
-        the reverse of `CornerFill` / `ChunkFill`, later in the reverse pass, consumes them)."""
-        if ti.static(self.grad and differentiating()):
-            for k in ti.static(range(self.K)):
-                self.qport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
-                self.qdport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
-            for tb in ti.static(self.tables):
-                tb.port.grad[e] = zeros(tb.width)
-
-    @ti.func
-    def q(self, state: ti.template(), s, e, b, k: ti.template(), i):
-        v = state.particle_q[s, i]
-        if ti.static(self.grad and differentiating()):
-            v = v + self.qport[k][e]
-        return v
-
-    @ti.func
-    def qd(self, state: ti.template(), s, e, b, k: ti.template(), i):
-        v = state.particle_qd[s, i]
-        if ti.static(self.grad and differentiating()):
-            v = v + self.qdport[k][e]
-        return v
-
-    @ti.func
-    def param(self, j: ti.template(), e, b, row):
-        """Row `row` of table j (a scalar, or a vector for vector / 2-D tables)."""
-        if ti.static(self.grad and differentiating()):
-            return row_value(self.raw_tables[j], row) + self.tables[j].port[e]
-        else:
-            return row_value(self.raw_tables[j], row)
+    # -- for the element body (stop, open, q, qd, param: `ElementPorts`') ----------------------------
+    def ported(self):
+        """Only the reverse kernel reads through the ports; the forward kernel reads the state and
+        tables directly (its ports hold zeros)."""
+        return self.grad and differentiating()
 
     @ti.func
     def put(self, state: ti.template(), s, e, b, k: ti.template(), i, f):

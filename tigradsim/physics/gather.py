@@ -206,11 +206,16 @@ class ElementPorts:
         """The loop that runs after the element term(s): the per-particle force sums."""
         return [ForceGather(self.model, self)]
 
+    def ported(self):
+        """Whether the kernel being compiled reads the state and tables through the ports (a
+        compile-time choice; here whenever the model has gradients)."""
+        return self.grad
+
     # -- for the element term's loop body ---------------------------------------
     @ti.func
     def stop(self, state: ti.template()):
         """Cut the direct gradient paths of the state and the tables (they go through the ports)."""
-        if ti.static(self.grad):
+        if ti.static(self.ported()):
             ti.stop_grad(state.particle_q)
             ti.stop_grad(state.particle_qd)
             for tb in ti.static(self.tables):
@@ -220,7 +225,7 @@ class ElementPorts:
     def open(self, e):
         """Zero element e's port adjoints: the reverse of this loop accumulates into them and the
         reverse of `PortFill` / `ParamFill` (later in the reverse pass) consumes them."""
-        if ti.static(self.grad):
+        if ti.static(self.ported()):
             for k in ti.static(range(self.K)):
                 self.qport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
                 self.qdport[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
@@ -230,21 +235,21 @@ class ElementPorts:
     @ti.func
     def q(self, state: ti.template(), s, e, b, k: ti.template(), i):
         v = state.particle_q[s, i]
-        if ti.static(self.grad):
+        if ti.static(self.ported()):
             v = v + self.qport[k][e]
         return v
 
     @ti.func
     def qd(self, state: ti.template(), s, e, b, k: ti.template(), i):
         v = state.particle_qd[s, i]
-        if ti.static(self.grad):
+        if ti.static(self.ported()):
             v = v + self.qdport[k][e]
         return v
 
     @ti.func
     def param(self, j: ti.template(), e, b, row):
         """Row `row` of table j (a scalar, or a vector for vector / 2-D tables)."""
-        if ti.static(self.grad):
+        if ti.static(self.ported()):
             return row_value(self.raw_tables[j], row) + self.tables[j].port[e]
         else:
             return row_value(self.raw_tables[j], row)
