@@ -270,18 +270,7 @@ class CornerFill(PortFill):
                 for k in ti.static(range(self.ports.K)):
                     self.ports.acc[k][i] = ti.Vector([0.0, 0.0, 0.0])
             if ti.static(self.ports.grad and differentiating()):
-                q_ng = ti.Vector([0.0, 0.0, 0.0])
-                qd_ng = ti.Vector([0.0, 0.0, 0.0])
-                if i >= 0:                       # a block of its own: stop_grad applies to it only
-                    ti.stop_grad(state.particle_q)
-                    ti.stop_grad(state.particle_qd)
-                    q_ng = state.particle_q[s, i]
-                    qd_ng = state.particle_qd[s, i]
-                for k in ti.static(range(self.ports.K)):
-                    for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
-                        e = self.ports.elem[k, j]    # q is read inside the inner loop (see PortFill)
-                        self.ports.qport[k][e] = state.particle_q[s, i] - q_ng      # exactly 0, d/dq = 1
-                        self.ports.qdport[k][e] = state.particle_qd[s, i] - qd_ng
+                self.fill(state, s, i)
 
 
 @ti.data_oriented

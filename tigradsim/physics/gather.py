@@ -282,20 +282,25 @@ class PortFill(_PortTerm):
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         if ti.static(not self.reverse_only or differentiating()):
             for i in range(self.model.particle_count):
-                q_ng = ti.Vector([0.0, 0.0, 0.0])
-                qd_ng = ti.Vector([0.0, 0.0, 0.0])
-                if i >= 0:                       # a block of its own: stop_grad applies to it only
-                    ti.stop_grad(state.particle_q)
-                    ti.stop_grad(state.particle_qd)
-                    q_ng = state.particle_q[s, i]
-                    qd_ng = state.particle_qd[s, i]
-                for k in ti.static(range(self.ports.K)):
-                    for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
-                        # q is read inside the inner loop: a differentiable local carried into a
-                        # dynamic inner loop gets wrong gradients in Taichi 1.7.4 (measured).
-                        e = self.ports.elem[k, j]
-                        self.ports.qport[k][e] = state.particle_q[s, i] - q_ng      # exactly 0, d/dq = 1
-                        self.ports.qdport[k][e] = state.particle_qd[s, i] - qd_ng
+                self.fill(state, s, i)
+
+    @ti.func
+    def fill(self, state: ti.template(), s, i):
+        """Particle i's ports of step s (the body of the loop over particles)."""
+        q_ng = ti.Vector([0.0, 0.0, 0.0])
+        qd_ng = ti.Vector([0.0, 0.0, 0.0])
+        if i >= 0:                       # a block of its own: stop_grad applies to it only
+            ti.stop_grad(state.particle_q)
+            ti.stop_grad(state.particle_qd)
+            q_ng = state.particle_q[s, i]
+            qd_ng = state.particle_qd[s, i]
+        for k in ti.static(range(self.ports.K)):
+            for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
+                # q is read inside the inner loop: a differentiable local carried into a
+                # dynamic inner loop gets wrong gradients in Taichi 1.7.4 (measured).
+                e = self.ports.elem[k, j]
+                self.ports.qport[k][e] = state.particle_q[s, i] - q_ng      # exactly 0, d/dq = 1
+                self.ports.qdport[k][e] = state.particle_qd[s, i] - qd_ng
 
 
 @ti.data_oriented
