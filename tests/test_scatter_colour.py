@@ -13,7 +13,7 @@ from tigradsim.physics.colour import MIN_BLOCKS_PER_COLOUR, ROW_CHUNK, ChunkFill
 from tigradsim.physics.gather import _Table
 from tigradsim.physics.gather import element_path
 
-from test_parallel_elements import SCENES, check, rollout
+from test_parallel_elements import SCENES, check, rollout, taped
 
 
 def build(scene, scatter):
@@ -22,13 +22,6 @@ def build(scene, scatter):
         return SCENES[scene]()
     finally:
         tgs.runtime.set_scatter("auto")
-
-
-def taped(model, names, **kw):
-    sim, rec, run, loss = rollout(model, **kw)
-    with ti.ad.Tape(loss):
-        run()
-    return rec.numpy(), {n: model.parameters()[n].grad.to_numpy().copy() for n in names}, float(loss[None])
 
 
 @pytest.mark.parametrize("scene", sorted(SCENES))
