@@ -325,7 +325,8 @@ class SoftBallFit:
         Levenberg-Marquardt (`refine` iterations per step of `refine_fd`).  Masses: the search
         over one scale of all masses, BFGS on that scale (`mass_uniform`), Levenberg-Marquardt
         on a polynomial log-mass (`mass_degree`, `refine`), then every particle's log-mass
-        (smoothed steps; Adam then BFGS).  Each gradient stage ends at its best point.  The
+        (smoothed steps; BFGS only after Levenberg-Marquardt, else Adam then BFGS).  Each
+        gradient stage ends at its best point.  The
         search and Levenberg-Marquardt are not resumable.  truth (as for `set`): print the
         relative errors after each stage.  Returns the History."""
         s = schedule
@@ -388,7 +389,7 @@ class SoftBallFit:
         self.fit.set_target(target)
         axis = np.log(factor) * np.linspace(-1.0, 1.0, int(points))
         best_loss, best, runs = np.inf, self.get(), 0
-        for _ in range(int(recentre) + 1):
+        for grid_pass in range(int(recentre) + 1):
             centre = best
             if self.estimate == "lame":
                 steps = [(a, b) for a in axis for b in axis]
@@ -400,6 +401,8 @@ class SoftBallFit:
                 grid = [{"mass": np.clip(centre["mass"] * np.exp(a), p.lower, p.upper)} for a in axis]
             best_step = None
             for step, values in zip(steps, grid):
+                if grid_pass and not any(step):
+                    continue            # a re-centred grid's centre is the last grid's best: already run
                 self.set(values)
                 loss = self.fit.loss_value()
                 runs += 1
