@@ -76,6 +76,19 @@ def test_gradient_per_element_params_and_activation_control(f64):
     check(run, loss, act_t, scale=[0.05], n_dirs=1)
 
 
+def test_activation_gradient_at_zero(f64):
+    """The element takes a cheap branch where a tet's activation is exactly 0 (the default):
+    its derivative there must still be that of (1 + a)^(-1/3), for a fit that starts from 0
+    and for a mix of zero and non-zero activations."""
+    model, h = block_scene()
+    sim, run, loss = rollout_loss(model)
+    check(run, loss, model.tet_activation, scale=[0.05], n_dirs=2)
+    act = np.zeros(model.tet_count)
+    act[::2] = 0.04
+    model.tet_activation.from_numpy(act)
+    check(run, loss, model.tet_activation, scale=[0.05], n_dirs=1)
+
+
 def test_checkpointed_and_parallel_gradients_equal_full(f64):
     """Checkpointing, and parallel (atomic) instead of serial scatter, give the same gradients."""
     grads = {}
