@@ -24,10 +24,13 @@ trajectories are comparable vertex by vertex.
 Where the laws are the same, and where they are made the same:
   * FEM: both use the stable neo-Hookean of Smith et al. with all nine entries of F in Ic, with the
     same (mu, lam).  Warp adds a volumetric damping term (k_damp dJ/dt) to the dF/dt damping, so the
-    scenes run undamped (damping 0 in both; both kernels still compute the damping terms).
+    scenes run undamped (damping 0 in both).  Warp's kernels compute the damping terms anyway;
+    tigradsim's forward kernel skips them where a tet's damping is 0 (its derivative kernels do not:
+    d/dkd at 0 is not 0), so the forward + backward figures include them on both sides.
   * Cloth: the membrane P = mu F + lam (J - alpha) dJ/dF is the same law.  Warp's aerodynamics (current
     area, full force on every vertex) and its area damping differ from tigradsim's, so drag, lift and
-    membrane damping are 0 in both (both kernels still evaluate them).  Bending: Warp scales the
+    membrane damping are 0 in both (Warp evaluates them anyway; tigradsim's forward kernel skips them
+    where all three are 0, its derivative kernels evaluate them).  Bending: Warp scales the
     dihedral force by the CURRENT edge length, tigradsim by nothing (k per edge); Warp gets
     edge_ke = k / (rest edge length), which agrees to first order in the edge strain.
   * Ground contact: tigradsim's ground uses damping="uncapped" (Warp's `jd = min(vn, 0) kd` while

@@ -211,7 +211,8 @@ def test_rollout_gradients(f64, kind):
 
 def test_gradients_at_zero_damping_drag_and_lift(f64):
     """The forward kernel skips a triangle's velocity terms where its damping, drag and lift are all
-    0 (the defaults); their derivatives there are not 0 and must match finite differences."""
+    0, and a bending edge's where its damping is 0 (the defaults); their derivatives there are not 0
+    and must match finite differences."""
     rng = np.random.default_rng(11)
     v, f = tgs.meshes.cloth_grid(3, 3, cell=0.1, origin=(0, 1, 0), plane="xz")
     b = tgs.SceneBuilder()
@@ -224,8 +225,9 @@ def test_gradients_at_zero_damping_drag_and_lift(f64):
     damping_col[0, -1] = 1
     # eps: the loss curves strongly in the damping (truncation error 3e-5 at a step of 1e-5,
     # 3e-7 at 1e-6, measured) and hardly in drag and lift (round-off dominates below 1e-3).
+    assert not np.any(model.cloth_bending_damping.to_numpy())
     for fld, masks, eps in ((model.cloth_params, [damping_col], 1e-6), (model.cloth_drag, None, 1e-3),
-                            (model.cloth_lift, None, 1e-3)):
+                            (model.cloth_lift, None, 1e-3), (model.cloth_bending_damping, None, 1e-6)):
         report = tgs.check_gradient(run, loss, [fld], n_dirs=2, eps=eps, rtol=1e-5, masks=masks)
         assert report.ok, str(report)
         assert max(abs(a) for a in report.analytic) > 1e-10, "zero gradient"

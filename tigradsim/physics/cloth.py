@@ -518,16 +518,34 @@ class ClothBendingForces(StepTerm):
         g2 = a2 * el
         g3 = a1 * (x1 - x4).dot(eh) + a2 * (x2 - x4).dot(eh)
         g4 = a1 * (x3 - x1).dot(eh) + a2 * (x3 - x2).dot(eh)
-        rate = g1.dot(corner_qd(self.ports, state, s, e, b, 0, q[0])) + g2.dot(corner_qd(self.ports, state, s, e, b, 1, q[1])) \
-            + g3.dot(corner_qd(self.ports, state, s, e, b, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, b, 3, q[3]))
         r = self.model.cloth_bend_row[e]
         c = -(table_row(self.ports, 0, self.model.cloth_bending_stiffness, e, b, r)
               * (theta - self.model.cloth_bend_rest_angle[e])
-              + table_row(self.ports, 1, self.model.cloth_bending_damping, e, b, r) * rate)
+              + self.damping_moment(state, s, e, b, q, g1, g2, g3, g4,
+                                    table_row(self.ports, 1, self.model.cloth_bending_damping, e, b, r)))
         corner_put(self.ports, state, s, e, b, 0, q[0], c * g1)
         corner_put(self.ports, state, s, e, b, 1, q[1], c * g2)
         corner_put(self.ports, state, s, e, b, 2, q[2], c * g3)
         corner_put(self.ports, state, s, e, b, 3, q[3], c * g4)
+
+    @ti.func
+    def damping_moment(self, state: ti.template(), s: ti.template(), e, b, q, g1, g2, g3, g4, kd):
+        """kd dtheta/dt [N m] of bending edge e (g1..g4: dtheta/dx of its corners).  The forward kernel
+        skips the four velocity reads where kd = 0 (the default); derivative kernels do not, since
+        d/dkd at 0 is dtheta/dt."""
+        if ti.static(differentiating()):
+            return kd * self.angle_rate(state, s, e, b, q, g1, g2, g3, g4)
+        else:
+            m = 0.0
+            if kd != 0.0:
+                m = kd * self.angle_rate(state, s, e, b, q, g1, g2, g3, g4)
+            return m
+
+    @ti.func
+    def angle_rate(self, state: ti.template(), s: ti.template(), e, b, q, g1, g2, g3, g4):
+        """dtheta/dt [rad/s] of bending edge e from its corner velocities."""
+        return g1.dot(corner_qd(self.ports, state, s, e, b, 0, q[0])) + g2.dot(corner_qd(self.ports, state, s, e, b, 1, q[1])) \
+            + g3.dot(corner_qd(self.ports, state, s, e, b, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, b, 3, q[3]))
 
 
 @ti.data_oriented
