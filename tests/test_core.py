@@ -197,6 +197,33 @@ def test_blow_up_names_step(f64):
         sim.run()
 
 
+def test_bookkeeping_loops_serial_or_parallel_agree(f64, monkeypatch):
+    """The simulator's small loops (initial state, checkpoint copies, zeroing the forces, the finite
+    and adjoint checks) run on one thread below `runtime.SERIAL_LOOP_MAX` entries: on either side of
+    the limit the trajectory, the gradients and the step a blow-up is reported at are the same."""
+    assert tgs.runtime.serial_loop(10) and not tgs.runtime.serial_loop(tgs.runtime.SERIAL_LOOP_MAX + 1)
+    results = []
+    for limit in (10 ** 9, 0):           # every loop serial, then every loop parallel
+        monkeypatch.setattr(tgs.runtime, "SERIAL_LOOP_MAX", limit)
+        model = small_scene()
+        sim, run, loss = rollout_loss(model, steps=60, checkpoint_every=7)
+        with ti.ad.Tape(loss):
+            run()
+        grads = {n: model.parameters()[n].grad.to_numpy().copy() for n in PARTICLE_PARAMS}
+        b = tgs.SceneBuilder()
+        b.add_particles([[0, 0, 0], [0.1, 0, 0]], masses=1e-3)
+        b.add_spring(0, 1, stiffness=1e9, rest_length=0.2)
+        with pytest.raises(tgs.SimulationError, match=r"non-finite at step \d+") as err:
+            tgs.Simulator(b.finalize(), dt=1e-2, steps=200, check_every=16).run()
+        results.append((sim.final_state(), loss[None], grads, str(err.value).split(":")[0]))
+    (q0, l0, g0, e0), (q1, l1, g1, e1) = results
+    np.testing.assert_array_equal(q1, q0)
+    assert l1 == l0 and e1 == e0
+    for name in g0:
+        assert np.any(g0[name] != 0), name
+        np.testing.assert_array_equal(g1[name], g0[name], err_msg=name)
+
+
 def test_optimizer_recovers_velocity(f64):
     b = tgs.SceneBuilder()
     b.add_particle((0, 1, 0), velocity=(0, 0, 0), mass=1.0)

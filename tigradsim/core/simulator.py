@@ -34,7 +34,7 @@ from taichi.lang import impl
 from .errors import GradientError, SimulationError, check_runtime
 from .model import Model
 from ..physics.particles import ExternalParticleForce
-from .runtime import custom_op, no_grad
+from .runtime import custom_op, no_grad, serial_loop
 from .stability import StabilityReport, preflight, stability_report
 from .state import StateStore
 
@@ -250,6 +250,7 @@ class Simulator:
         self._adjoint_max[None] = 0.0
         self._adjoint_bad[None] = 0
         for fld in ti.static(self._stored):
+            ti.loop_config(serialize=ti.static(serial_loop(fld.shape[1])))
             for i in range(fld.shape[1]):
                 g = ti.abs(fld.grad[s, i])
                 if not (g <= 1e30).all():            # NaN compares false
@@ -468,24 +469,34 @@ class Simulator:
     @ti.kernel
     def _load_initial(self):
         for pair in ti.static(self._initial_pairs):
-            for i in pair[1]:
+            ti.loop_config(serialize=ti.static(serial_loop(pair[1].shape[0])))
+            for i in range(pair[1].shape[0]):
                 pair[0][0, i] = pair[1][i]
 
     @ti.kernel
     def _restore(self, seg: ti.i32):
         for pair in ti.static(self._checkpoint_pairs):
+            ti.loop_config(serialize=ti.static(serial_loop(pair[0].shape[1])))
             for i in range(pair[0].shape[1]):
                 pair[0][0, i] = pair[1][seg, i]
 
     @ti.kernel
     def _save(self, s: ti.i32, seg: ti.i32):
         for pair in ti.static(self._checkpoint_pairs):
+            ti.loop_config(serialize=ti.static(serial_loop(pair[0].shape[1])))
             for i in range(pair[0].shape[1]):
                 pair[1][seg, i] = pair[0][s, i]
 
     def _clear_accumulators(self):
-        for fld in self._accumulators:
-            fld.fill(0)
+        if self._accumulators:
+            self._zero_accumulators()
+
+    @ti.kernel
+    def _zero_accumulators(self):
+        for fld in ti.static(self._accumulators):
+            ti.loop_config(serialize=ti.static(serial_loop(fld.shape[0] * fld.shape[1])))
+            for s, i in ti.ndrange(fld.shape[0], fld.shape[1]):
+                fld[s, i] = ti.zero(fld[s, i])
 
     def _clear_grads(self):
         if self.model.requires_grad:
@@ -495,6 +506,8 @@ class Simulator:
     @ti.kernel
     def _find_nonfinite(self, s0: ti.i32, s1: ti.i32):
         for fld in ti.static(self._stored):
+            # s1 - s0 <= check_every + 1 (_segment_forward)
+            ti.loop_config(serialize=ti.static(serial_loop(fld.shape[1] * (self.check_every + 1))))
             for s, i in ti.ndrange((s0, s1), fld.shape[1]):
                 if not (ti.abs(fld[s, i]) <= 1e30).all():
                     ti.atomic_min(self._bad_step[None], s)
