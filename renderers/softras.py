@@ -103,7 +103,7 @@ import taichi as ti
 
 from tigradsim.core.linalg import matmul, matvec
 
-from tigradsim.core.runtime import custom_op, deterministic, ensure_init, np_float
+from tigradsim.core.runtime import custom_op, deterministic, ensure_init, np_float, serial_loop
 from tigradsim.io.meshes import unpaired_edge
 
 from .camera import Camera, rodrigues
@@ -762,6 +762,7 @@ class SoftRasterizer:
         H = ti.static(float(self.height))
         s = ti.static(float(min(self.width, self.height)))
         # 1. the corrected camera: R' = exp([w]x) R, t' = exp([w]x) t + dt, f' = k f
+        ti.loop_config(serialize=True)        # one iteration: no thread-pool dispatch
         for _ in range(1):
             w = ti.Vector([self.camera_delta[0], self.camera_delta[1], self.camera_delta[2]])
             a2 = w.dot(w)
@@ -789,10 +790,12 @@ class SoftRasterizer:
             uv = self._pixel_uv(c)
             self.proj[v] = ti.Vector([(2.0 * uv[0] + 1.0 - W) / s, (H - 2.0 * uv[1] - 1.0) / s, c[2]])
         if ti.static(self.shading == "lambert"):
+            ti.loop_config(serialize=ti.static(serial_loop(self.num_lights)))
             for l in range(self.num_lights):
                 ld = self.light_dir[l]
                 self.light_unit[l] = ld / ti.sqrt(ld.dot(ld) + 1e-30)
             if ti.static(self.smooth):
+                ti.loop_config(serialize=ti.static(serial_loop(self.num_vertices)))
                 for v in range(self.num_vertices):
                     self.vnormal_sum[v] = ti.Vector([0.0, 0.0, 0.0])
                 ti.loop_config(serialize=self._serial)   # shared vertex sums (and adjoints) in face order
@@ -802,6 +805,7 @@ class SoftRasterizer:
                     n = (verts[slot, self.vid[idx[1]]] - p0).cross(verts[slot, self.vid[idx[2]]] - p0)
                     for k in ti.static(range(3)):
                         self.vnormal_sum[idx[k]] += n          # area-weighted
+                ti.loop_config(serialize=ti.static(serial_loop(self.num_vertices)))
                 for v in range(self.num_vertices):
                     ns = self.vnormal_sum[v]
                     self.vnormal[v] = ns / ti.sqrt(ns.dot(ns) + 1e-30)
@@ -823,13 +827,17 @@ class SoftRasterizer:
         cap = ti.static(tile_faces.shape[1])
         pcap = ti.static(pairs.shape[0])
         s = ti.static(float(min(self.width, self.height)))
-        # 1. clear accumulators (and, in backward, the scratch gradients)
-        for i, j in self.zmax:
+        # 1. clear accumulators (and, in backward, the scratch gradients).  Bookkeeping loops
+        #    like these run on one thread when small (`runtime.serial_loop`: a parallel loop's
+        #    dispatch costs more than a 64x64 frame's copy)
+        ti.loop_config(serialize=ti.static(serial_loop(W * H)))
+        for i, j in ti.ndrange(H, W):
             self.acc_log[i, j] = 0.0
             self.acc_w[i, j] = 0.0
             self.acc_c[i, j] = ti.Vector([0.0, 0.0, 0.0])
             self.zmax[i, j] = self._z_init
-        for t in self.tile_count:
+        ti.loop_config(serialize=ti.static(serial_loop(self.tiles_x * self.tiles_y)))
+        for t in range(self.tiles_x * self.tiles_y):
             self.tile_count[t] = 0
             if t == 0:
                 self.counters[1] = 0
@@ -837,6 +845,7 @@ class SoftRasterizer:
             self._zero_scratch_grads()
         if ti.static(self.binning):
             # 2. faces -> tiles (bounding box grown by the cutoff radius)
+            ti.loop_config(serialize=ti.static(serial_loop(self.num_faces, 16)))
             for f in range(self.num_faces):
                 if self._face_ok(f):
                     idx = self.faces[f]
@@ -866,7 +875,8 @@ class SoftRasterizer:
                                     tile_faces[t, k] = f
                                 ti.atomic_max(self.counters[1], k + 1)
             # 3. sort each tile's list (deterministic order of summation)
-            for t in self.tile_count:
+            ti.loop_config(serialize=ti.static(serial_loop(self.tiles_x * self.tiles_y)))
+            for t in range(self.tiles_x * self.tiles_y):
                 n = ti.min(self.tile_count[t], cap)
                 for a_ in range(1, n):
                     key = tile_faces[t, a_]
@@ -925,11 +935,13 @@ class SoftRasterizer:
                 self.acc_log[i, j] = slog
         # 5. exclusive prefix sum of the counts: rows in parallel, then the row
         #    totals serially (H steps), then the offsets within each row
-        for i in self.row_sum:
+        ti.loop_config(serialize=ti.static(serial_loop(W * H)))
+        for i in range(H):
             acc = 0
             for j in range(W):
                 acc += self.pix_count[i * W + j]
             self.row_sum[i] = acc
+        ti.loop_config(serialize=True)        # one iteration: no thread-pool dispatch
         for _ in range(1):
             acc = 0
             for i in range(H):
@@ -937,13 +949,15 @@ class SoftRasterizer:
                 self.row_sum[i] = acc
                 acc += cnt
             self.counters[0] = acc
-        for i in self.row_sum:
+        ti.loop_config(serialize=ti.static(serial_loop(W * H)))
+        for i in range(H):
             acc = self.row_sum[i]
             for j in range(W):
                 self.pix_offset[i * W + j] = acc
                 acc += self.pix_count[i * W + j]
         # 6. write the (pixel, face) pairs
-        for i, j in self.zmax:
+        ti.loop_config(serialize=ti.static(serial_loop(W * H, 8)))
+        for i, j in ti.ndrange(H, W):
             t = (i // TS) * TX + j // TS
             off = self.pix_offset[i * W + j]
             if ti.static(self.binning):
@@ -1002,8 +1016,11 @@ class SoftRasterizer:
         With keep_frames the pairs and sums are also kept in slot `frame` (`_restore`)."""
         W = ti.static(self.width)
         if ti.static(self.keep_frames):
+            ti.loop_config(serialize=ti.static(serial_loop(pairs.shape[0])))
             for e in range(n_pairs):
                 kept_pairs[frame, e] = pairs[e]
+        # silhouettes: a few operations per pixel (`_bin` summed the pairs)
+        ti.loop_config(serialize=ti.static(self.shading == "silhouette" and serial_loop(self.width * self.height, 8)))
         for p in range(self.width * self.height):
             i = p // W
             j = p % W
@@ -1105,7 +1122,8 @@ class SoftRasterizer:
            deterministic: the same sums, bit for bit, on every run).
         """
         W = ti.static(self.width)
-        for i, j in self.acc_log:
+        ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height, 8)))
+        for i, j in ti.ndrange(self.height, self.width):
             c = ti.static(self._coverage_power)
             self.acc_log.grad[i, j] = -c * ti.exp(c * self.acc_log[i, j]) * self.image.grad[frame, i, j][0]
             # consumed, as Taichi's reverse of the store `image[frame] = ...` does: a frame rendered
@@ -1152,7 +1170,8 @@ class SoftRasterizer:
     def _run_bin(self, r2, sigma, clear_grads):
         while True:
             self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, sigma, clear_grads)
-            n_pairs, max_tile = (int(x) for x in self.counters.to_numpy())
+            # two scalar reads: to_numpy launches a parallel copy (~70 us here) per frame
+            n_pairs, max_tile = int(self.counters[0]), int(self.counters[1])
             if self.binning and max_tile > self.tile_capacity:
                 self._alloc_tiles(int(max_tile * 1.25) + 8)
                 self.regrows += 1
@@ -1173,9 +1192,11 @@ class SoftRasterizer:
         """The scratch buffers as `_bin` + `_composite` left them for kept frame `frame`
         (its pairs, per-pixel sums and zmax; what `_accumulate.grad` reads), and the
         scratch gradients zeroed."""
+        ti.loop_config(serialize=ti.static(serial_loop(pairs.shape[0])))
         for e in range(n_pairs):
             pairs[e] = kept_pairs[frame, e]
-        for i, j in self.zmax:
+        ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height)))
+        for i, j in ti.ndrange(self.height, self.width):
             self.acc_log[i, j] = self.kept_log[frame, i, j]
             if ti.static(self.channels != 1):
                 self.acc_w[i, j] = self.kept_w[frame, i, j]
@@ -1186,19 +1207,25 @@ class SoftRasterizer:
     @ti.func
     def _zero_scratch_grads(self):
         """Zero the gradients of the per-frame scratch fields (they are reused by every frame)."""
-        for i, j in self.zmax:
+        ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height)))
+        for i, j in ti.ndrange(self.height, self.width):
             self.acc_log.grad[i, j] = 0.0
             self.acc_w.grad[i, j] = 0.0
             self.acc_c.grad[i, j] = ti.Vector([0.0, 0.0, 0.0])
-        for v in self.proj:
+        ti.loop_config(serialize=ti.static(serial_loop(self.proj.shape[0])))
+        for v in range(self.proj.shape[0]):
             self.proj.grad[v] = ti.Vector([0.0, 0.0, 0.0])
-        for f in self.face_shade:
+        ti.loop_config(serialize=ti.static(serial_loop(self.face_shade.shape[0])))
+        for f in range(self.face_shade.shape[0]):
             self.face_shade.grad[f] = ti.Vector([0.0, 0.0, 0.0])
-        for v in self.vnormal:
+        ti.loop_config(serialize=ti.static(serial_loop(self.vnormal.shape[0])))
+        for v in range(self.vnormal.shape[0]):
             self.vnormal.grad[v] = ti.Vector([0.0, 0.0, 0.0])
             self.vnormal_sum.grad[v] = ti.Vector([0.0, 0.0, 0.0])
-        for l in self.light_unit:
+        ti.loop_config(serialize=ti.static(serial_loop(self.light_unit.shape[0])))
+        for l in range(self.light_unit.shape[0]):
             self.light_unit.grad[l] = ti.Vector([0.0, 0.0, 0.0])
+        ti.loop_config(serialize=True)        # one iteration: no thread-pool dispatch
         for _ in range(1):
             self.cam_eff_R.grad[None] = ti.Matrix.zero(float, 3, 3)
             self.cam_eff_t.grad[None] = ti.Vector([0.0, 0.0, 0.0])

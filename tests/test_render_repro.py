@@ -17,7 +17,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.renderers import Camera, ImageMSE, SoftRasterizer, icosphere
+from tigradsim.renderers import Camera, ImageMSE, SilhouetteMSE, SoftRasterizer, icosphere
 
 GRADS = ("X", "vertex_colors", "light_dir", "light_color", "ambient", "background", "background_image",
          "camera_delta", "focal_scale")
@@ -87,6 +87,35 @@ def test_render_and_gradients_bit_identical_across_processes(first, tmp_path):
                    env=env, timeout=600, capture_output=True)
     b = dict(np.load(path))
     _assert_identical(a, b)
+
+
+def silhouette_build(size=32):
+    """Two frames of a 320-face sphere's silhouette with a loss on them (the silhouette path's own
+    loops: coverage sums while binning, the written-out backward)."""
+    v, f = icosphere(2, 0.9)
+    cam = Camera(eye=(0.3, 0.4, 2.8), width=size, height=size)
+    ren = SoftRasterizer(cam, f, len(v), frames=2, sigma=1e-3)
+    X = ti.Vector.field(3, float, shape=(2, len(v)), needs_grad=True)
+    X.from_numpy(np.stack([v, v * [1.05, 0.95, 1.0] + [0.05, 0.02, 0.0]]))
+    target = np.random.default_rng(1).random((2, size, size))
+    return ren, X, ti.field(float, shape=(), needs_grad=True), SilhouetteMSE(ren.image, target)
+
+
+@pytest.mark.parametrize("scene", [build, silhouette_build])
+def test_small_loops_serial_or_parallel_bit_identical(first, monkeypatch, scene):
+    """The renderer's bookkeeping loops run on one thread below `runtime.SERIAL_LOOP_MAX` entries
+    (times a cost); on either side of the limit frames and gradients are bit-identical."""
+    outs = []
+    for limit in (10 ** 9, 0):           # every such loop serial, then every one parallel
+        monkeypatch.setattr(tgs.runtime, "SERIAL_LOOP_MAX", limit)
+        ren, X, loss, mse = scene()
+        with ti.ad.Tape(loss):
+            ren.render(X, 0, 0)
+            ren.render(X, 1, 1)
+            mse(loss)
+        outs.append({"image": ren.image.to_numpy(), "loss": np.array(loss[None]), "X": X.grad.to_numpy()})
+    assert np.abs(outs[0]["X"]).max() > 0
+    _assert_identical(*outs)
 
 
 if __name__ == "__main__":

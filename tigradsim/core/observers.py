@@ -102,6 +102,7 @@ class CenterOfMassRecorder:
             m = self.model.particle_mass[i]
             self.weighted[frame] += q[slot, i] * m
             self.mass[frame] += m
+        ti.loop_config(serialize=True)        # one iteration: no thread-pool dispatch
         for _ in range(1):
             self.com[frame] = self.weighted[frame] / self.mass[frame]
 

@@ -130,14 +130,16 @@ def serial_scatter() -> bool:
 SERIAL_LOOP_MAX = 32768
 
 
-def serial_loop(count: int) -> bool:
-    """Whether a small bookkeeping loop (copies, zeroing, finite checks) over `count` entries
-    should run on one thread: on CPUs when count <= SERIAL_LOOP_MAX.  Handing a loop to the
-    thread pool costs ~50 us on this 2-core machine (kernel profiler), a serial pass ~1-2 ns per
-    entry; on a one-box rollout of 1,920 steps such loops were half the kernel time of forward +
-    backward.  GPUs keep every loop parallel (one GPU thread would do all the work).  Compile time:
+def serial_loop(count: int, cost: int = 1) -> bool:
+    """Whether a small loop over `count` entries should run on one thread: on CPUs when
+    count * cost <= SERIAL_LOOP_MAX, `cost` being the body's work per entry relative to
+    copying one vector (~1-2 ns).  Handing a loop to the thread pool costs ~50 us on this
+    2-core machine (kernel profiler; 5-20 us at best), more than a serial pass over a
+    64x64 frame: on a one-box rollout of 1,920 steps such loops were half the kernel time
+    of forward + backward, in a 64 px silhouette fit of one box 40 % of an iteration.
+    GPUs keep every loop parallel (one GPU thread would do all the work).  Compile time:
     `ti.loop_config(serialize=ti.static(serial_loop(n)))`."""
-    return impl.current_cfg().arch == ti.cpu and count <= SERIAL_LOOP_MAX
+    return impl.current_cfg().arch == ti.cpu and count * cost <= SERIAL_LOOP_MAX
 
 
 def scatter_mode() -> str:
