@@ -10,9 +10,9 @@ from dataclasses import dataclass, field as dc_field
 from typing import Callable, Sequence
 
 import numpy as np
-import taichi as ti
 
 from ..core.runtime import precision
+from ..core.tape import tape
 
 
 @dataclass
@@ -135,7 +135,7 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
         return float(loss[None])
 
     set_values(base)
-    with ti.ad.Tape(loss):
+    with tape(loss):
         run()
     grads = [p.grad.to_numpy().astype(np.float64) for p in params]
 
@@ -181,7 +181,7 @@ def check_param_gradient(run: Callable[[], None], loss, param, n_dirs: int = 3, 
         return float(loss[None])
 
     set_x(x0)
-    with ti.ad.Tape(loss):
+    with tape(loss):
         run()
     grad = np.asarray(param.internal_grad(), dtype=np.float64).reshape(x0.shape)
     report = GradCheckReport(rtol=rtol)

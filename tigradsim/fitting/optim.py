@@ -24,10 +24,10 @@ from dataclasses import dataclass, field as dc_field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
-import taichi as ti
 
 from ..core.errors import SimulationError
 from ..core.runtime import np_float
+from ..core.tape import tape
 
 
 @dataclass
@@ -740,7 +740,7 @@ def optimize(forward: Callable[[], None], loss, optimizer: Optimizer, iters: int
     losses = []
     while True:
         try:
-            with ti.ad.Tape(loss):
+            with tape(loss):                 # ti.ad.Tape(loss), its clearing cheaper (core.tape)
                 forward()
             value = float(loss[None])
             if not math.isfinite(value):
