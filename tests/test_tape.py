@@ -68,3 +68,14 @@ def test_tape_gradients_equal_taichi_tape_and_do_not_accumulate(f64):
         with tgs.tape(loss):
             f()
         np.testing.assert_array_equal(x.grad.to_numpy(), want)
+
+
+def test_plan_is_rebuilt_after_reinit(f64):
+    """ti.init starts a new program whose SNode ids restart: the same fields again must not reuse
+    the previous program's plan (its places are gone)."""
+    for _ in range(2):
+        tgs.init(precision="f64")
+        fields, tree = _fields()
+        _dirty(fields)
+        clear_gradients()
+        assert _all_zero(fields)

@@ -22,17 +22,20 @@ from taichi._lib import core as _ti_core
 
 from .runtime import serial_loop
 
-_plan = {"key": None, "groups": []}
+_plan = {"program": None, "key": None, "groups": []}
 
 
 def _adjoint_groups():
     """[(places, shape)]: the adjoint places of every SNode tree, grouped by parent as Taichi's
     clear_all_gradients groups them; rebuilt when the trees change (a tree's root SNode id is
     new whenever a tree is created, also when a destroyed tree's slot is reused)."""
-    impl.get_runtime().materialize()
+    runtime = impl.get_runtime()
+    runtime.materialize()
     roots = FieldsBuilder._finalized_roots()
     key = tuple(root.ptr.id for root in roots)
-    if key != _plan["key"]:
+    # SNode ids restart with every ti.init: the program object (held, so never confused with a
+    # later one at the same address) tells the plans of two programs apart
+    if runtime.prog is not _plan["program"] or key != _plan["key"]:
         groups = []
 
         def visit(node):
@@ -48,7 +51,7 @@ def _adjoint_groups():
 
         for root in roots:
             visit(root)
-        _plan.update(key=key, groups=groups)
+        _plan.update(program=runtime.prog, key=key, groups=groups)
     return _plan["groups"]
 
 
