@@ -8,7 +8,7 @@ import numpy as np
 import taichi as ti
 
 from .errors import check_indices
-from .runtime import deterministic, no_grad
+from .runtime import deterministic, no_grad, serial_loop
 
 
 def check_every(owner, every):
@@ -45,7 +45,7 @@ class ParticleRecorder:
 
     @ti.kernel
     def _record(self, src: ti.template(), slot: ti.i32, frame: ti.i32):
-        ti.loop_config(serialize=self._serial)
+        ti.loop_config(serialize=ti.static(self._serial or serial_loop(self.count)))
         for k in range(self.count):
             self.values[frame, k] = src[slot, self.indices[k]]
 
@@ -96,7 +96,7 @@ class CenterOfMassRecorder:
 
     @ti.kernel
     def _record(self, q: ti.template(), slot: ti.i32, frame: ti.i32):
-        ti.loop_config(serialize=self._serial)
+        ti.loop_config(serialize=ti.static(self._serial or serial_loop(self.count)))
         for k in range(self.count):
             i = self.indices[k]
             m = self.model.particle_mass[i]

@@ -5,7 +5,7 @@ import numpy as np
 import taichi as ti
 
 from .rigid_pose import body_position, body_rotation, quat_rotate
-from ..core.runtime import deterministic
+from ..core.runtime import deterministic, serial_loop
 
 
 def _require_bodies(sim):
@@ -46,7 +46,7 @@ class RigidSurface:
 
     @ti.kernel
     def _record(self, body_q: ti.template(), slot: ti.i32, frame: ti.i32):
-        ti.loop_config(serialize=self._serial)
+        ti.loop_config(serialize=ti.static(self._serial or serial_loop(self.vertex_count, 4)))
         for v in range(self.vertex_count):
             q = body_q[slot, self.model.vertex_body[v]]
             self.vertices[frame, v] = body_position(q) + quat_rotate(body_rotation(q), self.model.body_vertex[v])
@@ -78,6 +78,7 @@ class BodyRecorder:
 
     @ti.kernel
     def _record(self, body_q: ti.template(), slot: ti.i32, frame: ti.i32):
+        ti.loop_config(serialize=ti.static(serial_loop(self.count)))
         for b in range(self.count):
             q = body_q[slot, b]
             self.positions[frame, b] = body_position(q)
