@@ -88,3 +88,19 @@ def test_checkpointed_and_fused_gradients_equal_full(f64):
         for key in keys[1:]:
             np.testing.assert_allclose(grads[key][name], full, rtol=1e-12, atol=1e-12 * np.abs(full).max(),
                                        err_msg=f"{key}: {name}")
+
+
+def test_small_loops_serial_or_parallel_agree(f64, monkeypatch):
+    """The recorders' and the simulator's small loops run on one thread below
+    `runtime.SERIAL_LOOP_MAX` entries: with every such loop serial, then every one parallel, the
+    recorded track and every gradient are bit-identical."""
+    out = []
+    for limit in (10 ** 9, 0):
+        monkeypatch.setattr(tgs.runtime, "SERIAL_LOOP_MAX", limit)
+        model, sim, run, total, controls = _scene()
+        with ti.ad.Tape(total):
+            run()
+        out.append([total[None]] + [model.parameters()[name].grad.to_numpy() for name in PARAMS])
+    assert np.abs(out[0][1]).max() > 0
+    for a, b in zip(*out):
+        np.testing.assert_array_equal(a, b)
