@@ -8,10 +8,12 @@ sequential fit of `benchmarks/bench_batch.py`: 2.2 s alone, 5.8 s with the batch
 
 `tape(loss)` zeroes exactly the same adjoints (every place of gradient type ADJOINT under every
 SNode tree, found as `taichi.ad.clear_all_gradients` finds them), each group in a loop that runs
-on one thread when small (`runtime.serial_loop`), from a plan rebuilt only when the set of SNode
-trees changes, then opens `ti.ad.Tape(loss, clear_gradients=False)`.  The optimizers and the
+on one thread when small (`runtime.serial_loop`), from a plan rebuilt only when the program
+(`ti.init`) or its set of SNode trees changes, then opens `ti.ad.Tape(loss, clear_gradients=False)`.  The optimizers and the
 gradient checker use it; a user's own `ti.ad.Tape` still works the same.
 """
+import math
+
 import taichi as ti
 from taichi._snode.fields_builder import FieldsBuilder
 from taichi.lang import impl
@@ -62,8 +64,7 @@ def _zero_places(places: ti.template()):
         for s in ti.static(places):
             ScalarField(Expr(s))[None] = ti.cast(0, s.get_dt())
     else:
-        size = ti.static(int(__import__("numpy").prod(shape)))
-        ti.loop_config(serialize=ti.static(serial_loop(size)))
+        ti.loop_config(serialize=ti.static(serial_loop(math.prod(shape))))
         for I in ti.grouped(ti.ndrange(*shape)):
             for s in ti.static(places):
                 ScalarField(Expr(s))[I] = ti.cast(0, s.get_dt())
