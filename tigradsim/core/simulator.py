@@ -36,6 +36,7 @@ from .model import Model
 from ..physics.particles import ExternalParticleForce
 from .runtime import custom_op, no_grad, serial_loop
 from .stability import StabilityReport, preflight, stability_report
+from .tape import zero_fields
 from .state import StateStore
 
 
@@ -489,19 +490,11 @@ class Simulator:
 
     def _clear_accumulators(self):
         if self._accumulators:
-            self._zero_accumulators()
-
-    @ti.kernel
-    def _zero_accumulators(self):
-        for fld in ti.static(self._accumulators):
-            ti.loop_config(serialize=ti.static(serial_loop(fld.shape[0] * fld.shape[1])))
-            for s, i in ti.ndrange(fld.shape[0], fld.shape[1]):
-                fld[s, i] = ti.zero(fld[s, i])
+            zero_fields(tuple(self._accumulators))
 
     def _clear_grads(self):
         if self.model.requires_grad:
-            for fld in self.state.fields():
-                fld.grad.fill(0)
+            zero_fields(tuple(fld.grad for fld in self.state.fields()))
 
     @ti.kernel
     def _find_nonfinite(self, s0: ti.i32, s1: ti.i32):

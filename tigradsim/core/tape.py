@@ -28,9 +28,9 @@ _plan = {"program": None, "key": None, "groups": []}
 
 
 def _adjoint_groups():
-    """[(places, shape)]: the adjoint places of every SNode tree, grouped by parent as Taichi's
-    clear_all_gradients groups them; rebuilt when the trees change (a tree's root SNode id is
-    new whenever a tree is created, also when a destroyed tree's slot is reused)."""
+    """((field, ...), ...): the adjoint places of every SNode tree as scalar fields, grouped by
+    parent as Taichi's clear_all_gradients groups them; rebuilt when the trees change (a tree's
+    root SNode id is new whenever a tree is created, also when a destroyed tree's slot is reused)."""
     runtime = impl.get_runtime()
     runtime.materialize()
     roots = FieldsBuilder._finalized_roots()
@@ -47,9 +47,9 @@ def _adjoint_groups():
                 if not child.is_place():
                     visit(SNode(child))
                 elif child.get_snode_grad_type() == _ti_core.SNodeGradType.ADJOINT:
-                    places.append(child.get_expr())
+                    places.append(ScalarField(Expr(child.get_expr())))
             if places:
-                groups.append((tuple(places), tuple(ScalarField(Expr(places[0])).shape)))
+                groups.append(tuple(places))
 
         for root in roots:
             visit(root)
@@ -58,22 +58,22 @@ def _adjoint_groups():
 
 
 @ti.kernel
-def _zero_places(places: ti.template()):
-    shape = ti.static(ScalarField(Expr(places[0])).shape)
-    if ti.static(len(shape) == 0):
-        for s in ti.static(places):
-            ScalarField(Expr(s))[None] = ti.cast(0, s.get_dt())
-    else:
-        ti.loop_config(serialize=ti.static(serial_loop(math.prod(shape))))
-        for I in ti.grouped(ti.ndrange(*shape)):
-            for s in ti.static(places):
-                ScalarField(Expr(s))[I] = ti.cast(0, s.get_dt())
+def zero_fields(fields: ti.template()):
+    """Zero every field of the tuple `fields` (any shape and element type) in one launch; a small
+    field's loop runs on one thread (`runtime.serial_loop`)."""
+    for f in ti.static(fields):
+        if ti.static(len(f.shape) == 0):
+            f[None] = ti.zero(f[None])
+        else:
+            ti.loop_config(serialize=ti.static(serial_loop(math.prod(f.shape))))
+            for I in ti.grouped(ti.ndrange(*f.shape)):
+                f[I] = ti.zero(f[I])
 
 
 def clear_gradients():
     """Zero the adjoint of every field in the program (what `ti.ad.Tape` does on entry)."""
-    for places, _ in _adjoint_groups():
-        _zero_places(places)
+    for group in _adjoint_groups():
+        zero_fields(group)
 
 
 def tape(loss, validation=False):
