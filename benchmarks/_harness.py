@@ -1,10 +1,11 @@
 """Timing helpers shared by the benchmark scripts (not a test)."""
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
+
+from tigradsim.core.memory import peak_rss_mb
 
 
 def time_rollout(sim, loss, repeats=2):
@@ -40,7 +41,7 @@ def time_rollout(sim, loss, repeats=2):
         "us_per_step_forward": round(min(fwd) / sim.steps * 1e6, 1),
         "us_per_step_forward_backward": round(min(fwd_bwd) / sim.steps * 1e6, 1),
         "state_fields_mb": round(state_mb, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
     }
 
 

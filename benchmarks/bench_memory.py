@@ -9,7 +9,7 @@ under checkpointing.
 
 Memory figures (MB = 2**20 bytes):
   baseline_rss_mb      RSS after `tgs.init` (Python, Taichi, LLVM; before any scene)
-  peak_rss_mb          high-water RSS of the process (`resource.getrusage`, ru_maxrss)
+  peak_rss_mb          high-water RSS of this process (`tigradsim.core.memory.peak_rss_mb`: VmHWM)
                        after the backward pass: the number the 1 GB target is about
   fields_mb            the Taichi fields this scene allocates, gradients included, by owner:
                        state (the checkpoint working buffer), checkpoints (segment starts),
@@ -22,21 +22,9 @@ The last line is one JSON object.
 """
 import argparse
 import json
-import resource
 import time
 
 import numpy as np
-
-
-def rss_now_mb():
-    """Current resident set size [MB] (Linux /proc)."""
-    with open("/proc/self/statm") as fh:
-        pages = int(fh.read().split()[1])
-    return pages * resource.getpagesize() / 2 ** 20
-
-
-def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def field_mb(fields, requires_grad):
@@ -78,17 +66,18 @@ def main(argv=None):
 
     import taichi as ti
     import tigradsim as tgs
+    from tigradsim.core.memory import peak_rss_mb, rss_mb
     from taichi.lang.field import Field
 
     tgs.init(arch=args.arch, precision=args.precision)
-    baseline = rss_now_mb()
+    baseline = rss_mb()
     scene = build(args)
     model, sim, ren, fit = scene.model, scene.sim, scene.renderer, scene.fit
     mu = scene.params[0]                       # the fit's log-space ColumnParam on tet_params[:, 0]
     stages, peaks = {}, {}
 
     def stage(name):
-        stages[name], peaks[name] = round(rss_now_mb(), 1), round(peak_rss_mb(), 1)
+        stages[name], peaks[name] = round(rss_mb(), 1), round(peak_rss_mb(), 1)
 
     stage("build")
     t1 = time.perf_counter()

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import sys
 import time
@@ -29,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import taichi as ti  # noqa: E402
 
 import tigradsim as tgs  # noqa: E402
+from tigradsim.core.memory import peak_rss_mb  # noqa: E402
 from tigradsim.renderers import Camera, ImageMSE, SoftRasterizer, icosphere  # noqa: E402
 
 # PyTorch3D on CPU, ms: (forward, forward + backward), as recorded in issue #4 on 2026-12-02
@@ -37,10 +37,6 @@ PYTORCH3D_MS_RECORDED = {
     (256, "silhouette"): (636.0, 9400.0),
     (256, "lambert"): (1200.0, 11100.0),   # PyTorch3D's figure is SoftPhong
 }
-
-
-def _rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def bench_case(size, shading, reps, verts, faces):
@@ -121,7 +117,7 @@ def main():
     print(json.dumps({
         "benchmark": "soft rasterizer", "precision": "f32", "arch": args.arch,
         "cpu_count": os.cpu_count(), "machine": platform.machine(), "taichi": ".".join(map(str, ti.__version__)),
-        "peak_rss_mb": round(_rss_mb(), 1), "cases": results,
+        "peak_rss_mb": round(peak_rss_mb(), 1), "cases": results,
     }, indent=1))
 
 

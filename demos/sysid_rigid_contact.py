@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 import tigradsim as tgs
+from tigradsim.core.memory import peak_rss_mb
 from tigradsim.io.panels import trials_grid
 from tigradsim.scenes.rigid_contact import NAMES, contact_trials
 from tigradsim.io.video import save_gif
@@ -100,7 +101,7 @@ def main(argv=None):
         "iters": args.iters, "polish": args.polish, "refine": args.refine, "trials": args.trials, "res": args.res,
         "seconds": round(time.time() - start, 1),
         "cpu_seconds": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 1),
-        "peak_mem_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_mem_mb": round(peak_rss_mb(), 1),
         "per_trial": trials, "out": args.out,
     }))
 

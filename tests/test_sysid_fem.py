@@ -21,7 +21,7 @@ def test_quick_lame_reduces_error_tenfold(tmp_path, capsys):
     result = last_json(capsys)
     for name in ("mu", "lam"):
         assert result["rel_err"][name] * 10 <= result["rel_err_initial"][name], result
-    # (no peak_mem_mb check here: in-process, ru_maxrss is the whole pytest session's peak, which grows
+    # (no peak_mem_mb check here: in-process, the peak RSS is the whole pytest worker's peak, which grows
     # with the number of tests run before this one; benchmarks/paper_tables.py measures the demo alone)
     for name in ("loss.png", "params.png", "target_initial_estimate.gif"):
         assert os.path.getsize(tmp_path / name) > 0

@@ -21,12 +21,12 @@ the builder with the parsed values (`build`), so a default is written once, in t
 import argparse
 import inspect
 import numbers
-import resource
 import time
 
 import numpy as np
 import taichi as ti
 
+from ..core.memory import peak_rss_mb
 from ..fitting import control
 
 __all__ = ["ControlTask", "ControlRun", "add_flags", "build", "builder_defaults", "check_timing",
@@ -240,7 +240,7 @@ class ControlRun:
             "position_mse": self.mean("position_mse"), "position_mse_random": self.mean("random_mse"),
             "iters": self.iters, "seeds": len(self.per_seed),
             "seconds": round(self.seconds if start is None else time.time() - start, 1),
-            "peak_mem_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "peak_mem_mb": round(peak_rss_mb(), 1),
             **t.summary_fields(), "per_seed": self.per_seed, "out": out,
         }
 

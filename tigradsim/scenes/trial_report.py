@@ -6,9 +6,9 @@ scene has `.fit` (its VideoFit) and `.report_strip(trial)` (the labelled target 
 estimate strip).  `collect_trials` runs them and writes the pictures.
 """
 import os
-import resource
 import time
 
+from ..core.memory import peak_rss_mb
 from ..io.panels import trials_grid
 from ..io.video import save_gif
 
@@ -34,4 +34,4 @@ def timing(start, fit_seconds, iterations):
     """The demos' timing fields: wall seconds since `start`, fit seconds per iteration, peak RSS [MB]."""
     return {"seconds": round(time.time() - start, 1),
             "seconds_per_iter": round(fit_seconds / max(1, iterations), 3),
-            "peak_mem_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "peak_mem_mb": round(peak_rss_mb(), 1)}
