@@ -38,10 +38,6 @@ def field_mb(fields, requires_grad):
     return total / 2 ** 20
 
 
-def _has_grad(f):
-    return bool(f.snode.ptr.has_adjoint())
-
-
 def build(args):
     """The soft ball of the Table 3 fit (`tigradsim.scenes.soft.SoftBallFit`, demos/sysid_fem.py) at this
     benchmark's length, size and checkpointing: the scene, with its model, simulator, renderer and VideoFit."""
@@ -67,6 +63,7 @@ def main(argv=None):
     import taichi as ti
     import tigradsim as tgs
     from tigradsim.core.memory import peak_rss_mb, rss_mb
+    from tigradsim.core.model import has_grad
     from taichi.lang.field import Field
 
     tgs.init(arch=args.arch, precision=args.precision)
@@ -103,9 +100,9 @@ def main(argv=None):
     loss = fit._image_loss
     ren_ids = {id(v) for v in vars(ren).values()}
     loss_fields = [v for v in vars(loss).values() if isinstance(v, Field) and id(v) not in ren_ids]
-    loss_mb = field_mb(loss_fields, _has_grad)
+    loss_mb = field_mb(loss_fields, has_grad)
     model_fields = [v for v in vars(model).values() if isinstance(v, Field)]
-    model_mb = field_mb(model_fields, _has_grad)
+    model_mb = field_mb(model_fields, has_grad)
     peak = peak_rss_mb()
     out = {
         "benchmark": "memory", "arch": args.arch, "precision": args.precision,

@@ -3,6 +3,7 @@
     pip install -e .[bench]          # warp-lang==1.9.1
     python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64] [--repeat 3]
                                  [--arch cpu] [--scale 1] [--tiny] [--libraries tigradsim,warp]
+                                 [--grads named|all]
 
 Scenes (f32; sizes, dt, steps and constants of bench_fem.py / bench_cloth.py / bench_rigid.py):
   fem16, fem32   tet_box grids of 16x8x8 and 32x16x16 cells (5,120 / 40,960 tets, 5 per cell),
@@ -25,12 +26,12 @@ Where the laws are the same, and where they are made the same:
   * FEM: both use the stable neo-Hookean of Smith et al. with all nine entries of F in Ic, with the
     same (mu, lam).  Warp adds a volumetric damping term (k_damp dJ/dt) to the dF/dt damping, so the
     scenes run undamped (damping 0 in both).  Warp's kernels compute the damping terms anyway;
-    tigradsim's forward kernel skips them where a tet's damping is 0 (its derivative kernels do not:
-    d/dkd at 0 is not 0), so the forward + backward figures include them on both sides.
+    tigradsim's forward kernel skips them where a tet's damping is 0, and so do its derivative kernels
+    where the damping has no gradient (--grads below).
   * Cloth: the membrane P = mu F + lam (J - alpha) dJ/dF is the same law.  Warp's aerodynamics (current
     area, full force on every vertex) and its area damping differ from tigradsim's, so drag, lift and
     membrane damping are 0 in both (Warp evaluates them anyway; tigradsim's forward kernel skips them
-    where all three are 0, its derivative kernels evaluate them).  Bending: Warp scales the
+    where all three are 0, its derivative kernels too with --grads named).  Bending: Warp scales the
     dihedral force by the CURRENT edge length, tigradsim by nothing (k per edge); Warp gets
     edge_ke = k / (rest edge length), which agrees to first order in the edge strain.
   * Ground contact: tigradsim's ground uses damping="uncapped" (Warp's `jd = min(vn, 0) kd` while
@@ -59,6 +60,14 @@ loss (sum of final heights), no tape.  Forward+backward: the same under `tgs.tap
 `state.clear_forces(); [wp.sim.collide(...)]; integrator.simulate(...)` as in Warp's own examples;
 Warp's CPU kernels run on one thread, tigradsim's as `tgs.init` decides (see runtime.serial_scatter).
 ratio = Warp time / tigradsim time (> 1: tigradsim faster).
+
+Gradients: the loss is differentiated with respect to the initial velocities (particle_qd0, rigid:
+body_qd0).  --grads named (default) finalizes tigradsim's model with requires_grad naming just that
+field, as a user fitting the initial velocity would: its derivative kernels then skip the terms whose
+coefficients are 0 and have no gradient (FEM damping, cloth damping / drag / lift).  --grads all gives
+every parameter a gradient (tigradsim's figures before 2026-12-04), so the zero-coefficient terms are
+differentiated too.  Warp's model has requires_grad=True either way: its adjoint kernels compute every
+input's adjoint, needed or not, and it has no way to skip them.  Run both to see the difference.
 
 --scale s multiplies element counts by about s (GPU runs: benchmarks/gpu_check.sh uses 10);
 --tiny runs each scene at a toy size in a few steps (tests/test_benchmarks_smoke.py, with
@@ -144,7 +153,7 @@ class TigradsimCase:
 
     name = "tigradsim"
 
-    def __init__(self, spec, arch):
+    def __init__(self, spec, arch, grads="named"):
         import taichi as ti
         import tigradsim as tgs
         self.ti, self.tgs, self.spec = ti, tgs, spec
@@ -169,7 +178,8 @@ class TigradsimCase:
             for p, q in zip(*rigid_bodies(spec["count"])):
                 b.add_rigid_body(v, f, density=r["density"], position=p, rotation=q, velocity=r["velocity"],
                                  angular_velocity=r["angular_velocity"])
-        self.model = model = b.finalize(requires_grad=True)
+        self.grads = ["body_qd0" if kind == "rigid" else "particle_qd0"] if grads == "named" else "all"
+        self.model = model = b.finalize(requires_grad=set(self.grads) if grads == "named" else True)
         self.sim = sim = tgs.Simulator(model, dt=spec["dt"], steps=spec["steps"])
         self.loss = ti.field(float, shape=(), needs_grad=True)
         slot = sim.slot(spec["steps"])
@@ -349,11 +359,11 @@ def time_alternating(cases, repeat, min_block_s=0.3):
     return best
 
 
-def run_scene(scene, arch, repeat, scale, tiny, libraries):
+def run_scene(scene, arch, repeat, scale, tiny, libraries, grads="named"):
     import tigradsim as tgs
     tgs.init(arch=arch, precision="f32")
     spec = scene_spec(scene, scale, tiny)
-    cases = [TigradsimCase(spec, arch)]
+    cases = [TigradsimCase(spec, arch, grads)]
     if "warp" in libraries:
         import warp as wp
         wp.config.quiet = True
@@ -364,7 +374,7 @@ def run_scene(scene, arch, repeat, scale, tiny, libraries):
     us = {name: [round(t / spec["steps"] * 1e6, 2) for t in ts] for name, ts in best.items()}
     out = {"scene": scene, **{k: v for k, v in spec.items() if k != "kind"}, **cases[0].info(),
            "tigradsim_us": us["tigradsim"], "warp_us": us.get("warp"), "ratio": None, "max_position_diff_m": None,
-           "tigradsim_gradient_finite": cases[0].gradient_finite(),
+           "tigradsim_gradient_finite": cases[0].gradient_finite(), "tigradsim_grads": cases[0].grads,
            "tigradsim_serial_scatter": tgs.runtime.serial_scatter()}
     if len(cases) == 2:
         out["ratio"] = [round(w / t, 2) for w, t in zip(us["warp"], us["tigradsim"])]
@@ -383,13 +393,15 @@ def main(argv=None):
     p.add_argument("--scale", type=float, default=1.0, help="element counts x about this")
     p.add_argument("--tiny", action="store_true", help="toy sizes and 10-20 steps (smoke test)")
     p.add_argument("--libraries", default="tigradsim,warp", help="tigradsim,warp or tigradsim alone")
+    p.add_argument("--grads", choices=("named", "all"), default="named",
+                   help="tigradsim's model: gradients for the initial velocities only (named) or every parameter")
     p.add_argument("--in-process", action="store_true",
                    help="run every scene in this process (faster start; peak memory is then shared)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     libraries = args.libraries.split(",")
     if args.child:
-        print(json.dumps(run_scene(args.child, args.arch, args.repeat, args.scale, args.tiny, libraries)))
+        print(json.dumps(run_scene(args.child, args.arch, args.repeat, args.scale, args.tiny, libraries, args.grads)))
         return
     for s in args.scenes.split(","):
         scene_spec(s)                                  # unknown names fail here, before any run
@@ -405,14 +417,15 @@ def main(argv=None):
     results = []
     for scene in args.scenes.split(","):
         child_args = [scene, "--arch", args.arch, "--repeat", args.repeat, "--scale", args.scale,
-                      "--libraries", args.libraries] + (["--tiny"] if args.tiny else [])
+                      "--libraries", args.libraries, "--grads", args.grads] + (["--tiny"] if args.tiny else [])
         if args.in_process:
-            r = run_scene(scene, args.arch, args.repeat, args.scale, args.tiny, libraries)
+            r = run_scene(scene, args.arch, args.repeat, args.scale, args.tiny, libraries, args.grads)
         else:
             r = run_child(os.path.abspath(__file__), child_args)
         print(json.dumps(r), flush=True)
         results.append(r)
     print(json.dumps({"benchmark": "vs_warp", "arch": args.arch, "precision": "f32", "scale": args.scale,
+                      "grads": args.grads,
                       "tiny": args.tiny, "repeat": args.repeat, "cpu_count": os.cpu_count(), "scenes": results}))
 
 

@@ -21,14 +21,18 @@ def _run(args, timeout=600, env=None):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _vs_warp(libraries, scenes):
+def _vs_warp(libraries, scenes, *extra):
     return _run([os.path.join(BENCH, "vs_warp.py"), "--tiny", "--in-process", "--repeat", "1",
-                 "--libraries", libraries, "--scenes", scenes])
+                 "--libraries", libraries, "--scenes", scenes, *extra])
 
 
-def test_vs_warp_tigradsim_side_runs_every_scene_kind():
-    res = _vs_warp("tigradsim", "fem16,cloth32,rigid64")
+@pytest.mark.parametrize("grads", ["named", "all"])
+def test_vs_warp_tigradsim_side_runs_every_scene_kind(grads):
+    res = _vs_warp("tigradsim", "fem16,cloth32,rigid64", "--grads", grads)
     assert [s["scene"] for s in res["scenes"]] == ["fem16", "cloth32", "rigid64"]
+    assert res["grads"] == grads
+    assert [s["tigradsim_grads"] for s in res["scenes"]] == \
+        ([["particle_qd0"], ["particle_qd0"], ["body_qd0"]] if grads == "named" else ["all"] * 3)
     for s in res["scenes"]:
         fwd, fwd_bwd = s["tigradsim_us"]
         assert 0 < fwd and 0 < fwd_bwd, s

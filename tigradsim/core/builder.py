@@ -168,8 +168,15 @@ class SceneBuilder:
         return self.add_component(cls())
 
     # -- finalize -----------------------------------------------------------
-    def finalize(self, requires_grad: bool = True) -> Model:
-        """Create the Model's Taichi fields.  Call after `tgs.init(...)`."""
+    def finalize(self, requires_grad=True) -> Model:
+        """Create the Model's Taichi fields.  Call after `tgs.init(...)`.
+
+        requires_grad: True (every parameter field gets a gradient), False (none: a forward-only
+        model), or the names of the parameters to differentiate, e.g. {"particle_qd0"} or
+        ("tet_params", "particle_mass") (`model.parameters()` lists them).  Naming them is faster where
+        a damping, drag or lift coefficient is 0 and not named: the backward pass then skips its term
+        (exact: at 0 it moves nothing else), where otherwise it must compute d/d(coefficient).
+        """
         ensure_init()
         for comp in self.components:
             if hasattr(comp, "prepare"):
@@ -209,5 +216,6 @@ class SceneBuilder:
             comp.finalize(self, model)
         model.user_force_terms = [check_force_term(factory(model), model) for factory in self._force_term_factories]
         model.force_terms += model.user_force_terms
+        model.check_grad_params()
         self._finalized = True
         return model

@@ -162,6 +162,39 @@ def check_force_term(term, model) -> ForceTerm:
     return term
 
 
+def has_grad(field) -> bool:
+    """Whether a Taichi field was made with needs_grad (without it, `.grad` is a placeholder whose
+    storage is missing: Taichi fails deep inside with an AttributeError).  Plain Python: usable in
+    `ti.static(...)` to compile a derivative kernel's branch only where a gradient is wanted."""
+    g = getattr(field, "grad", None)
+    snode = getattr(g, "snode", None) if g is not None else None
+    return g is not None and (snode is None or snode.ptr is not None)
+
+
+def grad_request(requires_grad):
+    """`finalize`'s requires_grad as (any gradients: bool, parameter names or None for all of them).
+
+    True: every parameter field gets a gradient; False: none; a collection of parameter names
+    (e.g. {"particle_qd0"} or ("tet_params",)): only those (the state always has gradients then).
+    """
+    if isinstance(requires_grad, (bool, np.bool_)):
+        return bool(requires_grad), None
+    if isinstance(requires_grad, str):
+        raise TypeError(f"requires_grad: expected True, False or a collection of parameter names, got the string "
+                        f"{requires_grad!r} (write ({requires_grad!r},))")
+    try:
+        names = list(requires_grad)
+    except TypeError:
+        raise TypeError(f"requires_grad: expected True, False or a collection of parameter names, got "
+                        f"{requires_grad!r}") from None
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise TypeError(f"requires_grad: parameter names must be strings, got {bad[0]!r}")
+    if not names:
+        raise ValueError("requires_grad: an empty collection of parameter names; pass False for no gradients")
+    return True, frozenset(names)
+
+
 def new_field(dtype, shape, needs_grad):
     """A Taichi field of a scalar, vector or matrix dtype."""
     return ti.field(dtype, shape=shape, needs_grad=needs_grad) if not hasattr(dtype, "ndim") else \
@@ -189,8 +222,10 @@ class Model:
     gravity (0-D vec3) [m/s^2]
     """
 
-    def __init__(self, requires_grad: bool = True):
-        self.requires_grad = requires_grad
+    def __init__(self, requires_grad=True):
+        # requires_grad: any gradients at all (the state's); grad_params: the parameter fields that
+        # get one (None: all).  Derivative kernels skip terms whose coefficients are 0 and have none.
+        self.requires_grad, self.grad_params = grad_request(requires_grad)
         self.particle_count = 0
         self.spring_count = 0
         self.has_ground = False
@@ -203,15 +238,29 @@ class Model:
         self.runtime = runtime_tag()         # the Taichi runtime (tgs.init) whose fields these are
 
     # -- fields -----------------------------------------------------------
-    def add_field(self, name, dtype, shape, values=None, param=True):
-        """Create field `name` (differentiable when `param` and requires_grad) and fill it."""
-        fld = new_field(dtype, shape, needs_grad=param and self.requires_grad)
+    def add_field(self, name, dtype, shape, values=None, param=True, grad=None):
+        """Create field `name` and fill it.  It is differentiable when `param` and the model gives
+        parameter `name` a gradient (`wants_grad`), or, with grad=True (a control added after
+        finalize, e.g. `tet_activation_t`), whenever the model has gradients at all."""
+        wanted = self.requires_grad if grad else self.wants_grad(name)
+        fld = new_field(dtype, shape, needs_grad=param and wanted)
         if values is not None:
             fld.from_numpy(np.array(values, dtype=_np_dtype(dtype), order="C"))
         setattr(self, name, fld)
         if param:
             self._params[name] = fld
         return fld
+
+    def wants_grad(self, name: str) -> bool:
+        """Whether parameter `name` gets a gradient (`finalize(requires_grad=...)`)."""
+        return self.requires_grad and (self.grad_params is None or name in self.grad_params)
+
+    def check_grad_params(self):
+        """ValueError for names in `finalize(requires_grad=...)` that are not parameters of this model."""
+        unknown = sorted(set(self.grad_params or ()) - set(self._params))
+        if unknown:
+            raise ValueError(f"requires_grad: {unknown} {'is not a parameter' if len(unknown) == 1 else 'are not parameters'}"
+                             f" of this model; its parameters are {sorted(self._params)}")
 
     def parameters(self) -> dict:
         """Differentiable parameter fields by name."""

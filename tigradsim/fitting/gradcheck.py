@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..core.model import has_grad
 from ..core.runtime import precision
 from ..core.tape import tape
 
@@ -69,26 +70,19 @@ def default_eps() -> float:
     return 1e-6
 
 
-def _has_grad(fld) -> bool:
-    """Whether a Taichi field was made with needs_grad (without it, `.grad` is a placeholder
-    whose storage is missing: Taichi fails deep inside with an AttributeError)."""
-    g = getattr(fld, "grad", None)
-    snode = getattr(g, "snode", None) if g is not None else None
-    return g is not None and (snode is None or snode.ptr is not None)
-
-
 def _check_differentiable(loss, params):
     """Clear errors for fields the Tape cannot differentiate (before anything runs)."""
-    if not _has_grad(loss) or not hasattr(loss, "shape") or tuple(loss.shape) != ():
+    if not has_grad(loss) or not hasattr(loss, "shape") or tuple(loss.shape) != ():
         raise ValueError(f"loss: expected a 0-D Taichi field with needs_grad=True, got {type(loss).__name__}"
                          f"{' of shape ' + str(tuple(loss.shape)) if hasattr(loss, 'shape') else ''}"
-                         f"{'' if _has_grad(loss) else ' without a gradient'}")
+                         f"{'' if has_grad(loss) else ' without a gradient'}")
     for k, p in enumerate(params):
         if not hasattr(p, "to_numpy"):
             raise TypeError(f"params[{k}]: expected a Taichi field, got {type(p).__name__}")
-        if not _has_grad(p):
+        if not has_grad(p):
             raise ValueError(f"params[{k}]: the field has no gradient (needs_grad=False); was the model finalized "
-                             "with requires_grad=False?  Use SceneBuilder.finalize(requires_grad=True) to check gradients")
+                             "with requires_grad=False?  Use SceneBuilder.finalize(requires_grad=True) (or name this parameter in "
+                             "requires_grad=...) to check gradients")
 
 
 def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int = 3, eps: float | None = None,

@@ -26,6 +26,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..core.errors import SimulationError
+from ..core.model import has_grad
 from ..core.runtime import np_float
 from ..core.tape import tape
 
@@ -732,6 +733,10 @@ def optimize(forward: Callable[[], None], loss, optimizer: Optimizer, iters: int
     iterations.  Returns the History, whose last entry is the loss at the final
     parameters (so it has iters + 1 entries when no criterion stops it early).
     """
+    for p in optimizer.params:
+        if not has_grad(p.field):
+            raise ValueError(f"Param {p.name!r}: its field has no gradient; finalize the model with requires_grad=True, "
+                             f"or name this parameter in SceneBuilder.finalize(requires_grad=...)")
     history = history or History()
     start = time.time()
     retries = 0

@@ -68,7 +68,7 @@ from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, 
     make_ports, table_row, wrap_terms
 from ..core.errors import as_array, check_positive
 from ..core.fastmath import atan2
-from ..core.model import StepTerm
+from ..core.model import StepTerm, has_grad
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
 
 # Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
@@ -447,8 +447,10 @@ class ClothMembraneForces(StepTerm):
         fa = ti.Vector([0.0, 0.0, 0.0])
         # The forward kernel skips the velocity terms where their coefficients are all 0 (the
         # defaults: damping, drag and lift cost 30 % of a 64x64 cloth step, measured).  Derivative
-        # kernels always evaluate them: d/dkd, d/ddrag and d/dlift at 0 are not 0.
-        if ti.static(differentiating()):
+        # kernels evaluate them whenever one of those coefficients has a gradient (d/dkd, d/ddrag and
+        # d/dlift at 0 are not 0), and skip them like the forward kernel where none has.
+        if ti.static(differentiating() and (has_grad(self.model.cloth_params) or has_grad(self.model.cloth_drag)
+                                            or has_grad(self.model.cloth_lift))):
             P, fa = self.velocity_terms(state, s, e, b, i, j, k, d1, d2, B, area, P, kd, drag, lift)
         else:
             if kd != 0.0 or drag != 0.0 or lift != 0.0:
@@ -531,9 +533,9 @@ class ClothBendingForces(StepTerm):
     @ti.func
     def damping_moment(self, state: ti.template(), s: ti.template(), e, b, q, g1, g2, g3, g4, kd):
         """kd dtheta/dt [N m] of bending edge e (g1..g4: dtheta/dx of its corners).  The forward kernel
-        skips the four velocity reads where kd = 0 (the default); derivative kernels do not, since
-        d/dkd at 0 is dtheta/dt."""
-        if ti.static(differentiating()):
+        skips the four velocity reads where kd = 0 (the default); derivative kernels do too unless kd
+        has a gradient, since d/dkd at 0 is dtheta/dt."""
+        if ti.static(differentiating() and has_grad(self.model.cloth_bending_damping)):
             return kd * self.angle_rate(state, s, e, b, q, g1, g2, g3, g4)
         else:
             m = 0.0

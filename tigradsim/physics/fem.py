@@ -49,7 +49,7 @@ from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, 
 from ..core.errors import as_array, as_index_array, check_positive
 from ..io.meshes import boundary_faces, validate_tets
 from ..core.registry import get_material
-from ..core.model import StepTerm
+from ..core.model import StepTerm, has_grad
 
 # Activation is clamped at this value: (1 + a) must stay positive.
 MIN_ACTIVATION = -0.95
@@ -274,9 +274,11 @@ class TetForces(StepTerm):
     @ti.func
     def damping_stress(self, state: ti.template(), s: ti.template(), e, b, idx, Dm_inv, kd):
         """kd dF/dt [Pa] of tet e.  The forward kernel skips it where kd = 0 (the default: four velocity
-        reads and a 3x3 product, 6 % of a 40,960-tet step, measured); derivative kernels always evaluate
-        it, since d/dkd at kd = 0 is dF/dt, not 0."""
-        if ti.static(differentiating()):
+        reads and a 3x3 product, 6 % of a 40,960-tet step, measured).  Derivative kernels evaluate it
+        whenever the parameter table has a gradient, since d/dkd at kd = 0 is dF/dt, not 0; without one
+        (`finalize(requires_grad=...)` not naming tet_params) they skip it too (13 % of fem32's forward +
+        backward, measured)."""
+        if ti.static(differentiating() and has_grad(self.model.tet_params)):
             return kd * self.deformation_rate(state, s, e, b, idx, Dm_inv)
         else:
             D = ti.Matrix.zero(float, 3, 3)
@@ -301,7 +303,8 @@ def enable_activation_control(model, steps: int):
         raise ValueError("enable_activation_control: the model has no tets")
     if not (isinstance(steps, (int, np.integer)) and steps >= 1):
         raise ValueError(f"steps: must be an integer >= 1, got {steps!r}")
-    fld = model.add_field("tet_activation_t", float, (int(steps), model.tet_count), np.zeros((int(steps), model.tet_count)))
+    fld = model.add_field("tet_activation_t", float, (int(steps), model.tet_count), np.zeros((int(steps), model.tet_count)),
+                          grad=True)      # the control: differentiable whenever the model has gradients
     for term in model.tet_forces:
         term.activation_t = fld
     return fld

@@ -42,7 +42,7 @@ import taichi as ti
 from taichi.lang import impl
 from taichi.lang.enums import AutodiffMode
 
-from ..core.model import StepTerm
+from ..core.model import StepTerm, has_grad
 from ..core.runtime import scatter_mode
 
 # Measured on this 2-core machine while shared with other jobs (load 5-7; f32, us per step, forward
@@ -193,8 +193,12 @@ class ElementPorts:
         self.force = [vec3.field(shape=(self.E,), needs_grad=self.grad) for _ in range(self.K)] if slots else []
         self.qport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.qdport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
-        self.tables = [_Table(t, r, self.E) for t, r in tables] if self.grad else []
+        # ports only for the tables that have gradients (`finalize(requires_grad=...)` may leave some
+        # without); table_slot[j]: table j's place in self.tables, or -1 (read directly)
         self.raw_tables = [t for t, _ in tables]
+        ported = [j for j, t in enumerate(self.raw_tables) if self.grad and has_grad(t)]
+        self.tables = [_Table(*tables[j], self.E) for j in ported]
+        self.table_slot = [ported.index(j) if j in ported else -1 for j in range(len(self.raw_tables))]
 
     def before(self):
         """The loops that run before the element term(s): the ports (only with gradients)."""
@@ -249,8 +253,8 @@ class ElementPorts:
     @ti.func
     def param(self, j: ti.template(), e, b, row):
         """Row `row` of table j (a scalar, or a vector for vector / 2-D tables)."""
-        if ti.static(self.ported()):
-            return row_value(self.raw_tables[j], row) + self.tables[j].port[e]
+        if ti.static(self.ported() and self.table_slot[j] >= 0):
+            return row_value(self.raw_tables[j], row) + self.tables[self.table_slot[j]].port[e]
         else:
             return row_value(self.raw_tables[j], row)
 
