@@ -27,15 +27,16 @@ def fem_scene(requires_grad):
 
 
 def cloth_scene(requires_grad):
-    """Two cloths: one with damping, drag, lift and bending damping all 0 (skipped), one with them."""
+    """Three cloths: damping, drag, lift and bending damping all 0 (every velocity term skipped);
+    damping without aerodynamics; aerodynamics without damping."""
     b = tgs.SceneBuilder()
     b.add_ground(ke=1e3, kd=1.0, kf=1.0, mu=0.5)
     rng = np.random.default_rng(6)
-    for k, c in enumerate((0.0, 1.0)):
+    for k, (kd, drag, lift, bend_kd) in enumerate(((0.0, 0.0, 0.0, 0.0), (1e-2, 0.0, 0.0, 1e-5), (0.0, 1.0, 0.5, 0.0))):
         v, f = tgs.meshes.cloth_grid(3, 3, cell=0.1, origin=(0.4 * k, 0.05, 0.0), plane="xz")
         v = v + rng.normal(size=v.shape) * 0.01
-        b.add_cloth(v, f, params={"mu": 20.0, "lam": 30.0, "damping": 1e-2 * c}, density=5.0,
-                    bending_stiffness=1e-3, bending_damping=1e-5 * c, drag=c, lift=0.5 * c, wind=(0.3, 0.0, -0.2),
+        b.add_cloth(v, f, params={"mu": 20.0, "lam": 30.0, "damping": kd}, density=5.0,
+                    bending_stiffness=1e-3, bending_damping=bend_kd, drag=drag, lift=lift, wind=(0.3, 0.0, -0.2),
                     velocity=np.array([0.2, -0.8, 0.1]) + rng.normal(size=v.shape) * 0.2)
     return b.finalize(requires_grad=requires_grad)
 

@@ -445,16 +445,21 @@ class ClothMembraneForces(StepTerm):
         drag = table_row(self.ports, 1, self.model.cloth_drag, e, b, self.model.cloth_aero_row[e])
         lift = table_row(self.ports, 2, self.model.cloth_lift, e, b, self.model.cloth_aero_row[e])
         fa = ti.Vector([0.0, 0.0, 0.0])
-        # The forward kernel skips the velocity terms where their coefficients are all 0 (the
-        # defaults: damping, drag and lift cost 30 % of a 64x64 cloth step, measured).  Derivative
-        # kernels evaluate them whenever one of those coefficients has a gradient (d/dkd, d/ddrag and
-        # d/dlift at 0 are not 0), and skip them like the forward kernel where none has.
-        if ti.static(differentiating() and (has_grad(self.model.cloth_params) or has_grad(self.model.cloth_drag)
-                                            or has_grad(self.model.cloth_lift))):
-            P, fa = self.velocity_terms(state, s, e, b, i, j, k, d1, d2, B, area, P, kd, drag, lift)
-        else:
-            if kd != 0.0 or drag != 0.0 or lift != 0.0:
-                P, fa = self.velocity_terms(state, s, e, b, i, j, k, d1, d2, B, area, P, kd, drag, lift)
+        # The forward kernel skips the damping where kd = 0, and the aerodynamics where drag and lift
+        # are 0 (the defaults: together 30 % of a 64x64 cloth step, measured).  A derivative kernel
+        # evaluates a term whenever its coefficients have a gradient (d/dkd, d/ddrag and d/dlift at 0
+        # are not 0), and skips it like the forward kernel where they have none.
+        damped = kd != 0.0 or ti.static(differentiating() and has_grad(self.model.cloth_params))
+        aero = drag != 0.0 or lift != 0.0 or ti.static(differentiating() and (
+            has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift)))
+        if damped or aero:
+            v0 = corner_qd(self.ports, state, s, e, b, 0, i)
+            w1 = corner_qd(self.ports, state, s, e, b, 1, j) - v0
+            w2 = corner_qd(self.ports, state, s, e, b, 2, k) - v0
+            if damped:
+                P += kd * ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
+            if aero:
+                fa = self.aerodynamics(e, b, d1, d2, area, (3.0 * v0 + w1 + w2) / 3.0, drag, lift)
         p0 = _col(P, 0)
         p1 = _col(P, 1)
         f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
@@ -464,23 +469,16 @@ class ClothMembraneForces(StepTerm):
         corner_put(self.ports, state, s, e, b, 2, k, fa + f2)
 
     @ti.func
-    def velocity_terms(self, state: ti.template(), s: ti.template(), e, b, i, j, k, d1, d2, B, area, P, kd,
-                       drag, lift):
-        """Triangle e's stress with the damping kd dF/dt added, and its aerodynamic force per corner [N]
-        (drag and lift on the mean velocity relative to the wind)."""
-        v0 = corner_qd(self.ports, state, s, e, b, 0, i)
-        w1 = corner_qd(self.ports, state, s, e, b, 1, j) - v0
-        w2 = corner_qd(self.ports, state, s, e, b, 2, k) - v0
-        dF = ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
-        v = (3.0 * v0 + w1 + w2) / 3.0 - table_row(self.ports, 3, self.model.cloth_wind, e, b,
-                                                    self.model.cloth_aero_row[e])
+    def aerodynamics(self, e, b, d1, d2, area, mean_velocity, drag, lift):
+        """Triangle e's aerodynamic force per corner [N]: drag and lift on its mean velocity [m/s]
+        relative to the wind (d1, d2: its edge vectors from corner 0)."""
+        v = mean_velocity - table_row(self.ports, 3, self.model.cloth_wind, e, b, self.model.cloth_aero_row[e])
         n = d1.cross(d2)
         nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
         vn = nh.dot(v)
         vt = v - vn * nh
         attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
-        fa = (-(drag * area / 3.0) * ti.abs(vn)) * v - (lift * area / 3.0 * attack * v.dot(v)) * nh
-        return P + kd * dF, fa
+        return (-(drag * area / 3.0) * ti.abs(vn)) * v - (lift * area / 3.0 * attack * v.dot(v)) * nh
 
 
 @ti.data_oriented
