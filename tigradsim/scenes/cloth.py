@@ -141,7 +141,9 @@ class ThrownClothFit:
         self.cloth = b.add_cloth(v, f, material="membrane", params={"mu": mu, "lam": lam}, density=density,
                                  damping=damping, bending_stiffness=bending, bending_damping=bending * 0.01,
                                  radius=0.01)
-        self.model = b.finalize(requires_grad=True)
+        # only the fitted initial velocity gets a gradient: the backward pass then skips the
+        # aerodynamics (drag and lift are 0 here)
+        self.model = b.finalize(requires_grad={"particle_qd0"})
         self.sim = Simulator(self.model, dt=dt, steps=int(round(duration / dt)), checkpoint_every=checkpoint)
         ids = np.unique(self.cloth.faces)
         local = np.searchsorted(ids, self.cloth.faces)
