@@ -220,7 +220,9 @@ class SoftBallFit:
         self.ball = b.add_soft_mesh(mesh, material="neo_hookean", params=material,
                                     damping=damping, density=density, velocity=velocity,
                                     share_params=True, radius=0.01)
-        self.model = b.finalize(requires_grad=True)
+        # only the fitted field gets a gradient (with the mass fitted and no damping, the backward
+        # pass then skips the tets' damping term)
+        self.model = b.finalize(requires_grad={"tet_params"} if estimate == "lame" else {"particle_mass"})
         self.sim = Simulator(self.model, dt=dt, steps=int(round(duration / dt)), checkpoint_every=checkpoint)
         ids = np.unique(self.ball.faces)
         local = np.searchsorted(ids, self.ball.faces)
