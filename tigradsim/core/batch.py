@@ -149,11 +149,12 @@ class Batch:
 
 
 def batched(build: Callable[[SceneBuilder, int], Any], copies: int, builder: Optional[SceneBuilder] = None,
-            requires_grad: bool = True) -> Batch:
+            requires_grad=True) -> Batch:
     """Build `copies` copies of a scene into one Model: `build(builder, copy)` is called for
     copy = 0 .. copies - 1 on one SceneBuilder (`builder`, default `SceneBuilder()`), adds one copy's
     particles, springs, bodies, loads and elements, and returns a handle (anything; kept in
-    `Batch.handles`).  Returns the `Batch` with the finalized Model.
+    `Batch.handles`).  Returns the `Batch` with the finalized Model.  requires_grad: as for
+    `SceneBuilder.finalize` (True, False, or the names of the parameters that get gradients).
 
     Raises, before any kernel runs: ValueError for copies < 1 or not an integer, for a copy that adds
     nothing, a spring that joins two copies, a copy that adds a different ground (or ground contact
