@@ -117,3 +117,7 @@ def test_requires_grad_names_are_checked(f64):
     loss = ti.field(float, shape=(), needs_grad=True)
     with pytest.raises(ValueError, match=r"Param 'qd0': its field has no gradient; .*requires_grad"):
         tgs.optimize(sim.run, loss, tgs.Adam([tgs.Param(m.particle_qd0, "qd0")], lr=0.1), iters=1, log_every=0)
+    for param in (tgs.Param(m.particle_qd0, "qd0"), tgs.ColumnParam(m.particle_qd0, 1, "qd0")):
+        with pytest.raises(ValueError, match=r"Param 'qd0': its field has no gradient"):
+            param.internal_grad()          # read directly (uncertainty, gradcheck): the same error
+    assert tgs.Param(m.particle_mass).grad().shape == (1,)

@@ -48,7 +48,7 @@ class RowsParam(Param):
         return self.field.to_numpy().astype(np.float64)[self.rows]
 
     def grad(self):
-        g = self.field.grad.to_numpy().astype(np.float64)[self.rows]
+        g = self.field_grad()[self.rows]
         return self._add_dependent_grads(g)
 
     def write(self, value):

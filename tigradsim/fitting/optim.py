@@ -31,6 +31,13 @@ from ..core.runtime import np_float
 from ..core.tape import tape
 
 
+def check_has_grad(param):
+    """ValueError naming a Param whose field has no gradient, and how to give it one."""
+    if not has_grad(param.field):
+        raise ValueError(f"Param {param.name!r}: its field has no gradient; finalize the model with requires_grad=True, "
+                         f"or name this parameter in SceneBuilder.finalize(requires_grad=...)")
+
+
 @dataclass
 class Param:
     """A differentiable field to optimise.
@@ -82,10 +89,15 @@ class Param:
         hi = np.broadcast_to(np.inf if self.upper is None else self.to_internal(np.asarray(self.upper, float)), shape)
         return np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
 
+    def field_grad(self) -> np.ndarray:
+        """dL/d field: the whole field's `.grad` after a Tape, as float64.  ValueError where the field
+        has no gradient (a model finalized without it), instead of Taichi's AttributeError."""
+        check_has_grad(self)
+        return self.field.grad.to_numpy().astype(np.float64)
+
     def grad(self) -> np.ndarray:
         """dL/d value, from the field's `.grad` after a Tape (plus the terms of Params tied to this one)."""
-        g = self.field.grad.to_numpy().astype(np.float64)
-        return self._add_dependent_grads(g)
+        return self._add_dependent_grads(self.field_grad())
 
     def internal_grad(self):
         g = self.grad()
@@ -205,7 +217,7 @@ class ColumnParam(Param):
         return self.field.to_numpy().astype(np.float64)[self.rows, self.column]
 
     def grad(self):
-        g = self.field.grad.to_numpy().astype(np.float64)[self.rows, self.column]
+        g = self.field_grad()[self.rows, self.column]
         return self._add_dependent_grads(g)
 
     def write(self, value):
@@ -261,7 +273,7 @@ class RatioParam(Param):
         return self.field.to_numpy().astype(np.float64) / self._den()
 
     def grad(self):
-        g = self.field.grad.to_numpy().astype(np.float64) * self._den()
+        g = self.field_grad() * self._den()
         return self._add_dependent_grads(g)
 
     def write(self, value):
@@ -273,7 +285,7 @@ class RatioParam(Param):
     def grad_wrt_denominator(self):
         """This Param's term of dL/d denominator at fixed theta: theta dL/dfield, summed
         over the axes the denominator was broadcast along."""
-        g = self.field.grad.to_numpy().astype(np.float64) * self.value()
+        g = self.field_grad() * self.value()
         den_shape = np.shape(self._den())
         extra = g.ndim - len(den_shape)
         g = g.sum(axis=tuple(range(extra))) if extra > 0 else g
@@ -382,7 +394,7 @@ class BasisParam(Param):
         return self.z.copy()
 
     def internal_grad(self):
-        g = self.field.grad.to_numpy().astype(np.float64)
+        g = self.field_grad()
         if self.multiplicative:
             g = g * self.field.to_numpy().astype(np.float64)
         return g if self.basis is None else np.tensordot(self.basis.T, g, axes=1)
@@ -734,9 +746,7 @@ def optimize(forward: Callable[[], None], loss, optimizer: Optimizer, iters: int
     parameters (so it has iters + 1 entries when no criterion stops it early).
     """
     for p in optimizer.params:
-        if not has_grad(p.field):
-            raise ValueError(f"Param {p.name!r}: its field has no gradient; finalize the model with requires_grad=True, "
-                             f"or name this parameter in SceneBuilder.finalize(requires_grad=...)")
+        check_has_grad(p)                    # before the first rollout
     history = history or History()
     start = time.time()
     retries = 0

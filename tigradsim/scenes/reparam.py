@@ -87,7 +87,7 @@ class AffineVelocity(Param):
         return np.concatenate([coef[0], coef[1:].T.reshape(-1)])
 
     def internal_grad(self):
-        return self._basis(self.field.grad.to_numpy().astype(np.float64))
+        return self._basis(self.field_grad())
 
     def write(self, value):
         value = np.asarray(value, dtype=np.float64)
