@@ -30,8 +30,9 @@ Where the laws are the same, and where they are made the same:
     where the damping has no gradient (--grads below).
   * Cloth: the membrane P = mu F + lam (J - alpha) dJ/dF is the same law.  Warp's aerodynamics (current
     area, full force on every vertex) and its area damping differ from tigradsim's, so drag, lift and
-    membrane damping are 0 in both (Warp evaluates them anyway; tigradsim's forward kernel skips them
-    where all three are 0, its derivative kernels too with --grads named).  Bending: Warp scales the
+    membrane damping are 0 in both (Warp evaluates them anyway; tigradsim's forward kernel skips the
+    damping where it is 0 and the aerodynamics where drag and lift are, its derivative kernels too
+    with --grads named).  Bending: Warp scales the
     dihedral force by the CURRENT edge length, tigradsim by nothing (k per edge); Warp gets
     edge_ke = k / (rest edge length), which agrees to first order in the edge strain.
   * Ground contact: tigradsim's ground uses damping="uncapped" (Warp's `jd = min(vn, 0) kd` while
