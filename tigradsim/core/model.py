@@ -220,6 +220,8 @@ class Model:
         spring_damping (S,) [N s/m], spring_rest_length (S,) [m]
     Ground (0-D): ground_ke [N/m], ground_kd [N s/m], ground_kf [N s/m], ground_mu [-]
     gravity (0-D vec3) [m/s^2]
+    "Differentiable" means: has a gradient when the model was finalized with requires_grad=True, or
+    with requires_grad naming it (`SceneBuilder.finalize`; `has_grad(model.<name>)` tells).
     """
 
     def __init__(self, requires_grad=True):
