@@ -103,6 +103,7 @@ import taichi as ti
 
 from tigradsim.core.linalg import matmul, matvec
 
+from tigradsim.core.model import has_grad
 from tigradsim.core.runtime import custom_op, deterministic, ensure_init, np_float, serial_loop
 from tigradsim.io.meshes import unpaired_edge
 
@@ -613,7 +614,7 @@ class SoftRasterizer:
                 comps = getattr(value, "n", 1) * (getattr(value, "m", 1) or 1)
                 itemsize = np.dtype(to_numpy_type(value.dtype)).itemsize
                 size = int(np.prod(value.shape)) * comps * itemsize
-                total += size * (2 if value.snode.ptr.has_adjoint() else 1)
+                total += size * (2 if has_grad(value) else 1)
         return total
 
     # ------------------------------------------------------------- kernels

@@ -240,7 +240,7 @@ class Model:
         self.runtime = runtime_tag()         # the Taichi runtime (tgs.init) whose fields these are
 
     # -- fields -----------------------------------------------------------
-    def add_field(self, name, dtype, shape, values=None, param=True, grad=None):
+    def add_field(self, name, dtype, shape, values=None, param=True, grad=False):
         """Create field `name` and fill it.  It is differentiable when `param` and the model gives
         parameter `name` a gradient (`wants_grad`), or, with grad=True (a control added after
         finalize, e.g. `tet_activation_t`), whenever the model has gradients at all."""
