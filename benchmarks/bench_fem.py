@@ -135,7 +135,7 @@ def main():
     parser.add_argument("--arch", default="cpu")
     parser.add_argument("--precision", default="f32")
     parser.add_argument("--scenes", default="ball,box16,box32")
-    parser.add_argument("--scatter", choices=("auto", "parallel", "serial", "gather", "colour"), default="auto",
+    parser.add_argument("--scatter", choices=("auto", "parallel", "serial", "gather", "colour", "parts"), default="auto",
                         help="element loops: serial plain adds, parallel atomics, or both cores without "
                              "atomics (gather, colour) (tgs.init)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (ti.init cpu_max_num_threads)")

@@ -25,7 +25,7 @@ AD_STACK_SIZE = 256
 OFFLINE_CACHE_BYTES = 2 ** 30
 
 _state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto", "deterministic": True}
-_SCATTER_MODES = ("auto", "parallel", "serial", "gather", "colour")
+_SCATTER_MODES = ("auto", "parallel", "serial", "gather", "colour", "parts")
 # "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
 # cores (benchmarks --scatter): serial is 1.4-2.4x faster for springs, tets and
 # cloth, forward and backward.  Where the crossover lies with more cores was not
@@ -118,7 +118,7 @@ def serial_scatter() -> bool:
     force term is built (model finalize).
     """
     mode = _state["scatter"]
-    if mode in ("auto", "gather", "colour"):   # "gather", "colour": element loops only (gather.element_path)
+    if mode in ("auto", "gather", "colour", "parts"):   # these three: element loops only (gather.element_path)
         if _state["deterministic"]:
             return True
         cfg = impl.current_cfg()

@@ -66,7 +66,7 @@ def element_path(element_count: int) -> str:
     """
     from ..core.runtime import serial_scatter
     mode = scatter_mode()
-    if mode in ("serial", "parallel", "gather", "colour"):
+    if mode in ("serial", "parallel", "gather", "colour", "parts"):
         return mode
     return "serial" if serial_scatter() else "parallel"
 
@@ -109,6 +109,7 @@ class NoPorts:
 
     active = False
     coloured = False
+    parted = False
 
 
 NO_PORTS = NoPorts()
@@ -168,6 +169,7 @@ class ElementPorts:
 
     active = True
     coloured = False
+    parted = False
 
     def __init__(self, model, indices, tables: Sequence = (), slots: bool = True):
         idx = np.asarray(indices, dtype=np.int64)
@@ -389,10 +391,16 @@ def corner_put(ports: ti.template(), state: ti.template(), s, e, b, k: ti.templa
 def for_each_element(term: ti.template(), state: ti.template(), s: ti.template(), t: ti.template(),
                      start: ti.template(), end: ti.template()):
     """Run `term.element(state, s, t, e, b)` for the elements e in [start, end): one loop, serialized
-    or not as `term.serial` says (b = 0), or (colour path, `term.ports.coloured`, forward kernels)
-    one parallel loop per colour over its blocks b, each block's elements in order
-    (`tigradsim.physics.colour`; its reverse kernel has the one loop)."""
-    if ti.static(term.ports.coloured and not differentiating()):
+    or not as `term.serial` says (b = 0); or (parts path, `term.ports.parted`) one struct-for over the
+    parts b, each part's elements in order (`tigradsim.physics.parts`); or (colour path,
+    `term.ports.coloured`, forward kernels) one parallel loop per colour over its blocks b, each block's
+    elements in order (`tigradsim.physics.colour`; its reverse kernel has the one loop)."""
+    if ti.static(term.ports.parted and not validating()):
+        r = ti.static(term.ports.range_index(start, end))
+        for b in term.ports.cells:           # one CPU task per part; b is the loop's own index
+            for e in range(term.ports.part_lo[r, b], term.ports.part_hi[r, b]):
+                term.element(state, s, t, e, b)
+    elif ti.static(term.ports.coloured and not differentiating()):
         for span in ti.static(term.ports.spans(start, end)):
             # One block per TASK_STRIDE loop indices: Taichi 1.7.4's CPU backend hands a thread at
             # least 512 consecutive indices (cpu_block_dim_adaptive, overriding loop_config), so a
@@ -417,6 +425,9 @@ def make_ports(path: str, model, indices, tables: Sequence = (), ranges=None):
     if path == "colour":
         from .colour import ColourPorts
         return ColourPorts(model, indices, tables, ranges)
+    if path == "parts":
+        from .parts import PartPorts
+        return PartPorts(model, indices, tables, ranges)
     return None
 
 

@@ -1,0 +1,292 @@
+"""Element loops on every CPU thread with per-part force buffers: no atomic adds into shared particles,
+bit-reproducible forward and reverse, one thread-pool hand-off per element loop.
+
+An element set (tets, cloth triangles, bending edges, springs) of E elements with K corners is cut
+into PARTS contiguous parts of about E / PARTS elements.  Each part adds its corner forces into its
+OWN row of per-corner buffers, acc_k[part, particle], so two parts never write the same location and
+no colouring is needed.  The element loop is a struct-for over a sparse field with one active cell per
+part: Taichi's CPU backend hands each cell to a thread as a task of its own (a range-for gives a
+thread at least 512 consecutive indices), and the part index is the loop's own index, so Taichi's
+`demote_atomics` proves every acc_k[part, i] += f unique to its iteration and emits a plain add
+(one pointer per field in the loop body: hence one buffer per corner):
+
+    F (serial)  per particle i, per part p touching i:  acc_k[p, i] = 0
+                (reverse kernel: port_k[p, i] = q_i - stop_grad(q_i), the same for qd and for each
+                parameter table with a gradient, per part and row)
+    E (threads) per part p: for e in the part: acc_k[p, idx[e, k]] += f_k(q, qd, params)
+    G (serial)  per particle i:  f_i += sum over parts p touching i, corners k of acc_k[p, i]
+
+Reverse kernel: Taichi runs G', E', F' in that order.  E' reads the force adjoints from acc_k's
+adjoint (the adjoint of an add is a read) and writes the input adjoints into the part's ports (the
+element reads q = stop_grad(q) + port_k[p, i], and the ports hold exact zeros); port_k[p, i] is unique
+to part p again, so those adds are plain too.  F' then sums each particle's (and each parameter row's)
+port adjoints in part order on one thread.  G zeroes acc's adjoints before its own reverse sets them (a
+store to a `.grad` field is kept, in order, in Taichi's reverse kernel, as on the gather and colour
+paths); the ports' adjoints are reset by the reverse of F's stores.  A per-element field an element
+reads directly (tet_activation, cloth_bend_rest_angle) gets its adjoint by an atomic add: each element
+belongs to one part, so the order, and every bit, stays fixed.
+
+Why this and not `colour` or `gather`: on this 2-core machine Taichi's thread pool costs 35-60 us per
+parallel loop (wall clock; a 100-entry loop: 44-68 us against 11 us serial), so a path pays per loop,
+not per element.  Colouring needs a loop per colour and, in reverse, per-element ports (two more
+parallel passes over every incidence); here each element loop is one hand-off forward and one in
+reverse, and the per-particle loops F and G are serial (no hand-off; in the reverse kernel they cost
+~150 us per step on FEM 40,960 tets, kernel profiler).  Work per part is balanced by element count.
+
+The partition and the summation order (parts in order, corners in order, elements in order inside a
+part) do not depend on the thread count, so results and gradients are the same bits for any thread
+count; a particle's sum differs from the serial path's by rounding only.
+
+Memory: acc_k and (with gradients) 2 K ports per part and particle (vec3), their adjoints, and a port
+per part and row of each parameter table with a gradient.  The checked forward kernel of
+`ti.ad.Tape(validation=True)` gets one plain loop over the elements with atomic adds straight into the
+particles (Taichi's data access rule rejects the reused buffers); the reverse kernel is compiled apart.
+"""
+from typing import Sequence
+
+import numpy as np
+import taichi as ti
+
+from .gather import _PortTerm, differentiating, row_value, validating, zeros
+from ..core.model import has_grad
+
+# Parts per element set: 2 would do for two threads, but a struct-for's two tasks often went to one
+# thread (the other woke too late; cloth 64x64 bending, kernel profiler: mean 2x the best), and 4 gave
+# an even split every time.  A fixed number, not the thread count, so that every result bit is the same
+# for any thread count.
+PARTS = 4
+
+
+def part_bounds(start: int, end: int, parts: int = PARTS) -> np.ndarray:
+    """(parts + 1,) element bounds of `parts` contiguous parts of [start, end), as equal as can be."""
+    if not (isinstance(parts, (int, np.integer)) and parts >= 1):
+        raise ValueError(f"parts: expected an integer >= 1, got {parts!r}")
+    if end < start:
+        raise ValueError(f"[start, end) = [{start}, {end}) is not a range")
+    return np.array([start + (end - start) * p // parts for p in range(parts + 1)], dtype=np.int64)
+
+
+class _PartTable:
+    """A parameter table with a gradient, and its per-part port (parts, R)."""
+
+    def __init__(self, table, parts):
+        self.table = table
+        shape = tuple(table.shape)
+        self.width = shape[1] if len(shape) == 2 else getattr(table, "n", 0)    # 0: scalar
+        self.row_count = shape[0]
+        port_shape = (parts, self.row_count)
+        self.port = ti.field(float, shape=port_shape, needs_grad=True) if self.width == 0 else \
+            ti.Vector.field(self.width, float, shape=port_shape, needs_grad=True)
+
+
+@ti.data_oriented
+class PartPorts:
+    """Per-part force buffers and ports of one element set (E elements of K corners).
+
+    Build it at finalize with the elements' global particle indices (E, K), the parameter tables they
+    read through a row index ((table, rows (E,)) pairs, as `gather.ElementPorts`) and the element
+    ranges [start, end) that separate terms loop over (material groups; default one range); put
+    `before()` ahead of the element terms and `after()` behind them in `model.force_terms`.  An element
+    term loops with `gather.for_each_element(term, state, s, t, start, end)` and, in its element body
+    `element(state, s, t, e, b)`, calls `ports.stop(state)` and `ports.open(e)` and reads / adds through
+    `gather.corner_q`, `corner_qd`, `table_row` and `corner_put` (b is the element's part).
+    """
+
+    active = True
+    coloured = False
+    parted = True
+
+    def __init__(self, model, indices, tables: Sequence = (), ranges=None, parts: int = PARTS):
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.ndim != 2 or idx.shape[0] == 0:
+            raise ValueError(f"indices: expected shape (E, K) with E >= 1, got {idx.shape}")
+        self.model = model
+        self.E, self.K = idx.shape
+        N = model.particle_count
+        if idx.min() < 0 or idx.max() >= N:
+            raise IndexError(f"indices: particle indices must lie in [0, {N}), got [{idx.min()}, {idx.max()}]")
+        self.parts = int(parts)
+        P = self.parts
+        ranges = [(0, self.E)] if ranges is None else [(int(a), int(b)) for a, b in ranges]
+        bounds, mask = [], np.zeros(N, dtype=np.int64)
+        self._range_index = {}
+        for a, b in ranges:
+            if not 0 <= a < b <= self.E:
+                raise ValueError(f"ranges: [{a}, {b}) is not a non-empty range within [0, {self.E})")
+            bd = part_bounds(a, b, P)
+            for p in range(P):
+                mask[np.unique(idx[bd[p]:bd[p + 1]])] |= 1 << p
+            self._range_index[(a, b)] = len(bounds)
+            bounds.append(bd)
+        bounds = np.asarray(bounds, dtype=np.int32)
+        self.part_lo = ti.field(ti.i32, shape=(len(bounds), P))
+        self.part_lo.from_numpy(np.ascontiguousarray(bounds[:, :-1]))
+        self.part_hi = ti.field(ti.i32, shape=(len(bounds), P))
+        self.part_hi.from_numpy(np.ascontiguousarray(bounds[:, 1:]))
+        # which parts touch each particle (bit p): F and G visit only those buffers
+        self.touch = ti.field(ti.i32, shape=(N,))
+        self.touch.from_numpy(mask.astype(np.int32))
+        # one active cell per part: a struct-for over it gives each part a CPU task of its own
+        self.cells = ti.field(ti.i32)
+        ti.root.pointer(ti.i, P).place(self.cells)
+        self._activate()
+        self.grad = bool(model.requires_grad)
+        vec3 = ti.types.vector(3, float)
+        self.acc = [vec3.field(shape=(P, N), needs_grad=self.grad) for _ in range(self.K)]
+        self.qport = [vec3.field(shape=(P, N), needs_grad=True) for _ in range(self.K)] if self.grad else []
+        self.qdport = [vec3.field(shape=(P, N), needs_grad=True) for _ in range(self.K)] if self.grad else []
+        # ports only for the tables that have gradients; table_slot[j]: table j's place in self.tables, or -1
+        self.raw_tables = [t for t, _ in tables]
+        for j, (t, rows) in enumerate(tables):
+            rows = np.asarray(rows).reshape(-1)
+            if len(rows) != self.E:
+                raise ValueError(f"tables[{j}]: expected one row per element ({self.E}), got {len(rows)}")
+        ported = [j for j, t in enumerate(self.raw_tables) if self.grad and has_grad(t)]
+        self.tables = [_PartTable(self.raw_tables[j], P) for j in ported]
+        self.table_slot = [ported.index(j) if j in ported else -1 for j in range(len(self.raw_tables))]
+        self.max_rows = max([tb.row_count for tb in self.tables], default=0)
+
+    @ti.kernel
+    def _activate(self):
+        for p in range(self.parts):
+            self.cells[p] = 1
+
+    def range_index(self, start, end):
+        """Index of the element range [start, end) in `part_lo` / `part_hi` (compile time)."""
+        return self._range_index[(start, end)]
+
+    def before(self):
+        """The loop that runs before the element terms: cleared buffers (and, in the reverse kernel, ports)."""
+        return [PartFill(self.model, self)]
+
+    def after(self):
+        """The loop that runs after the element terms: the per-particle force sums."""
+        return [PartGather(self.model, self)]
+
+    def ported(self):
+        """Only the reverse kernel reads through the ports; the forward kernel reads the state and
+        tables directly (its ports hold zeros)."""
+        return self.grad and differentiating()
+
+    # -- for the element body -----------------------------------------------------------------------
+    @ti.func
+    def stop(self, state: ti.template()):
+        """Cut the direct gradient paths of the state and the ported tables (they go through the ports)."""
+        if ti.static(self.ported()):
+            ti.stop_grad(state.particle_q)
+            ti.stop_grad(state.particle_qd)
+            for tb in ti.static(self.tables):
+                ti.stop_grad(tb.table)
+
+    @ti.func
+    def open(self, e):
+        """Nothing per element: the part's ports are zeroed per particle in `PartGather`."""
+        pass
+
+    @ti.func
+    def q(self, state: ti.template(), s, e, b, k: ti.template(), i):
+        v = state.particle_q[s, i]
+        if ti.static(self.ported()):
+            v = v + self.qport[k][b, i]
+        return v
+
+    @ti.func
+    def qd(self, state: ti.template(), s, e, b, k: ti.template(), i):
+        v = state.particle_qd[s, i]
+        if ti.static(self.ported()):
+            v = v + self.qdport[k][b, i]
+        return v
+
+    @ti.func
+    def param(self, j: ti.template(), e, b, row):
+        """Row `row` of table j (a scalar, or a vector for vector / 2-D tables)."""
+        if ti.static(self.ported() and self.table_slot[j] >= 0):
+            return row_value(self.raw_tables[j], row) + self.tables[self.table_slot[j]].port[b, row]
+        else:
+            return row_value(self.raw_tables[j], row)
+
+    @ti.func
+    def put(self, state: ti.template(), s, e, b, k: ti.template(), i, f):
+        if ti.static(validating()):
+            state.particle_f[s, i] += f          # checked forward kernel: no reused buffer (atomic adds)
+        else:
+            self.acc[k][b, i] += f               # part b's own row: a plain add (see the module docstring)
+
+
+@ti.data_oriented
+class PartFill(_PortTerm):
+    """Loop F (serial): acc_k[p, i] = 0 for the parts p touching particle i and, in the reverse kernel,
+    port_k[p, i] = q_i - stop_grad(q_i) (= 0; its reverse sums the part's adjoints into q_i's) and the
+    same per part and row of each table with a gradient."""
+
+    def __init__(self, model, ports):
+        super().__init__(model, ports)
+        self.serial = True
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        P = ti.static(self.ports.parts)
+        if ti.static(not validating()):
+            ti.loop_config(serialize=True)
+            for i in range(self.model.particle_count):
+                touch = self.ports.touch[i]
+                if ti.static(self.ports.grad and differentiating()):
+                    q = state.particle_q[s, i]
+                    qd = state.particle_qd[s, i]
+                    q_ng = ti.Vector([0.0, 0.0, 0.0])
+                    qd_ng = ti.Vector([0.0, 0.0, 0.0])
+                    if i >= 0:                   # a block of its own: stop_grad applies to it only
+                        ti.stop_grad(state.particle_q)
+                        ti.stop_grad(state.particle_qd)
+                        q_ng = state.particle_q[s, i]
+                        qd_ng = state.particle_qd[s, i]
+                    for p in ti.static(range(P)):
+                        if touch & (1 << p):
+                            for k in ti.static(range(self.ports.K)):
+                                self.ports.qport[k][p, i] = q - q_ng
+                                self.ports.qdport[k][p, i] = qd - qd_ng
+                for p in ti.static(range(P)):
+                    if touch & (1 << p):
+                        for k in ti.static(range(self.ports.K)):
+                            self.ports.acc[k][p, i] = ti.Vector([0.0, 0.0, 0.0])
+        if ti.static(self.ports.grad and differentiating() and self.ports.tables):
+            ti.loop_config(serialize=True)
+            for r in range(self.ports.max_rows):
+                for tb in ti.static(self.ports.tables):
+                    if r < tb.row_count:
+                        v = row_value(tb.table, r)
+                        v_ng = zeros(tb.width)
+                        if r >= 0:               # a block of its own: stop_grad applies to it only
+                            ti.stop_grad(tb.table)
+                            v_ng = row_value(tb.table, r)
+                        for p in ti.static(range(P)):
+                            tb.port[p, r] = v - v_ng
+
+
+@ti.data_oriented
+class PartGather(_PortTerm):
+    """Loop G (serial): f_i += acc_k[p, i] over the parts p touching particle i and the corners k, in that
+    order.  In the reverse kernel it first zeroes acc's adjoints, which this loop's reverse then sets.
+    The ports' adjoints need no zeroing: Taichi's reverse of F's store port = q - stop_grad(q) reads the
+    port's adjoint and sets it to 0 (checked: a kernel y = 2 x leaves y.grad = 0 after its reverse), so
+    the element loop of the step before accumulates into zeros."""
+
+    def __init__(self, model, ports):
+        super().__init__(model, ports)
+        self.serial = True
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        P = ti.static(self.ports.parts)
+        if ti.static(not validating()):          # checked forward kernel: the elements added directly
+            ti.loop_config(serialize=True)
+            for i in range(self.model.particle_count):
+                touch = self.ports.touch[i]
+                f = ti.Vector([0.0, 0.0, 0.0])
+                for p in ti.static(range(P)):
+                    if touch & (1 << p):
+                        for k in ti.static(range(self.ports.K)):
+                            if ti.static(self.ports.grad and differentiating()):
+                                self.ports.acc[k].grad[p, i] = ti.Vector([0.0, 0.0, 0.0])
+                            f += self.ports.acc[k][p, i]
+                state.particle_f[s, i] += f
