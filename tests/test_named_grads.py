@@ -10,7 +10,7 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim.core.model import has_grad
 
-PATHS = ("serial", "gather", "colour")
+PATHS = ("serial", "gather", "colour", "parts")
 
 
 def fem_scene(requires_grad):

@@ -7,7 +7,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import fem
-from tigradsim.physics.gather import ElementPorts, PortFill, ForceGather, element_path
+from tigradsim.physics.gather import PARTS_MIN_ELEMENTS, ElementPorts, PortFill, ForceGather, element_path
 
 
 MATERIALS = ("neo_hookean", "neo_hookean")     # two meshes: a shared row and per-tet rows
@@ -153,14 +153,22 @@ def test_gather_path_bit_reproducible_run_to_run_and_across_thread_counts(scene)
 
 
 def test_element_path_choice(f64):
-    """Explicit modes are obeyed; "auto" keeps the serial path on this CPU (faster, see gather.py)."""
-    for mode in ("serial", "parallel", "gather"):
+    """Explicit modes are obeyed; "auto" keeps small element sets serial on this CPU and runs large ones
+    on the parts path with 2 or more threads (see gather.PARTS_MIN_ELEMENTS)."""
+    for mode in ("serial", "parallel", "gather", "colour", "parts"):
         tgs.runtime.set_scatter(mode)
         try:
             assert element_path(10 ** 6) == mode
         finally:
             tgs.runtime.set_scatter("auto")
-    assert element_path(10 ** 6) == "serial"
+    assert element_path(PARTS_MIN_ELEMENTS - 1) == "serial"
+    threads = ti.lang.impl.current_cfg().cpu_max_num_threads
+    assert element_path(PARTS_MIN_ELEMENTS) == ("parts" if threads >= 2 else "serial")
+    tgs.init(precision="f64", cpu_max_num_threads=1)
+    try:
+        assert element_path(10 ** 6) == "serial"          # one thread: nothing to share the work with
+    finally:
+        tgs.init(precision="f64")
     model, _ = build("springs", "gather")
     kinds = [type(t).__name__ for t in model.force_terms]
     assert kinds.index("PortFill") < kinds.index("SpringForces") < kinds.index("ForceGather")

@@ -51,24 +51,41 @@ from ..core.runtime import scatter_mode
 # 64x64: serial 2,483 / 13,144, gather 2 threads 2,597 / 6,578, 1 thread 10,819 / 26,439.  Runs
 # disagreed by 2-4x; the kernel profiler (FEM, 1 thread) put the element loop at ~3x the whole
 # serial step and each port / gather loop at about one serial step: per-iteration cost of Taichi's
-# parallel range-for and O(E) port traffic, not atomics.  So "auto" does not choose it yet.
+# parallel range-for and O(E) port traffic, not atomics.  "auto" never chooses this path; on CPUs
+# it chooses `parts` for large element sets (below).
+
+# "auto" runs an element set of at least this many elements on the parts path (`physics.parts`) on a
+# CPU with 2 or more threads, smaller ones serially.  Measured on 2 cores (f32, named gradients, us per
+# step, forward / forward+backward, serial on 1 thread -> parts on 2): FEM 40,960 tets 996 / 2,692 ->
+# 665-688 / 1,912-2,038; 5,120 tets 133 / 345 -> 169 / 487; cloth 64x64 (8,192 triangles and 12,160
+# bending edges, two sets) 453 / 1,512 -> 462 / 1,404; cloth 32x32 107 / 361 -> 204 / 612.  Each parallel
+# loop costs a thread-pool hand-off (35-60 us here) and a model with one stops fusing its steps into one
+# launch (`Simulator.fused`), so parts pays off from ~10-20 thousand elements per set.
+PARTS_MIN_ELEMENTS = 16384
 
 
 def element_path(element_count: int) -> str:
     """How an element loop of `element_count` elements adds its forces, decided when the term is
     built: "serial" (one thread, plain adds), "parallel" (threads, atomic adds: GPUs), "gather"
-    (threads, no atomic adds, bit-reproducible: this module) or "colour" (threads, no atomic adds,
-    bit-reproducible: `tigradsim.physics.colour`).
+    (threads, no atomic adds, bit-reproducible: this module), "colour" (threads, no atomic adds,
+    bit-reproducible: `tigradsim.physics.colour`) or "parts" (threads, per-part buffers, no atomic
+    adds into particles, bit-reproducible: `tigradsim.physics.parts`).
 
-    scatter mode (`tgs.init(scatter=...)`): "serial", "parallel", "gather" and "colour" are obeyed; "auto"
-    gives what `runtime.serial_scatter` says ("serial" on small CPUs and whenever `deterministic()`,
-    "parallel" on GPUs).  `element_count` is for a size rule; none is used today (see above).
+    scatter mode (`tgs.init(scatter=...)`): the five paths are obeyed; "auto" gives "parallel" where
+    `runtime.serial_scatter` says not serial (GPUs, CPUs with many threads unless `deterministic()`),
+    else "parts" for sets of at least PARTS_MIN_ELEMENTS elements on a CPU with 2 or more threads, else
+    "serial".
     """
     from ..core.runtime import serial_scatter
     mode = scatter_mode()
     if mode in ("serial", "parallel", "gather", "colour", "parts"):
         return mode
-    return "serial" if serial_scatter() else "parallel"
+    if not serial_scatter():
+        return "parallel"
+    cfg = impl.current_cfg()
+    if cfg.arch == ti.cpu and cfg.cpu_max_num_threads >= 2 and element_count >= PARTS_MIN_ELEMENTS:
+        return "parts"
+    return "serial"
 
 
 def _compiling_mode():
