@@ -10,19 +10,20 @@ thread at least 512 consecutive indices), and the part index is the loop's own i
 `demote_atomics` proves every acc_k[part, i] += f unique to its iteration and emits a plain add
 (one pointer per field in the loop body: hence one buffer per corner):
 
-    F (serial)  per particle i, per part p touching i:  acc_k[p, i] = 0
-                (reverse kernel: port_k[p, i] = q_i - stop_grad(q_i), the same for qd and for each
-                parameter table with a gradient, per part and row)
+    F (reverse kernel only)  per particle i, per part p touching i: port_k[p, i] = q_i - stop_grad(q_i),
+                the same for qd and, per part and row, for each parameter table with a gradient
     E (threads) per part p: for e in the part: acc_k[p, idx[e, k]] += f_k(q, qd, params)
-    G (serial)  per particle i:  f_i += sum over parts p touching i, corners k of acc_k[p, i]
+    G           per particle i:  f_i += sum over parts p touching i, corners k of acc_k[p, i];
+                then acc_k[p, i] = 0 for the next step
 
 Reverse kernel: Taichi runs G', E', F' in that order.  E' reads the force adjoints from acc_k's
 adjoint (the adjoint of an add is a read) and writes the input adjoints into the part's ports (the
 element reads q = stop_grad(q) + port_k[p, i], and the ports hold exact zeros); port_k[p, i] is unique
 to part p again, so those adds are plain too.  F' then sums each particle's (and each parameter row's)
-port adjoints in part order on one thread.  G zeroes acc's adjoints before its own reverse sets them (a
-store to a `.grad` field is kept, in order, in Taichi's reverse kernel, as on the gather and colour
-paths); the ports' adjoints are reset by the reverse of F's stores.  A per-element field an element
+port adjoints in part order.  Taichi's reverse of a store reads the stored location's adjoint and sets
+it to 0 (checked: a kernel y = 2 x leaves y.grad = 0 after its reverse), so the reverse of G's zeroing
+clears acc's adjoints before G' sets them, and the reverse of F's stores clears the ports' adjoints for
+the step before.  A per-element field an element
 reads directly (tet_activation, cloth_bend_rest_angle) gets its adjoint by an atomic add: each element
 belongs to one part, so the order, and every bit, stays fixed.
 
@@ -30,8 +31,8 @@ Why this and not `colour` or `gather`: on this 2-core machine Taichi's thread po
 parallel loop (wall clock; a 100-entry loop: 44-68 us against 11 us serial), so a path pays per loop,
 not per element.  Colouring needs a loop per colour and, in reverse, per-element ports (two more
 parallel passes over every incidence); here each element loop is one hand-off forward and one in
-reverse, and the per-particle loops F and G are serial (no hand-off; in the reverse kernel they cost
-~150 us per step on FEM 40,960 tets, kernel profiler).  Work per part is balanced by element count.
+reverse; the per-particle loop G runs on one thread, F (reverse kernel only) on all of them for a large
+mesh (`runtime.serial_loop`: each particle's port sum is its own iteration's).  Work per part is balanced by element count.
 
 The partition and the summation order (parts in order, corners in order, elements in order inside a
 part) do not depend on the thread count, so results and gradients are the same bits for any thread
@@ -49,6 +50,7 @@ import taichi as ti
 
 from .gather import _PortTerm, differentiating, row_value, validating, zeros
 from ..core.model import has_grad
+from ..core.runtime import serial_loop
 
 # Parts per element set: 2 would do for two threads, but a struct-for's two tasks often went to one
 # thread (the other woke too late; cloth 64x64 bending, kernel profiler: mean 2x the best), and 4 gave
@@ -215,70 +217,66 @@ class PartPorts:
 
 @ti.data_oriented
 class PartFill(_PortTerm):
-    """Loop F (serial): acc_k[p, i] = 0 for the parts p touching particle i and, in the reverse kernel,
-    port_k[p, i] = q_i - stop_grad(q_i) (= 0; its reverse sums the part's adjoints into q_i's) and the
-    same per part and row of each table with a gradient."""
+    """Loop F (reverse kernel only; the forward kernel reads its inputs directly): port_k[p, i] = q_i -
+    stop_grad(q_i) (= 0) for the parts p touching particle i, the same for qd, and per part and row of
+    each table with a gradient.  Its reverse sums the part's adjoints into q_i's (row r's) in part order.
+    One thread, or all of them for a large mesh (`runtime.serial_loop`; each i is its own iteration's)."""
 
     def __init__(self, model, ports):
-        super().__init__(model, ports)
-        self.serial = True
+        super().__init__(model, ports, reverse_only=True)
+        self.serial = True               # no hand-off in forward kernels (it emits nothing there)
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         P = ti.static(self.ports.parts)
-        if ti.static(not validating()):
-            ti.loop_config(serialize=True)
+        if ti.static(self.ports.grad and differentiating() and not validating()):
+            ti.loop_config(serialize=ti.static(serial_loop(self.model.particle_count, 2 * self.ports.K)))
             for i in range(self.model.particle_count):
                 touch = self.ports.touch[i]
-                if ti.static(self.ports.grad and differentiating()):
-                    q = state.particle_q[s, i]
-                    qd = state.particle_qd[s, i]
-                    q_ng = ti.Vector([0.0, 0.0, 0.0])
-                    qd_ng = ti.Vector([0.0, 0.0, 0.0])
-                    if i >= 0:                   # a block of its own: stop_grad applies to it only
-                        ti.stop_grad(state.particle_q)
-                        ti.stop_grad(state.particle_qd)
-                        q_ng = state.particle_q[s, i]
-                        qd_ng = state.particle_qd[s, i]
-                    for p in ti.static(range(P)):
-                        if touch & (1 << p):
-                            for k in ti.static(range(self.ports.K)):
-                                self.ports.qport[k][p, i] = q - q_ng
-                                self.ports.qdport[k][p, i] = qd - qd_ng
+                q = state.particle_q[s, i]
+                qd = state.particle_qd[s, i]
+                q_ng = ti.Vector([0.0, 0.0, 0.0])
+                qd_ng = ti.Vector([0.0, 0.0, 0.0])
+                if i >= 0:                       # a block of its own: stop_grad applies to it only
+                    ti.stop_grad(state.particle_q)
+                    ti.stop_grad(state.particle_qd)
+                    q_ng = state.particle_q[s, i]
+                    qd_ng = state.particle_qd[s, i]
                 for p in ti.static(range(P)):
                     if touch & (1 << p):
                         for k in ti.static(range(self.ports.K)):
-                            self.ports.acc[k][p, i] = ti.Vector([0.0, 0.0, 0.0])
-        if ti.static(self.ports.grad and differentiating() and self.ports.tables):
-            ti.loop_config(serialize=True)
-            for r in range(self.ports.max_rows):
-                for tb in ti.static(self.ports.tables):
-                    if r < tb.row_count:
-                        v = row_value(tb.table, r)
-                        v_ng = zeros(tb.width)
-                        if r >= 0:               # a block of its own: stop_grad applies to it only
-                            ti.stop_grad(tb.table)
-                            v_ng = row_value(tb.table, r)
-                        for p in ti.static(range(P)):
-                            tb.port[p, r] = v - v_ng
+                            self.ports.qport[k][p, i] = q - q_ng
+                            self.ports.qdport[k][p, i] = qd - qd_ng
+            if ti.static(self.ports.tables):
+                ti.loop_config(serialize=True)
+                for r in range(self.ports.max_rows):
+                    for tb in ti.static(self.ports.tables):
+                        if r < tb.row_count:
+                            v = row_value(tb.table, r)
+                            v_ng = zeros(tb.width)
+                            if r >= 0:           # a block of its own: stop_grad applies to it only
+                                ti.stop_grad(tb.table)
+                                v_ng = row_value(tb.table, r)
+                            for p in ti.static(range(P)):
+                                tb.port[p, r] = v - v_ng
 
 
 @ti.data_oriented
 class PartGather(_PortTerm):
-    """Loop G (serial): f_i += acc_k[p, i] over the parts p touching particle i and the corners k, in that
-    order.  In the reverse kernel it first zeroes acc's adjoints, which this loop's reverse then sets.
-    The ports' adjoints need no zeroing: Taichi's reverse of F's store port = q - stop_grad(q) reads the
-    port's adjoint and sets it to 0 (checked: a kernel y = 2 x leaves y.grad = 0 after its reverse), so
-    the element loop of the step before accumulates into zeros."""
+    """Loop G: f_i += acc_k[p, i] over the parts p touching particle i and the corners k, in that order,
+    then acc_k[p, i] = 0 for the next step (the buffers start at zero).  One thread.  Its reverse sets
+    acc_k's adjoints to f_i's (the reverse of the zeroing store clears them first)."""
 
     def __init__(self, model, ports):
         super().__init__(model, ports)
-        self.serial = True
+        self.serial = True               # one thread in forward kernels, which is what `fused` asks
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         P = ti.static(self.ports.parts)
         if ti.static(not validating()):          # checked forward kernel: the elements added directly
+            # one thread in both kernels: a parallel reverse would add into acc_k's adjoint at P different
+            # addresses per iteration, which Taichi cannot prove unique (atomic adds; measured 3x slower)
             ti.loop_config(serialize=True)
             for i in range(self.model.particle_count):
                 touch = self.ports.touch[i]
@@ -286,7 +284,9 @@ class PartGather(_PortTerm):
                 for p in ti.static(range(P)):
                     if touch & (1 << p):
                         for k in ti.static(range(self.ports.K)):
-                            if ti.static(self.ports.grad and differentiating()):
-                                self.ports.acc[k].grad[p, i] = ti.Vector([0.0, 0.0, 0.0])
                             f += self.ports.acc[k][p, i]
+                for p in ti.static(range(P)):
+                    if touch & (1 << p):
+                        for k in ti.static(range(self.ports.K)):
+                            self.ports.acc[k][p, i] = ti.Vector([0.0, 0.0, 0.0])
                 state.particle_f[s, i] += f
