@@ -59,7 +59,9 @@ fastest single call, in microseconds per step.  Forward: the rollout and the
 loss (sum of final heights), no tape.  Forward+backward: the same under `tgs.tape` (`ti.ad.Tape` with a cheaper clearing) / `wp.Tape`
 + `tape.backward` + `tape.zero()` (the clearing `ti.ad.Tape` does on entry).  Warp steps are
 `state.clear_forces(); [wp.sim.collide(...)]; integrator.simulate(...)` as in Warp's own examples;
-Warp's CPU kernels run on one thread, tigradsim's as `tgs.init` decides (see runtime.serial_scatter).
+Warp's CPU kernels run on one thread, tigradsim's as `tgs.init` decides (see runtime.serial_scatter and
+gather.element_path: on 2 cores, element sets of 16,384+ elements (fem32) run on both, smaller ones on one;
+the JSON's tigradsim_element_paths says which).
 ratio = Warp time / tigradsim time (> 1: tigradsim faster).
 
 Gradients: the loss is differentiated with respect to the initial velocities (particle_qd0, rigid:
@@ -376,7 +378,9 @@ def run_scene(scene, arch, repeat, scale, tiny, libraries, grads="named"):
     out = {"scene": scene, **{k: v for k, v in spec.items() if k != "kind"}, **cases[0].info(),
            "tigradsim_us": us["tigradsim"], "warp_us": us.get("warp"), "ratio": None, "max_position_diff_m": None,
            "tigradsim_gradient_finite": cases[0].gradient_finite(), "tigradsim_grads": cases[0].grads,
-           "tigradsim_serial_scatter": tgs.runtime.serial_scatter()}
+           "tigradsim_serial_scatter": tgs.runtime.serial_scatter(),
+           # how each element loop ran ("serial", "parts", ...: gather.element_path, chosen per element set)
+           "tigradsim_element_paths": sorted({t.path for t in cases[0].model.force_terms if hasattr(t, "path")})}
     if len(cases) == 2:
         out["ratio"] = [round(w / t, 2) for w, t in zip(us["warp"], us["tigradsim"])]
         a, b = cases[0].trajectory(), cases[1].trajectory()

@@ -46,8 +46,10 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
             their forces into shared particles: "parallel" (threads, atomic adds),
             "serial" (one thread, plain adds), "gather" (threads, no atomic adds, bit-reproducible:
             `tigradsim.physics.gather`), "colour" (threads, no atomic adds, bit-reproducible: block
-            colouring, `tigradsim.physics.colour`) or "auto" (see `serial_scatter` and
-            `gather.element_path`).
+            colouring, `tigradsim.physics.colour`), "parts" (threads, per-part force buffers, no
+            atomic adds into particles, bit-reproducible: `tigradsim.physics.parts`) or "auto"
+            (see `serial_scatter` and `gather.element_path`: on CPUs, parts for large element
+            sets, serial otherwise; parallel on GPUs).
         deterministic: every rollout, rendered frame, loss and gradient bit-reproducible
             (reductions that would sum in a thread-dependent order run in a fixed order);
             None: True on CPUs, False on GPUs (where it would cost most).  See `deterministic()`.
@@ -143,7 +145,7 @@ def serial_loop(count: int, cost: int = 1) -> bool:
 
 
 def scatter_mode() -> str:
-    """The scatter mode of `init` / `set_scatter`: "auto", "parallel", "serial", "gather" or "colour"."""
+    """The scatter mode of `init` / `set_scatter`: "auto", "parallel", "serial", "gather", "colour" or "parts"."""
     return _state["scatter"]
 
 

@@ -414,7 +414,7 @@ class ClothMembraneForces(StepTerm):
         super().__init__(model)
         self.group = group
         self.damping_column = damping_column
-        self.path = path                 # gather.element_path: "serial", "parallel", "gather" or "colour" (with ports)
+        self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 
@@ -487,7 +487,7 @@ class ClothBendingForces(StepTerm):
 
     def __init__(self, model, path="serial", ports=None):
         super().__init__(model)
-        self.path = path                 # gather.element_path: "serial", "parallel", "gather" or "colour" (with ports)
+        self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 

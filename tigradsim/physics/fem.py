@@ -224,7 +224,7 @@ class TetForces(StepTerm):
         self.group = group
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)
-        self.path = path                 # gather.element_path: "serial", "parallel", "gather" or "colour" (with ports)
+        self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 

@@ -27,7 +27,7 @@ def spring_terms(model) -> list:
 class SpringForces(StepTerm):
     """Damped springs f = (ke (l - l0) + kd dl/dt) along the spring, equal and opposite.
 
-    path: `gather.element_path` ("serial", "parallel", or "gather" / "colour" with `ports`); None: serial or
+    path: `gather.element_path` ("serial", "parallel", or "gather" / "colour" / "parts" with `ports`); None: serial or
     parallel as `runtime.serial_scatter` says.  Per-spring coefficients are read at the loop index,
     so the gather path needs no parameter ports."""
 
