@@ -116,7 +116,7 @@ def main(argv=None):
                    help="also time one launch per step and parallel scatter (ratios to the default)")
     p.add_argument("--threads-compare", action="store_true",
                    help="serial vs --paths on 1 and 2 threads, alternating in one process")
-    p.add_argument("--paths", default="colour", help="paths for --threads-compare, comma-separated")
+    p.add_argument("--paths", default="parts", help="paths for --threads-compare, comma-separated")
     p.add_argument("--rounds", type=int, default=5, help="rounds for --threads-compare (best of)")
     args = p.parse_args(argv)
     if args.threads_compare:

@@ -141,7 +141,7 @@ def main():
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (ti.init cpu_max_num_threads)")
     parser.add_argument("--threads-compare", action="store_true",
                         help="serial vs --paths on 1 and 2 threads, alternating in one process (see above)")
-    parser.add_argument("--paths", default="colour", help="paths for --threads-compare, comma-separated")
+    parser.add_argument("--paths", default="parts", help="paths for --threads-compare, comma-separated")
     parser.add_argument("--rounds", type=int, default=5, help="rounds for --threads-compare (best of)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

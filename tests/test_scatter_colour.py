@@ -1,7 +1,8 @@
-"""Element loops on both cores by graph colouring (tigradsim.physics.colour): the colour path gives the
+"""Element loops on both cores without atomic adds into particles, by graph colouring
+(tigradsim.physics.colour) and by per-part buffers (tigradsim.physics.parts): each path gives the
 serial path's trajectories and gradients (float64, to 1e-12), finite differences agree with its
-gradients, its results are the same bits run to run and for 1 or 2 threads, and the colouring
-is a proper one."""
+gradients, its results are the same bits run to run and for 1 or 2 threads, and the colouring is a
+proper one (the parts path's own checks: tests/test_scatter_parts.py)."""
 import numpy as np
 import pytest
 import taichi as ti
@@ -12,6 +13,7 @@ from tigradsim.physics.colour import MIN_BLOCKS_PER_COLOUR, ROW_CHUNK, ChunkFill
     RowFill, _Chunks, choose_blocks, colour_blocks
 from tigradsim.physics.gather import _Table
 from tigradsim.physics.gather import element_path
+from tigradsim.physics.parts import PartGather
 
 from test_parallel_elements import SCENES, check, rollout, taped
 
@@ -24,14 +26,20 @@ def build(scene, scatter):
         tgs.runtime.set_scatter("auto")
 
 
+# each path's per-particle force sum: the loop that marks a model built on it
+PATHS = {"colour": CornerGather, "parts": PartGather}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("scene", sorted(SCENES))
-def test_colour_path_equals_serial(f64, scene):
+def test_path_equals_serial(f64, scene, path):
     """Same trajectory, loss and gradients as the serial scatter (only the order of each particle's sum differs)."""
-    model, names = build(scene, "colour")
-    assert any(isinstance(t, CornerGather) for t in model.force_terms)
+    model, names = build(scene, path)
+    assert any(isinstance(t, PATHS[path]) for t in model.force_terms)
+    assert not tgs.Simulator(model, dt=1e-3, steps=2).fused
     x_colour, g_colour, l_colour = taped(model, names)
     model, names = build(scene, "serial")
-    assert not any(isinstance(t, CornerGather) for t in model.force_terms)
+    assert not any(isinstance(t, tuple(PATHS.values())) for t in model.force_terms)
     x_serial, g_serial, l_serial = taped(model, names)
     np.testing.assert_allclose(x_colour, x_serial, rtol=0, atol=1e-13)
     assert l_colour == pytest.approx(l_serial, rel=1e-12)
@@ -41,9 +49,10 @@ def test_colour_path_equals_serial(f64, scene):
         np.testing.assert_allclose(g_colour[n], g, rtol=1e-12, atol=1e-12 * np.abs(g).max(), err_msg=n)
 
 
+@pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("scene", sorted(SCENES))
-def test_colour_path_gradients_match_finite_differences(f64, scene):
-    model, names = build(scene, "colour")
+def test_path_gradients_match_finite_differences(f64, scene, path):
+    model, names = build(scene, path)
     sim, rec, run, loss = rollout(model, steps=30)
     for n in names:
         # several gradients are small (1e-9 .. 1e-8): a step of 1e-4 keeps FD above round-off; the
@@ -52,9 +61,10 @@ def test_colour_path_gradients_match_finite_differences(f64, scene):
         check(run, loss, model.parameters()[n], eps=3e-3 if n == "cloth_bend_rest_angle" else 1e-4)
 
 
-def test_colour_path_checkpointed_and_activation_control(f64):
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_path_checkpointed_and_activation_control(f64, path):
     """Checkpointed segments (the reverse pass re-runs the port loops) and per-step activations."""
-    model, names = build("fem", "colour")
+    model, names = build("fem", path)
     act_t = fem.enable_activation_control(model, 30)
     act_t.from_numpy(np.random.default_rng(1).normal(size=(30, model.tet_count)) * 0.05)
     _, full, _ = taped(model, names + ["tet_activation_t"], steps=30)
@@ -71,16 +81,20 @@ def test_colour_path_checkpointed_and_activation_control(f64):
     check(run, loss, act_t, scale=[0.05])
 
 
-def _bits(scene, threads):
+def _bits(scene, threads, path):
     tgs.init(precision="f64", cpu_max_num_threads=threads)
-    model, names = build(scene, "colour")
+    model, names = build(scene, path)
     return taped(model, names)
 
 
-def test_colour_path_bit_reproducible_run_to_run_and_across_thread_counts():
-    x2, g2, l2 = _bits("cloth", 2)
-    x2b, g2b, l2b = _bits("cloth", 2)
-    x1, g1, l1 = _bits("cloth", 1)
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_path_bit_reproducible_run_to_run_and_across_thread_counts(path):
+    try:
+        x2, g2, l2 = _bits("cloth", 2, path)
+        x2b, g2b, l2b = _bits("cloth", 2, path)
+        x1, g1, l1 = _bits("cloth", 1, path)
+    finally:
+        tgs.init()
     for x, g, l in ((x2b, g2b, l2b), (x1, g1, l1)):
         assert l == l2 and np.array_equal(x, x2)
         for n in g2:
@@ -162,10 +176,11 @@ def test_colour_ports_blocks_and_order(f64):
         ColourPorts(model, tets, ranges=[(3, 3)])
 
 
-def test_colour_path_without_gradients(f64):
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_path_without_gradients(f64, path):
     """A model built without gradients: no ports, the same forward trajectory as serial."""
     out = {}
-    for mode in ("colour", "serial"):
+    for mode in (path, "serial"):
         tgs.runtime.set_scatter(mode)
         try:
             v, f = tgs.meshes.cloth_grid(4, 3, cell=0.1, origin=(0.0, 0.05, 0.0), plane="xz")
@@ -179,18 +194,19 @@ def test_colour_path_without_gradients(f64):
         sim = tgs.Simulator(model, dt=1e-3, steps=30)
         sim.run()
         out[mode] = sim.final_state()
-    np.testing.assert_allclose(out["colour"], out["serial"], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(out[path], out["serial"], rtol=0, atol=1e-13)
     assert element_path(10) == "serial"
 
 
-def test_colour_path_under_debug_and_validation():
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_path_under_debug_and_validation(path):
     """Debug mode (bounds checks) and Tape(validation=True): the checked forward kernel adds straight
     into the particles (no reused buffers for Taichi's data access rule to reject), the reverse kernel
     still gives the serial path's gradients."""
     tgs.init(precision="f64", debug=True)
     try:
         grads = {}
-        for mode in ("colour", "serial"):
+        for mode in (path, "serial"):
             model, names = build("cloth", mode)
             sim, rec, run, loss = rollout(model, steps=10)
             with ti.ad.Tape(loss, validation=True):
@@ -199,6 +215,6 @@ def test_colour_path_under_debug_and_validation():
         for n, g in grads["serial"].items():
             # rounding: the forward sums in block order (1e-11 relative seen on bending stiffness)
             assert np.any(g != 0), n
-            np.testing.assert_allclose(grads["colour"][n], g, rtol=1e-9, atol=1e-9 * np.abs(g).max(), err_msg=n)
+            np.testing.assert_allclose(grads[path][n], g, rtol=1e-9, atol=1e-9 * np.abs(g).max(), err_msg=n)
     finally:
         tgs.init()

@@ -55,13 +55,15 @@ from ..core.runtime import scatter_mode
 # it chooses `parts` for large element sets (below).
 
 # "auto" runs an element set of at least this many elements on the parts path (`physics.parts`) on a
-# CPU with 2 or more threads, smaller ones serially.  Measured on 2 cores (f32, named gradients, us per
-# step, forward / forward+backward, serial on 1 thread -> parts on 2): FEM 40,960 tets 996 / 2,692 ->
-# 665-688 / 1,912-2,038; 5,120 tets 133 / 345 -> 169 / 487; cloth 64x64 (8,192 triangles and 12,160
-# bending edges, two sets) 453 / 1,512 -> 462 / 1,404; cloth 32x32 107 / 361 -> 204 / 612.  Each parallel
-# loop costs a thread-pool hand-off (35-60 us here) and a model with one stops fusing its steps into one
-# launch (`Simulator.fused`), so parts pays off from ~10-20 thousand elements per set.
-PARTS_MIN_ELEMENTS = 16384
+# CPU with 2 or more threads, smaller ones serially.  Measured on 2 cores (f32, us per step, forward /
+# forward+backward, serial on 1 thread -> parts on 2; vs_warp's scenes, named gradients): FEM 40,960
+# tets 996 / 2,692 -> 665-688 / 1,912-2,038; 5,120 tets 133 / 345 -> 169 / 487; cloth 64x64 (8,192
+# triangles and 12,160 bending edges, two sets) 453 / 1,512 -> 415-462 / 1,404-1,527; cloth 32x32
+# 107 / 361 -> 204 / 612.  bench_fem / bench_cloth --threads-compare (damping, every gradient): box32
+# 1.50x / 1.30x, cloth64 1.35x / 1.19x.  Each parallel loop costs a thread-pool hand-off (35-60 us
+# here) and a model with one stops fusing its steps into one launch (`Simulator.fused`), so parts pays
+# off from ~10 thousand elements per set; 8,192 puts cloth 64x64 on it, 5,120-tet FEM not.
+PARTS_MIN_ELEMENTS = 8192
 
 
 def element_path(element_count: int) -> str:
@@ -170,7 +172,45 @@ def row_value(table: ti.template(), r):
 
 
 @ti.data_oriented
-class ElementPorts:
+class PortsBase:
+    """What every set of ports shares (`ElementPorts`, `colour.ColourPorts`, `parts.PartPorts`): the checked
+    element indices, which parameter tables get ports (those with gradients), and `stop`."""
+
+    active = True
+    coloured = False
+    parted = False
+
+    def _set_up(self, model, indices, tables: Sequence):
+        """Check `indices` (E, K) against the model's particles, set model, E, K, grad, raw_tables and
+        table_slot (table j's place among the ported tables, or -1: read directly), and return
+        (indices as int64, the ported tables' positions j)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.ndim != 2 or idx.shape[0] == 0:
+            raise ValueError(f"indices: expected shape (E, K) with E >= 1, got {idx.shape}")
+        self.model = model
+        self.E, self.K = idx.shape
+        N = model.particle_count
+        if idx.min() < 0 or idx.max() >= N:
+            raise IndexError(f"indices: particle indices must lie in [0, {N}), got [{idx.min()}, {idx.max()}]")
+        self.grad = bool(model.requires_grad)
+        # ports only for the tables that have gradients (`finalize(requires_grad=...)` may leave some without)
+        self.raw_tables = [t for t, _ in tables]
+        ported = [j for j, t in enumerate(self.raw_tables) if self.grad and has_grad(t)]
+        self.table_slot = [ported.index(j) if j in ported else -1 for j in range(len(self.raw_tables))]
+        return idx, ported
+
+    @ti.func
+    def stop(self, state: ti.template()):
+        """Cut the direct gradient paths of the state and the ported tables (they go through the ports)."""
+        if ti.static(self.ported()):
+            ti.stop_grad(state.particle_q)
+            ti.stop_grad(state.particle_qd)
+            for tb in ti.static(self.tables):
+                ti.stop_grad(tb.table)
+
+
+@ti.data_oriented
+class ElementPorts(PortsBase):
     """Incidences, ports and force slots of one element set (E elements of K corners).
 
     Build it at finalize with the elements' global particle indices (E, K) and the parameter
@@ -184,20 +224,9 @@ class ElementPorts:
       * stores corner k's force with `ports.put(state, s, e, b, k, i, f)` (exactly once per corner and step).
     """
 
-    active = True
-    coloured = False
-    parted = False
-
     def __init__(self, model, indices, tables: Sequence = (), slots: bool = True):
-        idx = np.asarray(indices, dtype=np.int64)
-        if idx.ndim != 2 or idx.shape[0] == 0:
-            raise ValueError(f"indices: expected shape (E, K) with E >= 1, got {idx.shape}")
-        self.model = model
-        self.E, self.K = idx.shape
+        idx, ported = self._set_up(model, indices, tables)
         N = model.particle_count
-        if idx.min() < 0 or idx.max() >= N:
-            raise IndexError(f"indices: particle indices must lie in [0, {N}), got [{idx.min()}, {idx.max()}]")
-        self.grad = bool(model.requires_grad)
         start = np.zeros((self.K, N + 1), dtype=np.int32)
         elem = np.zeros((self.K, self.E), dtype=np.int32)
         for k in range(self.K):
@@ -212,12 +241,7 @@ class ElementPorts:
         self.force = [vec3.field(shape=(self.E,), needs_grad=self.grad) for _ in range(self.K)] if slots else []
         self.qport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.qdport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
-        # ports only for the tables that have gradients (`finalize(requires_grad=...)` may leave some
-        # without); table_slot[j]: table j's place in self.tables, or -1 (read directly)
-        self.raw_tables = [t for t, _ in tables]
-        ported = [j for j, t in enumerate(self.raw_tables) if self.grad and has_grad(t)]
         self.tables = [_Table(*tables[j], self.E) for j in ported]
-        self.table_slot = [ported.index(j) if j in ported else -1 for j in range(len(self.raw_tables))]
 
     def before(self):
         """The loops that run before the element term(s): the ports (only with gradients)."""
@@ -234,16 +258,7 @@ class ElementPorts:
         compile-time choice; here whenever the model has gradients)."""
         return self.grad
 
-    # -- for the element term's loop body ---------------------------------------
-    @ti.func
-    def stop(self, state: ti.template()):
-        """Cut the direct gradient paths of the state and the tables (they go through the ports)."""
-        if ti.static(self.ported()):
-            ti.stop_grad(state.particle_q)
-            ti.stop_grad(state.particle_qd)
-            for tb in ti.static(self.tables):
-                ti.stop_grad(tb.table)
-
+    # -- for the element term's loop body (stop: PortsBase's) ------------------
     @ti.func
     def open(self, e):
         """Zero element e's port adjoints: the reverse of this loop accumulates into them and the

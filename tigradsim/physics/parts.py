@@ -32,7 +32,8 @@ parallel loop (wall clock; a 100-entry loop: 44-68 us against 11 us serial), so 
 not per element.  Colouring needs a loop per colour and, in reverse, per-element ports (two more
 parallel passes over every incidence); here each element loop is one hand-off forward and one in
 reverse; the per-particle loop G runs on one thread, F (reverse kernel only) on all of them for a large
-mesh (`runtime.serial_loop`: each particle's port sum is its own iteration's).  Work per part is balanced by element count.
+mesh (`runtime.serial_loop`: each particle's port sum is its own iteration's).  Work per part is balanced
+by element count.
 
 The partition and the summation order (parts in order, corners in order, elements in order inside a
 part) do not depend on the thread count, so results and gradients are the same bits for any thread
@@ -48,8 +49,7 @@ from typing import Sequence
 import numpy as np
 import taichi as ti
 
-from .gather import _PortTerm, differentiating, row_value, validating, zeros
-from ..core.model import has_grad
+from .gather import PortsBase, _PortTerm, differentiating, row_value, validating, zeros
 from ..core.runtime import serial_loop
 
 # Parts per element set: 2 would do for two threads, but a struct-for's two tasks often went to one
@@ -82,7 +82,7 @@ class _PartTable:
 
 
 @ti.data_oriented
-class PartPorts:
+class PartPorts(PortsBase):
     """Per-part force buffers and ports of one element set (E elements of K corners).
 
     Build it at finalize with the elements' global particle indices (E, K), the parameter tables they
@@ -94,19 +94,14 @@ class PartPorts:
     `gather.corner_q`, `corner_qd`, `table_row` and `corner_put` (b is the element's part).
     """
 
-    active = True
-    coloured = False
     parted = True
 
     def __init__(self, model, indices, tables: Sequence = (), ranges=None, parts: int = PARTS):
-        idx = np.asarray(indices, dtype=np.int64)
-        if idx.ndim != 2 or idx.shape[0] == 0:
-            raise ValueError(f"indices: expected shape (E, K) with E >= 1, got {idx.shape}")
-        self.model = model
-        self.E, self.K = idx.shape
+        idx, ported = self._set_up(model, indices, tables)
+        for j, (_, rows) in enumerate(tables):
+            if np.asarray(rows).size != self.E:
+                raise ValueError(f"tables[{j}]: expected one row per element ({self.E}), got {np.asarray(rows).size}")
         N = model.particle_count
-        if idx.min() < 0 or idx.max() >= N:
-            raise IndexError(f"indices: particle indices must lie in [0, {N}), got [{idx.min()}, {idx.max()}]")
         self.parts = int(parts)
         P = self.parts
         ranges = [(0, self.E)] if ranges is None else [(int(a), int(b)) for a, b in ranges]
@@ -132,20 +127,11 @@ class PartPorts:
         self.cells = ti.field(ti.i32)
         ti.root.pointer(ti.i, P).place(self.cells)
         self._activate()
-        self.grad = bool(model.requires_grad)
         vec3 = ti.types.vector(3, float)
         self.acc = [vec3.field(shape=(P, N), needs_grad=self.grad) for _ in range(self.K)]
         self.qport = [vec3.field(shape=(P, N), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.qdport = [vec3.field(shape=(P, N), needs_grad=True) for _ in range(self.K)] if self.grad else []
-        # ports only for the tables that have gradients; table_slot[j]: table j's place in self.tables, or -1
-        self.raw_tables = [t for t, _ in tables]
-        for j, (t, rows) in enumerate(tables):
-            rows = np.asarray(rows).reshape(-1)
-            if len(rows) != self.E:
-                raise ValueError(f"tables[{j}]: expected one row per element ({self.E}), got {len(rows)}")
-        ported = [j for j, t in enumerate(self.raw_tables) if self.grad and has_grad(t)]
         self.tables = [_PartTable(self.raw_tables[j], P) for j in ported]
-        self.table_slot = [ported.index(j) if j in ported else -1 for j in range(len(self.raw_tables))]
         self.max_rows = max([tb.row_count for tb in self.tables], default=0)
 
     @ti.kernel
@@ -170,16 +156,7 @@ class PartPorts:
         tables directly (its ports hold zeros)."""
         return self.grad and differentiating()
 
-    # -- for the element body -----------------------------------------------------------------------
-    @ti.func
-    def stop(self, state: ti.template()):
-        """Cut the direct gradient paths of the state and the ported tables (they go through the ports)."""
-        if ti.static(self.ported()):
-            ti.stop_grad(state.particle_q)
-            ti.stop_grad(state.particle_qd)
-            for tb in ti.static(self.tables):
-                ti.stop_grad(tb.table)
-
+    # -- for the element body (stop: PortsBase's) ------------------------------------------------------
     @ti.func
     def open(self, e):
         """Nothing per element: the part's ports are zeroed per particle in `PartGather`."""
