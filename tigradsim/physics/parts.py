@@ -144,7 +144,7 @@ class PartPorts(PortsBase):
         return self._range_index[(start, end)]
 
     def before(self):
-        """The loop that runs before the element terms: cleared buffers (and, in the reverse kernel, ports)."""
+        """The loop that runs before the element terms: the ports (emitted in the reverse kernel only)."""
         return [PartFill(self.model, self)]
 
     def after(self):
@@ -159,7 +159,7 @@ class PartPorts(PortsBase):
     # -- for the element body (stop: PortsBase's) ------------------------------------------------------
     @ti.func
     def open(self, e):
-        """Nothing per element: the part's ports are zeroed per particle in `PartGather`."""
+        """Nothing per element: the reverse of `PartFill`'s stores clears the ports' adjoints."""
         pass
 
     @ti.func
