@@ -10,15 +10,8 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim.physics.parts import PARTS, PartFill, PartGather, PartPorts, part_bounds
 
-from test_parallel_elements import SCENES, rollout
-
-
-def build(scene, scatter):
-    tgs.runtime.set_scatter(scatter)
-    try:
-        return SCENES[scene]()
-    finally:
-        tgs.runtime.set_scatter("auto")
+from test_parallel_elements import rollout
+from test_scatter_colour import build
 
 
 def _two_materials():

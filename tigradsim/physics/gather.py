@@ -312,6 +312,21 @@ class _PortTerm(StepTerm):
         return []
 
 
+@ti.func
+def stopped_state(state: ti.template(), s, i):
+    """Particle i's position and velocity at slot s, read with no gradient path: a port is the state
+    minus this (exactly 0, derivative 1).  The stop_grad sits in a block of its own, so it cuts only
+    these two reads."""
+    q_ng = ti.Vector([0.0, 0.0, 0.0])
+    qd_ng = ti.Vector([0.0, 0.0, 0.0])
+    if i >= 0:
+        ti.stop_grad(state.particle_q)
+        ti.stop_grad(state.particle_qd)
+        q_ng = state.particle_q[s, i]
+        qd_ng = state.particle_qd[s, i]
+    return q_ng, qd_ng
+
+
 @ti.data_oriented
 class PortFill(_PortTerm):
     """Loop A: qport_k[e] = q_i - stop_grad(q_i) (= 0) for every incidence (e, k) of particle i."""
@@ -325,13 +340,7 @@ class PortFill(_PortTerm):
     @ti.func
     def fill(self, state: ti.template(), s, i):
         """Particle i's ports of step s (the body of the loop over particles)."""
-        q_ng = ti.Vector([0.0, 0.0, 0.0])
-        qd_ng = ti.Vector([0.0, 0.0, 0.0])
-        if i >= 0:                       # a block of its own: stop_grad applies to it only
-            ti.stop_grad(state.particle_q)
-            ti.stop_grad(state.particle_qd)
-            q_ng = state.particle_q[s, i]
-            qd_ng = state.particle_qd[s, i]
+        q_ng, qd_ng = stopped_state(state, s, i)
         for k in ti.static(range(self.ports.K)):
             for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
                 # q is read inside the inner loop: a differentiable local carried into a

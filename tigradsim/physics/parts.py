@@ -49,7 +49,7 @@ from typing import Sequence
 import numpy as np
 import taichi as ti
 
-from .gather import PortsBase, _PortTerm, differentiating, row_value, validating, zeros
+from .gather import PortsBase, _PortTerm, differentiating, row_value, stopped_state, validating, zeros
 from ..core.runtime import serial_loop
 
 # Parts per element set: 2 would do for two threads, but a struct-for's two tasks often went to one
@@ -212,13 +212,7 @@ class PartFill(_PortTerm):
                 touch = self.ports.touch[i]
                 q = state.particle_q[s, i]
                 qd = state.particle_qd[s, i]
-                q_ng = ti.Vector([0.0, 0.0, 0.0])
-                qd_ng = ti.Vector([0.0, 0.0, 0.0])
-                if i >= 0:                       # a block of its own: stop_grad applies to it only
-                    ti.stop_grad(state.particle_q)
-                    ti.stop_grad(state.particle_qd)
-                    q_ng = state.particle_q[s, i]
-                    qd_ng = state.particle_qd[s, i]
+                q_ng, qd_ng = stopped_state(state, s, i)
                 for p in ti.static(range(P)):
                     if touch & (1 << p):
                         for k in ti.static(range(self.ports.K)):
