@@ -77,6 +77,8 @@ def test_part_bounds_and_ports(f64):
     assert len(loops) == 2 and all(t.serial and t.stability_limits() == [] for t in loops)
     with pytest.raises(IndexError, match=r"particle indices must lie in \[0, \d+\)"):
         PartPorts(model, np.array([[0, 10 ** 6]]))
+    with pytest.raises(ValueError, match=r"parts: expected an integer in \[1, 30\]"):
+        PartPorts(model, tets, parts=31)
     with pytest.raises(ValueError, match=r"ranges: \[3, 3\) is not a non-empty range"):
         PartPorts(model, tets, ranges=[(3, 3)])
     with pytest.raises(ValueError, match=r"tables\[0\]: expected one row per element"):

@@ -101,6 +101,9 @@ class PartPorts(PortsBase):
         for j, (_, rows) in enumerate(tables):
             if np.asarray(rows).size != self.E:
                 raise ValueError(f"tables[{j}]: expected one row per element ({self.E}), got {np.asarray(rows).size}")
+        if not (isinstance(parts, (int, np.integer)) and 1 <= parts <= 30):
+            raise ValueError(f"parts: expected an integer in [1, 30] (one bit per part in a particle's touch mask), "
+                             f"got {parts!r}")
         N = model.particle_count
         self.parts = int(parts)
         P = self.parts
