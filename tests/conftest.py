@@ -36,26 +36,8 @@ def _taichi_from_scratch_per_file():
     own would get keys that depend on which file ran before it on the same worker, which
     under pytest-xdist changes from run to run (a cache miss: seconds of compiling each time).
     """
-    _reset_stale_validation_kernels()
-    tgs.init()
+    tgs.init()             # also puts kernels a validation tape left checked back (runtime.init)
     yield
-
-
-def _reset_stale_validation_kernels():
-    """Put kernels that `ti.ad.Tape(validation=True)` left in validation mode back in plain forward mode.
-
-    Taichi 1.7.4's Tape restores each recorded kernel's mode in recording order, so a kernel recorded
-    twice (a recorder called every frame) ends in the mode it had at its second recording: validation.
-    Kernel objects outlive `ti.init`, so a later file's rollouts ran checked kernels outside any tape,
-    and a checkpointed validation tape then failed on the observer's replay (test_cloth after
-    test_scatter_colour on one worker).  Once per file: a scan of live objects, ~0.1 s.
-    """
-    import gc
-    from taichi.lang.enums import AutodiffMode
-    from taichi.lang.kernel_impl import Kernel
-    for obj in gc.get_objects():
-        if isinstance(obj, Kernel) and obj.autodiff_mode == AutodiffMode.VALIDATION:
-            obj.autodiff_mode = AutodiffMode.NONE
 
 
 @pytest.fixture

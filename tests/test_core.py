@@ -305,3 +305,29 @@ def test_scatter_mode_choice(f64):
         tgs.init(scatter="atomic")
     with pytest.raises(ValueError, match="mode='x'"):
         tgs.runtime.set_scatter("x")
+
+
+@ti.kernel
+def _double_into(x: ti.template(), y: ti.template()):
+    for i in range(x.shape[0]):
+        y[None] += 2.0 * x[i]
+
+
+def test_init_resets_kernels_a_validation_tape_left_checked():
+    """Taichi 1.7.4's Tape(validation=True) leaves a kernel recorded twice in validation mode (it restores
+    modes in recording order); `tgs.init` puts it back, so later rollouts run plain forward kernels."""
+    from taichi.lang.enums import AutodiffMode
+    tgs.init(precision="f64", debug=True)
+    try:
+        x = ti.field(float, shape=3, needs_grad=True)
+        y = ti.field(float, shape=(), needs_grad=True)
+        with ti.ad.Tape(y, validation=True):
+            _double_into(x, y)
+            _double_into(x, y)
+        assert np.allclose(x.grad.to_numpy(), 4.0)
+        kernel = _double_into._primal
+        assert kernel.autodiff_mode == AutodiffMode.VALIDATION       # Taichi's stale mode (the bug)
+        tgs.init(precision="f64")
+        assert kernel.autodiff_mode == AutodiffMode.NONE
+    finally:
+        tgs.init()

@@ -80,11 +80,29 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
     # their results (a JSON last line), so it goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         ti.init(**options)
+    _reset_stale_validation_kernels()
     np.random.seed(seed)
     if deterministic is None:
         deterministic = arch == "cpu"
     _state.update(initialized=True, precision=precision, arch=arch, scatter=scatter,
                   deterministic=bool(deterministic))
+
+
+def _reset_stale_validation_kernels():
+    """Put kernels that `ti.ad.Tape(validation=True)` left in validation mode back in forward mode.
+
+    Taichi 1.7.4's Tape restores each recorded kernel's mode in recording order, so a kernel recorded
+    twice (a recorder called every frame) ends in the mode it had at its second recording: validation.
+    Kernel objects outlive `ti.init`, so later rollouts ran checked kernels outside any tape, and a later
+    checkpointed validation tape failed on the observer's replay ("Snode ... is overwritten
+    unexpectedly"; test_cloth after test_scatter_colour on one worker).  A scan of live objects, ~11 ms.
+    """
+    import gc
+    from taichi.lang.enums import AutodiffMode
+    from taichi.lang.kernel_impl import Kernel
+    for obj in gc.get_objects():
+        if isinstance(obj, Kernel) and obj.autodiff_mode == AutodiffMode.VALIDATION:
+            obj.autodiff_mode = AutodiffMode.NONE
 
 
 def ensure_init():
