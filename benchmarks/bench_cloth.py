@@ -18,10 +18,10 @@ against one launch per step ("stepwise") and parallel scatter ("parallel") in
 one process, alternating, so that load on the machine hits all alike.
 
     python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3] [--compare]
-    python benchmarks/bench_cloth.py --threads-compare [--sizes 64] [--rounds 5] [--paths colour]
+    python benchmarks/bench_cloth.py --threads-compare [--sizes 64] [--rounds 5] [--paths parts]
 
 --threads-compare: the serial path on 1 and 2 threads against element loops on both cores
-(--paths: "colour", "gather") on 2 and 1 threads, alternating in one process, best of --rounds
+(--paths: "parts" (default), "colour", "gather") on 2 and 1 threads, alternating in one process, best of --rounds
 (see benchmarks/bench_fem.py `threads_compare`); one JSON line per size.
 """
 import argparse

@@ -3,7 +3,7 @@ and forward+backward, tet-steps per second and peak memory, per scene.
 
     python benchmarks/bench_fem.py [--arch cpu] [--precision f32] [--scenes ball,box16,box32] [--scatter auto]
                                    [--threads N]
-    python benchmarks/bench_fem.py --threads-compare [--scenes box32] [--rounds 5] [--paths colour]
+    python benchmarks/bench_fem.py --threads-compare [--scenes box32] [--rounds 5] [--paths parts]
 
 Scenes: the paper's ball (tet_ball, ~430-640 tets, 3840 steps at 1/1920 s,
 checkpointed every 64 steps), tet_box grids of 16x8x8 cells (5,120 tets) and
@@ -17,7 +17,7 @@ recorded, with its date, and never divided into.
 
 --threads-compare times, in ONE process and alternating round by round (so that load on the
 machine hits all alike), the serial path on 1 and 2 threads and each of --paths (element loops on
-both cores: "colour", "gather") on 2 and 1 threads, best of --rounds, with the load average.  Each
+both cores: "parts" (default), "colour", "gather") on 2 and 1 threads, best of --rounds, with the load average.  Each
 configuration needs its own `tgs.init`, so every round rebuilds each scene (kernels come from
 Taichi's offline cache).  Prints one JSON line per scene: us per step [forward, forward+backward]
 per configuration, and the speedups of each path on 2 threads over the serial path.
@@ -137,7 +137,7 @@ def main():
     parser.add_argument("--scenes", default="ball,box16,box32")
     parser.add_argument("--scatter", choices=("auto", "parallel", "serial", "gather", "colour", "parts"), default="auto",
                         help="element loops: serial plain adds, parallel atomics, or both cores without "
-                             "atomics (gather, colour) (tgs.init)")
+                             "atomics (gather, colour, parts) (tgs.init)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (ti.init cpu_max_num_threads)")
     parser.add_argument("--threads-compare", action="store_true",
                         help="serial vs --paths on 1 and 2 threads, alternating in one process (see above)")

@@ -138,7 +138,7 @@ def serial_scatter() -> bool:
     force term is built (model finalize).
     """
     mode = _state["scatter"]
-    if mode in ("auto", "gather", "colour", "parts"):   # these three: element loops only (gather.element_path)
+    if mode in ("auto", "gather", "colour", "parts"):   # gather, colour, parts: element loops only (gather.element_path)
         if _state["deterministic"]:
             return True
         cfg = impl.current_cfg()
