@@ -260,6 +260,52 @@ def test_laws_per_body(f64):
     assert np.abs(q[-1, 0, :3] - q[-1, 1, :3] + [-2.0, 0.0, 0.0]).max() > 1e-3, "the laws differ"
 
 
+
+# Heights of the contact point above y = radius: in the air, at the boundary, barely in (1e-15 m: a
+# cutoff for "in contact" anywhere below zero down to -1e-15 skips it), and deep.  The contact loops skip points that do not
+# penetrate (contact.touches_ground); their force there must be what the formula gives, to the bit.
+GAPS = [0.2, 1e-9, 0.0, -1e-15, -1e-9, -3e-3, -2e-2]
+
+
+@pytest.mark.parametrize("law", LAWS, ids=str)
+def test_contact_terms_give_the_formula_in_the_air_and_in_contact(f64, law):
+    """One step's contact force on particles (ParticleGroundContact) and on a tilted box
+    (RigidGroundContact: its corners span the heights) against `reference_force`."""
+    rng = np.random.default_rng(4)
+    ground = dict(ke=2e3, kd=3.0, kf=7.0, mu=0.6)
+    b = tgs.SceneBuilder()
+    b.add_ground(**ground, damping=law.damping, friction=law.friction, friction_velocity=law.friction_velocity)
+    n = len(GAPS)
+    x = np.zeros((n, 3))
+    x[:, 0] = np.arange(n)
+    x[:, 1] = RADIUS + np.array(GAPS)
+    v = rng.normal(size=(n, 3)) * 0.5
+    b.add_particles(x, v, np.full(n, 0.1), radius=RADIUS)
+    verts, faces = meshes.box_surface(BOX)
+    rot = np.array([0.3, 0.2, -0.1, 1.0]) / np.linalg.norm([0.3, 0.2, -0.1, 1.0])
+    R = quat_to_matrix_np(rot)
+    corners = verts - verts.mean(0)
+    low = int(np.argmin((corners @ R.T)[:, 1]))
+    position = np.array([20.0, -(corners @ R.T)[low, 1] - 1e-9, 0.0])     # lowest corner 1e-9 m in
+    w, vel = np.array([0.4, -1.0, 0.7]), np.array([0.3, -0.2, 0.1])
+    b.add_rigid_body(verts, faces, mass=1.0, position=position, rotation=rot, velocity=vel, angular_velocity=w,
+                     **ground)
+    model = b.finalize(requires_grad=False)
+    sim = tgs.Simulator(model, dt=1e-4, steps=1)
+    sim.run()
+    ref = np.array([reference_force(x[i], v[i], **ground, law=law) for i in range(n)])
+    got = sim.state.particle_f.to_numpy()[0]
+    assert np.all(got[GAPS.index(0.2)] == 0) and got[GAPS.index(-1e-15), 1] > 0, "air / barely in"
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-300)
+    arm = corners @ R.T
+    heights = position[1] + arm[:, 1]
+    assert (heights > 0.01).sum() >= 4 and heights.min() < 0, "some corners in the air, one barely in"
+    f_ref = [reference_force(position + r, vel + np.cross(w, r), **ground, law=law, radius=0.0) for r in arm]
+    torque = sum(np.cross(r, f) for r, f in zip(arm, f_ref))
+    got = sim.state.body_f.to_numpy()[0, 0]
+    np.testing.assert_allclose(got, np.concatenate([torque, sum(f_ref)]), rtol=1e-12, atol=1e-300)
+    assert abs(got[4]) > 0, "the corner 1e-9 m in pushes"
+
 def test_bad_law_options():
     with pytest.raises(ValueError, match="damping: expected one of"):
         ContactLaw("soft")

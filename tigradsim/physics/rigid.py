@@ -32,7 +32,7 @@ import math
 import numpy as np
 import taichi as ti
 
-from .contact import DEFAULT_LAW, ContactLaw, check_law_options, ground_contact_force
+from .contact import DEFAULT_LAW, ContactLaw, check_law_options, ground_contact_force, touches_ground
 from ..core.linalg import matmul, matvec
 from ..core.errors import as_array, check_positive
 from ..core.model import StateKind, StepTerm
@@ -331,13 +331,19 @@ class RigidGroundContact(StepTerm):
     def _point_force(self, state: ti.template(), s: ti.template(), c):
         b = self.model.contact_body[c]
         q = state.body_q[s, b]
-        qd = state.body_qd[s, b]
-        r = quat_rotate(body_rotation(q), self.model.contact_point[c])
-        x = body_position(q) + r
-        v = bottom(qd) + top(qd).cross(r)
-        f = ground_contact_force(x, v, self.model.body_contact_radius[b], self.model.body_ke[b],
-                                 self.model.body_kd[b], self.model.body_kf[b], self.model.body_mu[b], self.law)
-        state.body_f[s, b] += spatial(r.cross(f), f)
+        radius = self.model.body_contact_radius[b]
+        # The point's position is formed twice, for the test and inside the branch, so that the test's
+        # arithmetic feeds only the comparison: the reverse pass then does no adjoint work at all for
+        # a point in the air (with one shared x it ran x's adjoint for every point: 17.5 against 15.6
+        # us per step backward on vs_warp's rigid64)
+        if touches_ground(body_position(q) + quat_rotate(body_rotation(q), self.model.contact_point[c]), radius):
+            qd = state.body_qd[s, b]
+            r = quat_rotate(body_rotation(q), self.model.contact_point[c])
+            x = body_position(q) + r
+            v = bottom(qd) + top(qd).cross(r)
+            f = ground_contact_force(x, v, radius, self.model.body_ke[b], self.model.body_kd[b],
+                                     self.model.body_kf[b], self.model.body_mu[b], self.law)
+            state.body_f[s, b] += spatial(r.cross(f), f)
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
