@@ -57,17 +57,33 @@ def _adjoint_groups():
     return _plan["groups"]
 
 
+def _one_shape(fields):
+    """The shape every field of `fields` has (the places of one parent SNode: a vector field's
+    components), or () if they differ or are 0-D."""
+    shapes = {tuple(f.shape) for f in fields}
+    return shapes.pop() if len(shapes) == 1 else ()
+
+
 @ti.kernel
 def zero_fields(fields: ti.template()):
     """Zero every field of the tuple `fields` (any shape and element type) in one launch; a small
-    field's loop runs on one thread (`runtime.serial_loop`)."""
-    for f in ti.static(fields):
-        if ti.static(len(f.shape) == 0):
-            f[None] = ti.zero(f[None])
-        else:
-            ti.loop_config(serialize=ti.static(serial_loop(math.prod(f.shape))))
-            for I in ti.grouped(ti.ndrange(*f.shape)):
+    loop runs on one thread (`runtime.serial_loop`).  Fields of one shape (an adjoint group: the
+    components of a vector field) are zeroed in one loop, entry by entry: one thread-pool hand-off
+    and one pass over their memory instead of one per component (measured on vs_warp's rigid64,
+    whose state adjoints are vec7 / vec6 fields: 19 loops, ~2 ms per backward pass, became 3)."""
+    if ti.static(len(_one_shape(fields)) > 0):
+        ti.loop_config(serialize=ti.static(serial_loop(math.prod(_one_shape(fields)) * len(fields))))
+        for I in ti.grouped(ti.ndrange(*_one_shape(fields))):
+            for f in ti.static(fields):
                 f[I] = ti.zero(f[I])
+    else:
+        for f in ti.static(fields):
+            if ti.static(len(f.shape) == 0):
+                f[None] = ti.zero(f[None])
+            else:
+                ti.loop_config(serialize=ti.static(serial_loop(math.prod(f.shape))))
+                for I in ti.grouped(ti.ndrange(*f.shape)):
+                    f[I] = ti.zero(f[I])
 
 
 def clear_gradients():
