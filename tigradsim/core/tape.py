@@ -73,7 +73,7 @@ def zero_fields(fields: ti.template()):
     whose state adjoints are vec7 / vec6 fields: 19 loops, ~2 ms per backward pass, became 3)."""
     if ti.static(len(_one_shape(fields)) > 0):
         ti.loop_config(serialize=ti.static(serial_loop(math.prod(_one_shape(fields)) * len(fields))))
-        for I in ti.grouped(ti.ndrange(*_one_shape(fields))):
+        for I in ti.grouped(ti.ndrange(*ti.static(_one_shape(fields)))):
             for f in ti.static(fields):
                 f[I] = ti.zero(f[I])
     else:
