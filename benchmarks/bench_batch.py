@@ -22,9 +22,11 @@ the batched rollout (measured: the atlas 1.3-1.5x faster per iteration at 16 cop
 The last line is one JSON object: {"fits", "batched_s", "sequential_s", "speedup", ...}.
 
 Measured on the shared 2-core machine, each side in its own process (defaults, best of 2, 2026-12-04,
-after the renderer's small loops went serial and the tapes' clearing got cheaper, which sped up both):
-  image: sequential 61.1 s, batched 18.9 s: 3.23x (a run while other jobs were idle: 64.1 / 16.5 s, 3.89x)
-  state: sequential 30.4 s, batched 3.6 s: 8.47x
+after the contact, gradient-clearing and silhouette changes of README "Measured"):
+  image: sequential 29.1 s, batched 10.8 s: 2.70x   (the code before them, the same hour: 28.2 / 11.7 s, 2.41x)
+  state: sequential 24.1 s, batched 1.73 s: 13.9x   (before them, the same hour: 25.7 / 2.09 s, 12.3x)
+An earlier run of the older code on a slower day: image 61.1 / 18.9 s (3.23x; 3.89x in a quieter run),
+state 30.4 / 3.6 s (8.47x): the ratio moves with the machine's state; compare figures of one hour only.
 Measured before, both sides in ONE process (so each fit also cleared the other side's gradients), one
 run each, load 2-4 from other jobs:
   image, before the renderer changes below: sequential 104.4 s, batched 39.1 s: 2.67x
