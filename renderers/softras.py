@@ -942,8 +942,9 @@ class SoftRasterizer:
             self.pix_count[i * W + j] = cnt
             self.zmax[i, j] = zm
             if ti.static(self.channels == 1):
-                # sprod <= 2^(pairs at this pixel); past the float range (f32: > 127 pairs) the log
-                # is inf, slog -inf and the pixel's A = 1: what 1 - prod(1 - D) < 2^-127 rounds to
+                # sprod <= 2^(pairs at this pixel), so it can pass the float range only with more than
+                # 127 pairs (f32); then the log is inf, slog -inf and the pixel's A = 1, which is what
+                # 1 - prod(1 - D), with prod(1 - D) = 1 / sprod below 2^-128, rounds to
                 self.acc_log[i, j] = slog - ti.log(sprod)
         # 5. exclusive prefix sum of the counts: rows in parallel, then the row
         #    totals serially (H steps), then the offsets within each row
