@@ -1,7 +1,7 @@
 """Test helper, run as a script by tests/test_no_ad_stacks.py: one taped rollout of a small scene (f32,
 serial scatter, every gradient) with Taichi printing the IR of every kernel it compiles.
 
-    python tests/ad_stack_probe.py {cloth,fem,rigid,springs,render}
+    python tests/ad_stack_probe.py {cloth,fem,rigid,springs,render,control}
 
 Taichi's reverse mode keeps a local that is stored more than once under a branch (`f += x` inside
 an `if`, or Python's `or` / `and`, which compile to such a branch) on an AD stack, pushed and popped
@@ -18,6 +18,21 @@ import tigradsim as tgs
 def scene(name):
     """(run, loss): a taped rollout of a few steps of scene `name`."""
     loss = ti.field(float, shape=(), needs_grad=True)
+    if name == "control":
+        # a local added to under a branch: the pattern that needs an AD stack (the test's positive control)
+        x = ti.field(float, shape=4, needs_grad=True)
+        x.from_numpy(np.array([0.5, 1.5, -1.0, 2.0], np.float32))
+
+        @ti.kernel
+        def branchy():
+            ti.loop_config(serialize=True)
+            for i in range(4):
+                f = 0.0
+                for p in ti.static(range(2)):
+                    if x[i] > p:
+                        f += x[i] * (p + 1)
+                loss[None] += f
+        return branchy, loss
     b = tgs.SceneBuilder()
     b.add_ground()
     if name == "render":
