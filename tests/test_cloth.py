@@ -209,16 +209,24 @@ def test_rollout_gradients(f64, kind):
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{kind} / {name}: gradient is zero"
 
 
-def test_gradients_at_zero_damping_drag_and_lift(f64):
+@pytest.mark.parametrize("scatter", ["serial", "parts"])
+def test_gradients_at_zero_damping_drag_and_lift(f64, scatter):
     """The forward kernel skips a triangle's velocity terms where its damping, drag and lift are all
     0, and a bending edge's where its damping is 0 (the defaults); their derivatives there are not 0
-    and must match finite differences."""
+    and must match finite differences.  The derivative kernel evaluates the aerodynamics there with
+    the positions, velocities and wind read without a gradient path (`aerodynamics_at_zero`): the
+    wind's gradient is exactly 0, and the initial velocity's still matches finite differences.  On
+    the serial path and on the parts path (ports)."""
     rng = np.random.default_rng(11)
     v, f = tgs.meshes.cloth_grid(3, 3, cell=0.1, origin=(0, 1, 0), plane="xz")
     b = tgs.SceneBuilder()
     b.add_cloth(v, f, params={"mu": 40.0, "lam": 60.0}, density=1.0, bending_stiffness=0.05,
                 velocity=np.array([0.3, -0.4, 0.1]) + rng.normal(size=v.shape) * 0.05)
-    model = b.finalize()
+    tgs.runtime.set_scatter(scatter)
+    try:
+        model = b.finalize()
+    finally:
+        tgs.runtime.set_scatter("auto")
     assert not np.any(model.cloth_drag.to_numpy()) and not np.any(model.cloth_lift.to_numpy())
     sim, run, loss = rollout(model)
     damping_col = np.zeros((1, model.cloth_params.shape[1]))
@@ -227,10 +235,15 @@ def test_gradients_at_zero_damping_drag_and_lift(f64):
     # 3e-7 at 1e-6, measured) and hardly in drag and lift (round-off dominates below 1e-3).
     assert not np.any(model.cloth_bending_damping.to_numpy())
     for fld, masks, eps in ((model.cloth_params, [damping_col], 1e-6), (model.cloth_drag, None, 1e-3),
-                            (model.cloth_lift, None, 1e-3), (model.cloth_bending_damping, None, 1e-6)):
+                            (model.cloth_lift, None, 1e-3), (model.cloth_bending_damping, None, 1e-6),
+                            (model.particle_qd0, None, 1e-6)):
         report = tgs.check_gradient(run, loss, [fld], n_dirs=2, eps=eps, rtol=1e-5, masks=masks)
         assert report.ok, str(report)
         assert max(abs(a) for a in report.analytic) > 1e-10, "zero gradient"
+    with tgs.tape(loss):
+        run()
+    assert not np.any(model.cloth_wind.grad.to_numpy()), "d/d(wind) at drag = lift = 0 is exactly 0"
+    assert np.any(model.cloth_drag.grad.to_numpy())
 
 
 def test_per_triangle_parameters_gradient(f64):

@@ -65,7 +65,7 @@ import taichi as ti
 
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
-    make_ports, table_row, wrap_terms
+    make_ports, row_value, table_row, wrap_terms
 from ..core.errors import as_array, check_positive
 from ..core.fastmath import atan2
 from ..core.model import StepTerm, has_grad
@@ -453,8 +453,7 @@ class ClothMembraneForces(StepTerm):
         # local twice, and its reverse pass keeps such a local on an AD stack (pushed and popped per
         # triangle; 615 stack allocations in the printed IR of a cloth step, none with `|`)
         damped = (kd != 0.0) | ti.static(differentiating() and has_grad(self.model.cloth_params))
-        aero = (drag != 0.0) | (lift != 0.0) | ti.static(differentiating() and (
-            has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift)))
+        aero = (drag != 0.0) | (lift != 0.0)
         if damped | aero:
             v0 = corner_qd(self.ports, state, s, e, b, 0, i)
             w1 = corner_qd(self.ports, state, s, e, b, 1, j) - v0
@@ -462,7 +461,11 @@ class ClothMembraneForces(StepTerm):
             if damped:
                 P += kd * ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
             if aero:
-                fa = self.aerodynamics(e, b, d1, d2, area, (3.0 * v0 + w1 + w2) / 3.0, drag, lift)
+                wind = table_row(self.ports, 3, self.model.cloth_wind, e, b, self.model.cloth_aero_row[e])
+                fa = self.aerodynamics(d1, d2, area, (3.0 * v0 + w1 + w2) / 3.0 - wind, drag, lift)
+        if ti.static(differentiating() and (has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift))):
+            if aero == 0:           # drag = lift = 0 here
+                fa = self.aerodynamics_at_zero(state, s, e, i, j, k, area, drag, lift)
         p0 = _col(P, 0)
         p1 = _col(P, 1)
         f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
@@ -472,16 +475,32 @@ class ClothMembraneForces(StepTerm):
         corner_put(self.ports, state, s, e, b, 2, k, fa + f2)
 
     @ti.func
-    def aerodynamics(self, e, b, d1, d2, area, mean_velocity, drag, lift):
-        """Triangle e's aerodynamic force per corner [N]: drag and lift on its mean velocity [m/s]
-        relative to the wind (d1, d2: its edge vectors from corner 0)."""
-        v = mean_velocity - table_row(self.ports, 3, self.model.cloth_wind, e, b, self.model.cloth_aero_row[e])
+    def aerodynamics(self, d1, d2, area, v, drag, lift):
+        """A triangle's aerodynamic force per corner [N]: drag and lift on its mean velocity relative to
+        the wind, v [m/s] (d1, d2: its edge vectors from corner 0, area [m^2] its rest area)."""
         n = d1.cross(d2)
         nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
         vn = nh.dot(v)
         vt = v - vn * nh
         attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
         return (-(drag * area / 3.0) * ti.abs(vn)) * v - (lift * area / 3.0 * attack * v.dot(v)) * nh
+
+    @ti.func
+    def aerodynamics_at_zero(self, state: ti.template(), s: ti.template(), e, i, j, k, area, drag, lift):
+        """`aerodynamics` of triangle e where drag = lift = 0, for a derivative kernel that needs d/d(drag)
+        and d/d(lift) there (not 0).  Its value is 0, and so is its derivative in every other input
+        (each term is a multiple of drag or lift), so the positions, velocities and wind are read
+        without a gradient path: Taichi then carries adjoints only to drag and lift, not back through
+        the normal, the angle of attack and the reads (cloth32 with every gradient: 100 of the
+        backward's ~400 us per step went there)."""
+        ti.stop_grad(state.particle_q)
+        ti.stop_grad(state.particle_qd)
+        ti.stop_grad(self.model.cloth_wind)
+        x0 = state.particle_q[s, i]
+        v_mean = (state.particle_qd[s, i] + state.particle_qd[s, j] + state.particle_qd[s, k]) / 3.0
+        return self.aerodynamics(state.particle_q[s, j] - x0, state.particle_q[s, k] - x0, area,
+                                 v_mean - row_value(self.model.cloth_wind, self.model.cloth_aero_row[e]),
+                                 drag, lift)
 
 
 @ti.data_oriented
