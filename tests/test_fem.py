@@ -76,17 +76,24 @@ def test_gradient_per_element_params_and_activation_control(f64):
     check(run, loss, act_t, scale=[0.05], n_dirs=1)
 
 
-def test_gradients_at_zero_activation_and_damping(f64):
-    """The element takes cheap branches where a tet's activation is exactly 0 and (forward kernel
-    only) where its damping is 0, the defaults: the derivatives there must still be those of
-    (1 + a)^(-1/3) and of kd dF/dt, for a fit that starts from 0, and for a mix of zero and
-    non-zero activations."""
-    model, h = block_scene(damping=0.0)
+@pytest.mark.parametrize("scatter", ["serial", "parts"])
+def test_gradients_at_zero_activation_and_damping(f64, scatter):
+    """The element takes cheap branches where a tet's activation is exactly 0 and where its damping is
+    0, the defaults (the derivative kernel reads the velocities of kd dF/dt without a gradient path
+    there, `deformation_rate_stopped`): the derivatives must still be those of (1 + a)^(-1/3) and of
+    kd dF/dt, for a fit that starts from 0, and for a mix of zero and non-zero activations; the
+    initial velocity's too.  On the serial path and on the parts path (ports)."""
+    tgs.runtime.set_scatter(scatter)
+    try:
+        model, h = block_scene(damping=0.0)
+    finally:
+        tgs.runtime.set_scatter("auto")
     sim, run, loss = rollout_loss(model)
     check(run, loss, model.tet_activation, scale=[0.05], n_dirs=2)
     damping_col = np.zeros((1, model.tet_params.shape[1]))
     damping_col[0, -1] = 1
     check(run, loss, model.tet_params, masks=[damping_col], n_dirs=1)
+    check(run, loss, model.particle_qd0, n_dirs=1)
     act = np.zeros(model.tet_count)
     act[::2] = 0.04
     model.tet_activation.from_numpy(act)

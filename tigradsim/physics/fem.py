@@ -279,7 +279,15 @@ class TetForces(StepTerm):
         (`finalize(requires_grad=...)` not naming tet_params) they skip it too (fem32, forward + backward
         with only the initial velocity named: 3,475 us per step against 4,571 with every gradient)."""
         if ti.static(differentiating() and has_grad(self.model.tet_params)):
-            return kd * self.deformation_rate(state, s, e, b, idx, Dm_inv)
+            D = ti.Matrix.zero(float, 3, 3)
+            if kd != 0.0:
+                D = kd * self.deformation_rate(state, s, e, b, idx, Dm_inv)
+            else:
+                # at kd = 0 the value and every derivative but d/dkd are 0: the velocities are read
+                # without a gradient path, so Taichi carries an adjoint to kd alone (fem32 with every
+                # gradient: see README "Backward passes that skip what is zero")
+                D = kd * self.deformation_rate_stopped(state, s, idx, Dm_inv)
+            return D
         else:
             D = ti.Matrix.zero(float, 3, 3)
             if kd != 0.0:
@@ -294,6 +302,14 @@ class TetForces(StepTerm):
         w2 = corner_qd(self.ports, state, s, e, b, 2, idx[2]) - v0
         w3 = corner_qd(self.ports, state, s, e, b, 3, idx[3]) - v0
         return matmul(ti.Matrix.cols([w1, w2, w3]), Dm_inv)
+
+    @ti.func
+    def deformation_rate_stopped(self, state: ti.template(), s: ti.template(), idx, Dm_inv):
+        """`deformation_rate` read from the state without a gradient path (no ports: nothing flows back)."""
+        ti.stop_grad(state.particle_qd)
+        v0 = state.particle_qd[s, idx[0]]
+        return matmul(ti.Matrix.cols([state.particle_qd[s, idx[1]] - v0, state.particle_qd[s, idx[2]] - v0,
+                                      state.particle_qd[s, idx[3]] - v0]), Dm_inv)
 
 
 def enable_activation_control(model, steps: int):
