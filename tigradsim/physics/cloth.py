@@ -65,7 +65,7 @@ import taichi as ti
 
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
-    make_ports, row_value, table_row, wrap_terms
+    make_ports, row_value, stopped_state, table_row, wrap_terms
 from ..core.errors import as_array, check_positive
 from ..core.fastmath import atan2
 from ..core.model import StepTerm, has_grad
@@ -493,14 +493,12 @@ class ClothMembraneForces(StepTerm):
         without a gradient path: Taichi then carries adjoints only to drag and lift, not back through
         the normal, the angle of attack and the reads (cloth32 with every gradient: 100 of the
         backward's ~400 us per step went there)."""
-        ti.stop_grad(state.particle_q)
-        ti.stop_grad(state.particle_qd)
+        x0, v0 = stopped_state(state, s, i)
+        x1, v1 = stopped_state(state, s, j)
+        x2, v2 = stopped_state(state, s, k)
         ti.stop_grad(self.model.cloth_wind)
-        x0 = state.particle_q[s, i]
-        v_mean = (state.particle_qd[s, i] + state.particle_qd[s, j] + state.particle_qd[s, k]) / 3.0
-        return self.aerodynamics(state.particle_q[s, j] - x0, state.particle_q[s, k] - x0, area,
-                                 v_mean - row_value(self.model.cloth_wind, self.model.cloth_aero_row[e]),
-                                 drag, lift)
+        wind = row_value(self.model.cloth_wind, self.model.cloth_aero_row[e])
+        return self.aerodynamics(x1 - x0, x2 - x0, area, (v0 + v1 + v2) / 3.0 - wind, drag, lift)
 
 
 @ti.data_oriented

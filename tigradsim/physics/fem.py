@@ -45,7 +45,7 @@ import taichi as ti
 from ..core.linalg import matmul
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
-    make_ports, table_row, wrap_terms
+    make_ports, stopped_state, table_row, wrap_terms
 from ..core.errors import as_array, as_index_array, check_positive
 from ..io.meshes import boundary_faces, validate_tets
 from ..core.registry import get_material
@@ -305,11 +305,13 @@ class TetForces(StepTerm):
 
     @ti.func
     def deformation_rate_stopped(self, state: ti.template(), s: ti.template(), idx, Dm_inv):
-        """`deformation_rate` read from the state without a gradient path (no ports: nothing flows back)."""
-        ti.stop_grad(state.particle_qd)
-        v0 = state.particle_qd[s, idx[0]]
-        return matmul(ti.Matrix.cols([state.particle_qd[s, idx[1]] - v0, state.particle_qd[s, idx[2]] - v0,
-                                      state.particle_qd[s, idx[3]] - v0]), Dm_inv)
+        """`deformation_rate` read from the state without a gradient path (`gather.stopped_state`; no
+        ports: nothing flows back)."""
+        _, v0 = stopped_state(state, s, idx[0])
+        _, v1 = stopped_state(state, s, idx[1])
+        _, v2 = stopped_state(state, s, idx[2])
+        _, v3 = stopped_state(state, s, idx[3])
+        return matmul(ti.Matrix.cols([v1 - v0, v2 - v0, v3 - v0]), Dm_inv)
 
 
 def enable_activation_control(model, steps: int):

@@ -336,7 +336,7 @@ class RigidGroundContact(StepTerm):
         # arithmetic feeds only the comparison: the reverse pass then does no adjoint work at all for
         # a point in the air (with one shared x it ran x's adjoint for every point: 17.5 against 15.6
         # us per step backward on vs_warp's rigid64)
-        if touches_ground(body_position(q) + quat_rotate(body_rotation(q), self.model.contact_point[c]), radius):
+        if touches_ground(world_point(q, self.model.contact_point[c]), radius):
             qd = state.body_qd[s, b]
             r = quat_rotate(body_rotation(q), self.model.contact_point[c])
             x = body_position(q) + r
