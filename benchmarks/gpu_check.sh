@@ -114,9 +114,16 @@ if [ "$QUICK" = "1" ]; then
     F32_TESTS=(tests/test_core.py)
     F32_K="test_f32_runs"
 fi
+# On a machine with many cores (the GPU machines have 16), the test files run in parallel
+# (pytest-xdist, one file per worker): most of their time is compiling kernels, on the CPU.
+WORKERS=()
+cores=$(nproc 2>/dev/null || echo 1)
+if [ "$cores" -ge 8 ] && "$PY" -c "import xdist" 2>/dev/null; then
+    WORKERS=(-n 8 --dist loadfile)
+fi
 export TIGRADSIM_ARCH=$ARCH
-run_step tests_f64_gradients 200 "$PY" -m pytest -q -p no:cacheprovider -k "$GRAD_K" "${GRAD_TESTS[@]}"
-run_step tests_f32 60 "$PY" -m pytest -q -p no:cacheprovider -k "$F32_K" "${F32_TESTS[@]}"
+run_step tests_f64_gradients 200 "$PY" -m pytest -q -p no:cacheprovider "${WORKERS[@]}" -k "$GRAD_K" "${GRAD_TESTS[@]}"
+run_step tests_f32 60 "$PY" -m pytest -q -p no:cacheprovider "${WORKERS[@]}" -k "$F32_K" "${F32_TESTS[@]}"
 unset TIGRADSIM_ARCH
 
 # 3. Benchmarks at 10x the CPU sizes (QUICK: toy sizes).
