@@ -17,6 +17,7 @@
 # ARCH: tigradsim arch (default cuda; the tests get it through TIGRADSIM_ARCH, tests/conftest.py).
 # QUICK=1: one test per group and toy benchmark sizes (checks that the commands work), with
 #   BUDGET_S=2400 and LIMIT_SCALE=5 unless given.
+# ONLY: space-separated step names to run (default: all), e.g. ONLY="tests_f64_gradients vs_warp_x10".
 # BUDGET_S: overall budget in seconds (default 470).  LIMIT_SCALE: factor on every step's time limit
 # (default 1).  OUT: folder for the logs (default: a temp dir).
 set -u -o pipefail
@@ -69,6 +70,9 @@ clean() { grep -v '^[[:space:]]*$' "$1" | tail -1 | tr -d '"\\' | tr -d '\t' | s
 run_step() {
     local name=$1 limit=$(($2 * LIMIT_SCALE))
     shift 2
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then
+        return
+    fi
     local budget
     budget=$(left)
     if [ "$budget" -lt 20 ]; then
@@ -116,14 +120,20 @@ if [ "$QUICK" = "1" ]; then
 fi
 # On a machine with many cores (the GPU machines have 16), the test files run in parallel
 # (pytest-xdist, one file per worker): most of their time is compiling kernels, on the CPU.
-WORKERS=()
+# Each test's outcome and the slowest ones go to the step's log (-v -rfE --durations); with
+# pytest-timeout installed, a test that runs past 120 s fails with its stack instead of the step
+# timing out with no summary.
+PYTEST=(-m pytest -q -v -rfE --durations=10 -p no:cacheprovider)
 cores=$(nproc 2>/dev/null || echo 1)
 if [ "$cores" -ge 8 ] && "$PY" -c "import xdist" 2>/dev/null; then
-    WORKERS=(-n 8 --dist loadfile)
+    PYTEST+=(-n 8 --dist loadfile)
+fi
+if "$PY" -c "import pytest_timeout" 2>/dev/null; then
+    PYTEST+=(--timeout 120)
 fi
 export TIGRADSIM_ARCH=$ARCH
-run_step tests_f64_gradients 200 "$PY" -m pytest -q -p no:cacheprovider "${WORKERS[@]}" -k "$GRAD_K" "${GRAD_TESTS[@]}"
-run_step tests_f32 60 "$PY" -m pytest -q -p no:cacheprovider "${WORKERS[@]}" -k "$F32_K" "${F32_TESTS[@]}"
+run_step tests_f64_gradients 200 "$PY" "${PYTEST[@]}" -k "$GRAD_K" "${GRAD_TESTS[@]}"
+run_step tests_f32 60 "$PY" "${PYTEST[@]}" -k "$F32_K" "${F32_TESTS[@]}"
 unset TIGRADSIM_ARCH
 
 # 3. Benchmarks at 10x the CPU sizes (QUICK: toy sizes).
