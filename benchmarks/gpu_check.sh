@@ -86,7 +86,7 @@ run_step() {
     local extra=""
     [ "$rc" -eq 124 ] && extra=", \"timed_out_after_s\": $limit"
     if [[ "$name" == tests_* ]]; then
-        grep -E '(passed|failed|error|skipped|no tests ran)' "$LOGS/$name.out" | tail -1 >"$LOGS/$name.summary"
+        grep -E '(passed|failed|error|skipped|no tests ran)' "$LOGS/$name.out" | tail -1 | sed 's/^=* *//;s/ *=*$//' >"$LOGS/$name.summary"
         extra="$extra, \"summary\": \"$(clean "$LOGS/$name.summary")\""
     else
         extra="$extra, \"result\": $(json_objects "$LOGS/$name.out" "$rc")"
@@ -118,21 +118,23 @@ if [ "$QUICK" = "1" ]; then
     F32_TESTS=(tests/test_core.py)
     F32_K="test_f32_runs"
 fi
-# On a machine with many cores (the GPU machines have 16), the test files run in parallel
-# (pytest-xdist, one file per worker): most of their time is compiling kernels, on the CPU.
-# Each test's outcome and the slowest ones go to the step's log (-v -rfE --durations); with
-# pytest-timeout installed, a test that runs past 120 s fails with its stack instead of the step
-# timing out with no summary.
-PYTEST=(-m pytest -q -v -rfE --durations=10 -p no:cacheprovider)
+# On a machine with many cores (the GPU machines have 16), the tests run in parallel (pytest-xdist,
+# 8 workers, tests dealt out one by one): on a fresh machine most of their time is compiling kernels
+# on the CPU (and the driver's PTX compiler), and test_render_grad.py alone takes 100 s to compile
+# and run on one worker of a 2-core CPU with an empty kernel cache, so files are not kept together.
+# Each test's name and outcome and the slowest ones go to the step's log (-v -rfE --durations; not
+# with -q, which cancels -v); with pytest-timeout installed, a test that runs past 60 s (the slowest
+# takes 10 s on two CPU cores) fails with its stack instead of the step timing out with no summary.
+PYTEST=(-m pytest -v -rfE --durations=10 -p no:cacheprovider)
 cores=$(nproc 2>/dev/null || echo 1)
 if [ "$cores" -ge 8 ] && "$PY" -c "import xdist" 2>/dev/null; then
-    PYTEST+=(-n 8 --dist loadfile)
+    PYTEST+=(-n 8 --dist load)
 fi
 if "$PY" -c "import pytest_timeout" 2>/dev/null; then
-    PYTEST+=(--timeout 120)
+    PYTEST+=(--timeout 60)
 fi
 export TIGRADSIM_ARCH=$ARCH
-run_step tests_f64_gradients 200 "$PY" "${PYTEST[@]}" -k "$GRAD_K" "${GRAD_TESTS[@]}"
+run_step tests_f64_gradients 240 "$PY" "${PYTEST[@]}" -k "$GRAD_K" "${GRAD_TESTS[@]}"
 run_step tests_f32 60 "$PY" "${PYTEST[@]}" -k "$F32_K" "${F32_TESTS[@]}"
 unset TIGRADSIM_ARCH
 

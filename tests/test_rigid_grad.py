@@ -17,6 +17,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import meshes
+from atomic_order import assert_same_sums
 from rigid_tracks import rigid_track_loss
 from tigradsim.physics.rigid import add_body_controls, add_body_force
 
@@ -93,7 +94,7 @@ def test_checkpointed_and_fused_gradients_equal_full(f64):
 def test_small_loops_serial_or_parallel_agree(f64, monkeypatch):
     """The recorders' and the simulator's small loops run on one thread below
     `runtime.SERIAL_LOOP_MAX` entries: with every such loop serial, then every one parallel, the
-    recorded track and every gradient are bit-identical."""
+    recorded track and every gradient are bit-identical (on a GPU, equal to rounding: atomic_order)."""
     out = []
     for limit in (10 ** 9, 0):
         monkeypatch.setattr(tgs.runtime, "SERIAL_LOOP_MAX", limit)
@@ -103,4 +104,4 @@ def test_small_loops_serial_or_parallel_agree(f64, monkeypatch):
         out.append([total[None]] + [model.parameters()[name].grad.to_numpy() for name in PARAMS])
     assert np.abs(out[0][1]).max() > 0
     for a, b in zip(*out):
-        np.testing.assert_array_equal(a, b)
+        assert_same_sums(a, b)
