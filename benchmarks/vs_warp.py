@@ -426,6 +426,9 @@ def main(argv=None):
         return
     for s in args.scenes.split(","):
         scene_spec(s)                                  # unknown names fail here, before any run
+    from tigradsim.core.runtime import _ARCHS
+    if args.arch not in _ARCHS:
+        raise SystemExit(f"--arch: expected one of {sorted(_ARCHS)}, got {args.arch!r}")
     if "tigradsim" not in libraries or not set(libraries) <= {"tigradsim", "warp"}:
         raise SystemExit(f"--libraries: expected tigradsim or tigradsim,warp, got {args.libraries!r} "
                          "(Warp's scene is built from tigradsim's)")

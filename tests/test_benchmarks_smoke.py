@@ -1,7 +1,7 @@
 """The benchmark scripts that issue 17 relies on run, at toy sizes, and print what they promise
 (so they cannot rot between the runs that measure): vs_warp.py (tigradsim side always, Warp side
-when warp-lang is installed), bench_memory.py, gpu_check.sh (parses; its commands run at toy size
-in the ones above) and the TIGRADSIM_ARCH switch of conftest.py."""
+when warp-lang is installed), bench_memory.py, gpu_check.sh (parses; one step runs for real; its
+other commands run at toy size in the ones above) and the TIGRADSIM_ARCH switch of conftest.py."""
 import json
 import os
 import shutil
@@ -53,10 +53,34 @@ def test_vs_warp_both_libraries_agree_where_the_laws_do():
         assert s["max_position_diff_m"] < 1e-5, s
 
 
+def test_vs_warp_records_a_failed_scene_and_runs_the_others(monkeypatch, capsys):
+    sys.path.insert(0, BENCH)
+    try:
+        import vs_warp
+    finally:
+        sys.path.remove(BENCH)
+
+    def child(script, args):
+        if args[0] == "fem16":
+            raise RuntimeError("python vs_warp.py --child fem16 failed:\nTraceback ...\nSimulationError: non-finite at step 161\n")
+        return {"scene": args[0], "tigradsim_us": [1.0, 2.0]}
+
+    monkeypatch.setattr(vs_warp, "run_child", child)
+    with pytest.raises(SystemExit, match="scenes failed: fem16"):
+        vs_warp.main(["--scenes", "fem16,rigid1", "--libraries", "tigradsim", "--tiny"])
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["scenes"] == [{"scene": "fem16", "error": "SimulationError: non-finite at step 161"},
+                              {"scene": "rigid1", "tigradsim_us": [1.0, 2.0]}]
+
+
 def test_vs_warp_rejects_unknown_scene_before_running():
     out = subprocess.run([sys.executable, os.path.join(BENCH, "vs_warp.py"), "--scenes", "fem16,boat3",
                           "--libraries", "tigradsim"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "unknown scene 'boat3'" in out.stderr
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "vs_warp.py"), "--arch", "tpu",
+                          "--libraries", "tigradsim"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "--arch: expected one of" in out.stderr and "'tpu'" in out.stderr
+    assert out.stdout == ""                            # no scene ran
 
 
 def test_bench_memory_reports_peak_and_field_memory():
@@ -70,12 +94,52 @@ def test_bench_memory_reports_peak_and_field_memory():
     assert res["under_1gb"] is True
 
 
+def test_vs_warp_scaled_scenes_halve_dt_until_the_stability_check_accepts_it():
+    sys.path.insert(0, BENCH)
+    try:
+        import vs_warp
+    finally:
+        sys.path.remove(BENCH)
+
+    class Report:
+        def __init__(self, ok):
+            self.ok = ok
+
+    asked = []
+
+    def report(model, dt):
+        asked.append(dt)
+        return Report(dt <= 0.3e-3)
+
+    assert vs_warp.stable_dt(report, None, 1e-3) == 0.25e-3
+    assert asked == [1e-3, 0.5e-3, 0.25e-3]
+    assert vs_warp.stable_dt(lambda m, dt: Report(True), None, 1e-3) == 1e-3
+    assert vs_warp.scene_spec("fem32", 10.0)["scale"] == 10.0 and vs_warp.scene_spec("fem32")["scale"] == 1.0
+
+
 def test_gpu_check_script_parses():
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("no bash")
     out = subprocess.run([bash, "-n", os.path.join(BENCH, "gpu_check.sh")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_gpu_check_step_prints_its_json_line(tmp_path):
+    """One step of gpu_check.sh run for real (ONLY, at toy size on the CPU): its JSON line names the
+    step, its exit status and pytest's summary (without the ===== around it), and the log is kept."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    env = dict(os.environ, ARCH="cpu", QUICK="1", ONLY="tests_f32", OUT=str(tmp_path), PYTHON=sys.executable)
+    out = subprocess.run([bash, os.path.join(BENCH, "gpu_check.sh")], capture_output=True, text=True,
+                         timeout=600, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.strip().splitlines()]
+    assert [line["step"] for line in lines] == ["tests_f32", "done"], lines
+    assert lines[0]["rc"] == 0 and lines[0]["summary"].startswith("1 passed"), lines[0]
+    log = (tmp_path / "gpu_check_logs" / "tests_f32.out").read_text()
+    assert "PASSED" in log                             # -v: every test named
 
 
 def test_unknown_tigradsim_arch_for_tests_is_a_usage_error():
