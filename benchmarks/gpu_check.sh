@@ -123,15 +123,16 @@ fi
 # on the CPU (and the driver's PTX compiler), and test_render_grad.py alone takes 100 s to compile
 # and run on one worker of a 2-core CPU with an empty kernel cache, so files are not kept together.
 # Each test's name and outcome and the slowest ones go to the step's log (-v -rfE --durations; not
-# with -q, which cancels -v); with pytest-timeout installed, a test that runs past 60 s (the slowest
-# takes 10 s on two CPU cores) fails with its stack instead of the step timing out with no summary.
+# with -q, which cancels -v); with pytest-timeout installed, a test that runs past 120 s (the slowest
+# takes 18 s on two CPU cores compiling from an empty cache) fails with its stack instead of the
+# step timing out with no summary.
 PYTEST=(-m pytest -v -rfE --durations=10 -p no:cacheprovider)
 cores=$(nproc 2>/dev/null || echo 1)
 if [ "$cores" -ge 8 ] && "$PY" -c "import xdist" 2>/dev/null; then
     PYTEST+=(-n 8 --dist load)
 fi
 if "$PY" -c "import pytest_timeout" 2>/dev/null; then
-    PYTEST+=(--timeout 60)
+    PYTEST+=(--timeout 120)
 fi
 export TIGRADSIM_ARCH=$ARCH
 run_step tests_f64_gradients 240 "$PY" "${PYTEST[@]}" -k "$GRAD_K" "${GRAD_TESTS[@]}"
