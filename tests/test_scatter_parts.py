@@ -1,6 +1,7 @@
 """The parts path's own checks (tigradsim.physics.parts): the parts cover every element once, the touch
 bits are right, two material ranges share one set of buffers, a forward run after a backward pass gives
-the same bits, and a model without gradients has no ports.  Equality with the serial path, finite
+the same bits, a model without gradients has no ports, and several element sets share one loop
+(PartLoop) with the bits of one loop per set.  Equality with the serial path, finite
 differences, checkpointing, activation control, bit-reproducibility across thread counts, no-gradient
 models and Tape(validation=True) are tested for it and the colour path alike in tests/test_scatter_colour.py."""
 import numpy as np
@@ -8,9 +9,11 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.physics.parts import PARTS, PartFill, PartGather, PartPorts, part_bounds
+import tigradsim.core.builder as builder
+from tigradsim.physics.parts import PARTS, PartFill, PartGather, PartLoop, PartPorts, part_bounds
+from atomic_order import assert_same_sums
 
-from test_parallel_elements import rollout
+from test_parallel_elements import rollout, taped
 from test_scatter_colour import build
 
 
@@ -95,3 +98,51 @@ def test_part_bounds_and_ports(f64):
     assert isinstance(ports, PartPorts) and ports.qport == [] and ports.tables == [] and not ports.grad
 
 
+
+
+def test_element_sets_share_one_part_loop(f64, monkeypatch):
+    """A cloth on the parts path has two element sets (triangles, bending edges): their loops run in
+    one PartLoop (one thread-pool hand-off per step and direction instead of two), after both sets'
+    PartFill and before both PartGathers, with the same trajectory and gradients, bit for bit, as one
+    loop per set.  (Against the serial path and finite differences: tests/test_scatter_colour.py.)"""
+    model, names = build("cloth", "parts")
+    loops = [t for t in model.force_terms if isinstance(t, PartLoop)]
+    assert len(loops) == 1
+    assert [type(t).__name__ for t in loops[0].terms] == ["ClothMembraneForces", "ClothBendingForces"]
+    assert all(t.merged for t in loops[0].terms)
+    kinds = [type(t).__name__ for t in model.force_terms]
+    assert kinds.index("PartLoop") == max(k for k, n in enumerate(kinds) if n == "PartFill") + 1
+    assert tgs.Simulator(model, dt=1e-3, steps=2).stability_report().rows      # the merged terms are still checked
+    monkeypatch.setattr(builder, "merge_part_loops", lambda model, terms: list(terms))
+    apart, _ = build("cloth", "parts")
+    assert not any(isinstance(t, PartLoop) for t in apart.force_terms)
+    (x_merged, g_merged, l_merged), (x_apart, g_apart, l_apart) = (taped(m, names, steps=20) for m in (model, apart))
+    assert_same_sums(x_merged, x_apart)
+    assert_same_sums(l_merged, l_apart)
+    for n in names:
+        assert np.any(g_apart[n] != 0), n
+        assert_same_sums(g_merged[n], g_apart[n], err_msg=n)
+
+
+def test_merge_part_loops_order():
+    """Which terms `merge_part_loops` merges and where it puts the loop: the first term of each set
+    on the parts path (a set's second term, e.g. a second material, keeps its loop: two loops writing
+    one set's buffers in one struct-for would make the adds atomic), every merged set's PartFill
+    before the loop, every PartGather after the last element term; nothing moves with one set."""
+    from types import SimpleNamespace
+    from tigradsim.physics.parts import merge_part_loops
+
+    def element(name, ports):
+        return SimpleNamespace(name=name, ports=ports, element_range=(0, 1), merged=False)
+
+    a, c = (SimpleNamespace(parted=True, parts=PARTS, cells=object(), name=n) for n in "ac")
+    serial = SimpleNamespace(parted=False)
+    fa, ga, fc, gc = PartFill(None, a), PartGather(None, a), PartFill(None, c), PartGather(None, c)
+    a1, a2, c1 = element("a1", a), element("a2", a), element("c1", c)
+    ground, springs = SimpleNamespace(name="ground"), element("springs", serial)
+    terms = [ground, fa, a1, a2, ga, springs, fc, c1, gc]
+    merged = merge_part_loops(None, terms)
+    loop = next(t for t in merged if isinstance(t, PartLoop))
+    assert loop.terms == [a1, c1] and a1.merged and c1.merged and not a2.merged and not springs.merged
+    assert merged == [ground, fa, fc, loop, a1, a2, springs, c1, ga, gc]
+    assert merge_part_loops(None, [ground, fa, a1, a2, ga]) == [ground, fa, a1, a2, ga]

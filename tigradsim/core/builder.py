@@ -13,6 +13,7 @@ import taichi as ti
 from ..physics.contact import DEFAULT_LAW, ContactLaw, ParticleGroundContact
 from .errors import as_array, check_indices, check_positive
 from .model import ForceTerm, Model, StateKind, check_force_term
+from ..physics.parts import merge_part_loops
 from ..physics.particles import ParticleIntegrator, spring_terms
 from .runtime import ensure_init, np_float
 
@@ -214,6 +215,7 @@ class SceneBuilder:
                 model.force_terms.append(ParticleGroundContact(model, self.ground_law))
         for comp in self.components:
             comp.finalize(self, model)
+        model.force_terms = merge_part_loops(model, model.force_terms)
         model.user_force_terms = [check_force_term(factory(model), model) for factory in self._force_term_factories]
         model.force_terms += model.user_force_terms
         model.check_grad_params()

@@ -60,6 +60,9 @@ class StepTerm:
     def __init__(self, model):
         self.model = model
         self.serial = serial_scatter()
+        # an element term whose loop a `physics.parts.PartLoop` runs, with other element sets' (its own
+        # apply_forces then emits nothing): set by `parts.merge_part_loops` at model finalize
+        self.merged = False
 
 
 @ti.data_oriented

@@ -418,9 +418,15 @@ class ClothMembraneForces(StepTerm):
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 
+    @property
+    def element_range(self):
+        """[start, end) of the triangles this term loops over (`parts.merge_part_loops`)."""
+        return self.group.start, self.group.end
+
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for_each_element(self, state, s, t, self.group.start, self.group.end)
+        if ti.static(not self.merged):
+            for_each_element(self, state, s, t, self.group.start, self.group.end)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
@@ -511,9 +517,15 @@ class ClothBendingForces(StepTerm):
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 
+    @property
+    def element_range(self):
+        """[start, end) of the bending edges this term loops over (`parts.merge_part_loops`)."""
+        return 0, self.model.cloth_edge_count
+
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
+        if ti.static(not self.merged):
+            for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):

@@ -232,9 +232,15 @@ class TetForces(StepTerm):
     def has_activation_t(self):
         return self.activation_t is not None
 
+    @property
+    def element_range(self):
+        """[start, end) of the tets this term loops over (`parts.merge_part_loops`)."""
+        return self.group.start, self.group.end
+
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for_each_element(self, state, s, t, self.group.start, self.group.end)
+        if ti.static(not self.merged):
+            for_each_element(self, state, s, t, self.group.start, self.group.end)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):

@@ -37,9 +37,15 @@ class SpringForces(StepTerm):
         self.serial = self.path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 
+    @property
+    def element_range(self):
+        """[start, end) of the springs this term loops over (`parts.merge_part_loops`)."""
+        return 0, self.model.spring_count
+
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for_each_element(self, state, s, t, 0, self.model.spring_count)
+        if ti.static(not self.merged):
+            for_each_element(self, state, s, t, 0, self.model.spring_count)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), k, b):
