@@ -61,7 +61,7 @@ class StepTerm:
         self.model = model
         self.serial = serial_scatter()
         # an element term whose loop a `physics.parts.PartLoop` runs, with other element sets' (its own
-        # apply_forces then emits nothing): set by `parts.merge_part_loops` at model finalize
+        # `gather.for_each_element` then emits nothing): set by `parts.merge_part_loops` at finalize
         self.merged = False
 
 

@@ -425,8 +425,7 @@ class ClothMembraneForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(not self.merged):
-            for_each_element(self, state, s, t, self.group.start, self.group.end)
+        for_each_element(self, state, s, t, self.group.start, self.group.end)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
@@ -524,8 +523,7 @@ class ClothBendingForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(not self.merged):
-            for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
+        for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):

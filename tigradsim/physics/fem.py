@@ -239,8 +239,7 @@ class TetForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(not self.merged):
-            for_each_element(self, state, s, t, self.group.start, self.group.end)
+        for_each_element(self, state, s, t, self.group.start, self.group.end)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):

@@ -435,8 +435,12 @@ def for_each_element(term: ti.template(), state: ti.template(), s: ti.template()
     or not as `term.serial` says (b = 0); or (parts path, `term.ports.parted`) one struct-for over the
     parts b, each part's elements in order (`tigradsim.physics.parts`); or (colour path,
     `term.ports.coloured`, forward kernels) one parallel loop per colour over its blocks b, each block's
-    elements in order (`tigradsim.physics.colour`; its reverse kernel has the one loop)."""
-    if ti.static(term.ports.parted and not validating()):
+    elements in order (`tigradsim.physics.colour`; its reverse kernel has the one loop); or nothing, for
+    a term whose elements a `parts.PartLoop` runs with other element sets' (`term.merged`), except in
+    the checked forward kernel of `Tape(validation=True)`, where every term runs its own plain loop."""
+    if ti.static(getattr(term, "merged", False) and not validating()):
+        pass
+    elif ti.static(term.ports.parted and not validating()):
         r = ti.static(term.ports.range_index(start, end))
         for b in term.ports.cells:           # one CPU task per part; b is the loop's own index
             for e in range(term.ports.part_lo[r, b], term.ports.part_hi[r, b]):

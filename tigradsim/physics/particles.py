@@ -44,8 +44,7 @@ class SpringForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(not self.merged):
-            for_each_element(self, state, s, t, 0, self.model.spring_count)
+        for_each_element(self, state, s, t, 0, self.model.spring_count)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), k, b):

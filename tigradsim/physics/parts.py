@@ -55,7 +55,7 @@ from typing import Sequence
 import numpy as np
 import taichi as ti
 
-from .gather import PortsBase, _PortTerm, differentiating, for_each_element, row_value, stopped_state, validating, zeros
+from .gather import PortsBase, _PortTerm, differentiating, row_value, stopped_state, validating, zeros
 from ..core.model import StepTerm
 from ..core.runtime import serial_loop
 
@@ -280,7 +280,8 @@ class PartLoop(StepTerm):
     step and direction instead of one per set (a hand-off costs 10-30 us of wall clock on a 2-core
     machine; cloth has two sets, triangles and bending edges).  Each set still adds into its own
     buffers at the part's row, so every add stays a plain one and the order within a set is its own
-    loop's.  Built by `merge_part_loops`; the terms it runs have `merged` set and emit nothing.
+    loop's.  Built by `merge_part_loops`; the terms it runs have `merged` set, and their own
+    `gather.for_each_element` emits nothing.
 
     Measured on vs_warp's cloth64 (2 threads, one process alternating with one loop per set, best of
     10, five runs, named and all gradients): forward 364-451 against 418-512 us per step, 10-19 % less
@@ -298,10 +299,8 @@ class PartLoop(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(validating()):      # checked forward kernel: each term's own plain loop
-            for term in ti.static(self.terms):
-                for_each_element(term, state, s, t, ti.static(term.element_range[0]), ti.static(term.element_range[1]))
-        else:
+        # the checked forward kernel of Tape(validation=True): the terms run their own plain loops
+        if ti.static(not validating()):
             for b in self.cells:         # one CPU task per part; b is the loop's own index
                 for term in ti.static(self.terms):
                     r = ti.static(term.ports.range_index(term.element_range[0], term.element_range[1]))
@@ -326,8 +325,7 @@ def merge_part_loops(model, terms):
         return list(terms)
     port_terms = [t for t in terms if isinstance(t, (PartFill, PartGather)) and id(t.ports) in seen]
     rest = [t for t in terms if not any(t is p for p in port_terms)]
-    elements = [k for k, t in enumerate(rest) if id(getattr(getattr(t, "ports", None), "cells", None))
-                in {id(c.ports.cells) for c in chosen}]
+    elements = [k for k, t in enumerate(rest) if id(getattr(t, "ports", None)) in seen]   # every term of those sets
     first, last = elements[0], elements[-1]
     fills = [t for t in port_terms if isinstance(t, PartFill)]
     gathers = [t for t in port_terms if isinstance(t, PartGather)]
