@@ -14,6 +14,16 @@
 #   bash benchmarks/gpu_check.sh                      # cuda, full sizes
 #   ARCH=cpu QUICK=1 bash benchmarks/gpu_check.sh     # the same commands at toy sizes on the CPU
 #
+# On a machine without taichi (the H200 used on 2026-12-04: Python 3.12, numpy 2.5, pytest, xdist and
+# pytest-timeout, but no taichi, dill or meshio), carry their wheels in an ignored .whl/ (56 MB; Warp's
+# 132 MB wheel does not fit a 64 MiB transfer) and install tigradsim without fetching anything:
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_27_x86_64 -d .whl taichi==1.7.4 dill meshio==5.3.5
+#   # there:
+#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+#   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . && bash benchmarks/gpu_check.sh
+# (both runs that day took 5 minutes with the machine's start).
+#
 # ARCH: tigradsim arch (default cuda; the tests get it through TIGRADSIM_ARCH, tests/conftest.py).
 # QUICK=1: one test per group and toy benchmark sizes (checks that the commands work), with
 #   BUDGET_S=2400 and LIMIT_SCALE=5 unless given.
