@@ -13,7 +13,7 @@ import tigradsim.core.builder as builder
 from tigradsim.physics.parts import PARTS, PartFill, PartGather, PartLoop, PartPorts, part_bounds
 from atomic_order import assert_same_sums
 
-from test_parallel_elements import rollout, taped
+from test_parallel_elements import check, rollout, taped
 from test_scatter_colour import build
 
 
@@ -104,7 +104,8 @@ def test_element_sets_share_one_part_loop(f64, monkeypatch):
     """A cloth on the parts path has two element sets (triangles, bending edges): their loops run in
     one PartLoop (one thread-pool hand-off per step and direction instead of two), after both sets'
     PartFill and before both PartGathers, with the same trajectory and gradients, bit for bit, as one
-    loop per set.  (Against the serial path and finite differences: tests/test_scatter_colour.py.)"""
+    loop per set, and the gradients match finite differences in float64 (against the serial path:
+    tests/test_scatter_colour.py)."""
     model, names = build("cloth", "parts")
     loops = [t for t in model.force_terms if isinstance(t, PartLoop)]
     assert len(loops) == 1
@@ -122,6 +123,9 @@ def test_element_sets_share_one_part_loop(f64, monkeypatch):
     for n in names:
         assert np.any(g_apart[n] != 0), n
         assert_same_sums(g_merged[n], g_apart[n], err_msg=n)
+    sim, rec, run, loss = rollout(model, steps=20)       # PartLoop's own Tape gradient against finite differences
+    for n in ("particle_qd0", "cloth_params", "cloth_bending_stiffness"):
+        check(run, loss, model.parameters()[n], eps=1e-4)
 
 
 def test_merge_part_loops_order():

@@ -429,6 +429,15 @@ def corner_put(ports: ti.template(), state: ti.template(), s, e, b, k: ti.templa
 
 
 @ti.func
+def part_elements(term: ti.template(), state: ti.template(), s: ti.template(), t: ti.template(),
+                  start: ti.template(), end: ti.template(), b):
+    """Part b's elements of [start, end), in order (parts path: `for_each_element`, `parts.PartLoop`)."""
+    r = ti.static(term.ports.range_index(start, end))
+    for e in range(term.ports.part_lo[r, b], term.ports.part_hi[r, b]):
+        term.element(state, s, t, e, b)
+
+
+@ti.func
 def for_each_element(term: ti.template(), state: ti.template(), s: ti.template(), t: ti.template(),
                      start: ti.template(), end: ti.template()):
     """Run `term.element(state, s, t, e, b)` for the elements e in [start, end): one loop, serialized
@@ -441,10 +450,8 @@ def for_each_element(term: ti.template(), state: ti.template(), s: ti.template()
     if ti.static(getattr(term, "merged", False) and not validating()):
         pass
     elif ti.static(term.ports.parted and not validating()):
-        r = ti.static(term.ports.range_index(start, end))
         for b in term.ports.cells:           # one CPU task per part; b is the loop's own index
-            for e in range(term.ports.part_lo[r, b], term.ports.part_hi[r, b]):
-                term.element(state, s, t, e, b)
+            part_elements(term, state, s, t, start, end, b)
     elif ti.static(term.ports.coloured and not differentiating()):
         for span in ti.static(term.ports.spans(start, end)):
             # One block per TASK_STRIDE loop indices: Taichi 1.7.4's CPU backend hands a thread at

@@ -55,7 +55,8 @@ from typing import Sequence
 import numpy as np
 import taichi as ti
 
-from .gather import PortsBase, _PortTerm, differentiating, row_value, stopped_state, validating, zeros
+from .gather import (PortsBase, _PortTerm, differentiating, part_elements, row_value, stopped_state, validating,
+                     zeros)
 from ..core.model import StepTerm
 from ..core.runtime import serial_loop
 
@@ -303,9 +304,7 @@ class PartLoop(StepTerm):
         if ti.static(not validating()):
             for b in self.cells:         # one CPU task per part; b is the loop's own index
                 for term in ti.static(self.terms):
-                    r = ti.static(term.ports.range_index(term.element_range[0], term.element_range[1]))
-                    for e in range(term.ports.part_lo[r, b], term.ports.part_hi[r, b]):
-                        term.element(state, s, t, e, b)
+                    part_elements(term, state, s, t, ti.static(term.element_range[0]), ti.static(term.element_range[1]), b)
 
 
 def merge_part_loops(model, terms):
