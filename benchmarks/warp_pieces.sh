@@ -12,28 +12,33 @@
 #   bash benchmarks/warp_pieces.sh unpack /tmp/wsite && export PYTHONPATH=$PYTHONPATH:/tmp/wsite
 #
 # Ran so on 2026-12-04 (H200): vs_warp.py --arch cuda --scale 10 with Warp on cuda:0 (README, GPU).
-# .wpa/ and .wpb/ must be ignored by git (.git/info/exclude), or they travel with every call.
+# .wpa/ and .wpb/ are in .gitignore: carried by name only, never sent with the working tree.
+# PIECES_DIR (default: the repository root) holds .wpa/ and .wpb/; STASH_DIR (default /tmp/wp) is where
+# call 1 put the first piece (tests/test_benchmarks_smoke.py runs both halves on a small stand-in).
 set -eu -o pipefail
 cd "$(dirname "$0")/.."
-PIECE=57000000                       # bytes: the first piece plus the repository stay under 64 MiB
+PIECE=${PIECE:-57000000}             # bytes: the first piece plus the repository stay under 64 MiB
+A=${PIECES_DIR:-.}/.wpa
+B=${PIECES_DIR:-.}/.wpb
+STASH=${STASH_DIR:-/tmp/wp}
 
 case "${1:-}" in
 pack)
     site=$(python3 -c "import os, warp; print(os.path.dirname(os.path.dirname(warp.__file__)))")
     version=$(python3 -c "import warp; print(warp.__version__)")
-    rm -rf .wpa .wpb && mkdir -p .wpa .wpb
+    rm -rf "$A" "$B" && mkdir -p "$A" "$B"
     tar -C "$site" --exclude='warp/bin' --exclude='warp/tests' --exclude='warp/examples' \
-        --exclude='__pycache__' -cJf .wpa/warp_py.tar.xz warp "warp_lang-$version.dist-info"
-    xz -9e -T2 -c "$site/warp/bin/warp.so" | split -b "$PIECE" - .wpa/warp_so.xz.
-    mv .wpa/warp_so.xz.ab .wpb/
-    [ ! -e .wpa/warp_so.xz.ac ] || { echo "warp.so packs to more than two pieces" >&2; exit 1; }
-    du -b .wpa/* .wpb/*
+        --exclude='__pycache__' -cJf "$A/warp_py.tar.xz" warp "warp_lang-$version.dist-info"
+    xz -9e -T2 -c "$site/warp/bin/warp.so" | split -b "$PIECE" - "$A/warp_so.xz."
+    [ ! -e "$A/warp_so.xz.ac" ] || { echo "warp.so packs to more than two pieces of $PIECE bytes" >&2; exit 1; }
+    if [ -e "$A/warp_so.xz.ab" ]; then mv "$A/warp_so.xz.ab" "$B/"; else : >"$B/warp_so.xz.ab"; fi
+    du -b "$A"/* "$B"/*
     ;;
 unpack)
     dest=${2:?unpack DEST: where to put the warp package}
-    mkdir -p "$dest" && tar -C "$dest" -xJf /tmp/wp/warp_py.tar.xz
+    mkdir -p "$dest" && tar -C "$dest" -xJf "$STASH/warp_py.tar.xz"
     mkdir -p "$dest/warp/bin"
-    cat /tmp/wp/warp_so.xz.aa .wpb/warp_so.xz.ab | xz -dc > "$dest/warp/bin/warp.so"
+    cat "$STASH/warp_so.xz.aa" "$B/warp_so.xz.ab" | xz -dc > "$dest/warp/bin/warp.so"
     PYTHONPATH="$dest" python3 -c "import warp; warp.init(); print('warp', warp.__version__, warp.get_cuda_devices())"
     ;;
 *)

@@ -1,7 +1,8 @@
 """The benchmark scripts that issue 17 relies on run, at toy sizes, and print what they promise
 (so they cannot rot between the runs that measure): vs_warp.py (tigradsim side always, Warp side
 when warp-lang is installed), bench_memory.py, gpu_check.sh (parses; one step runs for real; its
-other commands run at toy size in the ones above) and the TIGRADSIM_ARCH switch of conftest.py."""
+other commands run at toy size in the ones above), warp_pieces.sh (on a stand-in for warp-lang) and
+the TIGRADSIM_ARCH switch of conftest.py."""
 import json
 import os
 import shutil
@@ -149,3 +150,44 @@ def test_unknown_tigradsim_arch_for_tests_is_a_usage_error():
                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode != 0
     assert "TIGRADSIM_ARCH='tpu'" in out.stdout + out.stderr
+
+
+def test_warp_pieces_pack_and_unpack_round_trip(tmp_path):
+    """benchmarks/warp_pieces.sh on a small stand-in for warp-lang: pack leaves the Python files and
+    the first xz piece in .wpa/, the second in .wpb/ (tests/ and warp-clang.so left out); unpack joins
+    them, after call 1's copy to the stash, into the same bytes; a .so that packs into more than two
+    pieces is refused."""
+    if shutil.which("xz") is None:
+        pytest.skip("xz not installed")
+    site = tmp_path / "site"
+    (site / "warp" / "bin").mkdir(parents=True)
+    (site / "warp" / "tests").mkdir()
+    (site / "warp" / "__init__.py").write_text(
+        "__version__ = '0.0.1'\ndef init():\n    pass\ndef get_cuda_devices():\n    return ['cuda:0']\n")
+    (site / "warp" / "tests" / "test_x.py").write_text("")
+    (site / "warp" / "bin" / "warp-clang.so").write_bytes(b"clang")
+    so = os.urandom(150_000)                       # random: xz cannot shrink it, so it takes two pieces
+    (site / "warp" / "bin" / "warp.so").write_bytes(so)
+    (site / "warp_lang-0.0.1.dist-info").mkdir()
+    (site / "warp_lang-0.0.1.dist-info" / "METADATA").write_text("Name: warp-lang\n")
+    pieces, stash, dest = tmp_path / "pieces", tmp_path / "stash", tmp_path / "dest"
+    env = dict(os.environ, PYTHONPATH=str(site), PIECES_DIR=str(pieces), STASH_DIR=str(stash), PIECE="100000")
+    script = os.path.join(BENCH, "warp_pieces.sh")
+    out = subprocess.run(["bash", script, "pack"], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert sorted(os.listdir(pieces / ".wpa")) == ["warp_py.tar.xz", "warp_so.xz.aa"]
+    assert os.listdir(pieces / ".wpb") == ["warp_so.xz.ab"]
+    assert (pieces / ".wpa" / "warp_so.xz.aa").stat().st_size == 100_000
+    shutil.copytree(pieces / ".wpa", stash)        # what call 1 does on the device
+    env["PYTHONPATH"] = ""
+    out = subprocess.run(["bash", script, "unpack", str(dest)], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "warp 0.0.1 ['cuda:0']" in out.stdout
+    assert (dest / "warp" / "bin" / "warp.so").read_bytes() == so
+    assert (dest / "warp_lang-0.0.1.dist-info" / "METADATA").exists()
+    assert not (dest / "warp" / "tests").exists() and not (dest / "warp" / "bin" / "warp-clang.so").exists()
+    env.update(PYTHONPATH=str(site), PIECE="50000")
+    out = subprocess.run(["bash", script, "pack"], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 1 and "more than two pieces of 50000 bytes" in out.stderr
+    out = subprocess.run(["bash", script], capture_output=True, text=True, env=env, timeout=30)
+    assert out.returncode == 2 and "usage" in out.stderr
