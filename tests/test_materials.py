@@ -166,16 +166,8 @@ def _polar_np(F):
     return R
 
 
-def test_polar_rotation_accuracy():
-    rng = np.random.default_rng(5)
-    Fs = []
-    while len(Fs) < 64:
-        F = _rotation(rng) @ (np.eye(3) + 0.5 * rng.standard_normal((3, 3)))
-        s = np.linalg.svd(F, compute_uv=False)
-        if np.linalg.det(F) > 0 and s.min() > 0.05 and s.max() < 5:
-            Fs.append(F)
-    Fs.append(np.diag([0.5, 1.0, -1.2]))  # inverted: a reflection, but finite
-    Fs = np.array(Fs)
+def _polar_rotations(Fs):
+    """`polar_rotation` of each (3, 3) matrix in Fs (n, 3, 3), computed in a Taichi kernel."""
     Fin = ti.Matrix.field(3, 3, float, shape=len(Fs))
     Rout = ti.Matrix.field(3, 3, float, shape=len(Fs))
     Fin.from_numpy(Fs)
@@ -186,7 +178,20 @@ def test_polar_rotation_accuracy():
             Rout[i] = polar_rotation(Fin[i])
 
     k()
-    R = Rout.to_numpy()
+    return Rout.to_numpy().astype(np.float64)
+
+
+def test_polar_rotation_accuracy():
+    rng = np.random.default_rng(5)
+    Fs = []
+    while len(Fs) < 64:
+        F = _rotation(rng) @ (np.eye(3) + 0.5 * rng.standard_normal((3, 3)))
+        s = np.linalg.svd(F, compute_uv=False)
+        if np.linalg.det(F) > 0 and s.min() > 0.05 and s.max() < 5:
+            Fs.append(F)
+    Fs.append(np.diag([0.5, 1.0, -1.2]))  # inverted: a reflection, but finite
+    Fs = np.array(Fs)
+    R = _polar_rotations(Fs)
     assert np.all(np.isfinite(R))
     good, inv = R[:-1], R[-1]
     I = np.eye(3)
@@ -214,25 +219,10 @@ def test_polar_rotation_converged_at_its_iteration_count(precision, request, mon
     V = np.array([_rotation(rng) for _ in range(n)])
     Fs = np.einsum("kij,kj,klj->kil", U, s, V)
     truth = np.einsum("kij,klj->kil", U, V)
-
-    def rotations():
-        Fin = ti.Matrix.field(3, 3, float, shape=n)
-        Rout = ti.Matrix.field(3, 3, float, shape=n)
-        Fin.from_numpy(Fs)
-
-        @ti.kernel
-        def k():
-            for i in Fin:
-                Rout[i] = polar_rotation(Fin[i])
-
-        k()
-        return Rout.to_numpy().astype(np.float64)
-
-    iters = linalg.polar_iterations()
-    assert iters == {"f32": 6, "f64": 7}[precision]
-    R = rotations()
+    assert linalg.polar_iterations() == {"f32": 6, "f64": 7}[precision]
+    R = _polar_rotations(Fs)
     monkeypatch.setitem(linalg.POLAR_ITERS, precision, 12)
-    R12 = rotations()
+    R12 = _polar_rotations(Fs)
     rounding = {"f32": 1e-6, "f64": 1e-14}[precision]
     assert np.abs(R - R12).max() < rounding
     assert np.abs(R - truth).max() < {"f32": 2e-5, "f64": 1e-13}[precision]     # measured 7e-6, 1.1e-14

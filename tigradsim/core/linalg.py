@@ -13,9 +13,9 @@ from .fastmath import _float64_build
 # against 30 float64 iterations): float32 reaches its rounding floor (1.4e-7) in 5 iterations for s in
 # [0.01, 10]; float64 reaches 6e-16 in 6 for s in [0.01, 10]; for s in [0.001, 100] (500 F, against
 # U V^T) 6, 7 and 8 iterations all give 3.1e-12, the conditioning's floor.  One spare each
-# (tests/test_materials.py checks the counts against 12 iterations).  Each iteration is a share of a corotated step's cost and of
-# its reverse kernel's compile time (float32 FEM box 16x8x8, 8 against 6 iterations: 1,539 / 4,813 us
-# against 1,169 / 3,646 per step, taped compile 11.8 s against 8.5 s).
+# (tests/test_materials.py checks the counts against 12 iterations).  Each iteration is a share of a
+# corotated step's cost and of its reverse kernel's compile time (float32 FEM box 16x8x8, 8 against 6
+# iterations: 1,539 / 4,813 us against 1,169 / 3,646 per step, taped compile 11.8 s against 8.5 s).
 POLAR_ITERS = {"f32": 6, "f64": 7}
 
 
@@ -77,9 +77,10 @@ def polar_rotation(F):
     """Orthogonal factor R of the polar decomposition F = R S (S symmetric positive definite).
 
     Scaled Newton iteration X <- (g X + X^-T / g) / 2 with g = (|X^-1|_F / |X|_F)^(1/2),
-    `polar_iterations()` times (6 in float32, 7 in float64 builds), starting from X = F.  det R = sign(det F): for an inverted
-    element (det F < 0) R is a reflection.  Differentiable (forward and reverse);
-    a singular F (det F = 0 exactly) is guarded against NaN but gives no meaningful R.
+    `polar_iterations()` times (6 in float32, 7 in float64 builds), starting from X = F.
+    det R = sign(det F): for an inverted element (det F < 0) R is a reflection.  Differentiable
+    (forward and reverse); a singular F (det F = 0 exactly) is guarded against NaN but gives no
+    meaningful R.
     """
     X = F
     for _ in ti.static(range(polar_iterations())):
