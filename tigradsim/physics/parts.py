@@ -76,15 +76,22 @@ def part_bounds(start: int, end: int, parts: int = PARTS) -> np.ndarray:
     return np.array([start + (end - start) * p // parts for p in range(parts + 1)], dtype=np.int64)
 
 
+# Unused entries after each part's row of a table port: with a table of one row (a parameter every
+# element shares) the parts' entries would lie side by side, and every element of every part adds into
+# its part's entry in the reverse pass, so the two threads would write one cache line in turn (false
+# sharing).  16 entries of at least 4 bytes put the parts' rows at least 64 bytes apart.
+TABLE_PORT_PAD = 16
+
+
 class _PartTable:
-    """A parameter table with a gradient, and its per-part port (parts, R)."""
+    """A parameter table with a gradient, and its per-part port (parts, R + TABLE_PORT_PAD)."""
 
     def __init__(self, table, parts):
         self.table = table
         shape = tuple(table.shape)
         self.width = shape[1] if len(shape) == 2 else getattr(table, "n", 0)    # 0: scalar
         self.row_count = shape[0]
-        port_shape = (parts, self.row_count)
+        port_shape = (parts, self.row_count + TABLE_PORT_PAD)
         self.port = ti.field(float, shape=port_shape, needs_grad=True) if self.width == 0 else \
             ti.Vector.field(self.width, float, shape=port_shape, needs_grad=True)
 
