@@ -210,6 +210,7 @@ def test_polar_rotation_converged_at_its_iteration_count(precision, request, mon
     singular values across [0.01, 10]: 12 iterations change R only by rounding, and R is U V^T of
     the SVD to within the float's precision times the conditioning."""
     request.getfixturevalue(precision)
+    request.addfinalizer(lambda: tgs.init(arch="cpu", precision="f64"))     # this module's default
     from tigradsim.core import linalg
     rng = np.random.default_rng(11)
     n = 300
@@ -228,11 +229,19 @@ def test_polar_rotation_converged_at_its_iteration_count(precision, request, mon
     assert np.abs(R - truth).max() < {"f32": 2e-5, "f64": 1e-13}[precision]     # measured 7e-6, 1.1e-14
 
 
-def test_polar_rotation_gradient():
+@pytest.mark.parametrize("spread", ["moderate", "wide"])
+def test_polar_rotation_gradient(spread):
+    """Tape gradient of polar_rotation (float64, `polar_iterations()` = 7) against central finite
+    differences along random directions: moderate deformations, and singular values across [0.1, 5]."""
     rng = np.random.default_rng(6)
     n = 4
-    Fs = np.array([_rotation(rng) @ (np.eye(3) + 0.3 * rng.standard_normal((3, 3))) for _ in range(n)])
-    Fs[np.linalg.det(Fs) < 0] *= -1
+    if spread == "moderate":
+        Fs = np.array([_rotation(rng) @ (np.eye(3) + 0.3 * rng.standard_normal((3, 3))) for _ in range(n)])
+        Fs[np.linalg.det(Fs) < 0] *= -1
+    else:
+        s = np.exp(rng.uniform(np.log(0.1), np.log(5.0), (n, 3)))
+        s[0, :2] = 0.1, 5.0
+        Fs = np.array([_rotation(rng) @ np.diag(si) @ _rotation(rng).T for si in s])
     F = ti.Matrix.field(3, 3, float, shape=n, needs_grad=True)
     W = ti.Matrix.field(3, 3, float, shape=n)
     loss = ti.field(float, shape=(), needs_grad=True)
