@@ -45,6 +45,17 @@ def time_rollout(sim, loss, repeats=2):
     }
 
 
+# --pin-threads: Taichi's CPU workers one per CPU (tgs.init(pin_threads=...), tigradsim.core.affinity).
+# On by default here because a benchmark has the machine to itself; "off" for several at once.
+PIN_THREADS = {"auto": "auto", "off": False}
+
+
+def add_pin_threads_argument(parser):
+    parser.add_argument("--pin-threads", choices=tuple(PIN_THREADS), default="auto",
+                        help="pin Taichi's CPU worker threads one per CPU where possible (tgs.init(pin_threads=)); "
+                             "off: leave them to the scheduler (several processes at once)")
+
+
 def run_child(script, args):
     """Run `python script --child ARGS` in its own process (its own peak RSS); returns its last JSON line."""
     cmd = [sys.executable, script, "--child"] + [str(a) for a in args]

@@ -52,7 +52,7 @@ import time
 
 import numpy as np
 
-from _harness import run_child
+from _harness import PIN_THREADS, add_pin_threads_argument, run_child
 
 
 def add_push_body(b, shape, push=20.0, push_time=0.05, ground=None):
@@ -220,7 +220,7 @@ def time_side(args):
     """In a child process: build one side (`--side`), compile its kernels with a short run, time one
     full run of the fits; prints one JSON line {"seconds", "masses", "setup_s"}."""
     import tigradsim as tgs
-    tgs.init(arch=args.arch, precision="f64", seed=args.seed)
+    tgs.init(arch=args.arch, precision="f64", seed=args.seed, pin_threads=PIN_THREADS[args.pin_threads])
     shapes, truths, guesses = draws(args.fits, args.seed)
     t0 = time.perf_counter()
     runner = (Sequential if args.side == "sequential" else Batched)(shapes, truths, args)
@@ -248,6 +248,7 @@ def main():
     ap.add_argument("--arch", default="cpu")
     ap.add_argument("--compare-renderers", action="store_true",
                     help="also time B renderers sharing the batched rollout against the atlas (image)")
+    add_pin_threads_argument(ap)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--side", choices=("sequential", "batched"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -259,7 +260,8 @@ def main():
     # field in the process, so a fit with the other side's scenes alive pays for theirs too
     # (measured: one sequential image fit 2.2 s alone, 5.8 s with the batched model built).
     passed = ["--fits", args.fits, "--iters", args.iters, "--polish", args.polish, "--supervision",
-              args.supervision, "--res", args.res, "--seed", args.seed, "--arch", args.arch]
+              args.supervision, "--res", args.res, "--seed", args.seed, "--arch", args.arch,
+              "--pin-threads", args.pin_threads]
     times = {"sequential": [], "batched": []}
     result = {}
     for rep in range(args.repeats):
@@ -285,7 +287,7 @@ def main():
           f"{diff:.2e}")
     print(json.dumps({"fits": args.fits, "batched_s": round(b, 3), "sequential_s": round(s, 3),
                       "speedup": round(s / b, 3), "supervision": args.supervision, "iters": args.iters,
-                      "res": args.res, "max_rel_diff_batched_vs_sequential": diff,
+                      "res": args.res, "pin_threads": args.pin_threads, "max_rel_diff_batched_vs_sequential": diff,
                       "mean_rel_err_batched": float(rel(result["batched"]).mean())}))
 
 

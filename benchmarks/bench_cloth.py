@@ -33,6 +33,9 @@ import taichi as ti
 
 import tigradsim as tgs
 
+from _harness import PIN_THREADS, add_pin_threads_argument
+
+
 def build(n):
     v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(-0.5, 0.6, -0.5), plane="xz")
     b = tgs.SceneBuilder()
@@ -118,6 +121,7 @@ def main(argv=None):
                    help="serial vs --paths on 1 and 2 threads, alternating in one process")
     p.add_argument("--paths", default="parts", help="paths for --threads-compare, comma-separated")
     p.add_argument("--rounds", type=int, default=5, help="rounds for --threads-compare (best of)")
+    add_pin_threads_argument(p)
     args = p.parse_args(argv)
     if args.threads_compare:
         from bench_fem import threads_compare
@@ -130,10 +134,11 @@ def main(argv=None):
                     case.time_once()
                     return case.fwd[0] / args.steps, case.bwd[0] / args.steps
                 return once
-            print(json.dumps(threads_compare(timer, "f32", args.paths.split(","), args.rounds, label=f"cloth{n}")),
+            print(json.dumps(threads_compare(timer, "f32", args.paths.split(","), args.rounds, label=f"cloth{n}",
+                                             pin_threads=args.pin_threads)),
                   flush=True)
         return
-    tgs.init(arch=args.arch, precision="f32")
+    tgs.init(arch=args.arch, precision="f32", pin_threads=PIN_THREADS[args.pin_threads])
     results = [r for n in args.sizes for r in bench(n, args.steps, args.repeat, args.compare)]
     print(json.dumps({"benchmark": "cloth", "arch": args.arch, "precision": "f32", "results": results}))
 

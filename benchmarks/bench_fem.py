@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from _harness import run_child, time_rollout
+from _harness import PIN_THREADS, add_pin_threads_argument, run_child, time_rollout
 
 # dflex (gradSim's engine) forward time per step of the ball, recorded on 2026-12-02 on this
 # machine, another day's load: a label, not a live comparison.
@@ -49,10 +49,10 @@ def build(scene, tgs):
     return b.finalize(), 1e-3, 200, None
 
 
-def run_scene(scene, arch, precision, scatter="auto", threads=None):
+def run_scene(scene, arch, precision, scatter="auto", threads=None, pin_threads="auto"):
     import taichi as ti
     import tigradsim as tgs
-    tgs.init(arch=arch, precision=precision, scatter=scatter,
+    tgs.init(arch=arch, precision=precision, scatter=scatter, pin_threads=PIN_THREADS[pin_threads],
              **({"cpu_max_num_threads": threads} if threads else {}))
     model, dt, steps, ck = build(scene, tgs)
     sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=ck)
@@ -104,7 +104,7 @@ def fem_timer(scene, tgs):
     return once
 
 
-def threads_compare(make_timer, precision, paths, rounds, label):
+def threads_compare(make_timer, precision, paths, rounds, label, pin_threads="auto"):
     """Alternate (serial, 1 thread), (serial, 2), and (path, 2), (path, 1) for each path, `rounds`
     times, in this process; `make_timer(tgs)` builds the scene after `tgs.init` and returns a
     function giving (forward, forward+backward) seconds per step.  Returns the best of the rounds
@@ -117,11 +117,13 @@ def threads_compare(make_timer, precision, paths, rounds, label):
     for _ in range(rounds):
         loads.append(round(os.getloadavg()[0], 2))
         for scatter, threads in configs:
-            tgs.init(precision=precision, scatter=scatter, cpu_max_num_threads=threads)
+            tgs.init(precision=precision, scatter=scatter, cpu_max_num_threads=threads,
+                     pin_threads=PIN_THREADS[pin_threads])
             fwd, fwd_bwd = make_timer(tgs)()
             best[(scatter, threads)] = [min(best[(scatter, threads)][0], fwd), min(best[(scatter, threads)][1], fwd_bwd)]
     us = {f"{s}_{t}thread": [round(v * 1e6, 1) for v in best[(s, t)]] for s, t in configs}
     out = {"scene": label, "precision": precision, "rounds": rounds, "load_1min_per_round": loads,
+           "pin_threads": pin_threads,
            "us_per_step_fwd_fwdbwd": us}
     for p in paths:
         for ref in (1, 2):
@@ -143,20 +145,23 @@ def main():
                         help="serial vs --paths on 1 and 2 threads, alternating in one process (see above)")
     parser.add_argument("--paths", default="parts", help="paths for --threads-compare, comma-separated")
     parser.add_argument("--rounds", type=int, default=5, help="rounds for --threads-compare (best of)")
+    add_pin_threads_argument(parser)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_scene(args.child, args.arch, args.precision, args.scatter, args.threads)))
+        print(json.dumps(run_scene(args.child, args.arch, args.precision, args.scatter, args.threads, args.pin_threads)))
         return
     if args.threads_compare:
         for scene in args.scenes.split(","):
             print(json.dumps(threads_compare(lambda tgs: fem_timer(scene, tgs), args.precision,
-                                             args.paths.split(","), args.rounds, label=scene)), flush=True)
+                                             args.paths.split(","), args.rounds, label=scene,
+                                             pin_threads=args.pin_threads)), flush=True)
         return
     for scene in args.scenes.split(","):
         try:
             result = run_child(__file__, [scene, "--arch", args.arch, "--precision", args.precision, "--scatter",
-                                          args.scatter] + (["--threads", args.threads] if args.threads else []))
+                                          args.scatter, "--pin-threads", args.pin_threads]
+                               + (["--threads", args.threads] if args.threads else []))
         except RuntimeError as exc:
             result = {"scene": scene, "error": str(exc).strip().splitlines()[-1]}
         print(json.dumps(result), flush=True)

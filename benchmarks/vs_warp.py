@@ -88,7 +88,7 @@ import time
 
 import numpy as np
 
-from _harness import run_child
+from _harness import PIN_THREADS, add_pin_threads_argument, run_child
 
 SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64")
 GRAVITY = 9.8
@@ -377,9 +377,9 @@ def time_alternating(cases, repeat, min_block_s=0.3):
     return best
 
 
-def run_scene(scene, arch, repeat, scale, tiny, libraries, grads="named"):
+def run_scene(scene, arch, repeat, scale, tiny, libraries, grads="named", pin_threads="auto"):
     import tigradsim as tgs
-    tgs.init(arch=arch, precision="f32")
+    tgs.init(arch=arch, precision="f32", pin_threads=PIN_THREADS[pin_threads])
     spec = scene_spec(scene, scale, tiny)
     cases = [TigradsimCase(spec, arch, grads)]
     spec["dt"] = cases[0].dt                           # halved where the scene needs it (stable_dt)
@@ -395,6 +395,9 @@ def run_scene(scene, arch, repeat, scale, tiny, libraries, grads="named"):
            "tigradsim_us": us["tigradsim"], "warp_us": us.get("warp"), "ratio": None, "max_position_diff_m": None,
            "tigradsim_gradient_finite": cases[0].gradient_finite(), "tigradsim_grads": cases[0].grads,
            "tigradsim_serial_scatter": tgs.runtime.serial_scatter(),
+           # Taichi's CPU workers, one per CPU (tigradsim.core.affinity), or why not
+           "tigradsim_pinned_cpus": sorted(tgs.pinned_threads()["pinned"].values()),
+           "tigradsim_unpinned_because": tgs.pinned_threads()["reason"],
            # how each element loop ran ("serial", "parts", ...: gather.element_path, chosen per element set)
            "tigradsim_element_paths": sorted({t.path for t in cases[0].model.force_terms if hasattr(t, "path")})}
     if len(cases) == 2:
@@ -418,11 +421,13 @@ def main(argv=None):
                    help="tigradsim's model: gradients for the initial velocities only (named) or every parameter")
     p.add_argument("--in-process", action="store_true",
                    help="run every scene in this process (faster start; peak memory is then shared)")
+    add_pin_threads_argument(p)
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     libraries = args.libraries.split(",")
     if args.child:
-        print(json.dumps(run_scene(args.child, args.arch, args.repeat, args.scale, args.tiny, libraries, args.grads)))
+        print(json.dumps(run_scene(args.child, args.arch, args.repeat, args.scale, args.tiny, libraries, args.grads,
+                                   args.pin_threads)))
         return
     for s in args.scenes.split(","):
         scene_spec(s)                                  # unknown names fail here, before any run
@@ -441,9 +446,10 @@ def main(argv=None):
     results = []
     for scene in args.scenes.split(","):
         child_args = [scene, "--arch", args.arch, "--repeat", args.repeat, "--scale", args.scale,
-                      "--libraries", args.libraries, "--grads", args.grads] + (["--tiny"] if args.tiny else [])
+                      "--libraries", args.libraries, "--grads", args.grads, "--pin-threads", args.pin_threads] \
+            + (["--tiny"] if args.tiny else [])
         if args.in_process:
-            r = run_scene(scene, args.arch, args.repeat, args.scale, args.tiny, libraries, args.grads)
+            r = run_scene(scene, args.arch, args.repeat, args.scale, args.tiny, libraries, args.grads, args.pin_threads)
         else:
             try:
                 r = run_child(os.path.abspath(__file__), child_args)

@@ -29,7 +29,8 @@ def _vs_warp(libraries, scenes, *extra):
 
 @pytest.mark.parametrize("grads", ["named", "all"])
 def test_vs_warp_tigradsim_side_runs_every_scene_kind(grads):
-    res = _vs_warp("tigradsim", "fem16,cloth32,rigid64", "--grads", grads)
+    pin = "auto" if grads == "named" else "off"              # both values of --pin-threads
+    res = _vs_warp("tigradsim", "fem16,cloth32,rigid64", "--grads", grads, "--pin-threads", pin)
     assert [s["scene"] for s in res["scenes"]] == ["fem16", "cloth32", "rigid64"]
     assert res["grads"] == grads
     assert [s["tigradsim_grads"] for s in res["scenes"]] == \
@@ -39,6 +40,11 @@ def test_vs_warp_tigradsim_side_runs_every_scene_kind(grads):
         assert 0 < fwd and 0 < fwd_bwd, s
         assert s["tigradsim_gradient_finite"], s       # the taped pass reached the initial velocities
         assert s["warp_us"] is None and s["ratio"] is None and s["max_position_diff_m"] is None
+        cpus, why = s["tigradsim_pinned_cpus"], s["tigradsim_unpinned_because"]
+        if pin == "off":
+            assert cpus == [] and "pin_threads=False" in why, s
+        else:                                          # pinned one per CPU, or a reason why not
+            assert (len(cpus) >= 2 and len(set(cpus)) == len(cpus) and why == "") or (cpus == [] and why), s
     assert res["scenes"][0]["tets"] == 5 * 2 * 1 * 1
     assert res["scenes"][1]["triangles"] == 2 * 4 * 4
     assert res["scenes"][2]["bodies"] == 2

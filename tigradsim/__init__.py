@@ -32,6 +32,7 @@ if "taichi" not in _sys.modules:
             pass
 
 from .core.runtime import init, precision, deterministic, custom_op, no_grad
+from .core.affinity import pinned_threads
 from .core.tape import tape
 from .fitting.gradcheck import check_gradient, check_param_gradient, GradCheckReport
 from .core.errors import SimulationError, GradientError, StabilityWarning, StabilityError

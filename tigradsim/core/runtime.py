@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import taichi as ti
 from taichi.lang import impl
+
+from . import affinity
 from taichi.lang.enums import AutodiffMode
 
 _ARCHS = {"cpu": "cpu", "cuda": "cuda", "vulkan": "vulkan", "gpu": "gpu", "metal": "metal", "opengl": "opengl"}
@@ -34,7 +36,7 @@ SERIAL_SCATTER_MAX_THREADS = 4
 
 
 def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: int = 0, scatter: str = "auto",
-         deterministic=None, **kwargs):
+         deterministic=None, pin_threads=False, **kwargs):
     """Initialise Taichi for tigradsim.
 
     Args:
@@ -53,6 +55,15 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         deterministic: every rollout, rendered frame, loss and gradient bit-reproducible
             (reductions that would sum in a thread-dependent order run in a fixed order);
             None: True on CPUs, False on GPUs (where it would cost most).  See `deterministic()`.
+        pin_threads: pin Taichi's CPU worker threads one to each CPU (`tigradsim.core.affinity`:
+            without it a parallel loop often ran on one CPU, and a step took up to 1.4x longer on
+            average).  For one process that has the machine to itself (a fit, a benchmark); not for
+            several Taichi processes at once (pytest -n, a sweep in a process pool), where a pinned
+            worker waits for a CPU another process holds instead of moving to a free one (the test
+            suite on 2 workers took over twice as long).  True: pin, or raise where it cannot be done;
+            "auto": pin where it can be done (a CPU arch, Linux, 2 or more workers and no more than
+            the CPUs), else leave them; False (default): leave them.  `pinned_threads()` tells what
+            was done and why.  Results are the same bits either way.
         kwargs: passed on to `ti.init` (they override the defaults above).
     Calling `init` again resets Taichi: fields created before are gone.
     """
@@ -62,6 +73,8 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         raise ValueError(f"init: precision={precision!r} is not one of {sorted(_PRECISIONS)}")
     if scatter not in _SCATTER_MODES:
         raise ValueError(f"init: scatter={scatter!r} is not one of {_SCATTER_MODES}")
+    if not (pin_threads == "auto" or isinstance(pin_threads, bool)):
+        raise ValueError(f"init: pin_threads={pin_threads!r} is not one of 'auto', True, False")
     options = dict(
         arch=getattr(ti, _ARCHS[arch]),
         default_fp=_PRECISIONS[precision],
@@ -78,8 +91,17 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
     options.update(kwargs)
     # ti.init prints "[Taichi] Starting on arch=..." on stdout; scripts and demos keep stdout for
     # their results (a JSON last line), so it goes to stderr.
+    threads_before = affinity.thread_ids()
     with contextlib.redirect_stdout(sys.stderr):
         ti.init(**options)
+    cfg = impl.current_cfg()
+    if pin_threads is False:
+        affinity.unpinned("init(pin_threads=False), the default")
+    elif cfg.arch != ti.cpu:
+        affinity.unpinned(f"arch {arch}: no CPU thread pool")
+    else:
+        affinity.pin_workers(affinity.thread_ids() - threads_before, cfg.cpu_max_num_threads,
+                             required=pin_threads is True)
     _reset_stale_validation_kernels()
     np.random.seed(seed)
     if deterministic is None:
