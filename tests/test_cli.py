@@ -175,8 +175,14 @@ def test_z_up_scene_renders_the_same(clip, tmp_path, capsys):
     folder, frames = clip
     runs = {}
     for up in ("y", "z"):
-        code, summary, _, _ = _run(["render", folder / f"scene_{up}.toml", "--out", tmp_path / up], capsys)
+        pin = ["--pin-threads"] if up == "z" else []      # where the threads run changes no pixel
+        code, summary, _, _ = _run(["render", folder / f"scene_{up}.toml", "--out", tmp_path / up] + pin, capsys)
         assert code == 0
+        cpus, why = summary["threads"]["pinned_cpus"], summary["threads"]["unpinned_because"]
+        if pin:
+            assert (len(cpus) >= 2 and why == "") or (cpus == [] and why), summary["threads"]
+        else:
+            assert cpus == [] and "pin_threads=False" in why
         runs[up] = np.stack([iio.imread(os.path.join(summary["files"]["frames"], f))
                              for f in sorted(os.listdir(summary["files"]["frames"]))]).astype(int)
     # The same silhouettes: the same area and centroid in every frame.  Not pixel for pixel:

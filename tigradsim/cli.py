@@ -49,6 +49,9 @@ def _parser():
                         help="float precision (default: f64 for fit, f32 for render)")
         sp.add_argument("--resolution", type=int, default=None,
                         help="render width in pixels (overrides [fit] resolution; must divide the footage width)")
+        sp.add_argument("--pin-threads", action="store_true",
+                        help="pin Taichi's CPU worker threads one per CPU where possible: faster when this is the "
+                             "only busy process, slower beside others (tgs.init(pin_threads='auto'))")
 
     r = sub.add_parser("render", help="forward run at the initial values: rendered frames and their outline over "
                                       "the footage", description="Simulate at the initial values and draw the render's "
@@ -80,6 +83,13 @@ def _json_default(o):
 
 def _finite(x):
     return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _threads():
+    """{"pinned_cpus": [...], "unpinned_because": "..."}: where Taichi's CPU workers run (--pin-threads)."""
+    import tigradsim as tgs
+    info = tgs.pinned_threads()
+    return {"pinned_cpus": sorted(info["pinned"].values()), "unpinned_because": info["reason"]}
 
 
 def _last_line(obj):
@@ -120,7 +130,7 @@ def _prepare(args, precision, requires_grad, unknowns=True):
 
     spec = load_scene(args.scene)
     footage = load_scene_footage(spec, args.resolution)
-    tgs.init(arch=args.arch, precision=precision)
+    tgs.init(arch=args.arch, precision=precision, pin_threads="auto" if args.pin_threads else False)
     with warnings.catch_warnings(record=True) as caught:    # e.g. tgs.StabilityWarning: dt past a limit
         warnings.simplefilter("always")
         scene = Scene(spec, footage, requires_grad=requires_grad, unknowns=unknowns)
@@ -181,7 +191,7 @@ def _render(args):
     summary = {"ok": True, "command": "render", "scene": os.path.abspath(args.scene), "out": os.path.abspath(out),
                "frames": int(len(video)), "size": [int(video.shape[2]), int(video.shape[1])], **_timing(scene),
                "up": spec.up, "values": scene.values() if not args.file_values else "file", "iou": iou,
-               "warnings": scene.warnings,
+               "warnings": scene.warnings, "threads": _threads(),
                "files": {"frames": frames_dir, "outline_gif": gif, "outline_png": png,
                          "outline_png_frames": picks},
                "seconds": round(time.time() - t0, 2)}
@@ -268,7 +278,7 @@ def _fit(args):
     with open(files["estimates_md"], "w") as fh:
         fh.write(md)
     printer("\n" + md)
-    _last_line({"ok": True, "command": "fit", "out": os.path.abspath(out), "estimates": estimates,
+    _last_line({"ok": True, "command": "fit", "out": os.path.abspath(out), "threads": _threads(), "estimates": estimates,
                 "std": {k: v["std"] for k, v in report["unknowns"].items()},
                 "std_space": {k: v["std_space"] for k, v in report["unknowns"].items()},
                 "ci95": {k: v["ci95"] for k, v in report["unknowns"].items()},
