@@ -22,15 +22,18 @@ Pinning changes where threads run, never what they compute: every result is the 
 
 import os
 import threading
+import time
 
 import taichi as ti
 
 _TASK_DIR = "/proc/self/task"
 # Finding the workers: BURN_LAUNCHES launches of a parallel kernel of BURN_TASKS_PER_THREAD small
-# tasks per worker.  Every launch wakes every worker (Taichi's pool notifies them all), so each
-# worker's count of runs on a CPU (schedstat's third field) grows by at least one per launch, whoever
-# ends up doing the tasks; the compiler's threads sleep through it.
+# tasks per worker, BURN_PAUSE_S apart.  Every launch wakes every worker (Taichi's pool notifies them
+# all), so each worker's count of runs on a CPU (schedstat's third field) grows by about one per
+# launch, whoever ends up doing the tasks; the compiler's threads sleep through it.  The pause lets the
+# workers go back to sleep (a worker still awake when the next launch comes is not counted again).
 BURN_LAUNCHES = 12
+BURN_PAUSE_S = 5e-4
 BURN_TASKS_PER_THREAD = 4
 BURN_ITERS = 500
 
@@ -73,6 +76,7 @@ def find_workers(candidates, threads: int):
     before = {t: _runs(t) for t in candidates}
     for _ in range(BURN_LAUNCHES):
         _burn(out)
+        time.sleep(BURN_PAUSE_S)
     woke = {}
     for t, b in before.items():
         a = _runs(t)
@@ -82,7 +86,8 @@ def find_workers(candidates, threads: int):
     if len(ranked) < threads:
         return None, f"found {len(ranked)} candidate threads for {threads} workers"
     chosen, rest = ranked[:threads], ranked[threads:]
-    if min(woke[t] for t in chosen) < BURN_LAUNCHES or any(woke[t] >= BURN_LAUNCHES for t in rest):
+    # workers: about one run per launch; every other thread: a few at most (measured: 14 against 1-3)
+    if min(woke[t] for t in chosen) < BURN_LAUNCHES // 2 or any(woke[t] > BURN_LAUNCHES // 4 for t in rest):
         return None, (f"could not tell the {threads} workers apart: runs per thread over {BURN_LAUNCHES} "
                       f"launches {sorted(woke.values(), reverse=True)}")
     return chosen, ""
