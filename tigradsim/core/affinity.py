@@ -14,7 +14,7 @@ on 2 xdist workers ran more than twice as long with every process pinned.
 
 How the workers are found: Taichi names no thread and exposes none, so `init` lists the process's
 threads (/proc/self/task) before and after `ti.init`; of the threads `ti.init` started (the worker
-pool and the compiler's threads), the workers are those that wake for every launch of a small
+pool and the compiler's threads), the workers are those that wake for the launches of a small
 parallel kernel (`find_workers`; their counts in /proc/self/task/<tid>/schedstat).  Linux only;
 elsewhere, or when the threads cannot be told apart, nothing is pinned and `pinned_threads()` says why.
 Pinning changes where threads run, never what they compute: every result is the same bit for bit.
@@ -24,6 +24,7 @@ import os
 import threading
 import time
 
+import numpy as np
 import taichi as ti
 
 _TASK_DIR = "/proc/self/task"
@@ -68,9 +69,8 @@ def _burn(out: ti.types.ndarray()):
 
 
 def find_workers(candidates, threads: int):
-    """(the `threads` ids among `candidates` that woke for every launch of a parallel kernel, "")
+    """(the `threads` ids among `candidates` that woke for the launches of a parallel kernel, "")
     or (None, why not)."""
-    import numpy as np
     out = np.zeros(BURN_TASKS_PER_THREAD * threads, dtype=np.float64)
     _burn(out)                           # compiled (or loaded from the cache) before counting
     before = {t: _runs(t) for t in candidates}
@@ -84,7 +84,9 @@ def find_workers(candidates, threads: int):
             woke[t] = a - b
     ranked = sorted(woke, key=woke.get, reverse=True)
     if len(ranked) < threads:
-        return None, f"found {len(ranked)} candidate threads for {threads} workers"
+        unread = len(candidates) - len(ranked)
+        return None, (f"found {len(ranked)} candidate threads for {threads} workers"
+                      + (f" ({unread} without a readable schedstat)" if unread else ""))
     chosen, rest = ranked[:threads], ranked[threads:]
     # workers: about one run per launch; every other thread: a few at most (measured: 14 against 1-3)
     if min(woke[t] for t in chosen) < BURN_LAUNCHES // 2 or any(woke[t] > BURN_LAUNCHES // 4 for t in rest):
