@@ -1,8 +1,8 @@
 """The benchmark scripts that issue 17 relies on run, at toy sizes, and print what they promise
 (so they cannot rot between the runs that measure): vs_warp.py (tigradsim side always, Warp side
 when warp-lang is installed), bench_memory.py, gpu_check.sh (parses; one step runs for real; its
-other commands run at toy size in the ones above), warp_pieces.sh (on a stand-in for warp-lang) and
-the TIGRADSIM_ARCH switch of conftest.py."""
+other commands run at toy size in the ones above), warp_pieces.sh (on a stand-in for warp-lang),
+bench_threads.py and the TIGRADSIM_ARCH switch of conftest.py."""
 import json
 import os
 import shutil
@@ -197,3 +197,14 @@ def test_warp_pieces_pack_and_unpack_round_trip(tmp_path):
     assert out.returncode == 1 and "more than two pieces of 50000 bytes" in out.stderr
     out = subprocess.run(["bash", script], capture_output=True, text=True, env=env, timeout=30)
     assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_bench_threads_times_every_configuration():
+    res = _run([os.path.join(BENCH, "bench_threads.py"), "--parts", "2", "--work", "10", "--launches", "5",
+                "--rounds", "1"])
+    t = res["threads"]
+    assert set(res["configs"]) == {"1 thread", f"{t} threads", f"{t} threads, pinned"}
+    for stats in res["configs"].values():
+        assert 0 < stats["best_ms"] <= stats["median_ms"] <= stats["p90_ms"], stats
+        assert stats["best_ms"] <= stats["mean_ms"], stats
+    assert res["mean_speedup_unpinned"] > 0 and res["mean_speedup_pinned"] > 0
