@@ -19,14 +19,18 @@ def _all_cpus():
     return set(os.sched_getaffinity(0))
 
 
+# one worker per CPU this process may use: the only case `init` pins (see affinity.pin_workers)
+NCPU = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
 @linux_two_cpus
 def test_workers_pinned_one_per_cpu():
-    tgs.init(cpu_max_num_threads=2, pin_threads=True)
+    tgs.init(cpu_max_num_threads=NCPU, pin_threads=True)
     info = tgs.pinned_threads()
     assert info["reason"] == ""
     pinned = info["pinned"]
-    assert len(pinned) == 2
-    assert len(set(pinned.values())) == 2                      # distinct CPUs
+    assert len(pinned) == NCPU
+    assert len(set(pinned.values())) == NCPU                   # distinct CPUs
     assert set(pinned.values()) <= _all_cpus()
     threads = affinity.thread_ids()
     for tid, cpu in pinned.items():
@@ -41,9 +45,9 @@ def test_workers_pinned_one_per_cpu():
 
 @linux_two_cpus
 def test_the_pinned_threads_are_the_ones_that_run_parallel_loops():
-    tgs.init(cpu_max_num_threads=2, pin_threads="auto")
+    tgs.init(cpu_max_num_threads=NCPU, pin_threads="auto")
     pinned = tgs.pinned_threads()["pinned"]
-    assert len(pinned) == 2, tgs.pinned_threads()
+    assert len(pinned) == NCPU, tgs.pinned_threads()
     others = affinity.thread_ids() - set(pinned)
     before = {t: affinity._runs(t) for t in affinity.thread_ids()}
     out = np.zeros(64)
@@ -82,12 +86,28 @@ def test_more_workers_than_cpus_are_left_to_the_scheduler():
     tgs.init()
 
 
-def test_workers_that_cannot_be_told_apart_are_not_pinned():
+def test_fewer_workers_than_cpus_are_left_to_the_scheduler(monkeypatch):
+    """Pinned, every process would take the same first CPUs: so only a process whose CPU set has as
+    many CPUs as workers (Taichi's default, or taskset) pins."""
+    tgs.init(cpu_max_num_threads=2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    affinity.pin_workers(set(), 2, required=False)
+    info = tgs.pinned_threads()
+    assert info["pinned"] == {} and "2 worker threads for 4 CPUs" in info["reason"] and "taskset" in info["reason"]
+    with pytest.raises(RuntimeError, match="2 worker threads for 4 CPUs"):
+        affinity.pin_workers(set(), 2, required=True)
+    monkeypatch.undo()
+    tgs.init()
+
+
+def test_workers_that_cannot_be_told_apart_are_not_pinned(monkeypatch):
     tgs.init(cpu_max_num_threads=2, pin_threads=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})     # 2 workers, 2 CPUs
     with pytest.raises(RuntimeError, match="cannot be pinned: found 0 candidate threads for 2 workers"):
         affinity.pin_workers(set(), 2, required=True)
     affinity.pin_workers(set(), 2, required=False)
     assert tgs.pinned_threads() == {"pinned": {}, "reason": "found 0 candidate threads for 2 workers"}
+    monkeypatch.undo()
     tgs.init()
 
 
@@ -101,7 +121,7 @@ def test_pinning_changes_no_result_bit():
     """A cloth on the parts path (every element loop on both threads), pinned and not: the same bits."""
     out = []
     for pin in (True, False):
-        tgs.init(precision="f64", scatter="parts", cpu_max_num_threads=2, pin_threads=pin)
+        tgs.init(precision="f64", scatter="parts", cpu_max_num_threads=NCPU, pin_threads=pin)
         b = tgs.SceneBuilder()
         v, f = tgs.meshes.cloth_grid(12, 12, cell=0.05, origin=(0.0, 0.5, 0.0), plane="xz")
         b.add_cloth(v, f, params={"mu": 10.0, "lam": 20.0}, density=1.0, bending_stiffness=1e-4,
