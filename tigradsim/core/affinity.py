@@ -1,11 +1,12 @@
 """Pin Taichi's CPU worker threads, one to each CPU the process may use.
 
 Why: Taichi's CPU thread pool wakes its workers for every parallel loop (a struct-for or range-for
-task) and puts them back to sleep after it.  Left to themselves, Linux often wakes both workers on
-the CPU of the thread that woke them, and the other CPU picks one up only at its next load balance:
-a loop split evenly across two threads then runs on one.  On the 2-core machine of the benchmarks a
-struct-for of four equal parts (0.25 ms each) took 0.86 ms on average unpinned (median 0.62, best
-0.56, one thread 1.16), and 0.62 ms pinned (median 0.57): pinning removed most of the slow launches.
+task) and puts them back to sleep after it.  Left to themselves, the workers of a loop split evenly
+across two threads often ran on one CPU (what we believe happens: Linux wakes both on the CPU of the
+thread that woke them, and the other CPU takes one only at its next load balance).  On the 2-core
+machine of the benchmarks a struct-for of four equal parts (0.25 ms each) took 0.86 ms on average
+unpinned (median 0.62, best 0.56, one thread 1.16), and 0.62 ms pinned (median 0.57): pinning removed
+most of the slow launches (benchmarks/bench_threads.py measures it).
 On vs_warp's scenes (two threads, best of two): fem32 forward + backward 2,024 -> 1,855 us per step,
 cloth64 1,472 -> 1,285 us.  OpenMP runtimes offer the same, off by default (OMP_PROC_BIND), and so
 does `init(pin_threads=...)`: where several processes share the CPUs (pytest -n 2, a process pool), a
@@ -17,6 +18,8 @@ threads (/proc/self/task) before and after `ti.init`; of the threads `ti.init` s
 pool and the compiler's threads), the workers are those that wake for the launches of a small
 parallel kernel (`find_workers`; their counts in /proc/self/task/<tid>/schedstat).  Linux only;
 elsewhere, or when the threads cannot be told apart, nothing is pinned and `pinned_threads()` says why.
+It pins only when there are as many workers as CPUs the process may use (Taichi's default): with fewer,
+every process would take the same first CPUs (to run several, give each its own CPUs with taskset).
 Pinning changes where threads run, never what they compute: every result is the same bit for bit.
 """
 
