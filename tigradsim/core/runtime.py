@@ -60,8 +60,9 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
             average).  For one process that has the machine to itself (a fit, a benchmark); not for
             several Taichi processes at once (pytest -n, a sweep in a process pool), where a pinned
             worker waits for a CPU another process holds instead of moving to a free one (the test
-            suite on 2 workers took over twice as long).  True: pin, or raise where it cannot be done;
-            "auto": pin where it can be done (a CPU arch, Linux, 2 or more workers and as many as the
+            suite on 2 workers took over twice as long).  True: pin, or raise where a CPU arch's
+            workers cannot be pinned (GPU archs have none: nothing to pin, no error); "auto": pin
+            where it can be done (a CPU arch, Linux, 2 or more workers and as many as the
             CPUs this process may use: Taichi's default, or `taskset` for one process among several),
             else leave them; False (default): leave them.  `pinned_threads()` tells what
             was done and why.  Results are the same bits either way.
