@@ -102,10 +102,9 @@ def pin_workers(candidates, threads: int, required: bool):
     """Pin Taichi's `threads` workers (found among `candidates`, the thread ids `ti.init` started)
     one per allowed CPU, when there are exactly as many workers as CPUs this process may use (Taichi's
     default; with fewer, every process would pin to the same CPUs).  Records the outcome for
-    `pinned_threads()`.  required: raise instead of
-    recording why it could not be done."""
+    `pinned_threads()`.  required: raise instead of recording why it could not be done."""
     def skip(reason):
-        _status.update(pinned={}, reason=reason)
+        unpinned(reason)
         if required:
             raise RuntimeError(f"init: pin_threads=True, but the worker threads cannot be pinned: {reason}")
 
@@ -114,12 +113,10 @@ def pin_workers(candidates, threads: int, required: bool):
     cpus = sorted(os.sched_getaffinity(0))
     if threads < 2:
         return skip(f"{threads} worker thread: nothing to spread")
-    if threads > len(cpus):
-        return skip(f"{threads} worker threads on {len(cpus)} CPUs: left to the scheduler")
-    if threads < len(cpus):
-        # every process would take the same first CPUs; one per process's own CPU set (taskset) is fine
-        return skip(f"{threads} worker threads for {len(cpus)} CPUs: left to the scheduler (pinned, every "
-                    f"process would take CPUs {cpus[:threads]}; give each its own CPUs with taskset instead)")
+    if threads != len(cpus):
+        # more workers than CPUs: two would share one; fewer: every process would take the same first CPUs
+        return skip(f"{threads} worker threads for {len(cpus)} CPUs: left to the scheduler (pinning needs one "
+                    f"worker per CPU; to run several processes, give each its own CPUs with taskset)")
     candidates = set(candidates) - {threading.get_native_id()}
     workers, why = find_workers(candidates, threads)
     if workers is None:
