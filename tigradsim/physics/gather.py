@@ -107,6 +107,12 @@ def differentiating() -> bool:
     return _compiling_mode() in (AutodiffMode.REVERSE, AutodiffMode.FORWARD)
 
 
+def reversing() -> bool:
+    """Whether the kernel being compiled is a reverse-mode derivative kernel (what `ti.ad.Tape` and
+    `kernel.grad()` run).  Used at compile time only."""
+    return _compiling_mode() == AutodiffMode.REVERSE
+
+
 def validating() -> bool:
     """Whether the kernel being compiled is the checked forward kernel of `ti.ad.Tape(validation=True)`
     (Taichi's global data access rule: it rejects a buffer reused step after step, as the gather and

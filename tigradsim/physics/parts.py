@@ -16,16 +16,19 @@ thread at least 512 consecutive indices), and the part index is the loop's own i
     G           per particle i:  f_i += sum over parts p touching i, corners k of acc_k[p, i];
                 then acc_k[p, i] = 0 for the next step
 
-Reverse kernel: Taichi runs G', E', F' in that order.  E' reads the force adjoints from acc_k's
-adjoint (the adjoint of an add is a read) and writes the input adjoints into the part's ports (the
-element reads q = stop_grad(q) + port_k[p, i], and the ports hold exact zeros); port_k[p, i] is unique
-to part p again, so those adds are plain too.  F' then sums each particle's (and each parameter row's)
-port adjoints in part order.  Taichi's reverse of a store reads the stored location's adjoint and sets
-it to 0 (checked: a kernel y = 2 x leaves y.grad = 0 after its reverse), so the reverse of G's zeroing
-clears acc's adjoints before G' sets them, and the reverse of F's stores clears the ports' adjoints for
-the step before.  A per-element field an element
-reads directly (tet_activation, cloth_bend_rest_angle) gets its adjoint by an atomic add: each element
-belongs to one part, so the order, and every bit, stays fixed.
+Reverse kernel: the elements add their forces straight into f_i (`PartPorts.put`; G is not emitted
+there), since the adjoint of an add is a read: E' reads f_i's adjoint, which threads may share, so no
+pass has to copy it into per-part buffers first (that serial pass, G', was 80-110 us of a 40,960-tet
+step's reverse; vs_warp fem32 forward + backward went from 1,846-1,922 to 1,711-1,751 us per step, cloth
+64x64 from 1,194-1,266 to 1,076-1,156, one process each, alternating, best of 3).  Taichi runs E', F'
+in that order.  E' writes the input adjoints into the part's ports (the element reads q = stop_grad(q)
++ port_k[p, i], and the ports hold exact zeros); port_k[p, i] is unique to part p again, so those adds
+are plain too.  F' then sums each particle's (and each parameter row's) port adjoints in part order.
+Taichi's reverse of a store reads the stored location's adjoint and sets it to 0 (checked: a kernel y =
+2 x leaves y.grad = 0 after its reverse), so the reverse of F's stores clears the ports' adjoints for
+the step before.  A per-element field an element reads directly (tet_activation,
+cloth_bend_rest_angle) gets its adjoint by an atomic add: each element belongs to one part, so the
+order, and every bit, stays fixed.
 
 Why this and not `colour` or `gather`: on this 2-core machine Taichi's thread pool costs 35-60 us per
 parallel loop (wall clock; a 100-entry loop: 44-68 us against 11 us serial), so a path pays per loop,
@@ -45,8 +48,8 @@ The partition and the summation order (parts in order, corners in order, element
 part) do not depend on the thread count, so results and gradients are the same bits for any thread
 count; a particle's sum differs from the serial path's by rounding only.
 
-Memory: acc_k and (with gradients) 2 K ports per part and particle (vec3), their adjoints, and a port
-per part and row of each parameter table with a gradient.  The checked forward kernel of
+Memory: acc_k (no adjoint) and, with gradients, 2 K ports per part and particle (vec3) with their
+adjoints, and a port per part and row of each parameter table with a gradient.  The checked forward kernel of
 `ti.ad.Tape(validation=True)` gets one plain loop over the elements with atomic adds straight into the
 particles (Taichi's data access rule rejects the reused buffers); the reverse kernel is compiled apart.
 """
@@ -55,8 +58,8 @@ from typing import Sequence
 import numpy as np
 import taichi as ti
 
-from .gather import (PortsBase, _PortTerm, differentiating, part_elements, row_value, stopped_state, validating,
-                     zeros)
+from .gather import (PortsBase, _PortTerm, differentiating, part_elements, reversing, row_value, stopped_state,
+                     validating, zeros)
 from ..core.model import StepTerm
 from ..core.runtime import serial_loop
 
@@ -146,7 +149,7 @@ class PartPorts(PortsBase):
         ti.root.pointer(ti.i, P).place(self.cells)
         self._activate()
         vec3 = ti.types.vector(3, float)
-        self.acc = [vec3.field(shape=(P, N), needs_grad=self.grad) for _ in range(self.K)]
+        self.acc = [vec3.field(shape=(P, N)) for _ in range(self.K)]     # no adjoint: see `put`
         self.qport = [vec3.field(shape=(P, N), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.qdport = [vec3.field(shape=(P, N), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.tables = [_PartTable(self.raw_tables[j], P) for j in ported]
@@ -204,8 +207,10 @@ class PartPorts(PortsBase):
 
     @ti.func
     def put(self, state: ti.template(), s, e, b, k: ti.template(), i, f):
-        if ti.static(validating()):
-            state.particle_f[s, i] += f          # checked forward kernel: no reused buffer (atomic adds)
+        if ti.static(validating() or reversing()):
+            # checked forward kernel: no reused buffer.  Reverse kernel: the adjoint of this add is a read
+            # of f_i's adjoint, so the threads share nothing, and no G' copies f_i's adjoint into acc's
+            state.particle_f[s, i] += f
         else:
             self.acc[k][b, i] += f               # part b's own row: a plain add (see the module docstring)
 
@@ -253,8 +258,8 @@ class PartFill(_PortTerm):
 @ti.data_oriented
 class PartGather(_PortTerm):
     """Loop G: f_i += acc_k[p, i] over the parts p touching particle i and the corners k, in that order,
-    then acc_k[p, i] = 0 for the next step (the buffers start at zero).  One thread.  Its reverse sets
-    acc_k's adjoints to f_i's (the reverse of the zeroing store clears them first)."""
+    then acc_k[p, i] = 0 for the next step (the buffers start at zero).  One thread.  Forward kernels
+    only: in the reverse kernel the elements add into f_i themselves (`PartPorts.put`)."""
 
     def __init__(self, model, ports):
         super().__init__(model, ports)
@@ -263,9 +268,8 @@ class PartGather(_PortTerm):
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         P = ti.static(self.ports.parts)
-        if ti.static(not validating()):          # checked forward kernel: the elements added directly
-            # one thread in both kernels: a parallel reverse would add into acc_k's adjoint at P different
-            # addresses per iteration, which Taichi cannot prove unique (atomic adds; measured 3x slower)
+        # the checked forward kernel and the reverse kernel: the elements add into f_i directly (`put`)
+        if ti.static(not validating() and not reversing()):
             ti.loop_config(serialize=True)
             for i in range(self.model.particle_count):
                 touch = self.ports.touch[i]
