@@ -2,7 +2,7 @@
 (so they cannot rot between the runs that measure): vs_warp.py (tigradsim side always, Warp side
 when warp-lang is installed), bench_memory.py, gpu_check.sh (parses; one step runs for real; its
 other commands run at toy size in the ones above), warp_pieces.sh (on a stand-in for warp-lang),
-bench_threads.py and the TIGRADSIM_ARCH switch of conftest.py."""
+bench_threads.py, lanes_probe.py and the TIGRADSIM_ARCH switch of conftest.py."""
 import json
 import os
 import shutil
@@ -208,3 +208,13 @@ def test_bench_threads_times_every_configuration():
         assert 0 < stats["best_ms"] <= stats["median_ms"] <= stats["p90_ms"], stats
         assert stats["best_ms"] <= stats["mean_ms"], stats
     assert res["mean_speedup_unpinned"] > 0 and res["mean_speedup_pinned"] > 0
+
+
+def test_lanes_probe_agrees_with_the_scalar_loop():
+    """The lanes give the scalar loop's bending forces and adjoints (f32 rounding), in both reverse layouts."""
+    res = _run([os.path.join(BENCH, "lanes_probe.py"), "--n", "6", "--lanes", "4", "--repeat", "2"])
+    assert res["edges"] > 0 and res["edges"] % 4 == 0 and res["precision"] == "f32"
+    for key in ("forward_us", "reverse_scatter_us", "reverse_ports_us"):
+        assert res[key]["scalar"] > 0 and res[key]["lanes"] > 0, res
+    assert res["max_force_diff"] < 1e-8, res                   # the largest force is ~4e-4 N here
+    assert res["max_adjoint_rel_diff"] < 1e-4, res
