@@ -22,13 +22,12 @@ Reverse kernel (Taichi's reverse mode rejects `loop_unique`): one parallel loop 
 with the gather path's per-element ports (`tigradsim.physics.gather`; loop A fills the particles',
 `RowFill` and `ChunkFill` the parameters', a row cut into chunks so that a row shared by a whole
 mesh is summed in parallel; the element reads q = stop_grad(q) + port; the ports' values are exact
-zeros, so the forward kernel skips those stores and reads its inputs directly).  The adjoint of
-`acc_k[i] += f_k` is a read of acc_k's adjoint, so the element loop's reverse writes only its own
-port adjoints; the ports' reverses sum them per particle / parameter row in a fixed order.  S
-zeroes acc_k's adjoints first (its reverse runs first and sets them), the element loop zeroes its
-port adjoints (a store to a `.grad` field is kept, in order, in Taichi's reverse kernel, as on the
-gather path).  acc_k's values are never needed in reverse (the adds are linear), so clearing them
-every step (in A, before they are read) breaks no gradient.
+zeros, so the forward kernel skips those stores and reads its inputs directly).  In the reverse
+kernel the elements add their forces straight into f_i, and A and S leave the accumulators alone:
+the adjoint of an add is a read, here of f_i's adjoint, which threads may share, so the element
+loop's reverse writes only its own port adjoints, and the ports' reverses sum them per particle /
+parameter row in a fixed order.  The element loop zeroes its port adjoints (a store to a `.grad`
+field is kept, in order, in Taichi's reverse kernel, as on the gather path).
 
 Every location is written by one thread per loop in a fixed order, forward and reverse, and the
 blocks do not depend on the thread count, so results and gradients are the same bits for any
@@ -60,7 +59,8 @@ import numpy as np
 import taichi as ti
 from taichi.lang.misc import loop_unique
 
-from .gather import TASK_STRIDE, ElementPorts, PortFill, _PortTerm, differentiating, row_value, validating, zeros
+from .gather import (TASK_STRIDE, ElementPorts, PortFill, _PortTerm, differentiating, reversing, row_value,
+                     validating, zeros)
 
 
 # Block sizes tried (elements per block) and the fewest blocks a colour should have: a colour's blocks
@@ -157,7 +157,7 @@ class ColourPorts(ElementPorts):
         self.block_hi = ti.field(ti.i32, shape=(len(hi),))
         self.block_hi.from_numpy(np.asarray(hi, dtype=np.int32))
         vec3 = ti.types.vector(3, float)
-        self.acc = [vec3.field(shape=(model.particle_count,), needs_grad=self.grad) for _ in range(self.K)]
+        self.acc = [vec3.field(shape=(model.particle_count,)) for _ in range(self.K)]   # no adjoint: see `put`
         self.chunks = [_Chunks(tb) for tb in self.tables]
         self.table_chunks = list(zip(self.tables, self.chunks))
         self.max_rows = max([tb.row_count for tb in self.tables], default=0)
@@ -187,10 +187,10 @@ class ColourPorts(ElementPorts):
 
     @ti.func
     def put(self, state: ti.template(), s, e, b, k: ti.template(), i, f):
-        if ti.static(differentiating()):
-            self.acc[k][i] += f                  # reverse: a read of acc_k's adjoint
-        elif ti.static(validating()):
-            state.particle_f[s, i] += f          # checked forward kernel: no reused buffer (atomic adds)
+        if ti.static(reversing() or validating()):
+            # reverse kernel: the adjoint of this add is a read of f_i's adjoint, which threads may share.
+            # Checked forward kernel: no reused buffer (atomic adds)
+            state.particle_f[s, i] += f
         else:
             self.acc[k][loop_unique(i)] += f     # no other block of this colour has particle i: a plain add
 
@@ -271,7 +271,7 @@ class CornerFill(PortFill):
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         for i in range(self.model.particle_count):
-            if ti.static(not validating()):
+            if ti.static(not validating() and not reversing()):
                 for k in ti.static(range(self.ports.K)):
                     self.ports.acc[k][i] = ti.Vector([0.0, 0.0, 0.0])
             if ti.static(self.ports.grad and differentiating()):
@@ -280,17 +280,14 @@ class CornerFill(PortFill):
 
 @ti.data_oriented
 class CornerGather(_PortTerm):
-    """Loop S: f_i += acc_0[i] + ... + acc_{K-1}[i] (acc's values are not needed in reverse: the adds
-    are linear).  In the reverse kernel it first zeroes acc_k's adjoints, which this loop's reverse
-    then sets (before the element loop's reverse reads them)."""
+    """Loop S: f_i += acc_0[i] + ... + acc_{K-1}[i].  Not in the checked forward kernel nor in the
+    reverse kernel: there the elements add into f_i directly (`ColourPorts.put`)."""
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(not validating()):          # checked forward kernel: the elements added directly
+        if ti.static(not validating() and not reversing()):
             for i in range(self.model.particle_count):
                 f = ti.Vector([0.0, 0.0, 0.0])
                 for k in ti.static(range(self.ports.K)):
-                    if ti.static(self.ports.grad and differentiating()):
-                        self.ports.acc[k].grad[i] = ti.Vector([0.0, 0.0, 0.0])
                     f += self.ports.acc[k][i]
                 state.particle_f[s, i] += f

@@ -16,8 +16,9 @@ iteration touches (`PortFill`, `ParamFill`, the element term itself, `ForceGathe
 
 The ports hold exact zeros, so B computes the same forces as the serial loop (only the order
 of the final per-particle sums differs: incidences by corner, then element).  Their job is the
-reverse pass, which Taichi runs loop by loop backwards: C' hands f_i's adjoint to the element
-slots, B' writes each element's input adjoints into its OWN port slots (stop_grad keeps it
+reverse pass, which Taichi runs loop by loop backwards.  There B adds its forces straight into f_i
+and C is not emitted (the adjoint of an add is a read, of f_i's adjoint here, which threads may
+share); B' writes each element's input adjoints into its OWN port slots (stop_grad keeps it
 from scattering into the state), A' sums a particle's port slots into q_i's adjoint in a fixed
 order, D' a row's port slots into the parameter's adjoint in element order.  Every adjoint
 location is written by one thread in a fixed order, so gradients are bit-reproducible for
@@ -25,14 +26,12 @@ any thread count.  B reads q through stop_grad, not through the ports' values, s
 recomputation in the reverse kernel uses the current step's state although the element
 buffers (no step index: O(E), not O(E T) memory) hold the last step's.
 
-The ports' and forces' adjoints accumulate across steps, so each is zeroed where the reverse
-pass is about to accumulate it (B zeroes its port adjoints, C the force adjoints): a store to
-a `.grad` field is kept, in order, in Taichi's reverse kernel (checked against the serial path
-in tests/test_parallel_elements.py).  What remains atomic: C' adds into the force slots'
-adjoints through an index (no race: each slot belongs to one particle).
+The ports' adjoints accumulate across steps, so B zeroes them where the reverse pass is about to
+accumulate into them: a store to a `.grad` field is kept, in order, in Taichi's reverse kernel
+(checked against the serial path in tests/test_parallel_elements.py).
 
-Memory: 3 K vec3 per element (ports for q and qd, forces) plus their adjoints, and one port
-per element and per parameter table.  A step becomes one kernel launch with these loops
+Memory: 3 K vec3 per element (ports for q and qd, forces), the ports' adjoints, and one port per
+element and per parameter table.  A step becomes one kernel launch with these loops
 (the Simulator fuses a run of steps into one launch only when every loop is serial).
 """
 from typing import Sequence
@@ -243,8 +242,9 @@ class ElementPorts(PortsBase):
         self.elem = ti.field(ti.i32, shape=(self.K, self.E))
         self.elem.from_numpy(elem)
         vec3 = ti.types.vector(3, float)
-        # slots=False (a subclass that adds forces its own way): no force slots
-        self.force = [vec3.field(shape=(self.E,), needs_grad=self.grad) for _ in range(self.K)] if slots else []
+        # slots=False (a subclass that adds forces its own way): no force slots.  No adjoint: in the reverse
+        # kernel the elements add into f_i directly (`put`)
+        self.force = [vec3.field(shape=(self.E,)) for _ in range(self.K)] if slots else []
         self.qport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.qdport = [vec3.field(shape=(self.E,), needs_grad=True) for _ in range(self.K)] if self.grad else []
         self.tables = [_Table(*tables[j], self.E) for j in ported]
@@ -300,7 +300,12 @@ class ElementPorts(PortsBase):
 
     @ti.func
     def put(self, state: ti.template(), s, e, b, k: ti.template(), i, f):
-        self.force[k][e] = f
+        if ti.static(reversing()):
+            # the adjoint of this add is a read of f_i's adjoint, which threads may share: no loop C' has to
+            # hand f_i's adjoint to the slots first
+            state.particle_f[s, i] += f
+        else:
+            self.force[k][e] = f
 
 
 class _PortTerm(StepTerm):
@@ -381,17 +386,16 @@ class ParamFill(_PortTerm):
 
 @ti.data_oriented
 class ForceGather(_PortTerm):
-    """Loop C: f_i += force_k[e] over particle i's incidences (corner, then element order)."""
+    """Loop C: f_i += force_k[e] over particle i's incidences (corner, then element order).  Forward
+    kernels only: in the reverse kernel the elements add into f_i themselves (`ElementPorts.put`)."""
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for i in range(self.model.particle_count):
-            for k in ti.static(range(self.ports.K)):
-                for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
-                    e = self.ports.elem[k, j]
-                    if ti.static(self.ports.grad):    # the reverse of this loop accumulates into it
-                        self.ports.force[k].grad[e] = ti.Vector([0.0, 0.0, 0.0])
-                    state.particle_f[s, i] += self.ports.force[k][e]
+        if ti.static(not reversing()):
+            for i in range(self.model.particle_count):
+                for k in ti.static(range(self.ports.K)):
+                    for j in range(self.ports.start[k, i], self.ports.start[k, i + 1]):
+                        state.particle_f[s, i] += self.ports.force[k][self.ports.elem[k, j]]
 
 
 # -- reading an element's inputs on either path (ports: an ElementPorts, or NO_PORTS) ----------------
