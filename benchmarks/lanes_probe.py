@@ -29,7 +29,11 @@ lanes' forward and their reverse through ports are 4-wide SIMD (354 and 814 `<4 
 their reverse with scattered adjoint adds mostly 2-wide: with the adjoints going to scattered addresses
 LLVM finds no consecutive stores to start from.  So a lanes path needs per-element ports for its
 reverse pass (the gather path's design, `tigradsim.physics.gather`, in structure-of-arrays layout) and
-the per-particle sums on top; what it would gain after those is not measured here.
+the per-particle sums on top; what it would gain after those is not measured here.  These kernels are
+serial; in a parallel loop Taichi makes an add atomic unless every access to that field in the task uses
+one index expression, so lanes adding into shared per-part buffers (the parts path) need one buffer per
+lane (measured: a lanes bending term on the parts path ran 1.8x slower forward, 2.7x slower forward +
+backward, its adds all atomic).
 
 In float64 the lanes agree with the scalar loop to ~1e-8 only: Taichi 1.7.4 evaluates `ti.atan2` of a
 Vector (and scalar atan2 results gathered into one) to ~3e-8 rad in f64 builds, measured against
