@@ -63,9 +63,11 @@ from typing import List
 import numpy as np
 import taichi as ti
 
+from . import lanes
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
-    make_ports, row_value, stopped_state, table_row, wrap_terms
+    make_ports, row_value, stopped_state, table_row, validating, wrap_terms
+from .lanes import LANES
 from ..core.errors import as_array, check_positive
 from ..core.fastmath import atan2
 from ..core.model import StepTerm, has_grad
@@ -506,6 +508,24 @@ class ClothMembraneForces(StepTerm):
         return self.aerodynamics(x1 - x0, x2 - x0, area, (v0 + v1 + v2) / 3.0 - wind, drag, lift)
 
 
+@ti.func
+def dihedral(x1, x2, x3, x4):
+    """Signed dihedral angles theta and their gradients dtheta/dx1 .. dtheta/dx4 (Bridson et al. 2003) of L
+    bending edges at once, each corner given as a (3, L) lane matrix (`physics.lanes`; L = 1 for one
+    edge): returns (theta (L,), g1, g2, g3, g4 (3, L)).  x3, x4: the edge; x1, x2: the opposite corners."""
+    n1 = lanes.cross(x3 - x1, x4 - x1)
+    n2 = lanes.cross(x4 - x2, x3 - x2)
+    edge = x4 - x3
+    el = ti.sqrt(lanes.dot(edge, edge) + EDGE_EPS)
+    eh = lanes.scale(edge, 1.0 / el)
+    theta = lanes.atan2_lanes(lanes.dot(lanes.cross(n2, n1), eh), lanes.dot(n1, n2))
+    a1 = lanes.scale(n1, 1.0 / (lanes.dot(n1, n1) + NORMAL_EPS))
+    a2 = lanes.scale(n2, 1.0 / (lanes.dot(n2, n2) + NORMAL_EPS))
+    return theta, lanes.scale(a1, el), lanes.scale(a2, el), \
+        lanes.scale(a1, lanes.dot(x1 - x4, eh)) + lanes.scale(a2, lanes.dot(x2 - x4, eh)), \
+        lanes.scale(a1, lanes.dot(x3 - x1, eh)) + lanes.scale(a2, lanes.dot(x3 - x2, eh))
+
+
 @ti.data_oriented
 class ClothBendingForces(StepTerm):
     """Dihedral-angle bending: f = -(k (theta - theta0) + k_d dtheta/dt) dtheta/dx."""
@@ -515,6 +535,8 @@ class ClothBendingForces(StepTerm):
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
+        # one thread: forward kernels take LANES edges per iteration (`element_lanes`, `physics.lanes`)
+        self.lane_forces = lanes.LaneForces(4) if self.serial else None
 
     @property
     def element_range(self):
@@ -523,7 +545,12 @@ class ClothBendingForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
+        if ti.static(self.serial and not differentiating() and not validating()):
+            ti.loop_config(serialize=True)
+            for g in range((self.model.cloth_edge_count + LANES - 1) // LANES):
+                self.element_lanes(state, s, t, g * LANES)
+        else:
+            for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
@@ -536,18 +563,13 @@ class ClothBendingForces(StepTerm):
         x2 = corner_q(self.ports, state, s, e, b, 1, q[1])
         x3 = corner_q(self.ports, state, s, e, b, 2, q[2])
         x4 = corner_q(self.ports, state, s, e, b, 3, q[3])
-        n1 = (x3 - x1).cross(x4 - x1)
-        n2 = (x4 - x2).cross(x3 - x2)
-        edge = x4 - x3
-        el = ti.sqrt(edge.dot(edge) + EDGE_EPS)
-        eh = edge * (1.0 / el)
-        theta = atan2(n2.cross(n1).dot(eh), n1.dot(n2))
-        a1 = n1 * (1.0 / (n1.dot(n1) + NORMAL_EPS))
-        a2 = n2 * (1.0 / (n2.dot(n2) + NORMAL_EPS))
-        g1 = a1 * el
-        g2 = a2 * el
-        g3 = a1 * (x1 - x4).dot(eh) + a2 * (x2 - x4).dot(eh)
-        g4 = a1 * (x3 - x1).dot(eh) + a2 * (x3 - x2).dot(eh)
+        angle, d1, d2, d3, d4 = dihedral(lanes.one_lane(x1), lanes.one_lane(x2), lanes.one_lane(x3),
+                                         lanes.one_lane(x4))
+        theta = angle[0]
+        g1 = lanes.lane(d1, 0)
+        g2 = lanes.lane(d2, 0)
+        g3 = lanes.lane(d3, 0)
+        g4 = lanes.lane(d4, 0)
         r = self.model.cloth_bend_row[e]
         c = -(table_row(self.ports, 0, self.model.cloth_bending_stiffness, e, b, r)
               * (theta - self.model.cloth_bend_rest_angle[e])
@@ -557,6 +579,37 @@ class ClothBendingForces(StepTerm):
         corner_put(self.ports, state, s, e, b, 1, q[1], c * g2)
         corner_put(self.ports, state, s, e, b, 2, q[2], c * g3)
         corner_put(self.ports, state, s, e, b, 3, q[3], c * g4)
+
+    @ti.func
+    def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base):
+        """`element` of the LANES edges base, base + 1, ... at once, on one thread, in forward kernels
+        (`physics.lanes`: every quantity a LANES-vector, a 3-vector a (3, LANES) matrix; the same formulas,
+        term by term).  Lanes past the last edge repeat it with their forces multiplied by 0."""
+        last = self.model.cloth_edge_count - 1
+        e = ti.Vector([ti.min(base + l, last) for l in ti.static(range(LANES))])
+        live = ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(LANES))])
+        q = ti.Matrix([[self.model.cloth_bend_indices[e[l]][k] for l in ti.static(range(LANES))]
+                       for k in ti.static(range(4))])                       # (4, LANES) particle indices
+        out = self.lane_forces
+        x1 = out.value(state, s, q, 0)
+        x2 = out.value(state, s, q, 1)
+        x3 = out.value(state, s, q, 2)
+        x4 = out.value(state, s, q, 3)
+        theta, g1, g2, g3, g4 = dihedral(x1, x2, x3, x4)
+        r = ti.Vector([self.model.cloth_bend_row[e[l]] for l in ti.static(range(LANES))])
+        stiffness = ti.Vector([self.model.cloth_bending_stiffness[r[l]] for l in ti.static(range(LANES))])
+        kd = ti.Vector([self.model.cloth_bending_damping[r[l]] for l in ti.static(range(LANES))])
+        rest = ti.Vector([self.model.cloth_bend_rest_angle[e[l]] for l in ti.static(range(LANES))])
+        m = kd * 0.0
+        if lanes.any_nonzero(kd):            # the velocities are read only where some lane is damped
+            m = kd * (lanes.dot(g1, out.velocity(state, s, q, 0)) + lanes.dot(g2, out.velocity(state, s, q, 1))
+                      + lanes.dot(g3, out.velocity(state, s, q, 2)) + lanes.dot(g4, out.velocity(state, s, q, 3)))
+        c = -(stiffness * (theta - rest) + m) * live
+        out.put(0, lanes.scale(g1, c))
+        out.put(1, lanes.scale(g2, c))
+        out.put(2, lanes.scale(g3, c))
+        out.put(3, lanes.scale(g4, c))
+        out.add(state, s, q)
 
     @ti.func
     def damping_moment(self, state: ti.template(), s: ti.template(), e, b, q, g1, g2, g3, g4, kd):
