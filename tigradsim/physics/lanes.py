@@ -10,7 +10,7 @@ lane) before adding them into the particles (`LaneForces`).
 
 Forward kernels only.  The reverse pass would gain too (the probe: 939 -> 243 us) only with its inputs
 read through per-element ports laid out the same way; on the serial path's fused step kernel such a
-lanes body made Taichi's reverse kernel compile in 65 s instead of about 1, for 10 % less reverse time
+lanes body made Taichi's reverse kernel compile in 65 s instead of about 3, for 10 % less reverse time
 (cloth 32x32, measured), so derivative kernels evaluate the same formulas one element at a time.
 
 Only in loops that run on one thread: in a parallel loop Taichi makes an add atomic unless every access
