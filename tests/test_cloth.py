@@ -246,6 +246,55 @@ def test_gradients_at_zero_damping_drag_and_lift(f64, scatter):
     assert np.any(model.cloth_drag.grad.to_numpy())
 
 
+def _lanes_scene(scatter):
+    """A curved cloth with per-edge bending parameters: damping 0 on most edges (whole groups of LANES
+    undamped, others mixed) and an edge count that is not a multiple of LANES (a part-filled last group)."""
+    rng = np.random.default_rng(21)
+    v, f = curved_grid(3, 2, bend=6.0)
+    ne = len(interior_edges(f))
+    damping = np.zeros(ne)
+    damping[[1, ne - 1]] = [0.003, 0.002]                 # group 0 mixed, the last (part-filled) group damped
+    b = tgs.SceneBuilder(gravity=(0, 0, 0))
+    b.add_cloth(v, f, density=1.0, bending_stiffness=0.05 * (1.0 + rng.random(ne)), bending_damping=damping,
+                velocity=rng.normal(size=v.shape) * 0.3, share_params=False, **NO_MEMBRANE)
+    tgs.runtime.set_scatter(scatter)
+    try:
+        model = b.finalize()
+    finally:
+        tgs.runtime.set_scatter("auto")
+    x0 = v + rng.normal(size=v.shape) * 0.01              # away from the rest angles
+    model.particle_q0.from_numpy(x0)
+    return model, ne
+
+
+def test_bending_in_lanes_equals_one_edge_at_a_time_and_finite_differences(f64):
+    """The serial path's forward kernels evaluate bending LANES edges at a time (`element_lanes`); the
+    parts path and every derivative kernel one edge at a time (`element`).  The forces and a rollout
+    agree to rounding, and the Tape gradient (one edge at a time) matches central differences of the
+    forward rollout (in lanes) for the per-edge stiffness, damping and rest angle."""
+    from tigradsim.physics.cloth import ClothBendingForces
+    from tigradsim.physics.lanes import LANES
+    lanes_model, ne = _lanes_scene("serial")
+    one_model, _ = _lanes_scene("parts")
+    assert ne % LANES != 0 and ne > 2 * LANES
+    bending = [t for t in lanes_model.force_terms if isinstance(t, ClothBendingForces)]
+    assert len(bending) == 1 and bending[0].lane_forces is not None
+    assert all(t.lane_forces is None for t in one_model.force_terms if isinstance(t, ClothBendingForces))
+    f_lanes, f_one = forces(lanes_model), forces(one_model)
+    assert np.abs(f_lanes).max() > 1e-3
+    np.testing.assert_allclose(f_lanes, f_one, rtol=0, atol=1e-13 * np.abs(f_one).max())
+    runs = {}
+    for name, model in (("lanes", lanes_model), ("one", one_model)):
+        sim, run, loss = rollout(model, steps=20)
+        runs[name] = (sim.state.particle_q.to_numpy(), run, loss, model)
+    np.testing.assert_allclose(runs["lanes"][0], runs["one"][0], rtol=0, atol=1e-12)
+    _, run, loss, model = runs["lanes"]
+    for name in ("cloth_bending_stiffness", "cloth_bending_damping", "cloth_bend_rest_angle", "particle_qd0"):
+        report = tgs.check_gradient(run, loss, [getattr(model, name)], n_dirs=2, eps=1e-6, rtol=1e-5)
+        assert report.ok, f"{name}:\n{report}"
+        assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient is zero"
+
+
 def test_per_triangle_parameters_gradient(f64):
     v, f = tgs.meshes.cloth_grid(2, 2, cell=0.1, origin=(0, 1, 0), plane="xy")
     b = tgs.SceneBuilder()
