@@ -66,7 +66,7 @@ import taichi as ti
 from . import lanes
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
-    make_ports, row_value, stopped_state, table_row, validating, wrap_terms
+    make_ports, row_value, stopped_state, table_row, wrap_terms
 from .lanes import LANES
 from ..core.errors import as_array, check_positive
 from ..core.fastmath import atan2
@@ -535,7 +535,7 @@ class ClothBendingForces(StepTerm):
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
-        # one thread: forward kernels take LANES edges per iteration (`element_lanes`, `physics.lanes`)
+        # one thread: forward kernels take LANES edges per iteration (`element_lanes`, `gather.for_each_element`)
         self.lane_forces = lanes.LaneForces(4) if self.serial else None
 
     @property
@@ -545,12 +545,7 @@ class ClothBendingForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(self.serial and not differentiating() and not validating()):
-            ti.loop_config(serialize=True)
-            for g in range((self.model.cloth_edge_count + LANES - 1) // LANES):
-                self.element_lanes(state, s, t, g * LANES)
-        else:
-            for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
+        for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
@@ -581,20 +576,21 @@ class ClothBendingForces(StepTerm):
         corner_put(self.ports, state, s, e, b, 3, q[3], c * g4)
 
     @ti.func
-    def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base):
-        """`element` of the LANES edges base, base + 1, ... at once, on one thread, in forward kernels
-        (`physics.lanes`: every quantity a LANES-vector, a 3-vector a (3, LANES) matrix; the same formulas,
-        term by term).  Lanes past the last edge repeat it with their forces multiplied by 0."""
-        last = self.model.cloth_edge_count - 1
+    def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base, end: ti.template()):
+        """`element` of the LANES edges base, base + 1, ... (below end) at once, on one thread, in forward
+        kernels (`gather.for_each_element`; `physics.lanes`: every quantity a LANES-vector, a 3-vector a
+        (3, LANES) matrix; the same formulas).  Lanes past the last edge repeat it with their forces
+        multiplied by 0."""
+        last = end - 1
         e = ti.Vector([ti.min(base + l, last) for l in ti.static(range(LANES))])
         live = ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(LANES))])
         q = ti.Matrix([[self.model.cloth_bend_indices[e[l]][k] for l in ti.static(range(LANES))]
                        for k in ti.static(range(4))])                       # (4, LANES) particle indices
         out = self.lane_forces
-        x1 = out.value(state, s, q, 0)
-        x2 = out.value(state, s, q, 1)
-        x3 = out.value(state, s, q, 2)
-        x4 = out.value(state, s, q, 3)
+        x1 = out.corner(state.particle_q, s, q, 0)
+        x2 = out.corner(state.particle_q, s, q, 1)
+        x3 = out.corner(state.particle_q, s, q, 2)
+        x4 = out.corner(state.particle_q, s, q, 3)
         theta, g1, g2, g3, g4 = dihedral(x1, x2, x3, x4)
         r = ti.Vector([self.model.cloth_bend_row[e[l]] for l in ti.static(range(LANES))])
         stiffness = ti.Vector([self.model.cloth_bending_stiffness[r[l]] for l in ti.static(range(LANES))])
@@ -602,8 +598,10 @@ class ClothBendingForces(StepTerm):
         rest = ti.Vector([self.model.cloth_bend_rest_angle[e[l]] for l in ti.static(range(LANES))])
         m = kd * 0.0
         if lanes.any_nonzero(kd):            # the velocities are read only where some lane is damped
-            m = kd * (lanes.dot(g1, out.velocity(state, s, q, 0)) + lanes.dot(g2, out.velocity(state, s, q, 1))
-                      + lanes.dot(g3, out.velocity(state, s, q, 2)) + lanes.dot(g4, out.velocity(state, s, q, 3)))
+            m = kd * (lanes.dot(g1, out.corner(state.particle_qd, s, q, 0))
+                      + lanes.dot(g2, out.corner(state.particle_qd, s, q, 1))
+                      + lanes.dot(g3, out.corner(state.particle_qd, s, q, 2))
+                      + lanes.dot(g4, out.corner(state.particle_qd, s, q, 3)))
         c = -(stiffness * (theta - rest) + m) * live
         out.put(0, lanes.scale(g1, c))
         out.put(1, lanes.scale(g2, c))

@@ -41,6 +41,7 @@ import taichi as ti
 from taichi.lang import impl
 from taichi.lang.enums import AutodiffMode
 
+from .lanes import LANES
 from ..core.model import StepTerm, has_grad
 from ..core.runtime import scatter_mode
 
@@ -452,13 +453,21 @@ def for_each_element(term: ti.template(), state: ti.template(), s: ti.template()
                      start: ti.template(), end: ti.template()):
     """Run `term.element(state, s, t, e, b)` for the elements e in [start, end): one loop, serialized
     or not as `term.serial` says (b = 0); or (parts path, `term.ports.parted`) one struct-for over the
-    parts b, each part's elements in order (`tigradsim.physics.parts`); or (colour path,
+    parts b, each part's elements in order (`tigradsim.physics.parts`); or (a serial term with
+    `element_lanes(state, s, t, base, end)`, forward kernels) one loop over groups of LANES elements
+    (`tigradsim.physics.lanes`); or (colour path,
     `term.ports.coloured`, forward kernels) one parallel loop per colour over its blocks b, each block's
     elements in order (`tigradsim.physics.colour`; its reverse kernel has the one loop); or nothing, for
     a term whose elements a `parts.PartLoop` runs with other element sets' (`term.merged`), except in
     the checked forward kernel of `Tape(validation=True)`, where every term runs its own plain loop."""
     if ti.static(getattr(term, "merged", False) and not validating()):
         pass
+    elif ti.static(hasattr(term, "element_lanes") and term.serial and not differentiating() and not validating()):
+        # one thread, forward kernels: LANES elements per iteration (`physics.lanes`); a term's derivative
+        # kernels take them one at a time (`element`, the same formulas)
+        ti.loop_config(serialize=True)
+        for g in range((end - start + LANES - 1) // LANES):
+            term.element_lanes(state, s, t, start + g * LANES, end)
     elif ti.static(term.ports.parted and not validating()):
         for b in term.ports.cells:           # one CPU task per part; b is the loop's own index
             part_elements(term, state, s, t, start, end, b)

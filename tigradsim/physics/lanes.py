@@ -93,16 +93,10 @@ class LaneForces:
         self.force = ti.field(float, shape=(3 * corners, LANES))
 
     @ti.func
-    def value(self, state: ti.template(), s, idx, k: ti.template()):
-        """Corner k's positions on every lane, a (3, LANES) matrix (idx: the (corners, LANES) particle indices)."""
-        return ti.Matrix([[state.particle_q[s, idx[k, l]][c] for l in ti.static(range(LANES))]
-                          for c in ti.static(range(3))])
-
-    @ti.func
-    def velocity(self, state: ti.template(), s, idx, k: ti.template()):
-        """Corner k's velocities on every lane, a (3, LANES) matrix."""
-        return ti.Matrix([[state.particle_qd[s, idx[k, l]][c] for l in ti.static(range(LANES))]
-                          for c in ti.static(range(3))])
+    def corner(self, field: ti.template(), s, idx, k: ti.template()):
+        """Corner k's values of a per-particle vec3 state field (particle_q, particle_qd) at slot s on every
+        lane, a (3, LANES) matrix (idx: the (corners, LANES) particle indices)."""
+        return ti.Matrix([[field[s, idx[k, l]][c] for l in ti.static(range(LANES))] for c in ti.static(range(3))])
 
     @ti.func
     def put(self, k: ti.template(), f):
