@@ -268,18 +268,20 @@ def _lanes_scene(scatter):
 
 
 def test_bending_in_lanes_equals_one_edge_at_a_time_and_finite_differences(f64):
-    """The serial path's forward kernels evaluate bending LANES edges at a time (`element_lanes`); the
-    parts path and every derivative kernel one edge at a time (`element`).  The forces and a rollout
-    agree to rounding, and the Tape gradient (one edge at a time) matches central differences of the
-    forward rollout (in lanes) for the per-edge stiffness, damping and rest angle."""
+    """On the serial path bending runs LANES edges at a time: its forward kernels through `element_lanes`,
+    its reverse kernel through `virtual_work` and the ports of `ClothBendingPorts`; the parts path runs one
+    edge at a time (`element`, and Taichi's reverse of it).  The forces, a rollout and the Tape gradients
+    of the two agree to rounding, and the serial path's Tape gradient matches central differences for the
+    per-edge stiffness, damping and rest angle and the initial velocities."""
     from tigradsim.physics.cloth import ClothBendingForces
     from tigradsim.physics.lanes import LANES
     lanes_model, ne = _lanes_scene("serial")
     one_model, _ = _lanes_scene("parts")
     assert ne % LANES != 0 and ne > 2 * LANES
     bending = [t for t in lanes_model.force_terms if isinstance(t, ClothBendingForces)]
-    assert len(bending) == 1 and bending[0].lane_forces is not None
-    assert all(t.lane_forces is None for t in one_model.force_terms if isinstance(t, ClothBendingForces))
+    assert len(bending) == 1 and bending[0].lane_forces is not None and bending[0].reverse_in_lanes
+    assert all(t.lane_forces is None and not t.reverse_in_lanes
+               for t in one_model.force_terms if isinstance(t, ClothBendingForces))
     f_lanes, f_one = forces(lanes_model), forces(one_model)
     assert np.abs(f_lanes).max() > 1e-3
     np.testing.assert_allclose(f_lanes, f_one, rtol=0, atol=1e-13 * np.abs(f_one).max())
@@ -288,6 +290,17 @@ def test_bending_in_lanes_equals_one_edge_at_a_time_and_finite_differences(f64):
         sim, run, loss = rollout(model, steps=20)
         runs[name] = (sim.state.particle_q.to_numpy(), run, loss, model)
     np.testing.assert_allclose(runs["lanes"][0], runs["one"][0], rtol=0, atol=1e-12)
+    names = ("cloth_bending_stiffness", "cloth_bending_damping", "cloth_bend_rest_angle", "particle_qd0",
+             "particle_q0", "cloth_params")
+    grads = {}
+    for key, (_, run, loss, model) in runs.items():
+        with tgs.tape(loss):
+            run()
+        grads[key] = {n: getattr(model, n).grad.to_numpy().copy() for n in names}
+    for n in names:
+        assert np.abs(grads["one"][n]).max() > 1e-8, n
+        np.testing.assert_allclose(grads["lanes"][n], grads["one"][n], rtol=0,
+                                   atol=1e-11 * np.abs(grads["one"][n]).max(), err_msg=n)
     _, run, loss, model = runs["lanes"]
     for name in ("cloth_bending_stiffness", "cloth_bending_damping", "cloth_bend_rest_angle", "particle_qd0"):
         report = tgs.check_gradient(run, loss, [getattr(model, name)], n_dirs=2, eps=1e-6, rtol=1e-5)

@@ -66,7 +66,7 @@ import taichi as ti
 from . import lanes
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
-    make_ports, row_value, stopped_state, table_row, wrap_terms
+    make_ports, reversing, row_value, stopped_state, table_row, wrap_terms
 from .lanes import LANES
 from ..core.errors import as_array, check_positive
 from ..core.fastmath import atan2
@@ -387,7 +387,10 @@ class Cloths:
             path = element_path(ne)
             ports = make_ports(path, model, quads, [(getattr(model, f"cloth_bending_{k}"), model.cloth_bend_row.to_numpy())
                                                     for k in ("stiffness", "damping")])
-            model.force_terms.extend(wrap_terms(ports, [ClothBendingForces(model, path, ports)]))
+            bending = ClothBendingForces(model, path, ports)
+            if bending.reverse_in_lanes:
+                model.force_terms.append(bending.reverse_ports)      # its loop comes before bending's
+            model.force_terms.extend(wrap_terms(ports, [bending]))
         na = sum(len(a[0]) for a in self._anchors)
         model.cloth_anchor_count = na
         if na:
@@ -511,19 +514,23 @@ class ClothMembraneForces(StepTerm):
 @ti.func
 def dihedral(x1, x2, x3, x4):
     """Signed dihedral angles theta and their gradients dtheta/dx1 .. dtheta/dx4 (Bridson et al. 2003) of L
-    bending edges at once, each corner given as a (3, L) lane matrix (`physics.lanes`; L = 1 for one
-    edge): returns (theta (L,), g1, g2, g3, g4 (3, L)).  x3, x4: the edge; x1, x2: the opposite corners."""
-    n1 = lanes.cross(x3 - x1, x4 - x1)
-    n2 = lanes.cross(x4 - x2, x3 - x2)
-    edge = x4 - x3
+    bending edges at once, each corner given as a lane triple (`physics.lanes`; three scalars for one
+    edge): returns (theta (L-vector), [g1, g2, g3, g4] (lane triples)).  x3, x4: the edge; x1, x2: the
+    opposite corners.  Traced inline (a plain function: `physics.lanes`)."""
+    n1 = lanes.cross(lanes.sub(x3, x1), lanes.sub(x4, x1))
+    n2 = lanes.cross(lanes.sub(x4, x2), lanes.sub(x3, x2))
+    edge = lanes.sub(x4, x3)
     el = ti.sqrt(lanes.dot(edge, edge) + EDGE_EPS)
     eh = lanes.scale(edge, 1.0 / el)
     theta = lanes.atan2_lanes(lanes.dot(lanes.cross(n2, n1), eh), lanes.dot(n1, n2))
     a1 = lanes.scale(n1, 1.0 / (lanes.dot(n1, n1) + NORMAL_EPS))
     a2 = lanes.scale(n2, 1.0 / (lanes.dot(n2, n2) + NORMAL_EPS))
-    return theta, lanes.scale(a1, el), lanes.scale(a2, el), \
-        lanes.scale(a1, lanes.dot(x1 - x4, eh)) + lanes.scale(a2, lanes.dot(x2 - x4, eh)), \
-        lanes.scale(a1, lanes.dot(x3 - x1, eh)) + lanes.scale(a2, lanes.dot(x3 - x2, eh))
+    d14 = lanes.dot(lanes.sub(x1, x4), eh)
+    d24 = lanes.dot(lanes.sub(x2, x4), eh)
+    d31 = lanes.dot(lanes.sub(x3, x1), eh)
+    d32 = lanes.dot(lanes.sub(x3, x2), eh)
+    return theta, [lanes.scale(a1, el), lanes.scale(a2, el), [a1[c] * d14 + a2[c] * d24 for c in range(3)],
+                   [a1[c] * d31 + a2[c] * d32 for c in range(3)]]
 
 
 @ti.data_oriented
@@ -535,8 +542,13 @@ class ClothBendingForces(StepTerm):
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
-        # one thread: forward kernels take LANES edges per iteration (`element_lanes`, `gather.for_each_element`)
+        # one thread: forward kernels take LANES edges per iteration (`element_lanes`, `gather.for_each_element`),
+        # and so does the reverse kernel where there are gradients (`virtual_work`, through these ports)
         self.lane_forces = lanes.LaneForces(4) if self.serial else None
+        self.reverse_in_lanes = self.serial and model.requires_grad
+        self.reverse_ports = ClothBendingPorts(model) if self.reverse_in_lanes else None
+        if self.reverse_in_lanes:
+            self.work = ti.field(float, shape=(), needs_grad=True)
 
     @property
     def element_range(self):
@@ -545,7 +557,10 @@ class ClothBendingForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
+        if ti.static(self.reverse_in_lanes and reversing()):
+            self.virtual_work(state, s)
+        else:
+            for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
@@ -558,13 +573,12 @@ class ClothBendingForces(StepTerm):
         x2 = corner_q(self.ports, state, s, e, b, 1, q[1])
         x3 = corner_q(self.ports, state, s, e, b, 2, q[2])
         x4 = corner_q(self.ports, state, s, e, b, 3, q[3])
-        angle, d1, d2, d3, d4 = dihedral(lanes.one_lane(x1), lanes.one_lane(x2), lanes.one_lane(x3),
-                                         lanes.one_lane(x4))
-        theta = angle[0]
-        g1 = lanes.lane(d1, 0)
-        g2 = lanes.lane(d2, 0)
-        g3 = lanes.lane(d3, 0)
-        g4 = lanes.lane(d4, 0)
+        theta, d = dihedral([x1[c] for c in ti.static(range(3))], [x2[c] for c in ti.static(range(3))],
+                            [x3[c] for c in ti.static(range(3))], [x4[c] for c in ti.static(range(3))])
+        g1 = ti.Vector(d[0])
+        g2 = ti.Vector(d[1])
+        g3 = ti.Vector(d[2])
+        g4 = ti.Vector(d[3])
         r = self.model.cloth_bend_row[e]
         c = -(table_row(self.ports, 0, self.model.cloth_bending_stiffness, e, b, r)
               * (theta - self.model.cloth_bend_rest_angle[e])
@@ -579,35 +593,82 @@ class ClothBendingForces(StepTerm):
     def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base, end: ti.template()):
         """`element` of the LANES edges base, base + 1, ... (below end) at once, on one thread, in forward
         kernels (`gather.for_each_element`; `physics.lanes`: every quantity a LANES-vector, a 3-vector a
-        (3, LANES) matrix; the same formulas).  Lanes past the last edge repeat it with their forces
-        multiplied by 0."""
+        lane triple; the same formulas).  Lanes past the last edge repeat it with their forces multiplied
+        by 0."""
+        e, live, q = self.edge_lanes(base, end)
+        out = self.lane_forces
+        theta, g = dihedral(out.corner(state.particle_q, s, q, 0), out.corner(state.particle_q, s, q, 1),
+                            out.corner(state.particle_q, s, q, 2), out.corner(state.particle_q, s, q, 3))
+        stiffness, kd, rest = self.params_lanes(e)
+        m = kd * 0.0
+        if lanes.any_nonzero(kd):            # the velocities are read only where some lane is damped
+            m = kd * (lanes.dot(g[0], out.corner(state.particle_qd, s, q, 0))
+                      + lanes.dot(g[1], out.corner(state.particle_qd, s, q, 1))
+                      + lanes.dot(g[2], out.corner(state.particle_qd, s, q, 2))
+                      + lanes.dot(g[3], out.corner(state.particle_qd, s, q, 3)))
+        c = -(stiffness * (theta - rest) + m) * live
+        for k in ti.static(range(4)):
+            f = lanes.scale(g[k], c)
+            out.put(k, f[0], f[1], f[2])
+        out.add(state, s, q)
+
+    @ti.func
+    def virtual_work(self, state: ti.template(), s: ti.template()):
+        """The loop that stands for the bending forces in the reverse kernel on one thread (`apply_forces`;
+        the reverse is what runs): W = sum over edges and corners k of lambda_k . f_k(q, qd, p), with
+        lambda_k = particle_f.grad[s] at corner k read as a constant, so that W's reverse adds
+        (df/dq)^T lambda, (df/dqd)^T lambda and (df/dp)^T lambda into the adjoints of the state and the
+        parameters: the reverse of the force term.  Reverse kernels run loop by loop backwards, so lambda is
+        read after the integrator's reverse has made it.  The edges go LANES at a time (`physics.lanes`;
+        Taichi's reverse of the forward loop itself would be scalar: benchmarks/lanes_probe.py), their
+        positions and velocities read as stop_grad(state) + port; the ports hold exact zeros and take the
+        adjoints side by side, and `ClothBendingPorts`, the loop before this one, adds them into the
+        particles' in its reverse."""
+        count = ti.static(self.model.cloth_edge_count)
+        ti.loop_config(serialize=True)
+        for g in range((count + LANES - 1) // LANES):
+            ti.stop_grad(state.particle_q)       # the state's adjoints go through the ports
+            ti.stop_grad(state.particle_qd)
+            base = g * LANES
+            # W's adjoint is 1 (a Tape clears it): a store to a .grad field stays in place in the reverse
+            # kernel, ahead of the adjoints that read it.  The ports' adjoints need no clearing: the reverse of
+            # the ports' loop (`ClothBendingPorts`) consumes them
+            self.work.grad[None] = 1.0
+            e, live, q = self.edge_lanes(base, count)
+            out = self.lane_forces
+            ports = self.reverse_ports
+            x = [lanes.add3(out.corner(state.particle_q, s, q, k), ports.lanes(ports.qport, k, base))
+                 for k in ti.static(range(4))]
+            v = [lanes.add3(out.corner(state.particle_qd, s, q, k), ports.lanes(ports.qdport, k, base))
+                 for k in ti.static(range(4))]
+            theta, gr = dihedral(x[0], x[1], x[2], x[3])
+            stiffness, kd, rest = self.params_lanes(e)
+            rate = lanes.dot(gr[0], v[0]) + lanes.dot(gr[1], v[1]) + lanes.dot(gr[2], v[2]) + lanes.dot(gr[3], v[3])
+            c = -(stiffness * (theta - rest) + kd * rate) * live
+            w = lanes.dot(gr[0], out.corner(state.particle_f.grad, s, q, 0)) \
+                + lanes.dot(gr[1], out.corner(state.particle_f.grad, s, q, 1)) \
+                + lanes.dot(gr[2], out.corner(state.particle_f.grad, s, q, 2)) \
+                + lanes.dot(gr[3], out.corner(state.particle_f.grad, s, q, 3))
+            self.work[None] += (c * w).sum()
+
+    @ti.func
+    def edge_lanes(self, base, end):
+        """The LANES edges from base below end: (their indices, 1 on live lanes and 0 on lanes past the last
+        edge, which repeat it, the (4, LANES) particle indices)."""
         last = end - 1
         e = ti.Vector([ti.min(base + l, last) for l in ti.static(range(LANES))])
         live = ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(LANES))])
         q = ti.Matrix([[self.model.cloth_bend_indices[e[l]][k] for l in ti.static(range(LANES))]
-                       for k in ti.static(range(4))])                       # (4, LANES) particle indices
-        out = self.lane_forces
-        x1 = out.corner(state.particle_q, s, q, 0)
-        x2 = out.corner(state.particle_q, s, q, 1)
-        x3 = out.corner(state.particle_q, s, q, 2)
-        x4 = out.corner(state.particle_q, s, q, 3)
-        theta, g1, g2, g3, g4 = dihedral(x1, x2, x3, x4)
+                       for k in ti.static(range(4))])
+        return e, live, q
+
+    @ti.func
+    def params_lanes(self, e):
+        """(stiffness, damping, rest angle) of the edges e, LANES-vectors."""
         r = ti.Vector([self.model.cloth_bend_row[e[l]] for l in ti.static(range(LANES))])
-        stiffness = ti.Vector([self.model.cloth_bending_stiffness[r[l]] for l in ti.static(range(LANES))])
-        kd = ti.Vector([self.model.cloth_bending_damping[r[l]] for l in ti.static(range(LANES))])
-        rest = ti.Vector([self.model.cloth_bend_rest_angle[e[l]] for l in ti.static(range(LANES))])
-        m = kd * 0.0
-        if lanes.any_nonzero(kd):            # the velocities are read only where some lane is damped
-            m = kd * (lanes.dot(g1, out.corner(state.particle_qd, s, q, 0))
-                      + lanes.dot(g2, out.corner(state.particle_qd, s, q, 1))
-                      + lanes.dot(g3, out.corner(state.particle_qd, s, q, 2))
-                      + lanes.dot(g4, out.corner(state.particle_qd, s, q, 3)))
-        c = -(stiffness * (theta - rest) + m) * live
-        out.put(0, lanes.scale(g1, c))
-        out.put(1, lanes.scale(g2, c))
-        out.put(2, lanes.scale(g3, c))
-        out.put(3, lanes.scale(g4, c))
-        out.add(state, s, q)
+        return ti.Vector([self.model.cloth_bending_stiffness[r[l]] for l in ti.static(range(LANES))]), \
+            ti.Vector([self.model.cloth_bending_damping[r[l]] for l in ti.static(range(LANES))]), \
+            ti.Vector([self.model.cloth_bend_rest_angle[e[l]] for l in ti.static(range(LANES))])
 
     @ti.func
     def damping_moment(self, state: ti.template(), s: ti.template(), e, b, q, g1, g2, g3, g4, kd):
@@ -627,6 +688,45 @@ class ClothBendingForces(StepTerm):
         """dtheta/dt [rad/s] of bending edge e from its corner velocities."""
         return g1.dot(corner_qd(self.ports, state, s, e, b, 0, q[0])) + g2.dot(corner_qd(self.ports, state, s, e, b, 1, q[1])) \
             + g3.dot(corner_qd(self.ports, state, s, e, b, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, b, 3, q[3]))
+
+
+@ti.data_oriented
+class ClothBendingPorts(StepTerm):
+    """The input ports of the bending edges' reverse on one thread (`ClothBendingForces.virtual_work`): a
+    loop that the forward kernel skips and whose reverse adds the ports' adjoints into the particles' (its
+    forward would write port = q - stop_grad(q) = 0), edge by edge in order.  A loop of its own, before the
+    bending term's: one loop per phase of the step kernel (`Simulator._substeps`)."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        columns = -(-model.cloth_edge_count // LANES) * LANES
+        # laid out (3 k + c, edge): component c of corner k, so that the lanes' adjoints land side by side
+        self.qport = ti.field(float, shape=(12, columns), needs_grad=True)
+        self.qdport = ti.field(float, shape=(12, columns), needs_grad=True)
+
+    def stability_limits(self):
+        return []
+
+    @ti.func
+    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        if ti.static(reversing()):
+            ti.loop_config(serialize=True)
+            for e in range(self.model.cloth_edge_count):
+                q = self.model.cloth_bend_indices[e]
+                for k in ti.static(range(4)):
+                    q_ng, qd_ng = stopped_state(state, s, q[k])
+                    x = state.particle_q[s, q[k]] - q_ng                # exactly 0, d/dq = 1
+                    v = state.particle_qd[s, q[k]] - qd_ng
+                    for c in ti.static(range(3)):
+                        self.qport[3 * k + c, e] = x[c]
+                        self.qdport[3 * k + c, e] = v[c]
+
+    @ti.func
+    def lanes(self, port: ti.template(), k: ti.template(), base):
+        """Corner k's ports of the LANES edges from base, a lane triple."""
+        return ti.Vector([port[3 * k, base + l] for l in ti.static(range(LANES))]), \
+            ti.Vector([port[3 * k + 1, base + l] for l in ti.static(range(LANES))]), \
+            ti.Vector([port[3 * k + 2, base + l] for l in ti.static(range(LANES))])
 
 
 @ti.data_oriented

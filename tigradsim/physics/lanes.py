@@ -17,7 +17,10 @@ Only in loops that run on one thread: in a parallel loop Taichi makes an add ato
 to that field in the task uses one index expression, and LANES lanes adding into one buffer use LANES
 (measured on the parts path: every add atomic, 1.8x slower forward).
 """
+import warnings
+
 import taichi as ti
+from taichi.lang.expr import Expr
 
 from ..core.fastmath import atan2
 
@@ -26,51 +29,53 @@ from ..core.fastmath import atan2
 LANES = 4
 
 
-@ti.func
-def row(a, c: ti.template()):
-    """Row c of a (3, L) lane matrix: component c of every lane, an L-vector."""
-    return ti.Vector([a[c, l] for l in ti.static(range(a.m))])
+# A 3-vector of L elements at once is a list of three L-vectors (x, y, z components: a "lane triple"); one
+# element's 3-vector may be given as a list of three scalars.  The helpers below are plain Python functions
+# that Taichi traces inline (not ti.funcs): over lists of plain Vectors, Taichi's reverse mode compiles the
+# bending term's lanes in ~5 s; the same arithmetic over (3, L) matrices took ~19 s (measured).
 
 
-@ti.func
+def sub(a, b):
+    """a - b, lane triples."""
+    return [a[c] - b[c] for c in range(3)]
+
+
+def add3(a, b):
+    """a + b, lane triples."""
+    return [a[c] + b[c] for c in range(3)]
+
+
 def dot(a, b):
-    """Lane-wise dot product of two (3, L) lane matrices: an L-vector."""
-    p = a * b                            # element-wise
-    return row(p, 0) + row(p, 1) + row(p, 2)
+    """Lane-wise dot product of two lane triples: an L-vector (a scalar for one element)."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@ti.func
 def cross(a, b):
-    """Lane-wise cross product of two (3, L) lane matrices."""
-    return ti.Matrix.rows([row(a, 1) * row(b, 2) - row(a, 2) * row(b, 1),
-                           row(a, 2) * row(b, 0) - row(a, 0) * row(b, 2),
-                           row(a, 0) * row(b, 1) - row(a, 1) * row(b, 0)])
+    """Lane-wise cross product of two lane triples."""
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
-@ti.func
-def scale(a, s):
-    """Each lane's 3-vector of a (3, L) lane matrix times that lane's entry of the L-vector s."""
-    return ti.Matrix.rows([row(a, 0) * s, row(a, 1) * s, row(a, 2) * s])
+def scale(a, f):
+    """Each lane's 3-vector times that lane's entry of f (an L-vector, or a scalar for one element)."""
+    return [a[c] * f for c in range(3)]
 
 
-@ti.func
 def atan2_lanes(y, x):
-    """`fastmath.atan2` of every lane (L-vectors in, an L-vector out), one scalar call per lane: in float64
-    builds Taichi 1.7.4's atan2 of whole Vectors is accurate to ~3e-8 rad only (measured), its scalar
-    atan2 to the last bit."""
+    """`fastmath.atan2` of every lane (L-vectors in, an L-vector out; scalars for one element), one scalar
+    call per lane: in float64 builds Taichi 1.7.4's atan2 of whole Vectors is accurate to ~3e-8 rad only
+    (measured), its scalar atan2 to the last bit."""
+    if isinstance(y, Expr) and y.ptr.is_tensor():
+        return _atan2_each(y, x)
+    return atan2(y, x)
+
+
+@ti.func
+def _atan2_each(y, x):
     return ti.Vector([atan2(y[l], x[l]) for l in ti.static(range(y.n))])
 
 
-@ti.func
-def one_lane(v):
-    """A 3-vector as a (3, 1) lane matrix (one element through a lanes formula)."""
-    return ti.Matrix([[v[0]], [v[1]], [v[2]]])
-
-
-@ti.func
-def lane(a, l: ti.template()):
-    """Lane l of a (3, L) lane matrix as a 3-vector."""
-    return ti.Vector([a[0, l], a[1, l], a[2, l]])
+# Taichi warns when a kernel calls a plain Python function; these are meant to be traced inline
+warnings.filterwarnings("ignore", message=r'.*Calling non-taichi function "(lanes\.(sub|add3|dot|cross|scale|atan2_lanes)|dihedral)"', category=SyntaxWarning)
 
 
 @ti.func
@@ -94,16 +99,19 @@ class LaneForces:
 
     @ti.func
     def corner(self, field: ti.template(), s, idx, k: ti.template()):
-        """Corner k's values of a per-particle vec3 state field (particle_q, particle_qd) at slot s on every
-        lane, a (3, LANES) matrix (idx: the (corners, LANES) particle indices)."""
-        return ti.Matrix([[field[s, idx[k, l]][c] for l in ti.static(range(LANES))] for c in ti.static(range(3))])
+        """Corner k's values of a per-particle vec3 field (particle_q, particle_qd, particle_f.grad) at slot s
+        on every lane, a lane triple (idx: the (corners, LANES) particle indices)."""
+        return ti.Vector([field[s, idx[k, l]][0] for l in ti.static(range(LANES))]), \
+            ti.Vector([field[s, idx[k, l]][1] for l in ti.static(range(LANES))]), \
+            ti.Vector([field[s, idx[k, l]][2] for l in ti.static(range(LANES))])
 
     @ti.func
-    def put(self, k: ti.template(), f):
-        """Store corner k's forces on every lane, f (3, LANES)."""
-        for c in ti.static(range(3)):
-            for l in ti.static(range(LANES)):
-                self.force[3 * k + c, l] = f[c, l]
+    def put(self, k: ti.template(), fx, fy, fz):
+        """Store corner k's forces on every lane (the lane triple fx, fy, fz)."""
+        for l in ti.static(range(LANES)):
+            self.force[3 * k, l] = fx[l]
+            self.force[3 * k + 1, l] = fy[l]
+            self.force[3 * k + 2, l] = fz[l]
 
     @ti.func
     def add(self, state: ti.template(), s, idx):
