@@ -1,6 +1,7 @@
 """Would element loops run faster written "in lanes"?  A measurement for issue 17's cloth target, on kernels
-of its own; the library uses the layout for the cloth bending term's forward kernels on one thread
-(`tigradsim/physics/lanes.py`, `ClothBendingForces.element_lanes`).
+of its own; the library uses the layout for the cloth bending term on one thread, forward
+(`ClothBendingForces.element_lanes`) and reverse through per-element ports (`ClothBendingForces.virtual_work`;
+`tigradsim/physics/lanes.py`).
 
 Taichi 1.7.4 compiles an element loop one element at a time, as scalar code.  LLVM's SLP vectorizer
 packs isomorphic operations into SIMD instructions when it finds them side by side and ending in stores

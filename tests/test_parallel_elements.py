@@ -152,6 +152,27 @@ def test_gather_path_bit_reproducible_run_to_run_and_across_thread_counts(scene)
             assert np.array_equal(g[n], g2[n]), n
 
 
+@pytest.mark.parametrize("n, path", [(64, "serial"), (100, "parts")])
+def test_cloth_sets_share_one_path_chosen_by_triangle_count(n, path):
+    """"auto" on 2 threads: a cloth's triangles and bending edges take one path, serial (bending in lanes both
+    ways) below cloth.CLOTH_PARTS_MIN_TRIANGLES triangles (64 x 64: 8,192 triangles, 12,160 edges, both sets
+    past PARTS_MIN_ELEMENTS), parts from there (100 x 100: 20,000)."""
+    from tigradsim.physics.cloth import CLOTH_PARTS_MIN_TRIANGLES, ClothBendingForces, ClothMembraneForces
+    tgs.init(precision="f32", cpu_max_num_threads=2)
+    try:
+        b = tgs.SceneBuilder()
+        v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(0.0, 0.5, 0.0), plane="xz")
+        b.add_cloth(v, f, params={"mu": 10.0, "lam": 20.0}, density=1.0, bending_stiffness=1e-4)
+        model = b.finalize()
+        assert (len(f) >= CLOTH_PARTS_MIN_TRIANGLES) == (path == "parts") and model.cloth_edge_count > PARTS_MIN_ELEMENTS
+        terms = [t for t in model.force_terms if isinstance(t, (ClothMembraneForces, ClothBendingForces))]
+        assert len(terms) >= 2 and all(t.path == path for t in terms)
+        bending = [t for t in terms if isinstance(t, ClothBendingForces)][0]
+        assert bending.reverse_in_lanes == (path == "serial")
+    finally:
+        tgs.init(precision="f64")
+
+
 def test_element_path_choice(f64):
     """Explicit modes are obeyed; "auto" keeps small element sets serial on this CPU and runs large ones
     on the parts path with 2 or more threads (see gather.PARTS_MIN_ELEMENTS)."""
@@ -164,6 +185,7 @@ def test_element_path_choice(f64):
     assert element_path(PARTS_MIN_ELEMENTS - 1) == "serial"
     threads = ti.lang.impl.current_cfg().cpu_max_num_threads
     assert element_path(PARTS_MIN_ELEMENTS) == ("parts" if threads >= 2 else "serial")
+    assert element_path(PARTS_MIN_ELEMENTS, parts_min_elements=PARTS_MIN_ELEMENTS + 1) == "serial"
     tgs.init(precision="f64", cpu_max_num_threads=1)
     try:
         assert element_path(10 ** 6) == "serial"          # one thread: nothing to share the work with

@@ -75,6 +75,14 @@ from ..core.registry import MaterialNotFoundError, get_material, list_materials
 
 # Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
 # cloth's |n|^2 = (2 area)^2 even in f32.
+# "auto" puts a cloth's triangles and bending edges on the parts path (`gather.element_path`) from this many
+# triangles, both sets together: with bending in lanes both ways (`ClothBendingForces`), one thread runs
+# cloth faster than two on the parts path up to about 100 x 100.  Measured on 2 cores (f32, us per step,
+# forward / forward + backward, vs_warp's cloth, named gradients, serial on 1 thread against parts on 2):
+# 64 x 64 (8,192 triangles) 263 / 962 against 344-357 / 1,092-1,117; 96 x 96 (18,050; dt 2.5e-4) 582 / 2,195
+# against 669 / 2,260; 112 x 112 (24,642) 779 / 3,084 against 879 / 2,986.  One set on threads and the
+# other serial (64 x 64: 349 / 1,051) is slower than either, so the triangle count decides for both.
+CLOTH_PARTS_MIN_TRIANGLES = 20_000
 NORMAL_EPS = 1e-30
 EDGE_EPS = 1e-24
 AERO_EPS = 1e-12   # [m^2/s^2] under |v_tangential|
@@ -368,7 +376,7 @@ class Cloths:
         model.add_field("cloth_lift", float, (len(aero),), aero[:, 1])
         model.add_field("cloth_wind", vec3, (len(aero),), aero[:, 2:5])
         model.add_field("cloth_aero_row", ti.i32, (len(tris),), np.concatenate(self._aero_row)[order], param=False)
-        path = element_path(len(tris))
+        path = element_path(len(tris), CLOTH_PARTS_MIN_TRIANGLES)
         ports = make_ports(path, model, tris, [(model.cloth_params, model.cloth_param_row.to_numpy())]
                            + [(getattr(model, f"cloth_{k}"), model.cloth_aero_row.to_numpy())
                               for k in ("drag", "lift", "wind")], [(g.start, g.end) for g in groups])
@@ -384,7 +392,6 @@ class Cloths:
             model.add_field("cloth_bending_damping", float, (len(bend),), bend[:, 1])
             model.add_field("cloth_bend_row", ti.i32, (ne,), np.concatenate(self._bend_row), param=False)
             quads = np.concatenate(self._quads)
-            path = element_path(ne)
             ports = make_ports(path, model, quads, [(getattr(model, f"cloth_bending_{k}"), model.cloth_bend_row.to_numpy())
                                                     for k in ("stiffness", "damping")])
             bending = ClothBendingForces(model, path, ports)

@@ -2,16 +2,20 @@
 
 Taichi 1.7.4 compiles an element loop one element at a time, as scalar code, and the cloth's loops are
 latency-bound.  Written in lanes, every quantity of an element's formula is a LANES-vector (lane l =
-element base + l), a 3-vector of the formula a (3, LANES) matrix, and each operation is LANES adjacent
-operations.  LLVM's SLP vectorizer packs such a tree into SIMD instructions where it ends in stores to
-consecutive addresses (`benchmarks/lanes_probe.py`: cloth bending, 12,160 edges, one thread: forward
-324 -> 92 us).  So a term evaluated in lanes stores its corner forces to a small buffer laid out (row,
-lane) before adding them into the particles (`LaneForces`).
+element base + l), a 3-vector of the formula a "lane triple" (a list of three LANES-vectors), and each
+operation is LANES adjacent operations.  LLVM's SLP vectorizer packs such a tree into SIMD instructions
+where it ends in stores to consecutive addresses (`benchmarks/lanes_probe.py`: cloth bending, 12,160 edges,
+one thread: forward 324 -> 92 us).  So a term evaluated in lanes stores its corner forces to a small buffer
+laid out (row, lane) before adding them into the particles (`LaneForces`).
 
-Forward kernels only.  The reverse pass would gain too (the probe: 939 -> 243 us) only with its inputs
-read through per-element ports laid out the same way; on the serial path's fused step kernel such a
-lanes body made Taichi's reverse kernel compile in 65 s instead of about 3, for 10 % less reverse time
-(cloth 32x32, measured), so derivative kernels evaluate the same formulas one element at a time.
+Reverse kernels: Taichi's reverse of such a loop gains nothing while the adjoints go to the particles'
+scattered addresses (the probe: 803 -> 798 us), and 939 -> 243 us when the inputs come through per-element
+ports laid out (row, element).  The cloth bending term does that on one thread
+(`cloth.ClothBendingForces.virtual_work`): in the reverse kernel its loop computes, in lanes, the virtual
+work of its forces against the force adjoints, through zero-valued ports whose own loop's reverse adds
+the ports' adjoints into the particles'.  vs_warp cloth 32x32: forward + backward 314-320 -> 212-218 us
+per step.  A first version wrote the lanes as (3, LANES) matrices: Taichi compiled the fused step's
+reverse kernel in 65 s (19 s for the term alone), against ~10 s (5 s) as lane triples.
 
 Only in loops that run on one thread: in a parallel loop Taichi makes an add atomic unless every access
 to that field in the task uses one index expression, and LANES lanes adding into one buffer use LANES
@@ -31,8 +35,8 @@ LANES = 4
 
 # A 3-vector of L elements at once is a list of three L-vectors (x, y, z components: a "lane triple"); one
 # element's 3-vector may be given as a list of three scalars.  The helpers below are plain Python functions
-# that Taichi traces inline (not ti.funcs): over lists of plain Vectors, Taichi's reverse mode compiles the
-# bending term's lanes in ~5 s; the same arithmetic over (3, L) matrices took ~19 s (measured).
+# that Taichi traces inline (not ti.funcs, which cannot return lists); they only combine their arguments
+# arithmetically (no subscript of a Taichi expression or field: that needs Taichi's scope).
 
 
 def sub(a, b):
