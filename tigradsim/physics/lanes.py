@@ -68,7 +68,7 @@ def atan2_lanes(y, x):
     """`fastmath.atan2` of every lane (L-vectors in, an L-vector out; scalars for one element), one scalar
     call per lane: in float64 builds Taichi 1.7.4's atan2 of whole Vectors is accurate to ~3e-8 rad only
     (measured), its scalar atan2 to the last bit."""
-    if isinstance(y, Expr) and y.ptr.is_tensor():
+    if isinstance(y, ti.Matrix) or (isinstance(y, Expr) and y.ptr.is_tensor()):
         return _atan2_each(y, x)
     return atan2(y, x)
 
