@@ -73,8 +73,6 @@ from ..core.fastmath import atan2
 from ..core.model import StepTerm, has_grad
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
 
-# Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
-# cloth's |n|^2 = (2 area)^2 even in f32.
 # "auto" puts a cloth's triangles and bending edges on the parts path (`gather.element_path`) from this many
 # triangles, both sets together: with bending in lanes both ways (`ClothBendingForces`), one thread runs
 # cloth faster than two on the parts path up to about 100 x 100.  Measured on 2 cores (f32, us per step,
@@ -83,6 +81,9 @@ from ..core.registry import MaterialNotFoundError, get_material, list_materials
 # against 669 / 2,260; 112 x 112 (24,642) 779 / 3,084 against 879 / 2,986.  One set on threads and the
 # other serial (64 x 64: 349 / 1,051) is slower than either, so the triangle count decides for both.
 CLOTH_PARTS_MIN_TRIANGLES = 20_000
+
+# Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
+# cloth's |n|^2 = (2 area)^2 even in f32.
 NORMAL_EPS = 1e-30
 EDGE_EPS = 1e-24
 AERO_EPS = 1e-12   # [m^2/s^2] under |v_tangential|
@@ -521,9 +522,9 @@ class ClothMembraneForces(StepTerm):
 @ti.func
 def dihedral(x1, x2, x3, x4):
     """Signed dihedral angles theta and their gradients dtheta/dx1 .. dtheta/dx4 (Bridson et al. 2003) of L
-    bending edges at once, each corner given as a lane triple (`physics.lanes`; three scalars for one
-    edge): returns (theta (L-vector), [g1, g2, g3, g4] (lane triples)).  x3, x4: the edge; x1, x2: the
-    opposite corners.  Traced inline (a plain function: `physics.lanes`)."""
+    bending edges at once, each corner given as a lane triple (`physics.lanes`: a list of three L-vectors;
+    three scalars for one edge): returns (theta (L-vector or scalar), [g1, g2, g3, g4] (lane triples)).
+    x3, x4: the edge; x1, x2: the opposite corners."""
     n1 = lanes.cross(lanes.sub(x3, x1), lanes.sub(x4, x1))
     n2 = lanes.cross(lanes.sub(x4, x2), lanes.sub(x3, x2))
     edge = lanes.sub(x4, x3)

@@ -21,8 +21,6 @@ Only in loops that run on one thread: in a parallel loop Taichi makes an add ato
 to that field in the task uses one index expression, and LANES lanes adding into one buffer use LANES
 (measured on the parts path: every add atomic, 1.8x slower forward).
 """
-import warnings
-
 import taichi as ti
 from taichi.lang.expr import Expr
 
@@ -34,52 +32,53 @@ LANES = 4
 
 
 # A 3-vector of L elements at once is a list of three L-vectors (x, y, z components: a "lane triple"); one
-# element's 3-vector may be given as a list of three scalars.  The helpers below are plain Python functions
-# that Taichi traces inline (not ti.funcs, which cannot return lists); they only combine their arguments
-# arithmetically (no subscript of a Taichi expression or field: that needs Taichi's scope).
+# element's 3-vector may be given as a list of three scalars.  Taichi functions take and return such lists.
 
 
+@ti.func
 def sub(a, b):
     """a - b, lane triples."""
     return [a[c] - b[c] for c in range(3)]
 
 
+@ti.func
 def add3(a, b):
     """a + b, lane triples."""
     return [a[c] + b[c] for c in range(3)]
 
 
+@ti.func
 def dot(a, b):
     """Lane-wise dot product of two lane triples: an L-vector (a scalar for one element)."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
+@ti.func
 def cross(a, b):
     """Lane-wise cross product of two lane triples."""
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
+@ti.func
 def scale(a, f):
     """Each lane's 3-vector times that lane's entry of f (an L-vector, or a scalar for one element)."""
     return [a[c] * f for c in range(3)]
 
 
+def _is_lanes(v) -> bool:
+    """Whether v is an L-vector (a Taichi vector expression), not a scalar.  Used at compile time."""
+    return isinstance(v, ti.Matrix) or (isinstance(v, Expr) and v.ptr.is_tensor())
+
+
+@ti.func
 def atan2_lanes(y, x):
     """`fastmath.atan2` of every lane (L-vectors in, an L-vector out; scalars for one element), one scalar
     call per lane: in float64 builds Taichi 1.7.4's atan2 of whole Vectors is accurate to ~3e-8 rad only
     (measured), its scalar atan2 to the last bit."""
-    if isinstance(y, ti.Matrix) or (isinstance(y, Expr) and y.ptr.is_tensor()):
-        return _atan2_each(y, x)
-    return atan2(y, x)
-
-
-@ti.func
-def _atan2_each(y, x):
-    return ti.Vector([atan2(y[l], x[l]) for l in ti.static(range(y.n))])
-
-
-# Taichi warns when a kernel calls a plain Python function; these are meant to be traced inline
-warnings.filterwarnings("ignore", message=r'.*Calling non-taichi function "(lanes\.(sub|add3|dot|cross|scale|atan2_lanes)|dihedral)"', category=SyntaxWarning)
+    if ti.static(_is_lanes(y)):
+        return ti.Vector([atan2(y[l], x[l]) for l in ti.static(range(y.n))])
+    else:
+        return atan2(y, x)
 
 
 @ti.func
