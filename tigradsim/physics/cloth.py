@@ -37,8 +37,10 @@ vertex (a grid corner holds 1/6 of a cell's mass) with k ~ (mu + lam) for the
 membrane and ~ k_bend / cell^2 for bending; e.g. cell 0.1 m, density 0.25 kg/m^2,
 mu = 60, lam = 80 N/m runs at dt = 1 ms.
 
-Each triangle accumulates membrane + aerodynamic force into ONE vector atomic add
-per vertex; each bending edge does one per vertex (atomics dominate CPU time).
+How the element loops add their forces: `gather.element_path` (on a CPU, cloth under
+CLOTH_PARTS_MIN_TRIANGLES triangles runs on one thread, plain adds; larger cloth on the
+parts path; GPUs atomic adds).  On one thread bending goes four edges at a time, forward
+(`ClothBendingForces.element_lanes`) and reverse (`virtual_work`, `ClothBendingPorts`).
 
 Fields on the model (T triangles sorted by material, E bending edges, A anchors):
     cloth_indices (T,) ivec3          global particle indices
