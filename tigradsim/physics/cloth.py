@@ -612,10 +612,7 @@ class ClothBendingForces(StepTerm):
         stiffness, kd, rest = self.params_lanes(e)
         m = kd * 0.0
         if lanes.any_nonzero(kd):            # the velocities are read only where some lane is damped
-            m = kd * (lanes.dot(g[0], out.corner(state.particle_qd, s, q, 0))
-                      + lanes.dot(g[1], out.corner(state.particle_qd, s, q, 1))
-                      + lanes.dot(g[2], out.corner(state.particle_qd, s, q, 2))
-                      + lanes.dot(g[3], out.corner(state.particle_qd, s, q, 3)))
+            m = kd * self.corner_dot(g, state.particle_qd, s, q)
         c = -(stiffness * (theta - rest) + m) * live
         for k in ti.static(range(4)):
             f = lanes.scale(g[k], c)
@@ -650,15 +647,10 @@ class ClothBendingForces(StepTerm):
             ports = self.reverse_ports
             x = [lanes.add3(out.corner(state.particle_q, s, q, k), ports.lanes(ports.qport, k, base))
                  for k in ti.static(range(4))]
-            v = [out.corner(state.particle_qd, s, q, k) for k in ti.static(range(4))]
             theta, gr = dihedral(x[0], x[1], x[2], x[3])
             stiffness, kd, rest = self.params_lanes(e)
-            rate = lanes.dot(gr[0], v[0]) + lanes.dot(gr[1], v[1]) + lanes.dot(gr[2], v[2]) + lanes.dot(gr[3], v[3])
-            c = -(stiffness * (theta - rest) + kd * rate) * live
-            w = lanes.dot(gr[0], out.corner(state.particle_f.grad, s, q, 0)) \
-                + lanes.dot(gr[1], out.corner(state.particle_f.grad, s, q, 1)) \
-                + lanes.dot(gr[2], out.corner(state.particle_f.grad, s, q, 2)) \
-                + lanes.dot(gr[3], out.corner(state.particle_f.grad, s, q, 3))
+            c = -(stiffness * (theta - rest) + kd * self.corner_dot(gr, state.particle_qd, s, q)) * live
+            w = self.corner_dot(gr, state.particle_f.grad, s, q)
             self.work[None] += (c * w).sum()
             # W is linear in the velocities, dW/dv_k = -live kd w g_k: their adjoints are added here, written
             # out (a statement on .grad fields stays as it is in the reverse kernel), not through ports
@@ -666,6 +658,14 @@ class ClothBendingForces(StepTerm):
             for k in ti.static(range(4)):
                 for l in ti.static(range(LANES)):
                     state.particle_qd.grad[s, q[k, l]] += a[l] * ti.Vector([gr[k][0][l], gr[k][1][l], gr[k][2][l]])
+
+    @ti.func
+    def corner_dot(self, g, field: ti.template(), s, q):
+        """sum over the 4 corners k of g_k . field[s, corner k] on every lane (g: 4 lane triples, dtheta/dx;
+        field: particle_qd for dtheta/dt, particle_f.grad for the force adjoints' work)."""
+        out = self.lane_forces
+        return lanes.dot(g[0], out.corner(field, s, q, 0)) + lanes.dot(g[1], out.corner(field, s, q, 1)) \
+            + lanes.dot(g[2], out.corner(field, s, q, 2)) + lanes.dot(g[3], out.corner(field, s, q, 3))
 
     @ti.func
     def edge_lanes(self, base, end):
