@@ -308,6 +308,32 @@ def test_bending_in_lanes_equals_one_edge_at_a_time_and_finite_differences(f64):
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient is zero"
 
 
+def test_bending_lanes_reverse_same_with_steps_launched_one_by_one(f64):
+    """The bending reverse in lanes (`virtual_work`) runs inside whichever step kernel the Simulator launches:
+    the fused one (a run of steps per launch) or one launch per step (`fuse_steps=False`, and any model with
+    a loop on threads).  Both give the same gradients (the bent scene: every cloth term acts), checkpointed
+    too."""
+    for kind in ("bent",):
+        grads = {}
+        for fuse, ck in ((None, None), (False, None), (False, 7)):
+            model, _ = grad_scene(kind)
+            assert any(getattr(t, "reverse_in_lanes", False) for t in model.force_terms)
+            sim = tgs.Simulator(model, dt=2e-3, steps=30, fuse_steps=fuse, checkpoint_every=ck)
+            assert sim.fused == (fuse is None)
+            rec = tgs.ParticleRecorder(sim, every=10)
+            sim.run()
+            noise = np.random.default_rng(1).normal(size=(rec.frames, rec.count, 3)) * 0.01
+            loss = tgs.MSELoss(rec.values, rec.numpy() + noise)
+            with tgs.tape(loss.value):
+                sim.run()
+                loss()
+            grads[fuse, ck] = {n: p.grad.to_numpy().copy() for n, p in model.parameters().items()}
+        for key in ((False, None), (False, 7)):
+            for name, g in grads[None, None].items():
+                np.testing.assert_allclose(grads[key][name], g, rtol=1e-11, atol=1e-14, err_msg=f"{kind} {key}: {name}")
+        assert np.abs(grads[None, None]["cloth_bending_stiffness"]).max() > 0
+
+
 def test_atan2_lanes_is_exact_in_f64(f64):
     """`lanes.atan2_lanes` takes the scalar atan2 of every lane (Taichi's atan2 of a whole Vector is accurate to
     ~3e-8 rad in float64): on a Vector built from values and on one that is the result of arithmetic."""
