@@ -7,8 +7,9 @@ mu and lam are the small-strain in-plane Lame parameters.
 """
 import taichi as ti
 
-from tigradsim.core.registry import ShellMaterial, register_material
 from tigradsim.core.linalg import matmul
+from tigradsim.core.registry import ShellMaterial, register_material
+from tigradsim.physics import lanes
 
 
 @register_material("stvk_membrane")
@@ -17,11 +18,16 @@ class StVKMembrane(ShellMaterial):
     nonnegative = ("mu", "lam")    # negative stiffness is not physical (checked at build and by model.set)
 
     @ti.func
-    def stress(self, F, p):
+    def stress_columns(self, f1, f2, p):
         mu, lam = p[0], p[1]
-        I = ti.Matrix.identity(float, 2)
-        E = 0.5 * (matmul(F.transpose(), F) - I)
-        return matmul(F, 2.0 * mu * E + lam * E.trace() * I)
+        e11 = 0.5 * (lanes.dot(f1, f1) - 1.0)        # E = (F^T F - I) / 2, entry by entry
+        e12 = 0.5 * lanes.dot(f1, f2)
+        e22 = 0.5 * (lanes.dot(f2, f2) - 1.0)
+        t = lam * (e11 + e22)
+        s11 = 2.0 * mu * e11 + t                      # S = 2 mu E + lam tr(E) I, P = F S
+        s12 = 2.0 * mu * e12
+        s22 = 2.0 * mu * e22 + t
+        return lanes.add3(lanes.scale(f1, s11), lanes.scale(f2, s12)), lanes.add3(lanes.scale(f1, s12), lanes.scale(f2, s22))
 
     @ti.func
     def energy(self, F, p):

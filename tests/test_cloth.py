@@ -119,7 +119,11 @@ def test_mass_from_density_and_obj_input(f64, tmp_path):
     np.testing.assert_allclose(mass[1:], expect, rtol=1e-12)
 
 
-def test_user_registered_shell_material(f64):
+def test_user_registered_shell_material(f64, cloth_lanes):
+    """A user's shell material with `stress` only (no `stress_columns`) runs one triangle at a time beside a
+    built-in one in lanes, in one cloth set."""
+    from tigradsim.physics.cloth import ClothMembraneForces
+
     @register_material("test_cloth_spring_shell")
     class Quad(ShellMaterial):
         params = {"k": 10.0}
@@ -134,6 +138,8 @@ def test_user_registered_shell_material(f64):
         b.add_cloth(v, f, material="test_cloth_spring_shell", params={"k": 50.0})
         b.add_cloth(v + [0, 0, 1], f, material="membrane")
         model = b.finalize(requires_grad=False)
+        groups = {t.group.material.name: t.in_lanes for t in model.force_terms if isinstance(t, ClothMembraneForces)}
+        assert groups == {"test_cloth_spring_shell": False, "membrane": True}
         assert np.abs(forces(model)).max() < 1e-9
         model.particle_q0.from_numpy(np.concatenate([v * 1.1, v + [0, 0, 1]]))
         fr = forces(model)
@@ -209,14 +215,18 @@ def test_rollout_gradients(f64, kind):
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{kind} / {name}: gradient is zero"
 
 
-@pytest.mark.parametrize("scatter", ["serial", "parts"])
-def test_gradients_at_zero_damping_drag_and_lift(f64, scatter):
+@pytest.mark.parametrize("scatter", ["serial", "lanes", "parts"])
+def test_gradients_at_zero_damping_drag_and_lift(f64, scatter, monkeypatch):
     """The forward kernel skips a triangle's velocity terms where its damping, drag and lift are all
     0, and a bending edge's where its damping is 0 (the defaults); their derivatives there are not 0
     and must match finite differences.  The derivative kernel evaluates the aerodynamics there with
     the positions, velocities and wind read without a gradient path (`aerodynamics_at_zero`): the
     wind's gradient is exactly 0, and the initial velocity's still matches finite differences.  On
-    the serial path and on the parts path (ports)."""
+    the serial path, one element at a time and in lanes (`virtual_work`), and on the parts path (ports)."""
+    if scatter == "lanes":
+        from tigradsim.physics import cloth
+        monkeypatch.setattr(cloth, "CLOTH_LANES_MIN_TRIANGLES", 0)
+        scatter = "serial"
     rng = np.random.default_rng(11)
     v, f = tgs.meshes.cloth_grid(3, 3, cell=0.1, origin=(0, 1, 0), plane="xz")
     b = tgs.SceneBuilder()
@@ -246,42 +256,61 @@ def test_gradients_at_zero_damping_drag_and_lift(f64, scatter):
     assert np.any(model.cloth_drag.grad.to_numpy())
 
 
+@pytest.fixture
+def cloth_lanes(monkeypatch):
+    """Cloth of any size goes LANES elements at a time on one thread (the library does from
+    CLOTH_LANES_MIN_TRIANGLES triangles, to keep small cloths' compile time down)."""
+    from tigradsim.physics import cloth
+    monkeypatch.setattr(cloth, "CLOTH_LANES_MIN_TRIANGLES", 0)
+
+
 def _lanes_scene(scatter):
-    """A curved cloth with per-edge bending parameters: damping 0 on most edges (whole groups of LANES
-    undamped, others mixed) and an edge count that is not a multiple of LANES (a part-filled last group)."""
+    """Two cloths, two material groups (membrane: 10 triangles, a part-filled last lane group whose lanes run
+    into the next group; stvk_membrane: 12), per-triangle membrane parameters, damping, drag and lift that are
+    0 on whole lane groups and mixed on others, wind, per-edge bending parameters with damping 0 on most
+    edges, and an edge count that is not a multiple of LANES."""
     rng = np.random.default_rng(21)
-    v, f = curved_grid(3, 2, bend=6.0)
-    ne = len(interior_edges(f))
-    damping = np.zeros(ne)
-    damping[[1, ne - 1]] = [0.003, 0.002]                 # group 0 mixed, the last (part-filled) group damped
-    b = tgs.SceneBuilder(gravity=(0, 0, 0))
-    b.add_cloth(v, f, density=1.0, bending_stiffness=0.05 * (1.0 + rng.random(ne)), bending_damping=damping,
-                velocity=rng.normal(size=v.shape) * 0.3, share_params=False, **NO_MEMBRANE)
+    va, fa = curved_grid(5, 1, bend=6.0)
+    vb, fb = curved_grid(3, 2, bend=4.0)
+    ta, ne = len(fa), len(interior_edges(fa))
+    damping, drag, lift = np.zeros((3, ta))
+    damping[[1, 8, 9]] = [0.05, 0.03, 0.04]
+    drag[[2, 9]] = [1.5, 2.0]
+    lift[[5]] = 1.0
+    bending_damping = np.zeros(ne)
+    bending_damping[[1, ne - 1]] = [0.003, 0.002]
+    b = tgs.SceneBuilder(gravity=(0, -2.0, 0))
+    b.add_cloth(va, fa, density=1.0, params={"mu": 30.0 * (1.0 + rng.random(ta)), "lam": 60.0}, damping=damping,
+                drag=drag, lift=lift, wind=(0.5, 0.1, -0.3), bending_stiffness=0.05 * (1.0 + rng.random(ne)),
+                bending_damping=bending_damping, velocity=rng.normal(size=va.shape) * 0.3, share_params=False)
+    b.add_cloth(vb + [0.0, 0.0, 0.5], fb, material="stvk_membrane", params={"mu": 20.0, "lam": 30.0}, damping=0.02,
+                density=1.0, bending_stiffness=0.03, velocity=rng.normal(size=vb.shape) * 0.3)
     tgs.runtime.set_scatter(scatter)
     try:
         model = b.finalize()
     finally:
         tgs.runtime.set_scatter("auto")
-    x0 = v + rng.normal(size=v.shape) * 0.01              # away from the rest angles
-    model.particle_q0.from_numpy(x0)
-    return model, ne
+    x0 = np.concatenate([va, vb + [0.0, 0.0, 0.5]])
+    model.particle_q0.from_numpy(x0 + rng.normal(size=x0.shape) * 0.01)     # away from the rest shape
+    return model, model.cloth_edge_count
 
 
-def test_bending_in_lanes_equals_one_edge_at_a_time_and_finite_differences(f64):
-    """On the serial path bending runs LANES edges at a time: its forward kernels through `element_lanes`,
-    its reverse kernel through `virtual_work` and the ports of `ClothBendingPorts`; the parts path runs one
-    edge at a time (`element`, and Taichi's reverse of it).  The forces, a rollout and the Tape gradients
-    of the two agree to rounding, and the serial path's Tape gradient matches central differences for the
-    per-edge stiffness, damping and rest angle and the initial velocities."""
-    from tigradsim.physics.cloth import ClothBendingForces
+def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64, cloth_lanes):
+    """On the serial path the membrane and bending run LANES elements at a time: forward kernels through
+    `element_lanes`, reverse kernels through `virtual_work` and the ports of `ClothLanePorts`; the parts path
+    runs one element at a time (`element`, and Taichi's reverse of it).  The forces, a rollout and the Tape
+    gradients of every parameter agree to rounding, and the serial path's Tape gradients match central
+    differences."""
+    from tigradsim.physics.cloth import ClothBendingForces, ClothLanePorts, ClothMembraneForces
     from tigradsim.physics.lanes import LANES
     lanes_model, ne = _lanes_scene("serial")
     one_model, _ = _lanes_scene("parts")
     assert ne % LANES != 0 and ne > 2 * LANES
-    bending = [t for t in lanes_model.force_terms if isinstance(t, ClothBendingForces)]
-    assert len(bending) == 1 and bending[0].lane_forces is not None and bending[0].reverse_in_lanes
-    assert all(t.lane_forces is None and not t.reverse_in_lanes
-               for t in one_model.force_terms if isinstance(t, ClothBendingForces))
+    terms = [t for t in lanes_model.force_terms if isinstance(t, (ClothBendingForces, ClothMembraneForces))]
+    assert len(terms) == 3 and all(t.lane_forces is not None and t.reverse_in_lanes for t in terms)
+    assert sum(isinstance(t, ClothLanePorts) for t in lanes_model.force_terms) == 2
+    assert all(t.lane_forces is None and not t.reverse_in_lanes for t in one_model.force_terms
+               if isinstance(t, (ClothBendingForces, ClothMembraneForces)))
     f_lanes, f_one = forces(lanes_model), forces(one_model)
     assert np.abs(f_lanes).max() > 1e-3
     np.testing.assert_allclose(f_lanes, f_one, rtol=0, atol=1e-13 * np.abs(f_one).max())
@@ -290,29 +319,28 @@ def test_bending_in_lanes_equals_one_edge_at_a_time_and_finite_differences(f64):
         sim, run, loss = rollout(model, steps=20)
         runs[name] = (sim.state.particle_q.to_numpy(), run, loss, model)
     np.testing.assert_allclose(runs["lanes"][0], runs["one"][0], rtol=0, atol=1e-12)
-    names = ("cloth_bending_stiffness", "cloth_bending_damping", "cloth_bend_rest_angle", "particle_qd0",
-             "particle_q0", "cloth_params")
     grads = {}
     for key, (_, run, loss, model) in runs.items():
         with tgs.tape(loss):
             run()
-        grads[key] = {n: getattr(model, n).grad.to_numpy().copy() for n in names}
-    for n in names:
-        assert np.abs(grads["one"][n]).max() > 1e-8, n
-        np.testing.assert_allclose(grads["lanes"][n], grads["one"][n], rtol=0,
-                                   atol=1e-11 * np.abs(grads["one"][n]).max(), err_msg=n)
+        grads[key] = {n: p.grad.to_numpy().copy() for n, p in model.parameters().items()}
+    for n, g in grads["one"].items():
+        if n != "gravity":
+            assert np.abs(g).max() > 1e-8, n
+        np.testing.assert_allclose(grads["lanes"][n], g, rtol=0, atol=1e-11 * np.abs(g).max(), err_msg=n)
     _, run, loss, model = runs["lanes"]
-    for name in ("cloth_bending_stiffness", "cloth_bending_damping", "cloth_bend_rest_angle", "particle_qd0"):
+    for name in ("cloth_params", "cloth_drag", "cloth_lift", "cloth_wind", "cloth_bending_stiffness",
+                 "cloth_bending_damping", "cloth_bend_rest_angle", "particle_qd0", "particle_q0"):
         report = tgs.check_gradient(run, loss, [getattr(model, name)], n_dirs=2, eps=1e-6, rtol=1e-5)
         assert report.ok, f"{name}:\n{report}"
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient is zero"
 
 
-def test_bending_lanes_reverse_same_with_steps_launched_one_by_one(f64):
-    """The bending reverse in lanes (`virtual_work`) runs inside whichever step kernel the Simulator launches:
-    the fused one (a run of steps per launch) or one launch per step (`fuse_steps=False`, and any model with
-    a loop on threads).  Both give the same gradients (the bent scene: every cloth term acts), checkpointed
-    too."""
+def test_lanes_reverse_same_with_steps_launched_one_by_one(f64, cloth_lanes):
+    """The membrane's and bending's reverse in lanes (`virtual_work`) run inside whichever step kernel the
+    Simulator launches: the fused one (a run of steps per launch) or one launch per step (`fuse_steps=False`,
+    and any model with a loop on threads).  Both give the same gradients (the bent scene: every cloth term
+    acts), checkpointed too."""
     for kind in ("bent",):
         grads = {}
         for fuse, ck in ((None, None), (False, None), (False, 7)):

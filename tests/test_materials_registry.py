@@ -82,6 +82,27 @@ def test_register_plugin_with_decorator(cleanup):
     assert isinstance(get_material("test_scaled_linear"), Other)
 
 
+def test_shell_plugin_by_columns(cleanup):
+    """A shell material that gives `stress_columns` only gets `stress` from it (the same P), one formula for
+    one triangle and for LANES at once (`physics.lanes`)."""
+    from tigradsim.physics import lanes
+
+    @register_material("test_shell_columns")
+    class Columns(ShellMaterial):
+        params = {"k": 1.0}
+
+        @ti.func
+        def stress_columns(self, f1, f2, p):
+            return lanes.scale(f1, p[0] * lanes.dot(f1, f1)), lanes.scale(lanes.cross(f1, f2), p[0])
+
+    cleanup += ["test_shell_columns"]
+    assert Columns.in_columns() and get_material("membrane").in_columns() and get_material("stvk_membrane").in_columns()
+    F = np.random.default_rng(0).normal(size=(3, 2))
+    P = evaluate_stress("test_shell_columns", F, {"k": 2.0})
+    np.testing.assert_allclose(P[:, 0], 2.0 * F[:, 0] * (F[:, 0] @ F[:, 0]), rtol=1e-6)
+    np.testing.assert_allclose(P[:, 1], 2.0 * np.cross(F[:, 0], F[:, 1]), rtol=1e-6)
+
+
 def test_shell_plugin_and_open_kind(cleanup):
     @register_material("test_shell")
     class TestShell(ShellMaterial):
@@ -115,6 +136,21 @@ def test_class_validation():
 
     with pytest.raises(TypeError, match="stress"):
         register_material("test_bad")(NoStress)
+
+    class NoShellStress(ShellMaterial):
+        params = {"mu": 1.0}
+
+    with pytest.raises(TypeError, match="stress_columns"):
+        register_material("test_bad")(NoShellStress)
+
+    class PlainColumns(ShellMaterial):
+        params = {"mu": 1.0}
+
+        def stress_columns(self, f1, f2, p):
+            return f1, f2
+
+    with pytest.raises(TypeError, match="stress_columns"):
+        register_material("test_bad")(PlainColumns)
 
     class PlainPython(TetMaterial):
         params = {"mu": 1.0}

@@ -152,23 +152,25 @@ def test_gather_path_bit_reproducible_run_to_run_and_across_thread_counts(scene)
             assert np.array_equal(g[n], g2[n]), n
 
 
-@pytest.mark.parametrize("n, path", [(64, "serial"), (100, "parts")])
+@pytest.mark.parametrize("n, path", [(16, "serial"), (64, "serial"), (100, "parts")])
 def test_cloth_sets_share_one_path_chosen_by_triangle_count(n, path):
-    """"auto" on 2 threads: a cloth's triangles and bending edges take one path, serial (bending in lanes both
-    ways) below cloth.CLOTH_PARTS_MIN_TRIANGLES triangles (64 x 64: 8,192 triangles, 12,160 edges, both sets
-    past PARTS_MIN_ELEMENTS), parts from there (100 x 100: 20,000)."""
-    from tigradsim.physics.cloth import CLOTH_PARTS_MIN_TRIANGLES, ClothBendingForces, ClothMembraneForces
+    """"auto" on 2 threads: a cloth's triangles and bending edges take one path, serial below
+    cloth.CLOTH_PARTS_MIN_TRIANGLES triangles (64 x 64: 8,192 triangles, 12,160 edges, both sets past
+    PARTS_MIN_ELEMENTS), parts from there (100 x 100: 20,000); on the serial path both go in lanes both ways
+    from CLOTH_LANES_MIN_TRIANGLES (16 x 16: 512 triangles, one at a time)."""
+    from tigradsim.physics.cloth import CLOTH_LANES_MIN_TRIANGLES, CLOTH_PARTS_MIN_TRIANGLES, ClothBendingForces, \
+        ClothMembraneForces
     tgs.init(precision="f32", cpu_max_num_threads=2)
     try:
         b = tgs.SceneBuilder()
         v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(0.0, 0.5, 0.0), plane="xz")
         b.add_cloth(v, f, params={"mu": 10.0, "lam": 20.0}, density=1.0, bending_stiffness=1e-4)
         model = b.finalize()
-        assert (len(f) >= CLOTH_PARTS_MIN_TRIANGLES) == (path == "parts") and model.cloth_edge_count > PARTS_MIN_ELEMENTS
+        assert (len(f) >= CLOTH_PARTS_MIN_TRIANGLES) == (path == "parts")
         terms = [t for t in model.force_terms if isinstance(t, (ClothMembraneForces, ClothBendingForces))]
         assert len(terms) >= 2 and all(t.path == path for t in terms)
-        bending = [t for t in terms if isinstance(t, ClothBendingForces)][0]
-        assert bending.reverse_in_lanes == (path == "serial")
+        in_lanes = path == "serial" and len(f) >= CLOTH_LANES_MIN_TRIANGLES
+        assert in_lanes == (n == 64) and all(t.reverse_in_lanes == in_lanes for t in terms)
     finally:
         tgs.init(precision="f64")
 

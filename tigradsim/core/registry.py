@@ -188,10 +188,29 @@ class TetMaterial(Material):
 
 class ShellMaterial(Material):
     """A membrane material for triangles (cloth): F is 3x2, the deformation gradient of
-    a triangle from its 2D rest frame; energies are per unit rest area."""
+    a triangle from its 2D rest frame; energies are per unit rest area.
+
+    A shell material may write its stress column by column instead, as
+    `@ti.func stress_columns(self, f1, f2, p)` returning (P1, P2), the columns of P for the columns f1, f2 of
+    F, each a list of three values, p a list of the parameter values; written with `tigradsim.physics.lanes`'
+    list functions (`lanes.dot`, `lanes.cross`, `lanes.scale`, ...) and `ti.sqrt` & co., one formula serves
+    one triangle (scalars) and LANES triangles at once (each value a LANES-vector), and cloth on one thread
+    then evaluates its membrane four triangles at a time (`physics.cloth`).  `stress` is made from it."""
 
     kind = "shell"
     F_shape = (3, 2)
+
+    @ti.func
+    def stress(self, F, p):
+        """P from `stress_columns` (a subclass without it defines `stress` itself)."""
+        P1, P2 = self.stress_columns([F[0, 0], F[1, 0], F[2, 0]], [F[0, 1], F[1, 1], F[2, 1]],
+                                     [p[c] for c in ti.static(range(self.num_params))])
+        return ti.Matrix.cols([ti.Vector(P1), ti.Vector(P2)])
+
+    @classmethod
+    def in_columns(cls) -> bool:
+        """Whether the material gives its stress column by column (`stress_columns`)."""
+        return hasattr(cls, "stress_columns")
 
 
 # ---------------------------------------------------------------------------
@@ -262,6 +281,12 @@ def _validate_class(cls, name: str):
     if not _is_ti_func(getattr(cls, "stress", None)):
         raise TypeError(f"register_material({name!r}): class {cls.__name__} needs a `@ti.func def stress(self, F, p)` "
                         "returning the first Piola-Kirchhoff stress")
+    columns = getattr(cls, "stress_columns", None)
+    if columns is not None and not _is_ti_func(columns):
+        raise TypeError(f"register_material({name!r}): `stress_columns` of {cls.__name__} must be a @ti.func (or absent)")
+    if issubclass(cls, ShellMaterial) and cls.stress is ShellMaterial.stress and columns is None:
+        raise TypeError(f"register_material({name!r}): class {cls.__name__} needs a `@ti.func def stress(self, F, p)` "
+                        "or a `@ti.func def stress_columns(self, f1, f2, p)` (ShellMaterial)")
     energy = getattr(cls, "energy", None)
     if energy is not None and not _is_ti_func(energy):
         raise TypeError(f"register_material({name!r}): `energy` of {cls.__name__} must be a @ti.func (or absent)")

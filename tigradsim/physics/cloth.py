@@ -39,8 +39,9 @@ mu = 60, lam = 80 N/m runs at dt = 1 ms.
 
 How the element loops add their forces: `gather.element_path` (on a CPU, cloth under
 CLOTH_PARTS_MIN_TRIANGLES triangles runs on one thread, plain adds; larger cloth on the
-parts path; GPUs atomic adds).  On one thread bending goes four edges at a time, forward
-(`ClothBendingForces.element_lanes`) and reverse (`virtual_work`, `ClothBendingPorts`).
+parts path; GPUs atomic adds).  On one thread, from CLOTH_LANES_MIN_TRIANGLES triangles, the
+membrane and bending go four elements at a time, forward (`element_lanes`) and reverse
+(`virtual_work`, `ClothLanePorts`); the membrane where its material gives `stress_columns`.
 
 Fields on the model (T triangles sorted by material, E bending edges, A anchors):
     cloth_indices (T,) ivec3          global particle indices
@@ -71,7 +72,6 @@ from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, 
     make_ports, reversing, row_value, stopped_state, table_row, wrap_terms
 from .lanes import LANES
 from ..core.errors import as_array, check_positive
-from ..core.fastmath import atan2
 from ..core.model import StepTerm, has_grad
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
 
@@ -83,6 +83,13 @@ from ..core.registry import MaterialNotFoundError, get_material, list_materials
 # against 669 / 2,260; 112 x 112 (24,642) 779 / 3,084 against 879 / 2,986.  One set on threads and the
 # other serial (64 x 64: 349 / 1,051) is slower than either, so the triangle count decides for both.
 CLOTH_PARTS_MIN_TRIANGLES = 20_000
+
+# On one thread the membrane and bending loops go LANES elements at a time (forward and reverse) from this many
+# triangles; a smaller cloth takes them one at a time.  The lanes cost compile time (a cloth's reverse kernel,
+# f64, uncached: 2.4 s one at a time, 20 s in lanes, measured on a 3x3 cloth) and save ~15 ns per triangle and
+# step forward + backward (cloth64: 863 -> 740 us per step): from ~1,000 triangles a fit of a few hundred
+# thousand steps earns the compile back.
+CLOTH_LANES_MIN_TRIANGLES = 1_024
 
 # Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
 # cloth's |n|^2 = (2 area)^2 even in f32.
@@ -383,7 +390,13 @@ class Cloths:
         ports = make_ports(path, model, tris, [(model.cloth_params, model.cloth_param_row.to_numpy())]
                            + [(getattr(model, f"cloth_{k}"), model.cloth_aero_row.to_numpy())
                               for k in ("drag", "lift", "wind")], [(g.start, g.end) for g in groups])
-        membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports) for g in groups]
+        in_lanes = path == "serial" and len(tris) >= CLOTH_LANES_MIN_TRIANGLES
+        membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports, in_lanes) for g in groups]
+        if any(m.reverse_in_lanes for m in membrane):
+            lane_ports = ClothLanePorts(model, model.cloth_indices, len(tris), velocities=membrane[0])
+            model.force_terms.append(lane_ports)     # its loop comes before the membrane's
+            for m in membrane:
+                m.reverse_ports = lane_ports
         model.force_terms.extend(wrap_terms(ports, membrane))
         ne = sum(len(q) for q in self._quads)
         model.cloth_edge_count = ne
@@ -397,7 +410,7 @@ class Cloths:
             quads = np.concatenate(self._quads)
             ports = make_ports(path, model, quads, [(getattr(model, f"cloth_bending_{k}"), model.cloth_bend_row.to_numpy())
                                                     for k in ("stiffness", "damping")])
-            bending = ClothBendingForces(model, path, ports)
+            bending = ClothBendingForces(model, path, ports, in_lanes)
             if bending.reverse_in_lanes:
                 model.force_terms.append(bending.reverse_ports)      # its loop comes before bending's
             model.force_terms.extend(wrap_terms(ports, [bending]))
@@ -416,6 +429,12 @@ class Cloths:
 # force terms
 
 @ti.func
+def list3(v):
+    """A 3-vector as a list of its three components (`physics.lanes`' form for one element)."""
+    return [v[0], v[1], v[2]]
+
+
+@ti.func
 def _col(M, c: ti.template()):
     return ti.Vector([M[0, c], M[1, c], M[2, c]])
 
@@ -425,13 +444,22 @@ class ClothMembraneForces(StepTerm):
     """Membrane (registered shell material + dF/dt damping) and aerodynamics, per triangle of
     one material group (one term per group: a term runs one loop, see model.py)."""
 
-    def __init__(self, model, group, damping_column, path="serial", ports=None):
+    def __init__(self, model, group, damping_column, path="serial", ports=None, in_lanes=False):
         super().__init__(model)
         self.group = group
         self.damping_column = damping_column
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
+        # in_lanes (one thread, CLOTH_LANES_MIN_TRIANGLES) and a material that gives its stress by columns:
+        # forward kernels take LANES triangles per iteration (`element_lanes`, `gather.for_each_element`)
+        self.in_lanes = in_lanes and self.serial and group.material.in_columns()
+        self.lane_forces = lanes.LaneForces(3) if self.in_lanes else None
+        # ... and so does its reverse kernel, through `reverse_ports` (set by `Cloths.finalize`; `virtual_work`)
+        self.reverse_in_lanes = self.in_lanes and model.requires_grad
+        self.reverse_ports = None
+        if self.reverse_in_lanes:
+            self.work = ti.field(float, shape=(), needs_grad=True)
 
     @property
     def element_range(self):
@@ -440,7 +468,10 @@ class ClothMembraneForces(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        for_each_element(self, state, s, t, self.group.start, self.group.end)
+        if ti.static(self.reverse_in_lanes and reversing()):
+            self.virtual_work(state, s)
+        else:
+            for_each_element(self, state, s, t, self.group.start, self.group.end)
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
@@ -482,7 +513,7 @@ class ClothMembraneForces(StepTerm):
                 P += kd * ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
             if aero:
                 wind = table_row(self.ports, 3, self.model.cloth_wind, e, b, self.model.cloth_aero_row[e])
-                fa = self.aerodynamics(d1, d2, area, (3.0 * v0 + w1 + w2) / 3.0 - wind, drag, lift)
+                fa = ti.Vector(aerodynamics(list3(d1), list3(d2), area, list3((3.0 * v0 + w1 + w2) / 3.0 - wind), drag, lift))
         if ti.static(differentiating() and (has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift))):
             if aero == 0:           # drag = lift = 0 here
                 fa = self.aerodynamics_at_zero(state, s, e, i, j, k, area, drag, lift)
@@ -495,15 +526,116 @@ class ClothMembraneForces(StepTerm):
         corner_put(self.ports, state, s, e, b, 2, k, fa + f2)
 
     @ti.func
-    def aerodynamics(self, d1, d2, area, v, drag, lift):
-        """A triangle's aerodynamic force per corner [N]: drag and lift on its mean velocity relative to
-        the wind, v [m/s] (d1, d2: its edge vectors from corner 0, area [m^2] its rest area)."""
-        n = d1.cross(d2)
-        nh = n * (1.0 / ti.sqrt(n.dot(n) + NORMAL_EPS))
-        vn = nh.dot(v)
-        vt = v - vn * nh
-        attack = atan2(vn, ti.sqrt(vt.dot(vt) + AERO_EPS))
-        return (-(drag * area / 3.0) * ti.abs(vn)) * v - (lift * area / 3.0 * attack * v.dot(v)) * nh
+    def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base, end: ti.template()):
+        """`element` of the LANES triangles base, base + 1, ... (below end) at once, on one thread, in forward
+        kernels (`gather.for_each_element`; `physics.lanes`: the same formulas, the material's by columns).
+        Lanes past the last triangle repeat it with their forces multiplied by 0."""
+        e, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
+        out = self.lane_forces
+        x0 = out.corner(state.particle_q, s, idx, 0)
+        d1 = lanes.sub(out.corner(state.particle_q, s, idx, 1), x0)
+        d2 = lanes.sub(out.corner(state.particle_q, s, idx, 2), x0)
+        P1, P2 = self.group.material.stress_columns(columns(d1, d2, B, 0), columns(d1, d2, B, 1), p)
+        corner_forces(out, P1, P2, B, area, False)
+        damped = lanes.any_nonzero(kd)
+        aero = lanes.any_nonzero(drag) | lanes.any_nonzero(lift)
+        if damped | aero:
+            v0 = out.corner(state.particle_qd, s, idx, 0)
+            w1 = lanes.sub(out.corner(state.particle_qd, s, idx, 1), v0)
+            w2 = lanes.sub(out.corner(state.particle_qd, s, idx, 2), v0)
+            if damped:
+                corner_forces(out, lanes.scale(columns(w1, w2, B, 0), kd), lanes.scale(columns(w1, w2, B, 1), kd), B, area, True)
+            if aero:
+                fa = aerodynamics(d1, d2, area, self.relative_velocity(e, v0, w1, w2), drag, lift)
+                for k in ti.static(range(3)):
+                    out.accumulate(k, fa[0], fa[1], fa[2])
+        out.add(state, s, idx)
+
+    @ti.func
+    def virtual_work(self, state: ti.template(), s: ti.template()):
+        """The loop that stands for the membrane and aerodynamic forces in the reverse kernel on one thread
+        (`apply_forces`), as `ClothBendingForces.virtual_work` does for bending: W = sum over triangles and
+        corners k of lambda_k . f_k, lambda = particle_f.grad[s] read as a constant, LANES triangles at a
+        time, positions and velocities through `reverse_ports`.  With the corner forces -A P B^T (corner 0
+        taking minus the other two) W = -A P : ([lambda_1 - lambda_0, lambda_2 - lambda_0] B) per triangle,
+        plus (lambda_0 + lambda_1 + lambda_2) . f_aero."""
+        start = ti.static(self.group.start)
+        end = ti.static(self.group.end)
+        ti.loop_config(serialize=True)
+        for g in range((end - start + LANES - 1) // LANES):
+            ti.stop_grad(state.particle_q)       # the state's adjoints go through the ports
+            ti.stop_grad(state.particle_qd)
+            base = start + g * LANES
+            self.work.grad[None] = 1.0           # W's adjoint (see ClothBendingForces.virtual_work)
+            e, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
+            out = self.lane_forces
+            ports = self.reverse_ports
+            x = [lanes.add3(out.corner(state.particle_q, s, idx, k), ports.lanes(ports.qport, k, base))
+                 for k in ti.static(range(3))]
+            d1 = lanes.sub(x[1], x[0])
+            d2 = lanes.sub(x[2], x[0])
+            adj = [out.corner(state.particle_f.grad, s, idx, k) for k in ti.static(range(3))]
+            m1 = lanes.sub(adj[1], adj[0])
+            m2 = lanes.sub(adj[2], adj[0])
+            G1 = columns(m1, m2, B, 0)
+            G2 = columns(m1, m2, B, 1)
+            P1, P2 = self.group.material.stress_columns(columns(d1, d2, B, 0), columns(d1, d2, B, 1), p)
+            self.work[None] += (-area * (lanes.dot(P1, G1) + lanes.dot(P2, G2))).sum()
+            # derivative kernels evaluate a term whose coefficients have gradients even where they are 0
+            # (see `element`)
+            damped = lanes.any_nonzero(kd) | ti.static(has_grad(self.model.cloth_params))
+            aero = lanes.any_nonzero(drag) | lanes.any_nonzero(lift) \
+                | ti.static(has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift))
+            if damped | aero:
+                v = [lanes.add3(out.corner(state.particle_qd, s, idx, k), ports.lanes(ports.qdport, k, base))
+                     for k in ti.static(range(3))]
+                w1 = lanes.sub(v[1], v[0])
+                w2 = lanes.sub(v[2], v[0])
+                if damped:
+                    self.work[None] += (-area * kd * (lanes.dot(columns(w1, w2, B, 0), G1)
+                                                      + lanes.dot(columns(w1, w2, B, 1), G2))).sum()
+                if aero:
+                    fa = aerodynamics(d1, d2, area, self.relative_velocity(e, v[0], w1, w2), drag, lift)
+                    self.work[None] += lanes.dot(fa, lanes.add3(lanes.add3(adj[0], adj[1]), adj[2])).sum()
+
+    @ti.func
+    def reads_velocities(self, e):
+        """Whether triangle e's forces depend on the velocities in the kernel being compiled: some of its
+        damping, drag and lift is not 0, or (derivative kernels) has a gradient (`element`)."""
+        arow = self.model.cloth_aero_row[e]
+        return (self.model.cloth_params[self.model.cloth_param_row[e], self.damping_column] != 0.0) \
+            | (self.model.cloth_drag[arow] != 0.0) | (self.model.cloth_lift[arow] != 0.0) \
+            | ti.static(differentiating() and (has_grad(self.model.cloth_params) or has_grad(self.model.cloth_drag)
+                                               or has_grad(self.model.cloth_lift)))
+
+    @ti.func
+    def triangle_lanes(self, base, end):
+        """The LANES triangles from base below end: their indices e, the (3, LANES) particle indices, B = Dm^-1
+        (2x2 nested lists of lane values), the rest areas times 1 on live lanes and 0 on lanes past the last
+        triangle (which repeat it), the material parameters (a list of lane values), the membrane damping, the
+        drag and the lift."""
+        last = end - 1
+        e = ti.Vector([ti.min(base + l, last) for l in ti.static(range(LANES))])
+        live = ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(LANES))])
+        idx = ti.Matrix([[self.model.cloth_indices[e[l]][k] for l in ti.static(range(LANES))] for k in ti.static(range(3))])
+        B = [[ti.Vector([self.model.cloth_rest_inv[e[l]][r, c] for l in ti.static(range(LANES))]) for c in ti.static(range(2))]
+             for r in ti.static(range(2))]
+        area = ti.Vector([self.model.cloth_area[e[l]] for l in ti.static(range(LANES))]) * live
+        row = ti.Vector([self.model.cloth_param_row[e[l]] for l in ti.static(range(LANES))])
+        p = [ti.Vector([self.model.cloth_params[row[l], c] for l in ti.static(range(LANES))])
+             for c in ti.static(range(self.group.param_count))]
+        kd = ti.Vector([self.model.cloth_params[row[l], self.damping_column] for l in ti.static(range(LANES))])
+        arow = ti.Vector([self.model.cloth_aero_row[e[l]] for l in ti.static(range(LANES))])
+        drag = ti.Vector([self.model.cloth_drag[arow[l]] for l in ti.static(range(LANES))])
+        lift = ti.Vector([self.model.cloth_lift[arow[l]] for l in ti.static(range(LANES))])
+        return e, idx, B, area, p, kd, drag, lift
+
+    @ti.func
+    def relative_velocity(self, e, v0, w1, w2):
+        """Mean corner velocity minus the wind of the LANES triangles e (lane triples; w1, w2: v1 - v0, v2 - v0)."""
+        arow = ti.Vector([self.model.cloth_aero_row[e[l]] for l in ti.static(range(LANES))])
+        return [(3.0 * v0[c] + w1[c] + w2[c]) / 3.0 - ti.Vector([self.model.cloth_wind[arow[l]][c] for l in ti.static(range(LANES))])
+                for c in ti.static(range(3))]
 
     @ti.func
     def aerodynamics_at_zero(self, state: ti.template(), s: ti.template(), e, i, j, k, area, drag, lift):
@@ -518,7 +650,44 @@ class ClothMembraneForces(StepTerm):
         x2, v2 = stopped_state(state, s, k)
         ti.stop_grad(self.model.cloth_wind)
         wind = row_value(self.model.cloth_wind, self.model.cloth_aero_row[e])
-        return self.aerodynamics(x1 - x0, x2 - x0, area, (v0 + v1 + v2) / 3.0 - wind, drag, lift)
+        return ti.Vector(aerodynamics(list3(x1 - x0), list3(x2 - x0), area, list3((v0 + v1 + v2) / 3.0 - wind), drag, lift))
+
+
+@ti.func
+def columns(d1, d2, B, c: ti.template()):
+    """Column c of [d1 d2] B (d1, d2: lane triples; B: 2x2 nested lists of lane values)."""
+    return [d1[r] * B[0][c] + d2[r] * B[1][c] for r in range(3)]
+
+
+@ti.func
+def corner_forces(out: ti.template(), P1, P2, B, area, add: ti.template()):
+    """The three corner forces -A P B^T (columns f1, f2; corner 0 takes -(f1 + f2)) of LANES triangles with
+    stress columns P1, P2, stored into `out` (a `lanes.LaneForces`), or added to what it holds (add=True)."""
+    f1 = [-area * (P1[r] * B[0][0] + P2[r] * B[0][1]) for r in range(3)]
+    f2 = [-area * (P1[r] * B[1][0] + P2[r] * B[1][1]) for r in range(3)]
+    f0 = [-(f1[r] + f2[r]) for r in range(3)]
+    if ti.static(add):
+        out.accumulate(0, f0[0], f0[1], f0[2])
+        out.accumulate(1, f1[0], f1[1], f1[2])
+        out.accumulate(2, f2[0], f2[1], f2[2])
+    else:
+        out.put(0, f0[0], f0[1], f0[2])
+        out.put(1, f1[0], f1[1], f1[2])
+        out.put(2, f2[0], f2[1], f2[2])
+
+
+@ti.func
+def aerodynamics(d1, d2, area, v, drag, lift):
+    """A triangle's aerodynamic force per corner [N]: drag and lift on its mean velocity relative to the wind,
+    v [m/s] (d1, d2: its edge vectors from corner 0, area [m^2] its rest area); lane triples and lane values
+    (`physics.lanes`), or lists of three scalars and scalars for one triangle."""
+    n = lanes.cross(d1, d2)
+    nh = lanes.scale(n, 1.0 / ti.sqrt(lanes.dot(n, n) + NORMAL_EPS))
+    vn = lanes.dot(nh, v)
+    vt = lanes.sub(v, lanes.scale(nh, vn))
+    attack = lanes.atan2_lanes(vn, ti.sqrt(lanes.dot(vt, vt) + AERO_EPS))
+    return lanes.add3(lanes.scale(v, -(drag * area / 3.0) * ti.abs(vn)),
+                      lanes.scale(nh, -(lift * area / 3.0) * attack * lanes.dot(v, v)))
 
 
 @ti.func
@@ -547,16 +716,19 @@ def dihedral(x1, x2, x3, x4):
 class ClothBendingForces(StepTerm):
     """Dihedral-angle bending: f = -(k (theta - theta0) + k_d dtheta/dt) dtheta/dx."""
 
-    def __init__(self, model, path="serial", ports=None):
+    def __init__(self, model, path="serial", ports=None, in_lanes=False):
         super().__init__(model)
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
-        # one thread: forward kernels take LANES edges per iteration (`element_lanes`, `gather.for_each_element`),
-        # and so does the reverse kernel where there are gradients (`virtual_work`, through these ports)
-        self.lane_forces = lanes.LaneForces(4) if self.serial else None
-        self.reverse_in_lanes = self.serial and model.requires_grad
-        self.reverse_ports = ClothBendingPorts(model) if self.reverse_in_lanes else None
+        # in_lanes (one thread, CLOTH_LANES_MIN_TRIANGLES): forward kernels take LANES edges per iteration
+        # (`element_lanes`, `gather.for_each_element`), and so does the reverse kernel where there are gradients
+        # (`virtual_work`, through these ports)
+        self.in_lanes = in_lanes and self.serial
+        self.lane_forces = lanes.LaneForces(4) if self.in_lanes else None
+        self.reverse_in_lanes = self.in_lanes and model.requires_grad
+        self.reverse_ports = ClothLanePorts(model, model.cloth_bend_indices, model.cloth_edge_count) \
+            if self.reverse_in_lanes else None
         if self.reverse_in_lanes:
             self.work = ti.field(float, shape=(), needs_grad=True)
 
@@ -629,7 +801,7 @@ class ClothBendingForces(StepTerm):
         read after the integrator's reverse has made it.  The edges go LANES at a time (`physics.lanes`;
         Taichi's reverse of the forward loop itself would be scalar: benchmarks/lanes_probe.py), their
         positions read as stop_grad(q) + port: the ports hold exact zeros and take the adjoints side by side,
-        and `ClothBendingPorts`, the loop before this one, adds them into the particles' in its reverse.  W is
+        and `ClothLanePorts`, the loop before this one, adds them into the particles' in its reverse.  W is
         linear in the velocities, so their adjoints are written out instead (vs_warp cloth64: 909-923 against
         943 us per step forward + backward with velocity ports)."""
         count = ti.static(self.model.cloth_edge_count)
@@ -640,7 +812,7 @@ class ClothBendingForces(StepTerm):
             base = g * LANES
             # W's adjoint is 1 (a Tape clears it): a store to a .grad field stays in place in the reverse
             # kernel, ahead of the adjoints that read it.  The ports' adjoints need no clearing: the reverse of
-            # the ports' loop (`ClothBendingPorts`) consumes them
+            # the ports' loop (`ClothLanePorts`) consumes them
             self.work.grad[None] = 1.0
             e, live, q = self.edge_lanes(base, count)
             out = self.lane_forces
@@ -707,17 +879,28 @@ class ClothBendingForces(StepTerm):
 
 
 @ti.data_oriented
-class ClothBendingPorts(StepTerm):
-    """The input ports of the bending edges' reverse on one thread (`ClothBendingForces.virtual_work`): a
-    loop that the forward kernel skips and whose reverse adds the ports' adjoints into the particles' (its
-    forward would write port = q - stop_grad(q) = 0), edge by edge in order.  A loop of its own, before the
-    bending term's: one loop per phase of the step kernel (`Simulator._substeps`)."""
+class ClothLanePorts(StepTerm):
+    """The input ports of an element set's reverse in lanes on one thread (`ClothBendingForces.virtual_work`,
+    `ClothMembraneForces.virtual_work`): a loop that the forward kernel skips and whose reverse adds the ports'
+    adjoints into the particles' (its forward would write port = state - stop_grad(state) = 0), element by
+    element in order.  A loop of its own, before the element term's: one loop per phase of the step kernel
+    (`Simulator._substeps`).
 
-    def __init__(self, model):
+    indices: (count,) field of K-vectors (the elements' particles); velocities: None, or a term whose
+    `reads_velocities(e)` tells where ports for the velocities are needed too."""
+
+    def __init__(self, model, indices, count: int, velocities=None):
         super().__init__(model)
-        columns = -(-model.cloth_edge_count // LANES) * LANES
-        # laid out (3 k + c, edge): component c of corner k, so that the lanes' adjoints land side by side
-        self.qport = ti.field(float, shape=(12, columns), needs_grad=True)
+        self.indices = indices
+        self.count = count
+        self.corners = indices.n
+        self.velocities = velocities
+        self.with_velocities = velocities is not None
+        # laid out (3 k + c, element): component c of corner k, so that the lanes' adjoints land side by side;
+        # LANES columns more: a lane group of the last material group may run past the last element
+        columns = -(-count // LANES) * LANES + LANES
+        self.qport = ti.field(float, shape=(3 * self.corners, columns), needs_grad=True)
+        self.qdport = ti.field(float, shape=(3 * self.corners, columns), needs_grad=True) if self.with_velocities else None
 
     def stability_limits(self):
         return []
@@ -726,17 +909,24 @@ class ClothBendingPorts(StepTerm):
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         if ti.static(reversing()):
             ti.loop_config(serialize=True)
-            for e in range(self.model.cloth_edge_count):
-                q = self.model.cloth_bend_indices[e]
-                for k in ti.static(range(4)):
-                    q_ng, _ = stopped_state(state, s, q[k])
+            for e in range(self.count):
+                q = self.indices[e]
+                for k in ti.static(range(self.corners)):
+                    q_ng, qd_ng = stopped_state(state, s, q[k])
                     x = state.particle_q[s, q[k]] - q_ng                # exactly 0, d/dq = 1
                     for c in ti.static(range(3)):
                         self.qport[3 * k + c, e] = x[c]
+                    if ti.static(self.with_velocities):
+                        # only where the element reads them: elsewhere their adjoints are 0 (its lane group
+                        # may still read its velocities) and the port's adjoint add is skipped
+                        if self.velocities.reads_velocities(e):
+                            v = state.particle_qd[s, q[k]] - qd_ng
+                            for c in ti.static(range(3)):
+                                self.qdport[3 * k + c, e] = v[c]
 
     @ti.func
     def lanes(self, port: ti.template(), k: ti.template(), base):
-        """Corner k's ports of the LANES edges from base, a lane triple."""
+        """Corner k's ports of the LANES elements from base, a lane triple."""
         return ti.Vector([port[3 * k, base + l] for l in ti.static(range(LANES))]), \
             ti.Vector([port[3 * k + 1, base + l] for l in ti.static(range(LANES))]), \
             ti.Vector([port[3 * k + 2, base + l] for l in ti.static(range(LANES))])

@@ -464,7 +464,7 @@ def for_each_element(term: ti.template(), state: ti.template(), s: ti.template()
     the checked forward kernel of `Tape(validation=True)`, where every term runs its own plain loop."""
     if ti.static(getattr(term, "merged", False) and not validating()):
         pass
-    elif ti.static(hasattr(term, "element_lanes") and term.serial and not differentiating() and not validating()):
+    elif ti.static(getattr(term, "in_lanes", False) and not differentiating() and not validating()):
         # one thread, forward kernels: LANES elements per iteration (`physics.lanes`); a term's derivative
         # kernels take them one at a time (`element`, the same formulas)
         ti.loop_config(serialize=True)

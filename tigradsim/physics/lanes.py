@@ -117,6 +117,14 @@ class LaneForces:
             self.force[3 * k + 2, l] = fz[l]
 
     @ti.func
+    def accumulate(self, k: ti.template(), fx, fy, fz):
+        """Add the lane triple fx, fy, fz to corner k's stored forces on every lane."""
+        for l in ti.static(range(LANES)):
+            self.force[3 * k, l] += fx[l]
+            self.force[3 * k + 1, l] += fy[l]
+            self.force[3 * k + 2, l] += fz[l]
+
+    @ti.func
     def add(self, state: ti.template(), s, idx):
         """Add the stored forces into the particles, lane by lane (element order) and corner by corner."""
         for l in ti.static(range(LANES)):
