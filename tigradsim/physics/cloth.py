@@ -581,32 +581,48 @@ class ClothMembraneForces(StepTerm):
             G2 = columns(m1, m2, B, 1)
             P1, P2 = self.group.material.stress_columns(columns(d1, d2, B, 0), columns(d1, d2, B, 1), p)
             self.work[None] += (-area * (lanes.dot(P1, G1) + lanes.dot(P2, G2))).sum()
-            # derivative kernels evaluate a term whose coefficients have gradients even where they are 0
-            # (see `element`)
-            damped = lanes.any_nonzero(kd) | ti.static(has_grad(self.model.cloth_params))
-            aero = lanes.any_nonzero(drag) | lanes.any_nonzero(lift) \
-                | ti.static(has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift))
+            # A derivative kernel evaluates a term whose coefficients have gradients even where they are 0
+            # (see `element`); where they are 0 on every lane, the derivatives in everything but them are 0, and
+            # the state (without its ports) and the wind are read as constants (`aerodynamics_at_zero`)
+            damp_grad = ti.static(has_grad(self.model.cloth_params))
+            aero_grad = ti.static(has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift))
+            damped = lanes.any_nonzero(kd)
+            aero = lanes.any_nonzero(drag) | lanes.any_nonzero(lift)
+            adj_sum = lanes.add3(lanes.add3(adj[0], adj[1]), adj[2])
             if damped | aero:
                 v = [lanes.add3(out.corner(state.particle_qd, s, idx, k), ports.lanes(ports.qdport, k, base))
                      for k in ti.static(range(3))]
-                w1 = lanes.sub(v[1], v[0])
-                w2 = lanes.sub(v[2], v[0])
-                if damped:
-                    self.work[None] += (-area * kd * (lanes.dot(columns(w1, w2, B, 0), G1)
-                                                      + lanes.dot(columns(w1, w2, B, 1), G2))).sum()
-                if aero:
-                    fa = aerodynamics(d1, d2, area, self.relative_velocity(e, v[0], w1, w2), drag, lift)
-                    self.work[None] += lanes.dot(fa, lanes.add3(lanes.add3(adj[0], adj[1]), adj[2])).sum()
+                self.velocity_work(e, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v,
+                                   damped | ti.static(damp_grad), aero | ti.static(aero_grad))
+            elif ti.static(damp_grad or aero_grad):
+                ti.stop_grad(self.model.cloth_wind)
+                x0 = out.corner(state.particle_q, s, idx, 0)
+                self.velocity_work(e, B, area, kd, drag, lift, G1, G2, adj_sum,
+                                   lanes.sub(out.corner(state.particle_q, s, idx, 1), x0),
+                                   lanes.sub(out.corner(state.particle_q, s, idx, 2), x0),
+                                   [out.corner(state.particle_qd, s, idx, k) for k in ti.static(range(3))],
+                                   ti.static(damp_grad), ti.static(aero_grad))
+
+    @ti.func
+    def velocity_work(self, e, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v, damped, aero):
+        """Add the virtual work of the damping (where `damped`) and aerodynamic (where `aero`) forces of the
+        LANES triangles e to W (`virtual_work`; v: their corner velocities, three lane triples)."""
+        w1 = lanes.sub(v[1], v[0])
+        w2 = lanes.sub(v[2], v[0])
+        if damped:
+            self.work[None] += (-area * kd * (lanes.dot(columns(w1, w2, B, 0), G1)
+                                              + lanes.dot(columns(w1, w2, B, 1), G2))).sum()
+        if aero:
+            fa = aerodynamics(d1, d2, area, self.relative_velocity(e, v[0], w1, w2), drag, lift)
+            self.work[None] += lanes.dot(fa, adj_sum).sum()
 
     @ti.func
     def reads_velocities(self, e):
-        """Whether triangle e's forces depend on the velocities in the kernel being compiled: some of its
-        damping, drag and lift is not 0, or (derivative kernels) has a gradient (`element`)."""
+        """Whether triangle e's forces depend on the velocities: some of its damping, drag and lift is not 0
+        (where all are, the reverse in lanes reads them without a gradient path: `virtual_work`)."""
         arow = self.model.cloth_aero_row[e]
         return (self.model.cloth_params[self.model.cloth_param_row[e], self.damping_column] != 0.0) \
-            | (self.model.cloth_drag[arow] != 0.0) | (self.model.cloth_lift[arow] != 0.0) \
-            | ti.static(differentiating() and (has_grad(self.model.cloth_params) or has_grad(self.model.cloth_drag)
-                                               or has_grad(self.model.cloth_lift)))
+            | (self.model.cloth_drag[arow] != 0.0) | (self.model.cloth_lift[arow] != 0.0)
 
     @ti.func
     def triangle_lanes(self, base, end):
