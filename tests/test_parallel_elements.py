@@ -152,25 +152,27 @@ def test_gather_path_bit_reproducible_run_to_run_and_across_thread_counts(scene)
             assert np.array_equal(g[n], g2[n]), n
 
 
-@pytest.mark.parametrize("n, path", [(16, "serial"), (64, "serial"), (100, "parts")])
-def test_cloth_sets_share_one_path_chosen_by_triangle_count(n, path):
-    """"auto" on 2 threads: a cloth's triangles and bending edges take one path, serial below
-    cloth.CLOTH_PARTS_MIN_TRIANGLES triangles (64 x 64: 8,192 triangles, 12,160 edges, both sets past
-    PARTS_MIN_ELEMENTS), parts from there (100 x 100: 20,000); on the serial path both go in lanes both ways
-    from CLOTH_LANES_MIN_TRIANGLES (16 x 16: 512 triangles, one at a time)."""
-    from tigradsim.physics.cloth import CLOTH_LANES_MIN_TRIANGLES, CLOTH_PARTS_MIN_TRIANGLES, ClothBendingForces, \
-        ClothMembraneForces
-    tgs.init(precision="f32", cpu_max_num_threads=2)
+@pytest.mark.parametrize("n, threads, path", [(16, 2, "serial"), (64, 2, "serial"), (100, 2, "serial"),
+                                               (64, 4, "serial"), (100, 4, "parts")])
+def test_cloth_sets_share_one_path_chosen_by_triangle_count(n, threads, path):
+    """"auto": a cloth's triangles and bending edges take one path: on 2 threads serial at any size (one
+    thread in lanes is faster); with 3 or more, serial below cloth.CLOTH_PARTS_MIN_TRIANGLES triangles (64 x
+    64: 8,192 triangles, 12,160 edges, both sets past PARTS_MIN_ELEMENTS), parts from there (100 x 100:
+    20,000).  On the serial path both go in lanes both ways from CLOTH_LANES_MIN_TRIANGLES (16 x 16: 512
+    triangles, one at a time)."""
+    from tigradsim.physics.cloth import CLOTH_LANES_MIN_TRIANGLES, CLOTH_PARTS_MIN_THREADS, \
+        CLOTH_PARTS_MIN_TRIANGLES, ClothBendingForces, ClothMembraneForces
+    tgs.init(precision="f32", cpu_max_num_threads=threads)
     try:
         b = tgs.SceneBuilder()
         v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(0.0, 0.5, 0.0), plane="xz")
         b.add_cloth(v, f, params={"mu": 10.0, "lam": 20.0}, density=1.0, bending_stiffness=1e-4)
         model = b.finalize()
-        assert (len(f) >= CLOTH_PARTS_MIN_TRIANGLES) == (path == "parts")
+        assert (len(f) >= CLOTH_PARTS_MIN_TRIANGLES and threads >= CLOTH_PARTS_MIN_THREADS) == (path == "parts")
         terms = [t for t in model.force_terms if isinstance(t, (ClothMembraneForces, ClothBendingForces))]
         assert len(terms) >= 2 and all(t.path == path for t in terms)
         in_lanes = path == "serial" and len(f) >= CLOTH_LANES_MIN_TRIANGLES
-        assert in_lanes == (n == 64) and all(t.reverse_in_lanes == in_lanes for t in terms)
+        assert in_lanes == (n >= 64 and path == "serial") and all(t.reverse_in_lanes == in_lanes for t in terms)
     finally:
         tgs.init(precision="f64")
 
@@ -188,6 +190,7 @@ def test_element_path_choice(f64):
     threads = ti.lang.impl.current_cfg().cpu_max_num_threads
     assert element_path(PARTS_MIN_ELEMENTS) == ("parts" if threads >= 2 else "serial")
     assert element_path(PARTS_MIN_ELEMENTS, parts_min_elements=PARTS_MIN_ELEMENTS + 1) == "serial"
+    assert element_path(PARTS_MIN_ELEMENTS, parts_min_threads=threads + 1) == "serial"
     tgs.init(precision="f64", cpu_max_num_threads=1)
     try:
         assert element_path(10 ** 6) == "serial"          # one thread: nothing to share the work with

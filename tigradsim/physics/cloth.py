@@ -37,9 +37,9 @@ vertex (a grid corner holds 1/6 of a cell's mass) with k ~ (mu + lam) for the
 membrane and ~ k_bend / cell^2 for bending; e.g. cell 0.1 m, density 0.25 kg/m^2,
 mu = 60, lam = 80 N/m runs at dt = 1 ms.
 
-How the element loops add their forces: `gather.element_path` (on a CPU, cloth under
-CLOTH_PARTS_MIN_TRIANGLES triangles runs on one thread, plain adds; larger cloth on the
-parts path; GPUs atomic adds).  On one thread, from CLOTH_LANES_MIN_TRIANGLES triangles, the
+How the element loops add their forces: `gather.element_path` (on a CPU, cloth runs on one
+thread, plain adds, unless it has CLOTH_PARTS_MIN_TRIANGLES triangles and the CPU 3 or 4
+threads: then on the parts path; GPUs atomic adds).  On one thread, from CLOTH_LANES_MIN_TRIANGLES triangles, the
 membrane and bending go four elements at a time, forward (`element_lanes`) and reverse
 (`virtual_work`, `ClothLanePorts`); the membrane where its material gives `stress_columns`.
 
@@ -76,13 +76,19 @@ from ..core.model import StepTerm, has_grad
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
 
 # "auto" puts a cloth's triangles and bending edges on the parts path (`gather.element_path`) from this many
-# triangles, both sets together: with bending in lanes both ways (`ClothBendingForces`), one thread runs
-# cloth faster than two on the parts path up to about 100 x 100.  Measured on 2 cores (f32, us per step,
-# forward / forward + backward, vs_warp's cloth, named gradients, serial on 1 thread against parts on 2):
-# 64 x 64 (8,192 triangles) 263 / 962 against 344-357 / 1,092-1,117; 96 x 96 (18,050; dt 2.5e-4) 582 / 2,195
-# against 669 / 2,260; 112 x 112 (24,642) 779 / 3,084 against 879 / 2,986.  One set on threads and the
-# other serial (64 x 64: 349 / 1,051) is slower than either, so the triangle count decides for both.
+# triangles, both sets together, on CPUs of CLOTH_PARTS_MIN_THREADS threads or more.  On 2 threads one thread
+# in lanes (membrane and bending, both ways) is faster at every size: measured (f32, us per step, forward /
+# forward + backward, vs_warp's cloth, named gradients, serial on 1 thread against parts on 2): 64 x 64 (8,192
+# triangles) 202 / 731 against 338-357 / 1,077-1,117; 112 x 112 (24,642; dt 2.5e-4) 647 / 2,367 against 918 /
+# 3,242; 160 x 160 (51,200; dt 4e-5) 1,240 / 4,435 against 1,645 / 5,442 (the per-element costs are linear
+# in the count, so the ratio holds beyond).  The parts path on 2 threads runs the one-at-a-time code about
+# 1.4-1.6x as fast as one thread (fem32: 1.58x / 1.55x), the lanes about 1.7x; with 3 or 4 threads (the CPUs
+# on which "auto" still avoids atomic adds) parts should win again on large cloth, not measured here: the
+# earlier crossover (bending alone in lanes, 2 threads: between 96 x 96 and 112 x 112) stands there.  One set
+# on threads and the other serial (64 x 64: 349 / 1,051) is slower than either, so the triangle count
+# decides for both.
 CLOTH_PARTS_MIN_TRIANGLES = 20_000
+CLOTH_PARTS_MIN_THREADS = 3
 
 # On one thread the membrane and bending loops go LANES elements at a time (forward and reverse) from this many
 # triangles; a smaller cloth takes them one at a time.  The lanes cost compile time (a cloth's reverse kernel,
@@ -386,7 +392,7 @@ class Cloths:
         model.add_field("cloth_lift", float, (len(aero),), aero[:, 1])
         model.add_field("cloth_wind", vec3, (len(aero),), aero[:, 2:5])
         model.add_field("cloth_aero_row", ti.i32, (len(tris),), np.concatenate(self._aero_row)[order], param=False)
-        path = element_path(len(tris), CLOTH_PARTS_MIN_TRIANGLES)
+        path = element_path(len(tris), CLOTH_PARTS_MIN_TRIANGLES, CLOTH_PARTS_MIN_THREADS)
         ports = make_ports(path, model, tris, [(model.cloth_params, model.cloth_param_row.to_numpy())]
                            + [(getattr(model, f"cloth_{k}"), model.cloth_aero_row.to_numpy())
                               for k in ("drag", "lift", "wind")], [(g.start, g.end) for g in groups])

@@ -63,12 +63,12 @@ from ..core.runtime import scatter_mode
 # 1.50x / 1.30x, cloth64 1.35x / 1.19x.  Each parallel loop costs a thread-pool hand-off (35-60 us
 # here) and a model with one stops fusing its steps into one launch (`Simulator.fused`), so parts pays
 # off from ~10 thousand elements per set; 8,192 puts 40,960-tet FEM on it (and 17,280: 310 / 812 against
-# 410 / 1,083 serial), 5,120-tet FEM not.  Cloth has its own threshold since its bending term runs in lanes
-# on one thread (`cloth.CLOTH_PARTS_MIN_TRIANGLES`).
+# 410 / 1,083 serial), 5,120-tet FEM not.  Cloth has its own thresholds since its loops run in lanes on
+# one thread (`cloth.CLOTH_PARTS_MIN_TRIANGLES`, `CLOTH_PARTS_MIN_THREADS`).
 PARTS_MIN_ELEMENTS = 8192
 
 
-def element_path(element_count: int, parts_min_elements: int = PARTS_MIN_ELEMENTS) -> str:
+def element_path(element_count: int, parts_min_elements: int = PARTS_MIN_ELEMENTS, parts_min_threads: int = 2) -> str:
     """How an element loop of `element_count` elements adds its forces, decided when the term is
     built: "serial" (one thread, plain adds), "parallel" (threads, atomic adds: GPUs), "gather"
     (threads, no atomic adds, bit-reproducible: this module), "colour" (threads, no atomic adds,
@@ -78,7 +78,7 @@ def element_path(element_count: int, parts_min_elements: int = PARTS_MIN_ELEMENT
     scatter mode (`tgs.init(scatter=...)`): the five paths are obeyed; "auto" gives "parallel" where
     `runtime.serial_scatter` says not serial (GPUs, CPUs with many threads unless `deterministic()`),
     else "parts" for sets of at least `parts_min_elements` (PARTS_MIN_ELEMENTS; cloth: `cloth.CLOTH_PARTS_MIN_TRIANGLES`)
-    elements on a CPU with 2 or more threads, else "serial".
+    elements on a CPU with `parts_min_threads` (2; cloth: 3) or more threads, else "serial".
     """
     from ..core.runtime import serial_scatter
     mode = scatter_mode()
@@ -87,7 +87,7 @@ def element_path(element_count: int, parts_min_elements: int = PARTS_MIN_ELEMENT
     if not serial_scatter():
         return "parallel"
     cfg = impl.current_cfg()
-    if cfg.arch == ti.cpu and cfg.cpu_max_num_threads >= 2 and element_count >= parts_min_elements:
+    if cfg.arch == ti.cpu and cfg.cpu_max_num_threads >= parts_min_threads and element_count >= parts_min_elements:
         return "parts"
     return "serial"
 
