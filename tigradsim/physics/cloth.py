@@ -91,10 +91,12 @@ CLOTH_PARTS_MIN_TRIANGLES = 20_000
 CLOTH_PARTS_MIN_THREADS = 3
 
 # On one thread the membrane and bending loops go LANES elements at a time (forward and reverse) from this many
-# triangles; a smaller cloth takes them one at a time.  The lanes cost compile time (a cloth's reverse kernel,
-# f64, uncached: 2.4 s one at a time, 20 s in lanes, measured on a 3x3 cloth) and save ~15 ns per triangle and
-# step forward + backward (cloth64: 863 -> 740 us per step): from ~1,000 triangles a fit of a few hundred
-# thousand steps earns the compile back.
+# triangles; a smaller cloth takes them one at a time.  The lanes run cloth about twice as fast (f32, named, us
+# per step, forward / forward + backward, one at a time against lanes: 16 x 16, 512 triangles, 27 / 94 against
+# 14 / 49; 20 x 20 43 / 147 against 20 / 69; 64 x 64 432 / 1,469 against 202 / 723: ~90 ns per triangle and
+# step) but cost compile time (a cloth's reverse kernel, uncached: 2.3-2.5 s one at a time, 20-22 s in lanes;
+# 30 s with every gradient), once per model and precision: the ~18 s are earned back after ~2e8 triangle-steps,
+# a fit of ~200 iterations of 1,000 steps at this size (the offline cache keeps the kernels for later runs).
 CLOTH_LANES_MIN_TRIANGLES = 1_024
 
 # Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
