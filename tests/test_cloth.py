@@ -8,8 +8,12 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim.physics.cloth import Cloths, bending_energy, dihedral_angles, interior_edges, rest_frames
 from tigradsim.core.registry import MaterialNotFoundError, ShellMaterial, register_material, unregister_material
+from atomic_order import ON_GPU
 
 NO_MEMBRANE = dict(material="stvk_membrane", params={"mu": 0.0, "lam": 0.0})
+# The lanes are cloth's one-thread CPU path; on a GPU (TIGRADSIM_ARCH, benchmarks/gpu_check.sh) cloth runs
+# the parallel path, whose gradients the other tests check
+cpu_lanes = pytest.mark.skipif(ON_GPU, reason="the lanes are the one-thread CPU path")
 
 
 def curved_grid(nx=4, ny=3, cell=0.1, bend=2.0):
@@ -121,7 +125,7 @@ def test_mass_from_density_and_obj_input(f64, tmp_path):
 
 def test_user_registered_shell_material(f64, cloth_lanes):
     """A user's shell material with `stress` only (no `stress_columns`) runs one triangle at a time beside a
-    built-in one in lanes, in one cloth set."""
+    built-in one in lanes (on a CPU), in one cloth set."""
     from tigradsim.physics.cloth import ClothMembraneForces
 
     @register_material("test_cloth_spring_shell")
@@ -139,7 +143,7 @@ def test_user_registered_shell_material(f64, cloth_lanes):
         b.add_cloth(v + [0, 0, 1], f, material="membrane")
         model = b.finalize(requires_grad=False)
         groups = {t.group.material.name: t.in_lanes for t in model.force_terms if isinstance(t, ClothMembraneForces)}
-        assert groups == {"test_cloth_spring_shell": False, "membrane": True}
+        assert groups == {"test_cloth_spring_shell": False, "membrane": not ON_GPU}
         assert np.abs(forces(model)).max() < 1e-9
         model.particle_q0.from_numpy(np.concatenate([v * 1.1, v + [0, 0, 1]]))
         fr = forces(model)
@@ -215,7 +219,7 @@ def test_rollout_gradients(f64, kind):
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{kind} / {name}: gradient is zero"
 
 
-@pytest.mark.parametrize("scatter", ["serial", "lanes", "parts"])
+@pytest.mark.parametrize("scatter", ["serial", pytest.param("lanes", marks=cpu_lanes), "parts"])
 def test_gradients_at_zero_damping_drag_and_lift(f64, scatter, monkeypatch):
     """The forward kernel skips a triangle's velocity terms where its damping, drag and lift are all
     0, and a bending edge's where its damping is 0 (the defaults); their derivatives there are not 0
@@ -295,6 +299,7 @@ def _lanes_scene(scatter):
     return model, model.cloth_edge_count
 
 
+@cpu_lanes
 def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64, cloth_lanes):
     """On the serial path the membrane and bending run LANES elements at a time: forward kernels through
     `element_lanes`, reverse kernels through `virtual_work` and the ports of `ClothLanePorts`; the parts path
@@ -336,6 +341,7 @@ def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64,
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient is zero"
 
 
+@cpu_lanes
 def test_lanes_reverse_same_with_steps_launched_one_by_one(f64, cloth_lanes):
     """The membrane's and bending's reverse in lanes (`virtual_work`) run inside whichever step kernel the
     Simulator launches: the fused one (a run of steps per launch) or one launch per step (`fuse_steps=False`,
