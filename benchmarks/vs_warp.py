@@ -60,7 +60,8 @@ loss (sum of final heights), no tape.  Forward+backward: the same under `tgs.tap
 + `tape.backward` + `tape.zero()` (the clearing `ti.ad.Tape` does on entry).  Warp steps are
 `state.clear_forces(); [wp.sim.collide(...)]; integrator.simulate(...)` as in Warp's own examples;
 Warp's CPU kernels run on one thread, tigradsim's as `tgs.init` decides (see runtime.serial_scatter and
-gather.element_path: on 2 cores, element sets of 8,192+ elements (fem32, cloth64) run on both, smaller ones on one;
+gather.element_path: on 2 cores, FEM element sets of 8,192+ elements (fem32) run on both, smaller ones on one, and
+cloth on one at any size, in lanes from 1,024 triangles (cloth.CLOTH_PARTS_MIN_THREADS, CLOTH_LANES_MIN_TRIANGLES);
 the JSON's tigradsim_element_paths says which).
 ratio = Warp time / tigradsim time (> 1: tigradsim faster).
 
