@@ -538,7 +538,7 @@ class ClothMembraneForces(StepTerm):
         """`element` of the LANES triangles base, base + 1, ... (below end) at once, on one thread, in forward
         kernels (`gather.for_each_element`; `physics.lanes`: the same formulas, the material's by columns).
         Lanes past the last triangle repeat it with their forces multiplied by 0."""
-        e, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
+        arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
         out = self.lane_forces
         x0 = out.corner(state.particle_q, s, idx, 0)
         d1 = lanes.sub(out.corner(state.particle_q, s, idx, 1), x0)
@@ -554,7 +554,7 @@ class ClothMembraneForces(StepTerm):
             if damped:
                 corner_forces(out, lanes.scale(columns(w1, w2, B, 0), kd), lanes.scale(columns(w1, w2, B, 1), kd), B, area, True)
             if aero:
-                fa = aerodynamics(d1, d2, area, self.relative_velocity(e, v0, w1, w2), drag, lift)
+                fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v0, w1, w2), drag, lift)
                 for k in ti.static(range(3)):
                     out.accumulate(k, fa[0], fa[1], fa[2])
         out.add(state, s, idx)
@@ -575,7 +575,7 @@ class ClothMembraneForces(StepTerm):
             ti.stop_grad(state.particle_qd)
             base = start + g * LANES
             self.work.grad[None] = 1.0           # W's adjoint (see ClothBendingForces.virtual_work)
-            e, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
+            arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
             out = self.lane_forces
             ports = self.reverse_ports
             x = [lanes.add3(out.corner(state.particle_q, s, idx, k), ports.lanes(ports.qport, k, base))
@@ -600,28 +600,28 @@ class ClothMembraneForces(StepTerm):
             if damped | aero:
                 v = [lanes.add3(out.corner(state.particle_qd, s, idx, k), ports.lanes(ports.qdport, k, base))
                      for k in ti.static(range(3))]
-                self.velocity_work(e, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v,
+                self.velocity_work(arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v,
                                    damped | ti.static(damp_grad), aero | ti.static(aero_grad))
             elif ti.static(damp_grad or aero_grad):
                 ti.stop_grad(self.model.cloth_wind)
                 x0 = out.corner(state.particle_q, s, idx, 0)
-                self.velocity_work(e, B, area, kd, drag, lift, G1, G2, adj_sum,
+                self.velocity_work(arow, B, area, kd, drag, lift, G1, G2, adj_sum,
                                    lanes.sub(out.corner(state.particle_q, s, idx, 1), x0),
                                    lanes.sub(out.corner(state.particle_q, s, idx, 2), x0),
                                    [out.corner(state.particle_qd, s, idx, k) for k in ti.static(range(3))],
                                    ti.static(damp_grad), ti.static(aero_grad))
 
     @ti.func
-    def velocity_work(self, e, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v, damped, aero):
-        """Add the virtual work of the damping (where `damped`) and aerodynamic (where `aero`) forces of the
-        LANES triangles e to W (`virtual_work`; v: their corner velocities, three lane triples)."""
+    def velocity_work(self, arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v, damped, aero):
+        """Add the virtual work of the damping (where `damped`) and aerodynamic (where `aero`) forces of
+        LANES triangles (arow: their aerodynamics rows) to W (`virtual_work`; v: their corner velocities, three lane triples)."""
         w1 = lanes.sub(v[1], v[0])
         w2 = lanes.sub(v[2], v[0])
         if damped:
             self.work[None] += (-area * kd * (lanes.dot(columns(w1, w2, B, 0), G1)
                                               + lanes.dot(columns(w1, w2, B, 1), G2))).sum()
         if aero:
-            fa = aerodynamics(d1, d2, area, self.relative_velocity(e, v[0], w1, w2), drag, lift)
+            fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v[0], w1, w2), drag, lift)
             self.work[None] += lanes.dot(fa, adj_sum).sum()
 
     @ti.func
@@ -634,7 +634,7 @@ class ClothMembraneForces(StepTerm):
 
     @ti.func
     def triangle_lanes(self, base, end):
-        """The LANES triangles from base below end: their indices e, the (3, LANES) particle indices, B = Dm^-1
+        """The LANES triangles from base below end: their aerodynamics rows, the (3, LANES) particle indices, B = Dm^-1
         (2x2 nested lists of lane values), the rest areas times 1 on live lanes and 0 on lanes past the last
         triangle (which repeat it), the material parameters (a list of lane values), the membrane damping, the
         drag and the lift."""
@@ -652,12 +652,12 @@ class ClothMembraneForces(StepTerm):
         arow = ti.Vector([self.model.cloth_aero_row[e[l]] for l in ti.static(range(LANES))])
         drag = ti.Vector([self.model.cloth_drag[arow[l]] for l in ti.static(range(LANES))])
         lift = ti.Vector([self.model.cloth_lift[arow[l]] for l in ti.static(range(LANES))])
-        return e, idx, B, area, p, kd, drag, lift
+        return arow, idx, B, area, p, kd, drag, lift
 
     @ti.func
-    def relative_velocity(self, e, v0, w1, w2):
-        """Mean corner velocity minus the wind of the LANES triangles e (lane triples; w1, w2: v1 - v0, v2 - v0)."""
-        arow = ti.Vector([self.model.cloth_aero_row[e[l]] for l in ti.static(range(LANES))])
+    def relative_velocity(self, arow, v0, w1, w2):
+        """Mean corner velocity minus the wind of LANES triangles with aerodynamics rows arow (lane triples; w1, w2:
+        v1 - v0, v2 - v0)."""
         return [(3.0 * v0[c] + w1[c] + w2[c]) / 3.0 - ti.Vector([self.model.cloth_wind[arow[l]][c] for l in ti.static(range(LANES))])
                 for c in ti.static(range(3))]
 
@@ -936,14 +936,16 @@ class ClothLanePorts(StepTerm):
             for e in range(self.count):
                 q = self.indices[e]
                 for k in ti.static(range(self.corners)):
-                    q_ng, qd_ng = stopped_state(state, s, q[k])
+                    q_ng, _ = stopped_state(state, s, q[k])
                     x = state.particle_q[s, q[k]] - q_ng                # exactly 0, d/dq = 1
                     for c in ti.static(range(3)):
                         self.qport[3 * k + c, e] = x[c]
-                    if ti.static(self.with_velocities):
-                        # only where the element reads them: elsewhere their adjoints are 0 (its lane group
-                        # may still read its velocities) and the port's adjoint add is skipped
-                        if self.velocities.reads_velocities(e):
+                if ti.static(self.with_velocities):
+                    # only where the element reads them: elsewhere their adjoints are 0 (its lane group may
+                    # still read its velocities) and the port's adjoint add is skipped
+                    if self.velocities.reads_velocities(e):
+                        for k in ti.static(range(self.corners)):
+                            _, qd_ng = stopped_state(state, s, q[k])
                             v = state.particle_qd[s, q[k]] - qd_ng
                             for c in ti.static(range(3)):
                                 self.qdport[3 * k + c, e] = v[c]
