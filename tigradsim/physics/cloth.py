@@ -638,9 +638,7 @@ class ClothMembraneForces(StepTerm):
         (2x2 nested lists of lane values), the rest areas times 1 on live lanes and 0 on lanes past the last
         triangle (which repeat it), the material parameters (a list of lane values), the membrane damping, the
         drag and the lift."""
-        last = end - 1
-        e = ti.Vector([ti.min(base + l, last) for l in ti.static(range(LANES))])
-        live = ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(LANES))])
+        e, live = lanes.element_indices(base, end)
         idx = ti.Matrix([[self.model.cloth_indices[e[l]][k] for l in ti.static(range(LANES))] for k in ti.static(range(3))])
         B = [[ti.Vector([self.model.cloth_rest_inv[e[l]][r, c] for l in ti.static(range(LANES))]) for c in ti.static(range(2))]
              for r in ti.static(range(2))]
@@ -867,9 +865,7 @@ class ClothBendingForces(StepTerm):
     def edge_lanes(self, base, end):
         """The LANES edges from base below end: (their indices, 1 on live lanes and 0 on lanes past the last
         edge, which repeat it, the (4, LANES) particle indices)."""
-        last = end - 1
-        e = ti.Vector([ti.min(base + l, last) for l in ti.static(range(LANES))])
-        live = ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(LANES))])
+        e, live = lanes.element_indices(base, end)
         q = ti.Matrix([[self.model.cloth_bend_indices[e[l]][k] for l in ti.static(range(LANES))]
                        for k in ti.static(range(4))])
         return e, live, q

@@ -84,6 +84,15 @@ def atan2_lanes(y, x):
 
 
 @ti.func
+def element_indices(base, end):
+    """The LANES elements from base below end: their indices (lanes past the last element repeat it) and a
+    LANES-vector that is 1 on live lanes and 0 on those past the end (multiply their contributions by it)."""
+    last = end - 1
+    return ti.Vector([ti.min(base + l, last) for l in ti.static(range(LANES))]), \
+        ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(LANES))])
+
+
+@ti.func
 def any_nonzero(v):
     """1 where some lane of the LANES-vector v is not 0, else 0."""
     count = 0
