@@ -36,7 +36,7 @@ gradients are bit-reproducible as well.
 import numpy as np
 import taichi as ti
 
-from tigradsim.core.runtime import deterministic, np_float
+from tigradsim.core.runtime import custom_op, deterministic, np_float
 
 # A float target whose largest value is above this is taken for a 0-255 image.
 _FLOAT_TARGET_MAX = 1.0 + 1e-6
@@ -164,6 +164,7 @@ class _TargetLoss:
         self.rows = ti.field(float, shape=(nframes, H), needs_grad=True)
         self.size = (H, W)
         self.count = 0
+        self._reduce_op = None
         if self.composite:
             self.set_background(background)
         self.set_frames(frames, tgt)
@@ -280,18 +281,32 @@ class _TargetLoss:
             v = a * v + (1.0 - a) * self.background[i, j]
         return v
 
+    def _reduce(self, loss, scale, K):
+        """loss += scale * sum(pixel[:K]) in a fixed order (rows in parallel, then one serial sum):
+        one Tape entry whose backward is written out (`_sum_rows_grad`)."""
+        if self._reduce_op is None:
+            self._reduce_op = custom_op(self._sum_rows, self._sum_rows_grad)
+        self._reduce_op(loss, scale, K)
+
     @ti.kernel
-    def _reduce(self, loss: ti.template(), scale: float, K: ti.i32):
-        """loss += scale * sum(pixel[:K]) in a fixed order: rows in parallel, then one serial sum."""
+    def _sum_rows(self, loss: ti.template(), scale: float, K: ti.i32):
         for k, i in ti.ndrange(K, self.size[0]):
-            self.rows[k, i] = 0.0
-        for k, i in ti.ndrange(K, self.size[0]):
+            row = 0.0
             for j in range(self.size[1]):
-                self.rows[k, i] += self.pixel[k, i, j]
+                row += self.pixel[k, i, j]
+            self.rows[k, i] = row
         ti.loop_config(serialize=True)
         for k in range(K):
             for i in range(self.size[0]):
                 loss[None] += scale * self.rows[k, i]
+
+    @ti.kernel
+    def _sum_rows_grad(self, loss: ti.template(), scale: float, K: ti.i32):
+        """The reverse of `_sum_rows`: d loss / d pixel = scale (times the loss's adjoint)."""
+        g = scale * loss.grad[None]
+        for k, i in ti.ndrange(K, self.size[0]):
+            for j in range(self.size[1]):
+                self.pixel.grad[k, i, j] = self.pixel.grad[k, i, j] + g
 
 
 class ImageMSE(_TargetLoss):

@@ -101,6 +101,7 @@ import warnings
 import numpy as np
 import taichi as ti
 
+from tigradsim.core.fastmath import exp_neg
 from tigradsim.core.linalg import matmul, matvec
 
 from tigradsim.core.model import has_grad
@@ -128,6 +129,14 @@ _NO_DEPTH = -1e30
 # the per-pixel part (frames x H x W x kept floats) is at most this many bytes
 # (121 frames of 256 x 256 silhouettes in float64: 63 MB; in RGB: 317 MB, not kept)
 KEEP_FRAMES_MAX_BYTES = 256 * 2 ** 20
+# pixel_lanes (silhouettes on CPUs) evaluates a tile's rows in groups of this many pixels, SIMD lanes
+# (LLVM packs them two (float64) or four (float32) at a time here; 8 lanes compiled 4x slower, no faster)
+PIXEL_LANES = 4
+# ... and runs its tile loops on one thread for images up to this many pixels (a 32x64 silhouette's
+# pass takes ~0.1 ms, less than a hand-off to the thread pool).  Fixed per renderer, not
+# `runtime.serial_loop`: the serial and the parallel loop compile to different SIMD code, whose
+# sums may differ in the last bit, and the bookkeeping loops' limit must not change results
+PIXEL_LANES_SERIAL_PIXELS = 2048
 
 
 def sigma_for_edge(edge_px: float, width: int, height: int) -> float:
@@ -240,6 +249,12 @@ class SoftRasterizer:
             batched image fit).  Costs frames x H x W x (1 silhouette, 5 RGB)
             floats plus frames x the largest pair count x 2 ints.  None (default):
             keep when the per-pixel part is at most `KEEP_FRAMES_MAX_BYTES`.
+        pixel_lanes: silhouettes only: render and differentiate tile by tile, each
+            face's rows of `tile_size` pixels as SIMD lanes (`_bin_lanes`, no pair
+            list), instead of pixel by pixel over a list of (pixel, face) pairs.
+            None (default): on CPUs, for silhouettes with binning and a tile_size
+            divisible by `PIXEL_LANES`; GPUs keep the pair list (a thread per
+            pixel).  Same images and gradients to round-off.
 
     Differentiable fields (all `needs_grad`): `vertex_colors`, `face_colors`,
     `light_dir`, `light_color`, `ambient`, `background` (3,), `background_image`
@@ -254,7 +269,7 @@ class SoftRasterizer:
                  shading="silhouette", color_mode="vertex", vertex_colors=None, face_colors=None,
                  lights=None, ambient=(0.3, 0.3, 0.3), background=(0.0, 0.0, 0.0), cull_backfaces=False,
                  vertex_ids=None, vertex_offset=0, coverage_eps=1e-4, depth_eps=1e-3, tile_size=8,
-                 binning=True, normals="flat", blend=None, keep_frames=None, closed=False):
+                 binning=True, normals="flat", blend=None, keep_frames=None, closed=False, pixel_lanes=None):
         ensure_init()
         if not isinstance(camera, Camera):
             raise _err(TypeError, f"camera must be a tigradsim.renderers.Camera, got {type(camera).__name__}")
@@ -280,6 +295,15 @@ class SoftRasterizer:
             raise _err(ValueError, f"coverage_eps={coverage_eps} must lie in (0, 0.5)")
         if isinstance(tile_size, bool) or not isinstance(tile_size, (int, np.integer)) or tile_size <= 0:
             raise _err(ValueError, f"tile_size={tile_size!r} must be a positive integer")
+        lanes_ok = shading == "silhouette" and bool(binning) and tile_size % PIXEL_LANES == 0
+        if pixel_lanes is None:
+            pixel_lanes = lanes_ok and ti.lang.impl.current_cfg().arch == ti.cpu
+        if not isinstance(pixel_lanes, (bool, np.bool_)):
+            raise _err(TypeError, f"pixel_lanes={pixel_lanes!r} must be True, False or None (automatic)")
+        if pixel_lanes and not lanes_ok:
+            raise _err(ValueError, f"pixel_lanes=True needs shading='silhouette', binning=True and a tile_size "
+                                   f"divisible by {PIXEL_LANES}; got shading={shading!r}, binning={binning!r}, "
+                                   f"tile_size={tile_size}")
         if not isinstance(closed, (bool, np.bool_)):
             raise _err(TypeError, f"closed={closed!r} must be True or False")
         if closed:
@@ -314,6 +338,8 @@ class SoftRasterizer:
         self.tile_size = int(tile_size)
         self.tiles_x = -(-self.width // self.tile_size)
         self.tiles_y = -(-self.height // self.tile_size)
+        self.pixel_lanes = bool(pixel_lanes)
+        self._lanes_serial = self.width * self.height <= PIXEL_LANES_SERIAL_PIXELS
         self.sigma = sigma          # validated by the property setter
         self.gamma = gamma
 
@@ -389,6 +415,16 @@ class SoftRasterizer:
         self.row_sum = ti.field(ti.i32, shape=H)
         self.tile_count = ti.field(ti.i32, shape=self.tiles_x * self.tiles_y)
         self.counters = ti.field(ti.i32, shape=2)    # number of pairs, largest tile list
+        # pixel lanes: per tile, its pixels' running sums (log part, product part) and dL/dS by
+        # (tile, row, group of PIXEL_LANES columns)[lane], and the per-lane adjoint sums of one
+        # face's six corner coordinates; a single entry each otherwise
+        nt, ts = (self.tiles_x * self.tiles_y, self.tile_size) if self.pixel_lanes else (1, PIXEL_LANES)
+        lanes = ti.types.vector(PIXEL_LANES, fl)
+        self.lane_log = lanes.field(shape=(nt, ts, ts // PIXEL_LANES))
+        self.lane_prod = lanes.field(shape=(nt, ts, ts // PIXEL_LANES))
+        self.lane_gs = lanes.field(shape=(nt, ts, ts // PIXEL_LANES))
+        self.lane_grad = lanes.field(shape=(nt, 6))
+        self.lane_tmp = lanes.field(shape=(nt, 6))    # a group's stage results (`_bin_lanes`)
         self.image = ti.Vector.field(self.channels, fl, shape=(self.frames, H, W), needs_grad=True)
         # what the backward pass needs of each frame (keep_frames): its per-pixel sums (and
         # the softmax's zmax) here, its pairs in `kept_pairs` (allocated as pairs appear)
@@ -573,7 +609,11 @@ class SoftRasterizer:
         fb.dense(ti.ij, (self.tiles_x * self.tiles_y, cap)).place(self.tile_faces)
         # per pixel, one bit per entry of its tile's list: does the pair pass the cutoff?
         self.pix_mask = ti.field(ti.i32)
-        fb.dense(ti.ij, (self.width * self.height, (cap + 31) // 32)).place(self.pix_mask)
+        fb.dense(ti.ij, (1, 1) if self.pixel_lanes else (self.width * self.height, (cap + 31) // 32)).place(
+            self.pix_mask)
+        # pixel lanes: each tile's adjoints of each of its faces' corners (x, y of a, b, c)
+        self.tile_grad = ti.Vector.field(6, float)
+        fb.dense(ti.ij, (self.tiles_x * self.tiles_y, cap) if self.pixel_lanes else (1, 1)).place(self.tile_grad)
         self._tile_tree = fb.finalize()
         self.tile_capacity = cap
 
@@ -619,13 +659,23 @@ class SoftRasterizer:
 
     # ------------------------------------------------------------- kernels
     @ti.func
-    def _seg_d2(self, px, py, a, b):
-        ex = b[0] - a[0]
-        ey = b[1] - a[1]
-        t = ti.min(ti.max(((px - a[0]) * ex + (py - a[1]) * ey) / (ex * ex + ey * ey + 1e-30), 0.0), 1.0)
-        dx = px - a[0] - t * ex
-        dy = py - a[1] - t * ey
+    def _edge(self, a, b):
+        """The segment a -> b in NDC (x, y of a and b): its vector and 1 / its squared length."""
+        e = ti.Vector([b[0] - a[0], b[1] - a[1]])
+        return e, 1.0 / (e[0] * e[0] + e[1] * e[1] + 1e-30)
+
+    @ti.func
+    def _seg_d2_edge(self, px, py, a, e, inv_l):
+        """Squared NDC distance from (px, py) to the segment from a along e (`_edge`)."""
+        t = ti.min(ti.max(((px - a[0]) * e[0] + (py - a[1]) * e[1]) * inv_l, 0.0), 1.0)
+        dx = px - a[0] - t * e[0]
+        dy = py - a[1] - t * e[1]
         return dx * dx + dy * dy
+
+    @ti.func
+    def _seg_d2(self, px, py, a, b):
+        e, inv_l = self._edge(a, b)
+        return self._seg_d2_edge(px, py, a, e, inv_l)
 
     @ti.func
     def _perspective_bary(self, w0, w1, w2, a, b, c):
@@ -818,6 +868,67 @@ class SoftRasterizer:
                     n = (verts[slot, self.vid[idx[1]]] - p0).cross(verts[slot, self.vid[idx[2]]] - p0)
                     self.face_shade[f] = self._lambert(n / ti.sqrt(n.dot(n) + 1e-30))
 
+    @ti.func
+    def _bin_faces(self, tile_faces: ti.template(), r2):
+        """Steps 2 and 3 of `_bin`: each face's NDC box grown by the cutoff radius (into fbox) and the
+        face appended to the list of every tile the box reaches; then each tile's list sorted (so
+        sums over it run in face order, whatever the threads did)."""
+        TS = ti.static(self.tile_size)
+        TX = ti.static(self.tiles_x)
+        W = ti.static(self.width)
+        H = ti.static(self.height)
+        cap = ti.static(tile_faces.shape[1])
+        s = ti.static(float(min(self.width, self.height)))
+        ti.loop_config(serialize=ti.static(serial_loop(self.tiles_x * self.tiles_y)))
+        for t in range(self.tiles_x * self.tiles_y):
+            self.tile_count[t] = 0
+            if t == 0:
+                self.counters[1] = 0
+        # 2. faces -> tiles (bounding box grown by the cutoff radius)
+        ti.loop_config(serialize=ti.static(serial_loop(self.num_faces, 16)))
+        for f in range(self.num_faces):
+            if self._face_ok(f):
+                idx = self.faces[f]
+                a = self.proj[idx[0]]
+                b = self.proj[idx[1]]
+                c = self.proj[idx[2]]
+                r = ti.sqrt(r2) * 1.0001 + 1e-6
+                xmin = ti.min(a[0], ti.min(b[0], c[0])) - r
+                xmax = ti.max(a[0], ti.max(b[0], c[0])) + r
+                ymin = ti.min(a[1], ti.min(b[1], c[1])) - r
+                ymax = ti.max(a[1], ti.max(b[1], c[1])) + r
+                self.fbox[f] = ti.Vector([xmin, xmax, ymin, ymax])
+                c0 = ti.ceil((xmin * s + W - 1.0) * 0.5)
+                c1 = ti.floor((xmax * s + W - 1.0) * 0.5)
+                r0 = ti.ceil((H - 1.0 - ymax * s) * 0.5)
+                r1 = ti.floor((H - 1.0 - ymin * s) * 0.5)
+                if c0 <= c1 and r0 <= r1 and c1 >= 0.0 and r1 >= 0.0 and c0 <= W - 1.0 and r0 <= H - 1.0:
+                    ic0 = ti.cast(ti.max(c0, 0.0), ti.i32) // TS
+                    ic1 = ti.cast(ti.min(c1, W - 1.0), ti.i32) // TS
+                    ir0 = ti.cast(ti.max(r0, 0.0), ti.i32) // TS
+                    ir1 = ti.cast(ti.min(r1, H - 1.0), ti.i32) // TS
+                    for ty in range(ir0, ir1 + 1):
+                        for tx in range(ic0, ic1 + 1):
+                            t = ty * TX + tx
+                            k = ti.atomic_add(self.tile_count[t], 1)
+                            if k < cap:
+                                tile_faces[t, k] = f
+                            ti.atomic_max(self.counters[1], k + 1)
+        # 3. sort each tile's list (deterministic order of summation)
+        ti.loop_config(serialize=ti.static(serial_loop(self.tiles_x * self.tiles_y)))
+        for t in range(self.tiles_x * self.tiles_y):
+            n = ti.min(self.tile_count[t], cap)
+            for a_ in range(1, n):
+                key = tile_faces[t, a_]
+                b_ = a_ - 1
+                while b_ >= 0:
+                    if tile_faces[t, b_] > key:
+                        tile_faces[t, b_ + 1] = tile_faces[t, b_]
+                        b_ -= 1
+                    else:
+                        break
+                tile_faces[t, b_ + 1] = key
+
     @ti.kernel
     def _bin(self, tile_faces: ti.template(), pix_mask: ti.template(), pairs: ti.template(), r2: float,
              sigma: float, clear_grads: ti.template()):
@@ -837,58 +948,10 @@ class SoftRasterizer:
             self.acc_w[i, j] = 0.0
             self.acc_c[i, j] = ti.Vector([0.0, 0.0, 0.0])
             self.zmax[i, j] = self._z_init
-        ti.loop_config(serialize=ti.static(serial_loop(self.tiles_x * self.tiles_y)))
-        for t in range(self.tiles_x * self.tiles_y):
-            self.tile_count[t] = 0
-            if t == 0:
-                self.counters[1] = 0
         if ti.static(clear_grads):
             self._zero_scratch_grads()
         if ti.static(self.binning):
-            # 2. faces -> tiles (bounding box grown by the cutoff radius)
-            ti.loop_config(serialize=ti.static(serial_loop(self.num_faces, 16)))
-            for f in range(self.num_faces):
-                if self._face_ok(f):
-                    idx = self.faces[f]
-                    a = self.proj[idx[0]]
-                    b = self.proj[idx[1]]
-                    c = self.proj[idx[2]]
-                    r = ti.sqrt(r2) * 1.0001 + 1e-6
-                    xmin = ti.min(a[0], ti.min(b[0], c[0])) - r
-                    xmax = ti.max(a[0], ti.max(b[0], c[0])) + r
-                    ymin = ti.min(a[1], ti.min(b[1], c[1])) - r
-                    ymax = ti.max(a[1], ti.max(b[1], c[1])) + r
-                    self.fbox[f] = ti.Vector([xmin, xmax, ymin, ymax])
-                    c0 = ti.ceil((xmin * s + W - 1.0) * 0.5)
-                    c1 = ti.floor((xmax * s + W - 1.0) * 0.5)
-                    r0 = ti.ceil((H - 1.0 - ymax * s) * 0.5)
-                    r1 = ti.floor((H - 1.0 - ymin * s) * 0.5)
-                    if c0 <= c1 and r0 <= r1 and c1 >= 0.0 and r1 >= 0.0 and c0 <= W - 1.0 and r0 <= H - 1.0:
-                        ic0 = ti.cast(ti.max(c0, 0.0), ti.i32) // TS
-                        ic1 = ti.cast(ti.min(c1, W - 1.0), ti.i32) // TS
-                        ir0 = ti.cast(ti.max(r0, 0.0), ti.i32) // TS
-                        ir1 = ti.cast(ti.min(r1, H - 1.0), ti.i32) // TS
-                        for ty in range(ir0, ir1 + 1):
-                            for tx in range(ic0, ic1 + 1):
-                                t = ty * TX + tx
-                                k = ti.atomic_add(self.tile_count[t], 1)
-                                if k < cap:
-                                    tile_faces[t, k] = f
-                                ti.atomic_max(self.counters[1], k + 1)
-            # 3. sort each tile's list (deterministic order of summation)
-            ti.loop_config(serialize=ti.static(serial_loop(self.tiles_x * self.tiles_y)))
-            for t in range(self.tiles_x * self.tiles_y):
-                n = ti.min(self.tile_count[t], cap)
-                for a_ in range(1, n):
-                    key = tile_faces[t, a_]
-                    b_ = a_ - 1
-                    while b_ >= 0:
-                        if tile_faces[t, b_] > key:
-                            tile_faces[t, b_ + 1] = tile_faces[t, b_]
-                            b_ -= 1
-                        else:
-                            break
-                    tile_faces[t, b_ + 1] = key
+            self._bin_faces(tile_faces, r2)
         # 4. per pixel: exact cutoff test, count and maximum depth logit; in
         #    binning mode the survivors are remembered as bits over the tile list
         for i, j in self.zmax:
@@ -989,6 +1052,85 @@ class SoftRasterizer:
                             if off < pcap:
                                 pairs[off] = ti.Vector([i * W + j, f])
                             off += 1
+
+    # ------------------------------------------- silhouettes in pixel lanes (pixel_lanes)
+    @ti.func
+    def _box_span(self, f, tx, ty):
+        """The part of tile (tx, ty) that face f's box (fbox) reaches, rounded as `_bin_faces` rounds
+        it: (first row, last row, first lane group, last lane group) within the tile; empty when a
+        last is below its first."""
+        TS = ti.static(self.tile_size)
+        W = ti.static(self.width)
+        H = ti.static(self.height)
+        s = ti.static(float(min(self.width, self.height)))
+        bb = self.fbox[f]
+        r0 = ti.cast(ti.min(ti.max(ti.ceil((H - 1.0 - bb[3] * s) * 0.5), 0.0), H * 1.0), ti.i32) - ty * TS
+        r1 = ti.cast(ti.max(ti.min(ti.floor((H - 1.0 - bb[2] * s) * 0.5), H - 1.0), -1.0), ti.i32) - ty * TS
+        c0 = ti.cast(ti.min(ti.max(ti.ceil((bb[0] * s + W - 1.0) * 0.5), 0.0), W * 1.0), ti.i32) - tx * TS
+        c1 = ti.cast(ti.max(ti.min(ti.floor((bb[1] * s + W - 1.0) * 0.5), W - 1.0), -1.0), ti.i32) - tx * TS
+        return ti.max(r0, 0), ti.min(r1, TS - 1), ti.max(c0, 0) // PIXEL_LANES, \
+            ti.min(c1, TS - 1) // PIXEL_LANES
+
+    @ti.kernel
+    def _bin_lanes(self, tile_faces: ti.template(), r2: float, sigma: float, clear_grads: ti.template()):
+        """`_bin` of a silhouette in pixel lanes: faces binned into tiles as there (`_bin_faces`), then
+        per tile, in parallel, its faces in list order and, for each, the part of the tile its box
+        reaches, row by row in groups of PIXEL_LANES pixels: branch-free arithmetic (selects,
+        `exp_neg`) ending in stores to consecutive addresses, which LLVM packs into SIMD.  Each
+        pixel's S = sum of log(1 - D) over the faces within the cutoff, summed in `_bin`'s order,
+        lands in acc_log.  No pair list: `_silhouette_grad_lanes` walks the same tiles."""
+        TS = ti.static(self.tile_size)
+        TX = ti.static(self.tiles_x)
+        W = ti.static(self.width)
+        H = ti.static(self.height)
+        cap = ti.static(tile_faces.shape[1])
+        L = ti.static(PIXEL_LANES)
+        if ti.static(clear_grads):
+            self._zero_scratch_grads()
+        self._bin_faces(tile_faces, r2)
+        ti.loop_config(serialize=self._lanes_serial)
+        for t in range(self.tiles_x * self.tiles_y):
+            ty = t // TX
+            tx = t % TX
+            # element by element, as every other access to these fields (Taichi 1.7.4 forwarded a
+            # whole-vector store past later element stores in the same loop: stale sums, measured)
+            for r, g in ti.ndrange(TS, TS // L):
+                for l in ti.static(range(L)):
+                    self.lane_log[t, r, g][l] = 0.0
+                    self.lane_prod[t, r, g][l] = 1.0
+            for k in range(ti.min(self.tile_count[t], cap)):
+                idx = self.faces[tile_faces[t, k]]
+                a = self.proj[idx[0]]
+                b = self.proj[idx[1]]
+                c = self.proj[idx[2]]
+                eab, lab, ebc, lbc, eca, lca = self._face_edges(a, b, c)
+                r0, r1, g0, g1 = self._box_span(tile_faces[t, k], tx, ty)
+                for r in range(r0, r1 + 1):
+                    for g in range(g0, g1 + 1):
+                        # in stages, each ending in stores of its lanes: LLVM's SLP vectorizer packs a
+                        # tree of at most 12 levels into SIMD, and one pixel's formula is deeper
+                        for l in ti.static(range(L)):
+                            px, py = self._pixel_ndc(ty * TS + r, tx * TS + g * L + l)
+                            dab, dbc, dca = self._edge_d2s(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca)
+                            self.lane_tmp[t, 0][l] = dab
+                            self.lane_tmp[t, 1][l] = dbc
+                            self.lane_tmp[t, 2][l] = dca
+                            self.lane_tmp[t, 3][l] = ti.select(self._tri_inside(a, b, c, px, py), 1.0, 0.0)
+                        for l in ti.static(range(L)):
+                            d2 = ti.min(self.lane_tmp[t, 0][l], ti.min(self.lane_tmp[t, 1][l], self.lane_tmp[t, 2][l]))
+                            self.lane_tmp[t, 4][l] = d2 / sigma
+                            self.lane_tmp[t, 5][l] = ti.select((self.lane_tmp[t, 3][l] > 0.0) | (d2 < r2), 1.0, 0.0)
+                        for l in ti.static(range(L)):
+                            # log(1 - D) = -(x + log(1 + exp(-x))) inside, -log(1 + exp(-x)) outside (`_bin`)
+                            x = self.lane_tmp[t, 4][l]
+                            self.lane_log[t, r, g][l] = self.lane_log[t, r, g][l] - self.lane_tmp[t, 3][l] * x
+                            self.lane_prod[t, r, g][l] = self.lane_prod[t, r, g][l] * \
+                                (1.0 + self.lane_tmp[t, 5][l] * exp_neg(x))
+            for r, g in ti.ndrange(TS, TS // L):
+                for l in ti.static(range(L)):
+                    if ty * TS + r < H and tx * TS + g * L + l < W:
+                        self.acc_log[ty * TS + r, tx * TS + g * L + l] = \
+                            self.lane_log[t, r, g][l] - ti.log(self.lane_prod[t, r, g][l])
 
     @ti.func
     def _log1m_sigmoid(self, x):
@@ -1097,32 +1239,84 @@ class SoftRasterizer:
                                                         self.acc_c[i, j], gamma)
 
     @ti.func
-    def _seg_d2_grad(self, px, py, a, b, g):
-        """Adjoints (of a, of b; x and y) of `_seg_d2(px, py, a, b)` times g: the reverse of
-        its arithmetic step by step (as Taichi's autodiff would form it; the clamp of t passes
-        the adjoint only strictly inside (0, 1))."""
-        ex = b[0] - a[0]
-        ey = b[1] - a[1]
-        L = ex * ex + ey * ey + 1e-30
-        tr = ((px - a[0]) * ex + (py - a[1]) * ey) / L
+    def _seg_d2_grad(self, px, py, a, e, inv_l, g):
+        """Adjoints (of the start a, of the end a + e; x and y) of `_seg_d2_edge(px, py, a, e, inv_l)`
+        times g, inv_l taken as the function of e it is: the reverse of its arithmetic step by step
+        (as Taichi's autodiff would form it; the clamp of t passes the adjoint only strictly inside
+        (0, 1))."""
+        tr = ((px - a[0]) * e[0] + (py - a[1]) * e[1]) * inv_l
         t = ti.min(ti.max(tr, 0.0), 1.0)
-        dx = px - a[0] - t * ex
-        dy = py - a[1] - t * ey
+        dx = px - a[0] - t * e[0]
+        dy = py - a[1] - t * e[1]
         gdx = 2.0 * dx * g
         gdy = 2.0 * dy * g
-        gt = -(ex * gdx + ey * gdy)
+        gt = -(e[0] * gdx + e[1] * gdy)
         gtr = ti.select((tr > 0.0) & (tr < 1.0), gt, 0.0)
-        gnum = gtr / L
-        gL = -gtr * tr / L
-        gex = -t * gdx + (px - a[0]) * gnum + 2.0 * ex * gL
-        gey = -t * gdy + (py - a[1]) * gnum + 2.0 * ey * gL
-        gax = -gdx - ex * gnum - gex
-        gay = -gdy - ey * gnum - gey
+        gnum = gtr * inv_l
+        gL = -gtr * tr * inv_l
+        gex = -t * gdx + (px - a[0]) * gnum + 2.0 * e[0] * gL
+        gey = -t * gdy + (py - a[1]) * gnum + 2.0 * e[1] * gL
+        gax = -gdx - e[0] * gnum - gex
+        gay = -gdy - e[1] * gnum - gey
         return ti.Vector([gax, gay]), ti.Vector([gex, gey])
+
+    @ti.func
+    def _coverage_sum_grad(self, frame, i, j):
+        """dL/dS of pixel (i, j) of silhouette frame `frame`: -c exp(c S) dL/dA (A = 1 - exp(c S),
+        S = sum over the pixel's pairs of log(1 - D)); dL/dA is then zeroed: consumed, as Taichi's
+        reverse of the store `image[frame] = ...` does, so a frame rendered again in the same Tape (a
+        checkpoint segment's first step repeats the previous segment's last) passes its image
+        gradient on once, not twice."""
+        c = ti.static(self._coverage_power)
+        g_s = -c * ti.exp(c * self.acc_log[i, j]) * self.image.grad[frame, i, j][0]
+        self.image.grad[frame, i, j] = ti.Vector([0.0])
+        return g_s
+
+    @ti.func
+    def _face_edges(self, a, b, c):
+        """`_edge` of a face's three edges ab, bc, ca: (e_ab, 1/|e_ab|^2, e_bc, ..., 1/|e_ca|^2)."""
+        eab, lab = self._edge(a, b)
+        ebc, lbc = self._edge(b, c)
+        eca, lca = self._edge(c, a)
+        return eab, lab, ebc, lbc, eca, lca
+
+    @ti.func
+    def _edge_d2s(self, px, py, a, b, c, eab, lab, ebc, lbc, eca, lca):
+        """Squared NDC distances from (px, py) to a face's edges ab, bc, ca (`_face_edges`)."""
+        return self._seg_d2_edge(px, py, a, eab, lab), self._seg_d2_edge(px, py, b, ebc, lbc), \
+            self._seg_d2_edge(px, py, c, eca, lca)
+
+    @ti.func
+    def _d2_adjoint(self, inside, dab, dbc, dca, g_s, sigma, r2):
+        """The backward pass of one pair's term log(1 - D) of its pixel's S, given g_s = dL/dS:
+        (dL/d(d^2), the edge that d^2 is the distance to: 0 ab, 1 bc, 2 ca).  d^2 is the nearest
+        edge's (ti.min's choice: the first on ties); dlog(1 - sigmoid(x))/dx = -sigmoid(x),
+        x = +-d^2 / sigma (+ inside); zero past the cutoff (outside and d^2 >= r2)."""
+        d2 = ti.min(dab, ti.min(dbc, dca))
+        sign = ti.select(inside, 1.0, -1.0)
+        x = sign * d2 / sigma
+        q = exp_neg(ti.abs(x))
+        inv = 1.0 / (1.0 + q)
+        sig = ti.select(x >= 0.0, inv, q * inv)                       # sigmoid(x), stable
+        gd2 = ti.select(inside | (d2 < r2), -sig * sign / sigma * g_s, 0.0)
+        return gd2, ti.select(dab <= ti.min(dbc, dca), 0, ti.select(dbc <= dca, 1, 2))
+
+    @ti.func
+    def _corner_adjoints(self, px, py, a, b, c, eab, lab, ebc, lbc, eca, lca, gd2, edge):
+        """dL/d(x, y) of the face's corners a, b, c, (ga, gb, gc), from gd2 = dL/d(d^2) of the pair at
+        (px, py), through the distance to edge `edge` (`_d2_adjoint`).  Selects, no branches."""
+        on_ab = edge == 0
+        on_bc = edge == 1
+        g0, g1 = self._seg_d2_grad(px, py, ti.select(on_ab, a, ti.select(on_bc, b, c)),
+                                   ti.select(on_ab, eab, ti.select(on_bc, ebc, eca)),
+                                   ti.select(on_ab, lab, ti.select(on_bc, lbc, lca)), gd2)
+        zero = ti.Vector([0.0, 0.0])
+        return ti.select(on_ab, g0, ti.select(on_bc, zero, g1)), ti.select(on_ab, g1, ti.select(on_bc, g0, zero)), \
+            ti.select(on_ab, zero, ti.select(on_bc, g1, g0))
 
     @ti.kernel
     def _silhouette_grad(self, pairs: ti.template(), pair_grad: ti.template(), n_pairs: ti.i32, frame: ti.i32,
-                         sigma: float):
+                         sigma: float, r2: float):
         """The backward pass of a silhouette frame, written out (its forward is `_bin`'s
         sum S(p) = sum over pairs of log(1 - D) and A = 1 - exp(c S), c the coverage power
         (1, or 1/2 when `closed`)): adds dL/d(NDC x, y) of every face corner into proj.grad.
@@ -1137,40 +1331,22 @@ class SoftRasterizer:
         W = ti.static(self.width)
         ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height, 8)))
         for i, j in ti.ndrange(self.height, self.width):
-            c = ti.static(self._coverage_power)
-            self.acc_log.grad[i, j] = -c * ti.exp(c * self.acc_log[i, j]) * self.image.grad[frame, i, j][0]
-            # consumed, as Taichi's reverse of the store `image[frame] = ...` does: a frame rendered
-            # again in the same Tape (a checkpoint segment's first step repeats the previous
-            # segment's last) passes its image gradient on once, not twice
-            self.image.grad[frame, i, j] = ti.Vector([0.0])
+            self.acc_log.grad[i, j] = self._coverage_sum_grad(frame, i, j)
         for e in range(n_pairs):
             pr = pairs[e]
             i = pr[0] // W
             j = pr[0] % W
             idx = self.faces[pr[1]]
+            px, py = self._pixel_ndc(i, j)
             a = self.proj[idx[0]]
             b = self.proj[idx[1]]
             c = self.proj[idx[2]]
-            px, py = self._pixel_ndc(i, j)
-            inside = self._tri_inside(a, b, c, px, py)
-            dab = self._seg_d2(px, py, a, b)
-            dbc = self._seg_d2(px, py, b, c)
-            dca = self._seg_d2(px, py, c, a)
-            x = ti.select(inside, 1.0, -1.0) * ti.min(dab, ti.min(dbc, dca)) / sigma
-            q = ti.exp(-ti.abs(x))
-            sig = ti.select(x >= 0.0, 1.0 / (1.0 + q), q / (1.0 + q))      # sigmoid(x), stable
-            gd2 = -sig * ti.select(inside, 1.0, -1.0) / sigma * self.acc_log.grad[i, j]
-            out = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
-            # the nearest edge takes the adjoint (ti.min's choice: the first operand on ties)
-            if dab <= ti.min(dbc, dca):
-                ga, ge = self._seg_d2_grad(px, py, a, b, gd2)
-                out = ti.Vector([ga[0], ga[1], ge[0], ge[1], 0.0, 0.0])
-            elif dbc <= dca:
-                gb, ge = self._seg_d2_grad(px, py, b, c, gd2)
-                out = ti.Vector([0.0, 0.0, gb[0], gb[1], ge[0], ge[1]])
-            else:
-                gc, ge = self._seg_d2_grad(px, py, c, a, gd2)
-                out = ti.Vector([ge[0], ge[1], 0.0, 0.0, gc[0], gc[1]])
+            eab, lab, ebc, lbc, eca, lca = self._face_edges(a, b, c)
+            dab, dbc, dca = self._edge_d2s(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca)
+            gd2, edge = self._d2_adjoint(self._tri_inside(a, b, c, px, py), dab, dbc, dca, self.acc_log.grad[i, j],
+                                         sigma, r2)
+            ga, gb, gc = self._corner_adjoints(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca, gd2, edge)
+            out = ti.Vector([ga[0], ga[1], gb[0], gb[1], gc[0], gc[1]])
             pair_grad[e] = out
         ti.loop_config(serialize=self._serial)
         for e in range(n_pairs):
@@ -1179,12 +1355,101 @@ class SoftRasterizer:
             for k in ti.static(range(3)):
                 self.proj.grad[idx[k]] += ti.Vector([g[2 * k], g[2 * k + 1], 0.0])
 
+    @ti.kernel
+    def _silhouette_grad_lanes(self, tile_faces: ti.template(), frame: ti.i32, sigma: float, r2: float):
+        """`_silhouette_grad` in pixel lanes (after `_bin_lanes`): dL/dS per pixel as there, in
+        (tile, row, lane) layout (0 off the image); then per tile, in parallel, per face of its
+        list, the corner adjoints of the face's pairs (`_coverage_grad`, zero past the cutoff) summed
+        over the rows its box reaches, lanes apart, then over the lanes, into the tile's own
+        tile_grad entry; these added into proj.grad tile by tile in list order (serially when
+        deterministic)."""
+        TS = ti.static(self.tile_size)
+        TX = ti.static(self.tiles_x)
+        W = ti.static(self.width)
+        H = ti.static(self.height)
+        cap = ti.static(tile_faces.shape[1])
+        L = ti.static(PIXEL_LANES)
+        ti.loop_config(serialize=ti.static(serial_loop(W * H, 8)))
+        for t, r, g in ti.ndrange(self.tiles_x * self.tiles_y, TS, TS // L):
+            for l in ti.static(range(L)):
+                i = (t // TX) * TS + r
+                j = (t % TX) * TS + g * L + l
+                g_s = 0.0
+                if i < H and j < W:
+                    g_s = self._coverage_sum_grad(frame, i, j)
+                self.lane_gs[t, r, g][l] = g_s
+        ti.loop_config(serialize=self._lanes_serial)
+        for t in range(self.tiles_x * self.tiles_y):
+            ty = t // TX
+            tx = t % TX
+            for k in range(ti.min(self.tile_count[t], cap)):
+                idx = self.faces[tile_faces[t, k]]
+                a = self.proj[idx[0]]
+                b = self.proj[idx[1]]
+                c = self.proj[idx[2]]
+                eab, lab, ebc, lbc, eca, lca = self._face_edges(a, b, c)
+                for q in ti.static(range(6)):
+                    for l in ti.static(range(L)):       # element by element (`_bin_lanes`)
+                        self.lane_grad[t, q][l] = 0.0
+                r0, r1, g0, g1 = self._box_span(tile_faces[t, k], tx, ty)
+                for r in range(r0, r1 + 1):
+                    for g in range(g0, g1 + 1):
+                        # in stages ending in stores of their lanes, as in `_bin_lanes`
+                        for l in ti.static(range(L)):
+                            px, py = self._pixel_ndc(ty * TS + r, tx * TS + g * L + l)
+                            dab, dbc, dca = self._edge_d2s(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca)
+                            self.lane_tmp[t, 0][l] = dab
+                            self.lane_tmp[t, 1][l] = dbc
+                            self.lane_tmp[t, 2][l] = dca
+                            self.lane_tmp[t, 3][l] = ti.select(self._tri_inside(a, b, c, px, py), 1.0, 0.0)
+                        live = False
+                        for l in ti.static(range(L)):
+                            gd2, edge = self._d2_adjoint(self.lane_tmp[t, 3][l] > 0.0, self.lane_tmp[t, 0][l],
+                                                         self.lane_tmp[t, 1][l], self.lane_tmp[t, 2][l],
+                                                         self.lane_gs[t, r, g][l], sigma, r2)
+                            self.lane_tmp[t, 4][l] = gd2
+                            self.lane_tmp[t, 5][l] = ti.cast(edge, float)
+                            live |= gd2 != 0.0
+                        if live:                     # groups with no pair within the cutoff: skipped
+                            for l in ti.static(range(L)):
+                                px, py = self._pixel_ndc(ty * TS + r, tx * TS + g * L + l)
+                                ga, gb, gc = self._corner_adjoints(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca,
+                                                                   self.lane_tmp[t, 4][l],
+                                                                   ti.cast(self.lane_tmp[t, 5][l], ti.i32))
+                                gl = ti.Vector([ga[0], ga[1], gb[0], gb[1], gc[0], gc[1]])
+                                for q in ti.static(range(6)):
+                                    self.lane_grad[t, q][l] = self.lane_grad[t, q][l] + gl[q]
+                g_sum = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+                for q in ti.static(range(6)):
+                    for l in ti.static(range(L)):
+                        g_sum[q] += self.lane_grad[t, q][l]
+                self.tile_grad[t, k] = g_sum
+        ti.loop_config(serialize=self._serial)
+        for t in range(self.tiles_x * self.tiles_y):
+            for k in range(ti.min(self.tile_count[t], cap)):
+                idx = self.faces[tile_faces[t, k]]
+                g = self.tile_grad[t, k]
+                for q in ti.static(range(3)):
+                    self.proj.grad[idx[q]] += ti.Vector([g[2 * q], g[2 * q + 1], 0.0])
+
+    @ti.kernel
+    def _rebin(self, tile_faces: ti.template(), r2: float):
+        """The tile lists of the frame whose vertices `_prepare` just projected (pixel lanes: what
+        `_silhouette_grad_lanes` walks), for a kept frame's backward pass."""
+        self._bin_faces(tile_faces, r2)
+
     # --------------------------------------------------------------- driver
     def _run_bin(self, r2, sigma, clear_grads):
+        """Bin (and, for silhouettes, sum) the frame that `_prepare` projected, growing the capacities
+        until it fits; returns the number of (pixel, face) pairs (0 in pixel lanes: no list)."""
         while True:
-            self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, sigma, clear_grads)
+            if self.pixel_lanes:
+                self._bin_lanes(self.tile_faces, r2, sigma, clear_grads)
+            else:
+                self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, sigma, clear_grads)
             # two scalar reads: to_numpy launches a parallel copy (~70 us here) per frame
-            n_pairs, max_tile = int(self.counters[0]), int(self.counters[1])
+            n_pairs = 0 if self.pixel_lanes else int(self.counters[0])
+            max_tile = int(self.counters[1])
             if self.binning and max_tile > self.tile_capacity:
                 self._alloc_tiles(int(max_tile * 1.25) + 8)
                 self.regrows += 1
@@ -1273,13 +1538,17 @@ class SoftRasterizer:
             # kept: only the projection is recomputed, pairs and sums are copied back
             self._prepare(verts, slot)
             self._restore(self.kept_pairs, self.pairs, frame, n)
+            if self.pixel_lanes:
+                self._rebin(self.tile_faces, token["r2"])
             self._scratch_token = token
         else:
             self._prepare(verts, slot)
             n = self._run_bin(token["r2"], sigma, True)
             self._composite_frame(frame, n, sigma, gamma, token)
-        if self.channels == 1:
-            self._silhouette_grad(self.pairs, self.pair_grad, n, frame, sigma)
+        if self.pixel_lanes:
+            self._silhouette_grad_lanes(self.tile_faces, frame, sigma, token["r2"])
+        elif self.channels == 1:
+            self._silhouette_grad(self.pairs, self.pair_grad, n, frame, sigma, token["r2"])
         else:
             self._accumulate.grad(self.pairs, n, frame, sigma, gamma)
         self._prepare.grad(verts, slot)

@@ -77,3 +77,41 @@ def test_atan2_poly_gradient_fd_and_exact(f64):
     wn = w.to_numpy()
     np.testing.assert_allclose(fy.grad.to_numpy(), wn * x / r2, rtol=4e-6, atol=1e-9)
     np.testing.assert_allclose(fx.grad.to_numpy(), -wn * y / r2, rtol=4e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("precision, rtol", [("f64", 4e-16), ("f32", 2.5e-7)])
+def test_exp_neg_matches_libm(precision, rtol):
+    """exp_neg(x) = exp(-x) for x >= 0 to a few ulp (relative; x from 0 to past the clamp), and on
+    Vectors (exp_neg_lanes) the same bits; beyond the clamp a tiny positive value (1 + it is 1)."""
+    from tigradsim.core.fastmath import exp_neg, exp_neg_lanes
+    tgs.init(precision=precision)
+    dtype = tgs.runtime.np_float()
+    rng = np.random.default_rng(3)
+    clamp = 700.0 if precision == "f64" else 87.0
+    x = np.concatenate([np.linspace(0.0, 40.0, 4001), rng.exponential(8.0, 4000), [0.0, 1e-30, 0.5 * np.log(2.0),
+                        np.log(2.0), clamp - 1.0, clamp]]).astype(dtype)
+    n = len(x) - len(x) % 4
+    x = x[:n]
+    fx, out = ti.field(float, n), ti.field(float, n)
+    lanes = ti.Vector.field(4, float, n // 4)
+    beyond = ti.field(float, 2)
+    fx.from_numpy(x)
+
+    @ti.kernel
+    def k():
+        for i in range(n):
+            out[i] = exp_neg(fx[i])
+        for i in range(n // 4):
+            lanes[i] = exp_neg_lanes(ti.Vector([fx[4 * i + l] for l in ti.static(range(4))]))
+        beyond[0] = exp_neg(clamp + 5.0)
+        beyond[1] = exp_neg(1e30)
+
+    k()
+    want = np.exp(-x.astype(np.float64))
+    got = out.to_numpy().astype(np.float64)
+    err = np.abs(got - want) / want
+    # the reference in float64 of the same (rounded) input; f32 results carry their own rounding
+    assert err.max() < rtol, f"max rel error {err.max():.3g} at x={x[err.argmax()]}"
+    np.testing.assert_array_equal(lanes.to_numpy().ravel(), out.to_numpy())
+    b = beyond.to_numpy().astype(np.float64)
+    assert np.all(b > 0.0) and np.all(b <= np.exp(-clamp) * 1.0001) and np.all(1.0 + b.astype(dtype) == 1.0)

@@ -256,7 +256,7 @@ def test_binning_matches_brute_force_image_and_gradient():
 def test_capacities_grow_and_memory_is_sparse():
     v, f = icosphere(3, 1.0)                     # 1280 faces: tiles hold more than the initial 64
     cam = Camera(eye=(0, 0, 3), width=16, height=16)
-    ren = SoftRasterizer(cam, f, len(v), sigma=1e-4, tile_size=8)
+    ren = SoftRasterizer(cam, f, len(v), sigma=1e-4, tile_size=8, pixel_lanes=False)   # the pair list
     assert ren.tile_capacity == 64
     a = ren.render_numpy(v)
     assert ren.regrows >= 1 and ren.tile_capacity > 64

@@ -204,19 +204,20 @@ def test_kept_frames_give_the_recomputed_gradient_bit_for_bit(shading):
 
 
 def test_kept_pairs_growing_drops_the_kept_frames_and_stays_right():
-    """A later frame with more pairs than the kept capacity re-allocates it inside the Tape:
+    """(The pair list: pixel_lanes=False.)  A later frame with more pairs than the kept capacity re-allocates it inside the Tape:
     the earlier frame is re-rendered in the backward pass (gradient unchanged, and it matches
     finite differences)."""
     v, f = icosphere(1, 0.9)
     cam = Camera(eye=(0.3, 0.2, 3.0), width=48, height=40)
     X = ti.Vector.field(3, float, shape=(2, len(v)), needs_grad=True)
     X.from_numpy(np.stack([0.1 * v, v]))                   # frame 0 small, frame 1 fills the view
-    plain = SoftRasterizer(cam, f, len(v), frames=2, sigma=3e-3, keep_frames=False)
+    plain = SoftRasterizer(cam, f, len(v), frames=2, sigma=3e-3, keep_frames=False, pixel_lanes=False)
     target = np.stack([plain.render_numpy(0.12 * v)[..., 0], plain.render_numpy(0.9 * v)[..., 0]])
     loss = _loss()
     grads = []
     for keep in (True, False):
-        ren = SoftRasterizer(cam, f, len(v), frames=2, sigma=3e-3, keep_frames=True) if keep else plain
+        ren = SoftRasterizer(cam, f, len(v), frames=2, sigma=3e-3, keep_frames=True, pixel_lanes=False) if keep \
+            else plain
         assert ren.keep_frames is keep
         mse = SilhouetteMSE(ren.image, target)
         allocs = []

@@ -71,3 +71,61 @@ def atan2(y, x):
     else:
         r = atan2_poly(y, x)
     return r
+
+
+# exp(-x) for x >= 0 as 2^-n exp(-r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
+# (Cody-Waite: n ln2_hi is exact, fdlibm's split), exp(-r) by its Taylor polynomial: degree 13 in
+# float64 (truncation below 5e-18 relative), 7 in float32 (6e-9).  x is clamped where 2^-n would
+# leave the normal range (exp(-700) = 1e-304, exp(-87) = 1.6e-38; a denormal or 0 beyond).
+_LN2_HI_64, _LN2_LO_64 = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_LN2_HI_32, _LN2_LO_32 = 0.693359375, -2.12194440e-4
+_LOG2E = 1.4426950408889634
+
+
+@ti.func
+def _taylor_exp(r, degree: ti.template()):
+    """sum_{k <= degree} r^k / k!, by Estrin's scheme in pairs (latency ~log2(degree) multiply-adds)."""
+    c = ti.static([1.0 / math.factorial(k) for k in range(degree + 1)] + [0.0])
+    r2 = r * r
+    r4 = r2 * r2
+    r8 = r4 * r4
+    p01 = c[0] + c[1] * r
+    p23 = c[2] + c[3] * r
+    p45 = c[4] + c[5] * r
+    p67 = c[6] + c[7] * r
+    p = (p01 + p23 * r2) + (p45 + p67 * r2) * r4
+    if ti.static(degree > 7):
+        p89 = c[8] + c[9] * r
+        p1011 = c[10] + c[11] * r
+        p1213 = c[12] + c[13] * r
+        p = p + ((p89 + p1011 * r2) + p1213 * r4) * r8
+    return p
+
+
+@ti.func
+def exp_neg(x):
+    """exp(-x) for a scalar x >= 0 in the current float type, to a few ulp, without a libm call.
+
+    Why: libm's exp is a call LLVM cannot vectorise; this is plain arithmetic and an integer
+    bit pattern, so a loop over lanes (the silhouette's pixel rows, `renderers.softras`) runs
+    it in SIMD.  Not for Tape kernels (the bit pattern carries no gradient)."""
+    r = 0.0 * x
+    if ti.static(_float64_build()):
+        xc = ti.min(x, 700.0)
+        n = ti.floor(xc * _LOG2E + 0.5)
+        rr = (n * _LN2_HI_64 - xc) + n * _LN2_LO_64
+        scale = ti.bit_cast((ti.cast(1023, ti.i64) - ti.cast(n, ti.i64)) << 52, ti.f64)
+        r = _taylor_exp(rr, 13) * scale
+    else:
+        xc = ti.min(x, 87.0)
+        n = ti.floor(xc * _LOG2E + 0.5)
+        rr = (n * _LN2_HI_32 - xc) + n * _LN2_LO_32
+        scale = ti.bit_cast((127 - ti.cast(n, ti.i32)) << 23, ti.f32)
+        r = _taylor_exp(rr, 7) * scale
+    return r
+
+
+@ti.func
+def exp_neg_lanes(x):
+    """`exp_neg` of every entry of a Vector x (entries >= 0)."""
+    return ti.Vector([exp_neg(x[l]) for l in ti.static(range(x.n))])
