@@ -6,7 +6,9 @@ interpolated vertex normals lit per pixel, ambient + one directional light;
 PyTorch3D's shaded figure is SoftPhong, which adds a specular term).  `forward_backward_ms` is one Tape with one frame (its
 backward finds the frame still in the scratch buffers);
 `forward_backward_recompute_ms` forces the per-frame recompute that every frame
-but the last of a multi-frame Tape pays.  Prints one JSON object.  PyTorch3D is not
+but the last of a multi-frame Tape pays.  On CPUs the silhouettes run twice, in pixel lanes
+(the default) and from the pair list (`pixel_lanes=False`), and the lanes' cases carry the
+ratios `pixel_lanes_speedup_*` (pair list time / lanes time, the same run).  Prints one JSON object.  PyTorch3D is not
 installed here: its CPU figures are the ones recorded in issue #4 on 2026-12-02 (SoftSilhouette /
 SoftPhong shaders, another machine of this kind), and the ratios against them are named
 `speedup_vs_pytorch3d_recorded_2026_12_02_*`: a label, not a side-by-side measurement.
@@ -39,10 +41,10 @@ PYTORCH3D_MS_RECORDED = {
 }
 
 
-def bench_case(size, shading, reps, verts, faces):
+def bench_case(size, shading, reps, verts, faces, pixel_lanes=None):
     cam = Camera(eye=(0.0, 0.3, 3.0), target=(0, 0, 0), fov=60, width=size, height=size)
     ren = SoftRasterizer(cam, faces, len(verts), shading=shading, sigma=1e-4, gamma=1e-4,
-                         vertex_colors=0.5 + 0.5 * verts, normals="smooth")
+                         vertex_colors=0.5 + 0.5 * verts, normals="smooth", pixel_lanes=pixel_lanes)
     X = ti.Vector.field(3, float, shape=(1, len(verts)), needs_grad=True)
     X.from_numpy(verts[None].astype(np.float32))
     rng = np.random.default_rng(0)
@@ -89,6 +91,7 @@ def bench_case(size, shading, reps, verts, faces):
     fb = 1e3 * statistics.median(t_fb)
     out = {
         "size": size, "shading": shading, "faces": int(len(faces)),
+        "path": "pixel lanes" if ren.pixel_lanes else "pair list",
         "forward_ms": round(fwd, 3), "forward_backward_ms": round(fb, 3),
         "forward_backward_recompute_ms": round(1e3 * statistics.median(t_rc), 3),
         "pairs": int(ren.num_pairs), "tile_capacity": int(ren.tile_capacity),
@@ -114,6 +117,14 @@ def main():
     verts, faces = icosphere(3, 1.0)
     cases = [(64, "silhouette"), (64, "lambert"), (256, "silhouette"), (256, "lambert")]
     results = [bench_case(s, sh, args.reps, verts, faces) for s, sh in cases]
+    # silhouettes: the pair list too (pixel_lanes=False; the CPU default is the lanes), in the same run
+    for s, sh in cases:
+        if sh == "silhouette" and args.arch == "cpu":
+            pairs = bench_case(s, sh, args.reps, verts, faces, pixel_lanes=False)
+            lanes = next(r for r in results if r["size"] == s and r["shading"] == sh)
+            for key in ("forward_ms", "forward_backward_ms", "forward_backward_recompute_ms"):
+                lanes[f"pixel_lanes_speedup_{key[:-3]}"] = round(pairs[key] / lanes[key], 2)
+            results.append(pairs)
     print(json.dumps({
         "benchmark": "soft rasterizer", "precision": "f32", "arch": args.arch,
         "cpu_count": os.cpu_count(), "machine": platform.machine(), "taichi": ".".join(map(str, ti.__version__)),
