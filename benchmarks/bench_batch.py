@@ -21,8 +21,11 @@ both sides built each fit also paid for the other side's fields (one sequential 
 the batched rollout (measured: the atlas 1.3-1.5x faster per iteration at 16 copies, on a loaded machine).
 The last line is one JSON object: {"fits", "batched_s", "sequential_s", "speedup", ...}.
 
-Measured on the shared 2-core machine, each side in its own process (defaults, best of 2, 2026-12-04,
-after the contact, gradient-clearing and silhouette changes of README "Measured"):
+Measured on the shared 2-core machine, each side in its own process (defaults, best of 2, 2026-12-05,
+with silhouettes in pixel lanes, README "Measured"):
+  image: sequential 19.65 s, batched 6.17 s: 3.18x   (the pair list, the same morning, one repeat: 25.03 /
+         11.08 s, 2.26x); a batched iteration ~115 ms, ~80 of it in kernels (the renderer ~60, the loss ~9)
+The day before (2026-12-04, after the contact, gradient-clearing and silhouette changes of README "Measured"):
   image: sequential 29.1 s, batched 10.8 s: 2.70x   (the code before them, the same hour: 28.2 / 11.7 s, 2.41x)
   state: sequential 24.1 s, batched 1.73 s: 13.9x   (before them, the same hour: 25.7 / 2.09 s, 12.3x)
 An earlier run of the older code on a slower day: image 61.1 / 18.9 s (3.23x; 3.89x in a quieter run),
