@@ -7,6 +7,7 @@ rendered frame that re-uses scratch buffers) keep their gradients right.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import sys
 
@@ -105,11 +106,28 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         affinity.pin_workers(affinity.thread_ids() - threads_before, cfg.cpu_max_num_threads,
                              required=pin_threads is True)
     _reset_stale_validation_kernels()
+    if not _state.get("cache_on_exit"):
+        atexit.register(_write_offline_cache)
+        _state["cache_on_exit"] = True
     np.random.seed(seed)
     if deterministic is None:
         deterministic = arch == "cpu"
     _state.update(initialized=True, precision=precision, arch=arch, scatter=scatter,
                   deterministic=bool(deterministic))
+
+
+def _write_offline_cache():
+    """At exit: `ti.reset()`, which writes the kernels compiled since the last reset to Taichi's offline
+    cache.  Taichi 1.7.4 writes it at a reset (a later `ti.init` included) but not when the interpreter
+    exits, so a script that initialised once (a demo, a benchmark, a fit) compiled every kernel again
+    on its next run (measured: a 64 px silhouette renderer's first frame and backward 4.1 s every run;
+    0.9 s with the cache)."""
+    if impl.get_runtime().prog is None:
+        return
+    try:
+        ti.reset()
+    except Exception as exc:       # the interpreter is going down: say so, do not raise
+        print(f"tigradsim: writing Taichi's offline cache at exit failed: {exc!r}", file=sys.stderr)
 
 
 def _reset_stale_validation_kernels():

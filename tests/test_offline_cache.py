@@ -1,0 +1,38 @@
+"""`tgs.init` makes a program's compiled kernels reach Taichi's offline cache when it exits (Taichi 1.7.4
+writes the cache only at a reset), so the next run of a script loads them instead of compiling again."""
+import subprocess
+import sys
+
+SCRIPT = '''
+import sys
+import taichi as ti
+import tigradsim as tgs
+tgs.init(arch="cpu", precision="f64", offline_cache_file_path=sys.argv[1], log_level=ti.DEBUG)
+x = ti.field(float, 8)
+
+
+@ti.kernel
+def twice():
+    for i in x:
+        x[i] = 2.0 * i
+
+
+twice()
+assert x[3] == 6.0
+'''
+
+
+def test_kernels_reach_the_offline_cache_at_exit(tmp_path):
+    script = tmp_path / "twice.py"
+    script.write_text(SCRIPT)
+    cache = tmp_path / "cache"
+    logs = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, str(script), str(cache)], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        logs.append(run.stdout + run.stderr)
+    compiled = [line for line in logs[0].splitlines() if "Cache kernel 'twice_" in line]
+    loaded = [line for line in logs[1].splitlines() if "kernel 'twice_" in line]
+    assert compiled, logs[0][-2000:]
+    assert loaded and all("from cache" in line for line in loaded), "\n".join(loaded) or logs[1][-2000:]
+    assert list(cache.glob("*.tic"))
