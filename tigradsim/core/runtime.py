@@ -120,8 +120,8 @@ def _write_offline_cache():
     """At exit: `ti.reset()`, which writes the kernels compiled since the last reset to Taichi's offline
     cache.  Taichi 1.7.4 writes it at a reset (a later `ti.init` included) but not when the interpreter
     exits, so a script that initialised once (a demo, a benchmark, a fit) compiled every kernel again
-    on its next run (measured: a 64 px silhouette renderer's first frame and backward 4.1 s every run;
-    0.9 s with the cache)."""
+    on its next run (measured: a 64 px silhouette renderer's first frame and backward 3.9 s every run;
+    1.1 s with the cache)."""
     if impl.get_runtime().prog is None:
         return
     try:
