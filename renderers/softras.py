@@ -90,7 +90,7 @@ summing S = sum log(1 - D) per pixel in the same face order; the backward
 (`_silhouette_grad_lanes`) walks the same tiles (dL/dS per pixel, each face's
 corner adjoints summed over its tile, the tiles' sums scattered in list order).
 A kept frame keeps only its per-pixel S; its tile lists are re-binned from the
-projection.  Measured (bench_batch's 16-copy atlas, f64, per frame): binning
+projection (`_restore`).  Measured (bench_batch's 16-copy atlas, f64, per frame): binning
 with sums and pair writes 2.6 -> 0.8 ms, the backward 2.2 -> 1.4 ms (averages).
 
 Reproducibility: when `tigradsim.core.runtime.deterministic()` is True (the CPU
@@ -1432,12 +1432,6 @@ class SoftRasterizer:
                 for q in ti.static(range(3)):
                     self.proj.grad[idx[q]] += ti.Vector([g[2 * q], g[2 * q + 1], 0.0])
 
-    @ti.kernel
-    def _rebin(self, tile_faces: ti.template(), r2: float):
-        """The tile lists of the frame whose vertices `_prepare` just projected (pixel lanes: what
-        `_silhouette_grad_lanes` walks), for a kept frame's backward pass."""
-        self._bin_faces(tile_faces, r2)
-
     # --------------------------------------------------------------- driver
     def _run_bin(self, r2, sigma, clear_grads):
         """Bin (and, for silhouettes, sum) the frame that `_prepare` projected, growing the capacities
@@ -1466,10 +1460,14 @@ class SoftRasterizer:
         self._zero_scratch_grads()
 
     @ti.kernel
-    def _restore(self, kept_pairs: ti.template(), pairs: ti.template(), frame: ti.i32, n_pairs: ti.i32):
+    def _restore(self, kept_pairs: ti.template(), pairs: ti.template(), tile_faces: ti.template(), frame: ti.i32,
+                 n_pairs: ti.i32, r2: float):
         """The scratch buffers as `_bin` + `_composite` left them for kept frame `frame`
         (its pairs, per-pixel sums and zmax; what `_accumulate.grad` reads), and the
-        scratch gradients zeroed."""
+        scratch gradients zeroed.  Pixel lanes: no pairs, and the tile lists binned again
+        from the projection `_prepare` just made (what `_silhouette_grad_lanes` walks)."""
+        if ti.static(self.pixel_lanes):
+            self._bin_faces(tile_faces, r2)
         ti.loop_config(serialize=ti.static(serial_loop(pairs.shape[0])))
         for e in range(n_pairs):
             pairs[e] = kept_pairs[frame, e]
@@ -1537,9 +1535,7 @@ class SoftRasterizer:
         elif self.keep_frames and self._kept_tokens[frame] is token and not self.always_recompute:
             # kept: only the projection is recomputed, pairs and sums are copied back
             self._prepare(verts, slot)
-            self._restore(self.kept_pairs, self.pairs, frame, n)
-            if self.pixel_lanes:
-                self._rebin(self.tile_faces, token["r2"])
+            self._restore(self.kept_pairs, self.pairs, self.tile_faces, frame, n, token["r2"])
             self._scratch_token = token
         else:
             self._prepare(verts, slot)
