@@ -295,3 +295,36 @@ def test_atlas_shear_and_tiled_loss_gradient_matches_finite_differences(scenes):
 
     rep = tgs.check_gradient(run, loss, [verts], n_dirs=3, rtol=1e-5).assert_ok()
     assert loss[None] > 1e-4 and min(abs(d) for d in rep.numeric) > 1e-6     # not a vacuous 0 == 0
+
+
+@pytest.mark.parametrize("make", [lambda p: tgs.Adam(p, lr=0.1), lambda p: tgs.BFGS(p, lr=0.05)], ids=["adam", "bfgs"])
+def test_per_copy_step_reads_each_table_once_and_steps_as_each_copy_alone(scenes, make, monkeypatch):
+    """`PerCopy.step` reads a shared field's values and gradient once and writes it once (`_Tables`), and
+    moves every copy's rows exactly as stepping the copies' optimizers one by one does."""
+    import tigradsim.fitting.batch as fb
+    field = ti.field(float, shape=6, needs_grad=True)
+    start = np.array([0.5, 1.0, 2.0, 3.0, 0.7, 1.3])
+    grads = [np.array([0.3, -0.2, 0.1, 0.4, -0.5, 0.25]), np.array([0.1, 0.2, -0.3, 0.05, 0.2, -0.1])]
+    results = []
+    for cached in (True, False):
+        field.from_numpy(start)
+        params = [[RowsParam(field, [0, 1], f"m[{b}]", lower=0.05, upper=50.0, log_space=b == 0)]
+                  if b < 2 else [RowsParam(field, [4, 5], "m[2]")] for b in range(3)]
+        per_copy = PerCopy.build(make, params)
+        reads = []
+        if not cached:
+            monkeypatch.setattr(fb._Tables, "usable", staticmethod(lambda ps: False))
+        orig = fb._Tables.values
+        monkeypatch.setattr(fb._Tables, "values",
+                            lambda self, f, dirty=False: (reads.append(id(f) not in self._values), orig(self, f, dirty))[1])
+        for g in grads:
+            field.grad.from_numpy(g)
+            per_copy.step()
+        results.append(field.to_numpy())
+        if cached:           # the field read once a step, every other use served from the table
+            assert sum(reads) == len(grads) < len(reads) and fb._Tables.active is None
+        else:
+            assert not reads
+        monkeypatch.undo()
+    np.testing.assert_array_equal(results[0], results[1])
+    assert not np.allclose(results[0], start)

@@ -45,18 +45,61 @@ class RowsParam(Param):
         super().__init__(field, name, lower, upper, log_space, lr)
 
     def value(self):
-        return self.field.to_numpy().astype(np.float64)[self.rows]
+        tables = _Tables.active
+        table = tables.values(self.field) if tables else self.field.to_numpy().astype(np.float64)
+        return table[self.rows].copy()
 
     def grad(self):
-        g = self.field_grad()[self.rows]
+        tables = _Tables.active
+        g = (tables.grads(self) if tables else self.field_grad())[self.rows]
         return self._add_dependent_grads(g)
 
     def write(self, value):
+        tables = _Tables.active
+        if tables:
+            table = tables.values(self.field, dirty=True)
+            table[self.rows] = np.asarray(value, dtype=np.float64).reshape(table[self.rows].shape)
+            return
         kept = self._dependent_values()
         table = self.field.to_numpy()
         table[self.rows] = np.asarray(value, dtype=np.float64).reshape(table[self.rows].shape)
         self.field.from_numpy(np.ascontiguousarray(table, dtype=np_float()))
         self._rewrite_dependents(kept)
+
+
+class _Tables:
+    """Within one `PerCopy.step`: each per-item field the copies' RowsParams use read once (values and
+    gradient, as float64 tables) and written back once at the end, instead of a whole-field read per
+    copy and value, gradient and write (16 copies: ~80 field transfers a step, ~6 ms of a ~115 ms
+    batched image iteration).  Reads after a write see it, as they would see the field."""
+
+    active = None
+
+    def __init__(self):
+        self._values, self._grads, self._dirty = {}, {}, {}
+
+    def values(self, field, dirty=False):
+        key = id(field)
+        if key not in self._values:
+            self._values[key] = field.to_numpy().astype(np.float64)
+        if dirty:
+            self._dirty[key] = field
+        return self._values[key]
+
+    def grads(self, param):
+        key = id(param.field)
+        if key not in self._grads:
+            self._grads[key] = param.field_grad()
+        return self._grads[key]
+
+    def flush(self):
+        for key, field in self._dirty.items():
+            field.from_numpy(np.ascontiguousarray(self._values[key], dtype=np_float()))
+
+    @staticmethod
+    def usable(params) -> bool:
+        """Only RowsParams without tied Params (whose writes rewrite other fields)."""
+        return all(type(p) is RowsParam and not getattr(p, "_dependents", ()) for p in params)
 
 
 def copy_params(params) -> list:
@@ -121,8 +164,17 @@ class PerCopy:
             o.lr *= scale
 
     def step(self):
-        for o in self.optimizers:
-            o.step()
+        if not _Tables.usable(self.params) or _Tables.active is not None:
+            for o in self.optimizers:
+                o.step()
+            return
+        _Tables.active = _Tables()
+        try:
+            for o in self.optimizers:
+                o.step()
+        finally:
+            tables, _Tables.active = _Tables.active, None
+        tables.flush()
 
     def state_dict(self):
         return {"optimizers": [_copy.deepcopy(o.state_dict()) for o in self.optimizers],
