@@ -23,7 +23,8 @@ The last line is one JSON object: {"fits", "batched_s", "sequential_s", "speedup
 
 Measured on the shared 2-core machine, each side in its own process (defaults, best of 2, 2026-12-05,
 with silhouettes in pixel lanes, README "Measured"):
-  image: sequential 19.65 s, batched 6.17 s: 3.18x; a second run 20.52 / 5.87 s: 3.49x   (the pair list, the
+  image: sequential 19.65 s, batched 6.17 s: 3.18x; a second run 20.52 / 5.87 s: 3.49x; with PerCopy's one
+         table read per step 21.99 / 6.11 s: 3.60x   (the pair list, the
          same morning, one repeat: 25.03 /
          11.08 s, 2.26x); a batched iteration ~115 ms, ~80 of it in kernels (the renderer ~60, the loss ~9)
 The day before (2026-12-04, after the contact, gradient-clearing and silhouette changes of README "Measured"):
