@@ -1400,25 +1400,29 @@ class SoftRasterizer:
                 r0, r1, g0, g1 = self._box_span(tile_faces[t, k], tx, ty)
                 for r in range(r0, r1 + 1):
                     for g in range(g0, g1 + 1):
-                        # in stages ending in stores of their lanes, as in `_bin_lanes`
-                        self._lane_distances(t, ty * TS + r, tx * TS + g * L, a, b, c, eab, lab, ebc, lbc, eca, lca)
-                        live = False
-                        for l in ti.static(range(L)):
-                            gd2, edge = self._d2_adjoint(self.lane_tmp[t, 3][l] > 0.0, self.lane_tmp[t, 0][l],
-                                                         self.lane_tmp[t, 1][l], self.lane_tmp[t, 2][l],
-                                                         self.lane_gs[t, r, g][l], sigma, r2)
-                            self.lane_tmp[t, 4][l] = gd2
-                            self.lane_tmp[t, 5][l] = ti.cast(edge, float)
-                            live |= gd2 != 0.0
-                        if live:                     # groups with no pair within the cutoff: skipped
+                        # a group whose pixels all have dL/dS = 0 (no face within the cutoff there and
+                        # the target 0, or a loss that ignores them) adds nothing: skipped
+                        if (self.lane_gs[t, r, g][0] != 0.0) | (self.lane_gs[t, r, g][1] != 0.0) | \
+                                (self.lane_gs[t, r, g][2] != 0.0) | (self.lane_gs[t, r, g][3] != 0.0):
+                            # in stages ending in stores of their lanes, as in `_bin_lanes`
+                            self._lane_distances(t, ty * TS + r, tx * TS + g * L, a, b, c, eab, lab, ebc, lbc, eca, lca)
+                            live = False
                             for l in ti.static(range(L)):
-                                px, py = self._pixel_ndc(ty * TS + r, tx * TS + g * L + l)
-                                ga, gb, gc = self._corner_adjoints(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca,
-                                                                   self.lane_tmp[t, 4][l],
-                                                                   ti.cast(self.lane_tmp[t, 5][l], ti.i32))
-                                gl = ti.Vector([ga[0], ga[1], gb[0], gb[1], gc[0], gc[1]])
-                                for q in ti.static(range(6)):
-                                    self.lane_grad[t, q][l] = self.lane_grad[t, q][l] + gl[q]
+                                gd2, edge = self._d2_adjoint(self.lane_tmp[t, 3][l] > 0.0, self.lane_tmp[t, 0][l],
+                                                             self.lane_tmp[t, 1][l], self.lane_tmp[t, 2][l],
+                                                             self.lane_gs[t, r, g][l], sigma, r2)
+                                self.lane_tmp[t, 4][l] = gd2
+                                self.lane_tmp[t, 5][l] = ti.cast(edge, float)
+                                live |= gd2 != 0.0
+                            if live:                     # groups with no pair within the cutoff: skipped
+                                for l in ti.static(range(L)):
+                                    px, py = self._pixel_ndc(ty * TS + r, tx * TS + g * L + l)
+                                    ga, gb, gc = self._corner_adjoints(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca,
+                                                                       self.lane_tmp[t, 4][l],
+                                                                       ti.cast(self.lane_tmp[t, 5][l], ti.i32))
+                                    gl = ti.Vector([ga[0], ga[1], gb[0], gb[1], gc[0], gc[1]])
+                                    for q in ti.static(range(6)):
+                                        self.lane_grad[t, q][l] = self.lane_grad[t, q][l] + gl[q]
                 g_sum = ti.Vector([0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
                 for q in ti.static(range(6)):
                     for l in ti.static(range(L)):
