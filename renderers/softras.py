@@ -261,8 +261,9 @@ class SoftRasterizer:
             floats plus frames x the largest pair count x 2 ints.  None (default):
             keep when the per-pixel part is at most `KEEP_FRAMES_MAX_BYTES`.
         pixel_lanes: silhouettes only: render and differentiate tile by tile, each
-            face's rows of `tile_size` pixels as SIMD lanes (`_bin_lanes`, no pair
-            list), instead of pixel by pixel over a list of (pixel, face) pairs.
+            face's rows of the tile in groups of `PIXEL_LANES` pixels as SIMD lanes
+            (`_bin_lanes`, no pair list), instead of pixel by pixel over a list of
+            (pixel, face) pairs.
             None (default): on CPUs, for silhouettes with binning and a tile_size
             divisible by `PIXEL_LANES`; GPUs keep the pair list (a thread per
             pixel).  Same images and gradients to round-off.
@@ -880,6 +881,16 @@ class SoftRasterizer:
                     self.face_shade[f] = self._lambert(n / ti.sqrt(n.dot(n) + 1e-30))
 
     @ti.func
+    def _box_pixels(self, bb):
+        """The pixel columns c0..c1 and rows r0..r1 (floats, not clipped to the image) whose centres lie
+        in the NDC box bb = (xmin, xmax, ymin, ymax); empty when c1 < c0 or r1 < r0."""
+        W = ti.static(self.width)
+        H = ti.static(self.height)
+        s = ti.static(float(min(self.width, self.height)))
+        return ti.ceil((bb[0] * s + W - 1.0) * 0.5), ti.floor((bb[1] * s + W - 1.0) * 0.5), \
+            ti.ceil((H - 1.0 - bb[3] * s) * 0.5), ti.floor((H - 1.0 - bb[2] * s) * 0.5)
+
+    @ti.func
     def _bin_faces(self, tile_faces: ti.template(), r2):
         """Steps 2 and 3 of `_bin`: each face's NDC box grown by the cutoff radius (into fbox) and the
         face appended to the list of every tile the box reaches; then each tile's list sorted (so
@@ -889,7 +900,6 @@ class SoftRasterizer:
         W = ti.static(self.width)
         H = ti.static(self.height)
         cap = ti.static(tile_faces.shape[1])
-        s = ti.static(float(min(self.width, self.height)))
         ti.loop_config(serialize=ti.static(serial_loop(self.tiles_x * self.tiles_y)))
         for t in range(self.tiles_x * self.tiles_y):
             self.tile_count[t] = 0
@@ -905,11 +915,9 @@ class SoftRasterizer:
                 xmax = ti.max(a[0], ti.max(b[0], c[0])) + r
                 ymin = ti.min(a[1], ti.min(b[1], c[1])) - r
                 ymax = ti.max(a[1], ti.max(b[1], c[1])) + r
-                self.fbox[f] = ti.Vector([xmin, xmax, ymin, ymax])
-                c0 = ti.ceil((xmin * s + W - 1.0) * 0.5)
-                c1 = ti.floor((xmax * s + W - 1.0) * 0.5)
-                r0 = ti.ceil((H - 1.0 - ymax * s) * 0.5)
-                r1 = ti.floor((H - 1.0 - ymin * s) * 0.5)
+                bb = ti.Vector([xmin, xmax, ymin, ymax])
+                self.fbox[f] = bb
+                c0, c1, r0, r1 = self._box_pixels(bb)
                 if c0 <= c1 and r0 <= r1 and c1 >= 0.0 and r1 >= 0.0 and c0 <= W - 1.0 and r0 <= H - 1.0:
                     ic0 = ti.cast(ti.max(c0, 0.0), ti.i32) // TS
                     ic1 = ti.cast(ti.min(c1, W - 1.0), ti.i32) // TS
@@ -1067,15 +1075,12 @@ class SoftRasterizer:
         """The part of tile (tx, ty) that face f's box (fbox) reaches, rounded as `_bin_faces` rounds
         it: (first row, last row, first lane group, last lane group) within the tile; empty when a
         last is below its first."""
-        TS = ti.static(self.tile_size)
-        W = ti.static(self.width)
-        H = ti.static(self.height)
-        s = ti.static(float(min(self.width, self.height)))
-        bb = self.fbox[f]
-        r0 = ti.cast(ti.min(ti.max(ti.ceil((H - 1.0 - bb[3] * s) * 0.5), 0.0), H * 1.0), ti.i32) - ty * TS
-        r1 = ti.cast(ti.max(ti.min(ti.floor((H - 1.0 - bb[2] * s) * 0.5), H - 1.0), -1.0), ti.i32) - ty * TS
-        c0 = ti.cast(ti.min(ti.max(ti.ceil((bb[0] * s + W - 1.0) * 0.5), 0.0), W * 1.0), ti.i32) - tx * TS
-        c1 = ti.cast(ti.max(ti.min(ti.floor((bb[1] * s + W - 1.0) * 0.5), W - 1.0), -1.0), ti.i32) - tx * TS
+        TS, W, H = ti.static(self.tile_size, self.width, self.height)
+        c0f, c1f, r0f, r1f = self._box_pixels(self.fbox[f])
+        r0 = ti.cast(ti.min(ti.max(r0f, 0.0), H * 1.0), ti.i32) - ty * TS
+        r1 = ti.cast(ti.max(ti.min(r1f, H - 1.0), -1.0), ti.i32) - ty * TS
+        c0 = ti.cast(ti.min(ti.max(c0f, 0.0), W * 1.0), ti.i32) - tx * TS
+        c1 = ti.cast(ti.max(ti.min(c1f, W - 1.0), -1.0), ti.i32) - tx * TS
         return ti.max(r0, 0), ti.min(r1, TS - 1), ti.max(c0, 0) // PIXEL_LANES, \
             ti.min(c1, TS - 1) // PIXEL_LANES
 
@@ -1372,11 +1377,11 @@ class SoftRasterizer:
     @ti.kernel
     def _silhouette_grad_lanes(self, tile_faces: ti.template(), frame: ti.i32, sigma: float, r2: float):
         """`_silhouette_grad` in pixel lanes (after `_bin_lanes`): dL/dS per pixel as there, in
-        (tile, row, lane) layout (0 off the image); then per tile, in parallel, per face of its
-        list, the corner adjoints of the face's pairs (`_coverage_grad`, zero past the cutoff) summed
-        over the rows its box reaches, lanes apart, then over the lanes, into the tile's own
-        tile_grad entry; these added into proj.grad tile by tile in list order (serially when
-        deterministic)."""
+        (tile, row, group)[lane] layout (0 off the image); then per tile, in parallel, per face of
+        its list, the corner adjoints of the face's pairs (`_d2_adjoint`, `_corner_adjoints`: zero
+        past the cutoff) summed over the groups its box reaches, lanes apart, then over the lanes,
+        into the tile's own tile_grad entry; these added into proj.grad tile by tile in list order
+        (serially when deterministic)."""
         TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, PIXEL_LANES)
         cap = ti.static(tile_faces.shape[1])
         ti.loop_config(serialize=ti.static(serial_loop(W * H, 8)))
