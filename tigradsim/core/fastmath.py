@@ -85,7 +85,7 @@ _LOG2E = 1.4426950408889634
 @ti.func
 def _taylor_exp(r, degree: ti.template()):
     """sum_{k <= degree} r^k / k!, by Estrin's scheme in pairs (latency ~log2(degree) multiply-adds)."""
-    c = ti.static([1.0 / math.factorial(k) for k in range(degree + 1)] + [0.0])
+    c = ti.static([1.0 / math.factorial(k) for k in range(degree + 1)])
     r2 = r * r
     r4 = r2 * r2
     r8 = r4 * r4

@@ -47,7 +47,7 @@ class RowsParam(Param):
     def value(self):
         tables = _Tables.active
         table = tables.values(self.field) if tables else self.field.to_numpy().astype(np.float64)
-        return table[self.rows].copy()
+        return table[self.rows]          # rows is an index array: a copy
 
     def grad(self):
         tables = _Tables.active
