@@ -26,11 +26,13 @@ silhouette at every `gamma` (the depth-softmax colour alone is piecewise constan
 in the vertices when gamma is small).  Do not pass a plate when the renderer
 already blends by coverage over its own plate.
 
-Sums run in a fixed order (per-pixel terms, per-row sums, then one serial sum),
-so loss values are bit-reproducible; with `tigradsim.core.runtime.deterministic()` the
-loops that read the image (whose reverse pass adds into the image gradient, shared
-between threads when frames repeat or blur taps overlap) run serially too, so
-gradients are bit-reproducible as well.
+Sums run in a fixed order (per-row sums, then one serial sum), so loss values are
+bit-reproducible.  `ImageMSE` (and `SilhouetteMSE`, `TiledSilhouetteMSE`, the unblurred
+level of `BlurredImageMSE`) has a written-out backward that gives each thread its own image
+rows, so its gradients are bit-reproducible on threads; with
+`tigradsim.core.runtime.deterministic()` the other loops that read the image (whose reverse
+pass adds into the image gradient, shared between threads when frames repeat or blur taps
+overlap) run serially, so their gradients are bit-reproducible as well.
 """
 
 import numpy as np
@@ -132,6 +134,10 @@ def _frames(frames, k, nframes):
 class _TargetLoss:
     """Targets and frame selection shared by every image loss (see the module docstring)."""
 
+    # whether the loss keeps per-pixel terms in `pixel` (summed by `_reduce`); ImageMSE sums its
+    # terms straight into row sums instead (`_mse_rows`)
+    _pixel_buffer = True
+
     def __init__(self, image, target, frames=None, channels=None, weight=1.0, background=None):
         (nframes, H, W), C = _check_image(image)
         tgt = self._prepare_target(load_target(target))
@@ -159,8 +165,13 @@ class _TargetLoss:
             self.background = ti.Vector.field(Ct, float, shape=(H, W))
         # allocated once for every image frame, so set_frames can grow the clip without new fields
         self.fid = ti.field(ti.i32, shape=nframes)
+        # the compared frames by image frame (k with fid[k] == f: by_frame[frame_start[f]:frame_start[f + 1]],
+        # in increasing k), for backward passes that give each thread its own image rows
+        self.by_frame = ti.field(ti.i32, shape=nframes)
+        self.frame_start = ti.field(ti.i32, shape=nframes + 1)
         self.target = ti.Vector.field(Ct, float, shape=(nframes, H, W))
-        self.pixel = ti.field(float, shape=(nframes, H, W), needs_grad=True)
+        if self._pixel_buffer:
+            self.pixel = ti.field(float, shape=(nframes, H, W), needs_grad=True)
         self.rows = ti.field(float, shape=(nframes, H), needs_grad=True)
         self.size = (H, W)
         self.count = 0
@@ -224,6 +235,11 @@ class _TargetLoss:
         fid = np.zeros(self.nframes, np.int32)
         fid[:self.count] = ids
         self.fid.from_numpy(fid)
+        ids = np.asarray(ids, dtype=np.int64)
+        by_frame = np.zeros(self.nframes, np.int32)
+        by_frame[:self.count] = np.argsort(ids, kind="stable")
+        self.by_frame.from_numpy(by_frame)
+        self.frame_start.from_numpy(np.searchsorted(np.sort(ids), np.arange(self.nframes + 1)).astype(np.int32))
         self._store_target(arr)
 
     def set_target(self, target):
@@ -281,6 +297,21 @@ class _TargetLoss:
             v = a * v + (1.0 - a) * self.background[i, j]
         return v
 
+    @ti.func
+    def _value_grad(self, image: ti.template(), f, i, j, gv):
+        """The reverse of `_value`: adds gv (one adjoint per compared channel) into image.grad[f, i, j],
+        as a plain load and store (the caller guarantees one writer per pixel at a time)."""
+        px = image[f, i, j]
+        g = ti.Vector.zero(float, ti.static(image.n))
+        for c in ti.static(range(len(self.channels))):
+            if ti.static(self.composite):
+                a = px[3]
+                g[self.channels[c]] += a * gv[c]
+                g[3] += gv[c] * (px[self.channels[c]] - self.background[i, j][c])
+            else:
+                g[self.channels[c]] += gv[c]
+        image.grad[f, i, j] = image.grad[f, i, j] + g
+
     def _reduce(self, loss, scale, K):
         """loss += scale * sum(pixel[:K]) in a fixed order (rows in parallel, then one serial sum):
         one Tape entry whose backward is written out (`_sum_rows_grad`)."""
@@ -323,17 +354,56 @@ class ImageMSE(_TargetLoss):
         background: optional (H, W, C) plate: compare `A rgb + (1 - A) plate` (module docstring).
     """
 
+    _pixel_buffer = False
+
     def __call__(self, loss):
-        self._pixels(self.image, self.count)
-        self._reduce(loss, self.weight / float(np.prod(self.shape) * len(self.channels)), self.count)
+        self._mse(loss, self.weight / float(np.prod(self.shape) * len(self.channels)))
+
+    def _mse(self, loss, scale):
+        """loss += scale * sum over compared frames and pixels of `_pixel_weight` |value - target|^2:
+        one Tape entry (`custom_op`) whose backward is written out (`_mse_rows_grad`)."""
+        if self._mse_op is None:
+            self._mse_op = custom_op(self._mse_rows, self._mse_rows_grad)
+        self._mse_op(self.image, loss, scale, self.count)
+
+    _mse_op = None
+
+    @ti.func
+    def _pixel_weight(self, i, j):
+        """Weight of pixel (i, j)'s term (1; `TiledSilhouetteMSE` drops its gutters)."""
+        return 1.0
+
+    @ti.func
+    def _error(self, image: ti.template(), k, i, j):
+        return self._value(image, self.fid[k], i, j) - self.target[k, i, j]
 
     @ti.kernel
-    def _pixels(self, image: ti.template(), K: ti.i32):
-        if ti.static(self.serial):
-            ti.loop_config(serialize=True)
-        for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
-            e = self._value(image, self.fid[k], i, j) - self.target[k, i, j]
-            self.pixel[k, i, j] = e.dot(e)
+    def _mse_rows(self, image: ti.template(), loss: ti.template(), scale: float, K: ti.i32):
+        # the terms summed straight into per-row sums (no per-pixel buffer to write, read and clear),
+        # rows in parallel, then one serial sum: the same order on every run
+        for k, i in ti.ndrange(K, self.size[0]):
+            row = 0.0
+            for j in range(self.size[1]):
+                e = self._error(image, k, i, j)
+                row += self._pixel_weight(i, j) * e.dot(e)
+            self.rows[k, i] = row
+        ti.loop_config(serialize=True)
+        for k in range(K):
+            for i in range(self.size[0]):
+                loss[None] += scale * self.rows[k, i]
+
+    @ti.kernel
+    def _mse_rows_grad(self, image: ti.template(), loss: ti.template(), scale: float, K: ti.i32):
+        """The reverse of `_mse_rows`: image.grad += 2 scale w (value - target) d value / d image, times the
+        loss's adjoint.  One (image frame, row) per thread, the target frames compared with it in
+        increasing order within (`by_frame`): every image.grad entry has one writer and sums in a fixed
+        order even when a frame is compared twice: no atomics, bit-reproducible, on threads."""
+        g2 = 2.0 * scale * loss.grad[None]
+        for f, i in ti.ndrange(self.nframes, self.size[0]):
+            for m in range(self.frame_start[f], self.frame_start[f + 1]):
+                k = self.by_frame[m]
+                for j in range(self.size[1]):
+                    self._value_grad(image, f, i, j, (g2 * self._pixel_weight(i, j)) * self._error(image, k, i, j))
 
 
 class SilhouetteMSE(ImageMSE):
@@ -355,6 +425,8 @@ class SoftIoU(SilhouetteMSE):
 
     Call it once per Tape (its per-frame sums are scratch fields).
     """
+
+    _pixel_buffer = True
 
     def __init__(self, image, target, frames=None, channel=None, weight=1.0):
         super().__init__(image, target, frames=frames, channel=channel, weight=weight)
@@ -434,6 +506,8 @@ class BlurredImageMSE(ImageMSE):
     does).  Call it once per Tape (its blurred images are scratch fields written once).
     """
 
+    _pixel_buffer = True       # the blurred levels' terms
+
     def __init__(self, image, target=None, frames=None, channels=None, weight=1.0, sigmas=(0.0, 2.0, 4.0),
                  background=None):
         sig = []
@@ -489,13 +563,13 @@ class BlurredImageMSE(ImageMSE):
         scale = self.weight / float(np.prod(self.shape) * len(self.channels))
         for lvl in self.levels:
             if lvl["sigma"] <= 0:
-                self._pixels(self.image, K)
+                self._mse(loss, scale)
             else:
                 self._clear(lvl["tmp"], lvl["blur"], K)
                 self._rows(self.image, lvl["tmp"], lvl["w"], lvl["r"], K)
                 self._cols(lvl["tmp"], lvl["blur"], lvl["w"], lvl["r"], K)
-                self._mse(lvl["blur"], lvl["target"], K)
-            self._reduce(loss, scale, K)
+                self._blurred_terms(lvl["blur"], lvl["target"], K)
+                self._reduce(loss, scale, K)
 
     @ti.kernel
     def _clear(self, tmp: ti.template(), blur: ti.template(), K: ti.i32):
@@ -522,7 +596,7 @@ class BlurredImageMSE(ImageMSE):
                 blur[k, i, j] += w[d] * tmp[k, ii, j]
 
     @ti.kernel
-    def _mse(self, blur: ti.template(), target: ti.template(), K: ti.i32):
+    def _blurred_terms(self, blur: ti.template(), target: ti.template(), K: ti.i32):
         for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
             e = blur[k, i, j] - target[k, i, j]
             self.pixel[k, i, j] = e.dot(e)

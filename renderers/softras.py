@@ -417,9 +417,13 @@ class SoftRasterizer:
         self.background = ti.Vector.field(3, fl, shape=(), needs_grad=True)
         self.background_image = ti.Vector.field(3, fl, shape=(self.height, self.width), needs_grad=True)
         H, W = self.height, self.width
-        self.acc_log = ti.field(fl, shape=(H, W), needs_grad=True)
-        self.acc_w = ti.field(fl, shape=(H, W), needs_grad=True)
-        self.acc_c = ti.Vector.field(3, fl, shape=(H, W), needs_grad=True)
+        # per-pixel sums; their gradients only where a backward pass reads them: colour's
+        # (`_accumulate.grad`), the silhouette pair list's acc_log (`_silhouette_grad`); pixel lanes
+        # keep dL/dS in lane_gs
+        colour = self.channels != 1
+        self.acc_log = ti.field(fl, shape=(H, W), needs_grad=colour or not self.pixel_lanes)
+        self.acc_w = ti.field(fl, shape=(H, W), needs_grad=colour)
+        self.acc_c = ti.Vector.field(3, fl, shape=(H, W), needs_grad=colour)
         self.zmax = ti.field(fl, shape=(H, W))
         self.fbox = ti.Vector.field(4, fl, shape=F)   # NDC bounding box grown by the cutoff radius
         self.pix_count = ti.field(ti.i32, shape=H * W)
@@ -1215,9 +1219,10 @@ class SoftRasterizer:
                     wgt = self._softmax_weight(x, z, zm, gamma)
                     sw += wgt
                     sc += wgt * self._shaded(f, bc)
-            self.acc_log[i, j] = slog
-            self.acc_w[i, j] = sw
-            self.acc_c[i, j] = sc
+            if ti.static(self.shading != "silhouette"):      # a silhouette's acc_log is its sum already
+                self.acc_log[i, j] = slog
+                self.acc_w[i, j] = sw
+                self.acc_c[i, j] = sc
             self.image[frame, i, j] = self._pixel_value(i, j, slog, sw, sc, gamma)
             if ti.static(self.keep_frames):
                 self.kept_log[frame, i, j] = slog
@@ -1287,8 +1292,11 @@ class SoftRasterizer:
         checkpoint segment's first step repeats the previous segment's last) passes its image
         gradient on once, not twice."""
         c = ti.static(self._coverage_power)
-        g_s = -c * ti.exp(c * self.acc_log[i, j]) * self.image.grad[frame, i, j][0]
-        self.image.grad[frame, i, j] = ti.Vector([0.0])
+        g_a = self.image.grad[frame, i, j][0]
+        g_s = 0.0
+        if g_a != 0.0:            # most pixels of a small object's frame: no exp, no store
+            g_s = -c * ti.exp(c * self.acc_log[i, j]) * g_a
+            self.image.grad[frame, i, j] = ti.Vector([0.0])
         return g_s
 
     @ti.func
@@ -1491,12 +1499,14 @@ class SoftRasterizer:
 
     @ti.func
     def _zero_scratch_grads(self):
-        """Zero the gradients of the per-frame scratch fields (they are reused by every frame)."""
-        ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height)))
-        for i, j in ti.ndrange(self.height, self.width):
-            self.acc_log.grad[i, j] = 0.0
-            self.acc_w.grad[i, j] = 0.0
-            self.acc_c.grad[i, j] = ti.Vector([0.0, 0.0, 0.0])
+        """Zero the gradients of the per-frame scratch fields (they are reused by every frame).  A
+        silhouette's per-pixel sums need none: its backward sets every pixel's dL/dS before reading it."""
+        if ti.static(self.channels != 1):
+            ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height)))
+            for i, j in ti.ndrange(self.height, self.width):
+                self.acc_log.grad[i, j] = 0.0
+                self.acc_w.grad[i, j] = 0.0
+                self.acc_c.grad[i, j] = ti.Vector([0.0, 0.0, 0.0])
         ti.loop_config(serialize=ti.static(serial_loop(self.proj.shape[0])))
         for v in range(self.proj.shape[0]):
             self.proj.grad[v] = ti.Vector([0.0, 0.0, 0.0])

@@ -272,7 +272,7 @@ def test_copy_mse_loss_gradient_matches_finite_differences(scenes):
 
 
 def test_atlas_shear_and_tiled_loss_gradient_matches_finite_differences(scenes):
-    """AtlasRenderer._shear (copies sheared into their tiles) then TiledSilhouetteMSE._masked_pixels
+    """AtlasRenderer._shear (copies sheared into their tiles) then TiledSilhouetteMSE (`_mse_rows`)
     (gutters left out): d loss / d world vertices of two boxes, along random directions."""
     from tigradsim.fitting.batch_render import AtlasRenderer, TiledSilhouetteMSE
 

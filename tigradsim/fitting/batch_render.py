@@ -182,17 +182,11 @@ class TiledSilhouetteMSE(SilhouetteMSE):
         super().__init__(image, target, weight=weight)
 
     def __call__(self, loss):
-        self._masked_pixels(self.image, self.count)
-        self._reduce(loss, self.weight / float(self.count * self._tile_pixels), self.count)
+        self._mse(loss, self.weight / float(self.count * self._tile_pixels))
 
-    @ti.kernel
-    def _masked_pixels(self, image: ti.template(), K: ti.i32):
-        if ti.static(self.serial):
-            ti.loop_config(serialize=True)
-        for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
-            e = self._value(image, self.fid[k], i, j) - self.target[k, i, j]
-            w = self.tile_mask[j] if ti.static(self._axis == 1) else self.tile_mask[i]
-            self.pixel[k, i, j] = w * e.dot(e)
+    @ti.func
+    def _pixel_weight(self, i, j):
+        return self.tile_mask[j] if ti.static(self._axis == 1) else self.tile_mask[i]
 
     def residuals(self):
         """Compared minus target on tile pixels only, (K, H, B * W, 1) (or (K, B * H, W, 1))."""
