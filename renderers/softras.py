@@ -1008,7 +1008,7 @@ class SoftRasterizer:
                             # factors 1 + exp(-x) in (1, 2] are multiplied and their log taken once
                             # per pixel: one exp per pair instead of an exp and a log (measured:
                             # this loop 2.24 -> 1.75 ms per frame on bench_batch's 16-copy atlas)
-                            x = d2 / sigma
+                            x = d2 * (1.0 / sigma)      # as in `_bin_lanes`
                             if inside:
                                 slog -= x
                             sprod *= 1.0 + ti.exp(-x)
@@ -1125,6 +1125,7 @@ class SoftRasterizer:
         for t in range(self.tiles_x * self.tiles_y):
             ty = t // TX
             tx = t % TX
+            inv_sigma = 1.0 / sigma
             # element by element, as every other access to these fields (Taichi 1.7.4 forwarded a
             # whole-vector store past later element stores in the same loop: stale sums, measured)
             for r, g in ti.ndrange(TS, TS // L):
@@ -1141,7 +1142,7 @@ class SoftRasterizer:
                         self._lane_distances(t, ty * TS + r, tx * TS + g * L, a, b, c, eab, lab, ebc, lbc, eca, lca)
                         for l in ti.static(range(L)):
                             d2 = ti.min(self.lane_tmp[t, 0][l], ti.min(self.lane_tmp[t, 1][l], self.lane_tmp[t, 2][l]))
-                            self.lane_tmp[t, 4][l] = d2 / sigma
+                            self.lane_tmp[t, 4][l] = d2 * inv_sigma
                             self.lane_tmp[t, 5][l] = ti.select((self.lane_tmp[t, 3][l] > 0.0) | (d2 < r2), 1.0, 0.0)
                         for l in ti.static(range(L)):
                             # log(1 - D) = -(x + log(1 + exp(-x))) inside, -log(1 + exp(-x)) outside (`_bin`)
@@ -1314,18 +1315,19 @@ class SoftRasterizer:
             self._seg_d2_edge(px, py, c, eca, lca)
 
     @ti.func
-    def _d2_adjoint(self, inside, dab, dbc, dca, g_s, sigma, r2):
+    def _d2_adjoint(self, inside, dab, dbc, dca, g_s, inv_sigma, r2):
         """The backward pass of one pair's term log(1 - D) of its pixel's S, given g_s = dL/dS:
         (dL/d(d^2), the edge that d^2 is the distance to: 0 ab, 1 bc, 2 ca).  d^2 is the nearest
         edge's (ti.min's choice: the first on ties); dlog(1 - sigmoid(x))/dx = -sigmoid(x),
-        x = +-d^2 / sigma (+ inside); zero past the cutoff (outside and d^2 >= r2)."""
+        x = +-d^2 / sigma (+ inside); zero past the cutoff (outside and d^2 >= r2).  inv_sigma = 1 / sigma
+        (a multiply per pair where a divide would cost several)."""
         d2 = ti.min(dab, ti.min(dbc, dca))
         sign = ti.select(inside, 1.0, -1.0)
-        x = sign * d2 / sigma
+        x = sign * d2 * inv_sigma
         q = exp_neg(ti.abs(x))
         inv = 1.0 / (1.0 + q)
         sig = ti.select(x >= 0.0, inv, q * inv)                       # sigmoid(x), stable
-        gd2 = ti.select(inside | (d2 < r2), -sig * sign / sigma * g_s, 0.0)
+        gd2 = ti.select(inside | (d2 < r2), -sig * sign * inv_sigma * g_s, 0.0)
         return gd2, ti.select(dab <= ti.min(dbc, dca), 0, ti.select(dbc <= dca, 1, 2))
 
     @ti.func
@@ -1371,7 +1373,7 @@ class SoftRasterizer:
             eab, lab, ebc, lbc, eca, lca = self._face_edges(a, b, c)
             dab, dbc, dca = self._edge_d2s(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca)
             gd2, edge = self._d2_adjoint(self._tri_inside(a, b, c, px, py), dab, dbc, dca, self.acc_log.grad[i, j],
-                                         sigma, r2)
+                                         1.0 / sigma, r2)
             ga, gb, gc = self._corner_adjoints(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca, gd2, edge)
             out = ti.Vector([ga[0], ga[1], gb[0], gb[1], gc[0], gc[1]])
             pair_grad[e] = out
@@ -1405,6 +1407,7 @@ class SoftRasterizer:
         for t in range(self.tiles_x * self.tiles_y):
             ty = t // TX
             tx = t % TX
+            inv_sigma = 1.0 / sigma
             for k in range(ti.min(self.tile_count[t], cap)):
                 a, b, c, eab, lab, ebc, lbc, eca, lca = self._tile_face(tile_faces[t, k])
                 for q in ti.static(range(6)):
@@ -1423,7 +1426,7 @@ class SoftRasterizer:
                             for l in ti.static(range(L)):
                                 gd2, edge = self._d2_adjoint(self.lane_tmp[t, 3][l] > 0.0, self.lane_tmp[t, 0][l],
                                                              self.lane_tmp[t, 1][l], self.lane_tmp[t, 2][l],
-                                                             self.lane_gs[t, r, g][l], sigma, r2)
+                                                             self.lane_gs[t, r, g][l], inv_sigma, r2)
                                 self.lane_tmp[t, 4][l] = gd2
                                 self.lane_tmp[t, 5][l] = ti.cast(edge, float)
                                 live |= gd2 != 0.0
