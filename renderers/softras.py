@@ -1150,11 +1150,14 @@ class SoftRasterizer:
                             self.lane_log[t, r, g][l] = self.lane_log[t, r, g][l] - self.lane_tmp[t, 3][l] * x
                             self.lane_prod[t, r, g][l] = self.lane_prod[t, r, g][l] * \
                                 (1.0 + self.lane_tmp[t, 5][l] * exp_neg(x))
+            empty = self.tile_count[t] == 0      # most tiles of a small object's frame: no log to take
             for r, g in ti.ndrange(TS, TS // L):
                 for l in ti.static(range(L)):
                     if ty * TS + r < H and tx * TS + g * L + l < W:
-                        self.acc_log[ty * TS + r, tx * TS + g * L + l] = \
-                            self.lane_log[t, r, g][l] - ti.log(self.lane_prod[t, r, g][l])
+                        S = 0.0
+                        if not empty:
+                            S = self.lane_log[t, r, g][l] - ti.log(self.lane_prod[t, r, g][l])
+                        self.acc_log[ty * TS + r, tx * TS + g * L + l] = S
 
     @ti.func
     def _log1m_sigmoid(self, x):
@@ -1165,7 +1168,9 @@ class SoftRasterizer:
     def _pixel_value(self, i, j, slog, sw, sc, gamma):
         """The image value of pixel (i, j) from its sums over faces: slog = sum log(1 - D),
         sw = sum of softmax weights, sc = sum of weighted colours (module docstring)."""
-        alpha = 1.0 - ti.exp(ti.static(self._coverage_power) * slog)
+        alpha = 0.0
+        if slog != 0.0:              # no face within the cutoff (most pixels of a small object): A = 0, no exp
+            alpha = 1.0 - ti.exp(ti.static(self._coverage_power) * slog)
         if ti.static(self.shading == "silhouette"):
             return ti.Vector([alpha])
         else:
