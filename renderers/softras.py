@@ -1423,8 +1423,10 @@ class SoftRasterizer:
                     for g in range(g0, g1 + 1):
                         # a group whose pixels all have dL/dS = 0 (no face within the cutoff there and
                         # the target 0, or a loss that ignores them) adds nothing: skipped
-                        if (self.lane_gs[t, r, g][0] != 0.0) | (self.lane_gs[t, r, g][1] != 0.0) | \
-                                (self.lane_gs[t, r, g][2] != 0.0) | (self.lane_gs[t, r, g][3] != 0.0):
+                        any_gs = False
+                        for l in ti.static(range(L)):
+                            any_gs |= self.lane_gs[t, r, g][l] != 0.0
+                        if any_gs:
                             # in stages ending in stores of their lanes, as in `_bin_lanes`
                             self._lane_distances(t, ty * TS + r, tx * TS + g * L, a, b, c, eab, lab, ebc, lbc, eca, lca)
                             live = False

@@ -297,6 +297,60 @@ def test_atlas_shear_and_tiled_loss_gradient_matches_finite_differences(scenes):
     assert loss[None] > 1e-4 and min(abs(d) for d in rep.numeric) > 1e-6     # not a vacuous 0 == 0
 
 
+def test_optimize_reads_per_copy_values_once_and_retries_a_diverged_step(scenes):
+    """`optimize` with `PerCopy` reads the copies' shared field once per history record (`reading()`),
+    not once per copy, and its retry after a diverged rollout restores every copy's values, gradients
+    and optimizer state: the same path, to the bit, as with the copies' values read one by one."""
+    import tigradsim.fitting.batch as fb
+    from tigradsim.core.errors import SimulationError
+    from tigradsim.fitting.optim import optimize
+    field = ti.field(float, shape=6, needs_grad=True)
+    target = ti.field(float, shape=6)
+    target.from_numpy(np.array([1.0, 2.0, 0.5, 1.5, 3.0, 0.8]))
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def squares():
+        for i in range(6):
+            loss[None] += (field[i] - target[i]) ** 2
+
+    runs = []
+    for cached in (True, False):
+        field.from_numpy(np.array([0.5, 1.0, 2.0, 3.0, 0.7, 1.3]))
+        params = [[RowsParam(field, [2 * b, 2 * b + 1], f"m[{b}]", lower=0.05, upper=50.0, log_space=True)]
+                  for b in range(3)]
+        per_copy = PerCopy.build(lambda p: tgs.Adam(p, lr=0.2), params)
+        calls = {"forward": 0, "reads": 0}
+        plain_to_numpy = field.to_numpy
+
+        def counted(*a, **k):
+            calls["reads"] += 1
+            return plain_to_numpy(*a, **k)
+        field.to_numpy = counted
+        if not cached:
+            fb._Tables.usable, usable = staticmethod(lambda ps: False), fb._Tables.usable
+        try:
+            def forward():
+                calls["forward"] += 1
+                squares()
+                if calls["forward"] == 3:          # the second step's rollout "diverges" once
+                    raise SimulationError("injected")
+            hist = optimize(forward, loss, per_copy, iters=4, log_every=0)
+        finally:
+            del field.to_numpy
+            if not cached:
+                fb._Tables.usable = usable
+        runs.append((field.to_numpy(), np.array(hist.loss), hist.retries, calls["reads"]))
+    (vals, losses, retries, reads), (vals_u, losses_u, retries_u, reads_u) = runs
+    assert retries == retries_u == 1
+    np.testing.assert_array_equal(vals, vals_u)
+    np.testing.assert_array_equal(losses, losses_u)
+    assert losses[-1] < losses[0]
+    # per iteration: one read for the record and one for the snapshot (and one per step), against
+    # one per copy for each of them
+    assert reads < reads_u / 2, (reads, reads_u)
+
+
 @pytest.mark.parametrize("make", [lambda p: tgs.Adam(p, lr=0.1), lambda p: tgs.BFGS(p, lr=0.05)], ids=["adam", "bfgs"])
 def test_per_copy_step_reads_each_table_once_and_steps_as_each_copy_alone(scenes, make, monkeypatch):
     """`PerCopy.step` reads a shared field's values and gradient once and writes it once (`_Tables`), and

@@ -17,6 +17,7 @@ with `tgs.check_param_gradient`): `ColumnParam` (one column of a parameter table
 coordinate written to several fields by a user map), `BasisParam` (a field through
 a linear basis).  `StopCriteria` ends `optimize` early.
 """
+import contextlib
 import copy
 import math
 import time
@@ -775,7 +776,10 @@ def optimize(forward: Callable[[], None], loss, optimizer: Optimizer, iters: int
             optimizer.step()
             continue
         retries = 0
-        history.record(value, optimizer.params, time.time() - start)
+        # optimizers over many Params of one field (`PerCopy`) read it once for all of them
+        reading = getattr(optimizer, "reading", contextlib.nullcontext)
+        with reading():
+            history.record(value, optimizer.params, time.time() - start)
         if callback:
             callback(it, value)
         losses.append(value)
@@ -783,14 +787,20 @@ def optimize(forward: Callable[[], None], loss, optimizer: Optimizer, iters: int
         if it >= iters and not reason:
             reason = "iters"
         if log_every and (it % log_every == 0 or reason):
-            printer(f"iter {it:4d}/{iters}  loss {value:.6e}  " + "  ".join(_summary(p) for p in optimizer.params))
+            with reading():
+                printer(f"iter {it:4d}/{iters}  loss {value:.6e}  " + "  ".join(_summary(p) for p in optimizer.params))
         if reason:
             history.stop_reason = reason
             if log_every and reason != "iters":
                 printer(f"iter {it:4d}/{iters}  stopped: {reason}")
             break
-        snapshot = ([p.value() for p in optimizer.params], copy.deepcopy(optimizer.state_dict()),
-                    [p.field.grad.to_numpy() for p in optimizer.params])
+        with reading():
+            grads = {}                       # one copy per field, however many Params share it
+            for p in optimizer.params:
+                if id(p.field) not in grads:
+                    grads[id(p.field)] = p.field.grad.to_numpy()
+            snapshot = ([p.value() for p in optimizer.params], copy.deepcopy(optimizer.state_dict()),
+                        [grads[id(p.field)] for p in optimizer.params])
         optimizer.step()
         it += 1
     return history
