@@ -247,6 +247,10 @@ class SoftRasterizer:
         vertex_ids: (V,) integer array: surface vertex v reads
             `verts[slot, vertex_ids[v]]`; default `vertex_offset + arange(V)`.
         vertex_offset: see `vertex_ids`.
+        pixel_offsets: optional (V, 2) floats [px]: vertex v's projected pixel (u, v) is moved by
+            pixel_offsets[v] (constants, not differentiated), so its depth, normal and world position
+            stay what they are.  `tigradsim.fitting.batch_render.AtlasRenderer` places copies of a
+            scene side by side in one image with them.
         coverage_eps: pairs with coverage below it are skipped (cutoff).
         depth_eps: the background's normalised inverse depth in the softmax.
         tile_size: tile edge in pixels for binning.
@@ -281,7 +285,8 @@ class SoftRasterizer:
                  shading="silhouette", color_mode="vertex", vertex_colors=None, face_colors=None,
                  lights=None, ambient=(0.3, 0.3, 0.3), background=(0.0, 0.0, 0.0), cull_backfaces=False,
                  vertex_ids=None, vertex_offset=0, coverage_eps=1e-4, depth_eps=1e-3, tile_size=8,
-                 binning=True, normals="flat", blend=None, keep_frames=None, closed=False, pixel_lanes=None):
+                 binning=True, normals="flat", blend=None, keep_frames=None, closed=False, pixel_lanes=None,
+                 pixel_offsets=None):
         ensure_init()
         if not isinstance(camera, Camera):
             raise _err(TypeError, f"camera must be a tigradsim.renderers.Camera, got {type(camera).__name__}")
@@ -386,6 +391,15 @@ class SoftRasterizer:
             raise _err(ValueError, f"vertex_ids contains a negative index {int(vid.min())}")
         self.vertex_ids = vid.astype(np.int32)
         self._max_vid = int(vid.max()) if vid.size else -1
+        if pixel_offsets is not None:
+            pixel_offsets = np.asarray(pixel_offsets, dtype=np.float64)
+            if pixel_offsets.shape != (V, 2):
+                raise _err(ValueError, f"pixel_offsets must have shape ({V}, 2) (one (u, v) offset in pixels per "
+                                       f"surface vertex), got {pixel_offsets.shape}")
+            if not np.all(np.isfinite(pixel_offsets)):
+                raise _err(ValueError, f"pixel_offsets must be finite, got a non-finite entry at row "
+                                       f"{int(np.argwhere(~np.isfinite(pixel_offsets))[0, 0])}")
+        self._has_pixel_offsets = pixel_offsets is not None
 
         fl = float
         # ---------------------------------------------------------------- fields
@@ -393,6 +407,9 @@ class SoftRasterizer:
         self.faces.from_numpy(faces.astype(np.int32))
         self.vid = ti.field(ti.i32, shape=V)
         self.vid.from_numpy(self.vertex_ids)
+        self.pixel_offsets = ti.Vector.field(2, fl, shape=V if self._has_pixel_offsets else 1)
+        if self._has_pixel_offsets:
+            self.pixel_offsets.from_numpy(pixel_offsets.astype(np_float()))
         # the camera in OpenCV form (camera.py): X = R x + t; fx, fy, cx, cy [px], near, far
         self.cam_R = ti.Matrix.field(3, 3, fl, shape=())
         self.cam_t = ti.Vector.field(3, fl, shape=())
@@ -823,6 +840,14 @@ class SoftRasterizer:
         else:
             return ti.Vector([fc[0] * c[0] + self.cam_k[2], fc[1] * c[1] + self.cam_k[3]])
 
+    @ti.func
+    def _pixel_offset(self, v):
+        """Vertex v's `pixel_offsets` entry [px] (zero without them)."""
+        if ti.static(self._has_pixel_offsets):
+            return self.pixel_offsets[v]
+        else:
+            return ti.Vector([0.0, 0.0])
+
     @ti.kernel
     def _prepare(self, verts: ti.template(), slot: ti.i32):
         W = ti.static(float(self.width))
@@ -854,7 +879,7 @@ class SoftRasterizer:
         for v in range(self.num_vertices):
             p = verts[slot, self.vid[v]]
             c = matvec(self.cam_eff_R[None], p) + self.cam_eff_t[None]
-            uv = self._pixel_uv(c)
+            uv = self._pixel_uv(c) + self._pixel_offset(v)
             self.proj[v] = ti.Vector([(2.0 * uv[0] + 1.0 - W) / s, (H - 2.0 * uv[1] - 1.0) / s, c[2]])
         if ti.static(self.shading == "lambert"):
             ti.loop_config(serialize=ti.static(serial_loop(self.num_lights)))

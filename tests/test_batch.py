@@ -271,8 +271,8 @@ def test_copy_mse_loss_gradient_matches_finite_differences(scenes):
     assert min(abs(d) for d in rep.numeric) > 1e-3          # not a vacuous 0 == 0
 
 
-def test_atlas_shear_and_tiled_loss_gradient_matches_finite_differences(scenes):
-    """AtlasRenderer._shear (copies sheared into their tiles) then TiledSilhouetteMSE (`_mse_rows`)
+def test_atlas_offsets_and_tiled_loss_gradient_matches_finite_differences(scenes):
+    """AtlasRenderer (copies moved into their tiles by the renderer's pixel_offsets) then TiledSilhouetteMSE (`_mse_rows`)
     (gutters left out): d loss / d world vertices of two boxes, along random directions."""
     from tigradsim.fitting.batch_render import AtlasRenderer, TiledSilhouetteMSE
 

@@ -312,6 +312,10 @@ def test_input_errors():
         SoftRasterizer(cam, f, 12, shading="phong")
     with pytest.raises(ValueError, match="vertex_ids"):
         SoftRasterizer(cam, f, 12, vertex_ids=np.arange(5))
+    with pytest.raises(ValueError, match=r"pixel_offsets.*\(12, 2\)"):
+        SoftRasterizer(cam, f, 12, pixel_offsets=np.zeros((12, 3)))
+    with pytest.raises(ValueError, match="pixel_offsets.*finite.*row 7"):
+        SoftRasterizer(cam, f, 12, pixel_offsets=np.where(np.arange(24).reshape(12, 2) == 15, np.inf, 0.0))
     with pytest.raises(ValueError, match="up"):
         Camera(eye=(0, 3, 0), target=(0, 0, 0), up=(0, 1, 0))
     with pytest.raises(ValueError, match="width"):
@@ -359,6 +363,24 @@ def test_vertex_ids_and_offset_read_the_right_particles():
     ren.render(X, 2, 0)
     ref = SoftRasterizer(cam, f, len(v)).render_numpy(v)
     assert np.allclose(ren.image.to_numpy()[0], ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("shading", ["silhouette", "lambert"])
+def test_pixel_offsets_move_the_image_by_whole_pixels(shading):
+    """pixel_offsets (du, dv) of every vertex: the same image moved by (du, dv) pixels (pixel centres
+    land on pixel centres), shading unchanged (normals and depths are the unmoved vertices')."""
+    v, f = icosphere(2, 0.5)
+    cam = Camera(eye=(0.2, 0.1, 3.0), width=40, height=32)
+    kw = dict(shading=shading, sigma=2e-3, color_mode="face", face_colors=(0.8, 0.6, 0.3)) \
+        if shading == "lambert" else dict(sigma=2e-3)
+    ref = SoftRasterizer(cam, f, len(v), **kw).render_numpy(v)
+    du, dv = 7, -4
+    moved = SoftRasterizer(cam, f, len(v), pixel_offsets=np.tile([du, dv], (len(v), 1)), **kw).render_numpy(v)
+    expect = np.zeros_like(ref) + ref[0, 0]            # the background where nothing lands
+    expect[max(dv, 0):ref.shape[0] + min(dv, 0), max(du, 0):ref.shape[1] + min(du, 0)] = \
+        ref[max(-dv, 0):ref.shape[0] - max(dv, 0), max(-du, 0):ref.shape[1] - max(du, 0)]
+    assert ref[..., -1].max() > 0.9 and np.abs(moved - ref).max() > 0.5       # a visible object, moved
+    np.testing.assert_allclose(moved, expect, atol=1e-12)
 
 
 # ------------------------------------------------------------------- video

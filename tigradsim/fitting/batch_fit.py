@@ -123,7 +123,7 @@ class BatchFit:
             from .batch_render import AtlasRenderer, TiledSilhouetteMSE
             self.atlas = AtlasRenderer(camera, self.surface.faces, self.vertex_copy, batch.copies,
                                        self.surface.frames, sigma=sigma, gamma=gamma, coverage_eps=coverage_eps,
-                                       gutter=gutter, requires_grad=batch.model.requires_grad)
+                                       gutter=gutter)
             render_surface(sim, self.atlas, self.surface, every)
             renderer = self.atlas.renderer
         if supervision == "state":

@@ -4,21 +4,21 @@ A frame of a small scene renders in well under a kernel launch's worth of pixel 
 rendered by B renderers cost B times the launches; rendered as tiles of one wide image they cost the
 launches of one (measured in benchmarks/bench_batch.py).
 
-How a copy lands in its tile without changing the renderer: the atlas camera has the copy camera's
-R, t, fx, fy, cx, cy and an image B tiles wide (tiles side by side along the image's longer side, so
-s = min(width, height), the NDC scale that sigma is measured in, stays the copy camera's), with a
-gutter of `gutter` pixels between tiles.  Copy b's world vertices x are sheared in camera space,
-X' = X + k_b Z, k_b = b * pitch / fx (pitch = tile width + gutter; Y and fy when tiles stack
-vertically), i.e. x' = x + k_b (R[2] . x + t[2]) R[0] in world coordinates: the projection becomes
-u' = u + b * pitch, the depth Z is unchanged, and so are the soft coverage, the depth softmax and
-perspective-correct interpolation.  Copy b's tile of the atlas is then exactly (to round-off) what
-the copy camera renders of copy b alone, as long as no face of a copy reaches a pixel of another
-tile (faces count only within the coverage cutoff, `SoftRasterizer`): `check` raises when a copy
-leaves its tile and gutter (an object that leaves its view would spill into the next tile).
-Gutter pixels are excluded from the loss (`TiledSilhouetteMSE`), so the part of a copy's halo
-that falls outside its tile counts as it does in an unbatched render (not at all).
+How a copy lands in its tile: the atlas camera has the copy camera's R, t, fx, fy, cx, cy and an image
+B tiles wide (tiles side by side along the image's longer side, so s = min(width, height), the NDC
+scale that sigma is measured in, stays the copy camera's), with a gutter of `gutter` pixels between
+tiles, and copy b's vertices are moved by b * pitch pixels along the tiling axis after projection
+(`SoftRasterizer(pixel_offsets=...)`; pitch = tile width + gutter): their depth, and so the soft
+coverage, the depth softmax and perspective-correct interpolation, are unchanged.  Copy b's tile of the
+atlas is then what the copy camera renders of copy b alone (to round-off), as long as no face of a copy
+reaches a pixel of another tile (faces count only within the coverage cutoff, `SoftRasterizer`):
+`check` raises when a copy leaves its tile and gutter (an object that leaves its view would spill into
+the next tile).  Gutter pixels are excluded from the loss (`TiledSilhouetteMSE`), so the part of a
+copy's halo that falls outside its tile counts as it does in an unbatched render (not at all).
+(The copies were first sheared in camera space, X' = X + k_b Z, by a kernel of their own per frame: the
+same images, with two more launches a frame and a (frames, V) field.)
 
-Limits: silhouettes only (Lambert shading would see the sheared normals); the camera correction
+Limits: silhouettes only (the tiled loss and the batched fit's use); the camera correction
 (`camera_delta`, `focal_scale`) is the atlas's and is not per copy: fit the camera unbatched.
 """
 
@@ -31,7 +31,6 @@ from ..core.runtime import np_float
 from ..renderers.losses import SilhouetteMSE, load_target
 
 
-@ti.data_oriented
 class AtlasRenderer:
     """B copies' surfaces as tiles of one silhouette image.
 
@@ -43,12 +42,12 @@ class AtlasRenderer:
         sigma, gamma, coverage_eps: the SoftRasterizer's (shading "silhouette").
         gutter: pixels between tiles (default: the coverage cutoff in pixels + max(2, tile/8)).
     Attributes: renderer (the SoftRasterizer over the atlas camera; `renderer.image` is
-    (frames, H, Wa) or (frames, Ha, W)), atlas (field (frames, V) vec3: the sheared vertices),
-    tile (W, H), pitch, gutter, axis (1: tiles along columns, 0: along rows).
+    (frames, H, Wa) or (frames, Ha, W)), tile (W, H), pitch, gutter, axis (1: tiles along columns,
+    0: along rows).
     """
 
     def __init__(self, camera, faces, vertex_copy, copies, frames, sigma=1e-4, gamma=1e-4, coverage_eps=1e-4,
-                 gutter=None, requires_grad=True):
+                 gutter=None):
         from ..renderers import Camera, SoftRasterizer
         if not isinstance(camera, Camera) or not camera.perspective:
             raise ValueError(f"camera: expected a perspective tigradsim.renderers.Camera, got {camera!r}")
@@ -70,33 +69,19 @@ class AtlasRenderer:
         Wa, Ha = (size, H) if self.axis == 1 else (W, size)
         self.camera = camera
         self.atlas_camera = Camera.from_opencv(camera.K, camera.R, camera.t, Wa, Ha, near=camera.near, far=camera.far)
-        f = camera.fx if self.axis == 1 else camera.fy
         self.vertex_copy = vertex_copy.astype(np.int32)
         V = len(vertex_copy)
         self.num_vertices = V
-        self._shift = ti.field(float, shape=V)
-        self._shift.from_numpy((vertex_copy * self.pitch / f).astype(np_float()))
-        vec3 = ti.types.vector(3, float)
-        self._axis_f = vec3.field(shape=())       # the camera's x (or y) axis in world coordinates
-        self._axis_f[None] = (camera.R[0] if self.axis == 1 else camera.R[1]).tolist()
-        self._zrow = vec3.field(shape=())
-        self._zrow[None] = camera.R[2].tolist()
-        self._zoff = float(camera.t[2])
-        self.atlas = vec3.field(shape=(frames, V), needs_grad=requires_grad)
+        offsets = np.zeros((V, 2))
+        offsets[:, 0 if self.axis == 1 else 1] = vertex_copy * self.pitch
         self.renderer = SoftRasterizer(self.atlas_camera, faces, V, frames=frames, sigma=sigma, gamma=gamma,
-                                       shading="silhouette", coverage_eps=coverage_eps)
-
-    @ti.kernel
-    def _shear(self, verts: ti.template(), slot: ti.i32, frame: ti.i32):
-        for v in range(self.num_vertices):
-            p = verts[slot, v]
-            z = self._zrow[None].dot(p) + self._zoff
-            self.atlas[frame, v] = p + self._shift[v] * z * self._axis_f[None]
+                                       shading="silhouette", coverage_eps=coverage_eps, pixel_offsets=offsets)
+        self._rendered = {}        # frame -> (vertex field, slot) it was rendered from (`check`)
 
     def render(self, verts, slot, frame):
-        """Render `verts[slot, :V]` (world [m], all copies) into atlas frame `frame` (one Tape entry each)."""
-        self._shear(verts, slot, frame)
-        self.renderer.render(self.atlas, frame, frame)
+        """Render `verts[slot, :V]` (world [m], all copies) into atlas frame `frame` (one Tape entry)."""
+        self.renderer.render(verts, slot, frame)
+        self._rendered[int(frame)] = (verts, int(slot))
 
     # -- tiles ----------------------------------------------------------------
     def _tile_slice(self, b):
@@ -142,23 +127,30 @@ class AtlasRenderer:
 
     def check(self, frames=None):
         """Raise RuntimeError when a copy's vertices (plus the coverage cutoff) reach another tile in
-        any rendered frame (the atlas would then differ from the unbatched renders)."""
-        pts = self.atlas.to_numpy()
-        if frames is not None:
-            pts = pts[:frames]
+        any frame rendered so far (of the first `frames`; the atlas would then differ from the
+        unbatched renders)."""
+        items = sorted((k, v) for k, v in self._rendered.items() if frames is None or k < frames)
+        if not items:
+            return
+        tables = {}                 # each vertex field read once
+        for _, (verts, _) in items:
+            if id(verts) not in tables:
+                tables[id(verts)] = verts.to_numpy()
+        pts = np.stack([tables[id(verts)][slot, :self.num_vertices] for _, (verts, slot) in items])
         K, V, _ = pts.shape
-        uv = self.atlas_camera.project_pixels(pts.reshape(-1, 3)).reshape(K, V, 3)
-        coord = uv[..., 0 if self.axis == 1 else 1] - (self.vertex_copy * self.pitch)[None]
+        uv = self.camera.project_pixels(pts.reshape(-1, 3)).reshape(K, V, 3)
+        coord = uv[..., 0 if self.axis == 1 else 1]          # within the copy's own tile
         tile = self.tile[0 if self.axis == 1 else 1]
         lo, hi = -self.gutter - 1 + self.cutoff_px, tile + self.gutter - self.cutoff_px
         bad = ~((coord > lo) & (coord < hi))
         if np.any(bad):
             k, v = (int(i) for i in np.argwhere(bad)[0])
             b = int(self.vertex_copy[v])
-            raise RuntimeError(f"copy {b} left its tile in frame {k}: a vertex projects to pixel {coord[k, v]:.1f} "
-                               f"along the tiling axis of its {tile}-px tile (allowed ({lo:.1f}, {hi:.1f}) with gutter "
-                               f"{self.gutter} px and the coverage cutoff {self.cutoff_px:.1f} px); it would reach "
-                               "the next copy's tile: keep the copies in view, or pass a larger gutter=")
+            raise RuntimeError(f"copy {b} left its tile in frame {items[k][0]}: a vertex projects to pixel "
+                               f"{coord[k, v]:.1f} along the tiling axis of its {tile}-px tile (allowed ({lo:.1f}, "
+                               f"{hi:.1f}) with gutter {self.gutter} px and the coverage cutoff {self.cutoff_px:.1f} "
+                               "px); it would reach the next copy's tile: keep the copies in view, or pass a larger "
+                               "gutter=")
 
 
 @ti.data_oriented
