@@ -1,12 +1,13 @@
 """16 rigid-mass fits (gradSim Table 1) batched in one Model against 16 fits one after another.
 
     python benchmarks/bench_batch.py [--fits 16] [--iters 60] [--polish 15] [--supervision image|state]
-                                     [--repeats 2] [--res 64]
+                                     [--repeats 2] [--res 64] [--precision f64|f32]
 
 The protocol of `tigradsim.scenes.rigid_push` (`mass_trials`): trial k fits shape SHAPES[k % 5], true
 mass and initial guess drawn log-uniformly from MASS_RANGE with numpy's generator seeded by --seed;
 a 20 N push for 0.05 s, 0.6 s at dt 1/480, silhouettes every 12 steps at --res px (sigma 1e-3),
-`iters - polish` Adam steps (lr 0.15, decay 0.93, log-mass) then `polish` BFGS (secant) steps, float64.
+`iters - polish` Adam steps (lr 0.15, decay 0.93, log-mass) then `polish` BFGS (secant) steps, float64
+(--precision f32: both sides in float32).
 Sequential: one `PushScene` per shape (built once, reused), `fit_mass` per trial, as `mass_trials`
 runs them (state supervision: the same scene without the renderer PushScene would run needlessly, and the
 batched fit renders nothing either).  Batched: the same 16 bodies as the copies of one Model (`tgs.batched`; the copy's body is
@@ -21,8 +22,15 @@ both sides built each fit also paid for the other side's fields (one sequential 
 the batched rollout (measured: the atlas 1.3-1.5x faster per iteration at 16 copies, on a loaded machine).
 The last line is one JSON object: {"fits", "batched_s", "sequential_s", "speedup", ...}.
 
-Measured on the shared 2-core machine, each side in its own process (defaults, best of 2, 2026-12-05,
-with silhouettes in pixel lanes, README "Measured"):
+Measured on the shared 2-core machine, each side in its own process (defaults, best of 2), 2026-12-05
+(second session: the image losses' written-out backward with the rows of each image frame on a thread,
+silhouettes without per-pixel log and exp where no face reaches, PerCopy's values read once per record,
+the atlas placed by the renderer's pixel_offsets; README "Measured"):
+  image: sequential 19.41 s, batched 4.73 s: 4.11x (after the loss change); 18.85 / 4.32 s: 4.36x (and the
+         per-pixel skips); 18.41 / 4.16 s: 4.43x (all of them); --precision f32 the same hour: 16.10 /
+         3.45 s, 4.67x.  A batched iteration ~69 ms, ~58 in kernels, ~41 of them the lanes' binning
+         (0.66 ms a frame) and backward (~1.0 ms a frame)
+The same day, first session (silhouettes in pixel lanes, README "Measured"):
   image: sequential 19.65 s, batched 6.17 s: 3.18x; a second run 20.52 / 5.87 s: 3.49x; with PerCopy's one
          table read per step 21.99 / 6.11 s: 3.60x   (the pair list, the
          same morning, one repeat: 25.03 /
