@@ -326,6 +326,11 @@ class _TargetLoss:
             for j in range(self.size[1]):
                 row += self.pixel[k, i, j]
             self.rows[k, i] = row
+        self._add_rows(loss, scale, K)
+
+    @ti.func
+    def _add_rows(self, loss: ti.template(), scale, K):
+        """loss += scale * the row sums of the first K compared frames, on one thread in a fixed order."""
         ti.loop_config(serialize=True)
         for k in range(K):
             for i in range(self.size[0]):
@@ -387,10 +392,7 @@ class ImageMSE(_TargetLoss):
                 e = self._error(image, k, i, j)
                 row += self._pixel_weight(i, j) * e.dot(e)
             self.rows[k, i] = row
-        ti.loop_config(serialize=True)
-        for k in range(K):
-            for i in range(self.size[0]):
-                loss[None] += scale * self.rows[k, i]
+        self._add_rows(loss, scale, K)
 
     @ti.kernel
     def _mse_rows_grad(self, image: ti.template(), loss: ti.template(), scale: float, K: ti.i32):
