@@ -1193,12 +1193,16 @@ class SoftRasterizer:
     def _pixel_value(self, i, j, slog, sw, sc, gamma):
         """The image value of pixel (i, j) from its sums over faces: slog = sum log(1 - D),
         sw = sum of softmax weights, sc = sum of weighted colours (module docstring)."""
-        alpha = 0.0
-        if slog != 0.0:              # no face within the cutoff (most pixels of a small object): A = 0, no exp
-            alpha = 1.0 - ti.exp(ti.static(self._coverage_power) * slog)
         if ti.static(self.shading == "silhouette"):
+            # forward only (silhouettes have their own backward): where no face is within the cutoff
+            # (most pixels of a small object) A = 0 without an exp
+            alpha = 0.0
+            if slog != 0.0:
+                alpha = 1.0 - ti.exp(ti.static(self._coverage_power) * slog)
             return ti.Vector([alpha])
         else:
+            # every local assigned once (`_accumulate`'s reverse differentiates this)
+            alpha = 1.0 - ti.exp(ti.static(self._coverage_power) * slog)
             bg = self.background[None] + self.background_image[i, j]
             rgb = bg
             if ti.static(self.blend == "coverage"):
