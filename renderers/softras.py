@@ -1420,28 +1420,27 @@ class SoftRasterizer:
 
     @ti.kernel
     def _silhouette_grad_lanes(self, tile_faces: ti.template(), frame: ti.i32, sigma: float, r2: float):
-        """`_silhouette_grad` in pixel lanes (after `_bin_lanes`): dL/dS per pixel as there, in
-        (tile, row, group)[lane] layout (0 off the image); then per tile, in parallel, per face of
-        its list, the corner adjoints of the face's pairs (`_d2_adjoint`, `_corner_adjoints`: zero
+        """`_silhouette_grad` in pixel lanes (after `_bin_lanes`): per tile, in parallel, first its
+        pixels' dL/dS as there, in (tile, row, group)[lane] layout (0 off the image), then per face of
+        its list the corner adjoints of the face's pairs (`_d2_adjoint`, `_corner_adjoints`: zero
         past the cutoff) summed over the groups its box reaches, lanes apart, then over the lanes,
         into the tile's own tile_grad entry; these added into proj.grad tile by tile in list order
         (serially when deterministic)."""
         TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, PIXEL_LANES)
         cap = ti.static(tile_faces.shape[1])
-        ti.loop_config(serialize=ti.static(serial_loop(W * H, 8)))
-        for t, r, g in ti.ndrange(self.tiles_x * self.tiles_y, TS, TS // L):
-            for l in ti.static(range(L)):
-                i = (t // TX) * TS + r
-                j = (t % TX) * TS + g * L + l
-                g_s = 0.0
-                if i < H and j < W:
-                    g_s = self._coverage_sum_grad(frame, i, j)
-                self.lane_gs[t, r, g][l] = g_s
         ti.loop_config(serialize=self._lanes_serial)
         for t in range(self.tiles_x * self.tiles_y):
             ty = t // TX
             tx = t % TX
             inv_sigma = 1.0 / sigma
+            # the tile's dL/dS first, while its pixels are in cache (every tile's: the image gradient
+            # is consumed everywhere, `_coverage_sum_grad`)
+            for r, g in ti.ndrange(TS, TS // L):
+                for l in ti.static(range(L)):
+                    g_s = 0.0
+                    if ty * TS + r < H and tx * TS + g * L + l < W:
+                        g_s = self._coverage_sum_grad(frame, ty * TS + r, tx * TS + g * L + l)
+                    self.lane_gs[t, r, g][l] = g_s
             for k in range(ti.min(self.tile_count[t], cap)):
                 a, b, c, eab, lab, ebc, lbc, eca, lca = self._tile_face(tile_faces[t, k])
                 for q in ti.static(range(6)):
