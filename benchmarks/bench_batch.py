@@ -29,8 +29,10 @@ the atlas placed by the renderer's pixel_offsets; README "Measured"):
   image: sequential 19.41 s, batched 4.73 s: 4.11x (after the loss change); 18.85 / 4.32 s: 4.36x (and the
          per-pixel skips); 18.41 / 4.16 s: 4.43x (all of them); --precision f32 the same hour: 16.10 /
          3.45 s, 4.67x.  Final code (the lanes' backward taking each tile's dL/dS in its own iteration
-         too): 18.99 / 4.25 s: 4.47x; f32 15.46 / 3.28 s: 4.72x.  A batched iteration ~69 ms, ~58 in
-         kernels, ~41 of them the lanes' binning (0.66 ms a frame) and backward (~1.1 ms a frame)
+         too): 18.99 / 4.25 s: 4.47x; f32 15.46 / 3.28 s: 4.72x.  With lane groups past an edge line
+         skipped: 17.96 / 3.92 s: 4.58x; f32 15.97 / 2.97 s: 5.38x, again 16.46 / 3.22 s: 5.11x.  A batched
+         iteration ~65 ms, ~55 in kernels, ~42 of them the lanes' binning (0.65 ms a frame) and backward
+         (1.04 ms a frame, its dL/dS included); in f32 0.48 and 0.73 ms
   state: sequential 21.08 s, batched 0.78 s: 26.9x (13.9x the day before: the batched state fit was mostly
          the per-copy value reads that PerCopy.reading() now does once)
 The same day, first session (silhouettes in pixel lanes, README "Measured"):
