@@ -119,6 +119,27 @@ def test_lambert_vertex_colors_gradients(normals):
         assert np.abs(p.grad.to_numpy()).max() > 0
 
 
+@pytest.mark.parametrize("shading", ["lambert", "silhouette"])
+def test_pixel_offsets_gradients(shading):
+    """`_prepare` with per-vertex `pixel_offsets` (`_pixel_offset`; the silhouette through the pixel lanes
+    and the ImageMSE backward): d loss / d vertices and the camera correction against FD (f64)."""
+    v, _ = icosphere(1, 0.9)
+    offsets = np.random.default_rng(3).uniform(-2.0, 2.0, (len(v), 2))
+    ren, X, target = _sphere_scene(shading, frames=1, pixel_offsets=offsets)
+    assert ren._has_pixel_offsets and (shading == "lambert" or ren.pixel_lanes)
+    loss = _loss()
+    mse = ImageMSE(ren.image, target[None])
+    ren.camera_delta.from_numpy(np.array([0.01, -0.02, 0.015, 0.02, -0.01, 0.03]))
+
+    def run():
+        ren.render(X, 1, 0)
+        mse(loss)
+
+    rep = tgs.check_gradient(run, loss, [X, ren.camera_delta, ren.focal_scale], n_dirs=3, eps=1e-6,
+                             rtol=RTOL).assert_ok()
+    assert min(abs(d) for d in rep.numeric) > 1e-8          # not a vacuous 0 == 0
+
+
 def test_face_colors_orthographic_culled_gradients():
     ren, X, target = _sphere_scene("color", color_mode="face", projection="orthographic", cull=True, frames=1)
     loss = _loss()
