@@ -360,6 +360,7 @@ class ImageMSE(_TargetLoss):
     """
 
     _pixel_buffer = False
+    _mse_op = None            # the custom op of `_mse`, made on first use
 
     def __call__(self, loss):
         self._mse(loss, self.weight / float(np.prod(self.shape) * len(self.channels)))
@@ -370,8 +371,6 @@ class ImageMSE(_TargetLoss):
         if self._mse_op is None:
             self._mse_op = custom_op(self._mse_rows, self._mse_rows_grad)
         self._mse_op(self.image, loss, scale, self.count)
-
-    _mse_op = None
 
     @ti.func
     def _pixel_weight(self, i, j):

@@ -750,10 +750,15 @@ class SoftRasterizer:
             return self._albedo(f, bc)
 
     @ti.func
+    def _area2(self, a, b, c):
+        """Twice the signed NDC area of triangle a, b, c (positive counter-clockwise)."""
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    @ti.func
     def _face_geom(self, f, px, py):
         """(inside, d^2, clipped perspective-correct barycentrics, normalised inverse depth)."""
         a, b, c = self._corners(f)
-        area = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        area = self._area2(a, b, c)
         w0 = ((c[0] - b[0]) * (py - b[1]) - (c[1] - b[1]) * (px - b[0])) / area
         w1 = ((a[0] - c[0]) * (py - c[1]) - (a[1] - c[1]) * (px - c[0])) / area
         w2 = ((b[0] - a[0]) * (py - a[1]) - (b[1] - a[1]) * (px - a[0])) / area
@@ -772,7 +777,7 @@ class SoftRasterizer:
     def _tri_inside(self, a, b, c, px, py):
         """`_face_geom`'s inside test (every w_k = e_k / area >= 0) read off the signs of
         the edge functions e_k, without the divisions; a, b, c: the corners' NDC x, y."""
-        area = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        area = self._area2(a, b, c)
         e0 = (c[0] - b[0]) * (py - b[1]) - (c[1] - b[1]) * (px - b[0])
         e1 = (a[0] - c[0]) * (py - c[1]) - (a[1] - c[1]) * (px - c[0])
         e2 = (b[0] - a[0]) * (py - a[1]) - (b[1] - a[1]) * (px - a[0])
@@ -819,7 +824,7 @@ class SoftRasterizer:
     def _face_ok(self, f):
         a, b, c = self._corners(f)
         near = self.cam_k[4]
-        area = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        area = self._area2(a, b, c)
         ok = (a[2] > near) & (b[2] > near) & (c[2] > near) & (ti.abs(area) > 1e-12)
         if ti.static(self.cull_backfaces):
             ok = ok & (area > 0.0)
@@ -1123,7 +1128,7 @@ class SoftRasterizer:
     @ti.func
     def _edge_lines(self, a, b, c, eab, lab, ebc, lbc, eca, lca):
         """The face's edges ab, bc, ca as lines n . p = o with unit outward normals n (`_beyond_edges`)."""
-        s = ti.select(eab[0] * (c[1] - a[1]) - eab[1] * (c[0] - a[0]) > 0.0, 1.0, -1.0)   # the winding
+        s = ti.select(self._area2(a, b, c) > 0.0, 1.0, -1.0)   # the winding
         n0 = (s * ti.sqrt(lab)) * ti.Vector([eab[1], -eab[0]])
         n1 = (s * ti.sqrt(lbc)) * ti.Vector([ebc[1], -ebc[0]])
         n2 = (s * ti.sqrt(lca)) * ti.Vector([eca[1], -eca[0]])
