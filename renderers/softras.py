@@ -84,7 +84,7 @@ How a frame is rendered (all of it is ONE entry on a `ti.ad.Tape`, see
 
 Silhouettes on CPUs (`pixel_lanes`, the default there) skip the pair list: after
 step 2, `_bin_lanes` walks each tile's sorted faces and, for each, the rows of
-the tile its box reaches in groups of `PIXEL_LANES` pixels, branch-free, in
+the tile its box reaches in groups of `lane_count` pixels, branch-free, in
 stages that end in stores of their lanes (so that LLVM packs them into SIMD),
 summing S = sum log(1 - D) per pixel in the same face order; the backward
 (`_silhouette_grad_lanes`) walks the same tiles (dL/dS per pixel, each face's
@@ -117,6 +117,7 @@ from tigradsim.core.linalg import matmul, matvec
 
 from tigradsim.core.model import has_grad
 from tigradsim.core.runtime import custom_op, deterministic, ensure_init, np_float, serial_loop
+from tigradsim.core.simd import lane_count
 from tigradsim.io.meshes import unpaired_edge
 
 from .camera import Camera, rodrigues
@@ -140,9 +141,10 @@ _NO_DEPTH = -1e30
 # the per-pixel part (frames x H x W x kept floats) is at most this many bytes
 # (121 frames of 256 x 256 silhouettes in float64: 63 MB; in RGB: 317 MB, not kept)
 KEEP_FRAMES_MAX_BYTES = 256 * 2 ** 20
-# pixel_lanes (silhouettes on CPUs) evaluates a tile's rows in groups of this many pixels, SIMD lanes
-# (LLVM packs them two (float64) or four (float32) at a time here; 8 lanes compiled 4x slower, no faster)
-PIXEL_LANES = 4
+# pixel_lanes (silhouettes on CPUs) evaluates a tile's rows in groups of pixels, SIMD lanes: one float
+# register's worth (`core.simd.lane_count`: 8 in float32 where LLVM vectorizes 32 bytes wide, else 4), or
+# this many where the tile size is no multiple of that; a tile size must be a multiple of some lane count
+PIXEL_LANES_MIN = 4
 # ... and runs its tile loops on one thread for images up to this many pixels (a 32x64 silhouette's
 # pass takes ~0.1 ms, less than a hand-off to the thread pool).  Fixed per renderer, not
 # `runtime.serial_loop`: the serial and the parallel loop compile to different SIMD code, whose
@@ -265,12 +267,15 @@ class SoftRasterizer:
             floats plus frames x the largest pair count x 2 ints.  None (default):
             keep when the per-pixel part is at most `KEEP_FRAMES_MAX_BYTES`.
         pixel_lanes: silhouettes only: render and differentiate tile by tile, each
-            face's rows of the tile in groups of `PIXEL_LANES` pixels as SIMD lanes
-            (`_bin_lanes`, no pair list), instead of pixel by pixel over a list of
-            (pixel, face) pairs.
-            None (default): on CPUs, for silhouettes with binning and a tile_size
-            divisible by `PIXEL_LANES`; GPUs keep the pair list (a thread per
-            pixel).  Same images and gradients to round-off.
+            face's rows of the tile in groups of pixels as SIMD lanes (`_bin_lanes`,
+            no pair list), instead of pixel by pixel over a list of (pixel, face)
+            pairs.  True: groups of one SIMD register's worth of pixels
+            (`core.simd.lane_count`: 8 in float32 on CPUs with AVX2, else 4; 4
+            where the tile_size is no multiple of that); an integer: groups of
+            that many pixels (a divisor of tile_size).
+            None (default): True on CPUs for silhouettes with binning and a
+            tile_size divisible by `PIXEL_LANES_MIN`; GPUs keep the pair list (a
+            thread per pixel).  Same images and gradients to round-off.
 
     Differentiable fields (all `needs_grad`): `vertex_colors`, `face_colors`,
     `light_dir`, `light_color`, `ambient`, `background` (3,), `background_image`
@@ -312,15 +317,7 @@ class SoftRasterizer:
             raise _err(ValueError, f"coverage_eps={coverage_eps} must lie in (0, 0.5)")
         if isinstance(tile_size, bool) or not isinstance(tile_size, (int, np.integer)) or tile_size <= 0:
             raise _err(ValueError, f"tile_size={tile_size!r} must be a positive integer")
-        lanes_ok = shading == "silhouette" and bool(binning) and tile_size % PIXEL_LANES == 0
-        if pixel_lanes is None:
-            pixel_lanes = lanes_ok and ti.lang.impl.current_cfg().arch == ti.cpu
-        if not isinstance(pixel_lanes, (bool, np.bool_)):
-            raise _err(TypeError, f"pixel_lanes={pixel_lanes!r} must be True, False or None (automatic)")
-        if pixel_lanes and not lanes_ok:
-            raise _err(ValueError, f"pixel_lanes=True needs shading='silhouette', binning=True and a tile_size "
-                                   f"divisible by {PIXEL_LANES}; got shading={shading!r}, binning={binning!r}, "
-                                   f"tile_size={tile_size}")
+        lanes = self._pixel_lane_count(pixel_lanes, shading, binning, tile_size)
         if not isinstance(closed, (bool, np.bool_)):
             raise _err(TypeError, f"closed={closed!r} must be True or False")
         if closed:
@@ -355,7 +352,8 @@ class SoftRasterizer:
         self.tile_size = int(tile_size)
         self.tiles_x = -(-self.width // self.tile_size)
         self.tiles_y = -(-self.height // self.tile_size)
-        self.pixel_lanes = bool(pixel_lanes)
+        self.lane_count = lanes       # pixels per lane group; 0: the pair list
+        self.pixel_lanes = lanes > 0
         self._lanes_serial = self.width * self.height <= PIXEL_LANES_SERIAL_PIXELS
         self.sigma = sigma          # validated by the property setter
         self.gamma = gamma
@@ -449,13 +447,14 @@ class SoftRasterizer:
         self.tile_count = ti.field(ti.i32, shape=self.tiles_x * self.tiles_y)
         self.counters = ti.field(ti.i32, shape=2)    # number of pairs, largest tile list
         # pixel lanes: per tile, its pixels' running sums (log part, product part) and dL/dS by
-        # (tile, row, group of PIXEL_LANES columns)[lane], and the per-lane adjoint sums of one
+        # (tile, row, group of lane_count columns)[lane], and the per-lane adjoint sums of one
         # face's six corner coordinates; a single entry each otherwise
-        nt, ts = (self.tiles_x * self.tiles_y, self.tile_size) if self.pixel_lanes else (1, PIXEL_LANES)
-        lanes = ti.types.vector(PIXEL_LANES, fl)
-        self.lane_log = lanes.field(shape=(nt, ts, ts // PIXEL_LANES))
-        self.lane_prod = lanes.field(shape=(nt, ts, ts // PIXEL_LANES))
-        self.lane_gs = lanes.field(shape=(nt, ts, ts // PIXEL_LANES))
+        L = self.lane_count or PIXEL_LANES_MIN
+        nt, ts = (self.tiles_x * self.tiles_y, self.tile_size) if self.pixel_lanes else (1, L)
+        lanes = ti.types.vector(L, fl)
+        self.lane_log = lanes.field(shape=(nt, ts, ts // L))
+        self.lane_prod = lanes.field(shape=(nt, ts, ts // L))
+        self.lane_gs = lanes.field(shape=(nt, ts, ts // L))
         self.lane_grad = lanes.field(shape=(nt, 6))
         self.lane_tmp = lanes.field(shape=(nt, 6))    # a group's stage results (`_bin_lanes`)
         self.image = ti.Vector.field(self.channels, fl, shape=(self.frames, H, W), needs_grad=True)
@@ -505,6 +504,30 @@ class SoftRasterizer:
         self._op = custom_op(self._forward, self._backward)
 
     # ------------------------------------------------------------ validation
+    @staticmethod
+    def _pixel_lane_count(pixel_lanes, shading, binning, tile_size) -> int:
+        """Pixels per lane group for the `pixel_lanes` argument (see __init__), 0 for the pair list."""
+        possible = shading == "silhouette" and bool(binning) and tile_size % PIXEL_LANES_MIN == 0
+        if pixel_lanes is None:
+            pixel_lanes = possible and ti.lang.impl.current_cfg().arch == ti.cpu
+        if isinstance(pixel_lanes, (bool, np.bool_)):
+            if not pixel_lanes:
+                return 0
+            if not possible:
+                raise _err(ValueError, f"pixel_lanes=True needs shading='silhouette', binning=True and a tile_size "
+                                       f"divisible by {PIXEL_LANES_MIN}; got shading={shading!r}, binning={binning!r}, "
+                                       f"tile_size={tile_size}")
+            lanes = lane_count(np.dtype(np_float()).itemsize)
+            return lanes if tile_size % lanes == 0 else PIXEL_LANES_MIN
+        if not isinstance(pixel_lanes, (int, np.integer)):
+            raise _err(TypeError, f"pixel_lanes={pixel_lanes!r} must be True, False, None (automatic) or a "
+                                  f"number of pixels per lane group")
+        if pixel_lanes <= 0 or tile_size % pixel_lanes != 0 or shading != "silhouette" or not binning:
+            raise _err(ValueError, f"pixel_lanes={pixel_lanes} needs shading='silhouette', binning=True and a "
+                                   f"positive divisor of tile_size; got shading={shading!r}, binning={binning!r}, "
+                                   f"tile_size={tile_size}")
+        return int(pixel_lanes)
+
     @staticmethod
     def _check_faces(faces, V):
         arr = np.asarray(faces)
@@ -1115,8 +1138,8 @@ class SoftRasterizer:
         r1 = ti.cast(ti.max(ti.min(r1f, H - 1.0), -1.0), ti.i32) - ty * TS
         c0 = ti.cast(ti.min(ti.max(c0f, 0.0), W * 1.0), ti.i32) - tx * TS
         c1 = ti.cast(ti.max(ti.min(c1f, W - 1.0), -1.0), ti.i32) - tx * TS
-        return ti.max(r0, 0), ti.min(r1, TS - 1), ti.max(c0, 0) // PIXEL_LANES, \
-            ti.min(c1, TS - 1) // PIXEL_LANES
+        L = ti.static(self.lane_count)
+        return ti.max(r0, 0), ti.min(r1, TS - 1), ti.max(c0, 0) // L, ti.min(c1, TS - 1) // L
 
     @ti.func
     def _tile_face(self, f):
@@ -1136,22 +1159,22 @@ class SoftRasterizer:
 
     @ti.func
     def _beyond_edges(self, i, j0, n0, o0, n1, o1, n2, o2, r_far):
-        """Whether all of lane group (i, j0 .. j0 + PIXEL_LANES - 1) lies more than r_far beyond one edge
+        """Whether all of lane group (i, j0 .. j0 + lane_count - 1) lies more than r_far beyond one edge
         line of the face (`_edge_lines`): then no pixel of it is inside the face or within the cutoff,
         and the group adds exactly nothing (in the box's corners: ~20 % of the groups of bench_batch's
         atlas).  The distance is linear along the row, so its least value is at an end of the group."""
         xa, y = self._pixel_ndc(i, j0)
-        xb, _ = self._pixel_ndc(i, j0 + PIXEL_LANES - 1)
+        xb, _ = self._pixel_ndc(i, j0 + ti.static(self.lane_count - 1))
         return (ti.min(n0[0] * xa, n0[0] * xb) + n0[1] * y - o0 > r_far) | \
             (ti.min(n1[0] * xa, n1[0] * xb) + n1[1] * y - o1 > r_far) | \
             (ti.min(n2[0] * xa, n2[0] * xb) + n2[1] * y - o2 > r_far)
 
     @ti.func
     def _lane_distances(self, t, i, j0, a, b, c, eab, lab, ebc, lbc, eca, lca):
-        """The first stage of a lane group (pixels (i, j0 .. j0 + PIXEL_LANES - 1)) of tile t: the
+        """The first stage of a lane group (pixels (i, j0 .. j0 + lane_count - 1)) of tile t: the
         squared distances to the face's edges ab, bc, ca and whether inside (1.0 / 0.0), into
         lane_tmp[t, 0 .. 3]."""
-        for l in ti.static(range(PIXEL_LANES)):
+        for l in ti.static(range(self.lane_count)):
             px, py = self._pixel_ndc(i, j0 + l)
             dab, dbc, dca = self._edge_d2s(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca)
             self.lane_tmp[t, 0][l] = dab
@@ -1163,11 +1186,11 @@ class SoftRasterizer:
     def _bin_lanes(self, tile_faces: ti.template(), r2: float, sigma: float, clear_grads: ti.template()):
         """`_bin` of a silhouette in pixel lanes: faces binned into tiles as there (`_bin_faces`), then
         per tile, in parallel, its faces in list order and, for each, the part of the tile its box
-        reaches, row by row in groups of PIXEL_LANES pixels: branch-free arithmetic (selects,
+        reaches, row by row in groups of lane_count pixels: branch-free arithmetic (selects,
         `exp_neg`) ending in stores to consecutive addresses, which LLVM packs into SIMD.  Each
         pixel's S = sum of log(1 - D) over the faces within the cutoff, summed in `_bin`'s order,
         lands in acc_log.  No pair list: `_silhouette_grad_lanes` walks the same tiles."""
-        TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, PIXEL_LANES)
+        TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, self.lane_count)
         cap = ti.static(tile_faces.shape[1])
         if ti.static(clear_grads):
             self._zero_scratch_grads()
@@ -1456,7 +1479,7 @@ class SoftRasterizer:
         past the cutoff) summed over the groups its box reaches, lanes apart, then over the lanes,
         into the tile's own tile_grad entry; these added into proj.grad tile by tile in list order
         (serially when deterministic)."""
-        TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, PIXEL_LANES)
+        TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, self.lane_count)
         cap = ti.static(tile_faces.shape[1])
         ti.loop_config(serialize=self._lanes_serial)
         for t in range(self.tiles_x * self.tiles_y):

@@ -50,14 +50,20 @@ def _render_grads(cam, f, n, X, target, always_recompute=False, **kw):
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(closed=True), dict(cull_backfaces=True), dict(tile_size=4),
-                                dict(tile_size=12, keep_frames=False), dict(projection="orthographic")],
-                         ids=["union", "closed", "cull", "tile4", "tile12-recompute", "orthographic"])
+                                dict(tile_size=12, keep_frames=False), dict(projection="orthographic"),
+                                dict(pixel_lanes=8), dict(pixel_lanes=8, tile_size=16, closed=True, keep_frames=False)],
+                         ids=["union", "closed", "cull", "tile4", "tile12-recompute", "orthographic", "lanes8",
+                              "lanes8-tile16-closed-recompute"])
 def test_pixel_lanes_equal_the_pair_list(kw):
+    """Lanes of the automatic count (4 in float64, `core.simd.lane_count`) and of 8 (float32's on CPUs
+    with AVX2): the pair list's images and gradients to round-off."""
     kw = dict(kw)
     cam, v, f, X, target = _scene(projection=kw.pop("projection", "perspective"))
-    lanes, got = _render_grads(cam, f, len(v), X, target, pixel_lanes=True, **kw)
+    count = kw.pop("pixel_lanes", True)
+    lanes, got = _render_grads(cam, f, len(v), X, target, pixel_lanes=count, **kw)
     pairs, want = _render_grads(cam, f, len(v), X, target, pixel_lanes=False, **kw)
     assert lanes.pixel_lanes and not pairs.pixel_lanes and lanes.num_pairs == 0 < pairs.num_pairs
+    assert lanes.lane_count == (4 if count is True else count) and pairs.lane_count == 0
     img = want[0]
     assert 0.05 < img.mean() < 0.95 and img[1, 0, 0] > 0.5 and img[2, -1, -1] > 0.5     # the corners covered
     assert np.abs(got[0] - img).max() < 1e-14
@@ -77,11 +83,11 @@ def test_pixel_lanes_kept_and_recomputed_backward_bit_identical():
             np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("closed", [False, True])
-def test_pixel_lanes_gradient_matches_finite_differences(closed):
+@pytest.mark.parametrize("closed, lanes", [(False, None), (True, None), (False, 8)])
+def test_pixel_lanes_gradient_matches_finite_differences(closed, lanes):
     cam, v, f, X, target = _scene()
-    ren = SoftRasterizer(cam, f, len(v), frames=3, sigma=2e-3, closed=closed)
-    assert ren.pixel_lanes
+    ren = SoftRasterizer(cam, f, len(v), frames=3, sigma=2e-3, closed=closed, pixel_lanes=lanes)
+    assert ren.pixel_lanes and ren.lane_count == (lanes or 4)
     mse = SilhouetteMSE(ren.image, target)
     loss = ti.field(float, shape=(), needs_grad=True)
     ren.camera_delta.from_numpy(np.array([0.01, -0.02, 0.015, 0.02, -0.01, 0.03]))
@@ -103,5 +109,36 @@ def test_pixel_lanes_choice_and_argument_checks():
         with pytest.raises(ValueError, match="pixel_lanes=True needs shading='silhouette', binning=True and a "
                                              "tile_size divisible by 4"):
             SoftRasterizer(cam, f, len(v), pixel_lanes=True, **kw)
-    with pytest.raises(TypeError, match="pixel_lanes='yes' must be True, False or None"):
+    with pytest.raises(TypeError, match="pixel_lanes='yes' must be True, False, None"):
         SoftRasterizer(cam, f, len(v), pixel_lanes="yes")
+    for count, kw in ((3, {}), (0, {}), (-4, {}), (16, {}), (4, dict(shading="color")), (4, dict(binning=False))):
+        with pytest.raises(ValueError, match=f"pixel_lanes={count} needs shading='silhouette', binning=True and a "
+                                             "positive divisor of tile_size"):
+            SoftRasterizer(cam, f, len(v), pixel_lanes=count, **kw)
+    assert SoftRasterizer(cam, f, len(v), pixel_lanes=2).lane_count == 2
+    assert SoftRasterizer(cam, f, len(v), pixel_lanes=True, tile_size=12).lane_count == 4
+
+
+def test_simd_lane_counts(monkeypatch):
+    """Lanes of one register's worth: 32-byte registers where LLVM 15 vectorizes with AVX2 (not on an AMD
+    family it does not name), else 16 bytes; at least 4 lanes; the environment's override checked."""
+    from tigradsim.core import simd
+    assert simd.simd_bytes_for(("GenuineIntel", 6, {"sse2", "avx", "avx2", "avx512f"})) == 32
+    assert simd.simd_bytes_for(("AuthenticAMD", 25, {"sse2", "avx2"})) == 32
+    assert simd.simd_bytes_for(("AuthenticAMD", 26, {"sse2", "avx2", "avx512f"})) == 16
+    assert simd.simd_bytes_for(("GenuineIntel", 6, {"sse2", "avx"})) == 16
+    assert simd.simd_bytes_for(None) == 16
+    info = simd._cpu_info()
+    assert info is None or (isinstance(info[1], int) and "sse2" in info[2])
+    for env, f32, f64 in (("32", 8, 4), ("16", 4, 4)):
+        monkeypatch.setenv(simd.SIMD_BYTES_ENV, env)
+        simd.simd_bytes.cache_clear()
+        assert (simd.lane_count(4), simd.lane_count(8)) == (f32, f64)
+    monkeypatch.setenv(simd.SIMD_BYTES_ENV, "64")
+    simd.simd_bytes.cache_clear()
+    with pytest.raises(ValueError, match="TIGRADSIM_SIMD_BYTES='64': expected one of"):
+        simd.simd_bytes()
+    monkeypatch.delenv(simd.SIMD_BYTES_ENV)
+    simd.simd_bytes.cache_clear()
+    with pytest.raises(ValueError, match="float_bytes: expected 4 or 8, got 2"):
+        simd.lane_count(2)
