@@ -14,7 +14,9 @@ binning 0.99 -> 0.65 ms, backward 1.15 -> 0.89 ms; float64 lanes of 8 there: bac
 slower).  Fewer than 4 lanes measured no faster anywhere (the per-group overhead doubles), so 4 is the
 least.
 
-`TIGRADSIM_SIMD_BYTES` (16 or 32) overrides the detection, e.g. where /proc/cpuinfo is not readable.
+`TIGRADSIM_SIMD_BYTES` (16, 32 or 64) overrides the detection, e.g. where /proc/cpuinfo is not readable;
+64 (whole AVX-512 registers, which LLVM 15 does not use by default) gives float64 lanes of 8, which is how
+the tests run the lanes of 8 in float64 on any CPU.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import functools
 import os
 
 SIMD_BYTES_ENV = "TIGRADSIM_SIMD_BYTES"
-SIMD_BYTES = (16, 32)
+SIMD_BYTES = (16, 32, 64)
 # The newest AMD family LLVM 15 names (Zen 3, 19h); a later one gets generic x86-64 code (SSE2).
 LLVM15_LAST_AMD_FAMILY = 25
 
@@ -62,7 +64,7 @@ def simd_bytes_for(info) -> int:
 @functools.lru_cache(maxsize=None)
 def simd_bytes() -> int:
     """This CPU's float SIMD register width in bytes as Taichi's JIT uses it: 16 or 32 (see the module
-    docstring; `TIGRADSIM_SIMD_BYTES` overrides)."""
+    docstring; `TIGRADSIM_SIMD_BYTES` overrides, 64 too)."""
     env = os.environ.get(SIMD_BYTES_ENV, "").strip()
     if env:
         if env not in {str(b) for b in SIMD_BYTES}:
