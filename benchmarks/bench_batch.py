@@ -22,7 +22,11 @@ both sides built each fit also paid for the other side's fields (one sequential 
 the batched rollout (measured: the atlas 1.3-1.5x faster per iteration at 16 copies, on a loaded machine).
 The last line is one JSON object: {"fits", "batched_s", "sequential_s", "speedup", ...}.
 
-Measured on the shared 2-core machine, each side in its own process (defaults, best of 2), 2026-12-05
+Measured on an Intel Xeon (AVX-512, 2 vCPUs; the third session of 2026-12-05), each side in its own process,
+best of 2: image f64 42.65 / 7.65 s, 5.58x; f32 with the pixel lanes 8 floats wide (`core.simd`), 37.40 /
+4.64 s, 8.06x (a first run 34.87 / 4.93 s, 7.07x), against 41.16 / 7.40 s, 5.56x, for a checkout of the code
+before (4 lanes), run just before it.
+Measured on the shared 2-core AMD machine, each side in its own process (defaults, best of 2), 2026-12-05
 (second session: the image losses' written-out backward with the rows of each image frame on a thread,
 silhouettes without per-pixel log and exp where no face reaches, PerCopy's values read once per record,
 the atlas placed by the renderer's pixel_offsets; README "Measured"):
