@@ -15,8 +15,8 @@ slower).  Fewer than 4 lanes measured no faster anywhere (the per-group overhead
 least.
 
 `TIGRADSIM_SIMD_BYTES` (16, 32 or 64) overrides the detection, e.g. where /proc/cpuinfo is not readable;
-64 (whole AVX-512 registers, which LLVM 15 does not use by default) gives float64 lanes of 8, which is how
-the tests run the lanes of 8 in float64 on any CPU.
+64 (whole AVX-512 registers, which LLVM 15 does not use by default) gives float64 lanes of 8, for trying
+them; the renderer also takes a lane count of its own (`SoftRasterizer(pixel_lanes=8)`, as the tests do).
 """
 from __future__ import annotations
 
