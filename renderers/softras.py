@@ -317,7 +317,8 @@ class SoftRasterizer:
             raise _err(ValueError, f"coverage_eps={coverage_eps} must lie in (0, 0.5)")
         if isinstance(tile_size, bool) or not isinstance(tile_size, (int, np.integer)) or tile_size <= 0:
             raise _err(ValueError, f"tile_size={tile_size!r} must be a positive integer")
-        lanes = self._pixel_lane_count(pixel_lanes, shading, binning, tile_size)
+        float_bytes = np.dtype(np_float()).itemsize
+        lanes = self._pixel_lane_count(pixel_lanes, shading, binning, tile_size, float_bytes)
         if not isinstance(closed, (bool, np.bool_)):
             raise _err(TypeError, f"closed={closed!r} must be True or False")
         if closed:
@@ -462,8 +463,7 @@ class SoftRasterizer:
         # the softmax's zmax) here, its pairs in `kept_pairs` (allocated as pairs appear)
         kept_floats = 1 if self.channels == 1 else 6
         if keep_frames is None:
-            itemsize = np.dtype(np_float()).itemsize
-            keep_frames = self.frames * H * W * kept_floats * itemsize <= KEEP_FRAMES_MAX_BYTES
+            keep_frames = self.frames * H * W * kept_floats * float_bytes <= KEEP_FRAMES_MAX_BYTES
         if not isinstance(keep_frames, (bool, np.bool_)):
             raise _err(TypeError, f"keep_frames={keep_frames!r} must be True, False or None (automatic)")
         self.keep_frames = bool(keep_frames)
@@ -505,8 +505,9 @@ class SoftRasterizer:
 
     # ------------------------------------------------------------ validation
     @staticmethod
-    def _pixel_lane_count(pixel_lanes, shading, binning, tile_size) -> int:
-        """Pixels per lane group for the `pixel_lanes` argument (see __init__), 0 for the pair list."""
+    def _pixel_lane_count(pixel_lanes, shading, binning, tile_size, float_bytes) -> int:
+        """Pixels per lane group for the `pixel_lanes` argument (see __init__; floats of `float_bytes`),
+        0 for the pair list."""
         possible = shading == "silhouette" and bool(binning) and tile_size % PIXEL_LANES_MIN == 0
         if pixel_lanes is None:
             pixel_lanes = possible and ti.lang.impl.current_cfg().arch == ti.cpu
@@ -517,7 +518,7 @@ class SoftRasterizer:
                 raise _err(ValueError, f"pixel_lanes=True needs shading='silhouette', binning=True and a tile_size "
                                        f"divisible by {PIXEL_LANES_MIN}; got shading={shading!r}, binning={binning!r}, "
                                        f"tile_size={tile_size}")
-            lanes = lane_count(np.dtype(np_float()).itemsize)
+            lanes = lane_count(float_bytes)
             return lanes if tile_size % lanes == 0 else PIXEL_LANES_MIN
         if not isinstance(pixel_lanes, (int, np.integer)):
             raise _err(TypeError, f"pixel_lanes={pixel_lanes!r} must be True, False, None (automatic) or a "
@@ -1132,13 +1133,12 @@ class SoftRasterizer:
         """The part of tile (tx, ty) that face f's box (fbox) reaches, rounded as `_bin_faces` rounds
         it: (first row, last row, first lane group, last lane group) within the tile; empty when a
         last is below its first."""
-        TS, W, H = ti.static(self.tile_size, self.width, self.height)
+        TS, W, H, L = ti.static(self.tile_size, self.width, self.height, self.lane_count)
         c0f, c1f, r0f, r1f = self._box_pixels(self.fbox[f])
         r0 = ti.cast(ti.min(ti.max(r0f, 0.0), H * 1.0), ti.i32) - ty * TS
         r1 = ti.cast(ti.max(ti.min(r1f, H - 1.0), -1.0), ti.i32) - ty * TS
         c0 = ti.cast(ti.min(ti.max(c0f, 0.0), W * 1.0), ti.i32) - tx * TS
         c1 = ti.cast(ti.max(ti.min(c1f, W - 1.0), -1.0), ti.i32) - tx * TS
-        L = ti.static(self.lane_count)
         return ti.max(r0, 0), ti.min(r1, TS - 1), ti.max(c0, 0) // L, ti.min(c1, TS - 1) // L
 
     @ti.func
