@@ -435,9 +435,10 @@ class SoftRasterizer:
         H, W = self.height, self.width
         # per-pixel sums; their gradients only where a backward pass reads them: colour's
         # (`_accumulate.grad`), the silhouette pair list's acc_log (`_silhouette_grad`); pixel lanes
-        # keep dL/dS in lane_gs
+        # sum into kept_log (`_bin_lanes`) and keep dL/dS in lane_gs
         colour = self.channels != 1
-        self.acc_log = ti.field(fl, shape=(H, W), needs_grad=colour or not self.pixel_lanes)
+        self.acc_log = ti.field(fl, shape=(1, 1) if self.pixel_lanes else (H, W),
+                                needs_grad=colour or not self.pixel_lanes)
         self.acc_w = ti.field(fl, shape=(H, W), needs_grad=colour)
         self.acc_c = ti.Vector.field(3, fl, shape=(H, W), needs_grad=colour)
         self.zmax = ti.field(fl, shape=(H, W))
@@ -1183,13 +1184,16 @@ class SoftRasterizer:
             self.lane_tmp[t, 3][l] = ti.select(self._tri_inside(a, b, c, px, py), 1.0, 0.0)
 
     @ti.kernel
-    def _bin_lanes(self, tile_faces: ti.template(), r2: float, sigma: float, clear_grads: ti.template()):
+    def _bin_lanes(self, tile_faces: ti.template(), r2: float, sigma: float, clear_grads: ti.template(),
+                   frame: ti.i32):
         """`_bin` of a silhouette in pixel lanes: faces binned into tiles as there (`_bin_faces`), then
         per tile, in parallel, its faces in list order and, for each, the part of the tile its box
         reaches, row by row in groups of lane_count pixels: branch-free arithmetic (selects,
         `exp_neg`) ending in stores to consecutive addresses, which LLVM packs into SIMD.  Each
         pixel's S = sum of log(1 - D) over the faces within the cutoff, summed in `_bin`'s order,
-        lands in acc_log.  No pair list: `_silhouette_grad_lanes` walks the same tiles."""
+        lands in kept_log (`_silhouette_sum`) and its value A in image[frame]: the frame is
+        composited here, in the tile's own iteration (no `_composite` pass).  No pair list:
+        `_silhouette_grad_lanes` walks the same tiles."""
         TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, self.lane_count)
         cap = ti.static(tile_faces.shape[1])
         if ti.static(clear_grads):
@@ -1229,13 +1233,36 @@ class SoftRasterizer:
                             self.lane_prod[t, r, g][l] = self.lane_prod[t, r, g][l] * \
                                 (1.0 + self.lane_tmp[t, 5][l] * exp_neg(x))
             empty = self.tile_count[t] == 0      # most tiles of a small object's frame: no log to take
+            slot = self._sum_slot(frame)
             for r, g in ti.ndrange(TS, TS // L):
                 for l in ti.static(range(L)):
                     if ty * TS + r < H and tx * TS + g * L + l < W:
                         S = 0.0
                         if not empty:
                             S = self.lane_log[t, r, g][l] - ti.log(self.lane_prod[t, r, g][l])
-                        self.acc_log[ty * TS + r, tx * TS + g * L + l] = S
+                        self.kept_log[slot, ty * TS + r, tx * TS + g * L + l] = S
+                        self.image[frame, ty * TS + r, tx * TS + g * L + l] = self._pixel_value(
+                            ty * TS + r, tx * TS + g * L + l, S, 0.0, ti.Vector([0.0, 0.0, 0.0]), 0.0)
+
+    @ti.func
+    def _sum_slot(self, frame):
+        """The slot of kept_log holding frame `frame`'s per-pixel sums in pixel lanes: the frame's own
+        with keep_frames, else the one slot (the last frame binned)."""
+        slot = frame
+        if ti.static(not self.keep_frames):
+            slot = 0
+        return slot
+
+    @ti.func
+    def _silhouette_sum(self, frame, i, j):
+        """S = sum of log(1 - D) of pixel (i, j) of frame `frame` as its binning left it: kept_log's slot
+        in pixel lanes (`_bin_lanes`), acc_log on the pair list (`_bin`, or `_restore` from kept_log)."""
+        S = 0.0
+        if ti.static(self.pixel_lanes):
+            S = self.kept_log[self._sum_slot(frame), i, j]
+        else:
+            S = self.acc_log[i, j]
+        return S
 
     @ti.func
     def _log1m_sigmoid(self, x):
@@ -1383,7 +1410,7 @@ class SoftRasterizer:
         g_a = self.image.grad[frame, i, j][0]
         g_s = 0.0
         if g_a != 0.0:            # most pixels of a small object's frame: no exp, no store
-            g_s = -c * ti.exp(c * self.acc_log[i, j]) * g_a
+            g_s = -c * ti.exp(c * self._silhouette_sum(frame, i, j)) * g_a
             self.image.grad[frame, i, j] = ti.Vector([0.0])
         return g_s
 
@@ -1545,12 +1572,13 @@ class SoftRasterizer:
                     self.proj.grad[idx[q]] += ti.Vector([g[2 * q], g[2 * q + 1], 0.0])
 
     # --------------------------------------------------------------- driver
-    def _run_bin(self, r2, sigma, clear_grads):
+    def _run_bin(self, r2, sigma, clear_grads, frame):
         """Bin (and, for silhouettes, sum) the frame that `_prepare` projected, growing the capacities
-        until it fits; returns the number of (pixel, face) pairs (0 in pixel lanes: no list)."""
+        until it fits; returns the number of (pixel, face) pairs (0 in pixel lanes: no list, and
+        image[frame] composited already)."""
         while True:
             if self.pixel_lanes:
-                self._bin_lanes(self.tile_faces, r2, sigma, clear_grads)
+                self._bin_lanes(self.tile_faces, r2, sigma, clear_grads, frame)
             else:
                 self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, sigma, clear_grads)
             # two scalar reads: to_numpy launches a parallel copy (~70 us here) per frame
@@ -1576,20 +1604,22 @@ class SoftRasterizer:
                  n_pairs: ti.i32, r2: float):
         """The scratch buffers as `_bin` + `_composite` left them for kept frame `frame`
         (its pairs, per-pixel sums and zmax; what `_accumulate.grad` reads), and the
-        scratch gradients zeroed.  Pixel lanes: no pairs, and the tile lists binned again
-        from the projection `_prepare` just made (what `_silhouette_grad_lanes` walks)."""
+        scratch gradients zeroed.  Pixel lanes: no pairs, the sums read where they are kept
+        (`_silhouette_sum`), and the tile lists binned again from the projection `_prepare`
+        just made (what `_silhouette_grad_lanes` walks)."""
         if ti.static(self.pixel_lanes):
             self._bin_faces(tile_faces, r2)
-        ti.loop_config(serialize=ti.static(serial_loop(pairs.shape[0])))
-        for e in range(n_pairs):
-            pairs[e] = kept_pairs[frame, e]
-        ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height)))
-        for i, j in ti.ndrange(self.height, self.width):
-            self.acc_log[i, j] = self.kept_log[frame, i, j]
-            if ti.static(self.channels != 1):
-                self.acc_w[i, j] = self.kept_w[frame, i, j]
-                self.acc_c[i, j] = self.kept_c[frame, i, j]
-                self.zmax[i, j] = self.kept_z[frame, i, j]
+        else:
+            ti.loop_config(serialize=ti.static(serial_loop(pairs.shape[0])))
+            for e in range(n_pairs):
+                pairs[e] = kept_pairs[frame, e]
+            ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height)))
+            for i, j in ti.ndrange(self.height, self.width):
+                self.acc_log[i, j] = self.kept_log[frame, i, j]
+                if ti.static(self.channels != 1):
+                    self.acc_w[i, j] = self.kept_w[frame, i, j]
+                    self.acc_c[i, j] = self.kept_c[frame, i, j]
+                    self.zmax[i, j] = self.kept_z[frame, i, j]
         self._zero_scratch_grads()
 
     @ti.func
@@ -1623,8 +1653,11 @@ class SoftRasterizer:
 
     def _composite_frame(self, frame, n, sigma, gamma, token):
         """`_composite` of the binned pairs into `image[frame]`, kept for the backward pass
-        (keep_frames) under `token`."""
-        if self.keep_frames:
+        (keep_frames) under `token` (pixel lanes: `_bin_lanes` composited and kept it)."""
+        if self.pixel_lanes:
+            if self.keep_frames:
+                self._kept_tokens[frame] = token
+        elif self.keep_frames:
             if n > self.kept_capacity or self._kept_tree is None:    # drops the frames kept so far
                 self._alloc_kept(int(n * 1.25) + 1024)
             self._composite(self.pairs, self.kept_pairs, frame, n, sigma, gamma)
@@ -1635,7 +1668,7 @@ class SoftRasterizer:
 
     def _forward(self, verts, slot, frame, token):
         self._prepare(verts, slot)
-        n = self._run_bin(self._r2, self._sigma, False)
+        n = self._run_bin(self._r2, self._sigma, False, frame)
         # what backward needs to reproduce this frame (sigma may be changed later)
         token.update(n=n, sigma=self._sigma, gamma=self._gamma, r2=self._r2)
         self._composite_frame(frame, n, self._sigma, self._gamma, token)
@@ -1649,11 +1682,12 @@ class SoftRasterizer:
         elif self.keep_frames and self._kept_tokens[frame] is token and not self.always_recompute:
             # kept: only the projection is recomputed, pairs and sums are copied back
             self._prepare(verts, slot)
-            self._restore(self.kept_pairs, self.pairs, self.tile_faces, frame, n, token["r2"])
+            kept_pairs = self.pairs if self.pixel_lanes else self.kept_pairs    # lanes: no pairs to restore
+            self._restore(kept_pairs, self.pairs, self.tile_faces, frame, n, token["r2"])
             self._scratch_token = token
         else:
             self._prepare(verts, slot)
-            n = self._run_bin(token["r2"], sigma, True)
+            n = self._run_bin(token["r2"], sigma, True, frame)
             self._composite_frame(frame, n, sigma, gamma, token)
         if self.pixel_lanes:
             self._silhouette_grad_lanes(self.tile_faces, frame, sigma, token["r2"])
