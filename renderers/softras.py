@@ -1184,8 +1184,7 @@ class SoftRasterizer:
             self.lane_tmp[t, 3][l] = ti.select(self._tri_inside(a, b, c, px, py), 1.0, 0.0)
 
     @ti.kernel
-    def _bin_lanes(self, tile_faces: ti.template(), r2: float, sigma: float, clear_grads: ti.template(),
-                   frame: ti.i32):
+    def _bin_lanes(self, tile_faces: ti.template(), r2: float, sigma: float, frame: ti.i32):
         """`_bin` of a silhouette in pixel lanes: faces binned into tiles as there (`_bin_faces`), then
         per tile, in parallel, its faces in list order and, for each, the part of the tile its box
         reaches, row by row in groups of lane_count pixels: branch-free arithmetic (selects,
@@ -1196,8 +1195,6 @@ class SoftRasterizer:
         `_silhouette_grad_lanes` walks the same tiles."""
         TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, self.lane_count)
         cap = ti.static(tile_faces.shape[1])
-        if ti.static(clear_grads):
-            self._zero_scratch_grads()
         self._bin_faces(tile_faces, r2)
         ti.loop_config(serialize=self._lanes_serial)
         for t in range(self.tiles_x * self.tiles_y):
@@ -1505,9 +1502,15 @@ class SoftRasterizer:
         its list the corner adjoints of the face's pairs (`_d2_adjoint`, `_corner_adjoints`: zero
         past the cutoff) summed over the groups its box reaches, lanes apart, then over the lanes,
         into the tile's own tile_grad entry; these added into proj.grad tile by tile in list order
-        (serially when deterministic)."""
+        (serially when deterministic).  It first bins the tile lists again (`_bin_faces`) and zeroes
+        the scratch gradients."""
         TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, self.lane_count)
         cap = ti.static(tile_faces.shape[1])
+        # the tile lists of the projection `_prepare` made (a kept frame's were overwritten by the frames
+        # binned after it; binning is deterministic, so they are the forward's), and the scratch gradients
+        # zeroed: in this launch, not in launches of their own
+        self._bin_faces(tile_faces, r2)
+        self._zero_scratch_grads()
         ti.loop_config(serialize=self._lanes_serial)
         for t in range(self.tiles_x * self.tiles_y):
             ty = t // TX
@@ -1575,10 +1578,11 @@ class SoftRasterizer:
     def _run_bin(self, r2, sigma, clear_grads, frame):
         """Bin (and, for silhouettes, sum) the frame that `_prepare` projected, growing the capacities
         until it fits; returns the number of (pixel, face) pairs (0 in pixel lanes: no list, and
-        image[frame] composited already)."""
+        image[frame] composited already).  clear_grads: the pair list's `_bin` zeroes the scratch
+        gradients too (pixel lanes: their backward kernel does)."""
         while True:
             if self.pixel_lanes:
-                self._bin_lanes(self.tile_faces, r2, sigma, clear_grads, frame)
+                self._bin_lanes(self.tile_faces, r2, sigma, frame)     # its backward zeroes the scratch gradients
             else:
                 self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, sigma, clear_grads)
             # two scalar reads: to_numpy launches a parallel copy (~70 us here) per frame
@@ -1600,26 +1604,21 @@ class SoftRasterizer:
         self._zero_scratch_grads()
 
     @ti.kernel
-    def _restore(self, kept_pairs: ti.template(), pairs: ti.template(), tile_faces: ti.template(), frame: ti.i32,
-                 n_pairs: ti.i32, r2: float):
+    def _restore(self, kept_pairs: ti.template(), pairs: ti.template(), frame: ti.i32, n_pairs: ti.i32):
         """The scratch buffers as `_bin` + `_composite` left them for kept frame `frame`
         (its pairs, per-pixel sums and zmax; what `_accumulate.grad` reads), and the
-        scratch gradients zeroed.  Pixel lanes: no pairs, the sums read where they are kept
-        (`_silhouette_sum`), and the tile lists binned again from the projection `_prepare`
-        just made (what `_silhouette_grad_lanes` walks)."""
-        if ti.static(self.pixel_lanes):
-            self._bin_faces(tile_faces, r2)
-        else:
-            ti.loop_config(serialize=ti.static(serial_loop(pairs.shape[0])))
-            for e in range(n_pairs):
-                pairs[e] = kept_pairs[frame, e]
-            ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height)))
-            for i, j in ti.ndrange(self.height, self.width):
-                self.acc_log[i, j] = self.kept_log[frame, i, j]
-                if ti.static(self.channels != 1):
-                    self.acc_w[i, j] = self.kept_w[frame, i, j]
-                    self.acc_c[i, j] = self.kept_c[frame, i, j]
-                    self.zmax[i, j] = self.kept_z[frame, i, j]
+        scratch gradients zeroed (the pair list; pixel lanes need none of it:
+        `_silhouette_grad_lanes`)."""
+        ti.loop_config(serialize=ti.static(serial_loop(pairs.shape[0])))
+        for e in range(n_pairs):
+            pairs[e] = kept_pairs[frame, e]
+        ti.loop_config(serialize=ti.static(serial_loop(self.width * self.height)))
+        for i, j in ti.ndrange(self.height, self.width):
+            self.acc_log[i, j] = self.kept_log[frame, i, j]
+            if ti.static(self.channels != 1):
+                self.acc_w[i, j] = self.kept_w[frame, i, j]
+                self.acc_c[i, j] = self.kept_c[frame, i, j]
+                self.zmax[i, j] = self.kept_z[frame, i, j]
         self._zero_scratch_grads()
 
     @ti.func
@@ -1675,23 +1674,35 @@ class SoftRasterizer:
 
     def _backward(self, verts, slot, frame, token):
         n, sigma, gamma = token["n"], token["sigma"], token["gamma"]
-        if self._scratch_token is token and not self.always_recompute:
-            # the scratch buffers still hold this frame (it was the last one
-            # rendered): no recompute needed, only clear the scratch gradients
+        # the scratch buffers still hold this frame (it was the last one rendered), or it was kept
+        scratch = self._scratch_token is token and not self.always_recompute
+        kept = self.keep_frames and self._kept_tokens[frame] is token and not self.always_recompute
+        if self.pixel_lanes:
+            # the frame's sums stay where its binning left them (`_silhouette_sum`), and
+            # `_silhouette_grad_lanes` bins the tile lists again and zeroes the scratch gradients itself
+            if not scratch:
+                self._prepare(verts, slot)
+                if kept:
+                    self._scratch_token = token
+                else:
+                    self._run_bin(token["r2"], sigma, False, frame)
+                    self._composite_frame(frame, 0, sigma, gamma, token)
+            self._silhouette_grad_lanes(self.tile_faces, frame, sigma, token["r2"])
+            self._prepare.grad(verts, slot)
+            return
+        if scratch:
+            # no recompute needed, only clear the scratch gradients
             self._clear_scratch_grads()
-        elif self.keep_frames and self._kept_tokens[frame] is token and not self.always_recompute:
-            # kept: only the projection is recomputed, pairs and sums are copied back
+        elif kept:
+            # only the projection is recomputed, pairs and sums are copied back
             self._prepare(verts, slot)
-            kept_pairs = self.pairs if self.pixel_lanes else self.kept_pairs    # lanes: no pairs to restore
-            self._restore(kept_pairs, self.pairs, self.tile_faces, frame, n, token["r2"])
+            self._restore(self.kept_pairs, self.pairs, frame, n)
             self._scratch_token = token
         else:
             self._prepare(verts, slot)
             n = self._run_bin(token["r2"], sigma, True, frame)
             self._composite_frame(frame, n, sigma, gamma, token)
-        if self.pixel_lanes:
-            self._silhouette_grad_lanes(self.tile_faces, frame, sigma, token["r2"])
-        elif self.channels == 1:
+        if self.channels == 1:
             self._silhouette_grad(self.pairs, self.pair_grad, n, frame, sigma, token["r2"])
         else:
             self._accumulate.grad(self.pairs, n, frame, sigma, gamma)
