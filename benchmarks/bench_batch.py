@@ -26,6 +26,9 @@ Measured on an Intel Xeon (AVX-512, 2 vCPUs; the third session of 2026-12-05), e
 best of 2: image f64 42.65 / 7.65 s, 5.58x; f32 with the pixel lanes 8 floats wide (`core.simd`), 37.40 /
 4.64 s, 8.06x (a first run 34.87 / 4.93 s, 7.07x), against 41.16 / 7.40 s, 5.56x, for a checkout of the code
 before (4 lanes), run just before it.
+The same Xeon, the next session, silhouettes composited in the binning kernel (README "The same Xeon, a
+fourth session"): f64 23.87 / 4.76 s, 5.02x, against 26.96 / 6.07 s, 4.44x, for the code before, run just
+before it; f32 24.10 / 4.44 s, 5.42x; f64 ratios of 3.6-5.0x in four runs that afternoon.
 Measured on the shared 2-core AMD machine, each side in its own process (defaults, best of 2), 2026-12-05
 (second session: the image losses' written-out backward with the rows of each image frame on a thread,
 silhouettes without per-pixel log and exp where no face reaches, PerCopy's values read once per record,
