@@ -83,11 +83,15 @@ def test_pixel_lanes_kept_and_recomputed_backward_bit_identical():
             np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("closed, lanes", [(False, None), (True, None), (False, 8)])
-def test_pixel_lanes_gradient_matches_finite_differences(closed, lanes):
+@pytest.mark.parametrize("closed, lanes, keep", [(False, None, True), (True, None, True), (False, 8, True),
+                                                 (False, None, False)])
+def test_pixel_lanes_gradient_matches_finite_differences(closed, lanes, keep):
+    """Central differences in f64.  keep=False: one slot for the sums, so the backward pass bins frames 1
+    and 0 again (into that slot) before their gradients."""
     cam, v, f, X, target = _scene()
-    ren = SoftRasterizer(cam, f, len(v), frames=3, sigma=2e-3, closed=closed, pixel_lanes=lanes)
-    assert ren.pixel_lanes and ren.lane_count == (lanes or 4)
+    ren = SoftRasterizer(cam, f, len(v), frames=3, sigma=2e-3, closed=closed, pixel_lanes=lanes, keep_frames=keep)
+    assert ren.pixel_lanes and ren.lane_count == (lanes or 4) and ren.keep_frames == keep
+    assert ren.kept_log.shape[0] == (3 if keep else 1)
     mse = SilhouetteMSE(ren.image, target)
     loss = ti.field(float, shape=(), needs_grad=True)
     ren.camera_delta.from_numpy(np.array([0.01, -0.02, 0.015, 0.02, -0.01, 0.03]))
