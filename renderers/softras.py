@@ -89,8 +89,9 @@ stages that end in stores of their lanes (so that LLVM packs them into SIMD),
 summing S = sum log(1 - D) per pixel in the same face order; the backward
 (`_silhouette_grad_lanes`) walks the same tiles (dL/dS per pixel, each face's
 corner adjoints summed over its tile, the tiles' sums scattered in list order).
-A kept frame keeps only its per-pixel S; its tile lists are re-binned from the
-projection (`_restore`).  Measured (bench_batch's 16-copy atlas, f64, per frame): binning
+A kept frame keeps only its per-pixel S; its projection and tile lists are made
+again by the backward kernel, which also projects (as `_bin_lanes` does: a frame
+is one launch forward, two backward with `_prepare.grad`).  Measured (bench_batch's 16-copy atlas, f64, per frame): binning
 with sums and pair writes 2.6 -> 0.8 ms, the backward 2.2 -> 1.4 ms (averages).
 
 Reproducibility: when `tigradsim.core.runtime.deterministic()` is True (the CPU
@@ -880,6 +881,13 @@ class SoftRasterizer:
 
     @ti.kernel
     def _prepare(self, verts: ti.template(), slot: ti.i32):
+        self._project(verts, slot)
+
+    @ti.func
+    def _project(self, verts: ti.template(), slot: ti.template()):
+        """Step 1 of the module docstring (`_prepare`'s body; pixel-lane silhouettes run it as the first
+        loops of their binning and backward kernels: no launch of its own).  slot is a template so the
+        call copies nothing: `_prepare` must hold loops alone for Taichi's autodiff."""
         W = ti.static(float(self.width))
         H = ti.static(float(self.height))
         s = ti.static(float(min(self.width, self.height)))
@@ -1184,7 +1192,8 @@ class SoftRasterizer:
             self.lane_tmp[t, 3][l] = ti.select(self._tri_inside(a, b, c, px, py), 1.0, 0.0)
 
     @ti.kernel
-    def _bin_lanes(self, tile_faces: ti.template(), r2: float, sigma: float, frame: ti.i32):
+    def _bin_lanes(self, verts: ti.template(), slot: ti.i32, tile_faces: ti.template(), r2: float, sigma: float,
+                   frame: ti.i32):
         """`_bin` of a silhouette in pixel lanes: faces binned into tiles as there (`_bin_faces`), then
         per tile, in parallel, its faces in list order and, for each, the part of the tile its box
         reaches, row by row in groups of lane_count pixels: branch-free arithmetic (selects,
@@ -1192,9 +1201,10 @@ class SoftRasterizer:
         pixel's S = sum of log(1 - D) over the faces within the cutoff, summed in `_bin`'s order,
         lands in kept_log (`_silhouette_sum`) and its value A in image[frame]: the frame is
         composited here, in the tile's own iteration (no `_composite` pass).  No pair list:
-        `_silhouette_grad_lanes` walks the same tiles."""
+        `_silhouette_grad_lanes` walks the same tiles.  It first projects verts[slot] (`_project`)."""
         TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, self.lane_count)
         cap = ti.static(tile_faces.shape[1])
+        self._project(verts, slot)
         self._bin_faces(tile_faces, r2)
         ti.loop_config(serialize=self._lanes_serial)
         for t in range(self.tiles_x * self.tiles_y):
@@ -1230,14 +1240,14 @@ class SoftRasterizer:
                             self.lane_prod[t, r, g][l] = self.lane_prod[t, r, g][l] * \
                                 (1.0 + self.lane_tmp[t, 5][l] * exp_neg(x))
             empty = self.tile_count[t] == 0      # most tiles of a small object's frame: no log to take
-            slot = self._sum_slot(frame)
+            sums = self._sum_slot(frame)
             for r, g in ti.ndrange(TS, TS // L):
                 for l in ti.static(range(L)):
                     if ty * TS + r < H and tx * TS + g * L + l < W:
                         S = 0.0
                         if not empty:
                             S = self.lane_log[t, r, g][l] - ti.log(self.lane_prod[t, r, g][l])
-                        self.kept_log[slot, ty * TS + r, tx * TS + g * L + l] = S
+                        self.kept_log[sums, ty * TS + r, tx * TS + g * L + l] = S
                         self.image[frame, ty * TS + r, tx * TS + g * L + l] = self._pixel_value(
                             ty * TS + r, tx * TS + g * L + l, S, 0.0, ti.Vector([0.0, 0.0, 0.0]), 0.0)
 
@@ -1496,19 +1506,21 @@ class SoftRasterizer:
                 self.proj.grad[idx[k]] += ti.Vector([g[2 * k], g[2 * k + 1], 0.0])
 
     @ti.kernel
-    def _silhouette_grad_lanes(self, tile_faces: ti.template(), frame: ti.i32, sigma: float, r2: float):
+    def _silhouette_grad_lanes(self, verts: ti.template(), slot: ti.i32, tile_faces: ti.template(), frame: ti.i32,
+                               sigma: float, r2: float):
         """`_silhouette_grad` in pixel lanes (after `_bin_lanes`): per tile, in parallel, first its
         pixels' dL/dS as there, in (tile, row, group)[lane] layout (0 off the image), then per face of
         its list the corner adjoints of the face's pairs (`_d2_adjoint`, `_corner_adjoints`: zero
         past the cutoff) summed over the groups its box reaches, lanes apart, then over the lanes,
         into the tile's own tile_grad entry; these added into proj.grad tile by tile in list order
-        (serially when deterministic).  It first bins the tile lists again (`_bin_faces`) and zeroes
-        the scratch gradients."""
+        (serially when deterministic).  It first projects verts[slot] again (`_project`), bins the
+        tile lists again (`_bin_faces`) and zeroes the scratch gradients."""
         TS, TX, W, H, L = ti.static(self.tile_size, self.tiles_x, self.width, self.height, self.lane_count)
         cap = ti.static(tile_faces.shape[1])
-        # the tile lists of the projection `_prepare` made (a kept frame's were overwritten by the frames
-        # binned after it; binning is deterministic, so they are the forward's), and the scratch gradients
+        # the projection and the tile lists of the frame (a kept frame's were overwritten by the frames
+        # rendered after it; both are deterministic, so they are the forward's), and the scratch gradients
         # zeroed: in this launch, not in launches of their own
+        self._project(verts, slot)
         self._bin_faces(tile_faces, r2)
         self._zero_scratch_grads()
         ti.loop_config(serialize=self._lanes_serial)
@@ -1575,14 +1587,14 @@ class SoftRasterizer:
                     self.proj.grad[idx[q]] += ti.Vector([g[2 * q], g[2 * q + 1], 0.0])
 
     # --------------------------------------------------------------- driver
-    def _run_bin(self, r2, sigma, clear_grads, frame):
-        """Bin (and, for silhouettes, sum) the frame that `_prepare` projected, growing the capacities
-        until it fits; returns the number of (pixel, face) pairs (0 in pixel lanes: no list, and
-        image[frame] composited already).  clear_grads: the pair list's `_bin` zeroes the scratch
-        gradients too (pixel lanes: their backward kernel does)."""
+    def _run_bin(self, r2, sigma, clear_grads, frame, verts, slot):
+        """Bin (and, for silhouettes, sum) the frame that `_prepare` projected (pixel lanes: project
+        verts[slot] and bin it), growing the capacities until it fits; returns the number of (pixel,
+        face) pairs (0 in pixel lanes: no list, and image[frame] composited already).  clear_grads: the
+        pair list's `_bin` zeroes the scratch gradients too (pixel lanes: their backward kernel does)."""
         while True:
             if self.pixel_lanes:
-                self._bin_lanes(self.tile_faces, r2, sigma, frame)     # its backward zeroes the scratch gradients
+                self._bin_lanes(verts, slot, self.tile_faces, r2, sigma, frame)
             else:
                 self._bin(self.tile_faces, self.pix_mask, self.pairs, r2, sigma, clear_grads)
             # two scalar reads: to_numpy launches a parallel copy (~70 us here) per frame
@@ -1666,8 +1678,9 @@ class SoftRasterizer:
         self._scratch_token = token
 
     def _forward(self, verts, slot, frame, token):
-        self._prepare(verts, slot)
-        n = self._run_bin(self._r2, self._sigma, False, frame)
+        if not self.pixel_lanes:            # pixel lanes project in their binning kernel
+            self._prepare(verts, slot)
+        n = self._run_bin(self._r2, self._sigma, False, frame, verts, slot)
         # what backward needs to reproduce this frame (sigma may be changed later)
         token.update(n=n, sigma=self._sigma, gamma=self._gamma, r2=self._r2)
         self._composite_frame(frame, n, self._sigma, self._gamma, token)
@@ -1679,15 +1692,14 @@ class SoftRasterizer:
         kept = self.keep_frames and self._kept_tokens[frame] is token and not self.always_recompute
         if self.pixel_lanes:
             # the frame's sums stay where its binning left them (`_silhouette_sum`), and
-            # `_silhouette_grad_lanes` bins the tile lists again and zeroes the scratch gradients itself
-            if not scratch:
-                self._prepare(verts, slot)
-                if kept:
-                    self._scratch_token = token
-                else:
-                    self._run_bin(token["r2"], sigma, False, frame)
-                    self._composite_frame(frame, 0, sigma, gamma, token)
-            self._silhouette_grad_lanes(self.tile_faces, frame, sigma, token["r2"])
+            # `_silhouette_grad_lanes` projects the vertices, bins the tile lists again and zeroes the
+            # scratch gradients itself
+            if kept and not scratch:
+                self._scratch_token = token
+            elif not scratch:
+                self._run_bin(token["r2"], sigma, False, frame, verts, slot)
+                self._composite_frame(frame, 0, sigma, gamma, token)
+            self._silhouette_grad_lanes(verts, slot, self.tile_faces, frame, sigma, token["r2"])
             self._prepare.grad(verts, slot)
             return
         if scratch:
@@ -1700,7 +1712,7 @@ class SoftRasterizer:
             self._scratch_token = token
         else:
             self._prepare(verts, slot)
-            n = self._run_bin(token["r2"], sigma, True, frame)
+            n = self._run_bin(token["r2"], sigma, True, frame, verts, slot)
             self._composite_frame(frame, n, sigma, gamma, token)
         if self.channels == 1:
             self._silhouette_grad(self.pairs, self.pair_grad, n, frame, sigma, token["r2"])
