@@ -89,9 +89,10 @@ stages that end in stores of their lanes (so that LLVM packs them into SIMD),
 summing S = sum log(1 - D) per pixel in the same face order; the backward
 (`_silhouette_grad_lanes`) walks the same tiles (dL/dS per pixel, each face's
 corner adjoints summed over its tile, the tiles' sums scattered in list order).
-A kept frame keeps only its per-pixel S; its projection and tile lists are made
-again by the backward kernel, which also projects (as `_bin_lanes` does: a frame
-is one launch forward, two backward with `_prepare.grad`).  Measured (bench_batch's 16-copy atlas, f64, per frame): binning
+A kept frame keeps only its per-pixel S: the backward kernel projects the frame
+and bins its tile lists again itself, as `_bin_lanes` projects, bins and
+composites, so a frame is one launch forward and two backward (with
+`_prepare.grad`).  Measured (bench_batch's 16-copy atlas, f64, per frame): binning
 with sums and pair writes 2.6 -> 0.8 ms, the backward 2.2 -> 1.4 ms (averages).
 
 Reproducibility: when `tigradsim.core.runtime.deterministic()` is True (the CPU
