@@ -1698,6 +1698,9 @@ class SoftRasterizer:
             if kept and not scratch:
                 self._scratch_token = token
             elif not scratch:
+                # recomputed (keep_frames off, always_recompute): the backward kernel projects and bins this
+                # frame a second time (O(vertices + faces), serial); skipping that would take a second
+                # compiled variant of the backward kernel, the renderer's largest
                 self._run_bin(token["r2"], sigma, False, frame, verts, slot)
                 self._composite_frame(frame, 0, sigma, gamma, token)
             self._silhouette_grad_lanes(verts, slot, self.tile_faces, frame, sigma, token["r2"])
