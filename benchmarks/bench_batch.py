@@ -26,13 +26,13 @@ Measured on an Intel Xeon (AVX-512, 2 vCPUs; the third session of 2026-12-05), e
 best of 2: image f64 42.65 / 7.65 s, 5.58x; f32 with the pixel lanes 8 floats wide (`core.simd`), 37.40 /
 4.64 s, 8.06x (a first run 34.87 / 4.93 s, 7.07x), against 41.16 / 7.40 s, 5.56x, for a checkout of the code
 before (4 lanes), run just before it.
-The same Xeon, the next session, silhouettes composited in the binning kernel (README "The same Xeon, a
+The same Xeon, the next session, silhouettes composited in the binning kernel (benchmarks/MEASURED.md, "The same Xeon, a
 fourth session"): f64 23.87 / 4.76 s, 5.02x, against 26.96 / 6.07 s, 4.44x, for the code before, run just
 before it; f32 24.10 / 4.44 s, 5.42x; f64 ratios of 3.6-5.0x in four runs that afternoon.
 Measured on the shared 2-core AMD machine, each side in its own process (defaults, best of 2), 2026-12-05
 (second session: the image losses' written-out backward with the rows of each image frame on a thread,
 silhouettes without per-pixel log and exp where no face reaches, PerCopy's values read once per record,
-the atlas placed by the renderer's pixel_offsets; README "Measured"):
+the atlas placed by the renderer's pixel_offsets; benchmarks/MEASURED.md):
   image: sequential 19.41 s, batched 4.73 s: 4.11x (after the loss change); 18.85 / 4.32 s: 4.36x (and the
          per-pixel skips); 18.41 / 4.16 s: 4.43x (all of them); --precision f32 the same hour: 16.10 /
          3.45 s, 4.67x.  Final code (the lanes' backward taking each tile's dL/dS in its own iteration
@@ -42,12 +42,12 @@ the atlas placed by the renderer's pixel_offsets; README "Measured"):
          (1.04 ms a frame, its dL/dS included); in f32 0.48 and 0.73 ms
   state: sequential 21.08 s, batched 0.78 s: 26.9x (13.9x the day before: the batched state fit was mostly
          the per-copy value reads that PerCopy.reading() now does once)
-The same day, first session (silhouettes in pixel lanes, README "Measured"):
+The same day, first session (silhouettes in pixel lanes, benchmarks/MEASURED.md):
   image: sequential 19.65 s, batched 6.17 s: 3.18x; a second run 20.52 / 5.87 s: 3.49x; with PerCopy's one
          table read per step 21.99 / 6.11 s: 3.60x   (the pair list, the
          same morning, one repeat: 25.03 /
          11.08 s, 2.26x); a batched iteration ~115 ms, ~80 of it in kernels (the renderer ~60, the loss ~9)
-The day before (2026-12-04, after the contact, gradient-clearing and silhouette changes of README "Measured"):
+The day before (2026-12-04, after the contact, gradient-clearing and silhouette changes of benchmarks/MEASURED.md):
   image: sequential 29.1 s, batched 10.8 s: 2.70x   (the code before them, the same hour: 28.2 / 11.7 s, 2.41x)
   state: sequential 24.1 s, batched 1.73 s: 13.9x   (before them, the same hour: 25.7 / 2.09 s, 12.3x)
 An earlier run of the older code on a slower day: image 61.1 / 18.9 s (3.23x; 3.89x in a quieter run),

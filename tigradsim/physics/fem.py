@@ -290,7 +290,7 @@ class TetForces(StepTerm):
             else:
                 # at kd = 0 the value and every derivative but d/dkd are 0: the velocities are read
                 # without a gradient path, so Taichi carries an adjoint to kd alone (fem32 with every
-                # gradient: see README "Backward passes that skip what is zero")
+                # gradient: see benchmarks/MEASURED.md, "Backward passes that skip what is zero")
                 D = kd * self.deformation_rate_stopped(state, s, idx, Dm_inv)
             return D
         else:
