@@ -268,7 +268,7 @@ def cloth_lanes(monkeypatch):
     monkeypatch.setattr(cloth, "CLOTH_LANES_MIN_TRIANGLES", 0)
 
 
-def _lanes_scene(scatter):
+def _lanes_scene(scatter, requires_grad=True):
     """Two cloths, two material groups (membrane: 10 triangles, a part-filled last lane group whose lanes run
     into the next group; stvk_membrane: 12), per-triangle membrane parameters, damping, drag and lift that are
     0 on whole lane groups and mixed on others, wind, per-edge bending parameters with damping 0 on most
@@ -291,7 +291,7 @@ def _lanes_scene(scatter):
                 density=1.0, bending_stiffness=0.03, velocity=rng.normal(size=vb.shape) * 0.3)
     tgs.runtime.set_scatter(scatter)
     try:
-        model = b.finalize()
+        model = b.finalize(requires_grad=requires_grad)
     finally:
         tgs.runtime.set_scatter("auto")
     x0 = np.concatenate([va, vb + [0.0, 0.0, 0.5]])
@@ -302,18 +302,20 @@ def _lanes_scene(scatter):
 @cpu_lanes
 def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64, cloth_lanes):
     """On the serial path the membrane and bending run LANES elements at a time: forward kernels through
-    `element_lanes`, reverse kernels through `virtual_work` and the ports of `ClothLanePorts`; the parts path
+    `element_lanes`, reverse kernels through `virtual_work` and the ports of `LaneGroupPorts`; the parts path
     runs one element at a time (`element`, and Taichi's reverse of it).  The forces, a rollout and the Tape
     gradients of every parameter agree to rounding, and the serial path's Tape gradients match central
     differences."""
-    from tigradsim.physics.cloth import ClothBendingForces, ClothLanePorts, ClothMembraneForces
+    from tigradsim.physics.cloth import ClothBendingForces, ClothMembraneForces, LaneGroupPorts
     from tigradsim.physics.lanes import LANES
     lanes_model, ne = _lanes_scene("serial")
     one_model, _ = _lanes_scene("parts")
     assert ne % LANES != 0 and ne > 2 * LANES
     terms = [t for t in lanes_model.force_terms if isinstance(t, (ClothBendingForces, ClothMembraneForces))]
     assert len(terms) == 3 and all(t.lane_forces is not None and t.reverse_in_lanes for t in terms)
-    assert sum(isinstance(t, ClothLanePorts) for t in lanes_model.force_terms) == 2
+    # every parameter has a gradient here: the reverse in lanes stays on one thread
+    assert all(not t.parallel_reverse for t in terms)
+    assert sum(isinstance(t, LaneGroupPorts) for t in lanes_model.force_terms) == 3
     assert all(t.lane_forces is None and not t.reverse_in_lanes for t in one_model.force_terms
                if isinstance(t, (ClothBendingForces, ClothMembraneForces)))
     f_lanes, f_one = forces(lanes_model), forces(one_model)
@@ -339,6 +341,51 @@ def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64,
         report = tgs.check_gradient(run, loss, [getattr(model, name)], n_dirs=2, eps=1e-6, rtol=1e-5)
         assert report.ok, f"{name}:\n{report}"
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient is zero"
+
+
+@cpu_lanes
+def test_cloth_reverse_on_threads_same_bits_and_finite_differences(f64, cloth_lanes, monkeypatch):
+    """Where only the state has gradients, the membrane's and bending's reverse in lanes run on threads
+    (`LaneGroupPorts`: each lane group's own ports, then a per-particle gather), and the backward pass
+    launches each step's reverse on its own (`Simulator.reverse_per_step`) while the forward stays fused.
+    The gradients are the same bits run to run and checkpointed, equal the reverse on one thread
+    (`scatter="serial"`, the fused kernel's reverse) and the one element at a time path's to rounding, and
+    match central differences."""
+    from taichi.lang import impl
+    from tigradsim.physics import cloth
+    if impl.current_cfg().cpu_max_num_threads < 2:
+        pytest.skip("one CPU thread: the reverse has no threads to run on")
+    named = {"particle_q0", "particle_qd0"}
+    monkeypatch.setattr(cloth, "CLOTH_REVERSE_THREADS_MIN_TRIANGLES", 0)
+    threaded, _ = _lanes_scene("auto", named)          # "auto": cloth this small runs in lanes, not on parts
+    terms = [t for t in threaded.force_terms if isinstance(t, (cloth.ClothBendingForces, cloth.ClothMembraneForces))]
+    assert len(terms) == 3 and all(t.in_lanes and t.parallel_reverse and t.reverse_ports.parallel for t in terms)
+    one_thread, _ = _lanes_scene("serial", named)      # scatter="serial": one thread, the reverse too
+    assert not any(getattr(t, "parallel_reverse", False) for t in one_thread.force_terms)
+    one_at_a_time, _ = _lanes_scene("parts", named)
+    grads = {}
+    for key, model, ck in (("threads", threaded, None), ("threads, again", threaded, None),
+                           ("threads, checkpointed", threaded, 7), ("one thread", one_thread, None),
+                           ("one at a time", one_at_a_time, None)):
+        sim, run, loss = rollout(model, steps=20, checkpoint_every=ck)
+        if key == "threads":
+            assert sim.fused and sim.reverse_per_step
+        with tgs.tape(loss):
+            run()
+        grads[key] = {n: getattr(model, n).grad.to_numpy().copy() for n in sorted(named)}
+        if key == "threads":
+            report = tgs.check_gradient(run, loss, [model.particle_q0, model.particle_qd0], n_dirs=2, eps=1e-6,
+                                        rtol=1e-5)
+            assert report.ok, str(report)
+            assert max(abs(a) for a in report.analytic) > 1e-10, "zero gradient"
+    for n in named:
+        g = grads["threads"][n]
+        assert np.abs(g).max() > 1e-8, n
+        np.testing.assert_array_equal(grads["threads, again"][n], g, err_msg=f"{n}: threads, run to run")
+        np.testing.assert_array_equal(grads["threads, checkpointed"][n], g, err_msg=f"{n}: checkpointed")
+        # the one-thread run differentiates the fused kernel (its own compiled code): rounding apart
+        for other in ("one thread", "one at a time"):
+            np.testing.assert_allclose(grads[other][n], g, rtol=0, atol=1e-11 * np.abs(g).max(), err_msg=f"{n}: {other}")
 
 
 @cpu_lanes

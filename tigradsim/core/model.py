@@ -60,6 +60,10 @@ class StepTerm:
     def __init__(self, model):
         self.model = model
         self.serial = serial_scatter()
+        # a term whose reverse kernel runs a loop on threads although its forward loop is serial
+        # (`cloth.LaneGroupPorts`): the backward pass then launches each step's reverse on its own
+        # (`Simulator.reverse_per_step`)
+        self.parallel_reverse = False
         # an element term whose loop a `physics.parts.PartLoop` runs, with other element sets' (its own
         # `gather.for_each_element` then emits nothing): set by `parts.merge_part_loops` at finalize
         self.merged = False

@@ -99,7 +99,9 @@ class Simulator:
         fuse_steps: run the steps between two events in one kernel launch (True), one
             launch per step (False), or None: fused when every force term and integrator
             runs its loop serially (`runtime.serial_scatter`; a nested loop is never
-            parallel, so parallel terms keep one launch per step).
+            parallel, so parallel terms keep one launch per step).  A term whose reverse loop runs on
+            threads (`StepTerm.parallel_reverse`: large cloth) keeps the forward fused and has each
+            step's reverse launched on its own (`reverse_per_step`).
         strict: past the safe fraction of a force term's explicit-integration limit
             (`tigradsim.core.stability`, checked here and at `run()` after `model.set`) raise
             `StabilityError` instead of warning (`StabilityWarning`).
@@ -146,6 +148,7 @@ class Simulator:
         self._observers: list[_Observer] = []
         self._bad_step = ti.field(ti.i32, shape=())
         self._segment_op = custom_op(self._segment_forward, self._segment_backward)
+        self._fused_op = custom_op(self._substeps, self._fused_backward)
         self._check_op = no_grad(self._check_finite_range)
         self._clear_op = no_grad(self._clear_accumulators)
         self.strict = bool(strict)
@@ -368,7 +371,7 @@ class Simulator:
         while t < end:
             stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end)
             if self.fused:
-                self._substeps(t - start, t, stop - t)
+                self._fused_op(t - start, t, stop - t)
             else:
                 for k in range(t, stop):
                     self._substep(k - start, k)
@@ -392,6 +395,23 @@ class Simulator:
         if self.fuse_steps is not None:
             return bool(self.fuse_steps)
         return all(getattr(loop, "serial", False) for loop, _ in self._loops())
+
+    @property
+    def reverse_per_step(self) -> bool:
+        """Whether the backward pass of a fused run launches the reverse of each step on its own
+        (`_fused_backward`): where some term's reverse loop runs on threads (`StepTerm.parallel_reverse`),
+        which a loop nested in the fused step loop cannot."""
+        return any(getattr(loop, "parallel_reverse", False) for loop, _ in self._loops())
+
+    def _fused_backward(self, s0, t0, count):
+        """Reverse of `count` fused steps from slot s0 (step t0): the fused kernel's own reverse, or, where a
+        term's reverse runs on threads (`reverse_per_step`), each step's reverse launched on its own, last
+        step first (the same derivatives: every step reads its state at its own slot)."""
+        if self.reverse_per_step:
+            for k in reversed(range(count)):
+                self._substep.grad(s0 + k, t0 + k)
+        else:
+            self._substeps.grad(s0, t0, count)
 
     def _next_frame(self, t):
         """The first step after t at which an observer records a frame (a fused run stops there)."""

@@ -41,7 +41,9 @@ How the element loops add their forces: `gather.element_path` (on a CPU, cloth r
 thread, plain adds, unless it has CLOTH_PARTS_MIN_TRIANGLES triangles and the CPU 3 or 4
 threads: then on the parts path; GPUs atomic adds).  On one thread, from CLOTH_LANES_MIN_TRIANGLES triangles, the
 membrane and bending go four elements at a time, forward (`element_lanes`) and reverse
-(`virtual_work`, `ClothLanePorts`); the membrane where its material gives `stress_columns`.
+(`virtual_work`, through the ports of `LaneGroupPorts`); the membrane where its material gives
+`stress_columns`.  From CLOTH_REVERSE_THREADS_MIN_TRIANGLES triangles their reverse runs on every thread
+where only the state has gradients (`reverse_threads`).
 
 Fields on the model (T triangles sorted by material, E bending edges, A anchors):
     cloth_indices (T,) ivec3          global particle indices
@@ -65,6 +67,7 @@ from typing import List
 
 import numpy as np
 import taichi as ti
+from taichi.lang import impl
 
 from . import lanes
 from .elements import MaterialElements
@@ -73,6 +76,7 @@ from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, 
 from .lanes import LANES
 from ..core.errors import as_array, check_positive
 from ..core.model import StepTerm, has_grad
+from ..core.runtime import scatter_mode
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
 
 # "auto" puts a cloth's triangles and bending edges on the parts path (`gather.element_path`) from this many
@@ -98,6 +102,14 @@ CLOTH_PARTS_MIN_THREADS = 3
 # 30 s with every gradient), once per model and precision: the ~18 s are earned back after ~2e8 triangle-steps,
 # a fit of ~200 iterations of 1,000 steps at this size (the offline cache keeps the kernels for later runs).
 CLOTH_LANES_MIN_TRIANGLES = 1_024
+
+# From this many triangles a cloth's reverse in lanes runs on threads where it can (`reverse_threads`,
+# `LaneGroupPorts`): the backward pass then launches each step's reverse on its own (`Simulator.reverse_per_step`),
+# ~50-70 us a step more, which the threads earn back from ~3,000 triangles.  Measured (f32, vs_warp's cloth,
+# named gradients, µs per step, forward / forward + backward, one thread against threads on 2 CPUs): 32 x 32
+# (2,048 triangles) 111 / 284 against 107 / 358; 48 x 48 (4,608) 246 / 682 against 216 / 555; 64 x 64
+# (8,192) 430 / 1,298-1,310 (the code before, ports on one thread) against 412-423 / 1,015-1,149.
+CLOTH_REVERSE_THREADS_MIN_TRIANGLES = 4_096
 
 # Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
 # cloth's |n|^2 = (2 area)^2 even in f32.
@@ -400,11 +412,8 @@ class Cloths:
                               for k in ("drag", "lift", "wind")], [(g.start, g.end) for g in groups])
         in_lanes = path == "serial" and len(tris) >= CLOTH_LANES_MIN_TRIANGLES
         membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports, in_lanes) for g in groups]
-        if any(m.reverse_in_lanes for m in membrane):
-            lane_ports = ClothLanePorts(model, model.cloth_indices, len(tris), velocities=membrane[0])
-            model.force_terms.append(lane_ports)     # its loop comes before the membrane's
-            for m in membrane:
-                m.reverse_ports = lane_ports
+        # each term's reverse ports (`LaneGroupPorts`): their loops come before the membrane's
+        model.force_terms.extend(m.reverse_ports for m in membrane if m.reverse_ports is not None)
         model.force_terms.extend(wrap_terms(ports, membrane))
         ne = sum(len(q) for q in self._quads)
         model.cloth_edge_count = ne
@@ -463,11 +472,16 @@ class ClothMembraneForces(StepTerm):
         # forward kernels take LANES triangles per iteration (`element_lanes`, `gather.for_each_element`)
         self.in_lanes = in_lanes and self.serial and group.material.in_columns()
         self.lane_forces = lanes.LaneForces(3) if self.in_lanes else None
-        # ... and so does its reverse kernel, through `reverse_ports` (set by `Cloths.finalize`; `virtual_work`)
+        # ... and so does its reverse kernel, through `reverse_ports` (`virtual_work`), on threads unless a
+        # membrane or aerodynamics parameter has a gradient (`LaneGroupPorts`)
         self.reverse_in_lanes = self.in_lanes and model.requires_grad
         self.reverse_ports = None
         if self.reverse_in_lanes:
             self.work = ti.field(float, shape=(), needs_grad=True)
+            params = [model.cloth_params] + [getattr(model, f"cloth_{k}") for k in ("drag", "lift", "wind")]
+            self.reverse_ports = LaneGroupPorts(model, model.cloth_indices.to_numpy()[group.start:group.end],
+                                                reverse_threads(model, params))
+            self.parallel_reverse = self.reverse_ports.parallel
 
     @property
     def element_range(self):
@@ -561,24 +575,25 @@ class ClothMembraneForces(StepTerm):
 
     @ti.func
     def virtual_work(self, state: ti.template(), s: ti.template()):
-        """The loop that stands for the membrane and aerodynamic forces in the reverse kernel on one thread
-        (`apply_forces`), as `ClothBendingForces.virtual_work` does for bending: W = sum over triangles and
-        corners k of lambda_k . f_k, lambda = particle_f.grad[s] read as a constant, LANES triangles at a
-        time, positions and velocities through `reverse_ports`.  With the corner forces -A P B^T (corner 0
+        """The loop that stands for the membrane and aerodynamic forces in the reverse kernel (`apply_forces`),
+        as `ClothBendingForces.virtual_work` does for bending: W = sum over triangles and corners k of
+        lambda_k . f_k, lambda = particle_f.grad[s] read as a constant, LANES triangles at a time, positions
+        and velocities through `reverse_ports` (on threads where `LaneGroupPorts.parallel`).  With the corner forces -A P B^T (corner 0
         taking minus the other two) W = -A P : ([lambda_1 - lambda_0, lambda_2 - lambda_0] B) per triangle,
         plus (lambda_0 + lambda_1 + lambda_2) . f_aero."""
         start = ti.static(self.group.start)
         end = ti.static(self.group.end)
-        ti.loop_config(serialize=True)
+        ports = self.reverse_ports
+        ti.loop_config(serialize=not ports.parallel)
         for g in range((end - start + LANES - 1) // LANES):
             ti.stop_grad(state.particle_q)       # the state's adjoints go through the ports
             ti.stop_grad(state.particle_qd)
             base = start + g * LANES
             self.work.grad[None] = 1.0           # W's adjoint (see ClothBendingForces.virtual_work)
+            ports.open(g)
             arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
             out = self.lane_forces
-            ports = self.reverse_ports
-            x = [lanes.add3(out.corner(state.particle_q, s, idx, k), ports.lanes(ports.qport, k, base))
+            x = [lanes.add3(out.corner(state.particle_q, s, idx, k), ports.corner(ports.qport, g, k))
                  for k in ti.static(range(3))]
             d1 = lanes.sub(x[1], x[0])
             d2 = lanes.sub(x[2], x[0])
@@ -598,7 +613,7 @@ class ClothMembraneForces(StepTerm):
             aero = lanes.any_nonzero(drag) | lanes.any_nonzero(lift)
             adj_sum = lanes.add3(lanes.add3(adj[0], adj[1]), adj[2])
             if damped | aero:
-                v = [lanes.add3(out.corner(state.particle_qd, s, idx, k), ports.lanes(ports.qdport, k, base))
+                v = [lanes.add3(out.corner(state.particle_qd, s, idx, k), ports.corner(ports.qdport, g, k))
                      for k in ti.static(range(3))]
                 self.velocity_work(arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v,
                                    damped | ti.static(damp_grad), aero | ti.static(aero_grad))
@@ -749,10 +764,13 @@ class ClothBendingForces(StepTerm):
         self.in_lanes = in_lanes and self.serial
         self.lane_forces = lanes.LaneForces(4) if self.in_lanes else None
         self.reverse_in_lanes = self.in_lanes and model.requires_grad
-        self.reverse_ports = ClothLanePorts(model, model.cloth_bend_indices, model.cloth_edge_count) \
-            if self.reverse_in_lanes else None
+        self.reverse_ports = None
         if self.reverse_in_lanes:
             self.work = ti.field(float, shape=(), needs_grad=True)
+            # on threads unless a bending parameter has a gradient (`LaneGroupPorts`)
+            params = (model.cloth_bending_stiffness, model.cloth_bending_damping, model.cloth_bend_rest_angle)
+            self.reverse_ports = LaneGroupPorts(model, model.cloth_bend_indices.to_numpy(), reverse_threads(model, params))
+            self.parallel_reverse = self.reverse_ports.parallel
 
     @property
     def element_range(self):
@@ -815,43 +833,39 @@ class ClothBendingForces(StepTerm):
 
     @ti.func
     def virtual_work(self, state: ti.template(), s: ti.template()):
-        """The loop that stands for the bending forces in the reverse kernel on one thread (`apply_forces`;
-        the reverse is what runs): W = sum over edges and corners k of lambda_k . f_k(q, qd, p), with
-        lambda_k = particle_f.grad[s] at corner k read as a constant, so that W's reverse adds
-        (df/dq)^T lambda, (df/dqd)^T lambda and (df/dp)^T lambda into the adjoints of the state and the
-        parameters: the reverse of the force term.  Reverse kernels run loop by loop backwards, so lambda is
-        read after the integrator's reverse has made it.  The edges go LANES at a time (`physics.lanes`;
-        Taichi's reverse of the forward loop itself would be scalar: benchmarks/lanes_probe.py), their
-        positions read as stop_grad(q) + port: the ports hold exact zeros and take the adjoints side by side,
-        and `ClothLanePorts`, the loop before this one, adds them into the particles' in its reverse.  W is
-        linear in the velocities, so their adjoints are written out instead (vs_warp cloth64: 909-923 against
-        943 us per step forward + backward with velocity ports)."""
+        """The loop that stands for the bending forces in the reverse kernel (`apply_forces`; the reverse is
+        what runs): W = sum over edges and corners k of lambda_k . f_k(q, qd, p), with lambda_k =
+        particle_f.grad[s] at corner k read as a constant, so that W's reverse adds (df/dq)^T lambda,
+        (df/dqd)^T lambda and (df/dp)^T lambda into the adjoints of the state and the parameters: the reverse
+        of the force term.  Reverse kernels run loop by loop backwards, so lambda is read after the
+        integrator's reverse has made it.  The edges go LANES at a time (`physics.lanes`; Taichi's reverse of
+        the forward loop itself would be scalar: benchmarks/lanes_probe.py), their positions and velocities
+        read as stop_grad(state) + port, the ports of the lane group (`LaneGroupPorts`), which take the
+        adjoints side by side; the ports' own loop, before this one, adds them into the particles' in its
+        reverse.  Each lane group writes only its own ports, so the loop runs on threads
+        (`LaneGroupPorts.parallel`)."""
         count = ti.static(self.model.cloth_edge_count)
-        ti.loop_config(serialize=True)
+        ports = self.reverse_ports
+        ti.loop_config(serialize=not ports.parallel)
         for g in range((count + LANES - 1) // LANES):
-            ti.stop_grad(state.particle_q)       # the positions' adjoints go through the ports
-            ti.stop_grad(state.particle_qd)      # the velocities' are written out (below)
-            base = g * LANES
-            # W's adjoint is 1 (a Tape clears it): a store to a .grad field stays in place in the reverse
-            # kernel, ahead of the adjoints that read it.  The ports' adjoints need no clearing: the reverse of
-            # the ports' loop (`ClothLanePorts`) consumes them
+            ti.stop_grad(state.particle_q)       # the state's adjoints go through the ports
+            ti.stop_grad(state.particle_qd)
+            # W's adjoint is 1 (a Tape clears it) and the group's port adjoints start from 0: stores to .grad
+            # fields stay in place in the reverse kernel, ahead of the adjoints that read or add to them
             self.work.grad[None] = 1.0
-            e, live, q = self.edge_lanes(base, count)
+            ports.open(g)
+            e, live, q = self.edge_lanes(g * LANES, count)
             out = self.lane_forces
-            ports = self.reverse_ports
-            x = [lanes.add3(out.corner(state.particle_q, s, q, k), ports.lanes(ports.qport, k, base))
+            x = [lanes.add3(out.corner(state.particle_q, s, q, k), ports.corner(ports.qport, g, k))
                  for k in ti.static(range(4))]
             theta, gr = dihedral(x[0], x[1], x[2], x[3])
             stiffness, kd, rest = self.params_lanes(e)
-            c = -(stiffness * (theta - rest) + kd * self.corner_dot(gr, state.particle_qd, s, q)) * live
-            w = self.corner_dot(gr, state.particle_f.grad, s, q)
-            self.work[None] += (c * w).sum()
-            # W is linear in the velocities, dW/dv_k = -live kd w g_k: their adjoints are added here, written
-            # out (a statement on .grad fields stays as it is in the reverse kernel), not through ports
-            a = -live * kd * w
-            for k in ti.static(range(4)):
-                for l in ti.static(range(LANES)):
-                    state.particle_qd.grad[s, q[k, l]] += a[l] * ti.Vector([gr[k][0][l], gr[k][1][l], gr[k][2][l]])
+            v = [lanes.add3(out.corner(state.particle_qd, s, q, k), ports.corner(ports.qdport, g, k))
+                 for k in ti.static(range(4))]
+            # one expression: a local assigned twice would sit on Taichi's AD stack where the steps are fused
+            rate = lanes.dot(gr[0], v[0]) + lanes.dot(gr[1], v[1]) + lanes.dot(gr[2], v[2]) + lanes.dot(gr[3], v[3])
+            c = -(stiffness * (theta - rest) + kd * rate) * live
+            self.work[None] += (c * self.corner_dot(gr, state.particle_f.grad, s, q)).sum()
 
     @ti.func
     def corner_dot(self, g, field: ti.template(), s, q):
@@ -898,29 +912,66 @@ class ClothBendingForces(StepTerm):
             + g3.dot(corner_qd(self.ports, state, s, e, b, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, b, 3, q[3]))
 
 
+def reverse_threads(model, params) -> bool:
+    """Whether a cloth element term's reverse in lanes runs on threads (`LaneGroupPorts`): on a CPU with 2 or
+    more threads, for a cloth of CLOTH_REVERSE_THREADS_MIN_TRIANGLES triangles or more, where none of the
+    parameter tables the term reads has a gradient (their adjoints would be added from the lanes atomically,
+    in an order that varies: those fits keep it on one thread) and the run is not asked to be serial
+    (`tgs.init(scatter="serial")`)."""
+    cfg = impl.current_cfg()
+    return cfg.arch == ti.cpu and cfg.cpu_max_num_threads >= 2 and scatter_mode() != "serial" \
+        and model.cloth_triangle_count >= CLOTH_REVERSE_THREADS_MIN_TRIANGLES \
+        and not any(has_grad(f) for f in params)
+
+
 @ti.data_oriented
-class ClothLanePorts(StepTerm):
-    """The input ports of an element set's reverse in lanes on one thread (`ClothBendingForces.virtual_work`,
-    `ClothMembraneForces.virtual_work`): a loop that the forward kernel skips and whose reverse adds the ports'
-    adjoints into the particles' (its forward would write port = state - stop_grad(state) = 0), element by
-    element in order.  A loop of its own, before the element term's: one loop per phase of the step kernel
-    (`Simulator._substeps`).
+class LaneGroupPorts(StepTerm):
+    """The input ports of an element set whose reverse runs in lanes (`ClothBendingForces.virtual_work`), one
+    per lane group g of LANES elements: qport[g] and qdport[g], vectors of 3 K LANES zeros (component c of
+    corner k on lane l at (3 k + c) LANES + l).  The element term reads its corners' positions and velocities
+    as stop_grad(state) + port, so Taichi's reverse of its lanes loop adds the input adjoints into the group's
+    own ports; every access to them in that loop has the index g alone, so Taichi adds without atomics and
+    the loop runs on threads.  This term's loop comes before the element term's in a step, so in the reverse
+    kernel it runs after it: per particle, on threads, it sums the port adjoints of the particle's
+    incidences, corner by corner, lane by lane, group by group (a fixed order: bit-reproducible for any
+    thread count), into the particle's adjoints.  The forward kernel runs nothing here.
 
-    indices: (count,) field of K-vectors (the elements' particles); velocities: None, or a term whose
-    `reads_velocities(e)` tells where ports for the velocities are needed too."""
+    Measured (vs_warp cloth64, f32, one thread against this on two, µs per step): see benchmarks/MEASURED.md.
 
-    def __init__(self, model, indices, count: int, velocities=None):
+    indices: (E, K) numpy particle indices of the elements; parallel: run the reverse loops on threads (the
+    element term must add nothing else from its lanes into shared adjoints: parameter tables without
+    gradients)."""
+
+    def __init__(self, model, indices, parallel: bool):
         super().__init__(model)
-        self.indices = indices
-        self.count = count
-        self.corners = indices.n
-        self.velocities = velocities
-        self.with_velocities = velocities is not None
-        # laid out (3 k + c, element): component c of corner k, so that the lanes' adjoints land side by side;
-        # LANES columns more: a lane group of the last material group may run past the last element
-        columns = -(-count // LANES) * LANES + LANES
-        self.qport = ti.field(float, shape=(3 * self.corners, columns), needs_grad=True)
-        self.qdport = ti.field(float, shape=(3 * self.corners, columns), needs_grad=True) if self.with_velocities else None
+        idx = np.asarray(indices, dtype=np.int64)
+        E, K = idx.shape
+        self.corners = K
+        self.parallel = bool(parallel)
+        self.parallel_reverse = self.parallel
+        groups = -(-E // LANES)
+        width = 3 * K * LANES
+        self.qport = ti.Vector.field(width, float, shape=groups, needs_grad=True)
+        self.qdport = ti.Vector.field(width, float, shape=groups, needs_grad=True)
+        # incidences per (corner k, lane l): row k LANES + l lists, per particle, the groups whose lane l has
+        # that particle at corner k (CSR: start, group), in group order
+        N = model.particle_count
+        e = np.arange(E)
+        start = np.zeros((K * LANES, N + 1), dtype=np.int32)
+        group = []
+        offset = 0
+        for k in range(K):
+            for l in range(LANES):
+                sel = e[e % LANES == l]
+                order = np.argsort(idx[sel, k], kind="stable")
+                counts = np.bincount(idx[sel, k], minlength=N)
+                start[k * LANES + l] = offset + np.concatenate([[0], np.cumsum(counts)])
+                group.append((sel[order] // LANES).astype(np.int32))
+                offset += len(sel)
+        self.start = ti.field(ti.i32, shape=(K * LANES, N + 1))
+        self.start.from_numpy(start)
+        self.group = ti.field(ti.i32, shape=(max(offset, 1),))
+        self.group.from_numpy(np.concatenate(group) if offset else np.zeros(1, np.int32))
 
     def stability_limits(self):
         return []
@@ -928,30 +979,29 @@ class ClothLanePorts(StepTerm):
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         if ti.static(reversing()):
-            ti.loop_config(serialize=True)
-            for e in range(self.count):
-                q = self.indices[e]
+            ti.loop_config(serialize=not self.parallel)
+            for i in range(self.model.particle_count):
+                # straight into the particle's adjoints: a local summed across the inner loops would sit on
+                # Taichi's AD stack where the steps are fused (measured: the reverse twice as slow)
                 for k in ti.static(range(self.corners)):
-                    q_ng, _ = stopped_state(state, s, q[k])
-                    x = state.particle_q[s, q[k]] - q_ng                # exactly 0, d/dq = 1
-                    for c in ti.static(range(3)):
-                        self.qport[3 * k + c, e] = x[c]
-                if ti.static(self.with_velocities):
-                    # only where the element reads them: elsewhere their adjoints are 0 (its lane group may
-                    # still read its velocities) and the port's adjoint add is skipped
-                    if self.velocities.reads_velocities(e):
-                        for k in ti.static(range(self.corners)):
-                            _, qd_ng = stopped_state(state, s, q[k])
-                            v = state.particle_qd[s, q[k]] - qd_ng
-                            for c in ti.static(range(3)):
-                                self.qdport[3 * k + c, e] = v[c]
+                    for l in ti.static(range(LANES)):
+                        for j in range(self.start[k * LANES + l, i], self.start[k * LANES + l, i + 1]):
+                            g = self.group[j]
+                            state.particle_q.grad[s, i] += ti.Vector(
+                                [self.qport.grad[g][(3 * k + c) * LANES + l] for c in ti.static(range(3))])
+                            state.particle_qd.grad[s, i] += ti.Vector(
+                                [self.qdport.grad[g][(3 * k + c) * LANES + l] for c in ti.static(range(3))])
 
     @ti.func
-    def lanes(self, port: ti.template(), k: ti.template(), base):
-        """Corner k's ports of the LANES elements from base, a lane triple."""
-        return ti.Vector([port[3 * k, base + l] for l in ti.static(range(LANES))]), \
-            ti.Vector([port[3 * k + 1, base + l] for l in ti.static(range(LANES))]), \
-            ti.Vector([port[3 * k + 2, base + l] for l in ti.static(range(LANES))])
+    def open(self, g):
+        """Zero lane group g's port adjoints (its element term's reverse is about to add into them)."""
+        self.qport.grad[g] = ti.Vector([0.0 for _ in ti.static(range(self.qport.n))])
+        self.qdport.grad[g] = ti.Vector([0.0 for _ in ti.static(range(self.qdport.n))])
+
+    @ti.func
+    def corner(self, port: ti.template(), g, k: ti.template()):
+        """Corner k's ports of lane group g, a lane triple."""
+        return [ti.Vector([port[g][(3 * k + c) * LANES + l] for l in ti.static(range(LANES))]) for c in ti.static(range(3))]
 
 
 @ti.data_oriented

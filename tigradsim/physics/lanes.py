@@ -10,18 +10,20 @@ laid out (row, lane) before adding them into the particles (`LaneForces`).
 
 Reverse kernels: Taichi's reverse of such a loop gains nothing while the adjoints go to the particles'
 scattered addresses (the probe: 803 -> 798 us), and 939 -> 243 us when the inputs come through per-element
-ports laid out (row, element).  The cloth bending and membrane terms do that on one thread
+ports laid out (row, element).  The cloth bending and membrane terms do that
 (`cloth.ClothBendingForces.virtual_work`, `cloth.ClothMembraneForces.virtual_work`): in the reverse kernel
 their loops compute, in lanes, the virtual work of their forces against the force adjoints, through
-zero-valued ports whose own loop's reverse adds the ports' adjoints into the particles'
-(`cloth.ClothLanePorts`).  vs_warp cloth 32x32: forward + backward 314-320 -> 212-218 us per step (bending),
--> 172-182 (membrane too).  A registered shell material takes part through `stress_columns`, one formula
+zero-valued ports, one vector of them per lane group, whose own loop's reverse adds the ports' adjoints into
+the particles' (`cloth.LaneGroupPorts`).  vs_warp cloth 32x32: forward + backward 314-320 -> 212-218 us per
+step (bending), -> 172-182 (membrane too).  A registered shell material takes part through `stress_columns`, one formula
 over lists of values (`core.registry.ShellMaterial`).  A first version wrote the lanes as (3, LANES) matrices: Taichi compiled the fused step's
 reverse kernel in 65 s (19 s for the term alone), against ~10 s (5 s) as lane triples.
 
-Only in loops that run on one thread: in a parallel loop Taichi makes an add atomic unless every access
-to that field in the task uses one index expression, and LANES lanes adding into one buffer use LANES
-(measured on the parts path: every add atomic, 1.8x slower forward).
+Forward lanes only in loops that run on one thread: in a parallel loop Taichi makes an add atomic unless
+every access to that field in the task uses one index expression, and LANES lanes adding into one buffer
+use LANES (measured on the parts path: every add atomic, 1.8x slower forward).  The reverse loops can run
+on threads because each lane group's ports are one vector field entry, read and added to at the loop's
+own index (`cloth.LaneGroupPorts`).
 """
 import taichi as ti
 from taichi.lang.expr import Expr
