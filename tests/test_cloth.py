@@ -389,6 +389,40 @@ def test_cloth_reverse_on_threads_same_bits_and_finite_differences(f64, cloth_la
 
 
 @cpu_lanes
+def test_cloth_wide_forward_lanes_equal_one_at_a_time(f64, cloth_lanes, monkeypatch):
+    """A large cloth's forward lanes are one SIMD register wide (`cloth.forward_lanes`: 8 in float32 on AVX2;
+    forced to 8 here, in float64): its forces and a rollout equal the one element at a time path's to
+    rounding, and the Tape gradients (the reverse in lanes of LANES) match them and central differences."""
+    from tigradsim.core.simd import lane_count
+    from tigradsim.physics import cloth
+    from tigradsim.physics.lanes import LANES
+    assert cloth.forward_lanes(cloth.CLOTH_WIDE_LANES_MIN_TRIANGLES - 1) == LANES
+    assert cloth.forward_lanes(cloth.CLOTH_WIDE_LANES_MIN_TRIANGLES) == max(LANES, lane_count(8))
+    monkeypatch.setattr(cloth, "forward_lanes", lambda triangle_count: 8)
+    wide, _ = _lanes_scene("serial")
+    one, _ = _lanes_scene("parts")
+    terms = [t for t in wide.force_terms if isinstance(t, (cloth.ClothBendingForces, cloth.ClothMembraneForces))]
+    assert len(terms) == 3 and all(t.in_lanes and t.forward_lanes == 8 for t in terms)
+    f_wide, f_one = forces(wide), forces(one)
+    assert np.abs(f_one).max() > 1e-3
+    np.testing.assert_allclose(f_wide, f_one, rtol=0, atol=1e-13 * np.abs(f_one).max())
+    grads = {}
+    for key, model in (("wide", wide), ("one", one)):
+        sim, run, loss = rollout(model, steps=20)
+        with tgs.tape(loss):
+            run()
+        grads[key] = (sim.state.particle_q.to_numpy(), model.particle_qd0.grad.to_numpy().copy())
+        if key == "wide":
+            report = tgs.check_gradient(run, loss, [model.particle_qd0, model.cloth_bending_stiffness], n_dirs=2,
+                                        eps=1e-6, rtol=1e-5)
+            assert report.ok, str(report)
+    np.testing.assert_allclose(grads["wide"][0], grads["one"][0], rtol=0, atol=1e-12)
+    g = grads["one"][1]
+    assert np.abs(g).max() > 1e-8
+    np.testing.assert_allclose(grads["wide"][1], g, rtol=0, atol=1e-11 * np.abs(g).max())
+
+
+@cpu_lanes
 def test_lanes_reverse_same_with_steps_launched_one_by_one(f64, cloth_lanes):
     """The membrane's and bending's reverse in lanes (`virtual_work`) run inside whichever step kernel the
     Simulator launches: the fused one (a run of steps per launch) or one launch per step (`fuse_steps=False`,

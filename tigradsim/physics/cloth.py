@@ -77,6 +77,7 @@ from .lanes import LANES
 from ..core.errors import as_array, check_positive
 from ..core.model import StepTerm, has_grad
 from ..core.runtime import scatter_mode
+from ..core.simd import lane_count
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
 
 # "auto" puts a cloth's triangles and bending edges on the parts path (`gather.element_path`) from this many
@@ -110,6 +111,13 @@ CLOTH_LANES_MIN_TRIANGLES = 1_024
 # (2,048 triangles) 111 / 284 against 107 / 358; 48 x 48 (4,608) 246 / 682 against 216 / 555; 64 x 64
 # (8,192) 430 / 1,298-1,310 (the code before, ports on one thread) against 412-423 / 1,015-1,149.
 CLOTH_REVERSE_THREADS_MIN_TRIANGLES = 4_096
+
+# From this many triangles a cloth's forward lanes are one SIMD register wide (`forward_lanes`: 8 in float32 on
+# a CPU with AVX2, where LANES = 4 fills half; the reverse stays at LANES, where 8 measured slower).  Measured
+# (vs_warp cloth64, f32, Intel Xeon with AVX-512, µs per step): forward 354-419 -> 288-297, forward + backward
+# ~6 % less; the forward kernel compiles in 14-18 s against 4-5 s, once per model and precision (offline cache
+# after), which a cloth this size earns back in a long run: below it, LANES.
+CLOTH_WIDE_LANES_MIN_TRIANGLES = 4_096
 
 # Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
 # cloth's |n|^2 = (2 area)^2 even in f32.
@@ -411,7 +419,9 @@ class Cloths:
                            + [(getattr(model, f"cloth_{k}"), model.cloth_aero_row.to_numpy())
                               for k in ("drag", "lift", "wind")], [(g.start, g.end) for g in groups])
         in_lanes = path == "serial" and len(tris) >= CLOTH_LANES_MIN_TRIANGLES
-        membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports, in_lanes) for g in groups]
+        width = forward_lanes(len(tris))
+        membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports, in_lanes, width)
+                    for g in groups]
         # each term's reverse ports (`LaneGroupPorts`): their loops come before the membrane's
         model.force_terms.extend(m.reverse_ports for m in membrane if m.reverse_ports is not None)
         model.force_terms.extend(wrap_terms(ports, membrane))
@@ -427,7 +437,7 @@ class Cloths:
             quads = np.concatenate(self._quads)
             ports = make_ports(path, model, quads, [(getattr(model, f"cloth_bending_{k}"), model.cloth_bend_row.to_numpy())
                                                     for k in ("stiffness", "damping")])
-            bending = ClothBendingForces(model, path, ports, in_lanes)
+            bending = ClothBendingForces(model, path, ports, in_lanes, width)
             if bending.reverse_in_lanes:
                 model.force_terms.append(bending.reverse_ports)      # its loop comes before bending's
             model.force_terms.extend(wrap_terms(ports, [bending]))
@@ -461,7 +471,7 @@ class ClothMembraneForces(StepTerm):
     """Membrane (registered shell material + dF/dt damping) and aerodynamics, per triangle of
     one material group (one term per group: a term runs one loop, see model.py)."""
 
-    def __init__(self, model, group, damping_column, path="serial", ports=None, in_lanes=False):
+    def __init__(self, model, group, damping_column, path="serial", ports=None, in_lanes=False, forward_lanes=LANES):
         super().__init__(model)
         self.group = group
         self.damping_column = damping_column
@@ -471,7 +481,8 @@ class ClothMembraneForces(StepTerm):
         # in_lanes (one thread, CLOTH_LANES_MIN_TRIANGLES) and a material that gives its stress by columns:
         # forward kernels take LANES triangles per iteration (`element_lanes`, `gather.for_each_element`)
         self.in_lanes = in_lanes and self.serial and group.material.in_columns()
-        self.lane_forces = lanes.LaneForces(3) if self.in_lanes else None
+        self.forward_lanes = forward_lanes       # elements per iteration of the forward lanes (the reverse: LANES)
+        self.lane_forces = lanes.LaneForces(3, forward_lanes) if self.in_lanes else None
         # ... and so does its reverse kernel, through `reverse_ports` (`virtual_work`), on threads unless a
         # membrane or aerodynamics parameter has a gradient (`LaneGroupPorts`)
         self.reverse_in_lanes = self.in_lanes and model.requires_grad
@@ -552,7 +563,7 @@ class ClothMembraneForces(StepTerm):
         """`element` of the LANES triangles base, base + 1, ... (below end) at once, on one thread, in forward
         kernels (`gather.for_each_element`; `physics.lanes`: the same formulas, the material's by columns).
         Lanes past the last triangle repeat it with their forces multiplied by 0."""
-        arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
+        arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end, self.forward_lanes)
         out = self.lane_forces
         x0 = out.corner(state.particle_q, s, idx, 0)
         d1 = lanes.sub(out.corner(state.particle_q, s, idx, 1), x0)
@@ -568,7 +579,7 @@ class ClothMembraneForces(StepTerm):
             if damped:
                 corner_forces(out, lanes.scale(columns(w1, w2, B, 0), kd), lanes.scale(columns(w1, w2, B, 1), kd), B, area, True)
             if aero:
-                fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v0, w1, w2), drag, lift)
+                fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v0, w1, w2, self.forward_lanes), drag, lift)
                 for k in ti.static(range(3)):
                     out.accumulate(k, fa[0], fa[1], fa[2])
         out.add(state, s, idx)
@@ -591,13 +602,12 @@ class ClothMembraneForces(StepTerm):
             base = start + g * LANES
             self.work.grad[None] = 1.0           # W's adjoint (see ClothBendingForces.virtual_work)
             ports.open(g)
-            arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end)
-            out = self.lane_forces
-            x = [lanes.add3(out.corner(state.particle_q, s, idx, k), ports.corner(ports.qport, g, k))
+            arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end, LANES)
+            x = [lanes.add3(lanes.corner(state.particle_q, s, idx, k, LANES), ports.corner(ports.qport, g, k))
                  for k in ti.static(range(3))]
             d1 = lanes.sub(x[1], x[0])
             d2 = lanes.sub(x[2], x[0])
-            adj = [out.corner(state.particle_f.grad, s, idx, k) for k in ti.static(range(3))]
+            adj = [lanes.corner(state.particle_f.grad, s, idx, k, LANES) for k in ti.static(range(3))]
             m1 = lanes.sub(adj[1], adj[0])
             m2 = lanes.sub(adj[2], adj[0])
             G1 = columns(m1, m2, B, 0)
@@ -613,17 +623,17 @@ class ClothMembraneForces(StepTerm):
             aero = lanes.any_nonzero(drag) | lanes.any_nonzero(lift)
             adj_sum = lanes.add3(lanes.add3(adj[0], adj[1]), adj[2])
             if damped | aero:
-                v = [lanes.add3(out.corner(state.particle_qd, s, idx, k), ports.corner(ports.qdport, g, k))
+                v = [lanes.add3(lanes.corner(state.particle_qd, s, idx, k, LANES), ports.corner(ports.qdport, g, k))
                      for k in ti.static(range(3))]
                 self.velocity_work(arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v,
                                    damped | ti.static(damp_grad), aero | ti.static(aero_grad))
             elif ti.static(damp_grad or aero_grad):
                 ti.stop_grad(self.model.cloth_wind)
-                x0 = out.corner(state.particle_q, s, idx, 0)
+                x0 = lanes.corner(state.particle_q, s, idx, 0, LANES)
                 self.velocity_work(arow, B, area, kd, drag, lift, G1, G2, adj_sum,
-                                   lanes.sub(out.corner(state.particle_q, s, idx, 1), x0),
-                                   lanes.sub(out.corner(state.particle_q, s, idx, 2), x0),
-                                   [out.corner(state.particle_qd, s, idx, k) for k in ti.static(range(3))],
+                                   lanes.sub(lanes.corner(state.particle_q, s, idx, 1, LANES), x0),
+                                   lanes.sub(lanes.corner(state.particle_q, s, idx, 2, LANES), x0),
+                                   [lanes.corner(state.particle_qd, s, idx, k, LANES) for k in ti.static(range(3))],
                                    ti.static(damp_grad), ti.static(aero_grad))
 
     @ti.func
@@ -636,7 +646,7 @@ class ClothMembraneForces(StepTerm):
             self.work[None] += (-area * kd * (lanes.dot(columns(w1, w2, B, 0), G1)
                                               + lanes.dot(columns(w1, w2, B, 1), G2))).sum()
         if aero:
-            fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v[0], w1, w2), drag, lift)
+            fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v[0], w1, w2, LANES), drag, lift)
             self.work[None] += lanes.dot(fa, adj_sum).sum()
 
     @ti.func
@@ -648,30 +658,30 @@ class ClothMembraneForces(StepTerm):
             | (self.model.cloth_drag[arow] != 0.0) | (self.model.cloth_lift[arow] != 0.0)
 
     @ti.func
-    def triangle_lanes(self, base, end):
-        """The LANES triangles from base below end: their aerodynamics rows, the (3, LANES) particle indices, B = Dm^-1
+    def triangle_lanes(self, base, end, n: ti.template()):
+        """The n triangles from base below end: their aerodynamics rows, the (3, n) particle indices, B = Dm^-1
         (2x2 nested lists of lane values), the rest areas times 1 on live lanes and 0 on lanes past the last
         triangle (which repeat it), the material parameters (a list of lane values), the membrane damping, the
         drag and the lift."""
-        e, live = lanes.element_indices(base, end)
-        idx = ti.Matrix([[self.model.cloth_indices[e[l]][k] for l in ti.static(range(LANES))] for k in ti.static(range(3))])
-        B = [[ti.Vector([self.model.cloth_rest_inv[e[l]][r, c] for l in ti.static(range(LANES))]) for c in ti.static(range(2))]
+        e, live = lanes.element_indices(base, end, n)
+        idx = ti.Matrix([[self.model.cloth_indices[e[l]][k] for l in ti.static(range(n))] for k in ti.static(range(3))])
+        B = [[ti.Vector([self.model.cloth_rest_inv[e[l]][r, c] for l in ti.static(range(n))]) for c in ti.static(range(2))]
              for r in ti.static(range(2))]
-        area = ti.Vector([self.model.cloth_area[e[l]] for l in ti.static(range(LANES))]) * live
-        row = ti.Vector([self.model.cloth_param_row[e[l]] for l in ti.static(range(LANES))])
-        p = [ti.Vector([self.model.cloth_params[row[l], c] for l in ti.static(range(LANES))])
+        area = ti.Vector([self.model.cloth_area[e[l]] for l in ti.static(range(n))]) * live
+        row = ti.Vector([self.model.cloth_param_row[e[l]] for l in ti.static(range(n))])
+        p = [ti.Vector([self.model.cloth_params[row[l], c] for l in ti.static(range(n))])
              for c in ti.static(range(self.group.param_count))]
-        kd = ti.Vector([self.model.cloth_params[row[l], self.damping_column] for l in ti.static(range(LANES))])
-        arow = ti.Vector([self.model.cloth_aero_row[e[l]] for l in ti.static(range(LANES))])
-        drag = ti.Vector([self.model.cloth_drag[arow[l]] for l in ti.static(range(LANES))])
-        lift = ti.Vector([self.model.cloth_lift[arow[l]] for l in ti.static(range(LANES))])
+        kd = ti.Vector([self.model.cloth_params[row[l], self.damping_column] for l in ti.static(range(n))])
+        arow = ti.Vector([self.model.cloth_aero_row[e[l]] for l in ti.static(range(n))])
+        drag = ti.Vector([self.model.cloth_drag[arow[l]] for l in ti.static(range(n))])
+        lift = ti.Vector([self.model.cloth_lift[arow[l]] for l in ti.static(range(n))])
         return arow, idx, B, area, p, kd, drag, lift
 
     @ti.func
-    def relative_velocity(self, arow, v0, w1, w2):
-        """Mean corner velocity minus the wind of LANES triangles with aerodynamics rows arow (lane triples; w1, w2:
+    def relative_velocity(self, arow, v0, w1, w2, n: ti.template()):
+        """Mean corner velocity minus the wind of n triangles with aerodynamics rows arow (lane triples; w1, w2:
         v1 - v0, v2 - v0)."""
-        return [(3.0 * v0[c] + w1[c] + w2[c]) / 3.0 - ti.Vector([self.model.cloth_wind[arow[l]][c] for l in ti.static(range(LANES))])
+        return [(3.0 * v0[c] + w1[c] + w2[c]) / 3.0 - ti.Vector([self.model.cloth_wind[arow[l]][c] for l in ti.static(range(n))])
                 for c in ti.static(range(3))]
 
     @ti.func
@@ -753,7 +763,7 @@ def dihedral(x1, x2, x3, x4):
 class ClothBendingForces(StepTerm):
     """Dihedral-angle bending: f = -(k (theta - theta0) + k_d dtheta/dt) dtheta/dx."""
 
-    def __init__(self, model, path="serial", ports=None, in_lanes=False):
+    def __init__(self, model, path="serial", ports=None, in_lanes=False, forward_lanes=LANES):
         super().__init__(model)
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
@@ -762,7 +772,8 @@ class ClothBendingForces(StepTerm):
         # (`element_lanes`, `gather.for_each_element`), and so does the reverse kernel where there are gradients
         # (`virtual_work`, through these ports)
         self.in_lanes = in_lanes and self.serial
-        self.lane_forces = lanes.LaneForces(4) if self.in_lanes else None
+        self.forward_lanes = forward_lanes       # edges per iteration of the forward lanes (the reverse: LANES)
+        self.lane_forces = lanes.LaneForces(4, forward_lanes) if self.in_lanes else None
         self.reverse_in_lanes = self.in_lanes and model.requires_grad
         self.reverse_ports = None
         if self.reverse_in_lanes:
@@ -817,14 +828,15 @@ class ClothBendingForces(StepTerm):
         kernels (`gather.for_each_element`; `physics.lanes`: every quantity a LANES-vector, a 3-vector a
         lane triple; the same formulas).  Lanes past the last edge repeat it with their forces multiplied
         by 0."""
-        e, live, q = self.edge_lanes(base, end)
+        n = ti.static(self.forward_lanes)
+        e, live, q = self.edge_lanes(base, end, n)
         out = self.lane_forces
         theta, g = dihedral(out.corner(state.particle_q, s, q, 0), out.corner(state.particle_q, s, q, 1),
                             out.corner(state.particle_q, s, q, 2), out.corner(state.particle_q, s, q, 3))
-        stiffness, kd, rest = self.params_lanes(e)
+        stiffness, kd, rest = self.params_lanes(e, n)
         m = kd * 0.0
         if lanes.any_nonzero(kd):            # the velocities are read only where some lane is damped
-            m = kd * self.corner_dot(g, state.particle_qd, s, q)
+            m = kd * self.corner_dot(g, state.particle_qd, s, q, n)
         c = -(stiffness * (theta - rest) + m) * live
         for k in ti.static(range(4)):
             f = lanes.scale(g[k], c)
@@ -854,43 +866,41 @@ class ClothBendingForces(StepTerm):
             # fields stay in place in the reverse kernel, ahead of the adjoints that read or add to them
             self.work.grad[None] = 1.0
             ports.open(g)
-            e, live, q = self.edge_lanes(g * LANES, count)
-            out = self.lane_forces
-            x = [lanes.add3(out.corner(state.particle_q, s, q, k), ports.corner(ports.qport, g, k))
+            e, live, q = self.edge_lanes(g * LANES, count, LANES)
+            x = [lanes.add3(lanes.corner(state.particle_q, s, q, k, LANES), ports.corner(ports.qport, g, k))
                  for k in ti.static(range(4))]
             theta, gr = dihedral(x[0], x[1], x[2], x[3])
-            stiffness, kd, rest = self.params_lanes(e)
-            v = [lanes.add3(out.corner(state.particle_qd, s, q, k), ports.corner(ports.qdport, g, k))
+            stiffness, kd, rest = self.params_lanes(e, LANES)
+            v = [lanes.add3(lanes.corner(state.particle_qd, s, q, k, LANES), ports.corner(ports.qdport, g, k))
                  for k in ti.static(range(4))]
             # one expression: a local assigned twice would sit on Taichi's AD stack where the steps are fused
             rate = lanes.dot(gr[0], v[0]) + lanes.dot(gr[1], v[1]) + lanes.dot(gr[2], v[2]) + lanes.dot(gr[3], v[3])
             c = -(stiffness * (theta - rest) + kd * rate) * live
-            self.work[None] += (c * self.corner_dot(gr, state.particle_f.grad, s, q)).sum()
+            self.work[None] += (c * self.corner_dot(gr, state.particle_f.grad, s, q, LANES)).sum()
 
     @ti.func
-    def corner_dot(self, g, field: ti.template(), s, q):
-        """sum over the 4 corners k of g_k . field[s, corner k] on every lane (g: 4 lane triples, dtheta/dx;
+    def corner_dot(self, g, field: ti.template(), s, q, n: ti.template()):
+        """sum over the 4 corners k of g_k . field[s, corner k] on each of n lanes (g: 4 lane triples, dtheta/dx;
         field: particle_qd for dtheta/dt, particle_f.grad for the force adjoints' work)."""
-        out = self.lane_forces
-        return lanes.dot(g[0], out.corner(field, s, q, 0)) + lanes.dot(g[1], out.corner(field, s, q, 1)) \
-            + lanes.dot(g[2], out.corner(field, s, q, 2)) + lanes.dot(g[3], out.corner(field, s, q, 3))
+        return lanes.dot(g[0], lanes.corner(field, s, q, 0, n)) + lanes.dot(g[1], lanes.corner(field, s, q, 1, n)) \
+            + lanes.dot(g[2], lanes.corner(field, s, q, 2, n)) + lanes.dot(g[3], lanes.corner(field, s, q, 3, n))
 
     @ti.func
-    def edge_lanes(self, base, end):
-        """The LANES edges from base below end: (their indices, 1 on live lanes and 0 on lanes past the last
-        edge, which repeat it, the (4, LANES) particle indices)."""
-        e, live = lanes.element_indices(base, end)
-        q = ti.Matrix([[self.model.cloth_bend_indices[e[l]][k] for l in ti.static(range(LANES))]
+    def edge_lanes(self, base, end, n: ti.template()):
+        """The n edges from base below end: (their indices, 1 on live lanes and 0 on lanes past the last
+        edge, which repeat it, the (4, n) particle indices)."""
+        e, live = lanes.element_indices(base, end, n)
+        q = ti.Matrix([[self.model.cloth_bend_indices[e[l]][k] for l in ti.static(range(n))]
                        for k in ti.static(range(4))])
         return e, live, q
 
     @ti.func
-    def params_lanes(self, e):
-        """(stiffness, damping, rest angle) of the edges e, LANES-vectors."""
-        r = ti.Vector([self.model.cloth_bend_row[e[l]] for l in ti.static(range(LANES))])
-        return ti.Vector([self.model.cloth_bending_stiffness[r[l]] for l in ti.static(range(LANES))]), \
-            ti.Vector([self.model.cloth_bending_damping[r[l]] for l in ti.static(range(LANES))]), \
-            ti.Vector([self.model.cloth_bend_rest_angle[e[l]] for l in ti.static(range(LANES))])
+    def params_lanes(self, e, n: ti.template()):
+        """(stiffness, damping, rest angle) of the n edges e, n-vectors."""
+        r = ti.Vector([self.model.cloth_bend_row[e[l]] for l in ti.static(range(n))])
+        return ti.Vector([self.model.cloth_bending_stiffness[r[l]] for l in ti.static(range(n))]), \
+            ti.Vector([self.model.cloth_bending_damping[r[l]] for l in ti.static(range(n))]), \
+            ti.Vector([self.model.cloth_bend_rest_angle[e[l]] for l in ti.static(range(n))])
 
     @ti.func
     def damping_moment(self, state: ti.template(), s: ti.template(), e, b, q, g1, g2, g3, g4, kd):
@@ -910,6 +920,14 @@ class ClothBendingForces(StepTerm):
         """dtheta/dt [rad/s] of bending edge e from its corner velocities."""
         return g1.dot(corner_qd(self.ports, state, s, e, b, 0, q[0])) + g2.dot(corner_qd(self.ports, state, s, e, b, 1, q[1])) \
             + g3.dot(corner_qd(self.ports, state, s, e, b, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, b, 3, q[3]))
+
+
+def forward_lanes(triangle_count: int) -> int:
+    """Elements per iteration of a cloth's forward lanes: one SIMD register's worth (`core.simd.lane_count`: 8 in
+    float32 on a CPU with AVX2) from CLOTH_WIDE_LANES_MIN_TRIANGLES triangles, LANES below."""
+    if triangle_count < CLOTH_WIDE_LANES_MIN_TRIANGLES:
+        return LANES
+    return max(LANES, lane_count(8 if impl.current_cfg().default_fp == ti.f64 else 4))
 
 
 def reverse_threads(model, params) -> bool:

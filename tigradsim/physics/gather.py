@@ -41,7 +41,6 @@ import taichi as ti
 from taichi.lang import impl
 from taichi.lang.enums import AutodiffMode
 
-from .lanes import LANES
 from ..core.model import StepTerm, has_grad
 from ..core.runtime import scatter_mode
 
@@ -456,7 +455,7 @@ def for_each_element(term: ti.template(), state: ti.template(), s: ti.template()
     """Run `term.element(state, s, t, e, b)` for the elements e in [start, end): one loop, serialized
     or not as `term.serial` says (b = 0); or (parts path, `term.ports.parted`) one struct-for over the
     parts b, each part's elements in order (`tigradsim.physics.parts`); or (a serial term with
-    `element_lanes(state, s, t, base, end)`, forward kernels) one loop over groups of LANES elements
+    `element_lanes(state, s, t, base, end)`, forward kernels) one loop over groups of term.forward_lanes elements
     (`tigradsim.physics.lanes`); or (colour path,
     `term.ports.coloured`, forward kernels) one parallel loop per colour over its blocks b, each block's
     elements in order (`tigradsim.physics.colour`; its reverse kernel has the one loop); or nothing, for
@@ -467,9 +466,10 @@ def for_each_element(term: ti.template(), state: ti.template(), s: ti.template()
     elif ti.static(getattr(term, "in_lanes", False) and not differentiating() and not validating()):
         # one thread, forward kernels: LANES elements per iteration (`physics.lanes`); a term's derivative
         # kernels take them one at a time (`element`, the same formulas)
+        n = ti.static(term.forward_lanes)
         ti.loop_config(serialize=True)
-        for g in range((end - start + LANES - 1) // LANES):
-            term.element_lanes(state, s, t, start + g * LANES, end)
+        for g in range((end - start + n - 1) // n):
+            term.element_lanes(state, s, t, start + g * n, end)
     elif ti.static(term.ports.parted and not validating()):
         for b in term.ports.cells:           # one CPU task per part; b is the loop's own index
             part_elements(term, state, s, t, start, end, b)

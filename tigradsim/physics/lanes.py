@@ -92,12 +92,21 @@ def atan2_lanes(y, x):
 
 
 @ti.func
-def element_indices(base, end):
-    """The LANES elements from base below end: their indices (lanes past the last element repeat it) and a
-    LANES-vector that is 1 on live lanes and 0 on those past the end (multiply their contributions by it)."""
+def element_indices(base, end, n: ti.template()):
+    """The n elements from base below end: their indices (lanes past the last element repeat it) and an
+    n-vector that is 1 on live lanes and 0 on those past the end (multiply their contributions by it)."""
     last = end - 1
-    return ti.Vector([ti.min(base + l, last) for l in ti.static(range(LANES))]), \
-        ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(LANES))])
+    return ti.Vector([ti.min(base + l, last) for l in ti.static(range(n))]), \
+        ti.Vector([ti.cast(base + l <= last, float) for l in ti.static(range(n))])
+
+
+@ti.func
+def corner(field: ti.template(), s, idx, k: ti.template(), n: ti.template()):
+    """Corner k's values of a per-particle vec3 field (particle_q, particle_qd, particle_f.grad) at slot s
+    on n lanes, a lane triple (idx: the (corners, n) particle indices)."""
+    return ti.Vector([field[s, idx[k, l]][0] for l in ti.static(range(n))]), \
+        ti.Vector([field[s, idx[k, l]][1] for l in ti.static(range(n))]), \
+        ti.Vector([field[s, idx[k, l]][2] for l in ti.static(range(n))])
 
 
 @ti.func
@@ -111,26 +120,24 @@ def any_nonzero(v):
 
 @ti.data_oriented
 class LaneForces:
-    """The corner forces of LANES elements of `corners` corners, stored as force[3 k + c, l] (component c
+    """The corner forces of `lanes` elements of `corners` corners, stored as force[3 k + c, l] (component c
     of corner k on lane l) so that the lanes' arithmetic ends in stores to consecutive addresses, then
     added into the particles element by element (`add`)."""
 
-    def __init__(self, corners: int):
+    def __init__(self, corners: int, lanes: int = LANES):
         self.corners = corners
-        self.force = ti.field(float, shape=(3 * corners, LANES))
+        self.lanes = lanes
+        self.force = ti.field(float, shape=(3 * corners, lanes))
 
     @ti.func
     def corner(self, field: ti.template(), s, idx, k: ti.template()):
-        """Corner k's values of a per-particle vec3 field (particle_q, particle_qd, particle_f.grad) at slot s
-        on every lane, a lane triple (idx: the (corners, LANES) particle indices)."""
-        return ti.Vector([field[s, idx[k, l]][0] for l in ti.static(range(LANES))]), \
-            ti.Vector([field[s, idx[k, l]][1] for l in ti.static(range(LANES))]), \
-            ti.Vector([field[s, idx[k, l]][2] for l in ti.static(range(LANES))])
+        """`corner` of `lanes` elements."""
+        return corner(field, s, idx, k, self.lanes)
 
     @ti.func
     def put(self, k: ti.template(), fx, fy, fz):
         """Store corner k's forces on every lane (the lane triple fx, fy, fz)."""
-        for l in ti.static(range(LANES)):
+        for l in ti.static(range(self.lanes)):
             self.force[3 * k, l] = fx[l]
             self.force[3 * k + 1, l] = fy[l]
             self.force[3 * k + 2, l] = fz[l]
@@ -138,7 +145,7 @@ class LaneForces:
     @ti.func
     def accumulate(self, k: ti.template(), fx, fy, fz):
         """Add the lane triple fx, fy, fz to corner k's stored forces on every lane."""
-        for l in ti.static(range(LANES)):
+        for l in ti.static(range(self.lanes)):
             self.force[3 * k, l] += fx[l]
             self.force[3 * k + 1, l] += fy[l]
             self.force[3 * k + 2, l] += fz[l]
@@ -146,6 +153,6 @@ class LaneForces:
     @ti.func
     def add(self, state: ti.template(), s, idx):
         """Add the stored forces into the particles, lane by lane (element order) and corner by corner."""
-        for l in ti.static(range(LANES)):
+        for l in ti.static(range(self.lanes)):
             for k in ti.static(range(self.corners)):
                 state.particle_f[s, idx[k, l]] += ti.Vector([self.force[3 * k + c, l] for c in ti.static(range(3))])
