@@ -35,9 +35,10 @@ from ..core.fastmath import atan2
 # cloth64 at 412 / 1,501 us per step (forward / forward + backward) against 574 / 1,611 (one run each), but
 # its kernels then compiled in ~160 s against 20-30 s, once per model and precision (cached after): not
 # worth it as a default.  Lanes of 8 in the forward kernels alone (the reverse kept at 4): cloth64 forward
-# 20-25 % faster, forward + backward ~6 %, its forward kernel compiled in 14-18 s against 4-5 s, earned back
-# after ~1e5 steps, more than a typical fit: not kept either (benchmarks/MEASURED.md).  The renderer's pixel
-# lanes, far smaller kernels, do take 8 there.
+# 20-25 % faster, forward + backward ~6 %, its forward kernel compiled in 14-18 s against 4-5 s; a large cloth
+# takes them (`cloth.forward_lanes`, from `cloth.CLOTH_WIDE_LANES_MIN_TRIANGLES`), since its reverse, on threads
+# (`cloth.LaneGroupPorts`), compiles in half the time it did.  The renderer's pixel lanes, far smaller
+# kernels, take 8 there too.
 LANES = 4
 
 
