@@ -299,6 +299,13 @@ def _lanes_scene(scatter, requires_grad=True):
     return model, model.cloth_edge_count
 
 
+def assert_same_forces(model, reference):
+    """The forces of `model` equal those of `reference` (the same scene on another path) to rounding."""
+    f, f_ref = forces(model), forces(reference)
+    assert np.abs(f_ref).max() > 1e-3
+    np.testing.assert_allclose(f, f_ref, rtol=0, atol=1e-13 * np.abs(f_ref).max())
+
+
 @cpu_lanes
 def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64, cloth_lanes):
     """On the serial path the membrane and bending run LANES elements at a time: forward kernels through
@@ -318,9 +325,7 @@ def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64,
     assert sum(isinstance(t, LaneGroupPorts) for t in lanes_model.force_terms) == 3
     assert all(t.lane_forces is None and not t.reverse_in_lanes for t in one_model.force_terms
                if isinstance(t, (ClothBendingForces, ClothMembraneForces)))
-    f_lanes, f_one = forces(lanes_model), forces(one_model)
-    assert np.abs(f_lanes).max() > 1e-3
-    np.testing.assert_allclose(f_lanes, f_one, rtol=0, atol=1e-13 * np.abs(f_one).max())
+    assert_same_forces(lanes_model, one_model)
     runs = {}
     for name, model in (("lanes", lanes_model), ("one", one_model)):
         sim, run, loss = rollout(model, steps=20)
@@ -403,9 +408,7 @@ def test_cloth_wide_forward_lanes_equal_one_at_a_time(f64, cloth_lanes, monkeypa
     one, _ = _lanes_scene("parts")
     terms = [t for t in wide.force_terms if isinstance(t, (cloth.ClothBendingForces, cloth.ClothMembraneForces))]
     assert len(terms) == 3 and all(t.in_lanes and t.forward_lanes == 8 for t in terms)
-    f_wide, f_one = forces(wide), forces(one)
-    assert np.abs(f_one).max() > 1e-3
-    np.testing.assert_allclose(f_wide, f_one, rtol=0, atol=1e-13 * np.abs(f_one).max())
+    assert_same_forces(wide, one)
     grads = {}
     for key, model in (("wide", wide), ("one", one)):
         sim, run, loss = rollout(model, steps=20)
