@@ -650,14 +650,6 @@ class ClothMembraneForces(StepTerm):
             self.work[None] += lanes.dot(fa, adj_sum).sum()
 
     @ti.func
-    def reads_velocities(self, e):
-        """Whether triangle e's forces depend on the velocities: some of its damping, drag and lift is not 0
-        (where all are, the reverse in lanes reads them without a gradient path: `virtual_work`)."""
-        arow = self.model.cloth_aero_row[e]
-        return (self.model.cloth_params[self.model.cloth_param_row[e], self.damping_column] != 0.0) \
-            | (self.model.cloth_drag[arow] != 0.0) | (self.model.cloth_lift[arow] != 0.0)
-
-    @ti.func
     def triangle_lanes(self, base, end, n: ti.template()):
         """The n triangles from base below end: their aerodynamics rows, the (3, n) particle indices, B = Dm^-1
         (2x2 nested lists of lane values), the rest areas times 1 on live lanes and 0 on lanes past the last
@@ -873,7 +865,6 @@ class ClothBendingForces(StepTerm):
             stiffness, kd, rest = self.params_lanes(e, LANES)
             v = [lanes.add3(lanes.corner(state.particle_qd, s, q, k, LANES), ports.corner(ports.qdport, g, k))
                  for k in ti.static(range(4))]
-            # one expression: a local assigned twice would sit on Taichi's AD stack where the steps are fused
             rate = lanes.dot(gr[0], v[0]) + lanes.dot(gr[1], v[1]) + lanes.dot(gr[2], v[2]) + lanes.dot(gr[3], v[3])
             c = -(stiffness * (theta - rest) + kd * rate) * live
             self.work[None] += (c * self.corner_dot(gr, state.particle_f.grad, s, q, LANES)).sum()
@@ -954,7 +945,8 @@ class LaneGroupPorts(StepTerm):
     incidences, corner by corner, lane by lane, group by group (a fixed order: bit-reproducible for any
     thread count), into the particle's adjoints.  The forward kernel runs nothing here.
 
-    Measured (vs_warp cloth64, f32, one thread against this on two, µs per step): see benchmarks/MEASURED.md.
+    Measured (vs_warp cloth64, f32, named gradients, µs per step, forward + backward): 1,298-1,310 with the
+    ports on one thread (the code before), 1,015-1,149 with this on two threads (benchmarks/MEASURED.md).
 
     indices: (E, K) numpy particle indices of the elements; parallel: run the reverse loops on threads (the
     element term must add nothing else from its lanes into shared adjoints: parameter tables without
