@@ -464,8 +464,8 @@ def for_each_element(term: ti.template(), state: ti.template(), s: ti.template()
     if ti.static(getattr(term, "merged", False) and not validating()):
         pass
     elif ti.static(getattr(term, "in_lanes", False) and not differentiating() and not validating()):
-        # one thread, forward kernels: LANES elements per iteration (`physics.lanes`); a term's derivative
-        # kernels take them one at a time (`element`, the same formulas)
+        # one thread, forward kernels: term.forward_lanes elements per iteration (`physics.lanes`); derivative
+        # kernels run the term's reverse in lanes (cloth: `virtual_work`) or one element at a time (`element`)
         n = ti.static(term.forward_lanes)
         ti.loop_config(serialize=True)
         for g in range((end - start + n - 1) // n):
