@@ -1213,12 +1213,14 @@ class SoftRasterizer:
             tx = t % TX
             inv_sigma = 1.0 / sigma
             r_far = ti.sqrt(r2) * 1.001 + 1e-6      # past the cutoff with room for rounding in either precision
+            empty = self.tile_count[t] == 0      # most tiles of a small object's frame: no scratch, no log
             # element by element, as every other access to these fields (Taichi 1.7.4 forwarded a
             # whole-vector store past later element stores in the same loop: stale sums, measured)
-            for r, g in ti.ndrange(TS, TS // L):
-                for l in ti.static(range(L)):
-                    self.lane_log[t, r, g][l] = 0.0
-                    self.lane_prod[t, r, g][l] = 1.0
+            if not empty:
+                for r, g in ti.ndrange(TS, TS // L):
+                    for l in ti.static(range(L)):
+                        self.lane_log[t, r, g][l] = 0.0
+                        self.lane_prod[t, r, g][l] = 1.0
             for k in range(ti.min(self.tile_count[t], cap)):
                 a, b, c, eab, lab, ebc, lbc, eca, lca = self._tile_face(tile_faces[t, k])
                 n0, o0, n1, o1, n2, o2 = self._edge_lines(a, b, c, eab, lab, ebc, lbc, eca, lca)
@@ -1240,17 +1242,21 @@ class SoftRasterizer:
                             self.lane_log[t, r, g][l] = self.lane_log[t, r, g][l] - self.lane_tmp[t, 3][l] * x
                             self.lane_prod[t, r, g][l] = self.lane_prod[t, r, g][l] * \
                                 (1.0 + self.lane_tmp[t, 5][l] * exp_neg(x))
-            empty = self.tile_count[t] == 0      # most tiles of a small object's frame: no log to take
             sums = self._sum_slot(frame)
-            for r, g in ti.ndrange(TS, TS // L):
-                for l in ti.static(range(L)):
-                    if ty * TS + r < H and tx * TS + g * L + l < W:
-                        S = 0.0
-                        if not empty:
+            if empty:                            # S = 0 and A = 0: stores only
+                for r, g in ti.ndrange(TS, TS // L):
+                    for l in ti.static(range(L)):
+                        if ty * TS + r < H and tx * TS + g * L + l < W:
+                            self.kept_log[sums, ty * TS + r, tx * TS + g * L + l] = 0.0
+                            self.image[frame, ty * TS + r, tx * TS + g * L + l] = ti.Vector([0.0])
+            else:
+                for r, g in ti.ndrange(TS, TS // L):
+                    for l in ti.static(range(L)):
+                        if ty * TS + r < H and tx * TS + g * L + l < W:
                             S = self.lane_log[t, r, g][l] - ti.log(self.lane_prod[t, r, g][l])
-                        self.kept_log[sums, ty * TS + r, tx * TS + g * L + l] = S
-                        self.image[frame, ty * TS + r, tx * TS + g * L + l] = self._pixel_value(
-                            ty * TS + r, tx * TS + g * L + l, S, 0.0, ti.Vector([0.0, 0.0, 0.0]), 0.0)
+                            self.kept_log[sums, ty * TS + r, tx * TS + g * L + l] = S
+                            self.image[frame, ty * TS + r, tx * TS + g * L + l] = self._pixel_value(
+                                ty * TS + r, tx * TS + g * L + l, S, 0.0, ti.Vector([0.0, 0.0, 0.0]), 0.0)
 
     @ti.func
     def _sum_slot(self, frame):
@@ -1387,25 +1393,14 @@ class SoftRasterizer:
 
     @ti.func
     def _seg_d2_grad(self, px, py, a, e, inv_l, g):
-        """Adjoints (of the start a, of the end a + e; x and y) of `_seg_d2_edge(px, py, a, e, inv_l)`
-        times g, inv_l taken as the function of e it is: the reverse of its arithmetic step by step
-        (as Taichi's autodiff would form it; the clamp of t passes the adjoint only strictly inside
-        (0, 1))."""
-        tr = ((px - a[0]) * e[0] + (py - a[1]) * e[1]) * inv_l
-        t = ti.min(ti.max(tr, 0.0), 1.0)
-        dx = px - a[0] - t * e[0]
-        dy = py - a[1] - t * e[1]
-        gdx = 2.0 * dx * g
-        gdy = 2.0 * dy * g
-        gt = -(e[0] * gdx + e[1] * gdy)
-        gtr = ti.select((tr > 0.0) & (tr < 1.0), gt, 0.0)
-        gnum = gtr * inv_l
-        gL = -gtr * tr * inv_l
-        gex = -t * gdx + (px - a[0]) * gnum + 2.0 * e[0] * gL
-        gey = -t * gdy + (py - a[1]) * gnum + 2.0 * e[1] * gL
-        gax = -gdx - e[0] * gnum - gex
-        gay = -gdy - e[1] * gnum - gey
-        return ti.Vector([gax, gay]), ti.Vector([gex, gey])
+        """Adjoints (of the start a, of the end b = a + e; x and y) of `_seg_d2_edge(px, py, a, e, inv_l)`
+        times g.  With d = p - a - t e: d^2 moves with t by -2 d . e, which is 0 where t lies strictly in
+        (0, 1) (d is then normal to e) and t is a constant where the clamp holds it at 0 or 1, so only the
+        ends' direct part is left: d(d^2)/da = -2 (1 - t) d, d(d^2)/db = -2 t d (the step-by-step reverse of
+        the clamp and of inv_l, as Taichi's autodiff forms it, adds terms in d . e, zero but for rounding)."""
+        t = ti.min(ti.max(((px - a[0]) * e[0] + (py - a[1]) * e[1]) * inv_l, 0.0), 1.0)
+        gd = -2.0 * g * ti.Vector([px - a[0] - t * e[0], py - a[1] - t * e[1]])
+        return (1.0 - t) * gd, t * gd
 
     @ti.func
     def _coverage_sum_grad(self, frame, i, j):
@@ -1531,13 +1526,20 @@ class SoftRasterizer:
             inv_sigma = 1.0 / sigma
             r_far = ti.sqrt(r2) * 1.001 + 1e-6      # as in `_bin_lanes`
             # the tile's dL/dS first, while its pixels are in cache (every tile's: the image gradient
-            # is consumed everywhere, `_coverage_sum_grad`)
-            for r, g in ti.ndrange(TS, TS // L):
-                for l in ti.static(range(L)):
-                    g_s = 0.0
-                    if ty * TS + r < H and tx * TS + g * L + l < W:
-                        g_s = self._coverage_sum_grad(frame, ty * TS + r, tx * TS + g * L + l)
-                    self.lane_gs[t, r, g][l] = g_s
+            # is consumed everywhere, `_coverage_sum_grad`; a tile with no face passes it on to nothing)
+            if self.tile_count[t] == 0:
+                for r, g in ti.ndrange(TS, TS // L):
+                    for l in ti.static(range(L)):
+                        if ty * TS + r < H and tx * TS + g * L + l < W:
+                            if self.image.grad[frame, ty * TS + r, tx * TS + g * L + l][0] != 0.0:
+                                self.image.grad[frame, ty * TS + r, tx * TS + g * L + l] = ti.Vector([0.0])
+            else:
+                for r, g in ti.ndrange(TS, TS // L):
+                    for l in ti.static(range(L)):
+                        g_s = 0.0
+                        if ty * TS + r < H and tx * TS + g * L + l < W:
+                            g_s = self._coverage_sum_grad(frame, ty * TS + r, tx * TS + g * L + l)
+                        self.lane_gs[t, r, g][l] = g_s
             for k in range(ti.min(self.tile_count[t], cap)):
                 a, b, c, eab, lab, ebc, lbc, eca, lca = self._tile_face(tile_faces[t, k])
                 n0, o0, n1, o1, n2, o2 = self._edge_lines(a, b, c, eab, lab, ebc, lbc, eca, lca)
