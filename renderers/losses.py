@@ -404,7 +404,12 @@ class ImageMSE(_TargetLoss):
             for m in range(self.frame_start[f], self.frame_start[f + 1]):
                 k = self.by_frame[m]
                 for j in range(self.size[1]):
-                    self._value_grad(image, f, i, j, (g2 * self._pixel_weight(i, j)) * self._error(image, k, i, j))
+                    e = self._error(image, k, i, j)
+                    nonzero = False
+                    for c in ti.static(range(e.n)):
+                        nonzero |= e[c] != 0.0
+                    if nonzero:        # a pixel where value and target agree (most of a small object's frame) adds 0
+                        self._value_grad(image, f, i, j, (g2 * self._pixel_weight(i, j)) * e)
 
 
 class SilhouetteMSE(ImageMSE):
