@@ -942,8 +942,9 @@ class LaneGroupPorts(StepTerm):
     own ports; every access to them in that loop has the index g alone, so Taichi adds without atomics and
     the loop runs on threads.  This term's loop comes before the element term's in a step, so in the reverse
     kernel it runs after it: per particle, on threads, it sums the port adjoints of the particle's
-    incidences, corner by corner, lane by lane, group by group (a fixed order: bit-reproducible for any
-    thread count), into the particle's adjoints.  The forward kernel runs nothing here.
+    incidences (listed by corner, lane, then group: a fixed order, bit-reproducible for any thread count)
+    into the particle's adjoints, reading each at a run-time component index.  The forward kernel runs
+    nothing here.
 
     Measured (vs_warp cloth64, f32, named gradients, µs per step, forward + backward): 1,298-1,310 with the
     ports on one thread (the code before), 1,015-1,149 with this on two threads (benchmarks/MEASURED.md).
@@ -956,32 +957,37 @@ class LaneGroupPorts(StepTerm):
         super().__init__(model)
         idx = np.asarray(indices, dtype=np.int64)
         E, K = idx.shape
-        self.corners = K
         self.parallel = bool(parallel)
         self.parallel_reverse = self.parallel
         groups = -(-E // LANES)
         width = 3 * K * LANES
         self.qport = ti.Vector.field(width, float, shape=groups, needs_grad=True)
         self.qdport = ti.Vector.field(width, float, shape=groups, needs_grad=True)
-        # incidences per (corner k, lane l): row k LANES + l lists, per particle, the groups whose lane l has
-        # that particle at corner k (CSR: start, group), in group order
+        # incidences per particle (CSR: start, then per incidence its lane group and the index of its x
+        # component in the group's port, 3 k LANES + l), ordered by corner, lane, then group: one list and
+        # one loop per particle (a list per corner and lane, each its own loop, took 9 s more to compile
+        # where the steps are fused and read 2 K LANES starts per particle)
         N = model.particle_count
-        e = np.arange(E)
-        start = np.zeros((K * LANES, N + 1), dtype=np.int32)
-        group = []
-        offset = 0
-        for k in range(K):
-            for l in range(LANES):
-                sel = e[e % LANES == l]
-                order = np.argsort(idx[sel, k], kind="stable")
-                counts = np.bincount(idx[sel, k], minlength=N)
-                start[k * LANES + l] = offset + np.concatenate([[0], np.cumsum(counts)])
-                group.append((sel[order] // LANES).astype(np.int32))
-                offset += len(sel)
-        self.start = ti.field(ti.i32, shape=(K * LANES, N + 1))
-        self.start.from_numpy(start)
-        self.group = ti.field(ti.i32, shape=(max(offset, 1),))
-        self.group.from_numpy(np.concatenate(group) if offset else np.zeros(1, np.int32))
+        e = np.repeat(np.arange(E), K)
+        k = np.tile(np.arange(K), E)
+        particle = idx.reshape(-1)
+        order = np.lexsort((e // LANES, k * LANES + e % LANES, particle))
+        self.start = ti.field(ti.i32, shape=N + 1)
+        self.start.from_numpy(np.concatenate([[0], np.cumsum(np.bincount(particle, minlength=N))]).astype(np.int32))
+        n = max(E * K, 1)
+        self.group = ti.field(ti.i32, shape=n)
+        self.offset = ti.field(ti.i32, shape=n)
+        if E:
+            self.group.from_numpy((e // LANES)[order].astype(np.int32))
+            self.offset.from_numpy((3 * k * LANES + e % LANES)[order].astype(np.int32))
+
+    def _index_port_adjoints(self):
+        """Let kernels index the ports' adjoints by a run-time component (Taichi 1.7 computes the stride of
+        a vector field's components for the field itself, not for its adjoint); called while a kernel is
+        traced, after the fields are materialized."""
+        for port in (self.qport, self.qdport):
+            if port.grad._get_dynamic_index_stride() is None:
+                port.grad._calc_dynamic_index_stride()
 
     def stability_limits(self):
         return []
@@ -989,18 +995,18 @@ class LaneGroupPorts(StepTerm):
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         if ti.static(reversing()):
+            ti.static(self._index_port_adjoints())
             ti.loop_config(serialize=not self.parallel)
             for i in range(self.model.particle_count):
-                # straight into the particle's adjoints: a local summed across the inner loops would sit on
-                # Taichi's AD stack where the steps are fused (measured: the reverse twice as slow)
-                for k in ti.static(range(self.corners)):
-                    for l in ti.static(range(LANES)):
-                        for j in range(self.start[k * LANES + l, i], self.start[k * LANES + l, i + 1]):
-                            g = self.group[j]
-                            state.particle_q.grad[s, i] += ti.Vector(
-                                [self.qport.grad[g][(3 * k + c) * LANES + l] for c in ti.static(range(3))])
-                            state.particle_qd.grad[s, i] += ti.Vector(
-                                [self.qdport.grad[g][(3 * k + c) * LANES + l] for c in ti.static(range(3))])
+                # straight into the particle's adjoints: a local summed across the loop would sit on Taichi's
+                # AD stack where the steps are fused (measured: the reverse twice as slow)
+                for j in range(self.start[i], self.start[i + 1]):
+                    g = self.group[j]
+                    o = self.offset[j]
+                    state.particle_q.grad[s, i] += ti.Vector(
+                        [self.qport.grad[g][o + c * LANES] for c in ti.static(range(3))])
+                    state.particle_qd.grad[s, i] += ti.Vector(
+                        [self.qdport.grad[g][o + c * LANES] for c in ti.static(range(3))])
 
     @ti.func
     def open(self, g):
