@@ -1405,17 +1405,24 @@ class SoftRasterizer:
     @ti.func
     def _coverage_sum_grad(self, frame, i, j):
         """dL/dS of pixel (i, j) of silhouette frame `frame`: -c exp(c S) dL/dA (A = 1 - exp(c S),
-        S = sum over the pixel's pairs of log(1 - D)); dL/dA is then zeroed: consumed, as Taichi's
-        reverse of the store `image[frame] = ...` does, so a frame rendered again in the same Tape (a
-        checkpoint segment's first step repeats the previous segment's last) passes its image
-        gradient on once, not twice."""
+        S = sum over the pixel's pairs of log(1 - D)), dL/dA taken by `_take_image_grad`."""
         c = ti.static(self._coverage_power)
-        g_a = self.image.grad[frame, i, j][0]
+        g_a = self._take_image_grad(frame, i, j)
         g_s = 0.0
-        if g_a != 0.0:            # most pixels of a small object's frame: no exp, no store
+        if g_a != 0.0:            # most pixels of a small object's frame: no exp
             g_s = -c * ti.exp(c * self._silhouette_sum(frame, i, j)) * g_a
-            self.image.grad[frame, i, j] = ti.Vector([0.0])
         return g_s
+
+    @ti.func
+    def _take_image_grad(self, frame, i, j):
+        """dL/dA of pixel (i, j) of silhouette frame `frame`, zeroed where it is not 0: consumed, as Taichi's
+        reverse of the store `image[frame] = ...` does, so a frame rendered again in the same Tape (a
+        checkpoint segment's first step repeats the previous segment's last) passes its image gradient on
+        once, not twice."""
+        g_a = self.image.grad[frame, i, j][0]
+        if g_a != 0.0:            # most pixels of a small object's frame: no store
+            self.image.grad[frame, i, j] = ti.Vector([0.0])
+        return g_a
 
     @ti.func
     def _face_edges(self, a, b, c):
@@ -1531,8 +1538,7 @@ class SoftRasterizer:
                 for r, g in ti.ndrange(TS, TS // L):
                     for l in ti.static(range(L)):
                         if ty * TS + r < H and tx * TS + g * L + l < W:
-                            if self.image.grad[frame, ty * TS + r, tx * TS + g * L + l][0] != 0.0:
-                                self.image.grad[frame, ty * TS + r, tx * TS + g * L + l] = ti.Vector([0.0])
+                            self._take_image_grad(frame, ty * TS + r, tx * TS + g * L + l)
             else:
                 for r, g in ti.ndrange(TS, TS // L):
                     for l in ti.static(range(L)):

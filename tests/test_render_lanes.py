@@ -83,6 +83,18 @@ def test_pixel_lanes_kept_and_recomputed_backward_bit_identical():
             np.testing.assert_array_equal(a, b)
 
 
+def test_pixel_lanes_consume_the_image_gradient():
+    """After the backward pass image.grad is 0 everywhere (consumed, as Taichi's reverse of the image store
+    leaves it, so a frame rendered twice in one Tape passes its gradient on once), in tiles no face reaches
+    too (the target is nonzero there, so the loss gave them a gradient); the pair list the same."""
+    cam, v, f, X, target = _scene()
+    for lanes in (True, False):
+        ren, _ = _render_grads(cam, f, len(v), X, target, pixel_lanes=lanes)
+        empty = ren.image.to_numpy()[..., 0] == 0.0
+        assert empty.sum() > 64 and np.all(target[empty] > 0.0)
+        np.testing.assert_array_equal(ren.image.grad.to_numpy(), 0.0)
+
+
 @pytest.mark.parametrize("closed, lanes, keep", [(False, None, True), (True, None, True), (False, 8, True),
                                                  (False, None, False)])
 def test_pixel_lanes_gradient_matches_finite_differences(closed, lanes, keep):
