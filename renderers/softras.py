@@ -1243,20 +1243,15 @@ class SoftRasterizer:
                             self.lane_prod[t, r, g][l] = self.lane_prod[t, r, g][l] * \
                                 (1.0 + self.lane_tmp[t, 5][l] * exp_neg(x))
             sums = self._sum_slot(frame)
-            if empty:                            # S = 0 and A = 0: stores only
-                for r, g in ti.ndrange(TS, TS // L):
-                    for l in ti.static(range(L)):
-                        if ty * TS + r < H and tx * TS + g * L + l < W:
-                            self.kept_log[sums, ty * TS + r, tx * TS + g * L + l] = 0.0
-                            self.image[frame, ty * TS + r, tx * TS + g * L + l] = ti.Vector([0.0])
-            else:
-                for r, g in ti.ndrange(TS, TS // L):
-                    for l in ti.static(range(L)):
-                        if ty * TS + r < H and tx * TS + g * L + l < W:
+            for r, g in ti.ndrange(TS, TS // L):
+                for l in ti.static(range(L)):
+                    if ty * TS + r < H and tx * TS + g * L + l < W:
+                        S = 0.0                  # an empty tile: S = 0, so A = 0 (`_pixel_value`: no exp)
+                        if not empty:
                             S = self.lane_log[t, r, g][l] - ti.log(self.lane_prod[t, r, g][l])
-                            self.kept_log[sums, ty * TS + r, tx * TS + g * L + l] = S
-                            self.image[frame, ty * TS + r, tx * TS + g * L + l] = self._pixel_value(
-                                ty * TS + r, tx * TS + g * L + l, S, 0.0, ti.Vector([0.0, 0.0, 0.0]), 0.0)
+                        self.kept_log[sums, ty * TS + r, tx * TS + g * L + l] = S
+                        self.image[frame, ty * TS + r, tx * TS + g * L + l] = self._pixel_value(
+                            ty * TS + r, tx * TS + g * L + l, S, 0.0, ti.Vector([0.0, 0.0, 0.0]), 0.0)
 
     @ti.func
     def _sum_slot(self, frame):
