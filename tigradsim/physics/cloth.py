@@ -71,8 +71,8 @@ from taichi.lang import impl
 
 from . import lanes
 from .elements import MaterialElements
-from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
-    make_ports, reversing, row_value, stopped_state, table_row, wrap_terms
+from .gather import NO_PORTS, corner_put, corner_q, corner_qd, csr_starts, differentiating, element_path, \
+    for_each_element, make_ports, reversing, row_value, stopped_state, table_row, wrap_terms
 from .lanes import LANES
 from ..core.errors import as_array, check_positive
 from ..core.model import StepTerm, has_grad
@@ -973,7 +973,7 @@ class LaneGroupPorts(StepTerm):
         particle = idx.reshape(-1)
         order = np.lexsort((e // LANES, k * LANES + e % LANES, particle))
         self.start = ti.field(ti.i32, shape=N + 1)
-        self.start.from_numpy(np.concatenate([[0], np.cumsum(np.bincount(particle, minlength=N))]).astype(np.int32))
+        self.start.from_numpy(csr_starts(particle, N))
         n = max(E * K, 1)
         self.group = ti.field(ti.i32, shape=n)
         self.offset = ti.field(ti.i32, shape=n)

@@ -91,6 +91,14 @@ def element_path(element_count: int, parts_min_elements: int = PARTS_MIN_ELEMENT
     return "serial"
 
 
+def csr_starts(keys, count: int) -> np.ndarray:
+    """(count + 1,) int32 starts of a CSR list whose entries are sorted by key (ints in [0, count)):
+    key r's entries are [starts[r], starts[r + 1])."""
+    starts = np.zeros(count + 1, dtype=np.int32)
+    starts[1:] = np.cumsum(np.bincount(np.asarray(keys, dtype=np.int64).reshape(-1), minlength=count))
+    return starts
+
+
 def _compiling_mode():
     kernel = impl.get_runtime().current_kernel
     return AutodiffMode.NONE if kernel is None else kernel.autodiff_mode
@@ -157,8 +165,7 @@ class _Table:
             raise ValueError(f"rows: expected one row per element ({element_count}), got {len(rows)}")
         R = shape[0]
         order = np.argsort(rows, kind="stable")
-        start = np.zeros(R + 1, dtype=np.int32)
-        start[1:] = np.cumsum(np.bincount(rows, minlength=R))
+        start = csr_starts(rows, R)
         self.row_count = R
         self.row_start = ti.field(ti.i32, shape=(R + 1,))
         self.row_start.from_numpy(start)
@@ -234,11 +241,8 @@ class ElementPorts(PortsBase):
     def __init__(self, model, indices, tables: Sequence = (), slots: bool = True):
         idx, ported = self._set_up(model, indices, tables)
         N = model.particle_count
-        start = np.zeros((self.K, N + 1), dtype=np.int32)
-        elem = np.zeros((self.K, self.E), dtype=np.int32)
-        for k in range(self.K):
-            elem[k] = np.argsort(idx[:, k], kind="stable")          # incidences by element, per corner
-            start[k, 1:] = np.cumsum(np.bincount(idx[:, k], minlength=N))
+        start = np.stack([csr_starts(idx[:, k], N) for k in range(self.K)])
+        elem = np.stack([np.argsort(idx[:, k], kind="stable") for k in range(self.K)]).astype(np.int32)
         self.start = ti.field(ti.i32, shape=(self.K, N + 1))
         self.start.from_numpy(start)
         self.elem = ti.field(ti.i32, shape=(self.K, self.E))
