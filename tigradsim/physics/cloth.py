@@ -488,7 +488,7 @@ class ClothMembraneForces(StepTerm):
         self.reverse_in_lanes = self.in_lanes and model.requires_grad
         self.reverse_ports = None
         if self.reverse_in_lanes:
-            self.work = ti.field(float, shape=(), needs_grad=True)
+            self.work = virtual_work_field(group.end - group.start)
             params = [model.cloth_params] + [getattr(model, f"cloth_{k}") for k in ("drag", "lift", "wind")]
             self.reverse_ports = LaneGroupPorts(model, model.cloth_indices.to_numpy()[group.start:group.end],
                                                 reverse_threads(model, params))
@@ -600,7 +600,7 @@ class ClothMembraneForces(StepTerm):
             ti.stop_grad(state.particle_q)       # the state's adjoints go through the ports
             ti.stop_grad(state.particle_qd)
             base = start + g * LANES
-            self.work.grad[None] = 1.0           # W's adjoint (see ClothBendingForces.virtual_work)
+            self.work.grad[g] = 1.0              # W's adjoint (see ClothBendingForces.virtual_work)
             ports.open(g)
             arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end, LANES)
             x = [lanes.add3(lanes.corner(state.particle_q, s, idx, k, LANES), ports.corner(ports.qport, g, k))
@@ -613,7 +613,7 @@ class ClothMembraneForces(StepTerm):
             G1 = columns(m1, m2, B, 0)
             G2 = columns(m1, m2, B, 1)
             P1, P2 = self.group.material.stress_columns(columns(d1, d2, B, 0), columns(d1, d2, B, 1), p)
-            self.work[None] += (-area * (lanes.dot(P1, G1) + lanes.dot(P2, G2))).sum()
+            self.work[g] += (-area * (lanes.dot(P1, G1) + lanes.dot(P2, G2))).sum()
             # A derivative kernel evaluates a term whose coefficients have gradients even where they are 0
             # (see `element`); where they are 0 on every lane, the derivatives in everything but them are 0, and
             # the state (without its ports) and the wind are read as constants (`aerodynamics_at_zero`)
@@ -625,29 +625,30 @@ class ClothMembraneForces(StepTerm):
             if damped | aero:
                 v = [lanes.add3(lanes.corner(state.particle_qd, s, idx, k, LANES), ports.corner(ports.qdport, g, k))
                      for k in ti.static(range(3))]
-                self.velocity_work(arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v,
+                self.velocity_work(g, arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v,
                                    damped | ti.static(damp_grad), aero | ti.static(aero_grad))
             elif ti.static(damp_grad or aero_grad):
                 ti.stop_grad(self.model.cloth_wind)
                 x0 = lanes.corner(state.particle_q, s, idx, 0, LANES)
-                self.velocity_work(arow, B, area, kd, drag, lift, G1, G2, adj_sum,
+                self.velocity_work(g, arow, B, area, kd, drag, lift, G1, G2, adj_sum,
                                    lanes.sub(lanes.corner(state.particle_q, s, idx, 1, LANES), x0),
                                    lanes.sub(lanes.corner(state.particle_q, s, idx, 2, LANES), x0),
                                    [lanes.corner(state.particle_qd, s, idx, k, LANES) for k in ti.static(range(3))],
                                    ti.static(damp_grad), ti.static(aero_grad))
 
     @ti.func
-    def velocity_work(self, arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v, damped, aero):
+    def velocity_work(self, g, arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v, damped, aero):
         """Add the virtual work of the damping (where `damped`) and aerodynamic (where `aero`) forces of
-        LANES triangles (arow: their aerodynamics rows) to W (`virtual_work`; v: their corner velocities, three lane triples)."""
+        the LANES triangles of lane group g (arow: their aerodynamics rows) to W's entry g (`virtual_work`; v: their
+        corner velocities, three lane triples)."""
         w1 = lanes.sub(v[1], v[0])
         w2 = lanes.sub(v[2], v[0])
         if damped:
-            self.work[None] += (-area * kd * (lanes.dot(columns(w1, w2, B, 0), G1)
-                                              + lanes.dot(columns(w1, w2, B, 1), G2))).sum()
+            self.work[g] += (-area * kd * (lanes.dot(columns(w1, w2, B, 0), G1)
+                                           + lanes.dot(columns(w1, w2, B, 1), G2))).sum()
         if aero:
             fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v[0], w1, w2, LANES), drag, lift)
-            self.work[None] += lanes.dot(fa, adj_sum).sum()
+            self.work[g] += lanes.dot(fa, adj_sum).sum()
 
     @ti.func
     def triangle_lanes(self, base, end, n: ti.template()):
@@ -769,7 +770,7 @@ class ClothBendingForces(StepTerm):
         self.reverse_in_lanes = self.in_lanes and model.requires_grad
         self.reverse_ports = None
         if self.reverse_in_lanes:
-            self.work = ti.field(float, shape=(), needs_grad=True)
+            self.work = virtual_work_field(model.cloth_edge_count)
             # on threads unless a bending parameter has a gradient (`LaneGroupPorts`)
             params = (model.cloth_bending_stiffness, model.cloth_bending_damping, model.cloth_bend_rest_angle)
             self.reverse_ports = LaneGroupPorts(model, model.cloth_bend_indices.to_numpy(), reverse_threads(model, params))
@@ -855,8 +856,9 @@ class ClothBendingForces(StepTerm):
             ti.stop_grad(state.particle_q)       # the state's adjoints go through the ports
             ti.stop_grad(state.particle_qd)
             # W's adjoint is 1 (a Tape clears it) and the group's port adjoints start from 0: stores to .grad
-            # fields stay in place in the reverse kernel, ahead of the adjoints that read or add to them
-            self.work.grad[None] = 1.0
+            # fields stay in place in the reverse kernel, ahead of the adjoints that read or add to them.  W has
+            # an entry per lane group (`virtual_work_field`)
+            self.work.grad[g] = 1.0
             ports.open(g)
             e, live, q = self.edge_lanes(g * LANES, count, LANES)
             x = [lanes.add3(lanes.corner(state.particle_q, s, q, k, LANES), ports.corner(ports.qport, g, k))
@@ -867,7 +869,7 @@ class ClothBendingForces(StepTerm):
                  for k in ti.static(range(4))]
             rate = lanes.dot(gr[0], v[0]) + lanes.dot(gr[1], v[1]) + lanes.dot(gr[2], v[2]) + lanes.dot(gr[3], v[3])
             c = -(stiffness * (theta - rest) + kd * rate) * live
-            self.work[None] += (c * self.corner_dot(gr, state.particle_f.grad, s, q, LANES)).sum()
+            self.work[g] += (c * self.corner_dot(gr, state.particle_f.grad, s, q, LANES)).sum()
 
     @ti.func
     def corner_dot(self, g, field: ti.template(), s, q, n: ti.template()):
@@ -919,6 +921,14 @@ def forward_lanes(triangle_count: int) -> int:
     if triangle_count < CLOTH_WIDE_LANES_MIN_TRIANGLES:
         return LANES
     return max(LANES, lane_count(8 if impl.current_cfg().default_fp == ti.f64 else 4))
+
+
+def virtual_work_field(element_count: int):
+    """W of a cloth term's `virtual_work`, one entry per lane group of its `element_count` elements, with an
+    adjoint.  Every iteration of that loop stores W's adjoint (1) and adds to W: into one scalar, both threads
+    wrote one cache line each iteration, and each took it from the other (cloth64, each step's reverse on two
+    threads: 527-529 against 498-504 us with an entry per group; the same gradient bits)."""
+    return ti.field(float, shape=(max(-(-element_count // LANES), 1),), needs_grad=True)
 
 
 def reverse_threads(model, params) -> bool:
