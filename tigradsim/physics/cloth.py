@@ -106,11 +106,13 @@ CLOTH_LANES_MIN_TRIANGLES = 1_024
 
 # From this many triangles a cloth's reverse in lanes runs on threads where it can (`reverse_threads`,
 # `LaneGroupPorts`): the backward pass then launches each step's reverse on its own (`Simulator.reverse_per_step`),
-# ~50-70 us a step more, which the threads earn back from ~3,000 triangles.  Measured (f32, vs_warp's cloth,
-# named gradients, µs per step, forward / forward + backward, one thread against threads on 2 CPUs): 32 x 32
-# (2,048 triangles) 111 / 284 against 107 / 358; 48 x 48 (4,608) 246 / 682 against 216 / 555; 64 x 64
-# (8,192) 430 / 1,298-1,310 (the code before, ports on one thread) against 412-423 / 1,015-1,149.
-CLOTH_REVERSE_THREADS_MIN_TRIANGLES = 4_096
+# ~25-30 us a step more, which the threads earn back from ~2,500 (float32) to ~3,000 (float64) triangles.
+# Measured on the Xeon (vs_warp's cloth at other sizes, named gradients, µs per step forward + backward, one
+# thread fused against threads on 2 CPUs, two runs each, alternating), since each lane group has its own entry
+# of W (`virtual_work_field`): f32 34 x 34 (2,312 triangles) 306 / 306 against 308-314, 36 x 36 (2,592)
+# 340-342 against 321-328, 40 x 40 (3,200) 419-421 against 379; f64 34 x 34 353-396 against 397-406,
+# 40 x 40 490 against 457-459; 32 x 32 (f32) 270 against 288-292.  (Before it, with ports on one thread: 4,096.)
+CLOTH_REVERSE_THREADS_MIN_TRIANGLES = 3_000
 
 # From this many triangles a cloth's forward lanes are one SIMD register wide (`forward_lanes`: 8 in float32 on
 # a CPU with AVX2, where LANES = 4 fills half; the reverse stays at LANES, where 8 measured slower).  Measured
