@@ -109,7 +109,7 @@ CLOTH_LANES_MIN_TRIANGLES = 1_024
 # ~25-30 us a step more, which the threads earn back from ~2,500 (float32) to ~3,000 (float64) triangles.
 # Measured on the Xeon (vs_warp's cloth at other sizes, named gradients, µs per step forward + backward, one
 # thread fused against threads on 2 CPUs, two runs each, alternating), since each lane group has its own entry
-# of W (`virtual_work_field`): f32 34 x 34 (2,312 triangles) 306 / 306 against 308-314, 36 x 36 (2,592)
+# of W (`virtual_work_field`): f32 34 x 34 (2,312 triangles) 306 (twice) against 308-314, 36 x 36 (2,592)
 # 340-342 against 321-328, 40 x 40 (3,200) 419-421 against 379; f64 34 x 34 353-396 against 397-406,
 # 40 x 40 490 against 457-459; 32 x 32 (f32) 270 against 288-292.  (Before it, with ports on one thread: 4,096.)
 CLOTH_REVERSE_THREADS_MIN_TRIANGLES = 3_000
