@@ -17,12 +17,18 @@ Python costs 50-100 us here.  --compare times the default (serial, fused)
 against one launch per step ("stepwise") and parallel scatter ("parallel") in
 one process, alternating, so that load on the machine hits all alike.
 
-    python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3] [--compare]
-    python benchmarks/bench_cloth.py --threads-compare [--sizes 64] [--rounds 5] [--paths parts]
+    python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3] [--compare] [--grads all|named]
+    python benchmarks/bench_cloth.py --threads-compare [--sizes 64] [--rounds 5] [--paths parts] [--grads all|named]
 
 --threads-compare: the serial path on 1 and 2 threads against element loops on both cores
-(--paths: "parts" (default), "colour", "gather") on 2 and 1 threads, alternating in one process, best of --rounds
-(see benchmarks/bench_fem.py `threads_compare`); one JSON line per size.
+(--paths: "parts" (default), "colour", "gather", or "auto": what `tgs.init()` picks) on 2 and 1 threads,
+alternating in one process, best of --rounds (see benchmarks/bench_fem.py `threads_compare`); one JSON line
+per size.
+--grads: "all" (default) gives every parameter a gradient, as a fit of the cloth's material would; "named"
+only the initial velocities (particle_qd0), as vs_warp.py's default does.  A cloth's reverse runs on both
+cores only where its parameters have no gradient (`cloth.reverse_threads`), so the two-core figure of the
+default path is `--threads-compare --sizes 64 --paths auto --grads named` (2026-12-05, this scene, damped and
+with drag and lift: see the README's Speed section).
 """
 import argparse
 import json
@@ -36,23 +42,25 @@ import tigradsim as tgs
 from _harness import PIN_THREADS, add_pin_threads_argument
 
 
-def build(n):
+def build(n, grads="all"):
     v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(-0.5, 0.6, -0.5), plane="xz")
     b = tgs.SceneBuilder()
     b.add_ground(ke=1e3, kd=1.0, kf=10.0, mu=0.5)
     b.add_cloth(v, f, material="membrane", params={"mu": 10.0, "lam": 20.0, "damping": 1e-3}, density=1.0,
                 bending_stiffness=1e-4, bending_damping=1e-6, drag=1.0, lift=0.5, velocity=(0.0, -0.5, 0.2))
-    return b.finalize(requires_grad=True)
+    return b.finalize(requires_grad=True if grads == "all" else {"particle_qd0"})
 
 
 class Case:
     """One cloth scene, compiled, with its timings (best of the repeats)."""
 
-    def __init__(self, n, steps, mode, scatter=None):
+    def __init__(self, n, steps, mode, scatter=None, grads="all"):
         scatter = scatter or ("parallel" if mode == "parallel" else "auto")
         tgs.runtime.set_scatter(scatter)
         self.mode = mode
-        self.model = model = build(n)
+        self.model = model = build(n, grads)
+        self.grads = grads
+        self.grad_field = model.cloth_params if grads == "all" else model.particle_qd0
         tgs.runtime.set_scatter("auto")
         self.sim = sim = tgs.Simulator(model, dt=1e-3, steps=steps, fuse_steps=False if mode == "stepwise" else None)
         self.loss = loss = ti.field(float, shape=(), needs_grad=True)
@@ -87,18 +95,18 @@ class Case:
     def result(self, n):
         steps = self.sim.steps
         f_us, b_us = min(self.fwd) / steps * 1e6, min(self.bwd) / steps * 1e6
-        assert np.all(np.isfinite(self.model.cloth_params.grad.to_numpy())), "non-finite gradient"
+        assert np.all(np.isfinite(self.grad_field.grad.to_numpy())), "non-finite gradient"
         model = self.model
-        out = {"grid": f"{n}x{n}", "mode": self.mode, "fused_steps": self.sim.fused,
+        out = {"grid": f"{n}x{n}", "mode": self.mode, "grads": self.grads, "fused_steps": self.sim.fused,
                "particles": model.particle_count, "triangles": model.cloth_triangle_count,
                "bending_edges": model.cloth_edge_count, "steps": steps,
                "forward_us_per_step": round(f_us, 1), "forward_backward_us_per_step": round(b_us, 1)}
         return out
 
 
-def bench(n, steps, repeat, compare):
+def bench(n, steps, repeat, compare, grads="all"):
     modes = ("default", "stepwise", "parallel") if compare else ("default",)
-    cases = [Case(n, steps, m) for m in modes]
+    cases = [Case(n, steps, m, grads=grads) for m in modes]
     for _ in range(repeat):             # alternate, so that machine load hits every mode alike
         for c in cases:
             c.time_once()
@@ -121,25 +129,28 @@ def main(argv=None):
                    help="serial vs --paths on 1 and 2 threads, alternating in one process")
     p.add_argument("--paths", default="parts", help="paths for --threads-compare, comma-separated")
     p.add_argument("--rounds", type=int, default=5, help="rounds for --threads-compare (best of)")
+    p.add_argument("--grads", choices=("all", "named"), default="all",
+                   help="every parameter has a gradient (all), or only the initial velocities (named)")
     add_pin_threads_argument(p)
     args = p.parse_args(argv)
     if args.threads_compare:
         from bench_fem import threads_compare
         for n in args.sizes:
             def timer(tgs_, n=n):
-                case = Case(n, args.steps, "default", scatter=tgs_.runtime.scatter_mode())
+                case = Case(n, args.steps, "default", scatter=tgs_.runtime.scatter_mode(), grads=args.grads)
 
                 def once():
                     case.fwd, case.bwd = [], []
                     case.time_once()
                     return case.fwd[0] / args.steps, case.bwd[0] / args.steps
                 return once
-            print(json.dumps(threads_compare(timer, "f32", args.paths.split(","), args.rounds, label=f"cloth{n}",
-                                             pin_threads=args.pin_threads)),
-                  flush=True)
+            res = threads_compare(timer, "f32", args.paths.split(","), args.rounds, label=f"cloth{n}",
+                                  pin_threads=args.pin_threads)
+            res["grads"] = args.grads
+            print(json.dumps(res), flush=True)
         return
     tgs.init(arch=args.arch, precision="f32", pin_threads=PIN_THREADS[args.pin_threads])
-    results = [r for n in args.sizes for r in bench(n, args.steps, args.repeat, args.compare)]
+    results = [r for n in args.sizes for r in bench(n, args.steps, args.repeat, args.compare, args.grads)]
     print(json.dumps({"benchmark": "cloth", "arch": args.arch, "precision": "f32", "results": results}))
 
 
