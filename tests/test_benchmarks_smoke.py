@@ -218,3 +218,20 @@ def test_lanes_probe_agrees_with_the_scalar_loop():
         assert res[key]["scalar"] > 0 and res[key]["lanes"] > 0, res
     assert res["max_force_diff"] < 1e-8, res                   # the largest force is ~4e-4 N here
     assert res["max_adjoint_rel_diff"] < 1e-4, res
+
+
+def test_bench_cloth_threads_compare_with_named_gradients():
+    """bench_cloth.py --grads named differentiates the initial velocities only (the cloth's reverse can then
+    run on both cores) and --threads-compare --paths auto times what `tgs.init()` picks against serial."""
+    res = _run([os.path.join(BENCH, "bench_cloth.py"), "--sizes", "4", "--steps", "3", "--repeat", "1",
+                "--grads", "named"])
+    (row,) = res["results"]
+    assert row["grads"] == "named" and row["triangles"] == 32
+    assert 0 < row["forward_us_per_step"] < row["forward_backward_us_per_step"], row
+    res = _run([os.path.join(BENCH, "bench_cloth.py"), "--threads-compare", "--sizes", "4", "--steps", "3",
+                "--rounds", "1", "--paths", "auto", "--grads", "named"])
+    assert res["grads"] == "named" and res["scene"] == "cloth4"
+    assert set(res["us_per_step_fwd_fwdbwd"]) == {"serial_1thread", "serial_2thread", "auto_2thread", "auto_1thread"}
+    for fwd, fwd_bwd in res["us_per_step_fwd_fwdbwd"].values():
+        assert 0 < fwd < fwd_bwd
+    assert all(v > 0 for v in res["auto_2thread_speedup_over_serial_1thread"])
