@@ -456,11 +456,11 @@ class SoftRasterizer:
         L = self.lane_count or PIXEL_LANES_MIN
         nt, ts = (self.tiles_x * self.tiles_y, self.tile_size) if self.pixel_lanes else (1, L)
         lanes = ti.types.vector(L, fl)
-        self.lane_log = lanes.field(shape=(nt, ts, ts // L))
-        self.lane_prod = lanes.field(shape=(nt, ts, ts // L))
+        self.lane_log = lanes.field(shape=(nt, ts + 1, ts // L))    # row ts: see `_bin_lanes`
+        self.lane_prod = lanes.field(shape=(nt, ts + 1, ts // L))
         self.lane_gs = lanes.field(shape=(nt, ts, ts // L))
         self.lane_grad = lanes.field(shape=(nt, 6))
-        self.lane_tmp = lanes.field(shape=(nt, 6))    # a group's stage results (`_bin_lanes`)
+        self.lane_tmp = lanes.field(shape=(nt, 12))   # two groups' stage results (`_bin_lanes`: two rows at a time)
         self.image = ti.Vector.field(self.channels, fl, shape=(self.frames, H, W), needs_grad=True)
         # what the backward pass needs of each frame (keep_frames): its per-pixel sums (and
         # the softmax's zmax) here, its pairs in `kept_pairs` (allocated as pairs appear)
@@ -1180,17 +1180,40 @@ class SoftRasterizer:
             (ti.min(n2[0] * xa, n2[0] * xb) + n2[1] * y - o2 > r_far)
 
     @ti.func
-    def _lane_distances(self, t, i, j0, a, b, c, eab, lab, ebc, lbc, eca, lca):
+    def _lane_distances(self, t, i, j0, a, b, c, eab, lab, ebc, lbc, eca, lca, o: ti.template() = 0):
         """The first stage of a lane group (pixels (i, j0 .. j0 + lane_count - 1)) of tile t: the
         squared distances to the face's edges ab, bc, ca and whether inside (1.0 / 0.0), into
-        lane_tmp[t, 0 .. 3]."""
+        lane_tmp[t, o .. o + 3]."""
         for l in ti.static(range(self.lane_count)):
             px, py = self._pixel_ndc(i, j0 + l)
             dab, dbc, dca = self._edge_d2s(px, py, a, b, c, eab, lab, ebc, lbc, eca, lca)
-            self.lane_tmp[t, 0][l] = dab
-            self.lane_tmp[t, 1][l] = dbc
-            self.lane_tmp[t, 2][l] = dca
-            self.lane_tmp[t, 3][l] = ti.select(self._tri_inside(a, b, c, px, py), 1.0, 0.0)
+            self.lane_tmp[t, o + 0][l] = dab
+            self.lane_tmp[t, o + 1][l] = dbc
+            self.lane_tmp[t, o + 2][l] = dca
+            self.lane_tmp[t, o + 3][l] = ti.select(self._tri_inside(a, b, c, px, py), 1.0, 0.0)
+
+    @ti.func
+    def _lane_terms(self, t, i, j0, a, b, c, eab, lab, ebc, lbc, eca, lca, inv_sigma, r2, o: ti.template()):
+        """The stages of a lane group (pixels (i, j0 .. j0 + lane_count - 1)) of tile t up to its terms, into
+        lane_tmp[t, o .. o + 5]: `_lane_distances`, then x = d^2 / sigma (d^2 the nearest edge's) and whether
+        the pair is within the cutoff (inside or d^2 < r2; 1.0 / 0.0).  In stages, each ending in stores of
+        its lanes: LLVM's SLP vectorizer packs a tree of at most 12 levels into SIMD, and one pixel's formula
+        is deeper."""
+        self._lane_distances(t, i, j0, a, b, c, eab, lab, ebc, lbc, eca, lca, o)
+        for l in ti.static(range(self.lane_count)):
+            d2 = ti.min(self.lane_tmp[t, o][l], ti.min(self.lane_tmp[t, o + 1][l], self.lane_tmp[t, o + 2][l]))
+            self.lane_tmp[t, o + 4][l] = d2 * inv_sigma
+            self.lane_tmp[t, o + 5][l] = ti.select((self.lane_tmp[t, o + 3][l] > 0.0) | (d2 < r2), 1.0, 0.0)
+
+    @ti.func
+    def _lane_accumulate(self, t, r, g, o: ti.template()):
+        """Add the terms in lane_tmp[t, o .. o + 5] (`_lane_terms`) to the sums of lane group (r, g) of tile t:
+        log(1 - D) = -(x + log(1 + exp(-x))) inside, -log(1 + exp(-x)) outside (`_bin`), the first part
+        into lane_log, 1 + exp(-x) into the product lane_prod (one log per pixel at the end)."""
+        for l in ti.static(range(self.lane_count)):
+            x = self.lane_tmp[t, o + 4][l]
+            self.lane_log[t, r, g][l] = self.lane_log[t, r, g][l] - self.lane_tmp[t, o + 3][l] * x
+            self.lane_prod[t, r, g][l] = self.lane_prod[t, r, g][l] * (1.0 + self.lane_tmp[t, o + 5][l] * exp_neg(x))
 
     @ti.kernel
     def _bin_lanes(self, verts: ti.template(), slot: ti.i32, tile_faces: ti.template(), r2: float, sigma: float,
@@ -1217,7 +1240,7 @@ class SoftRasterizer:
             # element by element, as every other access to these fields (Taichi 1.7.4 forwarded a
             # whole-vector store past later element stores in the same loop: stale sums, measured)
             if not empty:
-                for r, g in ti.ndrange(TS, TS // L):
+                for r, g in ti.ndrange(TS + 1, TS // L):
                     for l in ti.static(range(L)):
                         self.lane_log[t, r, g][l] = 0.0
                         self.lane_prod[t, r, g][l] = 1.0
@@ -1225,23 +1248,29 @@ class SoftRasterizer:
                 a, b, c, eab, lab, ebc, lbc, eca, lca = self._tile_face(tile_faces[t, k])
                 n0, o0, n1, o1, n2, o2 = self._edge_lines(a, b, c, eab, lab, ebc, lbc, eca, lca)
                 r0, r1, g0, g1 = self._box_span(tile_faces[t, k], tx, ty)
-                for r in range(r0, r1 + 1):
+                # two rows at a time: their groups' arithmetic is independent, and the CPU overlaps the two
+                # chains of dependent multiplies and adds (Taichi 1.7's CPU code fuses none into FMAs).  25
+                # atlas frames of bench_batch, f64: 19.7-19.8 -> 18.0-18.1 ms (f32: 12.7-12.8 -> 11.4); a
+                # renderer's kernels compile in 9.7 s against 7.5 (a loop of its own for an odd count's last
+                # row: 17.7 ms, 12.6 s).  A pair is skipped where both groups lie beyond an edge line; one that
+                # lies beyond adds exact zeros (mask 0), so every pixel's sums, in face order, are the bits of
+                # one row at a time.  (The backward pass in pairs measured 4 % slower: it keeps one row.)
+                for rp in range((r1 - r0 + 2) // 2):
+                    r = r0 + 2 * rp
+                    # an odd row count's last row is paired with the scratch row TS (zeroed with the others,
+                    # never read)
+                    rb = ti.select(r + 1 <= r1, r + 1, TS)
                     for g in range(g0, g1 + 1):
-                        if self._beyond_edges(ty * TS + r, tx * TS + g * L, n0, o0, n1, o1, n2, o2, r_far):
+                        if self._beyond_edges(ty * TS + r, tx * TS + g * L, n0, o0, n1, o1, n2, o2, r_far) and \
+                                ((rb == TS) | self._beyond_edges(ty * TS + r + 1, tx * TS + g * L, n0, o0, n1, o1, n2,
+                                                                 o2, r_far)):
                             continue
-                        # in stages, each ending in stores of its lanes: LLVM's SLP vectorizer packs a
-                        # tree of at most 12 levels into SIMD, and one pixel's formula is deeper
-                        self._lane_distances(t, ty * TS + r, tx * TS + g * L, a, b, c, eab, lab, ebc, lbc, eca, lca)
-                        for l in ti.static(range(L)):
-                            d2 = ti.min(self.lane_tmp[t, 0][l], ti.min(self.lane_tmp[t, 1][l], self.lane_tmp[t, 2][l]))
-                            self.lane_tmp[t, 4][l] = d2 * inv_sigma
-                            self.lane_tmp[t, 5][l] = ti.select((self.lane_tmp[t, 3][l] > 0.0) | (d2 < r2), 1.0, 0.0)
-                        for l in ti.static(range(L)):
-                            # log(1 - D) = -(x + log(1 + exp(-x))) inside, -log(1 + exp(-x)) outside (`_bin`)
-                            x = self.lane_tmp[t, 4][l]
-                            self.lane_log[t, r, g][l] = self.lane_log[t, r, g][l] - self.lane_tmp[t, 3][l] * x
-                            self.lane_prod[t, r, g][l] = self.lane_prod[t, r, g][l] * \
-                                (1.0 + self.lane_tmp[t, 5][l] * exp_neg(x))
+                        self._lane_terms(t, ty * TS + r, tx * TS + g * L, a, b, c, eab, lab, ebc, lbc, eca, lca,
+                                         inv_sigma, r2, 0)
+                        self._lane_terms(t, ty * TS + r + 1, tx * TS + g * L, a, b, c, eab, lab, ebc, lbc, eca, lca,
+                                         inv_sigma, r2, 6)
+                        self._lane_accumulate(t, r, g, 0)
+                        self._lane_accumulate(t, rb, g, 6)
             sums = self._sum_slot(frame)
             for r, g in ti.ndrange(TS, TS // L):
                 for l in ti.static(range(L)):
