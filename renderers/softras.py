@@ -1220,7 +1220,7 @@ class SoftRasterizer:
                    frame: ti.i32):
         """`_bin` of a silhouette in pixel lanes: faces binned into tiles as there (`_bin_faces`), then
         per tile, in parallel, its faces in list order and, for each, the part of the tile its box
-        reaches, row by row in groups of lane_count pixels: branch-free arithmetic (selects,
+        reaches, two rows at a time in groups of lane_count pixels: branch-free arithmetic (selects,
         `exp_neg`) ending in stores to consecutive addresses, which LLVM packs into SIMD.  Each
         pixel's S = sum of log(1 - D) over the faces within the cutoff, summed in `_bin`'s order,
         lands in kept_log (`_silhouette_sum`) and its value A in image[frame]: the frame is
