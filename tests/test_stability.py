@@ -194,3 +194,21 @@ def test_set_and_set_object_param_recheck_at_run(f64):
         sim.run()
     with pytest.warns(tgs.StabilityWarning, match="TetForces"):
         tgs.Simulator(model, dt=1e-3, steps=5)       # default: a warning, not an error
+
+
+def test_a_dt_exactly_at_the_safe_fraction_is_not_past_it_in_float32(f32):
+    """Parameters read from float32 fields carry ~6e-8 relative rounding: mass 0.02 kg and kf 20 N s/m put
+    the safe dt at exactly 1 ms (2 m / kf x 0.5), and dt = 1 ms must be silent (demos/mass_spring.py warned
+    "0.5 of (safe: 0.5 of)"); 0.1 % past it warns."""
+    b = tgs.SceneBuilder()
+    b.add_particles([[0.0, 0.5, 0.0]], masses=0.02)
+    b.add_ground(ke=10.0, kd=0.0, kf=20.0)
+    model = b.finalize()
+    row = limit_of(model, "ParticleGroundContact")
+    assert row.dt_safe() == pytest.approx(1e-3, rel=1e-6) and row.dt_safe() != 1e-3    # rounded, either side
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tgs.StabilityWarning)
+        report = tgs.Simulator(model, dt=1e-3, steps=5).stability_report()
+    assert report.ok and "PAST SAFE LIMIT" not in str(report)
+    with pytest.warns(tgs.StabilityWarning, match=r"dt = 0.001001 s is 0.5 of \(safe: 0.5 of\)"):
+        tgs.Simulator(model, dt=1.001e-3, steps=5)
