@@ -100,3 +100,22 @@ def test_cloth_truth_and_guess_are_drawn_per_trial(f64):
         assert np.allclose(g, g[0]) and np.all((g[0] >= lo) & (g[0] <= hi))
     assert not np.allclose(guesses[0], guesses[1])
 
+
+
+@pytest.mark.parametrize("scene", ["flag", "drop"])
+def test_drape_defaults_are_within_every_stability_limit(f32, scene):
+    """demos/cloth_drape.py's scenes at `simulate`'s default dt: every force term within half its explicit
+    limit (the ground's friction was 6x past it on the 0.42 g corner particles), so the demo builds its
+    Simulator without a StabilityWarning."""
+    import inspect
+    import warnings
+
+    import tigradsim as tgs
+    dt = inspect.signature(cloth_drape.simulate).parameters["dt"].default
+    model, _ = cloth_drape.drape(scene)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tgs.StabilityWarning)
+        report = tgs.Simulator(model, dt=dt, steps=1).stability_report()
+    assert report.ok and {r.term.split("[")[0] for r in report.rows} == {
+        "ParticleGroundContact", "ClothMembraneForces", "ClothBendingForces"}
+    assert max(dt / r.dt_limit for r in report.rows) < 0.35, str(report)
