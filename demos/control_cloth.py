@@ -14,6 +14,10 @@ each component uniform in [-3, 3] m/s; measured in every run).
 
     python demos/control_cloth.py                  # 5 seeds x 50 iterations (~4 min), then the viewer
     python demos/control_cloth.py --quick --headless --out out/control_cloth
+    python demos/control_cloth.py --batch 1        # the 5 seeds at once: copies of one batched scene
+
+With --batch 1 every seed is a copy of one batched Model (`tgs.batched`): one rollout and one Tape per
+iteration train all of them, each with its own Adam, and each seed's result is the one it gets alone.
 
 Writes loss.png and target_vs_final.gif under --out, then plays seed 0's final throw (blue) next
 to the target (grey) in a window when a display exists (pictures under --out otherwise).

@@ -94,6 +94,67 @@ def test_velocity_control_gradient_matches_fd(f64):
         tgs.check_gradient(run, task.loss, [task.policy.v], n_dirs=2, eps=1e-6, rtol=1e-4).assert_ok()
 
 
+SMALL_THROW = dict(seed=3, seeds=2, iters=3, lr=0.5, lr_decay=0.93, grid=1, grid_x=[-1.0, 1.0], grid_y=[0.0],
+                   grid_z=[0.0], nx=4, ny=2, cell=0.25, height=0.3, drag=1.0, lift=0.6, ground_ke=200.0, ground_kd=1.0,
+                   ground_kf=0.2, duration=0.15, dt=1e-3, every=50, checkpoint=40, eye=[1.5, 4.0, 4.0],
+                   look_at=[1.5, 0.3, 0.0], fov=50, res=24, sigma=1e-4, blur=[0.0, 2.0], target_range=[0.0, 1.0])
+
+
+@pytest.mark.parametrize("method", ["gradsim", "state", "random"])
+def test_batched_cloth_seeds_equal_one_after_another(f64, tmp_path, method):
+    """Issue 17: several control seeds run together.  Two seeds of the cloth throw as the copies of one
+    batched Model (one rollout, one Tape, an Adam per copy) give each seed the targets, random baseline,
+    coarse-stage start, loss curve, learned velocity and errors of the sequential run, and the report."""
+    seq = control_cloth.ClothControlTask(argparse.Namespace(**SMALL_THROW)).run(method, printer=lambda *a: None)
+    batch = control_cloth.cloth_throw_task(**SMALL_THROW, batch=1)
+    assert isinstance(batch, tgs.scenes.control.ControlBatch) and len(batch.copies) == 2
+    run = batch.run(method, printer=lambda *a: None)
+    assert [r["seed"] for r in run.per_seed] == [3, 4]
+    for a, b in zip(seq.per_seed, run.per_seed):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_allclose(np.asarray(b[k], dtype=float), np.asarray(a[k], dtype=float), rtol=1e-12,
+                                       atol=1e-15, err_msg=f"{method}: {k}")
+    for a, b in zip(seq.histories, run.histories):
+        np.testing.assert_allclose(b.loss if b else [], a.loss if a else [], rtol=1e-12)
+    summary = run.summary(out=str(tmp_path))
+    assert summary["seeds"] == 2 and summary["experiment"] == "control_cloth"
+    np.testing.assert_allclose(summary["position_error"], seq.summary()["position_error"], rtol=1e-12)
+    if method != "random":
+        run.save_report(tmp_path, printer=lambda *a: None)
+        assert os.path.getsize(tmp_path / "loss.png") > 0 and os.path.getsize(tmp_path / "target_vs_final.gif") > 0
+    run.animation()
+
+
+def test_batched_cloth_gradient_matches_finite_differences(f64):
+    """The batch's summed loss (each copy against its own target image) differentiated with respect to both
+    copies' initial velocities: Tape against central differences along random directions."""
+    batch = control_cloth.cloth_throw_task(**SMALL_THROW, batch=1)
+    for k, c in enumerate(batch.copies):
+        c.set_target(0.3 + 0.5 * k, "gradsim")
+        c.policy.set((1.0 - 0.3 * k, 0.5, -0.2 + 0.4 * k))
+
+    def run():
+        for c in batch.copies:
+            c.policy.write()
+        batch.rollout()
+
+    tgs.check_gradient(run, batch.loss, [c.policy.v for c in batch.copies], n_dirs=3, eps=1e-6,
+                       rtol=1e-4).assert_ok()
+
+
+def test_batched_control_bad_input_is_named(f64):
+    with pytest.raises(ValueError, match="batch: expected 0 .* or 1 .*, got 2"):
+        control_cloth.cloth_throw_task(**SMALL_THROW, batch=2)
+    batch = control_cloth.cloth_throw_task(**SMALL_THROW, batch=1)
+    with pytest.raises(ValueError, match="seeds: this batch has 2 copies, one per seed, got seeds=3"):
+        batch.run("state", seeds=3)
+    with pytest.raises(ValueError, match="method: expected one of"):
+        batch.run("walk")
+    with pytest.raises(ValueError, match="copies: expected at least one task"):
+        tgs.scenes.control.ControlBatch([], batch.sim)
+
+
 def test_quick_fem_beats_random_threefold(tmp_path):
     r = quick_run(control_fem.gear_task, control_fem.gear_quick, tmp_path, target_range=(0.8, 0.8))
     assert r["position_error"] * 3 <= r["position_error_random"], r

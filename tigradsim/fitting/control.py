@@ -22,7 +22,8 @@ Policies here: `LinearTanhPolicy` (out = scale * tanh(W phi(t) + b)),
 `MLPPolicy` (a two-layer tanh network, an example of a user-supplied policy
 through the same interface), `RandomPolicy` (the random baseline) and
 `VelocityControl` (one initial velocity for a set of particles, e.g. a cloth).
-Any class with `params` and `write()` works with `fit_policy`.
+Any class with `params` and `write()` works with `fit_policy`; a list of policies, one per copy of a
+batched scene, trains every copy at once (an Adam per copy).
 
 The image loss of the tasks is `tigradsim.renderers.BlurredImageMSE` on the last
 frame: pixel MSE plus MSEs of Gaussian-blurred copies of the frame and the
@@ -217,12 +218,26 @@ class VelocityControl:
 
 # ---------------------------------------------------------------------------
 
-def fit_policy(policy, rollout, loss, iters, lr=0.01, optimizer=None, log_every=10, printer=print, decay=1.0):
+def fit_policy(policy, rollout, loss, iters, lr=0.01, optimizer=None, log_every=10, printer=print, decay=1.0,
+               history=None):
     """Adam on the policy's parameters: each iteration runs, in one Tape,
     `policy.write()` then `rollout()` (which runs the simulator and adds the loss
     into the 0-D field `loss`).  `decay` multiplies the step size after each
-    iteration.  Returns the History (iters + 1 losses; the last at the final policy)."""
-    opt = optimizer or Adam(policy.params, lr=lr)
+    iteration.  Returns the History (iters + 1 losses; the last at the final policy).
+
+    `policy` may be a list of policies, one per copy of a batched scene (`tgs.batched`, e.g. one
+    `VelocityControl` per copy's particles) whose losses `rollout` sums into `loss`: copies do not
+    interact, so each copy's gradient is its own, and each gets an Adam of its own
+    (`tigradsim.fitting.batch.PerCopy`), stepping exactly as it would in a fit of that copy alone.
+    `history`: the History to record into (default: a new one)."""
+    from .batch import PerCopy
+    policies = list(policy) if isinstance(policy, (list, tuple)) else [policy]
+    if not policies:
+        raise ValueError("policy: expected a policy or a non-empty list of policies, got an empty list")
+    if optimizer is None:
+        optimizer = (Adam(policies[0].params, lr=lr) if len(policies) == 1 and not isinstance(policy, (list, tuple))
+                     else PerCopy.build(lambda params: Adam(params, lr=lr), [p.params for p in policies]))
+    opt = optimizer
     if decay != 1.0:
         base = opt.step
 
@@ -232,10 +247,12 @@ def fit_policy(policy, rollout, loss, iters, lr=0.01, optimizer=None, log_every=
         opt.step = step
 
     def forward():
-        policy.write()
+        for p in policies:
+            p.write()
         rollout()
 
-    return optimize(forward, loss, opt, iters=iters, log_every=log_every, printer=printer, history=History())
+    return optimize(forward, loss, opt, iters=iters, log_every=log_every, printer=printer,
+                    history=history if history is not None else History())
 
 
 # ---------------------------------------------------------------------------
@@ -248,9 +265,10 @@ def surface(faces):
     return ids.astype(np.int64), np.searchsorted(ids, faces).astype(np.int32)
 
 
-def observe_task(task, faces, args):
+def observe_task(task, faces, args, indices=None):
     """Set up what a control task from pixels observes, as attributes of `task`
-    (which has `sim` and `steps`):
+    (which has `sim` and `steps`); `indices`: the task's particles (default: every particle of the
+    model; a copy of a batched scene passes its own):
 
     surface_ids, surface_faces: the surface particles and faces indexing them;
     camera, renderer: a silhouette SoftRasterizer with frames 0 and `steps`
@@ -268,7 +286,7 @@ def observe_task(task, faces, args):
     task.renderer = SoftRasterizer(task.camera, task.surface_faces, len(task.surface_ids), frames=2,
                                    sigma=args.sigma, gamma=1e-4, shading="silhouette", vertex_ids=task.surface_ids)
     render_particles(task.sim, task.renderer, task.steps)
-    task.com = CenterOfMassRecorder(task.sim, every=task.steps)
+    task.com = CenterOfMassRecorder(task.sim, every=task.steps, indices=indices)
     task.video = ParticleRecorder(task.sim, every=args.every, indices=task.surface_ids)
 
 

@@ -15,6 +15,11 @@ behaviour.
     run = task.run("gradsim")                           # 3 seeds x 30 iterations
     run.save_report("out/control_fem"); print(run.summary()["position_error"])
 
+Several seeds at once: a `ControlBatch` holds seed k's task as copy k of one batched Model
+(`tgs.batched`); its `run()` gives every seed what `ControlTask.run` gives it, with one rollout and one
+Tape per iteration for all of them (the cloth throw: `control_cloth.cloth_throw_task(batch=1)`,
+`demos/control_cloth.py --batch 1`).
+
 Demos build their flags from a builder's keyword arguments (`add_flags`, same defaults) and call
 the builder with the parsed values (`build`), so a default is written once, in the builder.
 """
@@ -28,8 +33,9 @@ import taichi as ti
 
 from ..core.memory import peak_rss_mb
 from ..fitting import control
+from ..fitting.optim import History
 
-__all__ = ["ControlTask", "ControlRun", "add_flags", "build", "builder_defaults", "check_timing",
+__all__ = ["ControlTask", "ControlBatch", "ControlRun", "add_flags", "build", "builder_defaults", "check_timing",
            "run_experiment", "METHODS"]
 
 METHODS = ("gradsim", "state", "random")
@@ -66,6 +72,7 @@ HELP = {
     "nx": "cloth cells along x", "ny": "cloth cells along z", "cell": "cloth cell size [m]",
     "drag": "aerodynamic drag coefficient", "lift": "aerodynamic lift coefficient",
     "ground_ke": "contact stiffness", "ground_kd": "contact damping", "ground_kf": "contact friction",
+    "batch": "1: train every seed at once, as copies of one batched scene (one rollout and Tape per iteration)",
 }
 # keyword arguments that take any number of values (the others: as many as their default has)
 VARIADIC = {"blur", "grid_x", "grid_y", "grid_z"}
@@ -149,12 +156,17 @@ class ControlTask:
     def rollout(self):
         """Inside the Tape: simulate and add the loss (image or state) into `self.loss`."""
         self.sim.run()
+        self.add_loss(self.loss)
+
+    def add_loss(self, dst):
+        """Add the task's loss (image or state, as `set_target` chose) of the last rollout into the 0-D
+        field `dst` (inside the Tape: differentiated)."""
         if self.image_loss is not None and self.method == "gradsim":
-            self.image_loss(self.loss)
+            self.image_loss(dst)
         else:
             self.state_loss.value[None] = 0.0
             self.state_loss._accumulate()
-            _add(self.loss, self.state_loss.value)
+            _add(dst, self.state_loss.value)
 
     def final_errors(self):
         """(distance [m], the paper's mse [m^2]) of the last rollout's final centre of mass to the target's."""
@@ -173,27 +185,14 @@ class ControlTask:
 
     def run(self, method="gradsim", seeds=None, iters=None, lr=None, lr_decay=None, target_range=None,
             log_every=None, printer=print):
-        """The paper's protocol (module docstring) for `seeds` targets; unset arguments come from the
-        task's settings.  Returns a `ControlRun`."""
-        if method not in METHODS:
-            raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
-        s = self.args
-        seeds = s.seeds if seeds is None else int(seeds)
-        iters = s.iters if iters is None else int(iters)
-        lr = s.lr if lr is None else float(lr)
-        lr_decay = s.lr_decay if lr_decay is None else float(lr_decay)
-        lo, hi = (s.target_range if target_range is None else target_range)
-        if seeds < 1 or iters < 0 or not lo <= hi:
-            raise ValueError(f"run: need seeds >= 1, iters >= 0 and target_range lo <= hi, got seeds={seeds}, "
-                             f"iters={iters}, target_range=({lo}, {hi})")
-        log_every = max(1, iters // 10) if log_every is None else log_every
+        """The paper's protocol (module docstring) for `seeds` targets, one after another; unset arguments
+        come from the task's settings.  Returns a `ControlRun`."""
+        seeds, iters, lr, lr_decay, log_every = _run_settings(self, method, seeds, iters, lr, lr_decay, target_range,
+                                                               log_every)
         start = time.time()
         run = ControlRun(self, method, iters=0 if method == "random" else iters)
         for k in range(seeds):
-            dx = float(np.random.default_rng(s.seed + k).uniform(lo, hi))
-            self.set_target((dx, 0.0, 0.0), method)
-            com = np.round(self.target_com, 3).tolist()
-            printer(f"seed {s.seed + k}: target x offset {dx:.3f} m, target com {com}")
+            dx = self._announce_target(k, target_range, method, printer)
             r_err, r_mse = self.evaluate_random()
             self.start(method, printer)
             if method == "random":
@@ -201,13 +200,157 @@ class ControlTask:
             else:
                 hist = self.fit(iters, lr, lr_decay, log_every, printer)
                 err, mse = self.evaluate()
-            if k == 0:          # seed 0's final behaviour: the report's GIF and the viewer's animation
-                run.final_video, run.target_image = self.behaviour_video(), self.target_img
-                run.final_positions, run.target_vertices = self.video.numpy(), self.target_vertices.copy()
-            run.histories.append(hist)
-            run.per_seed.append({"seed": s.seed + k, "target_dx": dx, **self.seed_info(), "position_error": err,
-                                 "position_mse": mse, "random_error": r_err, "random_mse": r_mse})
-            printer(f"seed {s.seed + k}: {method} com error {err:.4f} m (mse {mse:.4f}); random {r_err:.4f} m")
+            run.add_seed(self, k, dx, err, mse, r_err, r_mse, hist, printer)
+        run.seconds = time.time() - start
+        return run
+
+    def _announce_target(self, k, target_range, method, printer):
+        """Seed k's target x offset dx ~ U(target_range) from `default_rng(seed + k)`, set as this task's
+        target; returns dx [m]."""
+        s = self.args
+        lo, hi = (s.target_range if target_range is None else target_range)
+        dx = float(np.random.default_rng(s.seed + k).uniform(lo, hi))
+        self.set_target((dx, 0.0, 0.0), method)
+        printer(f"seed {s.seed + k}: target x offset {dx:.3f} m, target com {np.round(self.target_com, 3).tolist()}")
+        return dx
+
+
+def _run_settings(task, method, seeds, iters, lr, lr_decay, target_range, log_every):
+    """`ControlTask.run`'s arguments, unset ones from `task.args`, checked (the method first, before
+    `task` is read): (seeds, iters, lr, lr_decay, log_every)."""
+    if method not in METHODS:
+        raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
+    s = task.args
+    seeds = s.seeds if seeds is None else int(seeds)
+    iters = s.iters if iters is None else int(iters)
+    lr = s.lr if lr is None else float(lr)
+    lr_decay = s.lr_decay if lr_decay is None else float(lr_decay)
+    lo, hi = (s.target_range if target_range is None else target_range)
+    if seeds < 1 or iters < 0 or not lo <= hi:
+        raise ValueError(f"run: need seeds >= 1, iters >= 0 and target_range lo <= hi, got seeds={seeds}, "
+                         f"iters={iters}, target_range=({lo}, {hi})")
+    return seeds, iters, lr, lr_decay, max(1, iters // 10) if log_every is None else log_every
+
+
+@ti.kernel
+def _zero(dst: ti.template()):
+    dst[None] = 0.0
+
+
+class ControlBatch:
+    """`ControlTask.run`'s protocol for several seeds at once: copy k of one batched Model
+    (`tgs.batched`) is seed k's task, and one rollout, one Tape and one Adam step per copy
+    (`fit_policy` with a list of policies) advance every seed together.
+
+    copies: ControlTasks sharing one Simulator `sim` (each observing and rendering its own
+    particles, with its own policy, loss field and target), which implement besides the
+    `ControlTask` interface `set_random(rng)` (set the policy to a random one drawn from `rng`) and
+    `candidates(method)` (the coarse stage's candidate policies, each a value for `policy.set`;
+    [] for none).  Seed k's targets, random policy, coarse stage, Adam path and errors are those of
+    `copies[k].run` for that seed (to round-off: the copies' steps are the same arithmetic; tested),
+    with one shared exception: a rollout that diverges halves every copy's step
+    (`tigradsim.fitting.batch`).  The random policies are drawn in seed order from one generator
+    seeded `seed + 1000`, as a sequential run draws them.
+    """
+
+    def __init__(self, copies, sim):
+        if not copies:
+            raise ValueError("copies: expected at least one task")
+        self.copies, self.sim = list(copies), sim
+        self.args = self.copies[0].args
+        self.experiment = self.copies[0].experiment
+        self.loss = ti.field(float, shape=(), needs_grad=True)
+        self.copy_losses = []        # per iteration of the last fit: each copy's loss
+
+    @property
+    def settings(self):
+        return self.args
+
+    def __getattr__(self, name):
+        # what a ControlRun's report and animation read of "the task" (surface_faces, steps, ...) is copy 0's
+        if name in ("surface_faces", "steps", "summary_fields"):
+            return getattr(self.copies[0], name)
+        raise AttributeError(name)
+
+    def rollout(self):
+        """Inside the Tape: one rollout of every copy; each copy's loss into its own field, their sum
+        into `self.loss`."""
+        self.sim.run()
+        for c in self.copies:
+            _zero(c.loss)
+            c.add_loss(c.loss)
+            _add(self.loss, c.loss)
+
+    def _losses(self):
+        return np.array([float(c.loss[None]) for c in self.copies])
+
+    def _evaluate(self):
+        """Run every copy's current policy forward; returns [(distance [m], mse [m^2]) per copy]."""
+        for c in self.copies:
+            c.policy.write()
+        self.sim.run()
+        return [c.final_errors() for c in self.copies]
+
+    def _start(self, method, printer):
+        """Each copy's coarse stage (as `ControlTask.start`), every candidate evaluated for all copies by
+        one rollout."""
+        cands = self.copies[0].candidates(method)
+        for c in self.copies:
+            c.v0, c.l0 = np.zeros(3), None
+        if cands:
+            table = []
+            for v in cands:
+                for c in self.copies:
+                    c.policy.set(v)
+                    c.policy.write()
+                self.loss[None] = 0.0
+                self.rollout()
+                table.append(self._losses())
+            table = np.array(table)                        # (candidates, copies)
+            for k, (c, best) in enumerate(zip(self.copies, np.argmin(table, axis=0))):   # first of equal losses
+                c.v0, c.l0 = np.asarray(cands[best], dtype=np.float64), float(table[best, k])
+                printer(f"seed {c.args.seed + k}: coarse stage: start from v = {c.v0.tolist()} (loss {c.l0:.4e})")
+        for c in self.copies:
+            c.policy.set(c.v0)
+
+    def run(self, method="gradsim", seeds=None, iters=None, lr=None, lr_decay=None, target_range=None,
+            log_every=None, printer=print):
+        """`ControlTask.run` with every seed at once (one seed per copy: `seeds`, if given, must be the
+        number of copies).  Returns a `ControlRun` with one loss curve per seed."""
+        B = len(self.copies)
+        if seeds is not None and seeds != B:
+            raise ValueError(f"seeds: this batch has {B} copies, one per seed, got seeds={seeds} (build the batch "
+                             f"with seeds={seeds} to run {seeds})")
+        seeds, iters, lr, lr_decay, log_every = _run_settings(self.copies[0], method, B, iters, lr, lr_decay,
+                                                               target_range, log_every)
+        copies = self.copies
+        start = time.time()
+        run = ControlRun(self, method, iters=0 if method == "random" else iters)
+        dxs = [c._announce_target(k, target_range, method, printer) for k, c in enumerate(copies)]
+        rng = np.random.default_rng(self.args.seed + 1000)
+        for c in copies:
+            c.set_random(rng)
+        randoms = self._evaluate()
+        hists = [[] for _ in copies]
+        self._start(method, printer)                  # as `ControlTask.start`: for "random", v = 0 is left set
+        if method == "random":
+            errors = randoms
+        else:
+            batch = self
+
+            class _PerCopyHistory(History):           # the copies' own losses next to the sum
+                def record(self, loss, params, seconds):
+                    super().record(loss, params, seconds)
+                    batch.copy_losses.append(batch._losses())
+
+            self.copy_losses = []
+            control.fit_policy([c.policy for c in copies], self.rollout, self.loss, iters=iters, lr=lr,
+                               log_every=log_every, decay=lr_decay, printer=printer, history=_PerCopyHistory())
+            table = np.array(self.copy_losses)
+            hists = [History(loss=table[:, k].tolist()) for k in range(seeds)]
+            errors = self._evaluate()
+        for k, c in enumerate(copies):
+            run.add_seed(c, k, dxs[k], *errors[k], *randoms[k], hists[k], printer)
         run.seconds = time.time() - start
         return run
 
@@ -224,6 +367,18 @@ class ControlRun:
         self.per_seed, self.histories = [], []
         self.target_image = self.final_video = self.final_positions = self.target_vertices = None
         self.seconds = 0.0
+
+    def add_seed(self, task, k, dx, err, mse, r_err, r_mse, hist, printer=print):
+        """Record seed k (of `task`, which just ran it): its numbers, its loss History, and for k = 0 its
+        final behaviour (the report's GIF and the viewer's animation)."""
+        seed = task.args.seed + k
+        if k == 0:
+            self.final_video, self.target_image = task.behaviour_video(), task.target_img
+            self.final_positions, self.target_vertices = task.video.numpy(), task.target_vertices.copy()
+        self.histories.append(hist)
+        self.per_seed.append({"seed": seed, "target_dx": dx, **task.seed_info(), "position_error": err,
+                              "position_mse": mse, "random_error": r_err, "random_mse": r_mse})
+        printer(f"seed {seed}: {self.method} com error {err:.4f} m (mse {mse:.4f}); random {r_err:.4f} m")
 
     def mean(self, key):
         return float(np.mean([r[key] for r in self.per_seed]))
