@@ -153,6 +153,8 @@ def test_batched_control_bad_input_is_named(f64):
         batch.run("walk")
     with pytest.raises(ValueError, match="copies: expected at least one task"):
         tgs.scenes.control.ControlBatch([], batch.sim)
+    with pytest.raises(ValueError, match="policy: expected a policy or a non-empty list of policies"):
+        control.fit_policy([], batch.rollout, batch.loss, iters=1)
 
 
 def test_quick_fem_beats_random_threefold(tmp_path):

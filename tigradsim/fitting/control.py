@@ -231,12 +231,13 @@ def fit_policy(policy, rollout, loss, iters, lr=0.01, optimizer=None, log_every=
     (`tigradsim.fitting.batch.PerCopy`), stepping exactly as it would in a fit of that copy alone.
     `history`: the History to record into (default: a new one)."""
     from .batch import PerCopy
-    policies = list(policy) if isinstance(policy, (list, tuple)) else [policy]
+    per_copy = isinstance(policy, (list, tuple))
+    policies = list(policy) if per_copy else [policy]
     if not policies:
         raise ValueError("policy: expected a policy or a non-empty list of policies, got an empty list")
     if optimizer is None:
-        optimizer = (Adam(policies[0].params, lr=lr) if len(policies) == 1 and not isinstance(policy, (list, tuple))
-                     else PerCopy.build(lambda params: Adam(params, lr=lr), [p.params for p in policies]))
+        optimizer = (PerCopy.build(lambda params: Adam(params, lr=lr), [p.params for p in policies]) if per_copy
+                     else Adam(policy.params, lr=lr))
     opt = optimizer
     if decay != 1.0:
         base = opt.step
