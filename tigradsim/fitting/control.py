@@ -37,6 +37,7 @@ import time
 import numpy as np
 import taichi as ti
 
+from .batch import PerCopy
 from .optim import Adam, History, Param, optimize
 from ..core.runtime import deterministic, np_float
 
@@ -230,7 +231,6 @@ def fit_policy(policy, rollout, loss, iters, lr=0.01, optimizer=None, log_every=
     interact, so each copy's gradient is its own, and each gets an Adam of its own
     (`tigradsim.fitting.batch.PerCopy`), stepping exactly as it would in a fit of that copy alone.
     `history`: the History to record into (default: a new one)."""
-    from .batch import PerCopy
     per_copy = isinstance(policy, (list, tuple))
     policies = list(policy) if per_copy else [policy]
     if not policies:

@@ -32,6 +32,7 @@ import numpy as np
 import taichi as ti
 
 from ..core.memory import peak_rss_mb
+from ..core.tape import zero_fields
 from ..fitting import control
 from ..fitting.optim import History
 
@@ -232,11 +233,6 @@ def _run_settings(task, method, seeds, iters, lr, lr_decay, target_range, log_ev
     return seeds, iters, lr, lr_decay, max(1, iters // 10) if log_every is None else log_every
 
 
-@ti.kernel
-def _zero(dst: ti.template()):
-    dst[None] = 0.0
-
-
 class ControlBatch:
     """`ControlTask.run`'s protocol for several seeds at once: copy k of one batched Model
     (`tgs.batched`) is seed k's task, and one rollout, one Tape and one Adam step per copy
@@ -257,27 +253,24 @@ class ControlBatch:
         if not copies:
             raise ValueError("copies: expected at least one task")
         self.copies, self.sim = list(copies), sim
-        self.args = self.copies[0].args
-        self.experiment = self.copies[0].experiment
+        first = self.copies[0]
+        self.args, self.experiment = first.args, first.experiment
+        # what a ControlRun's report and animation read of "the task" is copy 0's
+        self.steps, self.surface_faces, self.summary_fields = first.steps, first.surface_faces, first.summary_fields
         self.loss = ti.field(float, shape=(), needs_grad=True)
+        self._copy_loss_fields = tuple(c.loss for c in self.copies)
         self.copy_losses = []        # per iteration of the last fit: each copy's loss
 
     @property
     def settings(self):
         return self.args
 
-    def __getattr__(self, name):
-        # what a ControlRun's report and animation read of "the task" (surface_faces, steps, ...) is copy 0's
-        if name in ("surface_faces", "steps", "summary_fields"):
-            return getattr(self.copies[0], name)
-        raise AttributeError(name)
-
     def rollout(self):
-        """Inside the Tape: one rollout of every copy; each copy's loss into its own field, their sum
-        into `self.loss`."""
+        """Inside the Tape: one rollout of every copy; each copy's loss into its own field (all zeroed by
+        one launch on the Tape), their sum into `self.loss`."""
         self.sim.run()
+        zero_fields(self._copy_loss_fields)
         for c in self.copies:
-            _zero(c.loss)
             c.add_loss(c.loss)
             _add(self.loss, c.loss)
 

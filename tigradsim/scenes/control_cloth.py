@@ -142,10 +142,7 @@ class ClothControlTask(ControlTask):
 
     def set_random(self, rng):
         """Set the policy to a random initial velocity drawn from `rng` (each component uniform in [-3, 3] m/s)."""
-        self.policy.set(self.random_velocity(rng))
-
-    def random_velocity(self, rng=None):
-        return (self.rng_random if rng is None else rng).uniform(-3.0, 3.0, 3)
+        self.policy.set(rng.uniform(-3.0, 3.0, 3))
 
     def loss_at(self, velocity):
         """The task's loss (image or 3D, as set by `set_target`) for one initial velocity, without gradients."""
