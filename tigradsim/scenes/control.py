@@ -316,15 +316,14 @@ class ControlBatch:
                              f"with seeds={seeds} to run {seeds})")
         seeds, iters, lr, lr_decay, log_every = _run_settings(self.copies[0], method, B, iters, lr, lr_decay,
                                                                target_range, log_every)
-        copies = self.copies
         start = time.time()
         run = ControlRun(self, method, iters=0 if method == "random" else iters)
-        dxs = [c._announce_target(k, target_range, method, printer) for k, c in enumerate(copies)]
+        dxs = [c._announce_target(k, target_range, method, printer) for k, c in enumerate(self.copies)]
         rng = np.random.default_rng(self.args.seed + 1000)
-        for c in copies:
+        for c in self.copies:
             c.set_random(rng)
         randoms = self._evaluate()
-        hists = [[] for _ in copies]
+        hists = [[] for _ in self.copies]
         self._start(method, printer)                  # as `ControlTask.start`: for "random", v = 0 is left set
         if method == "random":
             errors = randoms
@@ -337,12 +336,12 @@ class ControlBatch:
                     batch.copy_losses.append(batch._losses())
 
             self.copy_losses = []
-            control.fit_policy([c.policy for c in copies], self.rollout, self.loss, iters=iters, lr=lr,
+            control.fit_policy([c.policy for c in self.copies], self.rollout, self.loss, iters=iters, lr=lr,
                                log_every=log_every, decay=lr_decay, printer=printer, history=_PerCopyHistory())
             table = np.array(self.copy_losses)
             hists = [History(loss=table[:, k].tolist()) for k in range(seeds)]
             errors = self._evaluate()
-        for k, c in enumerate(copies):
+        for k, c in enumerate(self.copies):
             run.add_seed(c, k, dxs[k], *errors[k], *randoms[k], hists[k], printer)
         run.seconds = time.time() - start
         return run
