@@ -10,9 +10,16 @@
                                               the fitted rollout's outline over the footage
 
 The scene file format is documented in `tigradsim.scenes.scene_file` (examples: demos/scenes/).
-Progress goes to stdout; the LAST line of stdout is always one JSON object (with "ok":
-false and "error" when the scene file is wrong, exit status 2, or when a rollout blows up,
-exit status 1).
+Progress goes to stdout; the LAST line of stdout is always one JSON object.  Every failure is one
+`error: ...` line on stderr, "ok": false and "error" in the JSON line, and an exit status:
+  2  the input is wrong: the arguments, the scene file, the footage or another file it names (missing,
+     unreadable, not an image), or a value the library refuses (its ValueError / OSError);
+  1  the run failed: a rollout blew up, or the gradient could not be trusted in the middle of a fit
+     (the fit then ends with its best estimate so far, written as usual and marked "stopped_early"),
+     or an internal error (a bug in tigradsim: --debug shows its traceback);
+  130  interrupted (Ctrl-C): `tigradsim fit ... --resume` continues the fit.
+`tigradsim fit` keeps a journal of its rollouts in the output folder (fit_journal.bin): a fit that
+was killed or interrupted continues with `--resume`, to the same bits as an uninterrupted run.
 """
 from __future__ import annotations
 
@@ -34,24 +41,65 @@ EXAMPLES = """examples:
 The scene file (TOML) is described in `python -c "import tigradsim.scenes.scene_file as s; help(s)"`."""
 
 QUICK_ITERATIONS = 12
+JOURNAL_NAME = "fit_journal.bin"        # in the output folder: every rollout of the fit (--resume)
+BAD_INPUT, RUN_FAILED, INTERRUPTED = 2, 1, 130
+
+
+class UsageError(ValueError):
+    """A command line that argparse refuses (reported as every other error: one line, JSON, status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, its errors raised (as UsageError) instead of printed with the usage and exiting."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _folder(text):
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is an existing file; expected a folder (created if missing)")
+    return text
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="tigradsim", description=__doc__.split("\n\n")[0],
-                                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="tigradsim", description=__doc__.split("\n\n")[0],
+                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", metavar="{render,fit}")
 
     def common(sp):
         sp.add_argument("scene", help="scene file (TOML); paths in it are relative to it")
-        sp.add_argument("--out", required=True, help="output folder (created)")
+        sp.add_argument("--out", required=True, type=_folder, help="output folder (created)")
         sp.add_argument("--arch", default="cpu", help="Taichi backend: cpu (default), cuda, vulkan, gpu, ...")
         sp.add_argument("--precision", default=None, choices=("f32", "f64"),
                         help="float precision (default: f64 for fit, f32 for render)")
-        sp.add_argument("--resolution", type=int, default=None,
+        sp.add_argument("--resolution", type=_positive_int, default=None,
                         help="render width in pixels (overrides [fit] resolution; must divide the footage width)")
         sp.add_argument("--pin-threads", action="store_true",
                         help="pin Taichi's CPU worker threads one per CPU where possible: faster when this is the "
                              "only busy process, slower beside others (tgs.init(pin_threads='auto'))")
+        sp.add_argument("--debug", action="store_true",
+                        help="on an error, also print its Python traceback (for a bug report)")
 
     r = sub.add_parser("render", help="forward run at the initial values: rendered frames and their outline over "
                                       "the footage", description="Simulate at the initial values and draw the render's "
@@ -68,7 +116,12 @@ def _parser():
     f.add_argument("--quick", action="store_true",
                    help=f"a smoke run: at most {QUICK_ITERATIONS} iterations, one start, no Levenberg-Marquardt "
                         "refinement")
-    f.add_argument("--iterations", type=int, default=None, help="override [fit] iterations")
+    f.add_argument("--iterations", type=_count, default=None, help="override [fit] iterations")
+    f.add_argument("--resume", action="store_true",
+                   help=f"continue the fit whose journal ({JOURNAL_NAME}) is in --out, e.g. after it was killed: "
+                        "its rollouts are replayed without running, then the fit goes on; the result is the same, "
+                        "to the bit, as an uninterrupted run's (same scene file, footage and options; not with "
+                        "[fit] time_budget, which depends on the clock).  Without a journal there, the fit starts")
     f.add_argument("--quiet", action="store_true", help="print only the final JSON line")
     return p
 
@@ -96,28 +149,59 @@ def _last_line(obj):
     print(json.dumps(obj, default=_json_default), flush=True)
 
 
+def _one_line(exc) -> str:
+    """An exception's message on one line (some libraries' messages span several)."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _fail(command, message, status, **extra) -> int:
+    """The CLI's answer to every failure: one `error:` line on stderr, the JSON last line, a status."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    _last_line({"ok": False, "command": command, "error": message, **extra})
+    return status
+
+
 def main(argv=None) -> int:
-    """Entry point of the `tigradsim` command (pyproject `[project.scripts]`); returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Entry point of the `tigradsim` command (pyproject `[project.scripts]`); returns the exit status
+    (module docstring: 0 done, 2 bad input, 1 the run failed, 130 interrupted)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in ("render", "fit") else None
+    try:
+        args = _parser().parse_args(argv)
+    except UsageError as exc:
+        return _fail(command, _one_line(exc), BAD_INPUT)
     if args.command is None:
-        parser.print_help()
+        _parser().print_help()
         return 0
-    from .core.errors import SimulationError
-    from .scenes.scene_file import SceneError
+    from .core.errors import GradientError, SimulationError
     try:
         if args.command == "render":
             return _render(args)
         return _fit(args)
-    except SceneError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        _last_line({"ok": False, "command": args.command, "error": str(exc)})
-        return 2
-    except SimulationError as exc:          # a rollout blew up: say so, with the scene's time step
-        msg = f"{os.path.basename(args.scene)}: [simulation] the rollout blew up: {exc}"
-        print(f"error: {msg}", file=sys.stderr)
-        _last_line({"ok": False, "command": args.command, "error": msg})
-        return 1
+    except (SimulationError, GradientError) as exc:     # a rollout blew up: say so, with the scene's time step
+        _traceback(args)
+        what = "the rollout blew up" if isinstance(exc, SimulationError) else "the gradient cannot be trusted"
+        return _fail(args.command, f"{os.path.basename(args.scene)}: [simulation] {what}: {_one_line(exc)}",
+                     RUN_FAILED)
+    except (ValueError, TypeError, OSError) as exc:     # the library's checks of the input, files it cannot read
+        _traceback(args)
+        return _fail(args.command, _one_line(exc), BAD_INPUT)
+    except KeyboardInterrupt:
+        resume = (f"; `tigradsim fit {args.scene} --out {args.out} --resume` continues the fit"
+                  if args.command == "fit" else "")
+        return _fail(args.command, f"interrupted{resume}", INTERRUPTED)
+    except Exception as exc:                            # a bug: say so, and where to find the traceback
+        _traceback(args)
+        hint = "the traceback is above" if args.debug else "rerun with --debug for the traceback"
+        return _fail(args.command, f"internal error (a bug in tigradsim, please report it; {hint}): "
+                                   f"{type(exc).__name__}: {_one_line(exc)}", RUN_FAILED)
+
+
+def _traceback(args):
+    if getattr(args, "debug", False):
+        import traceback
+        traceback.print_exc()
 
 
 # ---------------------------------------------------------------------------
@@ -208,7 +292,9 @@ def _render(args):
 # ---------------------------------------------------------------------------
 
 def _fit(args):
+    from .core.errors import GradientError
     from .io.plots import plot_loss, plot_params
+    from .scenes.fit_journal import FitJournal
     from .scenes.scene_build import fit_scene
 
     t0 = time.time()
@@ -231,10 +317,28 @@ def _fit(args):
     printer(f"scene {spec.path}: {len(footage)} frames at {footage.width}x{footage.height} px, dt {scene.dt:.6g} s, "
             f"{scene.steps} steps ({timing['blended_frames']} frames between steps); unknowns "
             + ", ".join(f"{k}={v:.5g}" for k, v in initial.items()) + f"; loss {loss0:.6e}")
-    result, history = fit_scene(scene, iterations=iterations, printer=printer, **overrides)
-    estimates = scene.values()
-    # [fit] horizon = "auto": the frames fitted and why (the renders and loss_final cover every frame)
-    horizon = dict(scene.horizon_info or {"frames_fitted": len(footage), "frames_total": len(footage)})
+    journal = FitJournal(os.path.join(out, JOURNAL_NAME), _fingerprint(args, spec, footage, loss0, iterations),
+                         resume=args.resume)
+    if journal.recorded_before:
+        printer(f"resuming: {journal.recorded_before} rollouts recorded in {journal.path} are replayed without "
+                "running, then the fit goes on")
+    elif args.resume:
+        printer(f"--resume: no journal of this fit in {out}: the fit starts from the beginning")
+    stopped = None                  # the error that ended the fit early
+    journal.attach(scene)
+    try:
+        result, history = fit_scene(scene, iterations=iterations, printer=printer, **overrides)
+    except GradientError as exc:    # the best rollout so far is the estimate (no uncertainty without the minimum)
+        stopped = exc
+    finally:
+        journal.detach()
+    if stopped is None:
+        estimates = scene.values()
+        # [fit] horizon = "auto": the frames fitted and why (the renders and loss_final cover every frame)
+        horizon = dict(scene.horizon_info or {"frames_fitted": len(footage), "frames_total": len(footage)})
+    else:
+        result, history, horizon = None, journal.history(), _stop_early(scene, journal, stopped, printer)
+        estimates = scene.values()
     if horizon["frames_fitted"] < len(footage):
         scene.use_frames(horizon["frames_fitted"])
         horizon["loss_final_fitted_frames"] = _finite(scene.loss_value())
@@ -249,19 +353,26 @@ def _fit(args):
         "initial_outline_gif": os.path.join(out, "initial_outline.gif"),
         "estimates_json": os.path.join(out, "estimates.json"),
         "estimates_md": os.path.join(out, "estimates.md"),
+        "journal": journal.path,
     }
     _write_outline(files["fit_outline_gif"], files["fit_outline_png"], footage, alpha1, footage.fps)
     _write_outline(files["initial_outline_gif"], os.path.join(out, "initial_outline.png"), footage, alpha0, footage.fps)
     iou0, iou1 = _iou(footage, alpha0), _iou(footage, alpha1)
-    best = result.best
+    best = result.best if result is not None else None
+    error = None if stopped is None else _one_line(stopped)
     report = {
         "scene": os.path.abspath(args.scene), "supervision": f.supervision, "frames": len(footage),
         "size": [footage.width, footage.height], **timing, "rollouts": len(history.loss), "quick": bool(args.quick),
         "loss_initial": _finite(loss0), "loss_final": _finite(loss1),
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
-        "ambiguous": result.ambiguous, "summary": result.summary(), **horizon, "unknowns": {},
+        "ambiguous": None if result is None else result.ambiguous,
+        "summary": (f"stopped early ({type(stopped).__name__}): the best rollout so far, no uncertainty"
+                    if result is None else result.summary()),
+        "stopped_early": stopped is not None, "error": error, **horizon, "unknowns": {},
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
-        "camera": scene.camera_report(), "warnings": scene.warnings, "identification": result.to_dict(),
+        "camera": scene.camera_report(), "warnings": scene.warnings,
+        "identification": None if result is None else result.to_dict(),
+        "resumed": {"rollouts_recorded": journal.recorded_before, "rollouts_replayed": journal.replayed},
         "seconds": round(time.time() - t0, 2),
     }
     for u in spec.unknowns:
@@ -271,27 +382,70 @@ def _fit(args):
             "std": None if e is None or not e.determined else _finite(e.std), "std_space": "log" if u.log else "linear",
             "ci95": None if e is None or e.lower95 is None else [e.lower95, e.upper95],
             "model_bias": None if e is None or not e.determined else _finite(e.bias),
-            "status": "no uncertainty" if e is None else e.status, "lower": u.lower, "upper": u.upper}
+            "status": ("stopped early" if stopped is not None else "no uncertainty") if e is None else e.status,
+            "lower": u.lower, "upper": u.upper}
     with open(files["estimates_json"], "w") as fh:
         json.dump(report, fh, indent=1, default=_json_default)
     md = _markdown(spec, report, result)
     with open(files["estimates_md"], "w") as fh:
         fh.write(md)
     printer("\n" + md)
-    _last_line({"ok": True, "command": "fit", "out": os.path.abspath(out), "threads": _threads(), "estimates": estimates,
-                "std": {k: v["std"] for k, v in report["unknowns"].items()},
-                "std_space": {k: v["std_space"] for k, v in report["unknowns"].items()},
-                "ci95": {k: v["ci95"] for k, v in report["unknowns"].items()},
-                "status": {k: v["status"] for k, v in report["unknowns"].items()},
-                "undetermined": [d["text"] for d in report["undetermined"]], "ambiguous": result.ambiguous,
-                "frames_fitted": horizon["frames_fitted"], "frames_total": horizon["frames_total"],
-                "horizon_reason": horizon.get("horizon_reason"),
-                "loss_initial": report["loss_initial"], "loss_final": report["loss_final"],
-                "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
-                "camera": {k: v for k, v in report["camera"].items() if k not in ("K", "R", "t")} or None,
-                "warnings": scene.warnings, "rollouts": report["rollouts"], "seconds": report["seconds"],
-                "files": files})
-    return 0
+    summary = {"ok": stopped is None, "command": "fit", "out": os.path.abspath(out), "threads": _threads(),
+               "estimates": estimates,
+               "std": {k: v["std"] for k, v in report["unknowns"].items()},
+               "std_space": {k: v["std_space"] for k, v in report["unknowns"].items()},
+               "ci95": {k: v["ci95"] for k, v in report["unknowns"].items()},
+               "status": {k: v["status"] for k, v in report["unknowns"].items()},
+               "undetermined": [d["text"] for d in report["undetermined"]], "ambiguous": report["ambiguous"],
+               "frames_fitted": horizon["frames_fitted"], "frames_total": horizon["frames_total"],
+               "horizon_reason": horizon.get("horizon_reason"),
+               "loss_initial": report["loss_initial"], "loss_final": report["loss_final"],
+               "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
+               "camera": {k: v for k, v in report["camera"].items() if k not in ("K", "R", "t")} or None,
+               "warnings": scene.warnings, "rollouts": report["rollouts"], "resumed": report["resumed"],
+               "seconds": report["seconds"], "files": files}
+    if stopped is None:
+        _last_line(summary)
+        return 0
+    # a failure like the others (one error line, the JSON last line), with the estimates written
+    return _fail("fit", error, RUN_FAILED, **{k: v for k, v in summary.items() if k not in ("ok", "command")},
+                 stopped_early=True)
+
+
+def _stop_early(scene, journal, exc, printer) -> dict:
+    """After `exc` (a GradientError) ended the fit: the Params at the best rollout so far
+    (`FitJournal.best`), the scene back on every frame; returns the report's horizon entries."""
+    K = len(scene.footage)
+    best = journal.best()
+    if best is None:                # not one finite rollout: the initial values stay
+        frames, where = K, "no rollout finished; the initial values are reported"
+    else:
+        journal.write_values(best)
+        frames = best["key"][1]
+        where = (f"the best of {len(journal.forwards())} rollouts so far (loss {best['loss']:.6e} on frames 0..{frames - 1}"
+                 f" of {K})")
+    scene.use_frames(K)
+    printer(f"stopped early: {_one_line(exc)}\nreporting {where}")
+    return {"frames_fitted": int(frames), "frames_total": K, "horizon_reason": f"stopped early: {where}"}
+
+
+def _fingerprint(args, spec, footage, loss0, iterations) -> dict:
+    """What ties a fit journal to its fit (`FitJournal`): the scene file, the footage at the render
+    resolution, the initial loss (which the meshes and everything else the scene builds move), the
+    options that change the fit, and tigradsim's version."""
+    import hashlib
+    import tigradsim as tgs
+
+    with open(args.scene, "rb") as fh:
+        scene_sha = hashlib.sha256(fh.read()).hexdigest()
+    h = hashlib.sha256()
+    for a in (footage.frames, footage.masks, getattr(footage, "background", None)):
+        if a is not None:
+            h.update(np.ascontiguousarray(a).tobytes())
+    return {"scene file (sha256)": scene_sha, "footage (sha256)": h.hexdigest(), "initial loss": float(loss0).hex(),
+            "options": {"iterations": iterations, "quick": bool(args.quick), "resolution": args.resolution,
+                        "precision": args.precision, "arch": args.arch},
+            "tigradsim": tgs.__version__}
 
 
 def _fmt(v):
@@ -328,11 +482,15 @@ def _markdown(spec, report, result) -> str:
     if report["undetermined"]:
         lines += ["", "Not determined by the clip (the value shown is one point of a flat valley, not an estimate):"]
         lines += [f"- {d['text']}" for d in report["undetermined"]]
+    if report.get("stopped_early"):
+        lines += ["", f"**The fit stopped early**: {report['error']}  The estimates are its best rollout so far "
+                      "(see Frames above); they have no uncertainty."]
     lines += ["", "Intervals: Gauss-Newton at the optimum (local, linearised), in the optimiser's coordinates (log "
                   "for log-space unknowns), residuals clustered by blocks of frames; with [fit] time_step_bias they "
                   "also cover the time step's bias (the estimate's shift at dt/2, times 2: the column above).  "
-                  "They assume the rest of the model (camera, contact law, shapes) is right.", "",
-              result.to_markdown("Identification details")]
+                  "They assume the rest of the model (camera, contact law, shapes) is right."]
+    if result is not None:
+        lines += ["", result.to_markdown("Identification details")]
     return "\n".join(lines) + "\n"
 
 
