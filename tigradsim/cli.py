@@ -155,11 +155,12 @@ def _one_line(exc) -> str:
     return text or type(exc).__name__
 
 
-def _fail(command, message, status, **extra) -> int:
-    """The CLI's answer to every failure: one `error:` line on stderr, the JSON last line, a status."""
+def _fail(command, message, code, extra=None) -> int:
+    """The CLI's answer to every failure: one `error:` line on stderr, the JSON last line (with the
+    entries of `extra`), the exit status `code`."""
     print(f"error: {message}", file=sys.stderr, flush=True)
-    _last_line({"ok": False, "command": command, "error": message, **extra})
-    return status
+    _last_line({"ok": False, "command": command, "error": message, **(extra or {})})
+    return code
 
 
 def main(argv=None) -> int:
@@ -184,7 +185,7 @@ def main(argv=None) -> int:
         what = "the rollout blew up" if isinstance(exc, SimulationError) else "the gradient cannot be trusted"
         return _fail(args.command, f"{os.path.basename(args.scene)}: [simulation] {what}: {_one_line(exc)}",
                      RUN_FAILED)
-    except (ValueError, TypeError, OSError) as exc:     # the library's checks of the input, files it cannot read
+    except (ValueError, OSError) as exc:                # the library's checks of the input, files it cannot read
         _traceback(args)
         return _fail(args.command, _one_line(exc), BAD_INPUT)
     except KeyboardInterrupt:
@@ -408,8 +409,8 @@ def _fit(args):
         _last_line(summary)
         return 0
     # a failure like the others (one error line, the JSON last line), with the estimates written
-    return _fail("fit", error, RUN_FAILED, **{k: v for k, v in summary.items() if k not in ("ok", "command")},
-                 stopped_early=True)
+    return _fail("fit", error, RUN_FAILED, {**{k: v for k, v in summary.items() if k not in ("ok", "command")},
+                                            "stopped_early": True})
 
 
 def _stop_early(scene, journal, exc, printer) -> dict:
