@@ -102,6 +102,14 @@ def test_a_bug_says_so_and_debug_shows_the_traceback(clip, tmp_path, capsys, mon
     assert code == 1 and "Traceback" in err and "in broken" in err
     assert err.strip().splitlines()[-1] == f"error: {result['error']}"
 
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scene_build, "load_scene_footage", interrupted)
+    code, result, _, err = _run(["fit", clip / "scene.toml", "--out", tmp_path / "o"], capsys)
+    message = _answers_as_itself(code, result, err, status=130)
+    assert message.startswith("interrupted") and "--resume" in message
+
 
 def test_gradient_error_mid_fit_reports_the_best_estimate_so_far(clip, tmp_path, capsys, monkeypatch):
     """The backward pass of the 5th gradient step raises GradientError (as Simulator's adjoint check
@@ -148,11 +156,11 @@ def test_gradient_error_mid_fit_reports_the_best_estimate_so_far(clip, tmp_path,
 
 def _resume_scene(clip):
     """The clip with every stage the journal replays: a 2-start search, 2 local fits of Adam then
-    BFGS, coarse to fine (8 frames, then 16), Levenberg-Marquardt, the intervals with the time
-    step's bias."""
+    BFGS, coarse to fine (8 frames, then 16, each within the predictable horizon), Levenberg-Marquardt,
+    the intervals with the time step's bias."""
     data = _scene("y")
     data["fit"].update(iterations=4, optimizer="adam+bfgs", polish=2, lr=0.1, starts=2, local_starts=2,
-                       horizons=[8], refine=1)
+                       horizons=[8], horizon="auto", refine=1)
     path = clip / "scene_resume.toml"
     path.write_text(_toml(data))
     return path
@@ -167,6 +175,40 @@ def _strip_times(obj):
     return obj
 
 
+def _journal_prefix(path, count):
+    """Cut a journal to its header and first `count` records: what a fit killed right after writing
+    them leaves (the file is only ever appended to)."""
+    from tigradsim.scenes.fit_journal import _HEAD
+    data = path.read_bytes()
+    end = 0
+    for _ in range(count + 1):
+        size, _crc = _HEAD.unpack_from(data, end)
+        end += _HEAD.size + size
+    path.write_bytes(data[:end])
+
+
+def test_resume_replays_around_unrecorded_values(clip, tmp_path, capsys, monkeypatch):
+    """Values over RECORD_BYTES_MAX (here all: the residuals, the time step's systematics) are not
+    recorded; resumed, those calls run again between the replayed ones, to the same bits."""
+    from tigradsim.scenes import fit_journal
+    monkeypatch.setattr(fit_journal, "RECORD_BYTES_MAX", 0)
+    scene = clip / "scene.toml"
+    code, whole, _, _ = _run(["fit", scene, "--out", tmp_path / "whole", "--iterations", "5"], capsys)
+    assert code == 0
+    _, records, _ = read_journal(tmp_path / "whole" / "fit_journal.bin")
+    assert {r["kind"] for r in records} == {"forward"} and len(records) == 8    # search, 6 BFGS, the minimum
+    shutil.copytree(tmp_path / "whole", tmp_path / "cut")
+    _journal_prefix(tmp_path / "cut" / "fit_journal.bin", 4)
+    code, resumed, _, _ = _run(["fit", scene, "--out", tmp_path / "cut", "--iterations", "5", "--resume"], capsys)
+    assert code == 0 and resumed["resumed"] == {"rollouts_recorded": 4, "rollouts_replayed": 4}
+    assert _strip_times(resumed) == _strip_times(whole)
+
+    (tmp_path / "cut" / "fit_journal.bin").write_text("iteration 4, mass 1.2\n")
+    code, result, _, err = _run(["fit", scene, "--out", tmp_path / "cut", "--resume"], capsys)
+    message = _answers_as_itself(code, result, err)
+    assert "fit_journal.bin: not a tigradsim fit journal" in message
+
+
 @pytest.mark.slow
 def test_resume_after_kill_is_bit_identical(clip, tmp_path, capsys):
     scene = _resume_scene(clip)
@@ -174,7 +216,7 @@ def test_resume_after_kill_is_bit_identical(clip, tmp_path, capsys):
     assert code == 0
     _, records, _ = read_journal(tmp_path / "whole" / "fit_journal.bin")
     kinds = {r["kind"] for r in records}
-    assert kinds == {"forward", "residuals", "time_step_systematics"}, kinds
+    assert kinds == {"forward", "residuals", "time_step_systematics", "predictability"}, kinds
     kill_at = 2 * len(records) // 3
 
     # a fit killed (SIGKILL) in a process of its own, once its journal holds kill_at rollouts

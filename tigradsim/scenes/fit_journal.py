@@ -30,6 +30,8 @@ A journal is tied to its fit by a fingerprint (the caller's: the scene file, the
 initial loss, the options); resuming another fit's journal, or a fit that takes another path than
 its journal (tigradsim changed), raises `JournalError` naming the file and what differs.
 Runs that depend on the clock (`[fit] time_budget`) are not reproducible, resumed or not.
+A value over RECORD_BYTES_MAX (a colour clip's residual vector) is not recorded: on resume its call
+runs again, which gives the same bits.
 """
 from __future__ import annotations
 
@@ -55,6 +57,10 @@ ROLLOUT_METHODS = ("forward", "residuals", "time_step_systematics", "predictabil
 RECORDED_ERRORS = (SimulationError, GradientError, ValueError)
 _HEAD = struct.Struct("<QI")        # record framing: payload length, CRC-32 of the payload
 _COMPRESS_BYTES = 1 << 16           # arrays larger than this are stored zlib-compressed (residuals)
+# A value (residual vector) larger than this is not recorded: its call runs again on resume.  Silhouette
+# residuals compress ~30x (mostly zeros), colour residuals hardly: a 128 px RGB clip of 36 frames has
+# 14 MB per call, and Levenberg-Marquardt and the intervals make dozens of calls.
+RECORD_BYTES_MAX = 8 << 20
 
 
 class JournalError(ValueError):
@@ -69,6 +75,20 @@ def _same(a, b) -> bool:
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
+
+
+MISMATCH = object()
+
+
+def _nbytes(value) -> int:
+    """Bytes of the arrays in a value (nested dicts, tuples, lists)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    return 0
 
 
 def _pack(value):
@@ -223,18 +243,25 @@ class FitJournal:
         return (kind, int(self._scene.frames_used), args,
                 tuple(np.array(p.value(), dtype=np.float64) for p in self.params))
 
-    def _replay(self, key):
-        """The next record of the file if there is one (checked against `key`), else None."""
+    def _replay(self, key, strict=True):
+        """The next record of the file if there is one (checked against `key`), else None.
+        strict=False: a record that does not match is left for the next call and MISMATCH returned
+        (the call may be one whose value is too large to be recorded)."""
         if self.replayed >= len(self._pending):
             return None
         rec = self._pending[self.replayed]
-        if rec.get("kind") != key[0] or not _same(rec["key"], key):
-            raise JournalError(f"{self.path}: at rollout {self.replayed + 1} the resumed fit asks for "
-                               f"{_describe(key)}, the journal recorded {_describe(rec['key'])}: the fit took another "
-                               "path (tigradsim changed since); delete the journal or run without --resume")
+        if not _same(rec["key"], key):
+            if not strict:
+                return MISMATCH
+            raise self._diverged(key, rec)
         self.replayed += 1
         self.records.append(rec)
         return rec
+
+    def _diverged(self, key, rec):
+        return JournalError(f"{self.path}: at rollout {self.replayed + 1} the resumed fit asks for "
+                               f"{_describe(key)}, the journal recorded {_describe(rec['key'])}: the fit took another "
+                               "path (tigradsim changed since); delete the journal or run without --resume")
 
     # -- the rollouts --------------------------------------------------------------
     def _forward(self, run):
@@ -286,18 +313,24 @@ class FitJournal:
     def _returning(self, kind, run):
         def call(*args, **kwargs):
             key = self._key(kind, (args, tuple(sorted(kwargs.items()))))
-            rec = self._replay(key)
-            if rec is not None:
+            rec = self._replay(key, strict=False)
+            if rec is not None and rec is not MISMATCH:
                 if rec["error"] is not None:
                     raise _error(rec["error"])
                 return _unpack(rec["value"])
-            rec = {"kind": kind, "key": key, "value": None, "error": None}
+            mismatch, rec = rec, {"kind": kind, "key": key, "value": None, "error": None}
             try:
                 value = run(*args, **kwargs)
             except RECORDED_ERRORS as exc:
+                if mismatch is MISMATCH:
+                    raise self._diverged(key, self._pending[self.replayed]) from None
                 rec["error"] = (type(exc), str(exc))
                 self._append(rec)
                 raise
+            if _nbytes(value) > RECORD_BYTES_MAX:       # not recorded (nor expected in the file)
+                return value
+            if mismatch is MISMATCH:
+                raise self._diverged(key, self._pending[self.replayed])
             rec["value"] = value
             self._append(rec)
             return value
