@@ -203,6 +203,22 @@ def test_resume_replays_around_unrecorded_values(clip, tmp_path, capsys, monkeyp
     assert code == 0 and resumed["resumed"] == {"rollouts_recorded": 4, "rollouts_replayed": 4}
     assert _strip_times(resumed) == _strip_times(whole)
 
+    # a journal whose second rollout's gradient was changed: the replay takes another path and says so
+    import pickle
+    import zlib
+    from tigradsim.scenes.fit_journal import _HEAD
+    header, records, _ = read_journal(tmp_path / "cut" / "fit_journal.bin")
+    records[1]["grads"] = [-g for g in records[1]["grads"]]
+    records[1]["check"] = [-g for g in records[1]["check"]]
+    with open(tmp_path / "cut" / "fit_journal.bin", "wb") as fh:
+        for obj in [header] + records:
+            data = pickle.dumps(obj)
+            fh.write(_HEAD.pack(len(data), zlib.crc32(data)) + data)
+    code, result, _, err = _run(["fit", scene, "--out", tmp_path / "cut", "--iterations", "5", "--resume"], capsys)
+    message = _answers_as_itself(code, result, err)
+    assert "fit_journal.bin: at rollout 3 the resumed fit asks for forward" in message
+    assert "took another path" in message
+
     (tmp_path / "cut" / "fit_journal.bin").write_text("iteration 4, mass 1.2\n")
     code, result, _, err = _run(["fit", scene, "--out", tmp_path / "cut", "--resume"], capsys)
     message = _answers_as_itself(code, result, err)

@@ -13,7 +13,8 @@ The scene file format is documented in `tigradsim.scenes.scene_file` (examples: 
 Progress goes to stdout; the LAST line of stdout is always one JSON object.  Every failure is one
 `error: ...` line on stderr, "ok": false and "error" in the JSON line, and an exit status:
   2  the input is wrong: the arguments, the scene file, the footage or another file it names (missing,
-     unreadable, not an image), or a value the library refuses (its ValueError / OSError);
+     unreadable, not an image), a journal in --out that --resume cannot use, or a value the library
+     refuses (its ValueError / OSError);
   1  the run failed: a rollout blew up, or the gradient could not be trusted in the middle of a fit
      (the fit then ends with its best estimate so far, written as usual and marked "stopped_early"),
      or an internal error (a bug in tigradsim: --debug shows its traceback);
@@ -182,9 +183,8 @@ def main(argv=None) -> int:
         return _fit(args)
     except (SimulationError, GradientError) as exc:     # a rollout blew up: say so, with the scene's time step
         _traceback(args)
-        what = "the rollout blew up" if isinstance(exc, SimulationError) else "the gradient cannot be trusted"
-        return _fail(args.command, f"{os.path.basename(args.scene)}: [simulation] {what}: {_one_line(exc)}",
-                     RUN_FAILED)
+        what = "the rollout blew up: " if isinstance(exc, SimulationError) else ""
+        return _fail(args.command, f"{os.path.basename(args.scene)}: [simulation] {what}{_one_line(exc)}", RUN_FAILED)
     except (ValueError, OSError) as exc:                # the library's checks of the input, files it cannot read
         _traceback(args)
         return _fail(args.command, _one_line(exc), BAD_INPUT)
@@ -334,12 +334,11 @@ def _fit(args):
     finally:
         journal.detach()
     if stopped is None:
-        estimates = scene.values()
         # [fit] horizon = "auto": the frames fitted and why (the renders and loss_final cover every frame)
         horizon = dict(scene.horizon_info or {"frames_fitted": len(footage), "frames_total": len(footage)})
     else:
         result, history, horizon = None, journal.history(), _stop_early(scene, journal, stopped, printer)
-        estimates = scene.values()
+    estimates = scene.values()
     if horizon["frames_fitted"] < len(footage):
         scene.use_frames(horizon["frames_fitted"])
         horizon["loss_final_fitted_frames"] = _finite(scene.loss_value())

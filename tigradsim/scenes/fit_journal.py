@@ -63,8 +63,10 @@ _COMPRESS_BYTES = 1 << 16           # arrays larger than this are stored zlib-co
 RECORD_BYTES_MAX = 8 << 20
 
 
-class JournalError(ValueError):
-    """A journal that cannot be resumed: not a journal, another fit's, or a fit that took another path."""
+class JournalError(OSError):
+    """A journal that cannot be resumed: not a journal, another fit's, or a fit that took another path.
+    An OSError (a file whose content cannot be used, as PIL's truncated image), not a ValueError:
+    `tgs.identify` takes a ValueError from a residual call for a rollout that failed and goes on."""
 
 
 def _same(a, b) -> bool:
@@ -161,7 +163,7 @@ class FitJournal:
         self._t0 = time.time()
         kill = os.environ.get(KILL_AFTER_ENV)
         self._kill_after = int(kill) if kill else None
-        if resume and os.path.exists(self.path):
+        if resume and os.path.exists(self.path) and os.path.getsize(self.path) > 0:   # empty: killed at once
             self._pending, self._good_end = self._read()
         self.recorded_before = len(self._pending)
         if not self._pending:
