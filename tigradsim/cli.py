@@ -122,7 +122,8 @@ def _parser():
                    help=f"continue the fit whose journal ({JOURNAL_NAME}) is in --out, e.g. after it was killed: "
                         "its rollouts are replayed without running, then the fit goes on; the result is the same, "
                         "to the bit, as an uninterrupted run's (same scene file, footage and options; not with "
-                        "[fit] time_budget, which depends on the clock).  Without a journal there, the fit starts")
+                        "[fit] time_budget, which depends on the clock).  Without a journal there, the fit starts "
+                        "from the beginning")
     f.add_argument("--quiet", action="store_true", help="print only the final JSON line")
     return p
 

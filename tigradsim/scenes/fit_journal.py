@@ -148,8 +148,9 @@ class FitJournal:
     path: the file.  fingerprint: a dict that identifies the fit (compared on resume; its
     entries are named in the error when they differ).  resume: continue the records in `path`
     when it exists; otherwise (or False) the file is started afresh.
-    Attributes: records (every record of this fit so far, replayed then live), replayed (how
-    many calls were answered from the file), recorded_before (records the file held).
+    Attributes: records (every record of this fit so far, replayed then live; the values of live
+    ones are on file only), replayed (how many calls were answered from the file), recorded_before
+    (records the file held).
     """
 
     def __init__(self, path, fingerprint: dict, resume: bool = False):
@@ -204,7 +205,7 @@ class FitJournal:
 
     def _append(self, rec):
         rec["seconds"] = time.time() - self._t0
-        self.records.append(rec)
+        self.records.append({k: v for k, v in rec.items() if k != "value"})   # residuals: on file only
         if self._fh is None:                     # the first live record after the replayed ones
             self._fh = open(self.path, "r+b")
             self._fh.seek(self._good_end)
@@ -217,11 +218,6 @@ class FitJournal:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
-
-    @property
-    def pending(self) -> int:
-        """Records of the file not replayed yet."""
-        return len(self._pending) - self.replayed
 
     # -- attaching ------------------------------------------------------------------
     def attach(self, scene):
