@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import tigradsim as tgs

@@ -423,8 +423,8 @@ def _stop_early(scene, journal, exc, printer) -> dict:
     else:
         journal.write_values(best)
         frames = best["key"][1]
-        where = (f"the best of {len(journal.forwards())} rollouts so far (loss {best['loss']:.6e} on frames 0..{frames - 1}"
-                 f" of {K})")
+        where = (f"the best of {len(journal.forwards())} rollouts so far (loss {best['loss']:.6e} on frames "
+                 f"0..{frames - 1} of {K})")
     scene.use_frames(K)
     printer(f"stopped early: {_one_line(exc)}\nreporting {where}")
     return {"frames_fitted": int(frames), "frames_total": K, "horizon_reason": f"stopped early: {where}"}
