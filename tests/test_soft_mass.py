@@ -377,7 +377,7 @@ def test_scene_soft_mass_unknown_gradient(tmp_path, f64):
                                  "params": {"mu": 3e3, "lam": 5e3}, "damping": 1e-3,
                                  "damping_model": "rayleigh_stiffness", "velocity": [0.4, -1.0, 0.0]},
                       {"cube.mass": {"init": 0.5, "lower": 0.05, "upper": 5.0}})
-    data["simulation"] = {"substeps": 40, "duration": 0.06}
+    data["simulation"] = {"substeps": 40, "duration": 0.07}
     spec = parse_scene(data, str(tmp_path / "scene.toml"))
     scene = Scene(spec, load_scene_footage(spec))
     m = scene.model.get("particle_mass")
