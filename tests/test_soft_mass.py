@@ -393,3 +393,24 @@ def test_scene_soft_mass_unknown_gradient(tmp_path, f64):
 
     report = tgs.check_param_gradient(run, loss.value, scene.params[0], n_dirs=1, eps=1e-6, rtol=1e-5)
     assert report.ok and abs(report.analytic[0]) > 1e-9, str(report)
+
+
+def test_stability_report_reads_each_damping_model(f64):
+    """The explicit-step check converts each model's coefficient to the viscous one with the same
+    largest damping rate: beta M for Rayleigh's beta (M = lam + 2 mu, the wave modulus), 2 c for
+    Warp's c (deviatoric plus volumetric)."""
+    from tigradsim.core.registry import get_material
+    params = {"mu": 5e3, "lam": 8e3}
+    M = float(type(get_material("neo_hookean")).wave_modulus({k: np.array([v]) for k, v in params.items()})[0])
+
+    def gamma(damping_model, damping):
+        b = tgs.SceneBuilder()
+        b.add_soft_mesh(box(), params=params, damping=damping, damping_model=damping_model, density=1000.0)
+        rows = [r for r in tgs.stability_report(b.finalize(), 1e-4).rows if r.term.startswith("TetForces")]
+        assert len(rows) == 1
+        return rows[0].gamma
+
+    viscous = gamma("deformation_rate", 3.0)
+    assert viscous > 0
+    assert np.isclose(gamma("rayleigh_stiffness", 3.0 / M), viscous, rtol=1e-9)
+    assert np.isclose(gamma("warp", 1.5), viscous, rtol=1e-9)

@@ -38,7 +38,8 @@ Model fields (E = tet count, sorted by material; see `tigradsim.physics.elements
     tet_Dm_inv (E,) mat3 [1/m]       rest shape inverse
     tet_volume (E,) [m^3]            rest volume
     tet_activation (E,) [-]          differentiable
-    tet_params (rows, n_max + 1)     material parameters; last column: damping [Pa s]
+    tet_params (rows, n_max + 1)     material parameters; last column: damping (Pa s; s for
+                                     damping_model "rayleigh_stiffness")
     tet_param_row (E,) int           row of tet_params each tet reads
     tet_damping_model (E,) int       the tet's damping model (`damping.DAMPING_MODELS`)
 Read or write one object's value with `object_param(model, handle, "mu")` and
@@ -53,7 +54,7 @@ import numpy as np
 import taichi as ti
 
 from ..core.linalg import matmul
-from .damping import damping_model_code, damping_stress
+from .damping import RAYLEIGH_STIFFNESS, WARP, damping_model_code, damping_stress
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
     make_ports, stopped_state, table_row, wrap_terms
@@ -291,6 +292,14 @@ class TetForces(StepTerm):
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
+
+    def damping_modulus(self, damping, modulus):
+        """What the stability report (`core.stability`) takes for each of this group's tets' damping:
+        the coefficient c [Pa s] of a viscous stress c dF/dt with the same largest damping rate.
+        damping, modulus: (group tets,) the coefficient and the wave modulus lam + 2 mu [Pa]."""
+        codes = self.model.tet_damping_model.to_numpy()[self.group.start:self.group.end]
+        return np.where(codes == WARP, 2.0 * damping,          # deviatoric c plus volumetric c (a volume mode)
+                        np.where(codes == RAYLEIGH_STIFFNESS, damping * modulus, damping))
 
     @property
     def has_activation_t(self):
