@@ -140,10 +140,13 @@ def test_soft_mass_param_errors(f64):
 
 # ------------------------------------------------------------------------------------ damping
 
+TET_X = np.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.0, 0.12, 0.0], [0.0, 0.0, 0.09]])
+
+
 def one_tet_step(damping_model, Fdot, F=np.eye(3), c=2.0, mu=3e3, lam=5e3):
     """One step of a single tet (mass 1 kg per vertex, no gravity) at deformation F with velocities
     giving dF/dt = Fdot; returns (corner forces from the velocity change (4, 3), rest X, V)."""
-    X = np.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.0, 0.12, 0.0], [0.0, 0.0, 0.09]])
+    X = TET_X
     b = tgs.SceneBuilder(gravity=(0.0, 0.0, 0.0))
     b.add_soft_mesh((X @ F.T, np.array([[0, 1, 2, 3]])), params={"mu": mu, "lam": lam}, damping=c,
                     damping_model=damping_model, node_mass=1.0, velocity=X @ Fdot.T)
@@ -191,11 +194,16 @@ def test_damping_model_stresses(f64, damping_model):
         P = c * Fdot
     elif damping_model == "warp":
         P = c * (Fdot + np.sum(cof * Fdot) * cof)
-    else:
+    elif damping_model == "rayleigh_stiffness":
         Edot = 0.5 * (F.T @ Fdot + Fdot.T @ F)
         S = 2 * 0.75 * mu * Edot + (lam - 0.625 * mu) * np.trace(Edot) * np.eye(3)
         P = c * F @ S
+    else:
+        P = np.zeros((3, 3))
     want = corner_forces(P, Dm_inv, V)
+    if damping_model == "rayleigh_mass":
+        want = -c * 1.0 * (TET_X @ Fdot.T)          # -alpha m v, m = 1 kg
+    assert np.abs(want).max() > 1e-3
     assert np.allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max()), (got, want)
 
 
@@ -220,18 +228,37 @@ def check_columns(run, loss, model, n_dirs=1):
         assert report.ok and max(abs(a) for a in report.analytic) > 1e-12, (col, str(report))
 
 
-@pytest.mark.parametrize("damping_model", ["warp", "rayleigh_stiffness"])
+def test_rayleigh_mass_is_a_drag_on_every_vertex(f64):
+    """alpha M v: a uniformly moving box at its rest shape (no elastic or strain-rate force) slows
+    by alpha v at every vertex, whatever its lumped mass and its number of tets."""
+    b = tgs.SceneBuilder(gravity=(0.0, 0.0, 0.0))
+    v = np.array([1.0, -2.0, 0.5])
+    b.add_soft_mesh(box(), damping=4.0, damping_model="rayleigh_mass", density=700.0, velocity=v)
+    sim = tgs.Simulator(b.finalize(), dt=1e-4, steps=1)
+    sim.run()
+    qd = sim.state.particle_qd.to_numpy()
+    assert np.allclose((qd[1] - qd[0]) / 1e-4, -4.0 * v, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("damping_model", ["warp", "rayleigh_stiffness", "rayleigh_mass"])
 def test_damping_model_gradients(f64, damping_model):
     """Gradients through each added damping model (its coefficient, the material parameters the
-    Rayleigh tangent reads, the initial velocity) match central differences in float64."""
-    model, h = throw_scene(damping_model=damping_model, damping=3.0 if damping_model == "warp" else 2e-3,
-                           ground=False)
+    Rayleigh tangent reads, the initial velocity; for the mass-proportional drag the masses) match
+    central differences in float64."""
+    damping = {"warp": 3.0, "rayleigh_stiffness": 2e-3, "rayleigh_mass": 5.0}[damping_model]
+    model, h = throw_scene(damping_model=damping_model, damping=damping, ground=False)
     sim, run, loss = rollout(model)
     check_columns(run, loss, model)
     report = tgs.check_gradient(run, loss, [model.particle_qd0], n_dirs=1, eps=1e-5, rtol=1e-5)
     assert report.ok, str(report)
+    if damping_model == "rayleigh_mass":
+        report = tgs.check_gradient(run, loss, [model.particle_mass], n_dirs=1, eps=1e-5, rtol=1e-5)
+        assert report.ok, str(report)
     report = tgs.check_gradient(run, loss, [model.particle_qd0], n_dirs=1, eps=1e-5, rtol=1e-5)
     assert report.ok, str(report)
+    if damping_model == "rayleigh_mass":
+        report = tgs.check_gradient(run, loss, [model.particle_mass], n_dirs=1, eps=1e-5, rtol=1e-5)
+        assert report.ok, str(report)
 
 
 def test_two_damping_models_in_one_material_group(f64):
@@ -243,7 +270,7 @@ def test_two_damping_models_in_one_material_group(f64):
     def scene(models):
         b = tgs.SceneBuilder(gravity=(0.0, 0.0, 0.0))
         for k, m in enumerate(models):
-            b.add_soft_mesh((v + [0.3 * k, 0.0, 0.0], t), damping=2.0 if m != "rayleigh_stiffness" else 1e-3,
+            b.add_soft_mesh((v + [0.3 * k, 0.0, 0.0], t), damping=1e-3 if m == "rayleigh_stiffness" else 2.0,
                             damping_model=m, density=1000.0, velocity=vel)
         return b.finalize(requires_grad=True)
 
@@ -252,12 +279,15 @@ def test_two_damping_models_in_one_material_group(f64):
         sim.run()
         return sim.state.particle_q.to_numpy()[-1]
 
-    mixed = scene(["warp", "rayleigh_stiffness"])
-    assert len(mixed.tet_forces) == 1 and mixed.tet_forces[0].damping_models == (1, 2)
-    both = last_q(mixed)
+    models = ["warp", "rayleigh_stiffness", "rayleigh_mass"]
+    mixed = scene(models)
+    assert len(mixed.tet_forces) == 1 and mixed.tet_forces[0].damping_models == (1, 2, 3)
+    together = last_q(mixed)
     n = len(v)
-    assert np.allclose(both[:n], last_q(scene(["warp"])), atol=1e-12)
-    assert np.allclose(both[n:] - [0.3, 0.0, 0.0], last_q(scene(["rayleigh_stiffness"])), atol=1e-12)
+    for k, m in enumerate(models):
+        alone = last_q(scene([m]))
+        assert np.allclose(together[k * n:(k + 1) * n] - [0.3 * k, 0.0, 0.0], alone, atol=1e-12), m
+        assert not np.allclose(alone, last_q(scene(["deformation_rate"])), atol=1e-6), m
     sim, run, loss = rollout(mixed, steps=20)
     check_columns(run, loss, mixed, n_dirs=2)
 
@@ -350,7 +380,7 @@ def test_scene_soft_mesh_from_arrays(tmp_path):
     ({"nodes": "x.npy", "tets": "t.npy", "node_mass": 0}, r"node_mass: expected a positive number, got 0"),
     ({"nodes": "x.npy", "tets": "flat.npy", "density": 1.0}, r"nodes / tets: .*inverted or degenerate tet 0"),
     ({"nodes": "x.npy", "tets": "nope.npy", "density": 1.0}, r"tets: file not found"),
-    ({"nodes": "x.npy", "tets": "t.npy", "density": 1.0, "damping_model": "rayleigh"},
+    ({"nodes": "x.npy", "tets": "t.npy", "density": 1.0, "damping_model": "rayleigh_stifness"},
      r"damping_model: expected one of .*did you mean 'rayleigh_stiffness'"),
     ({"mesh": "surface.obj", "density": 1.0}, r"mesh: cannot read a tet mesh: .*tetrahedra"),
 ])

@@ -35,15 +35,26 @@ Piola-Kirchhoff damping stress P_d [Pa], added to the elastic stress (`fem.TetFo
     Abaqus / Ansys / Chrono "beta" (Rayleigh beta_R, in R = alpha M + beta K): beta = beta.
     A modal damping ratio zeta at angular frequency omega: beta = 2 zeta / omega.
 
-Not here: mass-proportional (Rayleigh alpha) damping, f_i = -alpha m_i v_i, is a drag on
-each vertex rather than a material stress.
+"rayleigh_mass", c = alpha in [1/s]: mass-proportional (Rayleigh alpha) damping, a drag on
+    every vertex, f_i = -alpha m_i v_i (no stress: P_d = 0; `fem.TetForces` adds the drag at
+    the corners, each of a vertex's n_i tets of the mesh adding 1/n_i of it, so the total is
+    exact for one alpha per mesh, the share_params default).  It damps rigid motion too.
+    Conversions: SOFA's `rayleighMass`, Abaqus / Ansys / Chrono "alpha" (R = alpha M + beta K):
+    alpha = alpha; a per-vertex linear damping d [N s/m] (e.g. MuJoCo's joint damping on a
+    flex vertex's slider dofs): alpha = d / m_i; a modal damping ratio zeta at angular
+    frequency omega: alpha = 2 zeta omega.
+
+A mesh has one damping model and one coefficient (the table's one damping column): the full
+Rayleigh alpha M + beta K is not expressible; take the term that dominates at the frequencies
+the footage shows (alpha at low ones, beta at high ones).
 """
 import taichi as ti
 
 from ..core.linalg import cofactor3, matmul
 
-DEFORMATION_RATE, WARP, RAYLEIGH_STIFFNESS = 0, 1, 2
-DAMPING_MODELS = {"deformation_rate": DEFORMATION_RATE, "warp": WARP, "rayleigh_stiffness": RAYLEIGH_STIFFNESS}
+DEFORMATION_RATE, WARP, RAYLEIGH_STIFFNESS, RAYLEIGH_MASS = 0, 1, 2, 3
+DAMPING_MODELS = {"deformation_rate": DEFORMATION_RATE, "warp": WARP, "rayleigh_stiffness": RAYLEIGH_STIFFNESS,
+                  "rayleigh_mass": RAYLEIGH_MASS}
 # how far from the rest state the tangent's central difference reaches (|s E_dot|)
 TANGENT_STEP = 1e-3
 
@@ -72,4 +83,6 @@ def damping_stress(model: ti.template(), material: ti.template(), c, F, Fdot, p)
         eye = ti.Matrix.identity(float, 3)
         S = (material.stress(eye + s * Edot, p) - material.stress(eye - s * Edot, p)) / (2.0 * s)
         P = c * matmul(F, S)
+    elif ti.static(model == RAYLEIGH_MASS):
+        P = ti.Matrix.zero(float, 3, 3)          # a drag on the vertices, not a stress (fem.TetForces)
     return P

@@ -13,8 +13,8 @@ and rest volume V (both precomputed in float64 at finalize):
 "tet" material from `tigradsim.core.registry`), `p` its parameters, `kd` the
 element's damping coefficient and `P_d` the mesh's damping model (`damping_model=`:
 "deformation_rate", the default, P_d = kd dF/dt; "warp", Warp's and Newton's k_damp;
-"rayleigh_stiffness", beta K v: see `tigradsim.physics.damping` for the forms and each
-engine's conversion).
+"rayleigh_stiffness", beta K v; "rayleigh_mass", alpha M v, a drag added at the corners:
+see `tigradsim.physics.damping` for the forms and each engine's conversion).
 
 Activation (active strain, works for every material alike): the element's
 energy is V Psi(s F), so its stress-free shape is the rest shape scaled by
@@ -42,6 +42,7 @@ Model fields (E = tet count, sorted by material; see `tigradsim.physics.elements
                                      damping_model "rayleigh_stiffness")
     tet_param_row (E,) int           row of tet_params each tet reads
     tet_damping_model (E,) int       the tet's damping model (`damping.DAMPING_MODELS`)
+    tet_corner_share (E,) vec4       1 / tet count of each corner's vertex (only with "rayleigh_mass")
 Read or write one object's value with `object_param(model, handle, "mu")` and
 `set_object_param(model, handle, "mu", value)` (the handle is what
 `SceneBuilder.add_soft_mesh` returns), or the whole table with
@@ -54,7 +55,7 @@ import numpy as np
 import taichi as ti
 
 from ..core.linalg import matmul
-from .damping import RAYLEIGH_STIFFNESS, WARP, damping_model_code, damping_stress
+from .damping import RAYLEIGH_MASS, RAYLEIGH_STIFFNESS, WARP, damping_model_code, damping_stress
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
     make_ports, stopped_state, table_row, wrap_terms
@@ -168,8 +169,8 @@ class TetMeshes:
                 the same) or (V,).  Give at most one of density, mass and node_mass.
             damping: >= 0, the material damping coefficient of `damping_model`.
             damping_model: "deformation_rate" (kd dF/dt, [Pa s]), "warp" (Warp / Newton's
-                k_damp, [Pa s]) or "rayleigh_stiffness" (beta [s], stiffness-proportional);
-                see `tigradsim.physics.damping`.
+                k_damp, [Pa s]), "rayleigh_stiffness" (beta [s], stiffness-proportional) or
+                "rayleigh_mass" (alpha [1/s], mass-proportional); see `tigradsim.physics.damping`.
             share_params: one parameter row for the whole mesh (True) or one per tet.
             velocity: (3,) or (V, 3) initial velocity [m/s].
             radius: contact radius of the vertices [m].
@@ -269,6 +270,12 @@ class TetMeshes:
         model.add_field("tet_activation", float, (E,), np.zeros(E))
         forms = np.concatenate([np.full(h.tet_count, damping_model_code(h.damping_model)) for h, _, _ in self.meshes])[order]
         model.add_field("tet_damping_model", ti.i32, (E,), forms.astype(np.int32), param=False)
+        if np.any(forms == RAYLEIGH_MASS):
+            # each corner's share of its vertex's drag: 1 / (the vertex's tet count in its mesh)
+            shares = [1.0 / np.bincount(h.local_tets.reshape(-1), minlength=h.particle_count)[h.local_tets]
+                      for h, _, _ in self.meshes]
+            model.add_field("tet_corner_share", ti.types.vector(4, float), (E,), np.concatenate(shares)[order],
+                            param=False)
         path = element_path(E)
         ports = make_ports(path, model, tets[order], [(model.tet_params, model.tet_param_row.to_numpy())],
                            [(g.start, g.end) for g in groups])
@@ -287,6 +294,7 @@ class TetForces(StepTerm):
         super().__init__(model)
         self.group = group
         self.damping_models = tuple(int(c) for c in damping_models)   # the codes its tets use (static)
+        self.has_mass_damping = RAYLEIGH_MASS in self.damping_models
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
@@ -298,8 +306,10 @@ class TetForces(StepTerm):
         the coefficient c [Pa s] of a viscous stress c dF/dt with the same largest damping rate.
         damping, modulus: (group tets,) the coefficient and the wave modulus lam + 2 mu [Pa]."""
         codes = self.model.tet_damping_model.to_numpy()[self.group.start:self.group.end]
-        return np.where(codes == WARP, 2.0 * damping,          # deviatoric c plus volumetric c (a volume mode)
-                        np.where(codes == RAYLEIGH_STIFFNESS, damping * modulus, damping))
+        # rayleigh_mass: a drag alpha on every vertex, stable for alpha dt < 2, not an element stiffness
+        # (0 here: its limit is not in the element rows)
+        return np.select([codes == WARP, codes == RAYLEIGH_STIFFNESS, codes == RAYLEIGH_MASS],
+                         [2.0 * damping, damping * modulus, 0.0 * damping], damping)
 
     @property
     def has_activation_t(self):
@@ -344,10 +354,26 @@ class TetForces(StepTerm):
         f1 = ti.Vector([H[0, 0], H[1, 0], H[2, 0]])
         f2 = ti.Vector([H[0, 1], H[1, 1], H[2, 1]])
         f3 = ti.Vector([H[0, 2], H[1, 2], H[2, 2]])
-        corner_put(self.ports, state, s, e, b, 0, idx[0], -(f1 + f2 + f3))
-        corner_put(self.ports, state, s, e, b, 1, idx[1], f1)
-        corner_put(self.ports, state, s, e, b, 2, idx[2], f2)
-        corner_put(self.ports, state, s, e, b, 3, idx[3], f3)
+        if ti.static(self.has_mass_damping):
+            corner_put(self.ports, state, s, e, b, 0, idx[0], -(f1 + f2 + f3) + self.mass_drag(state, s, e, b, idx, kd, 0))
+            corner_put(self.ports, state, s, e, b, 1, idx[1], f1 + self.mass_drag(state, s, e, b, idx, kd, 1))
+            corner_put(self.ports, state, s, e, b, 2, idx[2], f2 + self.mass_drag(state, s, e, b, idx, kd, 2))
+            corner_put(self.ports, state, s, e, b, 3, idx[3], f3 + self.mass_drag(state, s, e, b, idx, kd, 3))
+        else:
+            corner_put(self.ports, state, s, e, b, 0, idx[0], -(f1 + f2 + f3))
+            corner_put(self.ports, state, s, e, b, 1, idx[1], f1)
+            corner_put(self.ports, state, s, e, b, 2, idx[2], f2)
+            corner_put(self.ports, state, s, e, b, 3, idx[3], f3)
+
+    @ti.func
+    def mass_drag(self, state: ti.template(), s: ti.template(), e, b, idx, kd, k: ti.template()):
+        """Corner k's share of "rayleigh_mass" damping, -alpha m_i v_i / n_i (`physics.damping`);
+        0 for the group's tets of other models (selected, not branched: no AD stack)."""
+        alpha = kd
+        if ti.static(len(self.damping_models) > 1):
+            alpha = ti.select(self.model.tet_damping_model[e] == RAYLEIGH_MASS, kd, 0.0)
+        share = self.model.tet_corner_share[e][k]
+        return -alpha * share * self.model.particle_mass[idx[k]] * corner_qd(self.ports, state, s, e, b, k, idx[k])
 
     @ti.func
     def damping_stress(self, state: ti.template(), s: ti.template(), e, b, idx, Dm_inv, kd, F, p):

@@ -31,7 +31,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    tet_ball = {radius = r, resolution = 2}; material, params = {...},
                    one of density (kg/m^3), mass (total kg) and node_mass (kg per vertex: a number
                    for every vertex alike, a list, or "m.npy"); damping, damping_model =
-                   "deformation_rate" | "warp" | "rayleigh_stiffness" (tigradsim.physics.damping);
+                   "deformation_rate" | "warp" | "rayleigh_stiffness" | "rayleigh_mass"
+                   (tigradsim.physics.damping);
                    radius (contact radius of the vertices)
                    both: position, rotation (unit quaternion x y z w, mesh to world),
                    velocity, angular_velocity (rad/s about the centre), color (RGB in
