@@ -288,6 +288,13 @@ def test_two_damping_models_in_one_material_group(f64):
         alone = last_q(scene([m]))
         assert np.allclose(together[k * n:(k + 1) * n] - [0.3 * k, 0.0, 0.0], alone, atol=1e-12), m
         assert not np.allclose(alone, last_q(scene(["deformation_rate"])), atol=1e-6), m
+    for path in ("parts", "parallel"):                 # ports (gather) and atomic paths: the same motion
+        tgs.runtime.set_scatter(path)
+        try:
+            other = scene(models)
+        finally:
+            tgs.runtime.set_scatter("auto")
+        assert np.allclose(last_q(other), together, atol=1e-12), path
     sim, run, loss = rollout(mixed, steps=20)
     check_columns(run, loss, mixed, n_dirs=2)
 
@@ -408,6 +415,7 @@ def test_scene_soft_mass_unknown_gradient(tmp_path, f64):
                                  "damping_model": "rayleigh_stiffness", "velocity": [0.4, -1.0, 0.0]},
                       {"cube.mass": {"init": 0.5, "lower": 0.05, "upper": 5.0}})
     data["simulation"] = {"substeps": 40, "duration": 0.07}
+    data["ground"] = {"ke": 500.0, "kd": 1.0, "kf": 1.0, "mu": 0.5}      # within the explicit limit of 5-g vertices
     spec = parse_scene(data, str(tmp_path / "scene.toml"))
     scene = Scene(spec, load_scene_footage(spec))
     m = scene.model.get("particle_mass")
