@@ -15,7 +15,10 @@ Piola-Kirchhoff damping stress P_d [Pa], added to the elastic stress (`fem.TetFo
     above plus a volumetric one along dJ/dx with the same coefficient,
         P_d = c (dF/dt + (dJ/dt) cof F),   dJ/dt = cof F : dF/dt.
     Conversion: c = k_damp (Warp scales its k_mu, k_lambda and k_damp by the rest volume
-    inside the kernel, as tigradsim does with V; no other factor).
+    inside the kernel, as tigradsim does with V; no other factor).  Its k_mu and k_lambda
+    are tigradsim's "neo_hookean" mu and lam (the same stable neo-Hookean, alpha = 1 +
+    3 mu / (4 lam)), and its `add_soft_grid` gives every particle the mass density * cell
+    volume: `add_soft_mesh(..., node_mass=that)`.
 
 "rayleigh_stiffness", c = beta in [s]: stiffness-proportional (Rayleigh) damping, the
     damping force beta K v of the element's stiffness at rest K, generalised to large
