@@ -47,6 +47,7 @@ from .core.observers import ParticleRecorder, CenterOfMassRecorder
 from .fitting.losses import MSELoss
 from .fitting.optim import (Param, BasisParam, ColumnParam, RatioParam, TiedParam, smoothing_matrix, Adam,
                             SGD, BFGS, History, StopCriteria, optimize, least_squares)
+from .fitting.soft_mass import SoftMassParam
 from .fitting.uncertainty import fit_report, residual_jacobian, FitReport, Estimate, PIXEL_8BIT_VARIANCE
 from .fitting.identify import identify, Identification, latin_hypercube
 from .core.registry import (register_material, get_material, list_materials, Material, TetMaterial,

@@ -25,7 +25,8 @@ dt <= SAFETY * dt_limit (SAFETY = 0.5) for the worst element of every term:
   over the opposite face).  Per vertex k of lumped mass m_k, Gershgorin's bound on the largest
   eigenvalue of M^-1 K is omega_k^2 = (1 / m_k) sum_e M_e V_e sum_j |grad N_ek . grad N_ej|, exact
   for a uniform chain (where it gives omega = 2 c_p / h, c_p = sqrt(M / rho): the classic
-  dt < h / c_p); the Rayleigh damping kd on dF/dt gives gamma_k the same way with kd for M;
+  dt < h / c_p); the damping kd on dF/dt gives gamma_k the same way with kd for M (other damping
+  models through the term's `damping_modulus`: 2 kd for Warp's, beta M for Rayleigh's beta);
   an activation a scales the stiffness by (1 + a)^(-2/3);
 * cloth membrane: the same per triangle with the rest area A for V and the membrane modulus
   [N/m] (area density instead of density);
@@ -270,6 +271,8 @@ def _material_elements(model, term, prefix, grads, measure, indices):
     if prefix == "tet":
         a = np.maximum(model.tet_activation.to_numpy()[sl].astype(np.float64), -0.95)
         modulus = modulus * (1.0 + a) ** (-2.0 / 3.0)
+    if hasattr(term, "damping_modulus"):      # the coefficient in [Pa s] of the term's damping model
+        damping = term.damping_modulus(damping, modulus)
     gr = grads[sl]
     coupling = np.abs(np.einsum("eid,ejd->eij", gr, gr)).sum(axis=2)          # (E, n): sum_j |gN_i . gN_j|
     w, m = _inv_mass(model)

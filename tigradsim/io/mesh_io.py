@@ -11,6 +11,9 @@ Formats:
   `load_mesh` reads through meshio (the `meshio` package, MIT licence) and validates the
   result (3 coordinates, finite values, triangles of 3 / tets of 4 indices in range).
 * `save_mesh` writes any of meshio's formats; .obj goes through `save_obj` (%.17g: exact).
+* A node / tet array pair (what other engines' scripts hold: `np.save`d arrays, or text
+  tables): `load_array` reads one (.npy, or whitespace / comma separated text), and
+  `tets_from_arrays` checks and orients the pair like every loader here.
 
 Every loader returns float64 vertices (V, 3) and int32 cells, 0-based; tets are positively
 oriented (det(x1 - x0, x2 - x0, x3 - x0) > 0) and validated by `meshes.validate_tets`.
@@ -29,7 +32,8 @@ import os
 
 import numpy as np
 
-__all__ = ["MeshFileError", "load_obj", "save_obj", "load_tetgen", "load_mesh", "save_mesh", "tetrahedralize"]
+__all__ = ["MeshFileError", "load_obj", "save_obj", "load_tetgen", "load_mesh", "save_mesh", "tetrahedralize",
+           "load_array", "tets_from_arrays"]
 
 # bytes sniffed to tell a binary file from a text one
 _SNIFF_BYTES = 4096
@@ -261,6 +265,52 @@ def _finish_tets(v, t, fix_orientation, path):
     except ValueError as exc:
         raise MeshFileError(path, str(exc)) from None
     return np.ascontiguousarray(v), np.ascontiguousarray(t.astype(np.int32))
+
+
+# ---------------------------------------------------------------------------
+# node / tet arrays
+
+def load_array(path):
+    """One numeric table from a .npy file (`np.save`) or a text file (.txt, .csv, ...: rows of numbers
+    separated by whitespace or commas, # comments).  Raises MeshFileError naming the file."""
+    spath = os.fspath(path)
+    if not os.path.isfile(spath):
+        raise MeshFileError(spath, "no such array file")
+    try:
+        if spath.lower().endswith(".npy"):
+            return np.load(spath, allow_pickle=False)
+        with open(spath) as fh:
+            text = fh.read().replace(",", " ")
+        return np.loadtxt(io.StringIO(text), ndmin=2)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise MeshFileError(spath, f"cannot read a numeric array: {exc}") from None
+
+
+def tets_from_arrays(vertices, tets, fix_orientation: bool = True, source: str = "arrays"):
+    """A tet mesh from a node array (V, 3) and a tet array (T, 4) of 0-based indices (integers,
+    or floats holding integers, as text tables load).  `source` names them in errors.
+    Returns (vertices (V, 3) float64, tets (T, 4) int32), oriented (fix_orientation) and validated
+    as the file loaders' are.  Raises MeshFileError (a ValueError) for a wrong shape, a non-integer
+    or out-of-range index, a non-finite node, an empty tet array, a degenerate tet."""
+    try:
+        v = np.asarray(vertices, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise MeshFileError(source, f"nodes: expected numbers, got {vertices!r}") from None
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise MeshFileError(source, f"nodes: expected shape (V, 3), got {v.shape}")
+    bad = np.nonzero(~np.isfinite(v).all(axis=1))[0]
+    if bad.size:
+        raise MeshFileError(source, f"node {int(bad[0])} is not finite: {v[bad[0]].tolist()}")
+    try:
+        t = np.asarray(tets)
+    except (TypeError, ValueError):
+        raise MeshFileError(source, "tets: expected a rectangular integer array") from None
+    if t.ndim != 2 or t.shape[1] != 4 or len(t) == 0:
+        raise MeshFileError(source, f"tets: expected shape (T, 4) with T >= 1, got {t.shape}")
+    if not np.issubdtype(t.dtype, np.integer):
+        if not (np.issubdtype(t.dtype, np.floating) and np.all(np.isfinite(t)) and np.all(np.mod(t, 1) == 0)):
+            raise MeshFileError(source, f"tets: expected integer vertex indices, got dtype {t.dtype}")
+    return _finish_tets(v, t.astype(np.int64), fix_orientation, source)
 
 
 # ---------------------------------------------------------------------------

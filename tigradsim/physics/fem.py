@@ -6,12 +6,15 @@ and rest volume V (both precomputed in float64 at finalize):
     F    = Ds Dm^-1,            Ds = [x1-x0, x2-x0, x3-x0]
     dF/dt = dDs/dt Dm^-1        (from the vertex velocities)
     s    = (1 + a)^(-1/3)       a = activation of the element (tet_activation[e])
-    P    = s P_mat(s F, p) + kd dF/dt
+    P    = s P_mat(s F, p) + P_d(kd, F, dF/dt, p)
     f_k  = -V P Dm^-T e_k       on x_k, k = 1, 2, 3;  f_0 = -(f_1 + f_2 + f_3)
 
 `P_mat` is the registered material's first Piola-Kirchhoff stress (any kind
-"tet" material from `tigradsim.core.registry`), `p` its parameters and `kd` the
-element's damping (Rayleigh-style damping on the rate of deformation).
+"tet" material from `tigradsim.core.registry`), `p` its parameters, `kd` the
+element's damping coefficient and `P_d` the mesh's damping model (`damping_model=`:
+"deformation_rate", the default, P_d = kd dF/dt; "warp", Warp's and Newton's k_damp;
+"rayleigh_stiffness", beta K v; "rayleigh_mass", alpha M v, a drag added at the corners:
+see `tigradsim.physics.damping` for the forms and each engine's conversion).
 
 Activation (active strain, works for every material alike): the element's
 energy is V Psi(s F), so its stress-free shape is the rest shape scaled by
@@ -21,16 +24,25 @@ volume, a = -0.1 10 % less.  It must stay > -1; the kernel clamps it at
 `enable_activation_control(model, steps)`, which adds `tet_activation_t[t, e]`
 (added to `tet_activation[e]` at step t).
 
-Masses are lumped: each vertex gets a quarter of the mass density * V of each
-tet it belongs to (vertices that are `fixed` get mass 0 and never move).
+Masses (`node_masses`): exactly one of `density` [kg/m^3] (the default, 10), `mass` (the
+mesh's total [kg], spread like a density would be) or `node_mass` (per vertex [kg]: a
+scalar gives every vertex the same mass, as Warp's `add_soft_grid` does, or an array
+(V,)).  A density or total mass is lumped: each vertex gets a quarter of density * V of
+each tet it belongs to.  Vertices that are `fixed` get mass 0 and never move.  The
+handle keeps the masses as built (`SoftMesh.node_mass`, `.volume`), so that a fit can
+scale them by one unknown (`tigradsim.fitting.soft_mass.SoftMassParam`: the total
+mass or the mean density).
 
 Model fields (E = tet count, sorted by material; see `tigradsim.physics.elements`):
     tet_indices (E,) ivec4           global particle indices
     tet_Dm_inv (E,) mat3 [1/m]       rest shape inverse
     tet_volume (E,) [m^3]            rest volume
     tet_activation (E,) [-]          differentiable
-    tet_params (rows, n_max + 1)     material parameters; last column: damping [Pa s]
+    tet_params (rows, n_max + 1)     material parameters; last column: damping (Pa s; s for
+                                     damping_model "rayleigh_stiffness")
     tet_param_row (E,) int           row of tet_params each tet reads
+    tet_damping_model (E,) int       the tet's damping model (`damping.DAMPING_MODELS`)
+    tet_corner_share (E,) vec4       1 / tet count of each corner's vertex (only with "rayleigh_mass")
 Read or write one object's value with `object_param(model, handle, "mu")` and
 `set_object_param(model, handle, "mu", value)` (the handle is what
 `SceneBuilder.add_soft_mesh` returns), or the whole table with
@@ -43,6 +55,7 @@ import numpy as np
 import taichi as ti
 
 from ..core.linalg import matmul
+from .damping import RAYLEIGH_MASS, RAYLEIGH_STIFFNESS, WARP, damping_model_code, damping_stress
 from .elements import MaterialElements
 from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
     make_ports, stopped_state, table_row, wrap_terms
@@ -69,6 +82,8 @@ class SoftMesh:
     faces: (F, 3) boundary triangles in GLOBAL particle indices, outward (rendering).
     param_rows: rows of `tet_params` the mesh uses (one with share_params=True).
     material: the material name.  index: the mesh's number in the builder.
+    node_mass: (V,) [kg] the vertices' masses as built (fixed vertices included: in the
+        model's particle_mass they are 0).  volume: the rest volume [m^3].
     """
 
     particle_start: int
@@ -80,6 +95,14 @@ class SoftMesh:
     index: int
     tet_start: Optional[int] = None
     local_tets: np.ndarray = dc_field(default=None, repr=False)
+    node_mass: np.ndarray = dc_field(default=None, repr=False)
+    volume: float = 0.0
+    damping_model: str = "deformation_rate"
+
+    @property
+    def mass(self) -> float:
+        """The mesh's total mass as built [kg] (fixed vertices included)."""
+        return float(np.sum(self.node_mass))
 
 
 def lumped_masses(vertex_count, tets, volumes, density):
@@ -89,6 +112,37 @@ def lumped_masses(vertex_count, tets, volumes, density):
     return m
 
 
+# the density a soft mesh gets when neither density, mass nor node_mass is given [kg/m^3]
+DEFAULT_DENSITY = 10.0
+
+
+def node_masses(vertex_count, tets, volumes, density=None, mass=None, node_mass=None):
+    """Per-vertex masses (V,) [kg] from exactly one of:
+
+    density: [kg/m^3] > 0, lumped (`lumped_masses`); the default (`DEFAULT_DENSITY`) when none is given.
+    mass: the total [kg] > 0, spread as a uniform density would be (density = mass / total volume).
+    node_mass: [kg] > 0 per vertex: a scalar (every vertex the same) or an array (vertex_count,).
+    Raises ValueError naming the argument (more than one given, <= 0, NaN / inf, wrong shape),
+    TypeError for a non-numeric value.
+    """
+    given = [k for k, v in (("density", density), ("mass", mass), ("node_mass", node_mass)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give one of density=, mass= and node_mass=, got {' and '.join(given)}")
+    if node_mass is not None:
+        m = as_array("node_mass", node_mass)
+        if m.ndim == 0:
+            m = np.full(vertex_count, float(m))
+        elif m.shape != (vertex_count,):
+            raise ValueError(f"node_mass: expected a scalar or shape ({vertex_count},) (one per vertex), "
+                             f"got shape {m.shape}")
+        return check_positive("node_mass", m).astype(np.float64)
+    if mass is not None:
+        total = float(check_positive("mass", as_array("mass", mass, shape=())))
+        return lumped_masses(vertex_count, tets, volumes, total / float(np.sum(volumes)))
+    rho = DEFAULT_DENSITY if density is None else float(check_positive("density", as_array("density", density, shape=())))
+    return lumped_masses(vertex_count, tets, volumes, rho)
+
+
 class TetMeshes:
     """Builder component collecting tet meshes (one instance per SceneBuilder)."""
 
@@ -96,9 +150,9 @@ class TetMeshes:
         self.elements = MaterialElements("tet")
         self.meshes = []               # (SoftMesh, rest vertices (V,3), tets local (T,4))
 
-    def add(self, builder, mesh, tets=None, material="neo_hookean", params=None, density=10.0, damping=0.0,
+    def add(self, builder, mesh, tets=None, material="neo_hookean", params=None, density=None, damping=0.0,
             share_params=True, velocity=(0.0, 0.0, 0.0), radius=0.01, fixed=None, lame=None,
-            young_poisson=None) -> SoftMesh:
+            young_poisson=None, mass=None, node_mass=None, damping_model="deformation_rate") -> SoftMesh:
         """Add a tetrahedral solid.
 
         Args:
@@ -109,8 +163,14 @@ class TetMeshes:
                 missing ones take the material's defaults; "damping" may be given here too.
                 For neo_hookean, mu and lam are NOT the Lame parameters: pass `lame=(mu_L, lam_L)`
                 or `young_poisson=(E, nu)` to convert (`material.from_lame`).
-            density: [kg/m^3] > 0; masses are lumped from it and the rest volumes.
-            damping: [Pa s] >= 0, Rayleigh-style damping on dF/dt.
+            density: [kg/m^3] > 0 (default 10); masses are lumped from it and the rest volumes.
+            mass: instead of density, the total mass [kg] > 0 (lumped the same way).
+            node_mass: instead of density, per-vertex masses [kg] > 0: a scalar (every vertex
+                the same) or (V,).  Give at most one of density, mass and node_mass.
+            damping: >= 0, the material damping coefficient of `damping_model`.
+            damping_model: "deformation_rate" (kd dF/dt, [Pa s]), "warp" (Warp / Newton's
+                k_damp, [Pa s]), "rayleigh_stiffness" (beta [s], stiffness-proportional) or
+                "rayleigh_mass" (alpha [1/s], mass-proportional); see `tigradsim.physics.damping`.
             share_params: one parameter row for the whole mesh (True) or one per tet.
             velocity: (3,) or (V, 3) initial velocity [m/s].
             radius: contact radius of the vertices [m].
@@ -138,8 +198,9 @@ class TetMeshes:
         except ValueError as exc:
             err = IndexError if "out of range" in str(exc) else ValueError
             raise err(f"tets: {exc}") from None
-        density = float(check_positive("density", as_array("density", density, shape=())))
         n = len(vertices)
+        masses = node_masses(n, tets, volumes, density=density, mass=mass, node_mass=node_mass)
+        form = damping_model_code(damping_model)
         vel = as_array("velocity", velocity)
         if vel.shape == (3,):
             vel = np.tile(vel, (n, 1))
@@ -173,11 +234,11 @@ class TetMeshes:
         # Validates kind, parameter names/values and damping; appends the block only when all pass.
         self.elements.add(material, len(tets), params, damping, share_params)
         rows = len(self.elements._blocks[-1][2])
-        masses = lumped_masses(n, tets, volumes, density)
         start = builder.add_particles(vertices, vel, np.where(mask, 1.0, masses), radius=radius, fixed=mask)
         handle = SoftMesh(particle_start=start, particle_count=n, tet_count=len(tets),
                           faces=(boundary_faces(tets) + start).astype(np.int32), param_rows=range(first_row, first_row + rows),
-                          material=mat.name, index=len(self.meshes), local_tets=tets.astype(np.int64))
+                          material=mat.name, index=len(self.meshes), local_tets=tets.astype(np.int64),
+                          node_mass=masses, volume=float(np.sum(volumes)), damping_model=damping_model)
         self.meshes.append((handle, vertices, volumes))
         return handle
 
@@ -207,10 +268,20 @@ class TetMeshes:
         model.add_field("tet_Dm_inv", ti.types.matrix(3, 3, float), (E,), dm_inv[order], param=False)
         model.add_field("tet_volume", float, (E,), vols[order], param=False)
         model.add_field("tet_activation", float, (E,), np.zeros(E))
+        forms = np.concatenate([np.full(h.tet_count, damping_model_code(h.damping_model)) for h, _, _ in self.meshes])[order]
+        model.add_field("tet_damping_model", ti.i32, (E,), forms.astype(np.int32), param=False)
+        if np.any(forms == RAYLEIGH_MASS):
+            # each corner's share of its vertex's drag: 1 / (the vertex's tet count in its mesh)
+            shares = [1.0 / np.bincount(h.local_tets.reshape(-1), minlength=h.particle_count)[h.local_tets]
+                      for h, _, _ in self.meshes]
+            model.add_field("tet_corner_share", ti.types.vector(4, float), (E,), np.concatenate(shares)[order],
+                            param=False)
         path = element_path(E)
         ports = make_ports(path, model, tets[order], [(model.tet_params, model.tet_param_row.to_numpy())],
                            [(g.start, g.end) for g in groups])
-        model.tet_forces = [TetForces(model, g, self.elements.damping_column, path, ports) for g in groups]
+        model.tet_forces = [TetForces(model, g, self.elements.damping_column, path, ports,
+                                      damping_models=tuple(sorted(set(forms[g.start:g.end].tolist()))))
+                            for g in groups]
         model.force_terms.extend(wrap_terms(ports, model.tet_forces))
 
 
@@ -219,14 +290,26 @@ class TetForces(StepTerm):
     """The FEM force term of one material group (see the module docstring for the formulas;
     one term per group: a term runs one loop, see model.py)."""
 
-    def __init__(self, model, group, damping_column, path="serial", ports=None):
+    def __init__(self, model, group, damping_column, path="serial", ports=None, damping_models=(0,)):
         super().__init__(model)
         self.group = group
+        self.damping_models = tuple(int(c) for c in damping_models)   # the codes its tets use (static)
+        self.has_mass_damping = RAYLEIGH_MASS in self.damping_models
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)
         self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
+
+    def damping_modulus(self, damping, modulus):
+        """What the stability report (`core.stability`) takes for each of this group's tets' damping:
+        the coefficient c [Pa s] of a viscous stress c dF/dt with the same largest damping rate.
+        damping, modulus: (group tets,) the coefficient and the wave modulus lam + 2 mu [Pa]."""
+        codes = self.model.tet_damping_model.to_numpy()[self.group.start:self.group.end]
+        # rayleigh_mass: a drag alpha on every vertex, stable for alpha dt < 2, not an element stiffness
+        # (0 here: its limit is not in the element rows)
+        return np.select([codes == WARP, codes == RAYLEIGH_STIFFNESS, codes == RAYLEIGH_MASS],
+                         [2.0 * damping, damping * modulus, 0.0 * damping], damping)
 
     @property
     def has_activation_t(self):
@@ -266,19 +349,35 @@ class TetForces(StepTerm):
         sc = 1.0 - a / 3.0
         if a != 0.0:
             sc = ti.exp(-ti.log(1.0 + ti.max(a, MIN_ACTIVATION)) / 3.0)
-        P = sc * self.group.material.stress(sc * F, p) + self.damping_stress(state, s, e, b, idx, Dm_inv, kd)
+        P = sc * self.group.material.stress(sc * F, p) + self.damping_stress(state, s, e, b, idx, Dm_inv, kd, F, p)
         H = -self.model.tet_volume[e] * matmul(P, Dm_inv.transpose())
         f1 = ti.Vector([H[0, 0], H[1, 0], H[2, 0]])
         f2 = ti.Vector([H[0, 1], H[1, 1], H[2, 1]])
         f3 = ti.Vector([H[0, 2], H[1, 2], H[2, 2]])
-        corner_put(self.ports, state, s, e, b, 0, idx[0], -(f1 + f2 + f3))
-        corner_put(self.ports, state, s, e, b, 1, idx[1], f1)
-        corner_put(self.ports, state, s, e, b, 2, idx[2], f2)
-        corner_put(self.ports, state, s, e, b, 3, idx[3], f3)
+        if ti.static(self.has_mass_damping):
+            corner_put(self.ports, state, s, e, b, 0, idx[0], -(f1 + f2 + f3) + self.mass_drag(state, s, e, b, idx, kd, 0))
+            corner_put(self.ports, state, s, e, b, 1, idx[1], f1 + self.mass_drag(state, s, e, b, idx, kd, 1))
+            corner_put(self.ports, state, s, e, b, 2, idx[2], f2 + self.mass_drag(state, s, e, b, idx, kd, 2))
+            corner_put(self.ports, state, s, e, b, 3, idx[3], f3 + self.mass_drag(state, s, e, b, idx, kd, 3))
+        else:
+            corner_put(self.ports, state, s, e, b, 0, idx[0], -(f1 + f2 + f3))
+            corner_put(self.ports, state, s, e, b, 1, idx[1], f1)
+            corner_put(self.ports, state, s, e, b, 2, idx[2], f2)
+            corner_put(self.ports, state, s, e, b, 3, idx[3], f3)
 
     @ti.func
-    def damping_stress(self, state: ti.template(), s: ti.template(), e, b, idx, Dm_inv, kd):
-        """kd dF/dt [Pa] of tet e.  The forward kernel skips it where kd = 0 (the default: four velocity
+    def mass_drag(self, state: ti.template(), s: ti.template(), e, b, idx, kd, k: ti.template()):
+        """Corner k's share of "rayleigh_mass" damping, -alpha m_i v_i / n_i (`physics.damping`);
+        0 for the group's tets of other models (selected, not branched: no AD stack)."""
+        alpha = kd
+        if ti.static(len(self.damping_models) > 1):
+            alpha = ti.select(self.model.tet_damping_model[e] == RAYLEIGH_MASS, kd, 0.0)
+        share = self.model.tet_corner_share[e][k]
+        return -alpha * share * self.model.particle_mass[idx[k]] * corner_qd(self.ports, state, s, e, b, k, idx[k])
+
+    @ti.func
+    def damping_stress(self, state: ti.template(), s: ti.template(), e, b, idx, Dm_inv, kd, F, p):
+        """The damping stress P_d [Pa] of tet e (`damping_law`; kd dF/dt by default).  The forward kernel skips it where kd = 0 (the default: four velocity
         reads and a 3x3 product, 6 % of a 40,960-tet step, measured).  Derivative kernels evaluate it
         whenever the parameter table has a gradient, since d/dkd at kd = 0 is dF/dt, not 0; without one
         (`finalize(requires_grad=...)` not naming tet_params) they skip it too (fem32, forward + backward
@@ -286,18 +385,32 @@ class TetForces(StepTerm):
         if ti.static(differentiating() and has_grad(self.model.tet_params)):
             D = ti.Matrix.zero(float, 3, 3)
             if kd != 0.0:
-                D = kd * self.deformation_rate(state, s, e, b, idx, Dm_inv)
+                D = self.damping_law(e, kd, F, self.deformation_rate(state, s, e, b, idx, Dm_inv), p)
             else:
                 # at kd = 0 the value and every derivative but d/dkd are 0: the velocities are read
                 # without a gradient path, so Taichi carries an adjoint to kd alone (fem32 with every
                 # gradient: see benchmarks/MEASURED.md, "Backward passes that skip what is zero")
-                D = kd * self.deformation_rate_stopped(state, s, idx, Dm_inv)
+                D = self.damping_law(e, kd, F, self.deformation_rate_stopped(state, s, idx, Dm_inv), p)
             return D
         else:
             D = ti.Matrix.zero(float, 3, 3)
             if kd != 0.0:
-                D = kd * self.deformation_rate(state, s, e, b, idx, Dm_inv)
+                D = self.damping_law(e, kd, F, self.deformation_rate(state, s, e, b, idx, Dm_inv), p)
             return D
+
+    @ti.func
+    def damping_law(self, e, kd, F, Fdot, p):
+        """P_d of tet e's damping model (`physics.damping`): chosen at compile time where the group's
+        tets share one model (the common case: no per-tet read), else by the tet's code."""
+        P = ti.Matrix.zero(float, 3, 3)
+        if ti.static(len(self.damping_models) == 1):
+            P = damping_stress(self.damping_models[0], self.group.material, kd, F, Fdot, p)
+        else:
+            code = self.model.tet_damping_model[e]
+            for c in ti.static(self.damping_models):
+                if code == c:
+                    P = damping_stress(c, self.group.material, kd, F, Fdot, p)
+        return P
 
     @ti.func
     def deformation_rate(self, state: ti.template(), s: ti.template(), e, b, idx, Dm_inv):

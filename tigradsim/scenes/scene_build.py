@@ -176,7 +176,8 @@ def unknown_params(spec: SceneSpec, model, handles) -> list:
       value (a body with its own X in the file keeps it);
     * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
       the mass Param when the mass is an unknown too (one rigid body per scene);
-    * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params.
+    * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params;
+    * a soft object's mass (total) or density: `SoftMassParam` scaling its vertex masses.
     """
     from ..physics.fem import _column
     from ..fitting.optim import ColumnParam, RatioParam, TiedParam
@@ -204,6 +205,9 @@ def unknown_params(spec: SceneSpec, model, handles) -> list:
             field = getattr(model, f"body_{u.tie}")
             field[b] = u.init * (mass.value()[0] if mass is not None else float(model.body_mass[b]))
             made[u.target] = RatioParam(field, mass if mass is not None else model.body_mass, **kw)
+        elif u.param in ("mass", "density"):
+            from ..fitting.soft_mass import SoftMassParam
+            made[u.target] = SoftMassParam(model, handles[u.object], quantity=u.param, value=u.init, **kw)
         else:
             h = handles[u.object]
             col = _column(model, h, u.param)
@@ -291,7 +295,8 @@ class Scene:
             com = _tet_centroid(x, obj.tets)
             vel = obj.velocity + np.cross(obj.angular_velocity, x - com)
             return b.add_soft_mesh((x @ M.T, obj.tets), material=obj.material, params=obj.params,
-                                   density=obj.density, damping=obj.damping, velocity=vel @ M.T,
+                                   density=obj.density, mass=obj.mass, node_mass=obj.node_mass,
+                                   damping=obj.damping, damping_model=obj.damping_model, velocity=vel @ M.T,
                                    radius=obj.contact_radius)
         except (ValueError, TypeError, IndexError, KeyError) as exc:
             raise spec.error(f"objects.{obj.name}", obj.source or "mesh", str(exc)) from None

@@ -24,9 +24,16 @@ Sections (see demos/scenes/*.toml for complete examples):
                    parameters, default the ground's); contact_radius; contact_law = {damping
                    = "uncapped", friction = "huber", friction_velocity = 1e-3} (own law)
                    type = "soft": tetgen = "ball.node" (+ .ele beside it) or
+                   mesh = "ball.msh" (Gmsh, .vtu, .vtk, .mesh, ...: any meshio volume format) or
+                   nodes = "x.npy" | [[x, y, z], ...] with tets = "t.npy" | [[i, j, k, l], ...]
+                   (0-based; .npy or a text table) or
                    tet_box = {cells = [nx, ny, nz], size = [sx, sy, sz]} or
                    tet_ball = {radius = r, resolution = 2}; material, params = {...},
-                   density, damping, radius (contact radius of the vertices)
+                   one of density (kg/m^3), mass (total kg) and node_mass (kg per vertex: a number
+                   for every vertex alike, a list, or "m.npy"); damping, damping_model =
+                   "deformation_rate" | "warp" | "rayleigh_stiffness" | "rayleigh_mass"
+                   (tigradsim.physics.damping);
+                   radius (contact radius of the vertices)
                    both: position, rotation (unit quaternion x y z w, mesh to world),
                    velocity, angular_velocity (rad/s about the centre), color (RGB in
                    [0, 1] for RGB supervision; default: the footage's mean inside the masks)
@@ -39,8 +46,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    fps, start_time (simulation time of the first frame, default 0),
                    background = "plate.png" | "estimate" (RGB supervision), first, count
     [unknowns."OBJECT.PARAM"]  init, lower, upper, log (default true); PARAM is mass, ke,
-                   kd, kf, mu of a rigid object, a material parameter or damping of a
-                   soft object, ke, kd, kf, mu of "ground", or a tie "ke_per_mass",
+                   kd, kf, mu of a rigid object, a material parameter, damping, mass (total)
+                   or density of a soft object, ke, kd, kf, mu of "ground", or a tie "ke_per_mass",
                    "kd_per_mass", "kf_per_mass" (the stiffness per unit mass is the unknown)
     [fit]          iterations, optimizer = "adam" | "bfgs" | "adam+bfgs", lr, polish
                    (BFGS steps of adam+bfgs), starts (multi-start: points scored),
@@ -136,6 +143,8 @@ class ObjectSpec:
     material: Optional[str] = None
     params: dict = field(default_factory=dict)
     damping: float = 0.0
+    damping_model: str = "deformation_rate"
+    node_mass: Optional[np.ndarray] = None   # soft: per-vertex masses [kg] (instead of mass / density)
     position: np.ndarray = field(default_factory=lambda: np.zeros(3))
     rotation: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0, 1.0]))
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -422,8 +431,9 @@ _TOP = ("world", "simulation", "ground", "objects", "forces", "camera", "footage
 _COMMON_OBJ = ("type", "position", "rotation", "velocity", "angular_velocity", "color")
 _RIGID_KEYS = _COMMON_OBJ + ("mesh", "box", "mass", "density", "scale", "contact_radius", "contact_law") + \
     CONTACT_PARAMS
-_SOFT_KEYS = _COMMON_OBJ + ("tetgen", "tet_box", "tet_ball", "material", "params", "density", "damping", "radius",
-                            "scale")
+_SOFT_KEYS = _COMMON_OBJ + ("tetgen", "mesh", "nodes", "tets", "tet_box", "tet_ball", "material", "params", "density",
+                            "mass", "node_mass", "damping", "damping_model", "radius", "scale")
+SOFT_MASS_PARAMS = ("mass", "density")
 
 
 def _parse_object(file, base, name, data):
@@ -521,8 +531,12 @@ def _parse_soft(t, base, obj):
     from ..io.meshes import load_tetgen, tet_ball, tet_box
     from ..core.registry import get_material, list_materials
 
-    source = _one_of(t, ("tetgen", "tet_box", "tet_ball"))
-    if source == "tetgen":
+    source = _one_of(t, ("tetgen", "mesh", "nodes", "tet_box", "tet_ball"))
+    if t.has("tets") and source != "nodes":
+        t.fail("tets", "only with nodes = ... (the node array the tets index)")
+    if source in ("mesh", "nodes"):
+        v, tets, obj.source = _soft_mesh_input(t, base, source)
+    elif source == "tetgen":
         p = t.path("tetgen", base=base)
         ele = os.path.splitext(p)[0] + ".ele"
         if not os.path.exists(ele):
@@ -561,8 +575,65 @@ def _parse_soft(t, base, obj):
         if t.has("damping"):
             t.fail("damping", "given twice (also in params)")
         obj.damping = obj.params.pop("damping")
-    obj.density = t.number("density", positive=True)
+    from ..physics.damping import DAMPING_MODELS
+    obj.damping_model = t.string("damping_model", "deformation_rate", choices=tuple(DAMPING_MODELS))
+    mass_key = _one_of(t, ("density", "mass", "node_mass"))
+    if mass_key == "node_mass":
+        obj.node_mass = _node_mass(t, base, len(obj.vertices))
+    else:
+        setattr(obj, mass_key, t.number(mass_key, positive=True))
     obj.contact_radius = t.number("radius", 0.01, nonnegative=True)
+
+
+def _array_value(t, key, base):
+    """An array given inline (a TOML list) or as a file name (.npy or a text table), as numpy."""
+    from ..io.mesh_io import MeshFileError, load_array
+    v = t.data[key]
+    if isinstance(v, str):
+        try:
+            return load_array(t.path(key, base=base))
+        except MeshFileError as exc:
+            t.fail(key, str(exc))
+    if not isinstance(v, list):
+        t.fail(key, f"expected a file name or an array, got {_typename(v)} {_show(v)}")
+    try:
+        arr = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        t.fail(key, f"expected a rectangular array of numbers, got {_show(v)}")
+    return arr
+
+
+def _soft_mesh_input(t, base, source):
+    """(vertices, tets, source) of mesh = "file" (any meshio volume format, or TetGen) or nodes / tets arrays."""
+    from ..io.mesh_io import MeshFileError, load_mesh, tets_from_arrays
+    if source == "mesh":
+        p = t.path("mesh", base=base)
+        try:
+            v, tets = load_mesh(p, cells="tetra")
+        except (MeshFileError, ValueError, IndexError, OSError) as exc:
+            t.fail("mesh", f"cannot read a tet mesh: {exc}")
+        return v, tets, p
+    if not t.has("tets"):
+        t.fail("tets", "missing: nodes = ... needs tets = ... (0-based vertex indices, 4 a row)")
+    nodes, tets = _array_value(t, "nodes", base), _array_value(t, "tets", base)
+    try:
+        v, tets = tets_from_arrays(nodes, tets, source="nodes / tets")
+    except MeshFileError as exc:
+        t.fail("nodes / tets", str(exc))
+    return v, tets, f"nodes / tets ({len(v)} nodes, {len(tets)} tets)"
+
+
+def _node_mass(t, base, count):
+    """node_mass: a number (every vertex alike), a list or a file of `count` positive masses [kg]."""
+    if isinstance(t.data["node_mass"], (int, float)) and not isinstance(t.data["node_mass"], bool):
+        return np.full(count, t.number("node_mass", positive=True))
+    m = _array_value(t, "node_mass", base).reshape(-1)
+    if m.shape != (count,):
+        t.fail("node_mass", f"expected one mass per vertex ({count}), got {m.size}")
+    if not np.all(np.isfinite(m)) or np.any(m <= 0):
+        k = int(np.nonzero(~(np.isfinite(m) & (m > 0)))[0][0])
+        t.fail("node_mass", f"expected positive finite masses [kg], got {m[k]} at vertex {k}")
+    return m
 
 
 def _parse_force(file, k, data, objects):
@@ -698,7 +769,7 @@ def _parse_unknown(file, target, data, objects, ground):
             allowed = RIGID_PARAMS + tuple(TIES)
         else:
             from ..core.registry import get_material
-            allowed = tuple(get_material(o.material).params) + ("damping",)
+            allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
     else:
         close = difflib.get_close_matches(obj, list(objects) + ["ground"], n=1)
         raise SceneError(file, "unknowns", target, f"no object named {obj!r}" +
