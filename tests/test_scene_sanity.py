@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 
 import tigradsim as tgs
-from tigradsim.core.placement import ground_penetrations
 from tigradsim.io.meshes import box_surface, cloth_grid, tet_box
 from tigradsim.renderers import Camera
-from tigradsim.renderers.framing import FramingWarning, check_framing
 from tigradsim.scenes.scene_file import SceneError, parse_scene
 from test_scene_file import DELETE, _scene
 
@@ -58,7 +56,7 @@ def _opencv_scene(tmp_path, R_file, **changes):
 # objects inside the ground
 
 def test_box_inside_the_ground_is_an_error_in_the_python_api():
-    b = _builder(y=REST_Y - 0.37)
+    b = _builder(y=BOX[1] / 2 - 0.37)
     with pytest.raises(ValueError, match=r"rigid body 0 starts 0.37 m inside the ground .*lift it by 0.37 m"):
         b.finalize()
 
@@ -66,17 +64,18 @@ def test_box_inside_the_ground_is_an_error_in_the_python_api():
 def test_box_inside_the_ground_is_an_error_in_the_scene_file(tmp_path):
     msg = _file(tmp_path, **{"objects.box.position": [0.0, 0.05 - 0.37, 0.0]})
     assert msg.startswith("scene.toml: [objects.box] position: objects.box starts 0.37 m inside the ground")
-    assert "lift it by 0.37 m: position = [0., 0.05, 0.]" in msg
+    assert "lift it by 0.37 m: position = [0.0, 0.05, 0.0]" in msg
     # a z-up file: the lift is along its z
     msg = _file(tmp_path, **{"world.up": "z", "objects.box.position": [0.0, 0.0, -0.4],
                              "camera.eye": [0.0, -1.2, 0.5], "camera.target": [0.0, 0.0, 0.05],
                              "camera.up": [0.0, 0.0, 1.0]})
-    assert "[objects.box] position: objects.box starts 0.4" in msg and "position = [0., 0., 0.0" in msg
+    assert "[objects.box] position: objects.box starts 0.4" in msg and "position = [0.0, 0.0, 0.0" in msg
 
 
 def test_resting_contact_and_every_object_kind_are_judged_alike():
     """Resting contact passes (box_push's 1.3 mm; a soft mesh and a cloth with their vertices on the
     ground, radius included); the same objects 0.2 m deeper are named, pinned particles never are."""
+    from tigradsim.core.placement import ground_penetrations
     b = _builder()
     v, t = tet_box(2, 2, 2, size=(0.2, 0.2, 0.2), origin=(1.0, 0.0, 0.0))
     b.add_soft_mesh((v, t), density=100.0, radius=0.01)
@@ -107,6 +106,7 @@ def test_no_ground_no_penetration_check():
 # a camera given camera-to-world: below the floor, looking up
 
 def test_camera_to_world_rotation_is_an_error_in_the_python_api():
+    from tigradsim.renderers.framing import check_framing
     placed = _builder().placed()
     check_framing(Camera.from_opencv(K, R, T, 128, 128), placed)          # the clip's own camera sees the box
     wrong = Camera.from_opencv(K, R.T, T, 128, 128)
@@ -135,17 +135,18 @@ def test_camera_to_world_rotation_is_an_error_in_the_scene_file(tmp_path):
         parse_scene(_opencv_scene(tmp_path, R.T), str(tmp_path / "scene.toml"))
     msg = str(info.value)
     assert msg.startswith("scene.toml: [camera] R / t: the camera is below the ground")
-    assert "Probably R was given camera-to-world (its transpose is world-to-camera): R = [[0.994692, 0., -0.102899]" \
+    assert "Probably R was given camera-to-world (its transpose is world-to-camera): R = [[0.994692, 0.0, -0.102899], [0.044542, -0.901454, 0.430577]" \
         in msg
 
 
 def test_look_at_camera_below_the_ground(tmp_path):
     msg = _file(tmp_path, **{"camera.eye": [0.0, -0.5, 1.2]})
     assert msg.startswith("scene.toml: [camera] eye / target: the camera is below the ground")
-    assert "the eye's height has the wrong sign: eye = [0., 0.5, 1.2]" in msg
+    assert "the eye's height has the wrong sign: eye = [0.0, 0.5, 1.2]" in msg
 
 
 def test_camera_looking_away(tmp_path):
+    from tigradsim.renderers.framing import check_framing
     placed = _builder(x=0.0).placed()
     away = Camera(eye=(0.0, 0.5, 1.2), target=(0.0, 0.5, 3.0), width=16, height=16)
     with pytest.raises(ValueError, match=r"the camera looks away from the scene: the centre of the objects"):
@@ -158,6 +159,7 @@ def test_camera_looking_away(tmp_path):
 # objects outside the view at the first frame
 
 def test_object_outside_the_view(tmp_path):
+    from tigradsim.renderers.framing import check_framing
     cam = Camera(eye=(0.0, 0.5, 1.2), target=(0.0, 0.05, 0.0), fov=40.0, width=8, height=8)
     b = _builder(x=0.0)
     v, f = box_surface(BOX)
@@ -172,6 +174,7 @@ def test_object_outside_the_view(tmp_path):
 
 
 def test_object_partly_outside_the_view_warns(tmp_path):
+    from tigradsim.renderers.framing import FramingWarning, check_framing
     cam = Camera(eye=(0.0, 0.5, 1.2), target=(0.0, 0.05, 0.0), fov=40.0, width=8, height=8)
     with pytest.warns(FramingWarning, match=r"rigid body 0 is partly outside the camera's view .*\(4 of its 8 points\)"):
         check_framing(cam, _builder(x=0.45).placed())

@@ -86,7 +86,7 @@ def round_up(x: float) -> str:
     if x <= 0:
         return "0"
     e = int(np.floor(np.log10(x))) - 2
-    return f"{np.ceil(x / 10.0 ** e) * 10.0 ** e:.3g}"
+    return f"{np.ceil(x / 10.0 ** e - 1e-6) * 10.0 ** e:.3g}"      # - 1e-6: 0.37 stays 0.37 through rounding
 
 
 def check_ground_clearance(objects) -> None:

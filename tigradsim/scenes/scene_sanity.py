@@ -40,8 +40,11 @@ def scene_placed(spec: SceneSpec) -> list:
 
 
 def _fmt(a):
-    return np.array2string(np.round(np.asarray(a, dtype=np.float64), 6) + 0.0, separator=", ",
-                           max_line_width=10 ** 6, floatmode="maxprec")
+    """An array as TOML text to paste into the file (6 decimals): [0.0, 0.05, 0.0]."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim == 0:
+        return repr(float(np.round(a, 6)) + 0.0)
+    return "[" + ", ".join(_fmt(x) for x in a) + "]"
 
 
 def _camera_alternatives(spec):
