@@ -6,8 +6,11 @@ the key, e.g.
 
     scene.toml: [objects.box] mass: expected a positive number, got -1
 
-Unknown keys are errors too, with a "did you mean" suggestion.  Paths are relative
-to the scene file.  Units: metres, kilograms, seconds, degrees (fov only).
+Unknown keys are errors too, with a "did you mean" suggestion.  The scene as a whole is
+checked last, with the checks the Python API runs (tigradsim/scenes/scene_sanity.py): an object
+starting inside the ground, a camera below the ground or looking away from the objects (e.g. R
+given camera-to-world), an object outside the camera's view at the first frame (partly outside:
+a warning) are errors that say what was probably meant.  Paths are relative to the scene file.  Units: metres, kilograms, seconds, degrees (fov only).
 
 Sections (see demos/scenes/*.toml for complete examples):
 
