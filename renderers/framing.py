@@ -3,8 +3,9 @@ of making a fit: `VideoFit` (the Python API) and the scene file (`tigradsim.scen
 
 * the camera below the ground (its centre at height <= 0 over a scene with a ground);
 * the camera looking away from the scene (the centre of the objects' bounding box behind it);
-* an object outside the view: none of its points in the image (an error) or some outside it (a
-  warning: it may be meant to enter or leave the view).
+* an object outside the view: none of its points in the image (an error) or more than
+  `PARTLY_OUTSIDE` of them outside it (a warning: it may be meant to enter or leave the view; a few
+  vertices just past the edge of a tightly framed clip are not worth one).
 
 For a calibrated camera that is wrong in one of these ways, the usual mistakes are tried
 (`pose_alternatives`: R given camera-to-world, t given as the camera's centre) and the one under
@@ -19,7 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FramingProblem", "framing_problems", "pose_alternatives", "check_framing", "FramingWarning"]
+__all__ = ["FramingProblem", "framing_problems", "pose_alternatives", "check_framing", "FramingWarning",
+           "PARTLY_OUTSIDE"]
+
+# An object with more than this fraction of its points outside the image at the first frame gets a warning.
+PARTLY_OUTSIDE = 0.1
 
 
 class FramingWarning(UserWarning):
@@ -99,7 +104,7 @@ def framing_problems(camera, objects, ground=True, alternatives=()):
     out = []
     for o, p in zip(objects, pts):
         seen = _in_view(camera, p)
-        if seen.all():
+        if seen.any() and (~seen).mean() <= PARTLY_OUTSIDE:
             continue
         uv = camera.project_pixels(p)
         where = (f"its points project to columns {uv[:, 0].min():.4g}..{uv[:, 0].max():.4g}, rows "
