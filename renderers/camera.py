@@ -86,14 +86,15 @@ def check_principal_point(cx, cy, width, height, who="Camera.from_opencv"):
     Python API (`Camera.from_opencv`) and the scene file ([camera] K)."""
     if -0.5 <= cx <= width - 0.5 and -0.5 <= cy <= height - 0.5:
         return
-    hint = ""
-    if cx > 0 and cy > 0:          # a K calibrated on a larger (or smaller) image than this one
-        cal_w, cal_h = 2.0 * cx + 1.0, 2.0 * cy + 1.0
-        hint = (f"; a centred principal point would be ({0.5 * (width - 1):g}, {0.5 * (height - 1):g}): K may be "
-                f"for an image of about {cal_w:.0f}x{cal_h:.0f} px, then scale fx, fy, cx, cy by the ratio of the "
-                f"image sizes (here {width}/{cal_w:.0f})")
+    centre = f"; expected a point near the image centre ({0.5 * (width - 1):g}, {0.5 * (height - 1):g})"
+    hint = centre + " (cx, cy are pixels of this image: column and row from the centre of the top-left pixel)"
+    cal_w, cal_h = 2.0 * cx + 1.0, 2.0 * cy + 1.0
+    if cx > 0 and cy > 0 and abs(cal_w / width - cal_h / height) < 0.1 * cal_w / width:
+        # the same scale on both axes: K was calibrated on an image of another size
+        hint = (centre + f": K looks calibrated on an image of about {cal_w:.0f}x{cal_h:.0f} px; scale fx, fy, "
+                f"cx + 0.5 and cy + 0.5 by {width}/{cal_w:.0f} for this {width}x{height} image")
     raise ValueError(f"{who}: principal point ({float(cx)}, {float(cy)}) lies outside the {width}x{height} image (width, "
-                     f"height); expected -0.5 <= cx <= {width - 0.5:g} and -0.5 <= cy <= {height - 0.5:g} [px]{hint}")
+                     f"height): -0.5 <= cx <= {width - 0.5:g} and -0.5 <= cy <= {height - 0.5:g} [px]{hint}")
 
 
 def _near_far(near, far, who="Camera"):

@@ -64,7 +64,7 @@ def test_box_inside_the_ground_is_an_error_in_the_python_api():
 def test_box_inside_the_ground_is_an_error_in_the_scene_file(tmp_path):
     msg = _file(tmp_path, **{"objects.box.position": [0.0, 0.05 - 0.37, 0.0]})
     assert msg.startswith("scene.toml: [objects.box] position: objects.box starts 0.37 m inside the ground")
-    assert "lift it by 0.37 m: position = [0.0, 0.05, 0.0]" in msg
+    assert "lift it by 0.37 m so that it starts on the ground: position = [0.0, 0.05, 0.0]." in msg
     # a z-up file: the lift is along its z
     msg = _file(tmp_path, **{"world.up": "z", "objects.box.position": [0.0, 0.0, -0.4],
                              "camera.eye": [0.0, -1.2, 0.5], "camera.target": [0.0, 0.0, 0.05],
@@ -192,8 +192,11 @@ def test_object_partly_outside_the_view_warns(tmp_path):
 def test_principal_point_outside_the_image_is_one_check_on_both_paths(tmp_path):
     K_bad = [[150.0, 0.0, 500.0], [0.0, 150.0, 63.5], [0.0, 0.0, 1.0]]
     with pytest.raises(ValueError, match=r"Camera.from_opencv: principal point \(500.0, 63.5\) lies outside the "
-                                         r"128x128 image .*about 1001x128 px"):
+                                         r"128x128 image .*expected a point near the image centre \(63.5, 63.5\)"):
         Camera.from_opencv(K_bad, R, T, 128, 128)
+    with pytest.raises(ValueError, match=r"K looks calibrated on an image of about 1280x1280 px; scale fx, fy, "
+                                         r"cx \+ 0.5 and cy \+ 0.5 by 128/1280"):
+        Camera.from_opencv([[1500.0, 0.0, 639.5], [0.0, 1500.0, 639.5], [0.0, 0.0, 1.0]], R, T, 128, 128)
     msg = _file(tmp_path, **{**OPENCV, "camera.R": R.tolist(), "camera.K": K_bad})
     assert ("scene.toml: [camera] K: inconsistent camera: principal point (500.0, 63.5) lies outside the 128x128 "
             "image") in msg

@@ -55,13 +55,13 @@ class GroundPenetration:
     lowest: float
 
     def message(self, lift_hint=None) -> str:
-        """What is wrong and what was probably meant.  lift_hint: the caller's words for the
-        remedy (e.g. the corrected position in a scene file); default "lift it by ... m"."""
+        """What is wrong and what was probably meant ("lift it by ... m ..."); lift_hint: more
+        words for the remedy (e.g. ": position = [...]", the corrected position in a scene file)."""
         p = self.placed
-        hint = lift_hint or f"lift it by {round_up(self.depth)} m"
+        hint = f"lift it by {round_up(self.depth)} m so that it starts on the ground" + (lift_hint or "")
         return (f"{p.label} starts {self.depth:.3g} m inside the ground (its lowest contact point, radius included, "
-                f"is at height {self.lowest:.3g} m; the ground is the plane at 0): {hint} so that it starts on the "
-                f"ground.  A body resting on the ground sinks only by its weight over the contact stiffness (m g / "
+                f"is at height {self.lowest:.3g} m; the ground is the plane at 0): {hint}.  A body resting on the "
+                f"ground sinks only by its weight over the contact stiffness (m g / "
                 f"ke, millimetres); a start deeper than {PENETRATION_TOLERANCE:g} m and "
                 f"{PENETRATION_FRACTION:.0%} of its size ({p.size:.3g} m) is taken as a misplaced object")
 

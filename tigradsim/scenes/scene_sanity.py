@@ -96,7 +96,7 @@ def check_scene(spec: SceneSpec) -> None:
             pos = spec.objects[name].position.copy()
             pos[axis] += float(_lift(g.depth))
             raise spec.error(f"objects.{name}", "position",
-                             g.message(lift_hint=f"lift it by {_lift(g.depth)} m: position = {_fmt(pos)}"))
+                             g.message(lift_hint=f": position = {_fmt(pos)}"))
     camera = _camera(spec, 1)
     first_at_zero = spec.footage is None or spec.footage.start_time == 0.0
     problems = framing_problems(camera, placed, ground=spec.ground is not None,
