@@ -135,8 +135,8 @@ def test_camera_to_world_rotation_is_an_error_in_the_scene_file(tmp_path):
         parse_scene(_opencv_scene(tmp_path, R.T), str(tmp_path / "scene.toml"))
     msg = str(info.value)
     assert msg.startswith("scene.toml: [camera] R / t: the camera is below the ground")
-    assert "Probably R was given camera-to-world (its transpose is world-to-camera): R = [[0.994692, 0.0, -0.102899], [0.044542, -0.901454, 0.430577]" \
-        in msg
+    assert ("Probably R was given camera-to-world (its transpose is world-to-camera): "
+            "R = [[0.994692, 0.0, -0.102899], [0.044542, -0.901454, 0.430577]") in msg
 
 
 def test_look_at_camera_below_the_ground(tmp_path):

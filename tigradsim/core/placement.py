@@ -17,7 +17,8 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["Placed", "GroundPenetration", "ground_penetrations", "check_ground_clearance", "PENETRATION_TOLERANCE", "PENETRATION_FRACTION"]
+__all__ = ["Placed", "GroundPenetration", "ground_penetrations", "check_ground_clearance", "round_up",
+           "PENETRATION_TOLERANCE", "PENETRATION_FRACTION"]
 
 # Largest start below the ground taken as resting contact [m], and as a fraction of the object's size
 # (the largest side of its bounding box): both must be exceeded for an error.

@@ -13,11 +13,12 @@ correction written in the file's own terms.
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
 
-from ..core.placement import Placed, ground_penetrations
+from ..core.placement import Placed, ground_penetrations, round_up
 from .scene_file import SceneSpec
 
 __all__ = ["check_scene", "scene_placed"]
@@ -48,34 +49,26 @@ def _fmt(a):
 
 
 def _camera_alternatives(spec):
-    """(what was probably meant, in the file's words; Camera in the world) for a camera that is
-    wrong: the usual calibration mistakes (`pose_alternatives`) of an OpenCV camera; the eye's
-    height with the other sign, or the target at the objects, for a look-at camera."""
+    """(what was probably meant, in the file's words; that camera in the world) for a camera that
+    is wrong: the usual calibration mistakes (`pose_alternatives`) of an OpenCV camera, the eye's
+    height with the other sign for a look-at camera."""
     from ..renderers.framing import pose_alternatives
     from .scene_build import _camera
 
     c = spec.camera
-    alts = []
     if c.kind == "opencv":
-        for what, R, t in pose_alternatives(c.R, c.t):
-            alts.append((f"{what}: R = {_fmt(R)}, t = {_fmt(t)}", spec, dict(R=R, t=t)))
+        changes = [(f"{what}: R = {_fmt(R)}, t = {_fmt(t)}", dict(R=R, t=t))
+                   for what, R, t in pose_alternatives(c.R, c.t)]
     else:
-        axis = 1 if spec.up == "y" else 2
         eye = c.eye.copy()
-        eye[axis] = -eye[axis]
-        alts.append((f"the eye's height has the wrong sign: eye = {_fmt(eye)}", spec, dict(eye=eye)))
+        eye[1 if spec.up == "y" else 2] *= -1.0
+        changes = [(f"the eye's height has the wrong sign: eye = {_fmt(eye)}", dict(eye=eye))]
     out = []
-    for what, s, change in alts:
-        old = {k: getattr(c, k) for k in change}
+    for what, change in changes:
         try:
-            for k, v in change.items():
-                setattr(c, k, v)
-            out.append((what, _camera(s, 1)))
-        except ValueError:
+            out.append((what, _camera(dataclasses.replace(spec, camera=dataclasses.replace(c, **change)), 1)))
+        except ValueError:          # not a valid camera either: not what was meant
             pass
-        finally:
-            for k, v in old.items():
-                setattr(c, k, v)
     return out
 
 
@@ -94,7 +87,7 @@ def check_scene(spec: SceneSpec) -> None:
         for g in ground_penetrations(placed):
             name = g.placed.label.split(".", 1)[1]
             pos = spec.objects[name].position.copy()
-            pos[axis] += float(_lift(g.depth))
+            pos[axis] += float(round_up(g.depth))
             raise spec.error(f"objects.{name}", "position",
                              g.message(lift_hint=f": position = {_fmt(pos)}"))
     camera = _camera(spec, 1)
@@ -111,7 +104,3 @@ def check_scene(spec: SceneSpec) -> None:
             raise spec.error(f"objects.{name}", "position", p.message)
         warnings.warn(str(spec.error(f"objects.{name}", "position", p.message)), FramingWarning, stacklevel=3)
 
-
-def _lift(depth):
-    from ..core.placement import round_up
-    return round_up(depth)
