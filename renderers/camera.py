@@ -70,12 +70,31 @@ def _vec3(name, value, who="Camera"):
     return arr
 
 
-def _positive_int(name, value, who="Camera"):
+def check_image_size(name, value, who="Camera"):
+    """`value` as a positive int number of pixels (an image width or height); TypeError or ValueError
+    naming `name` and the value otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{who}: {name}={value!r} must be an integer number of pixels")
     if value <= 0:
         raise ValueError(f"{who}: {name}={value} must be a positive number of pixels (got zero or negative)")
     return int(value)
+
+
+def check_principal_point(cx, cy, width, height, who="Camera.from_opencv"):
+    """Raise ValueError unless the principal point (cx, cy) [px] lies in the width x height image
+    (pixel centres at integers: -0.5 <= cx <= W - 0.5, -0.5 <= cy <= H - 0.5).  One check for the
+    Python API (`Camera.from_opencv`) and the scene file ([camera] K)."""
+    if -0.5 <= cx <= width - 0.5 and -0.5 <= cy <= height - 0.5:
+        return
+    centre = f"; expected a point near the image centre ({0.5 * (width - 1):g}, {0.5 * (height - 1):g})"
+    hint = centre + " (cx, cy are pixels of this image: column and row from the centre of the top-left pixel)"
+    cal_w, cal_h = 2.0 * cx + 1.0, 2.0 * cy + 1.0
+    if cx > 0 and cy > 0 and abs(cal_w / width - cal_h / height) < 0.1 * cal_w / width:
+        # the same scale on both axes: K was calibrated on an image of another size
+        hint = (centre + f": K looks calibrated on an image of about {cal_w:.0f}x{cal_h:.0f} px; scale fx, fy, "
+                f"cx + 0.5 and cy + 0.5 by {width}/{cal_w:.0f} for this {width}x{height} image")
+    raise ValueError(f"{who}: principal point ({float(cx)}, {float(cy)}) lies outside the {width}x{height} image (width, "
+                     f"height): -0.5 <= cx <= {width - 0.5:g} and -0.5 <= cy <= {height - 0.5:g} [px]{hint}")
 
 
 def _near_far(near, far, who="Camera"):
@@ -201,8 +220,8 @@ class Camera:
         self.eye = _vec3("eye", eye)
         self.target = _vec3("target", target)
         self.up = _vec3("up", up)
-        self.width = _positive_int("width", width)
-        self.height = _positive_int("height", height)
+        self.width = check_image_size("width", width)
+        self.height = check_image_size("height", height)
         if projection not in PROJECTIONS:
             raise ValueError(f"Camera: projection={projection!r} must be one of {PROJECTIONS}")
         self.projection = projection
@@ -261,8 +280,9 @@ class Camera:
         Rm = _check_R(R, who)
         tv = _check_t(t, who)
         cam = cls.__new__(cls)
-        cam.width = _positive_int("width", width, who)
-        cam.height = _positive_int("height", height, who)
+        cam.width = check_image_size("width", width, who)
+        cam.height = check_image_size("height", height, who)
+        check_principal_point(cx, cy, cam.width, cam.height, who)
         cam.near, cam.far = _near_far(near, far, who)
         cam.projection = "perspective"
         cam.kind = "opencv"

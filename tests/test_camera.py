@@ -170,8 +170,8 @@ def _camera_scene(frames=1):
     v2, f2 = box((0.4, 0.3, 0.5))
     verts = np.concatenate([v, v2 + [0.5, -0.3, -0.6]])
     faces = np.concatenate([f, f2 + len(v)]).astype(np.int32)
-    cam, K, R, t = _opencv_camera(W=26, H=22)
-    cam = cam.replace(K=K * [[0.4], [0.4], [1]] + [[0, 0, -2], [0, 0, -1.5], [0, 0, 0]])
+    cam, K, R, t = _opencv_camera()             # K is for 64 x 48 px: scaled to 26 x 22 with the image
+    cam = cam.replace(K=K * [[0.4], [0.4], [1]] + [[0, 0, -2], [0, 0, -1.5], [0, 0, 0]], width=26, height=22)
     rng = np.random.default_rng(4)
     plate = 0.3 + 0.4 * rng.random((22, 26, 3))
     ren = SoftRasterizer(cam, faces, len(verts), frames=frames, shading="lambert", sigma=3e-3, gamma=1e-2,

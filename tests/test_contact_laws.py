@@ -327,6 +327,6 @@ def test_friction_velocity_without_huber_is_rejected_at_finalize(f64):
     b = tgs.SceneBuilder()
     b.add_ground()
     v, f = meshes.box_surface(BOX)
-    b.add_rigid_body(v, f, friction_velocity=0.1)       # the ground's friction is "capped"
+    b.add_rigid_body(v, f, position=(0.0, BOX[1] / 2, 0.0), friction_velocity=0.1)   # the ground's friction is "capped"
     with pytest.raises(ValueError, match="rigid body 0: friction_velocity: only used by friction='huber'"):
         b.finalize()

@@ -12,6 +12,7 @@ import taichi as ti
 
 from ..physics.contact import DEFAULT_LAW, ContactLaw, ParticleGroundContact
 from .errors import as_array, check_indices, check_positive
+from .placement import Placed, check_ground_clearance
 from .model import ForceTerm, Model, StateKind, check_force_term
 from ..physics.parts import merge_part_loops
 from ..physics.particles import ParticleIntegrator, spring_terms
@@ -168,6 +169,34 @@ class SceneBuilder:
                 return c
         return self.add_component(cls())
 
+    # -- where the objects start ---------------------------------------------
+    def placed(self) -> list:
+        """Every object's contact points at t = 0 (`tigradsim.core.placement.Placed`): the
+        components' (rigid bodies, soft meshes, cloths), then each block of particles added
+        directly ("particles i..j"); pinned particles, which never move, are left out."""
+        q = np.concatenate(self._q) if self._q else np.zeros((0, 3))
+        radius = np.concatenate(self._radius) if self._radius else np.zeros(0)
+        free = np.concatenate(self._mass) > 0 if self._mass else np.zeros(0, dtype=bool)
+        out, owned = [], np.zeros(len(q), dtype=bool)
+        for comp in self.components:
+            out += comp.placed(self) if hasattr(comp, "placed") else []
+        for p in out:
+            if p.particles is not None:
+                owned[p.particles.start:p.particles.stop] = True
+        start = 0
+        for block in self._q:
+            stop = start + len(block)
+            if not owned[start:stop].any():
+                out.append(Placed(f"particles {start}..{stop - 1}" if stop - start > 1 else f"particle {start}",
+                                  None, particles=range(start, stop)))
+            start = stop
+        for p in out:
+            if p.particles is not None:
+                keep = np.arange(p.particles.start, p.particles.stop)
+                keep = keep[free[keep]]
+                p.points, p.radius = q[keep], radius[keep]
+        return out
+
     # -- finalize -----------------------------------------------------------
     def finalize(self, requires_grad=True) -> Model:
         """Create the Model's Taichi fields.  Call after `tgs.init(...)`.
@@ -178,6 +207,9 @@ class SceneBuilder:
         a damping, drag or lift coefficient is 0 and not named: the backward pass then skips its term
         (exact: at 0 it moves nothing else), where otherwise it must compute d/d(coefficient).
         """
+        placed = self.placed()
+        if self.ground is not None:
+            check_ground_clearance(placed)         # before any field or kernel
         ensure_init()
         for comp in self.components:
             if hasattr(comp, "prepare"):
@@ -219,5 +251,6 @@ class SceneBuilder:
         model.user_force_terms = [check_force_term(factory(model), model) for factory in self._force_term_factories]
         model.force_terms += model.user_force_terms
         model.check_grad_params()
+        model.placed = placed                      # where the objects start (VideoFit's view check)
         self._finalized = True
         return model

@@ -57,7 +57,8 @@ class _BatchVideoFit(VideoFit):
     """VideoFit over the atlas (image) or a per-copy state loss; checks that copies stay in their tiles."""
 
     def __init__(self, sim, renderer, params, atlas, item_copy, supervision, state_source):
-        super().__init__(sim, renderer, params, supervision=supervision, state_source=state_source)
+        # check_view=False: the copies sit side by side in one world, each drawn in its own tile
+        super().__init__(sim, renderer, params, supervision=supervision, state_source=state_source, check_view=False)
         self.atlas = atlas
         self.item_copy = item_copy
 

@@ -86,6 +86,18 @@ def _read_checkpoint(path):
     return state
 
 
+def _check_view(sim, renderer):
+    """VideoFit's view check: the renderer's camera against the objects of the simulator's model
+    (`model.placed`, set by SceneBuilder.finalize); nothing when either is not there."""
+    from ..renderers.camera import Camera
+    from ..renderers.framing import check_framing
+
+    camera, placed = getattr(renderer, "camera", None), getattr(getattr(sim, "model", None), "placed", None)
+    if isinstance(camera, Camera) and placed:
+        check_framing(camera, placed, ground=bool(getattr(sim.model, "has_ground", False)),
+                      who="VideoFit (check_view=False skips this check)")
+
+
 class VideoFit:
     """Fit parameters of a simulation to a video.
 
@@ -95,13 +107,21 @@ class VideoFit:
         params: the `Param`s to estimate.
         supervision: "image" (pixel MSE) or "state" (MSE of `state_source`).
         state_source: with "state", a recorder field (frames, M) or (frames,) of vec3.
+        check_view: with "image", check before anything runs that the renderer's camera sees the
+            model's objects where they start (`tigradsim.renderers.framing`): ValueError for a
+            camera below the ground or looking away from them (e.g. R given camera-to-world) or an
+            object outside the view, a FramingWarning for one partly outside it.  False: no check
+            (an object meant to enter the view later, or one the renderer does not draw).
     """
 
-    def __init__(self, sim, renderer, params: Sequence[Param], supervision="image", state_source=None):
+    def __init__(self, sim, renderer, params: Sequence[Param], supervision="image", state_source=None,
+                 check_view=True):
         if supervision not in ("image", "state"):
             raise ValueError(f"supervision: expected 'image' or 'state', got {supervision!r}")
         if supervision == "state" and state_source is None:
             raise ValueError("state_source: needed with supervision='state' (a recorder's values field)")
+        if check_view and supervision == "image":
+            _check_view(sim, renderer)
         self.sim = sim
         self.renderer = renderer
         self.params = list(params)

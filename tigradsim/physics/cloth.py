@@ -347,6 +347,13 @@ class Cloths:
         self.handles.append(handle)
         return handle
 
+    def placed(self, builder) -> list:
+        """Each cloth's vertices at t = 0 (`tigradsim.core.placement.Placed`; the SceneBuilder
+        fills in their positions and radii)."""
+        from ..core.placement import Placed
+        return [Placed(f"cloth {h.index}", None, particles=range(h.particle_start, h.particle_start + h.particle_count))
+                for h in self.handles]
+
     def attach(self, builder, cloth: ClothHandle, vertices, stiffness, damping=0.0, positions=None) -> int:
         """Zero-length springs from cloth vertices (local indices) to fixed anchor points.
 

@@ -242,6 +242,13 @@ class TetMeshes:
         self.meshes.append((handle, vertices, volumes))
         return handle
 
+    def placed(self, builder) -> list:
+        """Each mesh's vertices at t = 0 (`tigradsim.core.placement.Placed`; the SceneBuilder
+        fills in their positions and radii)."""
+        from ..core.placement import Placed
+        return [Placed(f"soft mesh {h.index}", None,
+                       particles=range(h.particle_start, h.particle_start + h.particle_count)) for h, _, _ in self.meshes]
+
     def finalize(self, builder, model):
         if not self.meshes:
             return

@@ -177,6 +177,12 @@ class RigidBodies:
                                 law=law))
         return len(self.bodies) - 1
 
+    def placed(self, builder) -> list:
+        """Each body's contact points at t = 0 in the world (`tigradsim.core.placement.Placed`)."""
+        from ..core.placement import Placed
+        return [Placed(f"rigid body {k}", b["q0"][:3] + b["points"] @ quat_to_matrix_np(b["q0"][3:]).T, b["radius"])
+                for k, b in enumerate(self.bodies)]
+
     def add_force(self, builder, body, force=(0.0, 0.0, 0.0), point=None, torque=(0.0, 0.0, 0.0),
                   start=0.0, end=math.inf) -> int:
         """Apply a world-frame force at a body point (and a torque) during [start, end) seconds.

@@ -86,6 +86,12 @@ def load_scene_footage(spec: SceneSpec, resolution=None):
     if (cam.width, cam.height) != (W, H):
         raise spec.error("camera", "width / height", f"inconsistent camera: {cam.width}x{cam.height} (width x "
                          f"height) but the footage frames are {W}x{H}")
+    if resolution is not None:                       # given (the CLI's --resolution): 0 is an error, not "unset"
+        from ..renderers.camera import check_image_size
+        try:
+            check_image_size("resolution", resolution, who="render width")
+        except (TypeError, ValueError) as exc:
+            raise spec.error("fit", "resolution", str(exc)) from None
     res = resolution or spec.fit.resolution or W
     if W % res or H % (W // res):
         raise spec.error("fit", "resolution", f"expected a width that divides the footage's {W}x{H} pixels "
@@ -257,7 +263,8 @@ class Scene:
         self.frames_used = len(footage)
         self.camera_prior = None
         self.camera_params = self._camera_params() if unknowns else []
-        self.fit = VideoFit(self.sim, self.renderer, self.params + self.camera_params)
+        # check_view=False: parse_scene ran the same check, in the file's terms (scene_sanity)
+        self.fit = VideoFit(self.sim, self.renderer, self.params + self.camera_params, check_view=False)
         self.make_loss()
         self._with_unknowns = unknowns
         self._half = None             # the same scene at dt / 2 ([fit] horizon = "auto"), built when first needed

@@ -6,8 +6,11 @@ the key, e.g.
 
     scene.toml: [objects.box] mass: expected a positive number, got -1
 
-Unknown keys are errors too, with a "did you mean" suggestion.  Paths are relative
-to the scene file.  Units: metres, kilograms, seconds, degrees (fov only).
+Unknown keys are errors too, with a "did you mean" suggestion.  The scene as a whole is
+checked last, with the checks the Python API runs (tigradsim/scenes/scene_sanity.py): an object
+starting inside the ground, a camera below the ground or looking away from the objects (e.g. R
+given camera-to-world), an object outside the camera's view at the first frame (partly outside:
+a warning) are errors that say what was probably meant.  Paths are relative to the scene file.  Units: metres, kilograms, seconds, degrees (fov only).
 
 Sections (see demos/scenes/*.toml for complete examples):
 
@@ -688,10 +691,11 @@ def _parse_camera(file, data):
         if not _is_rotation(R):
             t.fail("R", "inconsistent camera: expected a rotation matrix (R R^T = I, det R = 1), got "
                         f"{np.round(R, 6).tolist()} (det {np.linalg.det(R):.6g})")
-        cx, cy = K[0, 2], K[1, 2]
-        if not (-0.5 <= cx <= cam.width - 0.5 and -0.5 <= cy <= cam.height - 0.5):
-            t.fail("K", f"inconsistent camera: principal point ({cx}, {cy}) lies outside the "
-                        f"{cam.width}x{cam.height} image (width, height)")
+        from ..renderers.camera import check_principal_point
+        try:
+            check_principal_point(K[0, 2], K[1, 2], cam.width, cam.height, who="inconsistent camera")
+        except ValueError as exc:
+            t.fail("K", str(exc))
         cam.K, cam.R = K, R
     else:
         cam.eye = t.array("eye", (3,))
@@ -940,9 +944,12 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     if fit.supervision in ("mask", "both") and footage is not None and footage.masks is None:
         raise SceneError(file, "fit", "supervision", f"{fit.supervision!r} needs mask frames: add "
                          "masks = \"...\" to [footage] (or use supervision = \"rgb\")")
-    return SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
+    spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit)
+    from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
+    check_scene(spec)
+    return spec
 
 
 def _check_ties(file, unknowns):
