@@ -129,12 +129,14 @@ def _prepare(args, precision, requires_grad, unknowns=True):
     from .scenes.scene_file import load_scene
 
     spec = load_scene(args.scene)
-    footage = load_scene_footage(spec, args.resolution)
+    with warnings.catch_warnings(record=True) as caught_footage:    # tgs.FootageWarning: masks probably wrong
+        warnings.simplefilter("always")
+        footage = load_scene_footage(spec, args.resolution)
     tgs.init(arch=args.arch, precision=precision, pin_threads="auto" if args.pin_threads else False)
     with warnings.catch_warnings(record=True) as caught:    # e.g. tgs.StabilityWarning: dt past a limit
         warnings.simplefilter("always")
         scene = Scene(spec, footage, requires_grad=requires_grad, unknowns=unknowns)
-    scene.warnings = [f"{type(w.message).__name__}: {w.message}" for w in caught]
+    scene.warnings = [f"{type(w.message).__name__}: {w.message}" for w in caught_footage + caught]
     for w in scene.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return spec, footage, scene

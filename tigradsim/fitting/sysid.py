@@ -33,6 +33,7 @@ import taichi as ti
 
 from .losses import MSELoss
 from .optim import Adam, History, Param, least_squares, optimize
+from ..io.mask_checks import check_initial_pose, check_masks
 from ..io.plots import plot_loss, plot_params
 
 
@@ -113,6 +114,7 @@ class VideoFit:
         self._state_loss = None
         self.history = History()
         self.optimizer = None
+        self._first_mask = None        # (mask (H, W), rendered frame): set_target's, for fit's initial-pose check
 
     # -- videos ------------------------------------------------------------
     def render(self) -> np.ndarray:
@@ -146,6 +148,8 @@ class VideoFit:
             return
         from ..renderers import losses as L          # noqa: deferred so the core imports without renderers
         kind, arr, plate = image_target(target, self.renderer)
+        masks = arr if kind == "silhouette" else getattr(target, "masks", None)
+        self._first_mask = None if masks is None else (masks[0], 0 if frames is None else int(np.asarray(frames)[0]))
         coverage = getattr(self.renderer, "blend", None) == "coverage"
         if plate is not None and coverage:
             self.renderer.set_background(plate)     # the renderer composites; the loss compares its RGB
@@ -204,6 +208,10 @@ class VideoFit:
         optimiser state and history), and it is rewritten every `save_every`
         iterations, so an interrupted fit can be resumed.
         frames: the rendered frame of each target frame (see `set_target`).
+        With masks (a Footage's, or a silhouette target), the first rollout's render of the
+        first target frame is compared with its mask before the first step
+        (`tigradsim.io.mask_checks.check_initial_pose`: a FootageWarning naming the IoU when
+        the mask is far from the initial pose).
         """
         self.set_target(target, frames=frames)
         self.optimizer = optimizer or Adam(self.params, lr=lr)
@@ -216,7 +224,14 @@ class VideoFit:
                 self._state_loss.value[None] = 0.0
             self._forward()
 
+        first_mask = [self._first_mask]
+
         def callback(it, value):
+            if first_mask[0] is not None:         # the image holds the render at the initial values
+                mask, k = first_mask[0]
+                first_mask[0] = None
+                image = self.renderer.image.to_numpy()[k]
+                check_initial_pose(mask, image[..., -1] if image.ndim == 3 else image, name="target")
             if resume and (it % save_every == 0 or it >= iters):
                 self.save_state(resume)
 
@@ -425,7 +440,9 @@ def image_target(target, renderer):
         return "color", target.frames, plate
     arr = load_target(target)
     if C == 1 or arr.shape[-1] == 1:
-        return "silhouette", to_silhouette(arr)[..., 0], None
+        silhouette = to_silhouette(arr)[..., 0]
+        check_masks(silhouette, name="target")       # every mask empty: an error before the fit
+        return "silhouette", silhouette, None
     if arr.shape[-1] == 3:
         return "color", arr, None
     return "image", arr[..., :C], None

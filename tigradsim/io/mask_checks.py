@@ -44,8 +44,8 @@ def silhouette_iou(alpha, masks) -> np.ndarray:
     return np.where(union > 0, inter / np.maximum(union, 1), 1.0)
 
 
-def _frame_list(frames, first):
-    shown = ", ".join(str(int(k) + first) for k in frames[:_LISTED])
+def _frame_list(frames, labels):
+    shown = ", ".join(f"{k} ({labels[k]})" if labels is not None else str(k) for k in frames[:_LISTED])
     return shown + (f" and {len(frames) - _LISTED} more" if len(frames) > _LISTED else "")
 
 
@@ -61,13 +61,13 @@ def _empty_hint(largest):
     return f"the largest value is {largest:.4g}: masks too dark, or soft masks that never reach {MASK_LEVEL}?"
 
 
-def check_masks(masks, name="masks", first=0):
+def check_masks(masks, name="masks", labels=None):
     """Check silhouette masks (K, H, W) in [0, 1] before a fit (see the module docstring).
 
     Raises FootageError when every mask is empty or every mask covers the whole image;
     warns (FootageWarning) about empty masks between non-empty ones and about masks that
-    look inverted.  `name` starts the messages; `first` is added to the frame numbers
-    they give (the file number of frame 0).  Returns None."""
+    look inverted.  `name` starts the messages; `labels` (K,), e.g. the mask files' names,
+    follow the frame numbers they give.  Returns None."""
     m = np.asarray(masks)
     if m.ndim != 3 or m.size == 0:
         raise FootageError(f"{name}: expected masks of shape (K, H, W) with K, H, W > 0, got {m.shape}")
@@ -83,7 +83,7 @@ def check_masks(masks, name="masks", first=0):
     nonempty = np.flatnonzero(count)
     gaps = np.flatnonzero(count[nonempty[0]:nonempty[-1] + 1] == 0) + nonempty[0]
     if gaps.size:
-        warnings.warn(f"{name}: the mask of frame{'s' if gaps.size > 1 else ''} {_frame_list(gaps, first)} is empty "
+        warnings.warn(f"{name}: the mask of frame{'s' if gaps.size > 1 else ''} {_frame_list(gaps, labels)} is empty "
                       f"(no pixel above {MASK_LEVEL}) while earlier and later frames have one: a failed or missing "
                       f"mask? The fit would pull the object out of view there; fix the mask or leave the frame out "
                       f"(footage.subset)", FootageWarning, stacklevel=2)
