@@ -114,7 +114,7 @@ class VideoFit:
         self._state_loss = None
         self.history = History()
         self.optimizer = None
-        self._first_mask = None        # (mask (H, W), rendered frame): set_target's, for fit's initial-pose check
+        self._target_masks = None      # set_target's (masks (K, H, W), rendered frame of mask 0, checked?)
 
     # -- videos ------------------------------------------------------------
     def render(self) -> np.ndarray:
@@ -147,9 +147,12 @@ class VideoFit:
             self._state_loss = MSELoss(self.state_source, target)
             return
         from ..renderers import losses as L          # noqa: deferred so the core imports without renderers
+        from ..io.footage import Footage
         kind, arr, plate = image_target(target, self.renderer)
         masks = arr if kind == "silhouette" else getattr(target, "masks", None)
-        self._first_mask = None if masks is None else (masks[0], 0 if frames is None else int(np.asarray(frames)[0]))
+        first = 0 if frames is None else int(np.asarray(frames)[0])
+        # a Footage checked its masks when it was made; other silhouette targets are checked by fit / refine
+        self._target_masks = None if masks is None else (masks, first, isinstance(target, Footage) and target.masks is not None)
         coverage = getattr(self.renderer, "blend", None) == "coverage"
         if plate is not None and coverage:
             self.renderer.set_background(plate)     # the renderer composites; the loss compares its RGB
@@ -176,6 +179,17 @@ class VideoFit:
             raise ValueError(f"frames={frames!r}: the image loss {type(loss).__name__} has no set_frames")
         else:
             loss.set_target(arr)
+
+    def _check_target_masks(self):
+        """Check set_target's masks (`check_masks`) unless a Footage did; returns (first mask (H, W),
+        the rendered frame compared with it) for the initial-pose check, or None without masks."""
+        if self._target_masks is None:
+            return None
+        masks, first, checked = self._target_masks
+        if not checked:
+            check_masks(masks, name="target")
+            self._target_masks = (masks, first, True)
+        return masks[0], first
 
     def set_image_loss(self, loss):
         """Use `loss` (an object with `set_target(target)` and `__call__(loss_field)`,
@@ -214,6 +228,7 @@ class VideoFit:
         the mask is far from the initial pose).
         """
         self.set_target(target, frames=frames)
+        first_mask = self._check_target_masks()
         self.optimizer = optimizer or Adam(self.params, lr=lr)
         if resume and os.path.exists(resume):
             self.load_state(resume)
@@ -224,12 +239,10 @@ class VideoFit:
                 self._state_loss.value[None] = 0.0
             self._forward()
 
-        first_mask = [self._first_mask]
-
         def callback(it, value):
-            if first_mask[0] is not None:         # the image holds the render at the initial values
-                mask, k = first_mask[0]
-                first_mask[0] = None
+            nonlocal first_mask
+            if first_mask is not None:            # the image holds the render at the initial values
+                (mask, k), first_mask = first_mask, None
                 image = self.renderer.image.to_numpy()[k]
                 check_initial_pose(mask, image[..., -1] if image.ndim == 3 else image, name="target")
             if resume and (it % save_every == 0 or it >= iters):
@@ -269,6 +282,7 @@ class VideoFit:
         finite-difference Jacobian, 2 n + 1 rollouts per iteration for n parameter
         values; `levels`: as for `residuals`); appends to `self.history` and returns it."""
         self.set_target(target, frames=frames)
+        self._check_target_masks()
         self.history = least_squares(lambda: self.residuals(levels), self.params, iters=iters, fd_step=fd_step,
                                      damping=damping, log_every=log_every, printer=printer, history=self.history)
         return self.history
@@ -440,9 +454,7 @@ def image_target(target, renderer):
         return "color", target.frames, plate
     arr = load_target(target)
     if C == 1 or arr.shape[-1] == 1:
-        silhouette = to_silhouette(arr)[..., 0]
-        check_masks(silhouette, name="target")       # every mask empty: an error before the fit
-        return "silhouette", silhouette, None
+        return "silhouette", to_silhouette(arr)[..., 0], None
     if arr.shape[-1] == 3:
         return "color", arr, None
     return "image", arr[..., :C], None

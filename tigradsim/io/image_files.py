@@ -29,6 +29,11 @@ import numpy as np
 
 from ..core.errors import FootageError
 
+# Pillow's readers tried on a footage file; formats with weak signatures (TGA, ...) could take
+# garbage bytes for an image
+FORMATS = ("PNG", "TIFF", "JPEG", "BMP")      # JPEG also opens MPO (phone cameras)
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"), (b"\xff\xd8\xff", "JPEG"),
+               (b"BM", "BMP"))
 READABLE = "8- or 16-bit PNG or TIFF, JPEG or BMP (grey, grey + alpha, palette, RGB or RGBA) or 32-bit float TIFF"
 # Pillow modes read as they are (values, full scale); every other known mode is converted to RGB(A)
 _TO_RGB = {"LA": "RGBA", "La": "RGBA", "PA": "RGBA", "RGBa": "RGBA", "RGBX": "RGB", "CMYK": "RGB",
@@ -68,7 +73,7 @@ def _decoded(path, page, rawmode=None):
     """(mode, raw mode, loaded PIL image) of page `page`, decoded with `rawmode` when given."""
     from PIL import Image
 
-    with Image.open(path) as im:
+    with Image.open(path, formats=FORMATS) as im:
         if page:
             im.seek(page)
         tiles = list(im.tile)
@@ -145,10 +150,11 @@ def read_image(path):
     from PIL import Image, UnidentifiedImageError
 
     path = os.fspath(path)
+    Image.init()             # every reader in FORMATS registered (Pillow registers a few at first)
     if not os.path.isfile(path):
         raise FootageError(f"{path}: no such file")
     try:
-        with Image.open(path) as im:
+        with Image.open(path, formats=FORMATS) as im:
             pages = int(getattr(im, "n_frames", 1) or 1)
         out = [_page(path, k, pages) for k in range(pages)]
     except FootageError:
@@ -156,7 +162,11 @@ def read_image(path):
     except UnidentifiedImageError:
         with open(path, "rb") as fh:
             head = fh.read(16)
-        _fail(path, f"not an image file Pillow can identify ({os.path.getsize(path)} bytes, starting with {head!r})")
+        size = os.path.getsize(path)
+        kind = next((k for sig, k in _SIGNATURES if head.startswith(sig)), None)
+        if kind is not None:            # the signature is there, the header is not (cut short or damaged)
+            _fail(path, f"truncated or corrupt {kind} file ({size} bytes; its header cannot be read)")
+        _fail(path, f"not an image file Pillow can identify ({size} bytes, starting with {head!r})")
     except Exception as exc:        # Pillow signals damaged data with OSError, SyntaxError, ValueError, EOFError, ...
         _fail(path, f"truncated or corrupt image ({type(exc).__name__}: {exc})")
     shapes = {a.shape for a, _ in out}

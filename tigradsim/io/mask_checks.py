@@ -66,24 +66,26 @@ def check_masks(masks, name="masks", labels=None):
 
     Raises FootageError when every mask is empty or every mask covers the whole image;
     warns (FootageWarning) about empty masks between non-empty ones and about masks that
-    look inverted.  `name` starts the messages; `labels` (K,), e.g. the mask files' names,
-    follow the frame numbers they give.  Returns None."""
+    look inverted.  `name` starts the messages (None: no prefix, where the caller names
+    the source); `labels` (K,), e.g. the mask files' names, follow the frame numbers they
+    give.  Returns None."""
+    name = "" if name is None else f"{name}: "
     m = np.asarray(masks)
     if m.ndim != 3 or m.size == 0:
-        raise FootageError(f"{name}: expected masks of shape (K, H, W) with K, H, W > 0, got {m.shape}")
+        raise FootageError(f"{name}expected masks of shape (K, H, W) with K, H, W > 0, got {m.shape}")
     inside = m > MASK_LEVEL
     K, H, W = inside.shape
     count = inside.sum(axis=(1, 2))
     if not count.any():
-        raise FootageError(f"{name}: every mask is empty (no pixel above {MASK_LEVEL} in any of the {K} frames); "
+        raise FootageError(f"{name}every mask is empty (no pixel above {MASK_LEVEL} in any of the {K} frames); "
                            f"{_empty_hint(float(m.max()))}")
     if np.all(count == H * W):
-        raise FootageError(f"{name}: every mask covers the whole image ({K} frames), so there is no silhouette to "
+        raise FootageError(f"{name}every mask covers the whole image ({K} frames), so there is no silhouette to "
                            f"fit: inverted empty masks? A mask is 1 (white) on the object, 0 on the background")
     nonempty = np.flatnonzero(count)
     gaps = np.flatnonzero(count[nonempty[0]:nonempty[-1] + 1] == 0) + nonempty[0]
     if gaps.size:
-        warnings.warn(f"{name}: the mask of frame{'s' if gaps.size > 1 else ''} {_frame_list(gaps, labels)} is empty "
+        warnings.warn(f"{name}the mask of frame{'s' if gaps.size > 1 else ''} {_frame_list(gaps, labels)} is empty "
                       f"(no pixel above {MASK_LEVEL}) while earlier and later frames have one: a failed or missing "
                       f"mask? The fit would pull the object out of view there; fix the mask or leave the frame out "
                       f"(footage.subset)", FootageWarning, stacklevel=2)
@@ -93,7 +95,7 @@ def check_masks(masks, name="masks", labels=None):
         area = count / float(H * W)
         suspect = (border_cover >= INVERTED_BORDER) & (area >= INVERTED_AREA)
         if suspect.mean() > INVERTED_FRAMES:
-            warnings.warn(f"{name}: inverted? In {int(suspect.sum())} of the {K} frames the masks cover at least "
+            warnings.warn(f"{name}inverted? In {int(suspect.sum())} of the {K} frames the masks cover at least "
                           f"{INVERTED_BORDER:.0%} of the image border (median {np.median(border_cover):.0%}) and "
                           f"{INVERTED_AREA:.0%} of the image (median {np.median(area):.0%}), where an object in view "
                           f"leaves the border to the background. A mask is 1 (white) on the object and 0 (black) on "
@@ -108,17 +110,18 @@ def check_initial_pose(masks, alpha, name="masks", threshold=MIN_INITIAL_IOU):
     (K', H, W) (or (H, W)) of the same frames; only frame 0 of each is compared.  Warns
     (FootageWarning, naming the IoU) when IoU(mask > 0.5, alpha > 0.5) < `threshold`.
     Returns the IoU."""
+    name = "" if name is None else f"{name}: "
     m, a = np.asarray(masks), np.asarray(alpha)
     m, a = (m[None] if m.ndim == 2 else m[:1]), (a[None] if a.ndim == 2 else a[:1])
     if m.shape != a.shape:
-        raise FootageError(f"{name}: the first mask is {m.shape[1]}x{m.shape[2]} (HxW) but the render is "
+        raise FootageError(f"{name}the first mask is {m.shape[1]}x{m.shape[2]} (HxW) but the render is "
                            f"{a.shape[1]}x{a.shape[2]}")
     iou = float(silhouette_iou(a, m)[0])
     if iou < threshold:
         mask_px, render_px = int((m > MASK_LEVEL).sum()), int((a > MASK_LEVEL).sum())
         what = ("the render is empty: the object is outside the view at the initial guess" if render_px == 0 else
                 f"mask {mask_px} px, render {render_px} px")
-        warnings.warn(f"{name}: the first frame's mask is far from the silhouette rendered at the initial guess: IoU "
+        warnings.warn(f"{name}the first frame's mask is far from the silhouette rendered at the initial guess: IoU "
                       f"{iou:.3f} < {threshold} ({what}). A wrong camera (pose or intrinsics; a camera-to-world "
                       f"rotation given as world-to-camera), a wrong initial position, or masks of another clip? A "
                       f"fit of physical parameters cannot move the object onto its mask",

@@ -244,7 +244,7 @@ def list_frames(folder, pattern=None) -> list:
         if not files:
             raise FootageError(f"pattern={pattern!r} matches no image file in {str(p)!r} "
                                f"(it holds {len(images)} image files, e.g. {sorted(f.name for f in images)[:3]})")
-        return sorted(files, key=lambda f: _natural_key(f.name))
+        return _in_sequence(sorted(files, key=lambda f: _natural_key(f.name)))
     if not images:
         raise FootageError(f"folder={str(p)!r} contains no image files {_IMAGE_EXT}")
     stems = {}
@@ -254,7 +254,28 @@ def list_frames(folder, pattern=None) -> list:
         groups = ", ".join(f"{k!r} ({len(v)} files)" for k, v in sorted(stems.items()))
         raise FootageError(f"folder={str(p)!r} holds images of several kinds: {groups}; pass pattern= "
                            f"(a glob like 'frame_*.png' or a printf pattern like 'rgb_%04d.png') to choose one")
-    return sorted(images, key=lambda f: _natural_key(f.name))
+    return _in_sequence(sorted(images, key=lambda f: _natural_key(f.name)))
+
+
+def _in_sequence(files):
+    """`files` (in frame order), checked for a missing or doubled frame: when every name holds
+    one number, the numbers must step evenly (0, 1, 2, ... or 0, 2, 4, ...): a missing file would
+    shift every later frame in time without a word."""
+    numbers = [re.findall(r"\d+", f.name) for f in files]
+    if len(files) < 3 or any(len(n) != 1 for n in numbers):
+        return files
+    values = np.array([int(n[0]) for n in numbers])
+    steps = np.diff(values)
+    if steps.min() == 0:
+        k = int(np.argmin(steps))
+        raise FootageError(f"{files[k].name} and {files[k + 1].name} have the same frame number {values[k]}")
+    if np.any(steps != steps.min()):
+        k = int(np.argmax(steps != steps.min()))
+        raise FootageError(f"frame numbers step by {steps.min()} but jump from {values[k]} ({files[k].name}) to "
+                           f"{values[k + 1]} ({files[k + 1].name}) in {str(files[0].parent)!r}: a missing frame would "
+                           f"shift every later frame in time; restore it, or read the frames before the gap "
+                           f"(scene files: [footage] count)")
+    return files
 
 
 def _load(path_or_dir, pattern=None):

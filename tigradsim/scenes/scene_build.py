@@ -86,7 +86,7 @@ def load_scene_footage(spec: SceneSpec, resolution=None):
     clip = clip[fs.first:fs.first + fs.count]
     if clip.masks is not None:            # the masks of the frames used, named by their files
         try:
-            check_masks(clip.masks, labels=[os.path.basename(f) for f in fs.masks] if fs.masks else None)
+            check_masks(clip.masks, name=None, labels=[os.path.basename(f) for f in fs.masks] if fs.masks else None)
         except ValueError as exc:
             raise spec.error("footage", "masks", str(exc)) from None
     W, H = clip.width, clip.height
