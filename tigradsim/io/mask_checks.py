@@ -52,12 +52,12 @@ def _frame_list(frames, labels):
 def _empty_hint(largest):
     if largest == 0:
         return "every value is 0: the wrong folder or pattern, or masks that were never written?"
-    if largest <= 1.0 / 255.0 + 1e-9:
+    if abs(largest - 1.0 / 255.0) < 1e-9:
         return (f"the largest value is {largest:.4g} = 1/255: masks stored as 0 and 1 in an 8-bit file? A mask is "
                 f"255 (white) on the object")
     if largest <= 255.0 / 65535.0 + 1e-9:
-        return (f"the largest value is {largest:.4g} <= 255/65535: 8-bit values in a 16-bit file? A 16-bit mask is "
-                f"65535 on the object")
+        return (f"the largest value is {largest:.4g} <= 255/65535: 8-bit values (or 0 and 1) in a 16-bit file? A "
+                f"16-bit mask is 65535 on the object")
     return f"the largest value is {largest:.4g}: masks too dark, or soft masks that never reach {MASK_LEVEL}?"
 
 
