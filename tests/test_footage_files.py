@@ -65,9 +65,9 @@ def test_16bit_png_every_colour_type_to_the_last_bit(tmp_path, channels):
     pages = rng.integers(0, 65536, (K, 7, 9, channels)).astype(np.uint16)
     for k in range(K):
         write(tmp_path / f"f_{k}.png", png_bytes(pages[k], 16, filters=[0, 1, 2, 3, 4]))
-    got = video.load_frames(tmp_path)
     want = pages if channels != 2 else np.concatenate([pages[..., :1]] * 3 + [pages[..., 1:]], -1)
-    np.testing.assert_array_equal(got * 65535.0, want.astype(np.float64))
+    np.testing.assert_array_equal(load_target(tmp_path) * 65535.0, want.astype(np.float64))   # image-loss targets
+    np.testing.assert_array_equal(video.load_frames(tmp_path) * 65535.0, want.astype(np.float64))
     # load_video: uint8, rounded (not the low byte)
     np.testing.assert_array_equal(video.load_video(tmp_path), (want / 65535.0 * 255.0 + 0.5).astype(np.uint8))
 
@@ -81,6 +81,7 @@ def test_16bit_tiff_grey_and_colour(tmp_path, byte_order):
         folder.mkdir()
         for k in range(K):
             write(folder / f"f_{k}.tif", tiff_bytes(pages[k], byte_order))
+        np.testing.assert_array_equal(load_target(folder) * 65535.0, pages.astype(np.float64))
         np.testing.assert_array_equal(video.load_frames(folder) * 65535.0, pages.astype(np.float64))
     ramp16, exact = _ramp()
     Image.fromarray(ramp16[0]).save(tmp_path / "pillow.tif")                  # Pillow's own 16-bit TIFF
