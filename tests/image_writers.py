@@ -1,6 +1,6 @@
 """Writers of image files Pillow cannot make, for the footage tests: 16-bit colour PNG (RGB,
-RGBA, grey + alpha) and uncompressed 16-bit TIFF in either byte order, written to the
-specifications (PNG: IHDR + one zlib IDAT with filter 0 per row; TIFF 6.0 baseline, one strip)."""
+RGBA, grey + alpha) and 16-bit TIFF in either byte order, uncompressed or deflated, written to
+the specifications (PNG: IHDR + one zlib IDAT with the chosen row filters; TIFF 6.0, one strip)."""
 import struct
 import zlib
 
@@ -40,17 +40,19 @@ def _paeth(a, b, c):
     return np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, b, c))
 
 
-def tiff_bytes(arr, byte_order="<"):
-    """An uncompressed one-strip TIFF of (H, W) or (H, W, C) uint8 / uint16, C = 1, 3, 4."""
+def tiff_bytes(arr, byte_order="<", deflate=False):
+    """A one-strip TIFF of (H, W) or (H, W, C) uint8 / uint16, C = 1, 3, 4; uncompressed, or
+    with `deflate` Adobe Deflate (zlib; Pillow decodes it with libtiff)."""
     a = np.asarray(arr)
     a = a[..., None] if a.ndim == 2 else a
     H, W, C = a.shape
     bits = a.dtype.itemsize * 8
     data = a.astype(byte_order + ("u2" if bits == 16 else "u1")).tobytes()
+    data = zlib.compress(data) if deflate else data
     bits_array = struct.pack(byte_order + "H" * C, *([bits] * C)) if C > 1 else b""
     data_at = 8 + len(bits_array)
     ifd_at = data_at + len(data) + (data_at + len(data)) % 2
-    entries = [(256, 3, 1, W), (257, 3, 1, H), (258, 3, C, 8 if C > 1 else bits), (259, 3, 1, 1),
+    entries = [(256, 3, 1, W), (257, 3, 1, H), (258, 3, C, 8 if C > 1 else bits), (259, 3, 1, 8 if deflate else 1),
                (262, 3, 1, 2 if C >= 3 else 1), (273, 4, 1, data_at), (277, 3, 1, C), (278, 3, 1, H),
                (279, 4, 1, len(data)), (284, 3, 1, 1)]
     if C == 4:

@@ -75,12 +75,12 @@ def test_16bit_png_every_colour_type_to_the_last_bit(tmp_path, channels):
 @pytest.mark.parametrize("byte_order", ["<", ">"])
 def test_16bit_tiff_grey_and_colour(tmp_path, byte_order):
     rng = np.random.default_rng(7)
-    for channels in (1, 3, 4):
+    for channels, deflate in ((1, False), (3, False), (4, False), (1, True), (3, True), (4, True)):
         pages = rng.integers(0, 65536, (K, 5, 6, channels)).astype(np.uint16)
-        folder = tmp_path / f"c{channels}"
+        folder = tmp_path / f"c{channels}{'z' if deflate else ''}"
         folder.mkdir()
         for k in range(K):
-            write(folder / f"f_{k}.tif", tiff_bytes(pages[k], byte_order))
+            write(folder / f"f_{k}.tif", tiff_bytes(pages[k], byte_order, deflate=deflate))
         np.testing.assert_array_equal(load_target(folder) * 65535.0, pages.astype(np.float64))
         np.testing.assert_array_equal(video.load_frames(folder) * 65535.0, pages.astype(np.float64))
     ramp16, exact = _ramp()

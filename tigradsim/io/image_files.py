@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 import numpy as np
 
@@ -35,7 +36,7 @@ FORMATS = ("PNG", "TIFF", "JPEG", "BMP")      # JPEG also opens MPO (phone camer
 _SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"), (b"\xff\xd8\xff", "JPEG"),
                (b"BM", "BMP"))
 READABLE = "8- or 16-bit PNG or TIFF, JPEG or BMP (grey, grey + alpha, palette, RGB or RGBA) or 32-bit float TIFF"
-# Pillow modes read as they are (values, full scale); every other known mode is converted to RGB(A)
+# Pillow modes converted to 8-bit RGB(A); "1", "L", "RGB", "RGBA", "I;16*" and "F" are read as they are
 _TO_RGB = {"LA": "RGBA", "La": "RGBA", "PA": "RGBA", "RGBa": "RGBA", "RGBX": "RGB", "CMYK": "RGB",
            "YCbCr": "RGB", "LAB": "RGB", "HSV": "RGB"}
 _UINT16_MODES = ("I;16", "I;16L", "I;16B", "I;16N")
@@ -58,7 +59,8 @@ def _swapped(rawmode):
     or 'RGBA' for 16-bit grey + alpha (all four bytes of a pixel), or None."""
     if rawmode == "LA;16B":
         return "RGBA"
-    for a, b in ((";16B", ";16L"), (";16L", ";16B")):
+    native_swapped = ";16B" if sys.byteorder == "little" else ";16L"     # libtiff decodes to native order
+    for a, b in ((";16B", ";16L"), (";16L", ";16B"), (";16N", native_swapped)):
         if rawmode.endswith(a) and rawmode.split(";")[0] in ("RGB", "RGBA"):
             return rawmode[: -len(a)] + b
     return None
