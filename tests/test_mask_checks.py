@@ -153,3 +153,34 @@ def test_videofit_checks_silhouette_targets_and_the_initial_pose(f64):
     with warnings.catch_warnings():
         warnings.simplefilter("error", FootageWarning)
         fit.fit(true, iters=0, log_every=0)
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("black masks", "[footage] masks: every mask is empty"),
+    ("truncated frame", "[footage] frames: "),
+    ("text mask", "[footage] masks: "),
+])
+def test_cli_answers_unusable_footage_with_an_error_line(tmp_path, capsys, damage, message):
+    """`tigradsim render` / `fit` on black masks, a truncated PNG or a text file named .png: exit 2,
+    one `error:` line naming the file's key, JSON last line; before any kernel."""
+    from test_cli import _run, _toml
+    from test_scene_file import _scene
+
+    data = _scene(tmp_path)
+    clip = tmp_path / "clip"
+    if damage == "black masks":
+        for k in range(3):
+            Image.fromarray(np.zeros((8, 8), np.uint8)).save(clip / f"mask_{k:04d}.png")
+    elif damage == "truncated frame":
+        png = (clip / "rgb_0002.png").read_bytes()
+        (clip / "rgb_0002.png").write_bytes(png[:40])
+    else:
+        (clip / "mask_0001.png").write_text("mask: see frame 0\n")
+    scene = tmp_path / "scene.toml"
+    scene.write_text(_toml(data))
+    for command in ("render", "fit"):
+        code, result, _, err = _run([command, scene, "--out", tmp_path / "out"], capsys)
+        assert code == 2 and result["ok"] is False and message in result["error"], result
+        assert err.count("error: ") == 1 and "Traceback" not in err
+        if damage != "black masks":
+            assert ("rgb_0002.png" if damage == "truncated frame" else "mask_0001.png") in result["error"]
