@@ -106,9 +106,10 @@ class Footage:
     """A clip to fit: frames, their times, optional masks and a background plate.
 
     Args:
-        frames: (K, H, W[, C]) array (uint8 0-255, or float in [0, 1]; C = 1 grey, 3 RGB,
-            4 RGBA) or a path: a folder (with `pattern`), a GIF, an MP4 (needs the
-            `video` extra, imageio-ffmpeg), or "folder/rgb_%04d.png".
+        frames: (K, H, W[, C]) array (uint8 0-255, uint16 0-65535, or float in [0, 1]; C = 1
+            grey, 3 RGB, 4 RGBA) or a path: a folder of PNG / TIFF / JPEG files (with
+            `pattern`), a GIF, an MP4 (needs the `video` extra, imageio-ffmpeg), or
+            "folder/rgb_%04d.png".
         fps: frames per second (> 0); None: read from a GIF or movie file (else an error).
         start_time: time [s] of frame 0, relative to the simulation's t = 0.
         masks: optional silhouettes, same kinds as `frames` (binary or soft; grey, RGB or
