@@ -184,3 +184,22 @@ def test_cli_answers_unusable_footage_with_an_error_line(tmp_path, capsys, damag
         assert err.count("error: ") == 1 and "Traceback" not in err
         if damage != "black masks":
             assert ("rgb_0002.png" if damage == "truncated frame" else "mask_0001.png") in result["error"]
+
+
+def test_cli_render_warns_when_the_masks_are_far_from_the_initial_pose(tmp_path, capsys):
+    """`tigradsim render` (and `fit`, through fit_scene) compare the first mask with the render at the
+    file's values: masks in a corner, the box in the middle: a FootageWarning with the IoU."""
+    from test_cli import _run, _toml
+    from test_scene_file import _scene
+
+    data = _scene(tmp_path, **{"camera.fov": 20.0})
+    corner = np.zeros((8, 8), np.uint8)
+    corner[:3, :3] = 255
+    for k in range(3):
+        Image.fromarray(corner).save(tmp_path / "clip" / f"mask_{k:04d}.png")
+    scene = tmp_path / "scene.toml"
+    scene.write_text(_toml(data))
+    with pytest.warns(FootageWarning, match=r"^masks: the first frame's mask is far .* IoU 0.000 < 0.5 "
+                                            r"\(mask 9 px, render [1-9]\d* px\)"):
+        code, result, _, _ = _run(["render", scene, "--out", tmp_path / "out"], capsys)
+    assert code == 0 and result["iou"]["first"] == 0.0

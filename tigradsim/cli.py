@@ -176,6 +176,7 @@ def _timing(scene):
 
 
 def _render(args):
+    from .io.mask_checks import check_initial_pose
     from .io.video import save_frames
 
     t0 = time.time()
@@ -183,6 +184,8 @@ def _render(args):
                                     unknowns=not args.file_values)
     video = scene.render()
     alpha = video[..., -1]
+    if footage.masks is not None:            # tgs.FootageWarning when the first mask is far from the render
+        check_initial_pose(footage.masks, alpha)
     out = args.out
     os.makedirs(out, exist_ok=True)
     frames_dir = os.path.join(out, "render")
@@ -233,7 +236,7 @@ def _fit(args):
     printer(f"scene {spec.path}: {len(footage)} frames at {footage.width}x{footage.height} px, dt {scene.dt:.6g} s, "
             f"{scene.steps} steps ({timing['blended_frames']} frames between steps); unknowns "
             + ", ".join(f"{k}={v:.5g}" for k, v in initial.items()) + f"; loss {loss0:.6e}")
-    result, history = fit_scene(scene, iterations=iterations, printer=printer, **overrides)
+    result, history = fit_scene(scene, iterations=iterations, printer=printer, initial_alpha=alpha0, **overrides)
     estimates = scene.values()
     # [fit] horizon = "auto": the frames fitted and why (the renders and loss_final cover every frame)
     horizon = dict(scene.horizon_info or {"frames_fitted": len(footage), "frames_total": len(footage)})

@@ -733,7 +733,7 @@ class Predictability:
 # fitting: tgs.identify (multi-start, coarse to fine, Adam then BFGS, LM, uncertainty)
 
 def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, refine=None, horizons="file",
-              printer=print):
+              printer=print, initial_alpha=None):
     """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
     override them).  Returns (Identification, History): the History records every rollout the
     fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
@@ -745,7 +745,11 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
     that reaches it and kept for the others, so that their objectives and uncertainty reports
     are over the same frames and compare.  Afterwards `scene.horizon_info` says how many frames
     were fitted and why (`Scene.predictability` at the estimate included), and the scene is
-    back on every frame (renders and `loss_value` cover the whole clip)."""
+    back on every frame (renders and `loss_value` cover the whole clip).
+
+    Before the fit, the first mask is compared with the silhouette rendered at the initial values
+    (`check_initial_pose`: a FootageWarning naming the IoU when they are far apart);
+    `initial_alpha` (K, H, W): that render when the caller has it (else one rollout makes it)."""
     from ..fitting.identify import identify
     from ..fitting.optim import StopCriteria
 
@@ -786,7 +790,7 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
         return used
 
     if scene.footage.masks is not None:      # a mask far from the initial pose: a FootageWarning before the fit
-        check_initial_pose(scene.footage.masks, scene.render()[..., -1])
+        check_initial_pose(scene.footage.masks, scene.render()[..., -1] if initial_alpha is None else initial_alpha)
     history = History()
     t0 = time.time()
 
