@@ -152,7 +152,8 @@ class VideoFit:
         masks = arr if kind == "silhouette" else getattr(target, "masks", None)
         first = 0 if frames is None else int(np.asarray(frames)[0])
         # a Footage checked its masks when it was made; other silhouette targets are checked by fit / refine
-        self._target_masks = None if masks is None else (masks, first, isinstance(target, Footage) and target.masks is not None)
+        checked = isinstance(target, Footage) and target.masks is not None
+        self._target_masks = None if masks is None else (masks, first, checked)
         coverage = getattr(self.renderer, "blend", None) == "coverage"
         if plate is not None and coverage:
             self.renderer.set_background(plate)     # the renderer composites; the loss compares its RGB
