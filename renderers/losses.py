@@ -11,13 +11,13 @@ several frames) sum into one field inside a `ti.ad.Tape`.
 * `BlurredImageMSE`: `ImageMSE` summed over Gaussian-blurred copies of image and
   target (coarse to fine in one loss).
 
-Targets: numpy arrays (K, H, W) or (K, H, W, C) (floats in [0, 1], or uint8
-0-255), or a path accepted by `tigradsim.io.video.load_video` (a folder of PNGs, a
-GIF, an MP4).  `frames[k]` is the image frame compared with target k; without
-`frames` the target must have one frame per image frame (a shorter target is an
-error, not a fit of the first frames).  `set_frames(frames, target)` changes the
-compared frames and their targets after construction (coarse to fine in time):
-the fields are allocated once for every image frame.
+Targets: numpy arrays (K, H, W) or (K, H, W, C) (floats in [0, 1], uint8 0-255 or
+uint16 0-65535), or a path accepted by `tigradsim.io.video.load_frames` (a folder of
+PNGs, a GIF, an MP4; 16-bit files read at their depth).  `frames[k]` is the image frame
+compared with target k; without `frames` the target must have one frame per image frame
+(a shorter target is an error, not a fit of the first frames).  `set_frames(frames,
+target)` changes the compared frames and their targets after construction (coarse to
+fine in time): the fields are allocated once for every image frame.
 
 Colour over a background plate (`background=`, (H, W, C) in [0, 1]): the compared
 colour is `A * rgb + (1 - A) * B`, with A the image's alpha channel and B the plate,
@@ -49,20 +49,23 @@ _GREY_TOL = 2.5 / 255.0
 def load_target(target, name="target") -> np.ndarray:
     """Targets as float64 (K, H, W, C) in [0, 1] from an array or a path.
 
-    Accepted: uint8 (0-255), other integers in [0, 255], bool, floats in [0, 1]
-    (a float array with values above 1 is an error: it looks like 0-255 data),
-    a `tigradsim.Footage` (its frames), or a path for `tigradsim.io.video.load_video`.
+    Accepted: uint8 (0-255), uint16 (0-65535), other integers in [0, 255], bool, floats
+    in [0, 1] (a float array with values above 1 is an error: it looks like 0-255 data),
+    a `tigradsim.Footage` (its frames), or a path for `tigradsim.io.video.load_frames`
+    (read at the files' own depth).
     """
     if isinstance(target, (str, bytes)) or hasattr(target, "__fspath__"):
-        from tigradsim.io.video import load_video
+        from tigradsim.io.video import load_frames
 
-        arr = load_video(target).astype(np.float64) / 255.0
+        arr = load_frames(target)
     elif hasattr(target, "frames") and hasattr(target, "times"):          # a Footage
         arr = np.asarray(target.frames, dtype=np.float64)
     else:
         arr = np.asarray(target)
         if arr.dtype == bool:
             arr = arr.astype(np.float64)
+        elif arr.dtype == np.uint16:
+            arr = arr.astype(np.float64) / 65535.0
         elif np.issubdtype(arr.dtype, np.integer):
             if arr.size and (arr.min() < 0 or arr.max() > 255):
                 raise ValueError(f"{name}: integer values must lie in [0, 255], got [{arr.min()}, {arr.max()}]")

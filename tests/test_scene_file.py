@@ -17,7 +17,14 @@ def _footage(tmp_path, n=3, size=(8, 8), masks=True):
     for k in range(n):
         iio.imwrite(tmp_path / "clip" / f"rgb_{k:04d}.png", np.full(size + (3,), 60, np.uint8))
         if masks:
-            iio.imwrite(tmp_path / "clip" / f"mask_{k:04d}.png", np.zeros(size, np.uint8))
+            iio.imwrite(tmp_path / "clip" / f"mask_{k:04d}.png", _square(size))
+
+
+def _square(size):
+    """A plausible mask: a white square in the middle (an empty mask is an error, FootageError)."""
+    m = np.zeros(size, np.uint8)
+    m[size[0] // 4:3 * size[0] // 4, size[1] // 4:3 * size[1] // 4] = 255
+    return m
 
 
 def _scene(tmp_path, **changes):

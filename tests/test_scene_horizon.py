@@ -35,7 +35,7 @@ def _scene_dict(substeps, horizon="auto", mu=TRUE_MU):
 
 
 def _footage(frames, masks):
-    fo = Footage(frames, FPS, masks=masks)
+    fo = Footage(frames, FPS, masks=masks, check_masks=False)     # blank placeholders too
     fo.factor, fo.full_size = 1, (RES, RES)
     return fo
 

@@ -35,7 +35,7 @@ from .core.runtime import init, precision, deterministic, custom_op, no_grad
 from .core.affinity import pinned_threads
 from .core.tape import tape
 from .fitting.gradcheck import check_gradient, check_param_gradient, GradCheckReport
-from .core.errors import SimulationError, GradientError, StabilityWarning, StabilityError
+from .core.errors import SimulationError, GradientError, StabilityWarning, StabilityError, FootageError, FootageWarning
 from .core.builder import SceneBuilder
 from .core.model import Model, StateKind, ForceTerm
 from .physics.contact import ContactLaw
@@ -63,5 +63,6 @@ from .core.batch import Batch, batched
 from .fitting.batch import PerCopy, RowsParam
 from .fitting.batch_fit import BatchFit
 from .io.footage import Footage, load_footage
+from .io.mask_checks import check_masks, check_initial_pose
 
 __version__ = "0.1.0"

@@ -215,12 +215,14 @@ def _prepare(args, precision, requires_grad, unknowns=True):
     from .scenes.scene_file import load_scene
 
     spec = load_scene(args.scene)
-    footage = load_scene_footage(spec, args.resolution)
+    with warnings.catch_warnings(record=True) as caught_footage:    # tgs.FootageWarning: masks probably wrong
+        warnings.simplefilter("always")
+        footage = load_scene_footage(spec, args.resolution)
     tgs.init(arch=args.arch, precision=precision, pin_threads="auto" if args.pin_threads else False)
     with warnings.catch_warnings(record=True) as caught:    # e.g. tgs.StabilityWarning: dt past a limit
         warnings.simplefilter("always")
         scene = Scene(spec, footage, requires_grad=requires_grad, unknowns=unknowns)
-    scene.warnings = [f"{type(w.message).__name__}: {w.message}" for w in caught]
+    scene.warnings = [f"{type(w.message).__name__}: {w.message}" for w in caught_footage + caught]
     for w in scene.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return spec, footage, scene
@@ -260,6 +262,7 @@ def _timing(scene):
 
 
 def _render(args):
+    from .io.mask_checks import check_initial_pose
     from .io.video import save_frames
 
     t0 = time.time()
@@ -267,6 +270,8 @@ def _render(args):
                                     unknowns=not args.file_values)
     video = scene.render()
     alpha = video[..., -1]
+    if footage.masks is not None:            # tgs.FootageWarning when the first mask is far from the render
+        check_initial_pose(footage.masks, alpha)
     out = args.out
     os.makedirs(out, exist_ok=True)
     frames_dir = os.path.join(out, "render")
@@ -329,7 +334,8 @@ def _fit(args):
     stopped = None                  # the error that ended the fit early
     journal.attach(scene)
     try:
-        result, history = fit_scene(scene, iterations=iterations, printer=printer, **overrides)
+        result, history = fit_scene(scene, iterations=iterations, printer=printer, initial_alpha=alpha0,
+                                    **overrides)
     except GradientError as exc:    # the best rollout so far is the estimate (no uncertainty without the minimum)
         stopped = exc
     finally:

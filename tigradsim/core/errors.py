@@ -25,6 +25,19 @@ class StabilityError(SimulationError):
     """`Simulator(..., strict=True)`: dt is past the safe fraction of a force term's explicit limit."""
 
 
+class FootageError(ValueError):
+    """Footage that cannot be used as it is: an image file that cannot be read at its own depth
+    (truncated, not an image, an unsupported mode), frames or masks of the wrong shape, type or
+    range, or masks that cannot be right (every mask empty).  The message names the file or the
+    argument and says what was expected."""
+
+
+class FootageWarning(UserWarning):
+    """Masks that are probably wrong (`tigradsim.io.mask_checks`): an empty mask between frames
+    that have one, masks that look inverted, or a first mask far from the silhouette rendered at
+    the initial guess."""
+
+
 def as_array(name, value, shape=None, dtype=np.float64, finite=True):
     """Convert `value` to a numpy array and check its shape and finiteness.
 

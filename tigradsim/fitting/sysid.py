@@ -33,6 +33,7 @@ import taichi as ti
 
 from .losses import MSELoss
 from .optim import Adam, History, Param, least_squares, optimize
+from ..io.mask_checks import check_initial_pose, check_masks
 from ..io.plots import plot_loss, plot_params
 
 
@@ -133,6 +134,7 @@ class VideoFit:
         self._state_loss = None
         self.history = History()
         self.optimizer = None
+        self._target_masks = None      # set_target's (masks (K, H, W), rendered frame of mask 0, checked?)
 
     # -- videos ------------------------------------------------------------
     def render(self) -> np.ndarray:
@@ -165,7 +167,13 @@ class VideoFit:
             self._state_loss = MSELoss(self.state_source, target)
             return
         from ..renderers import losses as L          # noqa: deferred so the core imports without renderers
+        from ..io.footage import Footage
         kind, arr, plate = image_target(target, self.renderer)
+        masks = arr if kind == "silhouette" else getattr(target, "masks", None)
+        first = 0 if frames is None else int(np.asarray(frames)[0])
+        # a Footage checked its masks when it was made; other silhouette targets are checked by fit / refine
+        checked = isinstance(target, Footage) and target.masks is not None
+        self._target_masks = None if masks is None else (masks, first, checked)
         coverage = getattr(self.renderer, "blend", None) == "coverage"
         if plate is not None and coverage:
             self.renderer.set_background(plate)     # the renderer composites; the loss compares its RGB
@@ -192,6 +200,17 @@ class VideoFit:
             raise ValueError(f"frames={frames!r}: the image loss {type(loss).__name__} has no set_frames")
         else:
             loss.set_target(arr)
+
+    def _check_target_masks(self):
+        """Check set_target's masks (`check_masks`) unless a Footage did; returns (first mask (H, W),
+        the rendered frame compared with it) for the initial-pose check, or None without masks."""
+        if self._target_masks is None:
+            return None
+        masks, first, checked = self._target_masks
+        if not checked:
+            check_masks(masks, name="target")
+            self._target_masks = (masks, first, True)
+        return masks[0], first
 
     def set_image_loss(self, loss):
         """Use `loss` (an object with `set_target(target)` and `__call__(loss_field)`,
@@ -224,8 +243,13 @@ class VideoFit:
         optimiser state and history), and it is rewritten every `save_every`
         iterations, so an interrupted fit can be resumed.
         frames: the rendered frame of each target frame (see `set_target`).
+        With masks (a Footage's, or a silhouette target), the first rollout's render of the
+        first target frame is compared with its mask before the first step
+        (`tigradsim.io.mask_checks.check_initial_pose`: a FootageWarning naming the IoU when
+        the mask is far from the initial pose).
         """
         self.set_target(target, frames=frames)
+        first_mask = self._check_target_masks()
         self.optimizer = optimizer or Adam(self.params, lr=lr)
         if resume and os.path.exists(resume):
             self.load_state(resume)
@@ -237,6 +261,11 @@ class VideoFit:
             self._forward()
 
         def callback(it, value):
+            nonlocal first_mask
+            if first_mask is not None:            # the image holds the render at the initial values
+                (mask, k), first_mask = first_mask, None
+                image = self.renderer.image.to_numpy()[k]
+                check_initial_pose(mask, image[..., -1] if image.ndim == 3 else image, name="target")
             if resume and (it % save_every == 0 or it >= iters):
                 self.save_state(resume)
 
@@ -274,6 +303,7 @@ class VideoFit:
         finite-difference Jacobian, 2 n + 1 rollouts per iteration for n parameter
         values; `levels`: as for `residuals`); appends to `self.history` and returns it."""
         self.set_target(target, frames=frames)
+        self._check_target_masks()
         self.history = least_squares(lambda: self.residuals(levels), self.params, iters=iters, fd_step=fd_step,
                                      damping=damping, log_every=log_every, printer=printer, history=self.history)
         return self.history

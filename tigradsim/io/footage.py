@@ -34,7 +34,9 @@ import warnings
 import numpy as np
 import taichi as ti
 
+from ..core.errors import FootageError
 from ..physics.rigid import body_position, body_rotation, quat_rotate
+from .mask_checks import check_masks as _check_masks
 
 MODES = ("interpolate", "nearest")
 # times within this fraction of a step of a step boundary are taken to lie on it (float round-off)
@@ -43,40 +45,50 @@ _STEP_TOL = 1e-9
 
 # ----------------------------------------------------------------------- reading
 def _as_frames(src, name, pattern):
-    """uint8 or float (K, H, W, C) array from an array or a path, plus its scale (255 or 1)."""
+    """float64 (K, H, W, C) in [0, 1] from an array (uint8 0-255, uint16 0-65535, other
+    integers 0-255, bool, float 0-1) or a path (read at the files' own depth, `load_frames`).
+    Anything else raises FootageError starting with `name`."""
     if isinstance(src, (str, bytes)) or hasattr(src, "__fspath__"):
-        from .video import load_video
+        from .video import load_frames
 
         try:
-            arr = load_video(src, pattern=pattern)
-        except (ValueError, FileNotFoundError) as exc:
-            raise type(exc)(f"{name}: {exc}") from None
+            arr = load_frames(src, pattern=pattern)
+        except FootageError as exc:
+            raise FootageError(f"{name}: {exc}") from None
     else:
         if pattern is not None:
-            raise ValueError(f"{name}: pattern applies to a folder path, but {name} is an array")
-        arr = np.asarray(src)
+            raise FootageError(f"{name}: pattern applies to a folder path, but {name} is an array")
+        try:
+            arr = np.asarray(src)
+        except (TypeError, ValueError) as exc:
+            raise FootageError(f"{name}: expected a (K, H, W[, C]) array or a path, got {type(src).__name__} "
+                               f"({exc})") from None
     if arr.ndim == 3:
         arr = arr[..., None]
     if arr.ndim != 4 or arr.shape[-1] not in (1, 3, 4) or min(arr.shape[:3]) == 0:
-        raise ValueError(f"{name}: expected frames of shape (K, H, W) or (K, H, W, C) with C in 1, 3, 4 "
-                         f"and K, H, W > 0, got {arr.shape}")
+        raise FootageError(f"{name}: expected frames of shape (K, H, W) or (K, H, W, C) with C in 1, 3, 4 "
+                           f"and K, H, W > 0, got {arr.shape}")
     if arr.dtype == bool:
         return arr.astype(np.float64)
+    if arr.dtype == np.uint16:                  # 16-bit data (e.g. imageio's read of a 16-bit PNG)
+        return arr.astype(np.float64) / 65535.0
     if np.issubdtype(arr.dtype, np.integer):
         if arr.min() < 0 or arr.max() > 255:
-            raise ValueError(f"{name}: integer frames must lie in 0-255 (uint8), got [{arr.min()}, {arr.max()}]")
+            raise FootageError(f"{name}: integer frames must lie in 0-255 (uint8) or be uint16 (0-65535), got "
+                               f"{arr.dtype} in [{arr.min()}, {arr.max()}]")
         return arr.astype(np.float64) / 255.0
     if np.issubdtype(arr.dtype, np.floating):
         arr = arr.astype(np.float64)
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name}: contains NaN or inf")
+            k = int(np.argwhere(~np.isfinite(arr))[0][0])
+            raise FootageError(f"{name}: contains NaN or inf (first in frame {k})")
         if arr.max() > 1.0 + 1e-6:
-            raise ValueError(f"{name}: float frames must lie in [0, 1], got a maximum of {arr.max():g}; this looks "
-                             f"like 0-255; divide by 255 (or pass uint8)")
+            raise FootageError(f"{name}: float frames must lie in [0, 1], got a maximum of {arr.max():g}; this "
+                               f"looks like 0-255; divide by 255 (or pass uint8)")
         if arr.min() < -1e-6:
-            raise ValueError(f"{name}: float frames must lie in [0, 1], got a minimum of {arr.min():g}")
+            raise FootageError(f"{name}: float frames must lie in [0, 1], got a minimum of {arr.min():g}")
         return np.clip(arr, 0.0, 1.0)
-    raise TypeError(f"{name}: expected a uint8 or float array or a path, got dtype {arr.dtype}")
+    raise FootageError(f"{name}: expected a uint8, uint16, bool or float array or a path, got dtype {arr.dtype}")
 
 
 def _mask_channel(arr):
@@ -94,9 +106,10 @@ class Footage:
     """A clip to fit: frames, their times, optional masks and a background plate.
 
     Args:
-        frames: (K, H, W[, C]) array (uint8 0-255, or float in [0, 1]; C = 1 grey, 3 RGB,
-            4 RGBA) or a path: a folder (with `pattern`), a GIF, an MP4 (needs the
-            `video` extra, imageio-ffmpeg), or "folder/rgb_%04d.png".
+        frames: (K, H, W[, C]) array (uint8 0-255, uint16 0-65535, or float in [0, 1]; C = 1
+            grey, 3 RGB, 4 RGBA) or a path: a folder of PNG / TIFF / JPEG files (with
+            `pattern`), a GIF, an MP4 (needs the `video` extra, imageio-ffmpeg), or
+            "folder/rgb_%04d.png".
         fps: frames per second (> 0); None: read from a GIF or movie file (else an error).
         start_time: time [s] of frame 0, relative to the simulation's t = 0.
         masks: optional silhouettes, same kinds as `frames` (binary or soft; grey, RGB or
@@ -106,6 +119,13 @@ class Footage:
             when `frames` / `masks` are folders, so one folder can hold both.
         times: explicit frame times [s] (K,), strictly increasing, instead of
             start_time + k / fps (what `subset` produces).
+        check_masks: check the masks before any fit (`tigradsim.io.mask_checks.check_masks`):
+            every mask empty (or full) is a FootageError; an empty mask between frames that
+            have one, or masks that look inverted, a FootageWarning.  False: no check (for
+            footage derived from checked footage).
+    Paths are read at the files' own depth (16-bit PNG and TIFF exact); a file that cannot
+    be read right, and frames or masks of the wrong shape, type or range, raise
+    FootageError (a ValueError) naming the file or the argument.
     Attributes:
         frames: float64 (K, H, W, C) in [0, 1], C in (1, 3).
         masks: float64 (K, H, W) in [0, 1], or None.
@@ -113,7 +133,8 @@ class Footage:
         background: (H, W, C) plate or None (`estimate_background`, `set_background`).
     """
 
-    def __init__(self, frames, fps=None, start_time=0.0, masks=None, pattern=None, mask_pattern=None, times=None):
+    def __init__(self, frames, fps=None, start_time=0.0, masks=None, pattern=None, mask_pattern=None, times=None,
+                 check_masks=True):
         if fps is None and times is None:
             from .video import video_fps
 
@@ -147,12 +168,15 @@ class Footage:
         if masks is not None:
             m = _mask_channel(_as_frames(masks, "masks", mask_pattern))
             if m.shape[0] != K:
-                raise ValueError(f"masks: {m.shape[0]} mask frames for {K} frames (one mask per frame is needed)")
+                raise FootageError(f"masks: {m.shape[0]} mask frames for {K} frames (one mask per frame is needed)")
             if m.shape[1:] != (H, W):
-                raise ValueError(f"masks: mask frames are {m.shape[1]}x{m.shape[2]} (HxW) but the frames are {H}x{W}")
+                raise FootageError(f"masks: mask frames are {m.shape[1]}x{m.shape[2]} (HxW) but the frames are "
+                                   f"{H}x{W}")
             self.masks = np.ascontiguousarray(m)
         else:
             self.masks = alpha
+        if check_masks and self.masks is not None:
+            _check_masks(self.masks, name="masks" if masks is not None else "masks (the frames' alpha)")
         self.fps = fps
         if times is None:
             self.times = start_time + np.arange(K) / fps
@@ -189,7 +213,7 @@ class Footage:
         if np.any(np.diff(idx) <= 0):
             raise ValueError(f"frames: indices must be strictly increasing (frames in time order), got {idx.tolist()}")
         out = Footage(self.frames[idx], self.fps, masks=None if self.masks is None else self.masks[idx],
-                      times=self.times[idx])
+                      times=self.times[idx], check_masks=False)
         out.background, out.unseen_fraction = self.background, self.unseen_fraction
         return out
 
@@ -267,9 +291,11 @@ def _fill_unseen(plate, seen):
     return plate
 
 
-def load_footage(frames, fps=None, start_time=0.0, masks=None, pattern=None, mask_pattern=None) -> Footage:
-    """`Footage(frames, fps, start_time, masks, pattern, mask_pattern)` (see `Footage`)."""
-    return Footage(frames, fps, start_time=start_time, masks=masks, pattern=pattern, mask_pattern=mask_pattern)
+def load_footage(frames, fps=None, start_time=0.0, masks=None, pattern=None, mask_pattern=None,
+                 check_masks=True) -> Footage:
+    """`Footage(frames, fps, start_time, masks, pattern, mask_pattern, check_masks=check_masks)` (see `Footage`)."""
+    return Footage(frames, fps, start_time=start_time, masks=masks, pattern=pattern, mask_pattern=mask_pattern,
+                   check_masks=check_masks)
 
 
 # ----------------------------------------------------------------------- time matching

@@ -3,6 +3,10 @@
 Images are numpy arrays of shape (K, H, W) (grey) or (K, H, W, C) with C in
 1, 3, 4; floats are taken to lie in [0, 1] (clipped), integers in [0, 255].
 Row 0 is the top of the image (the layout of `SoftRasterizer.image`).
+
+Reading: `load_frames` gives float64 in [0, 1] at the files' own depth (16-bit PNG and
+TIFF exact, `tigradsim.io.image_files`), `load_video` uint8; a file that cannot be read
+right raises `tigradsim.core.errors.FootageError` naming it.
 """
 from __future__ import annotations
 
@@ -13,7 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import FootageError
+from .image_files import read_image
+
 _IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
+_MOVIE_EXT = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 _FFMPEG_HINT = "pip install imageio-ffmpeg"
 
 
@@ -98,10 +106,19 @@ _GIF_TAG = "tigradsim"
 def video_fps(path):
     """Frames per second stored in a GIF (written by `save_gif`: exact; else from the
     median frame duration) or a movie file (its metadata; needs imageio-ffmpeg); None
-    for a folder of images or a file without timing."""
+    for a folder of images or a file without timing.  A damaged file: FootageError."""
     p = Path(path)
     if p.is_dir() or not p.exists():
         return None
+    try:
+        return _stored_fps(p)
+    except (FootageError, RuntimeError):
+        raise
+    except Exception as exc:        # Pillow's and ffmpeg's errors for a damaged file
+        raise FootageError(f"{p}: cannot read its frame rate ({type(exc).__name__}: {exc})") from None
+
+
+def _stored_fps(p):
     if p.suffix.lower() == ".gif":
         from PIL import Image, ImageSequence
 
@@ -115,7 +132,7 @@ def video_fps(path):
             durations = [float(fr.info.get("duration") or 0.0) for fr in ImageSequence.Iterator(im)]
         durations = [d for d in durations if d > 0]
         return 1000.0 / float(np.median(durations)) if durations else None
-    if p.suffix.lower() in (".mp4", ".avi", ".mov", ".mkv", ".webm"):
+    if p.suffix.lower() in _MOVIE_EXT:
         _require_ffmpeg("video_fps of a movie file")
         import imageio.v2 as iio2
 
@@ -200,7 +217,7 @@ def _pattern_regex(pattern):
     if "%" in pattern:
         parts = re.split(r"(%0?\d*d)", pattern)
         if len(parts) != 3:
-            raise ValueError(f"pattern={pattern!r}: a printf pattern needs exactly one integer field like %04d")
+            raise FootageError(f"pattern={pattern!r}: a printf pattern needs exactly one integer field like %04d")
         return re.compile(re.escape(parts[0]) + r"(\d+)" + re.escape(parts[2]) + r"\Z")
     return re.compile(fnmatch.translate(pattern))
 
@@ -216,70 +233,129 @@ def list_frames(folder, pattern=None) -> list:
     """
     p = Path(folder)
     if not p.is_dir():
-        raise FileNotFoundError(f"folder={str(p)!r} is not a folder")
+        raise FootageError(f"folder={str(p)!r} is not a folder")
     images = [f for f in p.iterdir() if f.is_file() and f.suffix.lower() in _IMAGE_EXT]
     if pattern is not None:
         if not isinstance(pattern, str) or not pattern:
-            raise ValueError(f"pattern={pattern!r}: expected a glob like 'frame_*.png' or a printf pattern "
-                             f"like 'rgb_%04d.png'")
+            raise FootageError(f"pattern={pattern!r}: expected a glob like 'frame_*.png' or a printf pattern "
+                               f"like 'rgb_%04d.png'")
         rx = _pattern_regex(pattern)
         files = [f for f in images if rx.match(f.name)]
         if not files:
-            raise ValueError(f"pattern={pattern!r} matches no image file in {str(p)!r} "
-                             f"(it holds {len(images)} image files, e.g. {sorted(f.name for f in images)[:3]})")
-        return sorted(files, key=lambda f: _natural_key(f.name))
+            raise FootageError(f"pattern={pattern!r} matches no image file in {str(p)!r} "
+                               f"(it holds {len(images)} image files, e.g. {sorted(f.name for f in images)[:3]})")
+        return _in_sequence(sorted(files, key=lambda f: _natural_key(f.name)))
     if not images:
-        raise ValueError(f"folder={str(p)!r} contains no image files {_IMAGE_EXT}")
+        raise FootageError(f"folder={str(p)!r} contains no image files {_IMAGE_EXT}")
     stems = {}
     for f in images:
         stems.setdefault(re.sub(r"\d+", "*", f.name), []).append(f)
     if len(stems) > 1:
         groups = ", ".join(f"{k!r} ({len(v)} files)" for k, v in sorted(stems.items()))
-        raise ValueError(f"folder={str(p)!r} holds images of several kinds: {groups}; pass pattern= "
-                         f"(a glob like 'frame_*.png' or a printf pattern like 'rgb_%04d.png') to choose one")
-    return sorted(images, key=lambda f: _natural_key(f.name))
+        raise FootageError(f"folder={str(p)!r} holds images of several kinds: {groups}; pass pattern= "
+                           f"(a glob like 'frame_*.png' or a printf pattern like 'rgb_%04d.png') to choose one")
+    return _in_sequence(sorted(images, key=lambda f: _natural_key(f.name)))
 
 
-def load_video(path_or_dir, pattern=None) -> np.ndarray:
-    """Load frames as uint8 (K, H, W, C) from a folder of images (see `list_frames` for
-    `pattern` and the order), a GIF (every frame, grey kept as C = 1 when written by
-    `save_gif`), an MP4 (needs imageio-ffmpeg) or a single image file.  `path_or_dir`
-    may also be a folder plus pattern, e.g. "clip/rgb_%04d.png" or "clip/frame_*.png"."""
-    import imageio.v3 as iio
+def _in_sequence(files):
+    """`files` (in frame order), checked for a missing or doubled frame: when every name holds
+    one number, the numbers must step evenly (0, 1, 2, ... or 0, 2, 4, ...): a missing file would
+    shift every later frame in time without a word."""
+    numbers = [re.findall(r"\d+", f.name) for f in files]
+    if len(files) < 3 or any(len(n) != 1 for n in numbers):
+        return files
+    values = np.array([int(n[0]) for n in numbers])
+    steps = np.diff(values)
+    if steps.min() == 0:
+        k = int(np.argmin(steps))
+        raise FootageError(f"{files[k].name} and {files[k + 1].name} have the same frame number {values[k]}")
+    if np.any(steps != steps.min()):
+        k = int(np.argmax(steps != steps.min()))
+        raise FootageError(f"frame numbers step by {steps.min()} but jump from {values[k]} ({files[k].name}) to "
+                           f"{values[k + 1]} ({files[k + 1].name}) in {str(files[0].parent)!r}: a missing frame would "
+                           f"shift every later frame in time; restore it, or read the frames before the gap "
+                           f"(scene files: [footage] count)")
+    return files
 
+
+def _load(path_or_dir, pattern=None):
+    """Frames (K, H, W, C) in the files' own type (uint8, uint16, float32) and their full scale
+    (255, 65535, 1.0); files of several depths come back as float64 in [0, 1] (scale 1)."""
     p = Path(path_or_dir)
     if pattern is None and not p.exists() and ("*" in p.name or "%" in p.name or "?" in p.name):
         p, pattern = p.parent, p.name
     if not p.exists():
-        raise FileNotFoundError(f"load_video: path_or_dir={str(p)!r} does not exist")
+        raise FootageError(f"path_or_dir={str(p)!r} does not exist")
     if pattern is not None and not p.is_dir():
-        raise ValueError(f"load_video: pattern={pattern!r} needs a folder, got path_or_dir={str(p)!r}")
+        raise FootageError(f"pattern={pattern!r} needs a folder, got path_or_dir={str(p)!r}")
     if p.is_dir():
+        files = list_frames(p, pattern)
+        pages = []
+        for f in files:
+            arr, scale = read_image(f)
+            if len(arr) != 1:
+                raise FootageError(f"{f}: holds {len(arr)} pages; a frame folder takes one image per file")
+            if pages and arr.shape != pages[0][0].shape:
+                raise FootageError(f"{f}: {_describe(arr.shape[1:])}, but {files[0]} is "
+                                   f"{_describe(pages[0][0].shape[1:])}: every frame must have the same size and "
+                                   f"channels")
+            pages.append((arr, scale))
+        scales = {s for _, s in pages}
+        if len(scales) == 1:
+            return np.concatenate([a for a, _ in pages]), pages[0][1]
+        return np.concatenate([a.astype(np.float64) / s for a, s in pages]), 1.0
+    suffix = p.suffix.lower()
+    if suffix == ".gif":
         try:
-            files = list_frames(p, pattern)
-        except ValueError as exc:
-            raise ValueError(f"load_video: {exc}") from None
-        frames = [np.asarray(iio.imread(f)) for f in files]
-        shapes = {f.shape for f in frames}
-        if len(shapes) != 1:
-            raise ValueError(f"load_video: images in {str(p)!r} differ in shape: {sorted(shapes)}")
-        out = np.stack(frames)
-    elif p.suffix.lower() == ".gif":
-        out = _read_gif(p)
-    elif p.suffix.lower() in (".mp4", ".avi", ".mov", ".mkv", ".webm"):
+            return _read_gif(p), 255.0
+        except Exception as exc:        # Pillow signals damaged GIFs with OSError, SyntaxError, EOFError, ...
+            raise FootageError(f"{p}: not a readable GIF ({type(exc).__name__}: {exc})") from None
+    if suffix in _MOVIE_EXT:
         _require_ffmpeg("load_video of a movie file")
         import imageio.v2 as iio2
 
-        with iio2.get_reader(str(p), format="FFMPEG") as reader:
-            out = np.stack([np.asarray(fr) for fr in reader])
-    elif p.suffix.lower() in _IMAGE_EXT:
-        out = np.asarray(iio.imread(p))[None]
-    else:
-        raise ValueError(f"load_video: path_or_dir={str(p)!r}: unknown format (expected a folder, "
-                         f".gif, .mp4 or an image file)")
-    if out.ndim == 3:
-        out = out[..., None]
-    return np.ascontiguousarray(out.astype(np.uint8, copy=False))
+        try:
+            with iio2.get_reader(str(p), format="FFMPEG") as reader:
+                return np.stack([np.asarray(fr) for fr in reader]), 255.0
+        except Exception as exc:        # ffmpeg's errors for a damaged or unknown movie file
+            raise FootageError(f"{p}: not a readable movie ({type(exc).__name__}: {exc})") from None
+    if suffix in _IMAGE_EXT:
+        return read_image(p)
+    raise FootageError(f"path_or_dir={str(p)!r}: unknown format (expected a folder, .gif, "
+                       f"{', '.join(_MOVIE_EXT)} or an image file {_IMAGE_EXT})")
 
 
-__all__ = ["to_uint8", "save_frames", "save_gif", "save_mp4", "load_video", "list_frames", "video_fps"]
+def _describe(shape):
+    H, W, C = shape
+    return f"{W}x{H} px with {C} channel{'s' if C > 1 else ''}"
+
+
+def load_frames(path_or_dir, pattern=None) -> np.ndarray:
+    """Frames as float64 (K, H, W, C) in [0, 1], read at the files' own depth (16-bit PNG and
+    TIFF to their last bit): a folder of images (see `list_frames` for `pattern` and the
+    order), a GIF, an MP4 (needs imageio-ffmpeg), a single image file (every page of a
+    multi-page TIFF), or a folder plus pattern ("clip/rgb_%04d.png", "clip/frame_*.png").
+    A file that cannot be read right raises FootageError naming it
+    (`tigradsim.io.image_files`)."""
+    arr, scale = _load(path_or_dir, pattern)
+    arr = arr.astype(np.float64)
+    if scale != 1.0:
+        arr /= scale
+    return arr[..., None] if arr.ndim == 3 else arr
+
+
+def load_video(path_or_dir, pattern=None) -> np.ndarray:
+    """Frames as uint8 (K, H, W, C), from the same sources as `load_frames`: 8-bit files as
+    they are, 16-bit and float ones rounded to the nearest of 256 levels (`load_frames`
+    keeps their depth).  Grey GIFs written by `save_gif` keep C = 1."""
+    arr, scale = _load(path_or_dir, pattern)
+    if arr.ndim == 3:
+        arr = arr[..., None]
+    if arr.dtype == np.uint8:
+        return np.ascontiguousarray(arr)
+    out = to_uint8(arr.astype(np.float64) / scale)
+    return out[..., None] if out.ndim == 3 else out
+
+
+__all__ = ["to_uint8", "save_frames", "save_gif", "save_mp4", "load_video", "load_frames", "list_frames",
+           "video_fps"]

@@ -19,6 +19,7 @@ library version changes one place.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from ..fitting.camera_prior import CameraPrior      # re-exported: the fit's camera prior ([fit] refine_camera)
 from ..fitting.optim import History
+from ..io.mask_checks import check_initial_pose, silhouette_iou     # silhouette_iou re-exported (cli)
 from .scene_file import SceneSpec
 
 # Bounds of the camera correction ([fit] refine_camera): the calibration is taken to be right to
@@ -68,19 +70,25 @@ def load_scene_footage(spec: SceneSpec, resolution=None):
     with the background plate where the file asks for one.  Checked against the camera;
     raises SceneError naming the key; runs no kernel."""
     from ..io.footage import Footage, load_footage
+    from ..io.mask_checks import check_masks
 
     fs = spec.footage
     if fs is None:
         raise spec.error(None, "[footage]", "missing: render and fit need footage (frames, fps)")
     try:
         clip = load_footage(fs.folder, fs.fps, start_time=fs.start_time, pattern=fs.pattern,
-                            masks=fs.masks_folder, mask_pattern=fs.masks_pattern)
+                            masks=fs.masks_folder, mask_pattern=fs.masks_pattern, check_masks=False)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         key = "masks" if str(exc).startswith("masks") else "frames"
         raise spec.error("footage", key, str(exc)) from None
     if len(clip) < fs.first + fs.count:
         raise spec.error("footage", "frames", f"{len(clip)} frames read, {fs.first + fs.count} expected")
     clip = clip[fs.first:fs.first + fs.count]
+    if clip.masks is not None:            # the masks of the frames used, named by their files
+        try:
+            check_masks(clip.masks, name=None, labels=[os.path.basename(f) for f in fs.masks] if fs.masks else None)
+        except ValueError as exc:
+            raise spec.error("footage", "masks", str(exc)) from None
     W, H = clip.width, clip.height
     cam = spec.camera
     if (cam.width, cam.height) != (W, H):
@@ -99,14 +107,17 @@ def load_scene_footage(spec: SceneSpec, resolution=None):
     f = W // res
     plate = None
     if fs.background is not None and fs.background != "estimate":
-        from ..io.video import load_video
-        plate = load_video(fs.background)[0]
+        from ..io.video import load_frames
+        try:
+            plate = load_frames(fs.background)[0]
+        except ValueError as exc:
+            raise spec.error("footage", "background", str(exc)) from None
         if plate.shape[:2] != (H, W):
             raise spec.error("footage", "background", f"the plate is {plate.shape[1]}x{plate.shape[0]}, the frames "
                              f"{W}x{H} (width x height)")
-        plate = _block_mean(plate[None].astype(np.float64) / 255.0, f)[0]
+        plate = _block_mean(plate[None], f)[0]
     small = Footage(_block_mean(clip.frames, f), clip.fps, masks=None if clip.masks is None else
-                    _block_mean(clip.masks, f), times=clip.times)
+                    _block_mean(clip.masks, f), times=clip.times, check_masks=False)
     if fs.background == "estimate":
         small.estimate_background()
     elif plate is not None:
@@ -734,7 +745,7 @@ class Predictability:
 # fitting: tgs.identify (multi-start, coarse to fine, Adam then BFGS, LM, uncertainty)
 
 def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, refine=None, horizons="file",
-              printer=print):
+              printer=print, initial_alpha=None):
     """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
     override them).  Returns (Identification, History): the History records every rollout the
     fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
@@ -746,7 +757,11 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
     that reaches it and kept for the others, so that their objectives and uncertainty reports
     are over the same frames and compare.  Afterwards `scene.horizon_info` says how many frames
     were fitted and why (`Scene.predictability` at the estimate included), and the scene is
-    back on every frame (renders and `loss_value` cover the whole clip)."""
+    back on every frame (renders and `loss_value` cover the whole clip).
+
+    Before the fit, the first mask is compared with the silhouette rendered at the initial values
+    (`check_initial_pose`: a FootageWarning naming the IoU when they are far apart);
+    `initial_alpha` (K, H, W): that render when the caller has it (else one rollout makes it)."""
     from ..fitting.identify import identify
     from ..fitting.optim import StopCriteria
 
@@ -786,6 +801,8 @@ def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, ref
                     f"horizon: {used} frames (predictable at these values: {entry['predictable']})")
         return used
 
+    if scene.footage.masks is not None:      # a mask far from the initial pose: a FootageWarning before the fit
+        check_initial_pose(scene.footage.masks, scene.render()[..., -1] if initial_alpha is None else initial_alpha)
     history = History()
     t0 = time.time()
 
@@ -871,14 +888,6 @@ def outline_frames(frames, alpha, masks=None, upscale=1):
         out[_edges(np.asarray(masks) > 0.5)] = (0.1, 0.9, 0.1)
     out[_edges(a > 0.5)] = (1.0, 0.1, 0.1)
     return (np.clip(out, 0, 1) * 255 + 0.5).astype(np.uint8)
-
-
-def silhouette_iou(alpha, masks) -> np.ndarray:
-    """Per-frame IoU of alpha > 0.5 and masks > 0.5 (K,)."""
-    a, m = np.asarray(alpha) > 0.5, np.asarray(masks) > 0.5
-    inter = (a & m).sum(axis=(1, 2))
-    union = (a | m).sum(axis=(1, 2))
-    return np.where(union > 0, inter / np.maximum(union, 1), 1.0)
 
 
 # ---------------------------------------------------------------------------
