@@ -187,8 +187,8 @@ class ClothControlTask(ControlTask):
 
 def cloth_throw_task(seed=0, seeds=5, iters=50, lr=0.5, lr_decay=0.93, grid=1, grid_x=(-7.0, -3.5, 0.0, 3.5, 7.0),
                      grid_y=(0.0,), grid_z=(-3.5, 0.0, 3.5), res=64, sigma=1e-4, blur=(0.0, 2.0, 6.0, 12.0, 24.0),
-                     nx=20, ny=10, cell=0.1, height=1.5, drag=1.0, lift=0.6, ground_ke=200.0, ground_kd=1.0,
-                     ground_kf=0.2, duration=1.5, dt=1e-3, every=50, target_range=(0.0, 3.0), checkpoint=100,
+                     nx=20, ny=10, cell=0.1, height=1.5, drag=1.0, lift=0.6, ground_ke=200.0, ground_kd=0.3,
+                     ground_kf=0.2, duration=1.5, dt=1 / 1200, every=60, target_range=(0.0, 3.0), checkpoint=120,
                      eye=(1.0, 7.0, 2.0), look_at=(1.0, 0.0, 0.0), fov=60.0, batch=0):
     """The cloth throw (module docstring), after `tgs.init`.  Units: m/s (lr, grid_*), metres,
     seconds, pixels (res, blur), degrees (fov); ground_* per contact vertex.  Returns a

@@ -142,9 +142,9 @@ def _settings(values):
 
 
 def gear_task(seed=0, seeds=3, iters=30, lr=0.02, lr_decay=0.97, target_range=(0.5, 2.0), duration=3.0,
-              dt=1 / 960, every=60, strength=0.3, features=8, frequency=2.5, velocity=(1.5, 0.0, 0.0), res=64,
-              sigma=1e-4, blur=(0.0, 2.0, 6.0), checkpoint=64, eye=(1.0, 2.2, 5.0), look_at=(1.0, 0.3, 0.0),
-              fov=45.0, thickness=0.6, lame=(1e3, 1e3), density=10.0, damping=1.0, ground=(1e3, 5.0, 1.0), mu=0.5):
+              dt=1 / 2560, every=160, strength=0.3, features=8, frequency=2.5, velocity=(1.5, 0.0, 0.0), res=64,
+              sigma=1e-4, blur=(0.0, 2.0, 6.0), checkpoint=160, eye=(1.0, 2.2, 5.0), look_at=(1.0, 0.3, 0.0),
+              fov=45.0, thickness=0.6, lame=(1e3, 1e3), density=10.0, damping=1.0, ground=(1e3, 2.0, 1.0), mu=0.5):
     """The gear scene (module docstring), after `tgs.init`.  Units: seconds, metres, m/s, rad/s,
     pixels (res, blur), degrees (fov), Pa (lame = (mu, lambda)), kg/m^3, Pa s (damping), ground =
     (ke, kd, kf) per contact vertex, mu the ground's friction coefficient.  Returns a `FemControlTask`
@@ -156,9 +156,9 @@ def gear_task(seed=0, seeds=3, iters=30, lr=0.02, lr_decay=0.97, target_range=(0
 
 
 def walker_task(seed=0, seeds=6, iters=30, lr=0.15, lr_decay=0.92, target_range=(0.15, 0.4), duration=1.0,
-                dt=1 / 960, every=32, strength=0.4, features=8, frequency=6.0, velocity=(0.0, 0.0, 0.0), res=64,
-                sigma=1e-4, blur=(0.0, 2.0, 6.0), checkpoint=64, eye=(0.5, 0.5, 1.6), look_at=(0.5, 0.2, 0.0),
-                fov=45.0, lame=(1e3, 1e3), density=10.0, damping=5.0, ground=(300.0, 2.0, 1.0), mu=0.8):
+                dt=1 / 1920, every=64, strength=0.4, features=8, frequency=6.0, velocity=(0.0, 0.0, 0.0), res=64,
+                sigma=1e-4, blur=(0.0, 2.0, 6.0), checkpoint=128, eye=(0.5, 0.5, 1.6), look_at=(0.5, 0.2, 0.0),
+                fov=45.0, lame=(1e3, 1e3), density=10.0, damping=5.0, ground=(300.0, 1.0, 1.0), mu=0.8):
     """The walker scene (module docstring), after `tgs.init`; units as `gear_task`.  Returns a
     `FemControlTask` (experiment "control_walker")."""
     s = _settings(locals())
@@ -171,10 +171,10 @@ def walker_task(seed=0, seeds=6, iters=30, lr=0.15, lr_decay=0.92, target_range=
 
 def gear_quick(settings):
     """The gear's quick settings (tests, < 90 s on 2 cores) from a dict of `gear_task` keyword
-    arguments: 1 seed, <= 10 iterations, <= 48 px, <= 1.5 s, a frame every 45 steps."""
+    arguments: 1 seed, <= 10 iterations, <= 48 px, <= 1.5 s, a frame every 3/64 s (120 steps)."""
     s = dict(settings)
     s.update(seeds=min(s["seeds"], 1), iters=min(s["iters"], 10), res=min(s["res"], 48),
-             duration=min(s["duration"], 1.5), every=45)
+             duration=min(s["duration"], 1.5), every=max(1, int(round(3 / 64 / s["dt"]))))
     return s
 
 
