@@ -19,6 +19,13 @@ this gear in 3 s.  Contact is softer than the paper's (ke 1e3, kd 5, kf 1 instea
 with the paper's values the per-vertex contact is stiff at this time step and the rollout
 gradient explodes (|g| ~ 1e14 in f64 over 1.5 s), so no descent is possible.
 
+Time steps (issue 45): the gear runs at dt 1/2560 s with contact kd 2 N s/m per vertex, the walker at
+1/1920 s with kd 1 (about critical damping of their lightest vertices, 1.3 g and 0.8 g), so both are
+within their stability pre-flight.  At the 1/960 s of the measurements quoted here the gear's smallest
+tets (near the hub) were at 1.3x their explicit limit and its contact (kd 5: 2.2x critical) at 2x; the
+walker's contact (kd 2) at 1.3x and its tets at 0.85.  The gear's time is about 2.7x, the walker's 2x
+the figures quoted (not re-measured).
+
 `walker_task`: a thin slab of tets in the xy plane (a body block on two legs,
 `tigradsim.scenes.shapes.tet_walker`, 0.1 m cells, 200 tets) standing on the ground with
 friction; goals x in [0.15, 0.4] m.  Measured on 2 shared CPU cores (f32): defaults (6 seeds x 30
