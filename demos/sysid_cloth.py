@@ -63,10 +63,10 @@ def main(argv=None):
         f(f"--{name}", type=int, default=default, help=what)
     for name, default, what in (("cell", 0.1, "[m]"), ("mu", 60.0, "membrane mu [N/m]"), ("lam", 80.0, "[N/m]"),
                                 ("damping", 0.05, ""), ("density", 0.25, "[kg/m^2]"), ("bending", 2e-3, "[N m/rad^2]"),
-                                ("duration", 0.5, "seconds simulated"), ("dt", 1e-3, "[s]"), ("sigma", 1e-4, "")):
+                                ("duration", 0.5, "seconds simulated"), ("dt", 1 / 1200, "[s]"), ("sigma", 1e-4, "")):
         f(f"--{name}", type=float, default=default, help=what)
     for name, default, what in (("nx", 20, "cells"), ("ny", 10, "cells"), ("res", 64, "image size [px]"),
-                                ("every", 20, "render every this many steps"), ("checkpoint", 100, "steps")):
+                                ("every", 24, "render every this many steps"), ("checkpoint", 120, "steps")):
         f(f"--{name}", type=int, default=default, help=what)
     f("--quick", action="store_true", help="small settings for tests (< 1 minute)")
     f("--resume", action="store_true")

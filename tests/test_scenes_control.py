@@ -69,7 +69,7 @@ def test_run_rejects_an_unknown_method_first():
 
 def test_quick_settings_cap_the_paper_settings():
     g = control_fem.gear_quick(control.builder_defaults(control_fem.gear_task))
-    assert (g["seeds"], g["iters"], g["res"], g["duration"], g["every"]) == (1, 10, 48, 1.5, 45)
+    assert (g["seeds"], g["iters"], g["res"], g["duration"], g["every"]) == (1, 10, 48, 1.5, 120)
     w = control_fem.walker_quick(dict(control.builder_defaults(control_fem.walker_task), iters=5))
     assert (w["seeds"], w["iters"], w["res"], w["duration"]) == (1, 5, 48, 1.0)
     c = control_cloth.cloth_quick(control.builder_defaults(control_cloth.cloth_throw_task))

@@ -235,6 +235,26 @@ def test_show_without_display_writes_pictures(tmp_path, monkeypatch, capsys, f32
         assert im.n_frames == 6 and im.info["duration"] == pytest.approx(20, abs=1)
 
 
+def test_round_ball_is_drawn_round_in_a_4_3_picture(f32):
+    """Square pixels (issue 45 item 6): a ball at the centre of the view of a 720 x 540 headless
+    picture is as wide as it is tall (it was 200 x 146 px: x stretched by the 4:3 aspect), and its
+    height matches the pinhole projection through the vertical field of view."""
+    radius, eye, target, fov = 0.3, (0.0, 0.5, 3.0), (0.0, 0.5, 0.0), 45.0
+    verts, faces = tgs.meshes.icosphere(4, radius=radius, center=target)
+    for res in [(720, 540), (540, 720), (400, 400)]:
+        anim = viz.Animation(frame_dt=0.05, eye=eye, target=target, fov=fov, ground=False, res=res)
+        anim.mesh(verts, faces, color=0x60A0E0)
+        image = anim.render_frames()[0].astype(np.int64)
+        assert image.shape == (res[1], res[0], 3)
+        ball = image[..., 2] - image[..., 0] > 40               # the blue ball (not the grey caption)
+        rows, cols = np.nonzero(ball)
+        height, width = rows.max() - rows.min() + 1, cols.max() - cols.min() + 1
+        # the silhouette of a sphere at distance d: half-angle asin(r / d); focal = (H / 2) / tan(fov / 2)
+        expected = 2 * (res[1] / 2) / np.tan(np.radians(fov / 2)) * np.tan(np.arcsin(radius / 3.0))
+        assert abs(width - height) <= 2, (res, width, height)
+        assert height == pytest.approx(expected, abs=3), (res, height, expected)
+
+
 def test_play_video_without_display(tmp_path, monkeypatch, capsys, f32):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)

@@ -95,7 +95,10 @@ class Simulator:
             to store every step.
         external_force: allocate `particle_f_ext[t, i]` [N], a differentiable
             per-step force on each particle (known impulses, controls).
-        check_every: steps between checks for non-finite state in the forward pass.
+        check_every: steps between checks for non-finite state in the forward pass, and between the
+            backward pass's looks at the adjoint (`adjoint_check`).  64: with 256 a blow-up of a few tens
+            of steps (a soft ball's bounce past the contact's explicit limit, tests/test_readme_ball.py)
+            was spread over the 256 steps' growth allowance and missed at some horizons.
         fuse_steps: run the steps between two events in one kernel launch (True), one
             launch per step (False), or None: fused when every force term and integrator
             runs its loop serially (`runtime.serial_scatter`; a nested loop is never
@@ -114,7 +117,7 @@ class Simulator:
     """
 
     def __init__(self, model: Model, dt: float, steps: int, checkpoint_every: Optional[int] = None,
-                 external_force: bool = False, check_every: int = 256, fuse_steps: Optional[bool] = None,
+                 external_force: bool = False, check_every: int = 64, fuse_steps: Optional[bool] = None,
                  strict: bool = False, adjoint_check: bool = True):
         # numbers.Real: numpy scalars (np.float32(1e-3)) are valid time steps too
         if isinstance(dt, bool) or not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):

@@ -45,9 +45,15 @@ class GradCheckReport:
         return self
 
 
-def _record(report, analytic, numeric, atol):
-    """Append one direction's derivatives and their relative difference to `report`."""
-    denom = max(abs(analytic), abs(numeric))
+def _record(report, analytic, numeric, atol, typical=0.0):
+    """Append one direction's derivatives and their relative difference to `report`.
+
+    The difference is relative to the larger of the two derivatives and `typical`, the size of a
+    derivative along a random unit direction (|gradient| / sqrt(dimension)): a direction nearly
+    orthogonal to the gradient has a tiny derivative, and finite differences carry an absolute
+    round-off error on the scale of the whole gradient (measured in float32: 3.6e-4 of it on a correct
+    gradient, 1.2e-2 of a direction's derivative 34x smaller than typical)."""
+    denom = max(abs(analytic), abs(numeric), typical)
     report.analytic.append(analytic)
     report.numeric.append(numeric)
     report.rel_errors.append(0.0 if denom < atol else abs(analytic - numeric) / denom)
@@ -70,6 +76,21 @@ def default_eps() -> float:
     return 1e-6
 
 
+def default_rtol() -> float:
+    """The relative tolerance of a gradient check for the current precision: 2 cbrt(machine epsilon),
+    1.2e-5 in float64 and 9.8e-3 in float32.
+
+    At the default step (`default_eps`) central differences themselves err by ~ eps_machine^(2/3)
+    relative (2.4e-5 in float32), but a rollout's loss and its Tape gradient also carry round-off
+    that the dynamics amplify: a correct float32 gradient of the README tour's particles differs from
+    its finite differences by ~5e-4 (issue 45), so float64's 1e-5 would fail it.  2 cbrt(eps) keeps
+    float64 at the library's usual 1e-5 and leaves float32 a factor ~20 above that round-off, while
+    a wrong gradient (scaled by 1.1: 0.09; a component's sign flipped: typically > 0.1) still fails.
+    """
+    eps = np.finfo(np.float32 if precision() == "f32" else np.float64).eps
+    return float(2.0 * np.cbrt(eps))
+
+
 def _check_differentiable(loss, params):
     """Clear errors for fields the Tape cannot differentiate (before anything runs)."""
     if not has_grad(loss) or not hasattr(loss, "shape") or tuple(loss.shape) != ():
@@ -86,7 +107,7 @@ def _check_differentiable(loss, params):
 
 
 def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int = 3, eps: float | None = None,
-                   rtol: float = 1e-5, atol: float = 1e-10, seed: int = 0, scale: Sequence | None = None,
+                   rtol: float | None = None, atol: float = 1e-10, seed: int = 0, scale: Sequence | None = None,
                    masks: Sequence | None = None) -> GradCheckReport:
     """Compare the Tape gradient of `loss` with central differences.
 
@@ -99,7 +120,8 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
         n_dirs: number of random directions.
         eps: finite-difference step along a unit-norm direction (times `scale`); None:
             `default_eps()`, ~cbrt(machine epsilon): 1e-6 in float64, 4.9e-3 in float32.
-        rtol, atol: the relative tolerance, and the magnitude below which both
+        rtol, atol: the relative tolerance (None: `default_rtol()`, from the precision:
+            1.2e-5 in float64, 9.8e-3 in float32), and the magnitude below which both
             derivatives count as zero.
         scale: per-field step multipliers; default: each field's RMS value
             (at least 1e-3), so parameters of very different sizes (a
@@ -111,6 +133,7 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
     params = _as_list(params)
     _check_differentiable(loss, params)
     eps = default_eps() if eps is None else float(eps)
+    rtol = default_rtol() if rtol is None else float(rtol)
     masks = list(masks) if masks is not None else [None] * len(params)
     rng = np.random.default_rng(seed)
     base = [p.to_numpy() for p in params]
@@ -134,34 +157,37 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
     grads = [p.grad.to_numpy().astype(np.float64) for p in params]
 
     report = GradCheckReport(rtol=rtol, atol=atol)
+    # per-field 0/1 masks broadcast to the field's shape (the directions' support)
+    support = [np.ones(b.shape) if m is None else
+               np.broadcast_to(np.asarray(m, dtype=np.float64).reshape(np.shape(m) + (1,) * (b.ndim - np.ndim(m))), b.shape)
+               for b, m in zip(base, masks)]
+    dimension = max(sum(int(np.count_nonzero(w)) for w in support), 1)
+    typical = float(np.sqrt(sum(float(np.sum((g * s * w) ** 2)) for g, s, w in zip(grads, scale, support)) / dimension))
     for _ in range(n_dirs):
-        dirs = []
-        for b, s, m in zip(base, scale, masks):
-            d = np.asarray(rng.standard_normal(b.shape))
-            if m is not None:
-                d = d * np.broadcast_to(np.asarray(m, dtype=np.float64).reshape(m.shape + (1,) * (d.ndim - np.ndim(m))), d.shape)
-            dirs.append(d * s)
+        dirs = [np.asarray(rng.standard_normal(b.shape)) * w * s for b, w, s in zip(base, support, scale)]
         norm = np.sqrt(sum(float(np.sum((d / s) ** 2)) for d, s in zip(dirs, scale))) or 1.0
         dirs = [d / norm for d in dirs]
         analytic = sum(float(np.sum(g * d)) for g, d in zip(grads, dirs))
         plus = evaluate([b + eps * d for b, d in zip(base, dirs)])
         minus = evaluate([b - eps * d for b, d in zip(base, dirs)])
-        _record(report, analytic, (plus - minus) / (2 * eps), atol)
+        _record(report, analytic, (plus - minus) / (2 * eps), atol, typical)
     set_values(base)
     return report
 
 
 def check_param_gradient(run: Callable[[], None], loss, param, n_dirs: int = 3, eps: float | None = None,
-                         rtol: float = 1e-5, atol: float = 1e-10, seed: int = 0) -> GradCheckReport:
+                         rtol: float | None = None, atol: float = 1e-10, seed: int = 0) -> GradCheckReport:
     """Check a `tgs.Param`'s chain rule: `param.internal_grad()` (after a Tape of
     `run`) against central differences of the loss in the optimiser's coordinates
     (`param.to_internal(param.value())`, written back with `param.write(param.from_internal(x))`).
 
     For reparametrised parameters (a subclass that maps a few numbers, or smoothed
     steps, onto a field) this tests their hand-written `internal_grad`; the Tape
-    part is as in `check_gradient`.  Directions are unit-norm; eps is absolute (None: `default_eps()`).
+    part is as in `check_gradient`.  Directions are unit-norm; eps is absolute (None: `default_eps()`);
+    rtol None: `default_rtol()`.
     """
     eps = default_eps() if eps is None else float(eps)
+    rtol = default_rtol() if rtol is None else float(rtol)
     rng = np.random.default_rng(seed)
     x0 = np.asarray(param.to_internal(param.value()), dtype=np.float64)
 
@@ -178,11 +204,12 @@ def check_param_gradient(run: Callable[[], None], loss, param, n_dirs: int = 3, 
     with tape(loss):
         run()
     grad = np.asarray(param.internal_grad(), dtype=np.float64).reshape(x0.shape)
-    report = GradCheckReport(rtol=rtol)
+    report = GradCheckReport(rtol=rtol, atol=atol)
+    typical = float(np.linalg.norm(grad)) / np.sqrt(max(grad.size, 1))
     for _ in range(n_dirs):
         d = rng.standard_normal(x0.shape)
         d /= np.linalg.norm(d) or 1.0
         analytic = float(np.sum(grad * d))
-        _record(report, analytic, (evaluate(x0 + eps * d) - evaluate(x0 - eps * d)) / (2 * eps), atol)
+        _record(report, analytic, (evaluate(x0 + eps * d) - evaluate(x0 - eps * d)) / (2 * eps), atol, typical)
     set_x(x0)
     return report

@@ -53,8 +53,15 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or sys.platform in ("darwin", "win32")
 
 
-def look_at_projection(eye, target, up=(0.0, 1.0, 0.0), fov_deg=45.0):
-    """Return f(points (N,3)) -> (N,2) screen coordinates in [0, 1] (+y up)."""
+def look_at_projection(eye, target, up=(0.0, 1.0, 0.0), fov_deg=45.0, aspect=1.0):
+    """Return f(points (N,3)) -> (N,2) screen coordinates in [0, 1] (+y up).
+
+    fov_deg is the vertical field of view; aspect = width / height of the picture in pixels.  The
+    horizontal coordinate is divided by the aspect so that a pixel covers the same angle in x and y
+    (square pixels: a sphere is drawn round in a 720 x 540 picture, not stretched to 4:3)."""
+    aspect = float(aspect)
+    if not (math.isfinite(aspect) and aspect > 0):
+        raise ValueError(f"aspect={aspect}: expected the picture's width / height, a positive number")
     eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
     forward = target - eye
     forward /= np.linalg.norm(forward)
@@ -68,7 +75,7 @@ def look_at_projection(eye, target, up=(0.0, 1.0, 0.0), fov_deg=45.0):
     def project(points):
         d = np.asarray(points, dtype=np.float64) - eye
         z = np.maximum(d @ forward, 1e-3)
-        x = focal * (d @ right) / z
+        x = focal * (d @ right) / (z * aspect)
         y = focal * (d @ true_up) / z
         return np.stack([0.5 + 0.5 * x, 0.5 + 0.5 * y], axis=1)
 
@@ -83,7 +90,7 @@ class Viewer:
         res: (width, height) in pixels.
         headless: force file output; None decides from `has_display()`.
         out_dir: folder for PNG frames and the GIF (headless), created if needed.
-        eye, target, fov: the camera.
+        eye, target, fov: the camera (fov: the vertical field of view in degrees; pixels are square).
     """
 
     def __init__(self, title="tigradsim", res=(512, 512), headless=None, out_dir="out", eye=(0.0, 1.5, 4.0),
@@ -96,7 +103,7 @@ class Viewer:
         self.out_dir = out_dir
         self.title = title
         self.eye = np.asarray(eye, dtype=np.float64)
-        self.project = look_at_projection(eye, target, fov_deg=fov)
+        self.project = look_at_projection(eye, target, fov_deg=fov, aspect=res[0] / res[1])
         self.gui = ti.GUI(title, res=res, show_gui=not headless, background_color=0xF4F4F0)
         self.frames = []
         self.count = 0

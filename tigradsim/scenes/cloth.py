@@ -41,7 +41,7 @@ from .staging import ScalarAdam, adam_then_bfgs
 
 PAPER_REL_ERR = {"velocity": 0.026}    # gradSim Table 3
 
-QUICK_SCENE = dict(nx=10, ny=5, cell=0.2, res=32, duration=0.4, every=20, checkpoint=100)   # --quick
+QUICK_SCENE = dict(nx=10, ny=5, cell=0.2, res=32, duration=0.4, dt=1e-3, every=20, checkpoint=100)   # --quick
 # [m/s]: a throw's mean velocity (vx, vy, vz), each drawn uniform in its range (truths and guesses);
 # the centre is the fixed throw of earlier runs, (1, 2, -0.5)
 THROW_RANGE = ((0.5, 1.5), (1.5, 2.5), (-1.0, 0.0))
@@ -130,8 +130,8 @@ class ThrownClothFit:
     every `every` steps (26 frames of 64 x 64 by default)."""
 
     def __init__(self, supervision="image", shading="color", nx=20, ny=10, cell=0.1, mu=60.0, lam=80.0,
-                 damping=0.05, density=0.25, bending=2e-3, duration=0.5, dt=1e-3, every=20, res=64, sigma=1e-4,
-                 checkpoint=100):
+                 damping=0.05, density=0.25, bending=2e-3, duration=0.5, dt=1 / 1200, every=24, res=64, sigma=1e-4,
+                 checkpoint=120):
         _check_choice("supervision", supervision, ("image", "state"))
         _check_choice("shading", shading, ("color", "silhouette"))
         self.res, self.grid, self.cell = res, [nx, ny], cell

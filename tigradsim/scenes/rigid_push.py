@@ -31,7 +31,15 @@ Why the scene is as it is (every mass in `MASS_RANGE` = [0.5, 3] kg gives a clea
     "vertices" fits every mesh vertex, which for a rolling sphere depends on the rolling angle and is
     not convex in the mass (from a 0.53 kg guess the sphere, true 2.32 kg, stopped at 1.0 kg).
 
-Measured (res 64, 60 iterations = 45 Adam + 15 secant, 10 trials, 2 shared cores): seed 0, image
+  * Stability (issue 45): the fit's mass stays in `FIT_BOUNDS` ([0.4, 50] kg, around `MASS_RANGE`), and
+    `stable_substeps` splits each rendered frame into as many steps as the pre-flight asks at 0.4 kg: the
+    box 16 per frame (dt 1/640 s), the sphere 18, the irregular body 33, the cylinder and cone 12 (1/480).
+    At 1/480 s throughout, the box below 0.58 kg, the sphere below 0.64 kg and the irregular body below
+    1.32 kg (its default 1 kg included) were past half of their contact's explicit limit (the Quickstart
+    warned three times).
+
+Measured before that change (dt 1/480 for every shape; res 64, 60 iterations = 45 Adam + 15 secant,
+10 trials, 2 shared cores): seed 0, image
 supervision: mean abs relative error 2.3e-15 (every trial <= 1.2e-14; paper 9.01e-5), 162 s wall,
 peak 379 MB; state (centre of mass): 2.3e-15, 134 s.  Seed 1, image: 1.9e-15, 104 s.
 """
@@ -52,6 +60,7 @@ from ..io import meshes
 
 SHAPES = ("box", "sphere", "cylinder", "cone", "irregular")
 MASS_RANGE = (0.5, 3.0)                          # truths and guesses are drawn log-uniformly from here [kg]
+FIT_BOUNDS = (0.4, 50.0)                         # the fitted mass's bounds [kg]: the scene's dt is stable down to 0.4
 GROUND = dict(ke=1e4, kd=20.0, kf=30.0, mu=0.3)  # per corner of a four-corner base (see the module docstring)
 ROUND_KD = 60.0                                  # contact damping of a body resting on one vertex [N s/m]
 START_X = -0.5                                   # initial x of the centre [m]; the push is along +x
@@ -96,13 +105,29 @@ def push_model(shape="box", *, push=20.0, push_time=0.05, ground=None, requires_
     return b.finalize(requires_grad=requires_grad)
 
 
+def stable_substeps(model, every, dt, lightest=FIT_BOUNDS[0]):
+    """(every, dt): the frame interval `every` x `dt` [s] split into the fewest steps that keep the
+    scene within its stability pre-flight (`tigradsim.core.stability`) at every mass the fit may
+    visit, down to `lightest` [kg] (the lightest body is the least stable: its contact modes are the
+    fastest).  The box and the round bodies need half of 1/480 s there (contact ke, kd and kf on an
+    effective mass of 0.05-0.13 kg); the cylinder and the cone keep it."""
+    from ..core.stability import stability_report
+    from ..core.timing import substeps_per_frame
+    mass = model.get("body_mass")
+    model.set("body_mass", np.full_like(mass, lightest))
+    dt_safe = stability_report(model, dt).dt_safe
+    model.set("body_mass", mass)
+    return substeps_per_frame(1.0 / (every * dt), min(dt, dt_safe))
+
+
 class PushScene:
     """One shape pushed on the ground, rendered as silhouettes, with its mass fit (reusable across trials).
 
     Args (the paper's defaults):
         shape: one of `SHAPES`.
         push, push_time: the known force [N] along +x and how long it acts [s].
-        duration: seconds simulated; dt: time step [s]; every: steps per rendered frame.
+        duration: seconds simulated; dt: the largest time step [s]; every: steps of dt per rendered frame
+            (frames every `every` x `dt` s; each split into as many steps as `stable_substeps` asks).
         res: image width = height [px]; sigma: the soft rasterizer's edge blur.
         checkpoint: checkpoint the rollout every this many steps (None: keep every step).
         supervision: "image" (pixels) or "state" (3D tracks: `state_target` "com", the centre of mass,
@@ -127,6 +152,7 @@ class PushScene:
             raise ValueError(f"every, res: expected positive integers, got every={every!r}, res={res!r}")
         self.shape = shape
         self.model = push_model(shape, push=push, push_time=push_time)
+        every, dt = stable_substeps(self.model, every, dt)
         steps = int(round(duration / dt))
         self.sim = Simulator(self.model, dt=dt, steps=steps, checkpoint_every=checkpoint)
         self.surface = RigidSurface(self.sim, every=every)
@@ -134,7 +160,7 @@ class PushScene:
         self.renderer = SoftRasterizer(cam, self.surface.faces, self.surface.vertex_count, frames=self.surface.frames,
                                        sigma=sigma, gamma=1e-4, shading="silhouette")
         render_surface(self.sim, self.renderer, self.surface, every)
-        self.mass = Param(self.model.body_mass, "mass", lower=0.05, upper=50.0, log_space=True)
+        self.mass = Param(self.model.body_mass, "mass", lower=FIT_BOUNDS[0], upper=FIT_BOUNDS[1], log_space=True)
         if supervision == "state":
             source = BodyRecorder(self.sim, every=every).positions if state_target == "com" else self.surface.vertices
             self.fit = VideoFit(self.sim, self.renderer, [self.mass], supervision="state", state_source=source)
