@@ -9,7 +9,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-import tigradsim.core.builder as builder
+import tigradsim.sim.builder as builder
 from tigradsim.physics.parts import PARTS, PartFill, PartGather, PartLoop, PartPorts, part_bounds
 from atomic_order import assert_same_sums
 

@@ -11,11 +11,11 @@ import numpy as np
 import taichi as ti
 
 from ..physics.contact import DEFAULT_LAW, ContactLaw, ParticleGroundContact
-from .errors import as_array, check_indices, check_positive
-from .model import ForceTerm, Model, StateKind, check_force_term
-from ..physics.parts import merge_part_loops
+from ..core.errors import as_array, check_indices, check_positive
+from ..core.model import ForceTerm, Model, StateKind, check_force_term
+from ..exec.parts import merge_part_loops
 from ..physics.particles import ParticleIntegrator, spring_terms
-from .runtime import ensure_init, np_float
+from ..core.runtime import ensure_init, np_float
 
 
 
