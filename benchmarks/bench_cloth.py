@@ -21,7 +21,7 @@ one process, alternating, so that load on the machine hits all alike.
     python benchmarks/bench_cloth.py --threads-compare [--sizes 64] [--rounds 5] [--paths parts] [--grads all|named]
 
 --threads-compare: the serial path on 1 and 2 threads against element loops on both cores
-(--paths: "parts" (default), "colour", "gather", or "auto": what `tgs.init()` picks) on 2 and 1 threads,
+(--paths: "parts" (default), "parallel", or "auto": what `tgs.init()` picks) on 2 and 1 threads,
 alternating in one process, best of --rounds (see benchmarks/bench_fem.py `threads_compare`); one JSON line
 per size.
 --grads: "all" (default) gives every parameter a gradient, as a fit of the cloth's material would; "named"

@@ -17,7 +17,7 @@ recorded, with its date, and never divided into.
 
 --threads-compare times, in ONE process and alternating round by round (so that load on the
 machine hits all alike), the serial path on 1 and 2 threads and each of --paths (element loops on
-both cores: "parts" (default), "colour", "gather") on 2 and 1 threads, best of --rounds, with the load average.  Each
+both cores: "parts" (default), "parallel") on 2 and 1 threads, best of --rounds, with the load average.  Each
 configuration needs its own `tgs.init`, so every round rebuilds each scene (kernels come from
 Taichi's offline cache).  Prints one JSON line per scene: us per step [forward, forward+backward]
 per configuration, and the speedups of each path on 2 threads over the serial path.
@@ -137,9 +137,9 @@ def main():
     parser.add_argument("--arch", default="cpu")
     parser.add_argument("--precision", default="f32")
     parser.add_argument("--scenes", default="ball,box16,box32")
-    parser.add_argument("--scatter", choices=("auto", "parallel", "serial", "gather", "colour", "parts"), default="auto",
+    parser.add_argument("--scatter", choices=("auto", "parallel", "serial", "parts"), default="auto",
                         help="element loops: serial plain adds, parallel atomics, or both cores without "
-                             "atomics (gather, colour, parts) (tgs.init)")
+                             "atomics (parts) (tgs.init)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (ti.init cpu_max_num_threads)")
     parser.add_argument("--threads-compare", action="store_true",
                         help="serial vs --paths on 1 and 2 threads, alternating in one process (see above)")

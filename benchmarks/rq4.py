@@ -128,7 +128,7 @@ def texture_colors(count):
 
 def _ablation_scene_class():
     """`AblationScene` (defined lazily so that importing this module does not start Taichi)."""
-    from tigradsim.core.simulator import Simulator
+    from tigradsim.sim.simulator import Simulator
     from tigradsim.fitting.optim import Param
     from tigradsim.fitting.sysid import VideoFit, render_surface
     from tigradsim.physics.rigid_observers import RigidSurface

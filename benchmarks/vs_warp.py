@@ -60,7 +60,7 @@ loss (sum of final heights), no tape.  Forward+backward: the same under `tgs.tap
 + `tape.backward` + `tape.zero()` (the clearing `ti.ad.Tape` does on entry).  Warp steps are
 `state.clear_forces(); [wp.sim.collide(...)]; integrator.simulate(...)` as in Warp's own examples;
 Warp's CPU kernels run on one thread, tigradsim's as `tgs.init` decides (see runtime.serial_scatter and
-gather.element_path: on 2 cores, FEM element sets of 8,192+ elements (fem32) run on both, smaller ones on one, and
+exec.loops.element_path: on 2 cores, FEM element sets of 8,192+ elements (fem32) run on both, smaller ones on one, and
 cloth on one at any size, in lanes from 1,024 triangles (cloth.CLOTH_PARTS_MIN_THREADS, CLOTH_LANES_MIN_TRIANGLES);
 the JSON's tigradsim_element_paths says which).
 ratio = Warp time / tigradsim time (> 1: tigradsim faster).
@@ -399,7 +399,7 @@ def run_scene(scene, arch, repeat, scale, tiny, libraries, grads="named", pin_th
            # Taichi's CPU workers, one per CPU (tigradsim.core.affinity), or why not
            "tigradsim_pinned_cpus": sorted(tgs.pinned_threads()["pinned"].values()),
            "tigradsim_unpinned_because": tgs.pinned_threads()["reason"],
-           # how each element loop ran ("serial", "parts", ...: gather.element_path, chosen per element set)
+           # how each element loop ran ("serial", "parts", ...: exec.loops.element_path, chosen per element set)
            "tigradsim_element_paths": sorted({t.path for t in cases[0].model.force_terms if hasattr(t, "path")})}
     if len(cases) == 2:
         out["ratio"] = [round(w / t, 2) for w, t in zip(us["warp"], us["tigradsim"])]

@@ -15,7 +15,7 @@ import numpy as np
 import taichi as ti
 
 from tigradsim.core.registry import ShellMaterial, register_material
-from tigradsim.physics import lanes
+from tigradsim.exec import lanes
 
 
 @register_material("membrane")

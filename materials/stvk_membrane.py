@@ -9,7 +9,7 @@ import taichi as ti
 
 from tigradsim.core.linalg import matmul
 from tigradsim.core.registry import ShellMaterial, register_material
-from tigradsim.physics import lanes
+from tigradsim.exec import lanes
 
 
 @register_material("stvk_membrane")

@@ -119,7 +119,7 @@ from tigradsim.core.linalg import matmul, matvec
 
 from tigradsim.core.model import has_grad
 from tigradsim.core.runtime import custom_op, deterministic, ensure_init, np_float, serial_loop
-from tigradsim.core.simd import lane_count
+from tigradsim.exec.simd import lane_count
 from tigradsim.io.meshes import unpaired_edge
 
 from .camera import Camera, rodrigues

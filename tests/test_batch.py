@@ -11,7 +11,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.core.batch import batched
+from tigradsim.sim.batch import batched
 from tigradsim.fitting.batch import PerCopy, RowsParam
 from tigradsim.fitting.batch_fit import BatchFit
 from tigradsim.fitting.sysid import VideoFit, render_surface

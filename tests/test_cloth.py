@@ -314,7 +314,7 @@ def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64,
     gradients of every parameter agree to rounding, and the serial path's Tape gradients match central
     differences."""
     from tigradsim.physics.cloth import ClothBendingForces, ClothMembraneForces, LaneGroupPorts
-    from tigradsim.physics.lanes import LANES
+    from tigradsim.exec.lanes import LANES
     lanes_model, ne = _lanes_scene("serial")
     one_model, _ = _lanes_scene("parts")
     assert ne % LANES != 0 and ne > 2 * LANES
@@ -398,9 +398,9 @@ def test_cloth_wide_forward_lanes_equal_one_at_a_time(f64, cloth_lanes, monkeypa
     """A large cloth's forward lanes are one SIMD register wide (`cloth.forward_lanes`: 8 in float32 on AVX2;
     forced to 8 here, in float64): its forces and a rollout equal the one element at a time path's to
     rounding, and the Tape gradients (the reverse in lanes of LANES) match them and central differences."""
-    from tigradsim.core.simd import lane_count
+    from tigradsim.exec.simd import lane_count
     from tigradsim.physics import cloth
-    from tigradsim.physics.lanes import LANES
+    from tigradsim.exec.lanes import LANES
     assert cloth.forward_lanes(cloth.CLOTH_WIDE_LANES_MIN_TRIANGLES - 1) == LANES
     assert cloth.forward_lanes(cloth.CLOTH_WIDE_LANES_MIN_TRIANGLES) == max(LANES, lane_count(8))
     monkeypatch.setattr(cloth, "forward_lanes", lambda triangle_count: 8)
@@ -455,7 +455,7 @@ def test_lanes_reverse_same_with_steps_launched_one_by_one(f64, cloth_lanes):
 def test_atan2_lanes_is_exact_in_f64(f64):
     """`lanes.atan2_lanes` takes the scalar atan2 of every lane (Taichi's atan2 of a whole Vector is accurate to
     ~3e-8 rad in float64): on a Vector built from values and on one that is the result of arithmetic."""
-    from tigradsim.physics import lanes
+    from tigradsim.exec import lanes
     rng = np.random.default_rng(3)
     y, x = rng.normal(size=(2, 4)) * [[1.0], [1e-3]]
     yf, xf = ti.field(float, shape=4), ti.field(float, shape=4)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import tigradsim as tgs
-from tigradsim.core import simulator
+from tigradsim.sim import simulator
 from tigradsim.core.stability import stability_report
 
 DEMOS = Path(__file__).resolve().parents[1] / "demos"

@@ -84,8 +84,8 @@ def test_register_plugin_with_decorator(cleanup):
 
 def test_shell_plugin_by_columns(cleanup):
     """A shell material that gives `stress_columns` only gets `stress` from it (the same P), one formula for
-    one triangle and for LANES at once (`physics.lanes`)."""
-    from tigradsim.physics import lanes
+    one triangle and for LANES at once (`exec.lanes`)."""
+    from tigradsim.exec import lanes
 
     @register_material("test_shell_columns")
     class Columns(ShellMaterial):

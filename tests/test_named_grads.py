@@ -2,7 +2,7 @@
 kernels then skip the velocity terms (FEM and cloth damping, drag, lift, bending damping) whose
 coefficients are 0 and have no gradient.  The gradients of the named parameters must equal those of
 a model where every parameter has a gradient (float64, to 1e-12), and finite differences, on the
-serial, gather and colour paths; elements whose coefficients are NOT 0 must keep their terms."""
+serial and parts paths; elements whose coefficients are NOT 0 must keep their terms."""
 import numpy as np
 import pytest
 import taichi as ti
@@ -10,7 +10,7 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim.core.model import has_grad
 
-PATHS = ("serial", "gather", "colour", "parts")
+PATHS = ("serial", "parts")
 
 
 def fem_scene(requires_grad):
@@ -41,7 +41,7 @@ def cloth_scene(requires_grad):
     return b.finalize(requires_grad=requires_grad)
 
 
-# the named parameters (cloth: a bending table with a port on the gather / colour paths, beside
+# the named parameters (cloth: a bending table with a port on the parts path, beside
 # membrane, drag and lift tables without one)
 SCENES = {"fem": (fem_scene, ("particle_qd0", "particle_mass")),
           "cloth": (cloth_scene, ("particle_qd0", "cloth_bending_stiffness"))}

@@ -1,13 +1,16 @@
-"""Element loops on every thread without atomic adds (tigradsim.physics.gather): the gather path gives the
-serial path's forces and gradients (float64, to 1e-12), finite differences agree with its
-gradients, and its results are the same bits run to run and for 1 or 2 threads."""
+"""Element loops on every thread without atomic adds (tigradsim.exec.parts): the parts path gives the
+serial path's forces and gradients (float64, to 1e-12), finite differences agree with its gradients,
+checkpointed runs, models without gradients and Tape(validation=True) work on it, and its results are
+the same bits run to run and for 1 or 2 threads; which path "auto" picks (tigradsim.exec.loops).  The
+parts path's own mechanics: tests/test_scatter_parts.py."""
 import numpy as np
 import pytest
 import taichi as ti
 
 import tigradsim as tgs
 from tigradsim import fem
-from tigradsim.physics.gather import PARTS_MIN_ELEMENTS, ElementPorts, PortFill, ForceGather, element_path
+from tigradsim.exec.loops import PARTS_MIN_ELEMENTS, element_path
+from tigradsim.exec.parts import PartFill, PartGather, PartPorts
 
 
 MATERIALS = ("neo_hookean", "neo_hookean")     # two meshes: a shared row and per-tet rows
@@ -88,24 +91,6 @@ def taped(model, names, **kw):
     return rec.numpy(), {n: model.parameters()[n].grad.to_numpy().copy() for n in names}, float(loss[None])
 
 
-@pytest.mark.parametrize("scene", sorted(SCENES))
-def test_gather_path_equals_serial(f64, scene):
-    """Same trajectory and gradients as the serial scatter (only the order of the per-particle sums differs)."""
-    model, names = build(scene, "gather")
-    assert any(isinstance(t, ForceGather) for t in model.force_terms)
-    assert not tgs.Simulator(model, dt=1e-3, steps=2).fused
-    x_gather, g_gather, l_gather = taped(model, names)
-    model, names = build(scene, "serial")
-    assert not any(isinstance(t, ForceGather) for t in model.force_terms)
-    x_serial, g_serial, l_serial = taped(model, names)
-    np.testing.assert_allclose(x_gather, x_serial, rtol=0, atol=1e-13)
-    assert l_gather == pytest.approx(l_serial, rel=1e-12)
-    for n in names:
-        g = g_serial[n]
-        assert np.any(g != 0), n
-        np.testing.assert_allclose(g_gather[n], g, rtol=1e-12, atol=1e-12 * np.abs(g).max(), err_msg=n)
-
-
 def check(run, loss, fld, **kw):
     report = tgs.check_gradient(run, loss, [fld], n_dirs=1, eps=kw.pop("eps", 1e-5), rtol=1e-5, **kw)
     assert report.ok, f"{fld}: {report}"
@@ -113,44 +98,112 @@ def check(run, loss, fld, **kw):
 
 
 @pytest.mark.parametrize("scene", sorted(SCENES))
-def test_gather_path_gradients_match_finite_differences(f64, scene):
-    model, names = build(scene, "gather")
+def test_parts_path_equals_serial(f64, scene):
+    """Same trajectory, loss and gradients as the serial scatter (only the order of each particle's sum differs)."""
+    model, names = build(scene, "parts")
+    assert any(isinstance(t, PartGather) for t in model.force_terms)
+    assert not tgs.Simulator(model, dt=1e-3, steps=2).fused
+    x_parts, g_parts, l_parts = taped(model, names)
+    model, names = build(scene, "serial")
+    assert not any(isinstance(t, PartGather) for t in model.force_terms)
+    x_serial, g_serial, l_serial = taped(model, names)
+    np.testing.assert_allclose(x_parts, x_serial, rtol=0, atol=1e-13)
+    assert l_parts == pytest.approx(l_serial, rel=1e-12)
+    for n in names:
+        g = g_serial[n]
+        assert np.any(g != 0), n
+        np.testing.assert_allclose(g_parts[n], g, rtol=1e-12, atol=1e-12 * np.abs(g).max(), err_msg=n)
+
+
+@pytest.mark.parametrize("scene", sorted(SCENES))
+def test_parts_path_gradients_match_finite_differences(f64, scene):
+    model, names = build(scene, "parts")
     sim, rec, run, loss = rollout(model, steps=30)
     for n in names:
-        # several gradients are small (1e-9 .. 1e-8): a step of 1e-4 keeps FD above round-off
-        check(run, loss, model.parameters()[n], eps=1e-4)
+        # several gradients are small (1e-9 .. 1e-8): a step of 1e-4 keeps FD above round-off; the
+        # loss is nearly linear in the bending rest angles (gradient 1e-9) and round-off dominates
+        # their FD until a step of ~3e-3 (the serial path's FD gives the same numbers)
+        check(run, loss, model.parameters()[n], eps=3e-3 if n == "cloth_bend_rest_angle" else 1e-4)
 
 
-def test_gather_path_checkpointed_and_activation_control(f64):
+def test_parts_path_checkpointed_and_activation_control(f64):
     """Checkpointed segments (the reverse pass re-runs the port loops) and per-step activations."""
-    model, names = build("fem", "gather")
+    model, names = build("fem", "parts")
     act_t = fem.enable_activation_control(model, 30)
     act_t.from_numpy(np.random.default_rng(1).normal(size=(30, model.tet_count)) * 0.05)
     _, full, _ = taped(model, names + ["tet_activation_t"], steps=30)
     _, ck, _ = taped(model, names + ["tet_activation_t"], steps=30, checkpoint_every=7)
+    model_s, _ = build("fem", "serial")
+    act_s = fem.enable_activation_control(model_s, 30)
+    act_s.from_numpy(act_t.to_numpy())
+    _, serial, _ = taped(model_s, names + ["tet_activation_t"], steps=30)
     for n in full:
         assert np.any(full[n] != 0), n
         np.testing.assert_allclose(ck[n], full[n], rtol=1e-12, atol=1e-12 * np.abs(full[n]).max(), err_msg=n)
+        np.testing.assert_allclose(full[n], serial[n], rtol=1e-12, atol=1e-12 * np.abs(full[n]).max(), err_msg=n)
     sim, rec, run, loss = rollout(model, steps=30)
     check(run, loss, act_t, scale=[0.05])
 
 
 def _bits(scene, threads):
     tgs.init(precision="f64", cpu_max_num_threads=threads)
-    model, names = build(scene, "gather")
+    model, names = build(scene, "parts")
     return taped(model, names)
 
 
-@pytest.mark.parametrize("scene", ["cloth"])   # the gather mechanism is the same for every term: one scene (2 terms)
-def test_gather_path_bit_reproducible_run_to_run_and_across_thread_counts(scene):
-    x2, g2, l2 = _bits(scene, 2)
-    x2b, g2b, l2b = _bits(scene, 2)
-    x1, g1, l1 = _bits(scene, 1)
+def test_parts_path_bit_reproducible_run_to_run_and_across_thread_counts():
+    try:
+        x2, g2, l2 = _bits("cloth", 2)
+        x2b, g2b, l2b = _bits("cloth", 2)
+        x1, g1, l1 = _bits("cloth", 1)
+    finally:
+        tgs.init()
     for x, g, l in ((x2b, g2b, l2b), (x1, g1, l1)):
         assert l == l2 and np.array_equal(x, x2)
         for n in g2:
             assert np.array_equal(g[n], g2[n]), n
 
+
+def test_parts_path_without_gradients(f64):
+    """A model built without gradients: no ports, the same forward trajectory as serial."""
+    out = {}
+    for mode in ("parts", "serial"):
+        tgs.runtime.set_scatter(mode)
+        try:
+            v, f = tgs.meshes.cloth_grid(4, 3, cell=0.1, origin=(0.0, 0.05, 0.0), plane="xz")
+            b = tgs.SceneBuilder()
+            b.add_ground(ke=1e3, kd=1.0, kf=1.0, mu=0.5)
+            b.add_cloth(v, f, params={"mu": 20.0, "lam": 30.0}, density=5.0, bending_stiffness=1e-3,
+                        velocity=(0.2, -0.8, 0.1))
+            model = b.finalize(requires_grad=False)
+        finally:
+            tgs.runtime.set_scatter("auto")
+        sim = tgs.Simulator(model, dt=1e-3, steps=30)
+        sim.run()
+        out[mode] = sim.final_state()
+    np.testing.assert_allclose(out["parts"], out["serial"], rtol=0, atol=1e-13)
+    assert element_path(10) == "serial"
+
+
+def test_parts_path_under_debug_and_validation():
+    """Debug mode (bounds checks) and Tape(validation=True): the checked forward kernel adds straight
+    into the particles (no reused buffers for Taichi's data access rule to reject), the reverse kernel
+    still gives the serial path's gradients."""
+    tgs.init(precision="f64", debug=True)
+    try:
+        grads = {}
+        for mode in ("parts", "serial"):
+            model, names = build("cloth", mode)
+            sim, rec, run, loss = rollout(model, steps=10)
+            with ti.ad.Tape(loss, validation=True):
+                run()
+            grads[mode] = {n: model.parameters()[n].grad.to_numpy().copy() for n in names}
+        for n, g in grads["serial"].items():
+            # rounding: the forward sums in block order (1e-11 relative seen on bending stiffness)
+            assert np.any(g != 0), n
+            np.testing.assert_allclose(grads["parts"][n], g, rtol=1e-9, atol=1e-9 * np.abs(g).max(), err_msg=n)
+    finally:
+        tgs.init()
 
 @pytest.mark.parametrize("n, threads, path", [(16, 2, "serial"), (64, 2, "serial"), (100, 2, "serial"),
                                                (64, 4, "serial"), (100, 4, "parts")])
@@ -179,8 +232,8 @@ def test_cloth_sets_share_one_path_chosen_by_triangle_count(n, threads, path):
 
 def test_element_path_choice(f64):
     """Explicit modes are obeyed; "auto" keeps small element sets serial on this CPU and runs large ones
-    on the parts path with 2 or more threads (see gather.PARTS_MIN_ELEMENTS)."""
-    for mode in ("serial", "parallel", "gather", "colour", "parts"):
+    on the parts path with 2 or more threads (see loops.PARTS_MIN_ELEMENTS)."""
+    for mode in ("serial", "parallel", "parts"):
         tgs.runtime.set_scatter(mode)
         try:
             assert element_path(10 ** 6) == mode
@@ -196,11 +249,13 @@ def test_element_path_choice(f64):
         assert element_path(10 ** 6) == "serial"          # one thread: nothing to share the work with
     finally:
         tgs.init(precision="f64")
-    model, _ = build("springs", "gather")
+    with pytest.raises(ValueError, match=r"set_scatter: mode='gather' is not one of"):
+        tgs.runtime.set_scatter("gather")              # retired (benchmarks/MEASURED.md)
+    model, _ = build("springs", "parts")
     kinds = [type(t).__name__ for t in model.force_terms]
-    assert kinds.index("PortFill") < kinds.index("SpringForces") < kinds.index("ForceGather")
-    assert all(t.stability_limits() == [] for t in model.force_terms if isinstance(t, (PortFill, ForceGather)))
+    assert kinds.index("PartFill") < kinds.index("SpringForces") < kinds.index("PartGather")
+    assert all(t.stability_limits() == [] for t in model.force_terms if isinstance(t, (PartFill, PartGather)))
     with pytest.raises(IndexError, match=r"particle indices must lie in \[0, 12\)"):
-        ElementPorts(model, np.array([[0, 12]]))
+        PartPorts(model, np.array([[0, 12]]))
     with pytest.raises(ValueError, match=r"indices: expected shape \(E, K\)"):
-        ElementPorts(model, np.zeros((0, 2), dtype=int))
+        PartPorts(model, np.zeros((0, 2), dtype=int))

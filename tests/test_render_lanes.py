@@ -55,7 +55,7 @@ def _render_grads(cam, f, n, X, target, always_recompute=False, **kw):
                          ids=["union", "closed", "cull", "tile4", "tile12-recompute", "orthographic", "lanes8",
                               "lanes8-tile16-closed-recompute"])
 def test_pixel_lanes_equal_the_pair_list(kw):
-    """Lanes of the automatic count (4 in float64, `core.simd.lane_count`) and of 8 (float32's on CPUs
+    """Lanes of the automatic count (4 in float64, `exec.simd.lane_count`) and of 8 (float32's on CPUs
     with AVX2): the pair list's images and gradients to round-off."""
     kw = dict(kw)
     cam, v, f, X, target = _scene(projection=kw.pop("projection", "perspective"))

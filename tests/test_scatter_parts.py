@@ -1,20 +1,19 @@
-"""The parts path's own checks (tigradsim.physics.parts): the parts cover every element once, the touch
+"""The parts path's own checks (tigradsim.exec.parts): the parts cover every element once, the touch
 bits are right, two material ranges share one set of buffers, a forward run after a backward pass gives
 the same bits, a model without gradients has no ports, and several element sets share one loop
 (PartLoop) with the bits of one loop per set.  Equality with the serial path, finite
 differences, checkpointing, activation control, bit-reproducibility across thread counts, no-gradient
-models and Tape(validation=True) are tested for it and the colour path alike in tests/test_scatter_colour.py."""
+models and Tape(validation=True) are tested in tests/test_parallel_elements.py."""
 import numpy as np
 import pytest
 import taichi as ti
 
 import tigradsim as tgs
-import tigradsim.core.builder as builder
-from tigradsim.physics.parts import PARTS, PartFill, PartGather, PartLoop, PartPorts, part_bounds
+import tigradsim.sim.builder as builder
+from tigradsim.exec.parts import PARTS, PartFill, PartGather, PartLoop, PartPorts, part_bounds
 from atomic_order import assert_same_sums
 
-from test_parallel_elements import check, rollout, taped
-from test_scatter_colour import build
+from test_parallel_elements import build, check, rollout, taped
 
 
 def _two_materials():
@@ -112,7 +111,7 @@ def test_element_sets_share_one_part_loop(f64, monkeypatch):
     one PartLoop (one thread-pool hand-off per step and direction instead of two), after both sets'
     PartFill and before both PartGathers, with the same trajectory and gradients, bit for bit, as one
     loop per set, and the gradients match finite differences in float64 (against the serial path:
-    tests/test_scatter_colour.py)."""
+    tests/test_parallel_elements.py)."""
     model, names = build("cloth", "parts")
     loops = [t for t in model.force_terms if isinstance(t, PartLoop)]
     assert len(loops) == 1
@@ -141,7 +140,7 @@ def test_merge_part_loops_order():
     one set's buffers in one struct-for would make the adds atomic), every merged set's PartFill
     before the loop, every PartGather after the last element term; nothing moves with one set."""
     from types import SimpleNamespace
-    from tigradsim.physics.parts import merge_part_loops
+    from tigradsim.exec.parts import merge_part_loops
 
     def element(name, ports):
         return SimpleNamespace(name=name, ports=ports, element_range=(0, 1), merged=False)

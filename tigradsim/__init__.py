@@ -36,12 +36,12 @@ from .core.affinity import pinned_threads
 from .core.tape import tape
 from .fitting.gradcheck import check_gradient, check_param_gradient, GradCheckReport
 from .core.errors import SimulationError, GradientError, StabilityWarning, StabilityError, FootageError, FootageWarning
-from .core.builder import SceneBuilder
+from .sim.builder import SceneBuilder
 from .core.model import Model, StateKind, ForceTerm
 from .physics.contact import ContactLaw
-from .core.timing import substeps_per_frame
+from .sim.timing import substeps_per_frame
 from .core.state import StateStore
-from .core.simulator import Simulator
+from .sim.simulator import Simulator
 from .core.stability import stability_report, StabilityReport
 from .core.observers import ParticleRecorder, CenterOfMassRecorder
 from .fitting.losses import MSELoss
@@ -52,6 +52,7 @@ from .fitting.uncertainty import fit_report, residual_jacobian, FitReport, Estim
 from .fitting.identify import identify, Identification, latin_hypercube
 from .core.registry import (register_material, get_material, list_materials, Material, TetMaterial,
                             ShellMaterial, lame_from_young_poisson, neo_hookean_from_lame)
+from . import materials  # noqa: F401  (registers the built-in materials, as a user's plugin would)
 # module namespaces that stay public as tgs.<name> (the layer folders are an implementation layout)
 from .core import runtime, registry
 from .io import meshes, footage
@@ -59,7 +60,7 @@ from .physics import fem, cloth, rigid
 from .fitting import sysid, control, gradcheck
 from .physics.rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
 from .fitting.sysid import VideoFit
-from .core.batch import Batch, batched
+from .sim.batch import Batch, batched
 from .fitting.batch import PerCopy, RowsParam
 from .fitting.batch_fit import BatchFit
 from .io.footage import Footage, load_footage

@@ -1,2 +1,3 @@
-"""The core: Taichi runtime and precision, errors, the Model and its builder, the per-step state store,
-the simulator, stability checks, the material registry and the shared matrix helpers."""
+"""The ground floor: Taichi runtime and precision, errors, the Model and the per-step state store,
+stability checks, the material registry, the shared matrix helpers, the tape and the mesh validity
+checks (`geometry`).  It imports nothing above itself."""

@@ -64,8 +64,8 @@ class StepTerm:
         # (`cloth.LaneGroupPorts`): the backward pass then launches each step's reverse on its own
         # (`Simulator.reverse_per_step`)
         self.parallel_reverse = False
-        # an element term whose loop a `physics.parts.PartLoop` runs, with other element sets' (its own
-        # `gather.for_each_element` then emits nothing): set by `parts.merge_part_loops` at finalize
+        # an element term whose loop a `exec.parts.PartLoop` runs, with other element sets' (its own
+        # `exec.loops.for_each_element` then emits nothing): set by `parts.merge_part_loops` at finalize
         self.merged = False
 
 

@@ -20,6 +20,8 @@ import functools
 from taichi.lang import impl
 from taichi.lang import matrix_ops as _ops
 
+from . import linalg
+
 # Taichi's AST transformer looks `matrix_ops.matmul` up each time it compiles an `@`
 # (taichi/lang/ast/ast_transformer.py, build_BinOp), so swapping the module attribute
 # changes what `@` compiles to.
@@ -28,7 +30,6 @@ _taichi_matmul = _ops.matmul
 
 def _quiet_matmul(a, b):
     """`a @ b` for Taichi-scope matrices/vectors without a mutable local result."""
-    from tigradsim.materials import linalg   # lazy: tigradsim.materials imports the registry
     sa = a.get_shape() if hasattr(a, "get_shape") else None
     sb = b.get_shape() if hasattr(b, "get_shape") else None
     if sa is not None and sb is not None and len(sa) == 2:

@@ -192,7 +192,7 @@ class ShellMaterial(Material):
 
     A shell material may write its stress column by column instead, as
     `@ti.func stress_columns(self, f1, f2, p)` returning (P1, P2), the columns of P for the columns f1, f2 of
-    F, each a list of three values, p a list of the parameter values; written with `tigradsim.physics.lanes`'
+    F, each a list of three values, p a list of the parameter values; written with `tigradsim.exec.lanes`'
     list functions (`lanes.dot`, `lanes.cross`, `lanes.scale`, ...) and `ti.sqrt` & co., one formula serves
     one triangle (scalars) and LANES triangles at once (each value a LANES-vector), and cloth on one thread
     then evaluates its membrane four triangles at a time (`physics.cloth`).  `stress` is made from it."""
@@ -217,7 +217,7 @@ class ShellMaterial(Material):
 # registry
 
 _registry: "OrderedDict[str, Material]" = OrderedDict()
-_state = {"builtins": False, "loaded_eps": set(), "loading": False}
+_state = {"loaded_eps": set(), "loading": False}
 
 
 def _normalize_params(cls) -> "OrderedDict[str, Optional[float]]":
@@ -344,20 +344,18 @@ def _entry_points():
 
 
 def load_plugins(force: bool = False) -> list:
-    """Import the built-in materials and every not-yet-loaded entry point of the group
-    `tigradsim.materials`.  Called lazily by `get_material` and `list_materials`;
+    """Import every not-yet-loaded entry point of the group `tigradsim.materials` (the built-in
+    materials register when the package is imported: `tigradsim/__init__.py` imports
+    `tigradsim.materials`).  Called lazily by `get_material` and `list_materials`;
     call it with force=True to pick up plugins installed since.  Returns the names
     of the entry points loaded by this call."""
     if _state["loading"]:
         return []
-    if _state["builtins"] and _state.get("scanned") and not force:
+    if _state.get("scanned") and not force:
         return []
     _state["loading"] = True
     loaded = []
     try:
-        if not _state["builtins"]:
-            _state["builtins"] = True
-            import tigradsim.materials  # noqa: F401  (registers the built-in materials)
         try:
             eps = _entry_points()
         except Exception as exc:  # a broken environment must not break the simulator

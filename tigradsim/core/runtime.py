@@ -28,7 +28,7 @@ AD_STACK_SIZE = 256
 OFFLINE_CACHE_BYTES = 2 ** 30
 
 _state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto", "deterministic": True}
-_SCATTER_MODES = ("auto", "parallel", "serial", "gather", "colour", "parts")
+_SCATTER_MODES = ("auto", "parallel", "serial", "parts")
 # "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
 # cores (benchmarks --scatter): serial is 1.4-2.4x faster for springs, tets and
 # cloth, forward and backward.  Where the crossover lies with more cores was not
@@ -47,12 +47,10 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         seed: seed of Taichi's random number generator and of numpy's global one.
         scatter: how element loops (springs, tets, cloth triangles and bending edges) add
             their forces into shared particles: "parallel" (threads, atomic adds),
-            "serial" (one thread, plain adds), "gather" (threads, no atomic adds, bit-reproducible:
-            `tigradsim.physics.gather`), "colour" (threads, no atomic adds, bit-reproducible: block
-            colouring, `tigradsim.physics.colour`), "parts" (threads, per-part force buffers, no
-            atomic adds into particles, bit-reproducible: `tigradsim.physics.parts`) or "auto"
-            (see `serial_scatter` and `gather.element_path`: on CPUs, parts for large element
-            sets, serial otherwise; parallel on GPUs).
+            "serial" (one thread, plain adds), "parts" (threads, per-part force buffers, no
+            atomic adds into particles, bit-reproducible: `tigradsim.exec.parts`) or "auto"
+            (see `serial_scatter` and `tigradsim.exec.loops.element_path`: on CPUs, parts for
+            large element sets, serial otherwise; parallel on GPUs).
         deterministic: every rollout, rendered frame, loss and gradient bit-reproducible
             (reductions that would sum in a thread-dependent order run in a fixed order);
             None: True on CPUs, False on GPUs (where it would cost most).  See `deterministic()`.
@@ -180,7 +178,7 @@ def serial_scatter() -> bool:
     force term is built (model finalize).
     """
     mode = _state["scatter"]
-    if mode in ("auto", "gather", "colour", "parts"):   # gather, colour, parts: element loops only (gather.element_path)
+    if mode in ("auto", "parts"):   # parts: element loops only (exec.loops.element_path)
         if _state["deterministic"]:
             return True
         cfg = impl.current_cfg()
@@ -205,7 +203,7 @@ def serial_loop(count: int, cost: int = 1) -> bool:
 
 
 def scatter_mode() -> str:
-    """The scatter mode of `init` / `set_scatter`: "auto", "parallel", "serial", "gather", "colour" or "parts"."""
+    """The scatter mode of `init` / `set_scatter`: "auto", "parallel", "serial" or "parts"."""
     return _state["scatter"]
 
 

@@ -1,4 +1,4 @@
-"""Per-copy parameters and optimizers for batched scenes (`tigradsim.core.batch`).
+"""Per-copy parameters and optimizers for batched scenes (`tigradsim.sim.batch`).
 
 The loss of a batched fit is the SUM of the copies' losses.  Copies do not interact, so the gradient
 of the sum with respect to copy b's parameters is copy b's own gradient, and one Tape gives every

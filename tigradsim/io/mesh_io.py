@@ -32,6 +32,8 @@ import os
 
 import numpy as np
 
+from ..core.geometry import boundary_faces, orient_tets, validate_tets
+
 __all__ = ["MeshFileError", "load_obj", "save_obj", "load_tetgen", "load_mesh", "save_mesh", "tetrahedralize",
            "load_array", "tets_from_arrays"]
 
@@ -253,7 +255,6 @@ def load_tetgen(node_path, ele_path=None, fix_orientation: bool = True):
 
 
 def _finish_tets(v, t, fix_orientation, path):
-    from .meshes import orient_tets, validate_tets
     out = (t < 0) | (t >= len(v))
     if out.any():            # before orienting, which indexes the vertices
         k, j = np.argwhere(out)[0]
@@ -351,7 +352,6 @@ def load_mesh(path, cells: str = "auto", fix_orientation: bool = True):
         return load_obj(spath)
     if own == "tetgen":
         if cells == "triangle":
-            from .meshes import boundary_faces
             v, t = load_tetgen(os.path.splitext(spath)[0] + ".node", os.path.splitext(spath)[0] + ".ele")
             return v, boundary_faces(t, v)
         return load_tetgen(os.path.splitext(spath)[0] + ".node", os.path.splitext(spath)[0] + ".ele",
@@ -404,7 +404,6 @@ def _from_meshio(path, m, cells, fix_orientation):
         for b in blocks.get(kind, []):
             parts += [b[:, [0, k, k + 1]] for k in range(1, b.shape[1] - 1)]
     if not parts and ("tetra" in blocks or "tetra10" in blocks):     # a volume mesh: its boundary
-        from .meshes import boundary_faces
         v, t = _from_meshio(path, m, "tetra", True)
         return v, boundary_faces(t, v)
     if not parts:
@@ -492,7 +491,6 @@ def tetrahedralize(vertices, faces, edge_length: float = 0.05, epsilon: float = 
     unreferenced vertices removed.
     Raises ValueError for bad arguments (before fTetWild runs), ImportError without pytetwild.
     """
-    from .meshes import orient_tets, validate_tets
     v = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces)
     if v.ndim != 2 or v.shape[1] != 3 or len(v) < 4:

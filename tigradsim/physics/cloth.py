@@ -37,7 +37,7 @@ vertex (a grid corner holds 1/6 of a cell's mass) with k ~ (mu + lam) for the
 membrane and ~ k_bend / cell^2 for bending; e.g. cell 0.1 m, density 0.25 kg/m^2,
 mu = 60, lam = 80 N/m runs at dt = 1 ms.
 
-How the element loops add their forces: `gather.element_path` (on a CPU, cloth runs on one
+How the element loops add their forces: `exec.loops.element_path` (on a CPU, cloth runs on one
 thread, plain adds, unless it has CLOTH_PARTS_MIN_TRIANGLES triangles and the CPU 3 or 4
 threads: then on the parts path; GPUs atomic adds).  On one thread, from CLOTH_LANES_MIN_TRIANGLES triangles, the
 membrane and bending go four elements at a time, forward (`element_lanes`) and reverse
@@ -69,18 +69,18 @@ import numpy as np
 import taichi as ti
 from taichi.lang import impl
 
-from . import lanes
+from ..exec import lanes
 from .elements import MaterialElements
-from .gather import NO_PORTS, corner_put, corner_q, corner_qd, csr_starts, differentiating, element_path, \
+from ..exec.loops import NO_PORTS, corner_put, corner_q, corner_qd, csr_starts, differentiating, element_path, \
     for_each_element, make_ports, reversing, row_value, stopped_state, table_row, wrap_terms
-from .lanes import LANES
+from ..exec.lanes import LANES
 from ..core.errors import as_array, check_positive
 from ..core.model import StepTerm, has_grad
 from ..core.runtime import scatter_mode
-from ..core.simd import lane_count
+from ..exec.simd import lane_count
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
 
-# "auto" puts a cloth's triangles and bending edges on the parts path (`gather.element_path`) from this many
+# "auto" puts a cloth's triangles and bending edges on the parts path (`exec.loops.element_path`) from this many
 # triangles, both sets together, on CPUs of CLOTH_PARTS_MIN_THREADS threads or more.  On 2 threads one thread
 # in lanes (membrane and bending, both ways) is faster at every size: measured (f32, us per step, forward /
 # forward + backward, vs_warp's cloth, named gradients, serial on 1 thread against parts on 2): 64 x 64 (8,192
@@ -466,7 +466,7 @@ class Cloths:
 
 @ti.func
 def list3(v):
-    """A 3-vector as a list of its three components (`physics.lanes`' form for one element)."""
+    """A 3-vector as a list of its three components (`exec.lanes`' form for one element)."""
     return [v[0], v[1], v[2]]
 
 
@@ -484,11 +484,11 @@ class ClothMembraneForces(StepTerm):
         super().__init__(model)
         self.group = group
         self.damping_column = damping_column
-        self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
+        self.path = path                 # exec.loops.element_path: "serial", "parallel", or "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
         # in_lanes (one thread, CLOTH_LANES_MIN_TRIANGLES) and a material that gives its stress by columns:
-        # forward kernels take LANES triangles per iteration (`element_lanes`, `gather.for_each_element`)
+        # forward kernels take LANES triangles per iteration (`element_lanes`, `exec.loops.for_each_element`)
         self.in_lanes = in_lanes and self.serial and group.material.in_columns()
         self.forward_lanes = forward_lanes       # elements per iteration of the forward lanes (the reverse: LANES)
         self.lane_forces = lanes.LaneForces(3, forward_lanes) if self.in_lanes else None
@@ -518,8 +518,8 @@ class ClothMembraneForces(StepTerm):
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
         """Triangle e's membrane and aerodynamic corner forces, added at slot s; b: its block
-        (`gather.for_each_element`)."""
-        if ti.static(self.ports.active):     # gather / colour path: inputs through ports (physics.gather)
+        (`exec.loops.for_each_element`)."""
+        if ti.static(self.ports.active):     # parts path: inputs through ports (exec.ports)
             self.ports.stop(state)
             self.ports.open(e)
         tri = self.model.cloth_indices[e]
@@ -570,7 +570,7 @@ class ClothMembraneForces(StepTerm):
     @ti.func
     def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base, end: ti.template()):
         """`element` of the LANES triangles base, base + 1, ... (below end) at once, on one thread, in forward
-        kernels (`gather.for_each_element`; `physics.lanes`: the same formulas, the material's by columns).
+        kernels (`exec.loops.for_each_element`; `exec.lanes`: the same formulas, the material's by columns).
         Lanes past the last triangle repeat it with their forces multiplied by 0."""
         arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end, self.forward_lanes)
         out = self.lane_forces
@@ -729,7 +729,7 @@ def corner_forces(out: ti.template(), P1, P2, B, area, add: ti.template()):
 def aerodynamics(d1, d2, area, v, drag, lift):
     """A triangle's aerodynamic force per corner [N]: drag and lift on its mean velocity relative to the wind,
     v [m/s] (d1, d2: its edge vectors from corner 0, area [m^2] its rest area); lane triples and lane values
-    (`physics.lanes`), or lists of three scalars and scalars for one triangle."""
+    (`exec.lanes`), or lists of three scalars and scalars for one triangle."""
     n = lanes.cross(d1, d2)
     nh = lanes.scale(n, 1.0 / ti.sqrt(lanes.dot(n, n) + NORMAL_EPS))
     vn = lanes.dot(nh, v)
@@ -742,7 +742,7 @@ def aerodynamics(d1, d2, area, v, drag, lift):
 @ti.func
 def dihedral(x1, x2, x3, x4):
     """Signed dihedral angles theta and their gradients dtheta/dx1 .. dtheta/dx4 (Bridson et al. 2003) of L
-    bending edges at once, each corner given as a lane triple (`physics.lanes`: a list of three L-vectors;
+    bending edges at once, each corner given as a lane triple (`exec.lanes`: a list of three L-vectors;
     three scalars for one edge): returns (theta (L-vector or scalar), [g1, g2, g3, g4] (lane triples)).
     x3, x4: the edge; x1, x2: the opposite corners."""
     n1 = lanes.cross(lanes.sub(x3, x1), lanes.sub(x4, x1))
@@ -767,11 +767,11 @@ class ClothBendingForces(StepTerm):
 
     def __init__(self, model, path="serial", ports=None, in_lanes=False, forward_lanes=LANES):
         super().__init__(model)
-        self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
+        self.path = path                 # exec.loops.element_path: "serial", "parallel", or "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
         # in_lanes (one thread, CLOTH_LANES_MIN_TRIANGLES): forward kernels take LANES edges per iteration
-        # (`element_lanes`, `gather.for_each_element`), and so does the reverse kernel where there are gradients
+        # (`element_lanes`, `exec.loops.for_each_element`), and so does the reverse kernel where there are gradients
         # (`virtual_work`, through these ports)
         self.in_lanes = in_lanes and self.serial
         self.forward_lanes = forward_lanes       # edges per iteration of the forward lanes (the reverse: LANES)
@@ -799,8 +799,8 @@ class ClothBendingForces(StepTerm):
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
-        """Bending edge e's corner forces, added at slot s; b: its block (`gather.for_each_element`)."""
-        if ti.static(self.ports.active):     # gather / colour path: inputs through ports (physics.gather)
+        """Bending edge e's corner forces, added at slot s; b: its block (`exec.loops.for_each_element`)."""
+        if ti.static(self.ports.active):     # parts path: inputs through ports (exec.ports)
             self.ports.stop(state)
             self.ports.open(e)
         q = self.model.cloth_bend_indices[e]
@@ -827,7 +827,7 @@ class ClothBendingForces(StepTerm):
     @ti.func
     def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base, end: ti.template()):
         """`element` of the LANES edges base, base + 1, ... (below end) at once, on one thread, in forward
-        kernels (`gather.for_each_element`; `physics.lanes`: every quantity a LANES-vector, a 3-vector a
+        kernels (`exec.loops.for_each_element`; `exec.lanes`: every quantity a LANES-vector, a 3-vector a
         lane triple; the same formulas).  Lanes past the last edge repeat it with their forces multiplied
         by 0."""
         n = ti.static(self.forward_lanes)
@@ -852,7 +852,7 @@ class ClothBendingForces(StepTerm):
         particle_f.grad[s] at corner k read as a constant, so that W's reverse adds (df/dq)^T lambda,
         (df/dqd)^T lambda and (df/dp)^T lambda into the adjoints of the state and the parameters: the reverse
         of the force term.  Reverse kernels run loop by loop backwards, so lambda is read after the
-        integrator's reverse has made it.  The edges go LANES at a time (`physics.lanes`; Taichi's reverse of
+        integrator's reverse has made it.  The edges go LANES at a time (`exec.lanes`; Taichi's reverse of
         the forward loop itself would be scalar: benchmarks/lanes_probe.py), their positions and velocities
         read as stop_grad(state) + port, the ports of the lane group (`LaneGroupPorts`), which take the
         adjoints side by side; the ports' own loop, before this one, adds them into the particles' in its
@@ -925,7 +925,7 @@ class ClothBendingForces(StepTerm):
 
 
 def forward_lanes(triangle_count: int) -> int:
-    """Elements per iteration of a cloth's forward lanes: one SIMD register's worth (`core.simd.lane_count`: 8 in
+    """Elements per iteration of a cloth's forward lanes: one SIMD register's worth (`exec.simd.lane_count`: 8 in
     float32 on a CPU with AVX2) from CLOTH_WIDE_LANES_MIN_TRIANGLES triangles, LANES below."""
     if triangle_count < CLOTH_WIDE_LANES_MIN_TRIANGLES:
         return LANES

@@ -57,10 +57,10 @@ import taichi as ti
 from ..core.linalg import matmul
 from .damping import RAYLEIGH_MASS, RAYLEIGH_STIFFNESS, WARP, damping_model_code, damping_stress
 from .elements import MaterialElements
-from .gather import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, for_each_element, \
-    make_ports, stopped_state, table_row, wrap_terms
+from ..exec.loops import NO_PORTS, corner_put, corner_q, corner_qd, differentiating, element_path, \
+    for_each_element, make_ports, stopped_state, table_row, wrap_terms
 from ..core.errors import as_array, as_index_array, check_positive
-from ..io.meshes import boundary_faces, validate_tets
+from ..core.geometry import boundary_faces, validate_tets
 from ..core.registry import get_material
 from ..core.model import StepTerm, has_grad
 
@@ -304,7 +304,7 @@ class TetForces(StepTerm):
         self.has_mass_damping = RAYLEIGH_MASS in self.damping_models
         self.damping_column = damping_column
         self.activation_t = None         # optional (steps, E) field: per-step activation (controllers)
-        self.path = path                 # gather.element_path: "serial", "parallel", or "gather" / "colour" / "parts" (with ports)
+        self.path = path                 # exec.loops.element_path: "serial", "parallel", or "parts" (with ports)
         self.serial = path == "serial"
         self.ports = NO_PORTS if ports is None else ports
 
@@ -333,8 +333,8 @@ class TetForces(StepTerm):
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
-        """Tet e's corner forces, added at slot s (step t); b: its block (`gather.for_each_element`)."""
-        if ti.static(self.ports.active):     # gather / colour path: inputs through ports (physics.gather)
+        """Tet e's corner forces, added at slot s (step t); b: its block (`exec.loops.for_each_element`)."""
+        if ti.static(self.ports.active):     # parts path: inputs through ports (exec.ports)
             self.ports.stop(state)
             self.ports.open(e)
         idx = self.model.tet_indices[e]
@@ -430,7 +430,7 @@ class TetForces(StepTerm):
 
     @ti.func
     def deformation_rate_stopped(self, state: ti.template(), s: ti.template(), idx, Dm_inv):
-        """`deformation_rate` read from the state without a gradient path (`gather.stopped_state`; no
+        """`deformation_rate` read from the state without a gradient path (`exec.ports.stopped_state`; no
         ports: nothing flows back)."""
         _, v0 = stopped_state(state, s, idx[0])
         _, v1 = stopped_state(state, s, idx[1])

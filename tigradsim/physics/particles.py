@@ -7,7 +7,7 @@ Integrator, per particle with mass m (m = 0: fixed particle):
 
 import taichi as ti
 
-from .gather import NO_PORTS, corner_put, corner_q, corner_qd, element_path, for_each_element, make_ports, wrap_terms
+from ..exec.loops import NO_PORTS, corner_put, corner_q, corner_qd, element_path, for_each_element, make_ports, wrap_terms
 from ..core.model import StepTerm
 
 # Floor under |x_i - x_j| in spring directions: norm() at 0 has a NaN gradient.
@@ -16,8 +16,7 @@ LENGTH_EPS = 1e-12
 
 def spring_terms(model) -> list:
     """The force terms of the model's springs, in order: `SpringForces` alone (serial or parallel
-    scatter), or with the gather or colour path's port and gather loops around it
-    (`tigradsim.physics.gather`, `tigradsim.physics.colour`)."""
+    scatter), or with the parts path's port and sum loops around it (`tigradsim.exec.parts`)."""
     path = element_path(model.spring_count)
     ports = make_ports(path, model, model.spring_indices.to_numpy())
     return wrap_terms(ports, [SpringForces(model, path, ports)])
@@ -27,9 +26,9 @@ def spring_terms(model) -> list:
 class SpringForces(StepTerm):
     """Damped springs f = (ke (l - l0) + kd dl/dt) along the spring, equal and opposite.
 
-    path: `gather.element_path` ("serial", "parallel", or "gather" / "colour" / "parts" with `ports`); None: serial or
+    path: `exec.loops.element_path` ("serial", "parallel", or "parts" with `ports`); None: serial or
     parallel as `runtime.serial_scatter` says.  Per-spring coefficients are read at the loop index,
-    so the gather path needs no parameter ports."""
+    so the parts path needs no parameter ports."""
 
     def __init__(self, model, path=None, ports=None):
         super().__init__(model)
@@ -48,7 +47,7 @@ class SpringForces(StepTerm):
 
     @ti.func
     def element(self, state: ti.template(), s: ti.template(), t: ti.template(), k, b):
-        """Spring k's force on its two particles, added at slot s; b: its block (`gather.for_each_element`)."""
+        """Spring k's force on its two particles, added at slot s; b: its block (`exec.loops.for_each_element`)."""
         if ti.static(self.ports.active):
             self.ports.stop(state)
             self.ports.open(k)

@@ -37,7 +37,7 @@ from ..core.linalg import matvec
 from ..core.errors import as_array, check_positive
 from ..core.model import StateKind, StepTerm
 from .rigid_mass import check_closed_mesh, mass_properties
-from ..io.meshes import weld_vertices
+from ..core.geometry import weld_vertices
 from ..core.runtime import np_float
 # Pose helpers live in rigid_pose (shared with the observers without an import cycle); imported here so that
 # `tigradsim.physics.rigid.quat_to_matrix_np`, `.spatial`, ... keep working.
@@ -132,7 +132,7 @@ class RigidBodies:
                 damping "capped" or "uncapped", friction "capped" or "huber" with friction_velocity
                 [m/s] > 0); None: the ground's law (`SceneBuilder.add_ground`), or the default.
             weld_tol: vertices closer than weld_tol x the bounding-box diagonal are merged
-                (`tigradsim.io.meshes.weld_vertices`) before the closedness check, so a mesh that
+                (`tigradsim.core.geometry.weld_vertices`) before the closedness check, so a mesh that
                 repeats each corner per face (an OBJ/STL box with 24 or 36 corners) is one closed
                 surface, and a repeated corner is one contact point, not several; None: no welding.
         """

@@ -29,12 +29,12 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..io import meshes
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..core.observers import ParticleRecorder
 from ..fitting.optim import Adam, History, Param
 from ..io.panels import labelled_strip
 from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 from ..fitting.sysid import VideoFit, render_particles
 from .reparam import AffineVelocity, RigidVelocity, SmoothedVelocity, best_affine, best_rigid
 from .staging import ScalarAdam, adam_then_bfgs

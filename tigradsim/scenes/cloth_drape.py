@@ -9,9 +9,9 @@ import time
 import numpy as np
 
 from ..io import meshes
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..core.observers import ParticleRecorder
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 
 # viewer camera (eye, target) [m] per drape scene
 DRAPE_VIEW = {"flag": ((1.0, 1.2, 3.2), (1.0, 0.7, 0.0)), "drop": ((0.0, 1.6, 3.0), (0.0, 0.3, 0.0))}

@@ -51,9 +51,9 @@ import numpy as np
 import taichi as ti
 
 from ..fitting import control
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..io.meshes import cloth_grid
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 from .control import ControlBatch, ControlTask, check_timing
 
 __all__ = ["ClothControlTask", "cloth_throw_task", "cloth_throw_batch", "add_throw_cloth", "cloth_quick", "CLOTH_FLAGS"]
@@ -211,7 +211,7 @@ def cloth_throw_batch(settings, copies):
     space, which they may: copies do not interact) and one Simulator, copy k a `ClothControlTask` for
     seed `seed + k` with its own velocity, camera, renderer, loss and target; returns the
     `ControlBatch`, whose `run()` gives each seed what `ClothControlTask.run` gives it (to round-off)."""
-    from ..core.batch import batched
+    from ..sim.batch import batched
     s = settings
     steps = check_timing(s)
     batch = batched(lambda b, copy: add_throw_cloth(b, s), copies, builder=SceneBuilder(gravity=GRAVITY))

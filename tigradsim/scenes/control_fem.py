@@ -50,8 +50,8 @@ import taichi as ti
 
 from ..fitting import control
 from ..physics import fem
-from ..core.builder import SceneBuilder
-from ..core.simulator import Simulator
+from ..sim.builder import SceneBuilder
+from ..sim.simulator import Simulator
 from .control import ControlTask, check_timing
 from .shapes import tet_gear, tet_walker
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..physics.rigid_observers import BodyRecorder, RigidSurface
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 from ..io import meshes
 
 START = (-1.2, 1.0, 0.0)                   # initial centre [m]

@@ -65,12 +65,12 @@ from typing import Iterator
 
 import numpy as np
 
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..fitting.optim import BFGS, Adam, History, Param, least_squares
 from ..renderers import Camera, SoftRasterizer
 from ..physics.rigid import add_body_force
 from ..physics.rigid_observers import RigidSurface
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 from ..fitting.sysid import VideoFit, relative_error, render_surface
 from ..io import meshes
 

@@ -49,12 +49,12 @@ from typing import Iterator
 
 import numpy as np
 
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..fitting.optim import BFGS, Adam, History, Param
 from ..renderers import Camera, SoftRasterizer
 from ..physics.rigid import add_body_force
 from ..physics.rigid_observers import BodyRecorder, RigidSurface
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 from ..fitting.sysid import VideoFit, relative_error, render_surface
 from ..io import meshes
 
@@ -112,7 +112,7 @@ def stable_substeps(model, every, dt, lightest=FIT_BOUNDS[0]):
     fastest).  The box and the round bodies need half of 1/480 s there (contact ke, kd and kf on an
     effective mass of 0.05-0.13 kg); the cylinder and the cone keep it."""
     from ..core.stability import stability_report
-    from ..core.timing import substeps_per_frame
+    from ..sim.timing import substeps_per_frame
     mass = model.get("body_mass")
     model.set("body_mass", np.full_like(mass, lightest))
     dt_safe = stability_report(model, dt).dt_safe

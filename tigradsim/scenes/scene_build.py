@@ -250,13 +250,14 @@ class Scene:
     """
 
     def __init__(self, spec: SceneSpec, footage, requires_grad=True, unknowns=True):
-        import tigradsim as tgs
         from ..fitting.sysid import VideoFit
+        from ..sim.builder import SceneBuilder
+        from ..sim.simulator import Simulator
 
         self.spec, self.footage = spec, footage
         self.M = spec.axes
         self.dt, self.steps = self._schedule()
-        b = tgs.SceneBuilder(gravity=self.M @ spec.gravity)
+        b = SceneBuilder(gravity=self.M @ spec.gravity)
         if spec.ground is not None:
             self._add_ground(b)
         self.handles = {}
@@ -266,7 +267,7 @@ class Scene:
             self._add_force(b, fs)
         self.kind = next(iter(spec.objects.values())).kind
         self.model = b.finalize(requires_grad=requires_grad)
-        self.sim = tgs.Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
+        self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
         self.camera = _camera(spec, footage.factor)
         self.renderer = self._make_renderer()
         # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)

@@ -67,12 +67,12 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from ..io import meshes
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..core.observers import ParticleRecorder
 from ..fitting.optim import BFGS, ColumnParam, History, Param
 from ..io.panels import labelled_strip
 from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 from ..fitting.sysid import VideoFit, relative_error, render_particles
 from .reparam import PolynomialLogMass, SmoothedLogMass, UniformLogMass
 from .staging import adam_then_bfgs, checkpoint_path

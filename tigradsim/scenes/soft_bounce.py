@@ -9,9 +9,9 @@ import numpy as np
 
 from ..io import meshes
 from ..physics import fem
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..core.observers import ParticleRecorder
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 
 DEFAULT_STIFFNESS = {"stvk": 3e3}    # mu = lam [Pa] where 1e3 does not bounce sanely (StVK inverts at 1e3)
 

@@ -7,11 +7,11 @@ lattice's centre of mass lands on a target (demos/mass_spring.py).
 """
 import numpy as np
 
-from ..core.builder import SceneBuilder
+from ..sim.builder import SceneBuilder
 from ..fitting.losses import MSELoss
 from ..core.observers import CenterOfMassRecorder, ParticleRecorder
 from ..fitting.optim import Adam, Param, optimize
-from ..core.simulator import Simulator
+from ..sim.simulator import Simulator
 
 
 def lattice(n=5, spacing=0.1, origin=(0.0, 0.3, 0.0)):

@@ -30,9 +30,9 @@ the step before.  A per-element field an element reads directly (tet_activation,
 cloth_bend_rest_angle) gets its adjoint by an atomic add: each element belongs to one part, so the
 order, and every bit, stays fixed.
 
-Why this and not `colour` or `gather`: on this 2-core machine Taichi's thread pool costs 35-60 us per
-parallel loop (wall clock; a 100-entry loop: 44-68 us against 11 us serial), so a path pays per loop,
-not per element.  Colouring needs a loop per colour and, in reverse, per-element ports (two more
+Why this and not colouring or per-element ports (both retired; benchmarks/MEASURED.md): on this 2-core
+machine Taichi's thread pool costs 35-60 us per parallel loop (wall clock; a 100-entry loop: 44-68 us
+against 11 us serial), so a path pays per loop, not per element.  Colouring needs a loop per colour and, in reverse, per-element ports (two more
 parallel passes over every incidence); here each element loop is one hand-off forward and one in
 reverse; the per-particle loop G runs on one thread, F (reverse kernel only) on all of them for a large
 mesh (`runtime.serial_loop`: each particle's port sum is its own iteration's).  Work per part is balanced
@@ -58,8 +58,7 @@ from typing import Sequence
 import numpy as np
 import taichi as ti
 
-from .gather import (PortsBase, _PortTerm, differentiating, part_elements, reversing, row_value, stopped_state,
-                     validating, zeros)
+from .ports import PortsBase, PortTerm, differentiating, reversing, row_value, stopped_state, validating, zeros
 from ..core.model import StepTerm
 from ..core.runtime import serial_loop
 
@@ -104,12 +103,12 @@ class PartPorts(PortsBase):
     """Per-part force buffers and ports of one element set (E elements of K corners).
 
     Build it at finalize with the elements' global particle indices (E, K), the parameter tables they
-    read through a row index ((table, rows (E,)) pairs, as `gather.ElementPorts`) and the element
+    read through a row index ((table, rows (E,)) pairs) and the element
     ranges [start, end) that separate terms loop over (material groups; default one range); put
     `before()` ahead of the element terms and `after()` behind them in `model.force_terms`.  An element
-    term loops with `gather.for_each_element(term, state, s, t, start, end)` and, in its element body
+    term loops with `loops.for_each_element(term, state, s, t, start, end)` and, in its element body
     `element(state, s, t, e, b)`, calls `ports.stop(state)` and `ports.open(e)` and reads / adds through
-    `gather.corner_q`, `corner_qd`, `table_row` and `corner_put` (b is the element's part).
+    `loops.corner_q`, `corner_qd`, `table_row` and `corner_put` (b is the element's part).
     """
 
     parted = True
@@ -216,7 +215,7 @@ class PartPorts(PortsBase):
 
 
 @ti.data_oriented
-class PartFill(_PortTerm):
+class PartFill(PortTerm):
     """Loop F (reverse kernel only; the forward kernel reads its inputs directly): port_k[p, i] = q_i -
     stop_grad(q_i) (= 0) for the parts p touching particle i, the same for qd, and per part and row of
     each table with a gradient.  Its reverse sums the part's adjoints into q_i's (row r's) in part order.
@@ -256,7 +255,7 @@ class PartFill(_PortTerm):
 
 
 @ti.data_oriented
-class PartGather(_PortTerm):
+class PartGather(PortTerm):
     """Loop G: f_i += acc_k[p, i] over the parts p touching particle i and the corners k, in that order,
     then acc_k[p, i] = 0 for the next step (the buffers start at zero).  One thread.  Forward kernels
     only: in the reverse kernel the elements add into f_i themselves (`PartPorts.put`)."""
@@ -285,6 +284,15 @@ class PartGather(_PortTerm):
                 state.particle_f[s, i] += f
 
 
+@ti.func
+def part_elements(term: ti.template(), state: ti.template(), s: ti.template(), t: ti.template(),
+                  start: ti.template(), end: ti.template(), b):
+    """Part b's elements of [start, end), in order (`loops.for_each_element`, `PartLoop`)."""
+    r = ti.static(term.ports.range_index(start, end))
+    for e in range(term.ports.part_lo[r, b], term.ports.part_hi[r, b]):
+        term.element(state, s, t, e, b)
+
+
 @ti.data_oriented
 class PartLoop(StepTerm):
     """One struct-for over the parts that runs the element loops of several element sets (each with
@@ -293,7 +301,7 @@ class PartLoop(StepTerm):
     machine; cloth has two sets, triangles and bending edges).  Each set still adds into its own
     buffers at the part's row, so every add stays a plain one and the order within a set is its own
     loop's.  Built by `merge_part_loops`; the terms it runs have `merged` set, and their own
-    `gather.for_each_element` emits nothing.
+    `loops.for_each_element` emits nothing.
 
     Measured on vs_warp's cloth64 (2 threads, one process alternating with one loop per set, best of
     10, five runs, named and all gradients): forward 364-451 against 418-512 us per step, 10-19 % less

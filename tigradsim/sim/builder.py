@@ -11,12 +11,15 @@ import numpy as np
 import taichi as ti
 
 from ..physics.contact import DEFAULT_LAW, ContactLaw, ParticleGroundContact
-from .errors import as_array, check_indices, check_positive
-from .placement import Placed, check_ground_clearance
-from .model import ForceTerm, Model, StateKind, check_force_term
-from ..physics.parts import merge_part_loops
+from ..core.errors import as_array, check_indices, check_positive
+from ..core.placement import Placed, check_ground_clearance
+from ..core.model import ForceTerm, Model, StateKind, check_force_term
+from ..exec.parts import merge_part_loops
+from ..physics.cloth import Cloths
+from ..physics.fem import TetMeshes
+from ..physics.rigid import RigidBodies
 from ..physics.particles import ParticleIntegrator, spring_terms
-from .runtime import ensure_init, np_float
+from ..core.runtime import ensure_init, np_float
 
 
 
@@ -142,17 +145,14 @@ class SceneBuilder:
     # -- other elements (each lives in its own module as a component) ------------
     def add_soft_mesh(self, *args, **kwargs):
         """Add a tetrahedral FEM solid; see `tigradsim.physics.fem.TetMeshes.add`."""
-        from ..physics.fem import TetMeshes
         return self.component(TetMeshes).add(self, *args, **kwargs)
 
     def add_cloth(self, *args, **kwargs):
         """Add a cloth (triangle mesh shell); see `tigradsim.physics.cloth.Cloths.add`."""
-        from ..physics.cloth import Cloths
         return self.component(Cloths).add(self, *args, **kwargs)
 
     def add_rigid_body(self, *args, **kwargs):
         """Add a rigid body; see `tigradsim.physics.rigid.RigidBodies.add`."""
-        from ..physics.rigid import RigidBodies
         return self.component(RigidBodies).add(self, *args, **kwargs)
 
     # -- components -----------------------------------------------------------

@@ -31,13 +31,13 @@ import numpy as np
 import taichi as ti
 from taichi.lang import impl
 
-from .errors import GradientError, SimulationError, check_runtime
-from .model import Model
+from ..core.errors import GradientError, SimulationError, check_runtime
+from ..core.model import Model
 from ..physics.particles import ExternalParticleForce
-from .runtime import custom_op, no_grad, serial_loop
-from .stability import StabilityReport, preflight, stability_report
-from .tape import zero_fields
-from .state import StateStore
+from ..core.runtime import custom_op, no_grad, serial_loop
+from ..core.stability import StabilityReport, preflight, stability_report
+from ..core.tape import zero_fields
+from ..core.state import StateStore
 
 
 # Adjoint health (Simulator._judge_adjoint): growth through the dynamics allowed beyond a

@@ -30,7 +30,7 @@ from taichi.lang.expr import Expr
 
 from ..core.fastmath import atan2
 
-# Elements per loop iteration: 4, whatever `core.simd.lane_count` says.  Lanes of 8 measured no faster on a
+# Elements per loop iteration: 4, whatever `exec.simd.lane_count` says.  Lanes of 8 measured no faster on a
 # 16-byte (SSE2) CPU (`benchmarks/lanes_probe.py`); on a 32-byte (AVX-512) Xeon, float32, they ran vs_warp's
 # cloth64 at 412 / 1,501 us per step (forward / forward + backward) against 574 / 1,611 (one run each), but
 # its kernels then compiled in ~160 s against 20-30 s, once per model and precision (cached after): not

@@ -1,5 +1,5 @@
 """How wide the float SIMD registers are that Taichi's JIT compiles for on this CPU, and so how many
-lanes a loop written "in lanes" (`tigradsim.physics.lanes`, the renderer's pixel lanes) should carry.
+lanes a loop written "in lanes" (`tigradsim.exec.lanes`, the renderer's pixel lanes) should carry.
 
 Taichi 1.7.4 compiles CPU kernels with LLVM 15 for the host CPU as LLVM 15 names it.  Its vectorizer
 packs a lanes loop's adjacent operations into registers of that CPU's preferred width: 32 bytes on a

@@ -31,6 +31,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .builder import SceneBuilder
+from ..fitting.batch import RowsParam
+from ..physics.rigid import RigidBodies
 
 KINDS = ("particles", "springs", "bodies", "forces")
 # field-name prefixes -> the kind of row they index (checked in this order: the longer prefixes first)
@@ -39,7 +41,6 @@ _PREFIXES = (("body_force", "forces"), ("body_torque", "forces"), ("body_", "bod
 
 
 def _rigid(builder):
-    from ..physics.rigid import RigidBodies
     for comp in builder.components:
         if type(comp) is RigidBodies:
             return comp
@@ -140,7 +141,6 @@ class Batch:
         """One `RowsParam` per copy over its rows of parameter field `name` (e.g. "body_mass"), named
         "label[b]" (label defaults to the field name).  Bounds and log_space as for `tgs.Param` (the
         bounds apply to every copy; an array bound broadcasts to one copy's value)."""
-        from ..fitting.batch import RowsParam
         kind = self._field_rows(name)
         fld = self.model.parameters()[name]
         label = label or name
