@@ -159,3 +159,37 @@ def test_image_noise_floor_counts_edges():
         tgs.image_noise_floor(np.zeros(5))
     with pytest.raises(ValueError, match="lower < upper"):
         tgs.AssumedConstant("ground.kf", 10.0, 1000.0, 1.0, lambda c: None)
+
+
+def test_cli_fit_reports_the_constants_the_scene_left_at_defaults(tmp_path, capsys):
+    """`tigradsim fit` on test_cli's box-push clip (made with kf = 10, the default): with every ground
+    constant stated nothing is assumed and the mass is "ok"; without kf, ground.kf is assumed and moves
+    the mass by twice its interval over [1, 1000]: estimates.json / .md, the warnings and the status
+    say so."""
+    from test_cli import _render_footage, _run, _scene, _toml
+
+    _render_footage(str(tmp_path))
+    runs = {}
+    for name, drop in (("stated", ()), ("no_kf", ("kf",))):
+        data = _scene("y")
+        for k in drop:
+            del data["ground"][k]
+        (tmp_path / f"{name}.toml").write_text(_toml(data))
+        code, result, out, err = _run(["fit", tmp_path / f"{name}.toml", "--out", tmp_path / name, "--quick"], capsys)
+        assert code == 0, err
+        with open(result["files"]["estimates_json"]) as fh:
+            runs[name] = (result, json.load(fh), open(result["files"]["estimates_md"]).read(), err)
+    result, report, md, err = runs["stated"]
+    assert report["assumptions"]["constants"] == [] and not report["fit_quality"]["misfit"], report["fit_quality"]
+    assert result["status"]["box.mass"] == "ok" and "assumed constant" not in err
+
+    result, report, md, err = runs["no_kf"]
+    assert [c["name"] for c in report["assumptions"]["constants"]] == ["ground.kf"]
+    (shift,) = report["assumptions"]["shifts"]
+    assert shift["estimate"] == "box.mass" and shift["range"] == [1.0, 1000.0] and shift["assumed"] == 10.0
+    assert "| box.mass | ground.kf | [1, 1000] | 10 |" in md and "Fit quality: residual" in md
+    # measured: +2.4 % / -2.1 % at kf = 1 / 1000 against a half-width of 1.0 %
+    assert shift["dominated"] and max(abs(shift["change_lower"]), abs(shift["change_upper"])) > 0.015, shift
+    assert result["status"]["box.mass"] == "assumption-dominated"
+    assert "warning: assumed constant dominates an estimate: box.mass moves" in err
+    assert any("ground.kf" in w for w in result["warnings"])
