@@ -94,6 +94,8 @@ def test_footage_with_kf_100_fitted_at_the_default_is_assumption_dominated(push)
     assert "| mass | ground.kf | [1, 1000] | 10 |" in sens.to_markdown()
     assert "mass moves" in sens.warnings()[0] and "ground.kf in [1, 1000]" in sens.warnings()[0]
     assert any("assumes ground.kf = 10" in n for n in rep.notes)
+    # kf = 1000 at dt = 2 ms is past the explicit limit of the friction term: said, not hidden
+    assert any(n.startswith("ground.kf = 1000: past the simulator's stability limit") for n in sens.notes), sens.notes
     json.dumps(sens.to_dict(), allow_nan=False)
 
 

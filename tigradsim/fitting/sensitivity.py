@@ -33,12 +33,13 @@ either is reported "misfit: residual N x the noise floor" and its estimates' sta
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ..core.errors import SimulationError
+from ..core.errors import SimulationError, StabilityWarning
 from .optim import _as_params
 from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, _json, residual_jacobian
 
@@ -208,7 +209,8 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     back to its value afterwards).  report: the FitReport at these values (its intervals).
     jacobian: (J, r0) if already computed (else 2 p rollouts).  mark: set the status of every
     "ok" estimate that a constant dominates to "assumption-dominated" and add a note to the
-    report.  A rollout that blows up at a range end is noted and that end left out.
+    report.  A rollout that blows up at a range end is noted and that end left out; one past the
+    simulator's stability limit (a StabilityWarning, e.g. kf = 1000 at a coarse dt) is noted as doubtful.
     """
     params = _as_params(params)
     assumed = list(assumed)
@@ -233,10 +235,19 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
             for end in ("lower", "upper"):
                 c.write(float(getattr(c, end)))
                 try:
-                    r = np.asarray(np.ravel(residuals()), dtype=np.float64)
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always", StabilityWarning)
+                        r = np.asarray(np.ravel(residuals()), dtype=np.float64)
                 except SimulationError as exc:
-                    r = None
+                    r, caught = None, []
                     notes.append(f"{c.name} = {getattr(c, end):.4g}: the rollout failed ({exc})")
+                if any(issubclass(w.category, StabilityWarning) for w in caught):
+                    # the time step is past the explicit limit there: that end's move is partly integration error
+                    notes.append(f"{c.name} = {getattr(c, end):.4g}: past the simulator's stability limit at this "
+                                 "time step (StabilityWarning), so the move at this end is doubtful")
+                for w in caught:           # other warnings go on to the caller
+                    if not issubclass(w.category, StabilityWarning):
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
                 if r is not None and (r.shape != r0.shape or not np.all(np.isfinite(r))):
                     notes.append(f"{c.name} = {getattr(c, end):.4g}: the residuals are not finite")
                     r = None
