@@ -50,6 +50,8 @@ from .fitting.optim import (Param, BasisParam, ColumnParam, RatioParam, TiedPara
 from .fitting.soft_mass import SoftMassParam
 from .fitting.uncertainty import fit_report, residual_jacobian, FitReport, Estimate, PIXEL_8BIT_VARIANCE
 from .fitting.identify import identify, Identification, latin_hypercube
+from .fitting.sensitivity import (assumption_sensitivity, fit_quality, image_noise_floor, AssumedConstant,
+                                  Sensitivity, FitQuality, PRIOR_RANGES)
 from .core.registry import (register_material, get_material, list_materials, Material, TetMaterial,
                             ShellMaterial, lame_from_young_poisson, neo_hookean_from_lame)
 from . import materials  # noqa: F401  (registers the built-in materials, as a user's plugin would)

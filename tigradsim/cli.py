@@ -367,6 +367,17 @@ def _fit(args):
     iou0, iou1 = _iou(footage, alpha0), _iou(footage, alpha1)
     best = result.best if result is not None else None
     error = None if stopped is None else _one_line(stopped)
+    honesty = None                  # assumed constants' sensitivity and the fit's quality (marks best's statuses)
+    if best is not None:
+        from .core.errors import SimulationError
+        from .scenes.assumed import scene_honesty
+        try:
+            honesty = scene_honesty(scene, best, horizon["frames_fitted"], None if iou1 is None else iou1["mean"])
+        except (ValueError, SimulationError) as exc:      # a rollout near the estimate blew up: say so, keep going
+            honesty = {"assumptions": None, "fit_quality": None, "markdown": None,
+                       "warnings": [f"no sensitivity to the assumed constants: {_one_line(exc)}"]}
+        for w in honesty["warnings"]:
+            print(f"warning: {w}", file=sys.stderr)
     report = {
         "scene": os.path.abspath(args.scene), "supervision": f.supervision, "frames": len(footage),
         "size": [footage.width, footage.height], **timing, "rollouts": len(history.loss), "quick": bool(args.quick),
@@ -377,7 +388,8 @@ def _fit(args):
                     if result is None else result.summary()),
         "stopped_early": stopped is not None, "error": error, **horizon, "unknowns": {},
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
-        "camera": scene.camera_report(), "warnings": scene.warnings,
+        "camera": scene.camera_report(), "warnings": scene.warnings + (honesty["warnings"] if honesty else []),
+        "assumptions": honesty and honesty["assumptions"], "fit_quality": honesty and honesty["fit_quality"],
         "identification": None if result is None else result.to_dict(),
         "resumed": {"rollouts_recorded": journal.recorded_before, "rollouts_replayed": journal.replayed},
         "seconds": round(time.time() - t0, 2),
@@ -393,7 +405,7 @@ def _fit(args):
             "lower": u.lower, "upper": u.upper}
     with open(files["estimates_json"], "w") as fh:
         json.dump(report, fh, indent=1, default=_json_default)
-    md = _markdown(spec, report, result)
+    md = _markdown(spec, report, result, honesty and honesty["markdown"])
     with open(files["estimates_md"], "w") as fh:
         fh.write(md)
     printer("\n" + md)
@@ -409,7 +421,7 @@ def _fit(args):
                "loss_initial": report["loss_initial"], "loss_final": report["loss_final"],
                "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
                "camera": {k: v for k, v in report["camera"].items() if k not in ("K", "R", "t")} or None,
-               "warnings": scene.warnings, "rollouts": report["rollouts"], "resumed": report["resumed"],
+               "warnings": report["warnings"], "rollouts": report["rollouts"], "resumed": report["resumed"],
                "seconds": report["seconds"], "files": files}
     if stopped is None:
         _last_line(summary)
@@ -459,7 +471,7 @@ def _fmt(v):
     return "-" if v is None else f"{v:.6g}"
 
 
-def _markdown(spec, report, result) -> str:
+def _markdown(spec, report, result, honesty_md=None) -> str:
     iou = (f"; silhouette IoU {report['iou_initial']:.3f} -> {report['iou_final']:.3f}"
            if report["iou_final"] is not None else "")
     lines = [f"# Fit of {spec.path}", "",
@@ -495,7 +507,11 @@ def _markdown(spec, report, result) -> str:
     lines += ["", "Intervals: Gauss-Newton at the optimum (local, linearised), in the optimiser's coordinates (log "
                   "for log-space unknowns), residuals clustered by blocks of frames; with [fit] time_step_bias they "
                   "also cover the time step's bias (the estimate's shift at dt/2, times 2: the column above).  "
-                  "They assume the rest of the model (camera, contact law, shapes) is right."]
+                  "They assume the rest of the model (camera, contact law, shapes) is right; the constants the "
+                  "scene did not state are held at defaults, and how far each estimate moves over their prior "
+                  "ranges is below (an estimate moved further than its interval is \"assumption-dominated\")."]
+    if honesty_md:
+        lines += ["", honesty_md]
     if result is not None:
         lines += ["", result.to_markdown("Identification details")]
     return "\n".join(lines) + "\n"

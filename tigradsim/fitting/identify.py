@@ -34,6 +34,11 @@ Steps:
    point of chi^2 with 1 degree of freedom: a likelihood-ratio test cannot tell
    them apart), or, without residuals, a loss within `tie_rtol` of the best, make
    the result "ambiguous" and every such minimum is reported.
+   Starts that tie on the search (scores within `tie_rtol` of the best: e.g. a
+   free-fall prefix that every value of a contact parameter fits alike) cannot be
+   ranked by it; when more tie than are fitted, `search_tied` lists them and the
+   summary says that only some were followed (a basin reached only from an unfitted
+   one may be missed: more local_starts, or a first horizon where starts differ).
 
 Contract of the callables (as in `tgs.check_gradient`): `forward()` recomputes the
 loss from scratch except for zeroing the 0-D `loss` field (done here, and by the
@@ -119,6 +124,13 @@ class Identification:
     runs: list
     seconds: float
     notes: list = dc_field(default_factory=list)
+    search_tied: list = dc_field(default_factory=list)    # starts (search indices) tied with the best score
+    search_fitted: list = dc_field(default_factory=list)  # the starts the local fits ran from
+
+    @property
+    def untried_ties(self) -> list:
+        """Starts that tied with the best search score but got no local fit."""
+        return [i for i in self.search_tied if i not in self.search_fitted]
 
     @property
     def best(self) -> Optional[FitReport]:
@@ -132,7 +144,8 @@ class Identification:
     def to_dict(self):
         return _json({"ambiguous": self.ambiguous, "tied": self.tied, "minima": [m.to_dict() for m in self.minima],
                       "search": [{"values": v, "loss": l} for v, l in self.search],
-                      "runs": [r.to_dict() for r in self.runs], "seconds": self.seconds, "notes": self.notes})
+                      "runs": [r.to_dict() for r in self.runs], "seconds": self.seconds, "notes": self.notes,
+                      "search_tied": self.search_tied, "search_fitted": self.search_fitted})
 
     def summary(self) -> str:
         if not self.minima:
@@ -140,6 +153,10 @@ class Identification:
         if self.ambiguous:
             return (f"ambiguous: {len(self.tied)} distinct minima fit equally well; the data do not choose "
                     "between them")
+        if self.untried_ties:
+            return (f"one best minimum of the {len(self.search_fitted)} starts fitted; {len(self.search_tied)} "
+                    f"starts tied on the search and {len(self.untried_ties)} of them were not fitted (another "
+                    "basin may have been missed)")
         return "one best minimum"
 
     def to_markdown(self, title="Identification"):
@@ -228,7 +245,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         estimates (e.g. the time step's, `tigradsim.scenes.scene_build.Scene.time_step_systematics`).
     distinct_sigma, same_tol: minima closer than distinct_sigma combined std in every
         determined coordinate (or than same_tol in internal units without residuals)
-        are the same.  tie_chi2, tie_rtol: equally good minima (module docstring).
+        are the same.  tie_chi2, tie_rtol: equally good minima (module docstring);
+        tie_rtol also judges starts tied on the search (`Identification.search_tied`).
     """
     params = list(params)
     _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon)
@@ -286,6 +304,15 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if not chosen:
         _write_internal_vector(params, x_user)
         raise SimulationError("identify: every start's rollout blew up or gave a non-finite loss")
+    best_score = search[chosen[0]][1]
+    search_tied = [i for i in order if search[i][1] - best_score <= tie_rtol * max(abs(best_score), 1e-300)]
+    if len(search_tied) > len(chosen):
+        where = f" on the first {horizons[0]} frames" if horizons else ""
+        notes.append(f"{len(search_tied)} of {len(search)} starts tie on the search{where} (scores within "
+                     f"{tie_rtol:g} of the best, {best_score:.4g}): it cannot rank them, and local fits ran from "
+                     f"{len(chosen)} of them (starts {', '.join(str(i + 1) for i in chosen)}); a basin reached "
+                     "only from the others may be missed (raise local_starts, or begin the horizons where the "
+                     "starts differ)")
 
     # 2.-3. local fits, coarse to fine
     runs, finals = [], []
@@ -355,7 +382,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if residuals is None:
         notes.append("no residuals: estimates have no uncertainty (pass residuals=, e.g. VideoFit.residuals)")
     result = Identification(minima, ambiguous, tied, [(values_dict(x), v) for x, v in search], runs,
-                            time.time() - t0, notes)
+                            time.time() - t0, notes, search_tied, list(chosen))
     if log_every:
         printer(str(result))
     return result

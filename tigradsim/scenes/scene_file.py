@@ -266,6 +266,7 @@ class SceneSpec:
     footage: Optional[FootageSpec]
     unknowns: list
     fit: FitSpec
+    ground_given: tuple = ()             # the [ground] contact constants the file states (the rest are defaults)
 
     @property
     def axes(self) -> np.ndarray:
@@ -898,11 +899,12 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
             raise SceneError(file, None, f"[{key}]", "unknown section" + (f"; did you mean [{close[0]}]?" if close
                                                                            else f" (sections: {', '.join(_TOP)})"))
     up, gravity = _parse_world(file, data.get("world", {}))
-    ground = None
+    ground, ground_given = None, ()
     if "ground" in data:
         g = _Table(file, "ground", data["ground"], CONTACT_PARAMS + ("damping", "friction", "friction_velocity"))
         defaults = dict(ke=1e4, kd=10.0, kf=10.0, mu=0.5)
         ground = {k: g.number(k, defaults[k], nonnegative=True) for k in CONTACT_PARAMS}
+        ground_given = tuple(k for k in CONTACT_PARAMS if g.has(k))
         ground["law"] = _parse_law(g)
     objs = data.get("objects")
     if not objs:
@@ -946,7 +948,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
                          "masks = \"...\" to [footage] (or use supervision = \"rgb\")")
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
-                     camera=camera, footage=footage, unknowns=unknowns, fit=fit)
+                     camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given)
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)
     return spec

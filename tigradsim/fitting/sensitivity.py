@@ -1,0 +1,335 @@
+"""What an estimate owes to what the user did not give, and whether the fit reached the data.
+
+    report = tgs.fit_report(fit.residuals, params)
+    assumed = [tgs.AssumedConstant("ground.kf", 10.0, *PRIOR_RANGES["kf"](10.0), write=set_kf)]
+    sens = tgs.assumption_sensitivity(fit.residuals, params, assumed, report)
+    quality = tgs.fit_quality(report, noise_floor=..., iou=0.97)
+    print(sens, quality)            # "mass moves +9.1 % / -2.0 % over ground.kf in [1, 1000] ..."
+
+**Sensitivity to assumed constants.**  A constant of the model that nobody measured and the fit
+did not fit (contact stiffness ke, damping kd, friction regularisation kf, a friction
+coefficient mu that is not an unknown) is held at a default; the Gauss-Newton interval of
+`fit_report` is conditional on it.  With J = dr/dtheta at the estimate (the optimiser's
+coordinates, `residual_jacobian`) and r(c) the residuals with the constant set to c, the
+linearised refit moves the estimate by
+
+    dtheta(c) = -(J^T J)^+ J^T (r(c) - r(c0))
+
+(the same formula as `fit_report`'s `systematics`), evaluated at both ends of the constant's
+prior range (`PRIOR_RANGES`): 2 rollouts per constant, plus the 2 p of J when not given.  Using
+the residuals at the ends (a secant) instead of the derivative at c0 keeps the constant's own
+non-linearity over a range of decades; the estimate's is still linearised, so a shift far
+beyond the interval says "this constant decides the answer", not by exactly how much.  An
+estimate whose largest shift exceeds its 95 % interval's half-width is "assumption-dominated":
+its interval does not describe what is known.
+
+**Misfit.**  An estimate is only as good as the fit: a residual variance s^2_fit = 2 L / (N - p)
+far above what the footage's noise allows, or a low silhouette IoU, means the model did not
+reach the data (wrong basin, wrong model) and the intervals around that point are meaningless.
+`fit_quality` compares s^2_fit with a noise floor (for images, `image_noise_floor`: 8-bit
+rounding plus edges placed to within EDGE_FLOOR_PX) and the IoU with MIN_IOU; a fit beyond
+either is reported "misfit: residual N x the noise floor" and its estimates' status is "misfit".
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field as dc_field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..core.errors import SimulationError, StabilityWarning
+from .optim import _as_params
+from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, _json, residual_jacobian
+
+
+def _decade_each_side(value):
+    return (value / 10.0, value * 10.0)
+
+
+# Prior ranges of the constants a scene file may leave at the library's defaults: value -> (lower, upper).
+# Why these:
+# * ke, kd (penalty stiffness N/m, contact damping N s/m): the default is a numerical choice, not a
+#   measurement; a decade either side spans soft rubber mats to stiff floors at the time steps the
+#   simulator runs stably.
+# * kf (friction regularisation, N s/m per contact point): below a slip speed of about mu fn / kf the
+#   friction is viscous; [1, 1000] spans "viscous up to walking speed" (1 N s/m on a 1 kg box: ~5 m/s)
+#   to "Coulomb above 5 mm/s" (1000), the regime every other engine uses.
+# * mu (Coulomb friction, when assumed): [0.1, 1], the range of dry contact between everyday materials.
+PRIOR_RANGES = {
+    "ke": _decade_each_side,
+    "kd": _decade_each_side,
+    "kf": lambda value: (1.0, 1000.0),
+    "mu": lambda value: (0.1, 1.0),
+}
+ASSUMPTION_DOMINATED = "assumption-dominated"
+MISFIT = "misfit"
+# fit_quality: a fit is a misfit when s^2_fit exceeds MISFIT_RATIO times the noise floor (the residual's
+# RMS about 3 times what the footage allows) or the mean silhouette IoU is below MIN_IOU
+MISFIT_RATIO = 10.0
+MIN_IOU = 0.9
+# image_noise_floor: silhouette / colour edges placed to within this many pixels are as good as the
+# footage allows (another renderer's antialiasing, a camera's blur)
+EDGE_FLOOR_PX = 0.5
+
+
+@dataclass
+class AssumedConstant:
+    """A model constant held fixed at `value` that the user did not give.
+
+    name: how the report names it ("ground.kf"); value: the value the fit used; lower, upper:
+    its prior range (same units, 0 < lower < upper); write(c): sets it in the model (the next
+    rollout uses c); reason: why that range (shown in the report)."""
+
+    name: str
+    value: float
+    lower: float
+    upper: float
+    write: Callable[[float], None]
+    reason: str = ""
+
+    def __post_init__(self):
+        for key in ("value", "lower", "upper"):
+            v = getattr(self, key)
+            if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v)):
+                raise ValueError(f"AssumedConstant {self.name!r}: {key} must be a finite number, got {v!r}")
+        if not self.lower < self.upper:
+            raise ValueError(f"AssumedConstant {self.name!r}: expected lower < upper, got [{self.lower}, {self.upper}]")
+        if not callable(self.write):
+            raise ValueError(f"AssumedConstant {self.name!r}: write must be a function write(value)")
+
+
+@dataclass
+class Shift:
+    """How far one estimate moves over one constant's range.
+
+    shift_lower, shift_upper: the linearised refit's move (optimiser's coordinates: log units for
+    log-space values) with the constant at its lower / upper end (None: that rollout failed);
+    change_lower, change_upper: the same as a relative change of the value (log space) or in the
+    value's units; half_width: the estimate's 95 % half-width in the same coordinates as the shift
+    (None when undetermined); dominated: max |shift| > half_width."""
+
+    estimate: str
+    constant: str
+    lower: float
+    upper: float
+    value: float
+    log_space: bool
+    shift_lower: Optional[float]
+    shift_upper: Optional[float]
+    half_width: Optional[float]
+    dominated: bool
+
+    @property
+    def largest(self) -> float:
+        return max((abs(s) for s in (self.shift_lower, self.shift_upper) if s is not None), default=math.nan)
+
+    def _change(self, s):
+        if s is None:
+            return "rollout failed"
+        return f"{math.expm1(s) * 100:+.3g} %" if self.log_space else f"{s:+.4g}"
+
+    @property
+    def text(self) -> str:
+        hw = ("undetermined" if self.half_width is None else
+              f"{math.expm1(self.half_width) * 100:.3g} %" if self.log_space else f"{self.half_width:.4g}")
+        return (f"{self.estimate} moves {self._change(self.shift_lower)} / {self._change(self.shift_upper)} over "
+                f"{self.constant} in [{self.lower:.4g}, {self.upper:.4g}] (assumed {self.value:.4g}; 95 % interval "
+                f"half-width {hw})")
+
+    def to_dict(self):
+        rel = (lambda s: None if s is None else math.expm1(s)) if self.log_space else (lambda s: s)
+        return _json({"estimate": self.estimate, "constant": self.constant, "range": [self.lower, self.upper],
+                      "assumed": self.value, "log_space": self.log_space, "shift_lower": self.shift_lower,
+                      "shift_upper": self.shift_upper, "change_lower": rel(self.shift_lower),
+                      "change_upper": rel(self.shift_upper), "half_width": self.half_width,
+                      "dominated": self.dominated, "text": self.text})
+
+
+@dataclass
+class Sensitivity:
+    """`assumption_sensitivity`'s result: one Shift per (estimate, constant), the constants and
+    their reasons, and notes (failed rollouts)."""
+
+    shifts: list
+    constants: list
+    notes: list = dc_field(default_factory=list)
+
+    @property
+    def dominated(self) -> list:
+        return [s for s in self.shifts if s.dominated]
+
+    def warnings(self) -> list:
+        """One sentence per estimate an assumed constant moves by more than its interval."""
+        return [f"assumed constant dominates an estimate: {s.text}" for s in self.dominated]
+
+    def to_dict(self):
+        return _json({"constants": [{"name": c.name, "assumed": c.value, "range": [c.lower, c.upper],
+                                     "reason": c.reason} for c in self.constants],
+                      "shifts": [s.to_dict() for s in self.shifts], "notes": self.notes})
+
+    def to_markdown(self, title="Sensitivity to assumed constants"):
+        if not self.constants:
+            return ""
+        rows = [f"### {title}", "", "Constants the fit did not fit and the scene did not state, held at a default; "
+                "each estimate's linearised move with the constant at either end of its prior range:", "",
+                "| estimate | constant | range | assumed | move at lower end | move at upper end | 95 % half-width "
+                "| dominates |", "|---|---|---|---|---|---|---|---|"]
+        for s in self.shifts:
+            hw = ("-" if s.half_width is None else
+                  f"{math.expm1(s.half_width) * 100:.3g} %" if s.log_space else f"{s.half_width:.4g}")
+            rows.append(f"| {s.estimate} | {s.constant} | [{s.lower:.4g}, {s.upper:.4g}] | {s.value:.4g} | "
+                        f"{s._change(s.shift_lower)} | {s._change(s.shift_upper)} | {hw} | "
+                        f"{'**yes**' if s.dominated else 'no'} |")
+        rows += [""] + [f"- {c.name} in [{c.lower:.4g}, {c.upper:.4g}]: {c.reason}" for c in self.constants if c.reason]
+        rows += [f"- {n}" for n in self.notes]
+        return "\n".join(rows) + "\n"
+
+    def __str__(self):
+        return "\n".join([s.text + ("  ** dominates **" if s.dominated else "") for s in self.shifts] + self.notes)
+
+
+def _half_width(e) -> Optional[float]:
+    """95 % half-width of an Estimate in the optimiser's coordinates (None when undetermined)."""
+    if e.lower95 is None or e.upper95 is None:
+        return None
+    if e.log_space:
+        return 0.5 * (math.log(e.upper95) - math.log(e.lower95))
+    return 0.5 * (e.upper95 - e.lower95)
+
+
+def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, assumed: Sequence[AssumedConstant],
+                           report: FitReport, jacobian=None, fd_step: Optional[float] = None,
+                           mark: bool = True) -> Sensitivity:
+    """How far each estimate of `report` moves over each assumed constant's prior range (module
+    docstring); call at the estimate (the Params hold it, as after `fit_report`).
+
+    residuals, params: as given to `fit_report`.  assumed: `AssumedConstant`s (each is written
+    back to its value afterwards).  report: the FitReport at these values (its intervals).
+    jacobian: (J, r0) if already computed (else 2 p rollouts).  mark: set the status of every
+    "ok" estimate that a constant dominates to "assumption-dominated" and add a note to the
+    report.  A rollout that blows up at a range end is noted and that end left out; one past the
+    simulator's stability limit (a StabilityWarning, e.g. kf = 1000 at a coarse dt) is noted as doubtful.
+    """
+    params = _as_params(params)
+    assumed = list(assumed)
+    if not all(isinstance(c, AssumedConstant) for c in assumed):
+        raise ValueError(f"assumed: expected a list of AssumedConstant, got {assumed!r}")
+    if not isinstance(report, FitReport):
+        raise ValueError(f"report: expected the FitReport at the estimate, got {type(report).__name__}")
+    if not assumed:
+        return Sensitivity([], [])
+    if jacobian is None:
+        J, r0 = residual_jacobian(residuals, params, fd_step)
+    else:
+        J, r0 = (np.asarray(a, dtype=np.float64) for a in jacobian)
+    r0 = np.ravel(r0)
+    if J.shape[1] != len(report.estimates):
+        raise ValueError(f"report: {len(report.estimates)} estimates for {J.shape[1]} parameter coordinates")
+    pinv = np.linalg.pinv(J.T @ J, rcond=1e-12)
+    notes, shifts = [], []
+    for c in assumed:
+        moves = {}
+        try:
+            for end in ("lower", "upper"):
+                c.write(float(getattr(c, end)))
+                try:
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always", StabilityWarning)
+                        r = np.asarray(np.ravel(residuals()), dtype=np.float64)
+                except SimulationError as exc:
+                    r, caught = None, []
+                    notes.append(f"{c.name} = {getattr(c, end):.4g}: the rollout failed ({exc})")
+                if any(issubclass(w.category, StabilityWarning) for w in caught):
+                    # the time step is past the explicit limit there: that end's move is partly integration error
+                    notes.append(f"{c.name} = {getattr(c, end):.4g}: past the simulator's stability limit at this "
+                                 "time step (StabilityWarning), so the move at this end is doubtful")
+                for w in caught:           # other warnings go on to the caller
+                    if not issubclass(w.category, StabilityWarning):
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                if r is not None and (r.shape != r0.shape or not np.all(np.isfinite(r))):
+                    notes.append(f"{c.name} = {getattr(c, end):.4g}: the residuals are not finite")
+                    r = None
+                moves[end] = None if r is None else -(pinv @ (J.T @ (r - r0)))
+        finally:
+            c.write(float(c.value))
+        for i, e in enumerate(report.estimates):
+            lo = None if moves["lower"] is None else float(moves["lower"][i])
+            hi = None if moves["upper"] is None else float(moves["upper"][i])
+            hw = _half_width(e)
+            biggest = max((abs(s) for s in (lo, hi) if s is not None), default=0.0)
+            shifts.append(Shift(e.name, c.name, c.lower, c.upper, c.value, e.log_space, lo, hi, hw,
+                                hw is not None and biggest > hw))
+    sens = Sensitivity(shifts, assumed, notes)
+    if mark:
+        for s in sens.dominated:
+            e = report[s.estimate]
+            if e.status == "ok":
+                e.status = ASSUMPTION_DOMINATED
+            report.notes.append(f"{s.text}: the interval assumes {s.constant} = {s.value:.4g}")
+    return sens
+
+
+@dataclass
+class FitQuality:
+    """`fit_quality`'s verdict: ratio = s^2_fit / noise_floor, iou (None when not given), misfit and
+    the sentence saying why."""
+
+    ratio: float
+    noise_floor: float
+    iou: Optional[float]
+    misfit: bool
+    text: str
+
+    def to_dict(self):
+        return _json(self.__dict__)
+
+
+def image_noise_floor(target, edge_px: float = EDGE_FLOOR_PX) -> float:
+    """Per-value residual variance a near-perfect fit of images `target` (K, H, W[, C], values in
+    [0, 1]) leaves: 8-bit rounding (PIXEL_8BIT_VARIANCE) plus every edge placed within `edge_px`
+    pixels (a straight edge displaced by d px changes one pixel per edge pixel by about d, so the
+    sum of squares is d^2 times the edge length; the length is the images' total variation)."""
+    a = np.asarray(target, dtype=np.float64)
+    if a.ndim == 3:
+        a = a[..., None]
+    if a.ndim != 4 or a.size == 0:
+        raise ValueError(f"target: expected images (K, H, W) or (K, H, W, C), got shape {np.shape(target)}")
+    if not (isinstance(edge_px, (int, float)) and edge_px >= 0 and math.isfinite(edge_px)):
+        raise ValueError(f"edge_px: expected a finite number of pixels >= 0, got {edge_px!r}")
+    tv = np.abs(np.diff(a, axis=1)).sum() + np.abs(np.diff(a, axis=2)).sum()
+    return PIXEL_8BIT_VARIANCE + edge_px ** 2 * float(tv) / a.size
+
+
+def fit_quality(report: FitReport, noise_floor: Optional[float] = None, iou: Optional[float] = None,
+                max_ratio: float = MISFIT_RATIO, min_iou: float = MIN_IOU, mark: bool = True) -> FitQuality:
+    """Whether the fit reached what the data allow (module docstring, "Misfit").
+
+    noise_floor: the residual variance per value the footage allows (default: the report's
+    floor); iou: mean silhouette IoU of the fit, or None.  A fit with s^2_fit > max_ratio *
+    noise_floor or iou < min_iou is a misfit; with mark, every estimate whose status is "ok" or
+    "assumption-dominated" becomes "misfit" and the report gets a note."""
+    floor = report.noise_floor if noise_floor is None else noise_floor
+    if not (isinstance(floor, (int, float, np.floating)) and floor > 0 and math.isfinite(floor)):
+        raise ValueError(f"noise_floor: expected a positive variance per residual value, got {floor!r}")
+    if iou is not None and not (isinstance(iou, (int, float, np.floating)) and 0 <= iou <= 1):
+        raise ValueError(f"iou: expected a number in [0, 1] or None, got {iou!r}")
+    s2 = report.s2_fit if math.isfinite(report.s2_fit) else 2.0 * report.loss / max(report.residual_count, 1)
+    ratio = float(s2 / floor)
+    reasons = []
+    if ratio > max_ratio:
+        reasons.append(f"residual {ratio:.3g} x the noise floor (s^2 {s2:.3g} against {floor:.3g}; at most "
+                       f"{max_ratio:g} x expected)")
+    if iou is not None and iou < min_iou:
+        reasons.append(f"silhouette IoU {iou:.3f} < {min_iou:g}")
+    misfit = bool(reasons)
+    text = ("misfit: " + "; ".join(reasons) + ": the model did not reach the data (another basin, or a model "
+            "that cannot follow the footage); the estimates and intervals describe that point only") if misfit \
+        else f"residual {ratio:.3g} x the noise floor" + ("" if iou is None else f", silhouette IoU {iou:.3f}")
+    if mark and misfit:
+        for e in report.estimates:
+            if e.status in ("ok", ASSUMPTION_DOMINATED):
+                e.status = MISFIT
+        report.notes.append(text)
+    return FitQuality(ratio, float(floor), None if iou is None else float(iou), misfit, text)

@@ -1,0 +1,96 @@
+"""The constants a scene file left at the library's defaults, as `AssumedConstant`s for
+`tigradsim.fitting.sensitivity.assumption_sensitivity` (`tigradsim fit` reports how far each
+estimate moves over their prior ranges).
+
+A contact constant X in ke, kd, kf, mu is assumed when [ground] does not state it (the file's
+defaults: `scene_file.parse_scene`), no [unknowns] entry fits it ("ground.X", or "OBJ.X" /
+"OBJ.X_per_mass" for every object using it) and at least one object takes the ground's value: a
+rigid object without its own X (its `body_X` entry is the ground's), or any soft object (its
+vertices touch the ground with `ground_X`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..fitting.sensitivity import PRIOR_RANGES, AssumedConstant
+from .scene_file import CONTACT_PARAMS
+
+_REASONS = {
+    "ke": "a decade either side of the default: the penalty stiffness is a numerical choice, not a measurement",
+    "kd": "a decade either side of the default: contact damping is a numerical choice, not a measurement",
+    "kf": "friction is viscous below a slip speed of about mu fn / kf: from viscous up to walking speed (1) to "
+          "Coulomb above millimetres per second (1000), as other engines have it",
+    "mu": "dry contact between everyday materials",
+}
+
+
+def assumed_constants(scene) -> list:
+    """One `AssumedConstant` "ground.X" per contact constant the scene assumed (module
+    docstring), with its value, prior range (`PRIOR_RANGES`) and a writer that sets `ground_X`
+    and the `body_X` entries of the rigid objects that take the ground's value."""
+    spec = scene.spec
+    if spec.ground is None:
+        return []
+    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
+    out = []
+    for x in CONTACT_PARAMS:
+        if x in spec.ground_given or ("ground", x) in fitted:
+            continue
+        bodies = [scene.handles[n] for n, o in spec.objects.items()
+                  if o.kind == "rigid" and x not in o.contact and (n, x) not in fitted]
+        soft = any(o.kind == "soft" for o in spec.objects.values())
+        if not bodies and not soft:
+            continue
+        value = float(spec.ground[x])
+        lower, upper = PRIOR_RANGES[x](value)
+        out.append(AssumedConstant(f"ground.{x}", value, lower, upper, _writer(scene.model, x, bodies),
+                                   _REASONS[x]))
+    return out
+
+
+def _writer(model, x, bodies):
+    ground, body = getattr(model, f"ground_{x}"), getattr(model, f"body_{x}", None)
+
+    def write(value):
+        ground[None] = value
+        if bodies and body is not None:
+            a = body.to_numpy()
+            a[bodies] = value
+            body.from_numpy(a)
+
+    return write
+
+
+def scene_noise_floor(scene, frames) -> float:
+    """The residual variance per value a fit of the scene's first `frames` footage frames can reach
+    (`image_noise_floor` of the targets its supervision compares with, weighted by their residual
+    counts: masks for "mask", colour frames for "rgb", both for "both")."""
+    from ..fitting.sensitivity import image_noise_floor
+
+    fo, sup = scene.footage, scene.spec.fit.supervision
+    targets = ([fo.masks[:frames]] if sup in ("mask", "both") else []) + \
+              ([fo.frames[:frames]] if sup in ("rgb", "both") else [])
+    sizes = [t.size for t in targets]
+    return float(sum(image_noise_floor(t) * n for t, n in zip(targets, sizes)) / sum(sizes))
+
+
+def scene_honesty(scene, report, frames, iou=None) -> dict:
+    """After `fit_scene`, at the estimate: the sensitivity of every estimate of `report` to the
+    scene's assumed constants (`assumed_constants`, `assumption_sensitivity`) and the fit's
+    quality against the footage's noise floor and the silhouette IoU `iou` (`fit_quality`),
+    both on the first `frames` frames (those fitted).  Marks the report's estimates
+    ("assumption-dominated", "misfit").  Returns {"assumptions": Sensitivity.to_dict(),
+    "fit_quality": FitQuality.to_dict(), "warnings": [sentences], "markdown": text}."""
+    from ..fitting.sensitivity import assumption_sensitivity, fit_quality
+
+    K = len(scene.footage)
+    scene.use_frames(frames)
+    try:
+        sens = assumption_sensitivity(scene.residuals, scene.params + scene.camera_params, assumed_constants(scene),
+                                      report)
+        quality = fit_quality(report, noise_floor=scene_noise_floor(scene, frames), iou=iou)
+    finally:
+        scene.use_frames(K)
+    warnings = sens.warnings() + ([quality.text] if quality.misfit else [])
+    md = sens.to_markdown() + f"\nFit quality: {quality.text}.\n"
+    return {"assumptions": sens.to_dict(), "fit_quality": quality.to_dict(), "warnings": warnings, "markdown": md}
