@@ -323,9 +323,11 @@ def soft_scene(tmp_path, obj, unknowns=None):
     """A scene dict with one soft object (look-at camera, 3 footage frames of 8x8 px)."""
     import imageio.v3 as iio
     (tmp_path / "clip").mkdir(exist_ok=True)
+    mask = np.zeros((8, 8), np.uint8)
+    mask[2:6, 2:6] = 255                # a plausible mask (an empty one is a FootageError)
     for k in range(3):
         iio.imwrite(tmp_path / "clip" / f"rgb_{k:04d}.png", np.full((8, 8, 3), 60, np.uint8))
-        iio.imwrite(tmp_path / "clip" / f"mask_{k:04d}.png", np.zeros((8, 8), np.uint8))
+        iio.imwrite(tmp_path / "clip" / f"mask_{k:04d}.png", mask)
     return {
         "world": {"up": "y", "gravity": 9.8},
         "simulation": {"substeps": 4},
