@@ -122,7 +122,7 @@ from tigradsim.core.runtime import custom_op, deterministic, ensure_init, np_flo
 from tigradsim.core.simd import lane_count
 from tigradsim.io.meshes import unpaired_edge
 
-from .camera import Camera, rodrigues
+from ..camera import Camera, rodrigues
 
 SHADINGS = ("silhouette", "color", "lambert")
 NORMALS = ("flat", "smooth")
