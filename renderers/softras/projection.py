@@ -165,8 +165,7 @@ class Projector:
         w1 = ((a[0] - c[0]) * (py - c[1]) - (a[1] - c[1]) * (px - c[0])) / area
         w2 = ((b[0] - a[0]) * (py - a[1]) - (b[1] - a[1]) * (px - a[0])) / area
         inside = ti.min(w0, ti.min(w1, w2)) >= 0.0
-        # the distances inline, not through `tri_d2`: a function's argument copies regroup the sums of
-        # a, b, c's adjoints in Taichi's reverse mode (round-off)
+        # `tri_d2`'s arithmetic, written as the original kernel wrote it
         d2 = ti.min(seg_d2(px, py, a, b), ti.min(seg_d2(px, py, b, c), seg_d2(px, py, c, a)))
         bp = self.perspective_bary(w0, w1, w2, a, b, c)
         bq = ti.max(bp, 0.0)              # clip to [0, 1] and renormalise (PyTorch3D)
