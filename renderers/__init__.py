@@ -11,13 +11,16 @@
 
 Conventions (OpenCV and look-at cameras, NDC, pixel centres, winding) are
 documented in `camera.py`; the rasterizer's formulas (coverage and softmax
-blending, the camera correction) and kernel structure in `softras.py`.
+blending, the camera correction) and kernel structure in the `softras/` package, one module per stage
+(its `__init__` lists them); options as small objects (`Coverage`, `Surface`, `Blending`, `VertexMap`,
+`Schedule`) or, as before, keywords.
 """
 from .camera import Camera, rodrigues, rotation_vector
-from .softras import SoftRasterizer, RendererWarning, sigma_for_edge, SHADINGS, COLOR_MODES, NORMALS, BLENDS
+from .softras import (SoftRasterizer, RendererWarning, sigma_for_edge, SHADINGS, COLOR_MODES, NORMALS, BLENDS,
+                      Coverage, Surface, Blending, VertexMap, Schedule)
 from .losses import BlurredImageMSE, ImageMSE, SilhouetteMSE, SoftIoU, gaussian_blur, load_target
 from ._mesh import icosphere, box, load_obj
 
 __all__ = ["Camera", "rodrigues", "rotation_vector", "SoftRasterizer", "RendererWarning", "sigma_for_edge", "SHADINGS", "COLOR_MODES",
-           "NORMALS", "BLENDS", "ImageMSE", "SilhouetteMSE", "SoftIoU",
+           "NORMALS", "BLENDS", "Coverage", "Surface", "Blending", "VertexMap", "Schedule", "ImageMSE", "SilhouetteMSE", "SoftIoU",
            "BlurredImageMSE", "gaussian_blur", "load_target", "icosphere", "box", "load_obj"]

@@ -1,7 +1,7 @@
 """Pinhole and orthographic cameras for the soft rasterizer: look-at or calibrated (OpenCV).
 
 Every camera is held in one form, the one the rasterizer projects with
-(`renderers/softras.py`, `_prepare`):
+(`renderers/softras/projection.py`):
 
 * **Extrinsics (OpenCV convention):** camera coordinates (X, Y, Z) = R x_world + t,
   with camera **x right, y down, z forward** (Z is the positive depth in front of

@@ -1,7 +1,6 @@
 """Image-loss targets: error messages, frames selected after construction, colour
 composited over a background plate (FD-checked, also through a rigid rollout w.r.t.
 mass), Footage targets in VideoFit, bit-reproducible sums, and no TaichiWarnings."""
-import inspect
 import warnings
 
 import numpy as np
@@ -115,7 +114,7 @@ def test_composited_colour_carries_geometry_gradient_at_small_gamma(f64):
     v, f = icosphere(1, 0.8)
     cam = Camera(eye=(0.2, 0.1, 3.0), width=20, height=18)
     # SoftRas's softmax blend (the renderer's coverage blend, where it has one, composites itself)
-    softmax = {"blend": "softmax"} if "blend" in inspect.signature(SoftRasterizer).parameters else {}
+    softmax = {"blend": "softmax"}
     with warnings.catch_warnings():          # the softmax blend's "no geometry gradient" warning: shown here
         warnings.simplefilter("ignore")
         ren = SoftRasterizer(cam, f, len(v), shading="color", sigma=3e-3, gamma=1e-4, color_mode="face",

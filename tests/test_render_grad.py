@@ -126,7 +126,7 @@ def test_pixel_offsets_gradients(shading):
     v, _ = icosphere(1, 0.9)
     offsets = np.random.default_rng(3).uniform(-2.0, 2.0, (len(v), 2))
     ren, X, target = _sphere_scene(shading, frames=1, pixel_offsets=offsets)
-    assert ren._has_pixel_offsets and (shading == "lambert" or ren.pixel_lanes)
+    assert ren.projector.has_pixel_offsets and (shading == "lambert" or ren.pixel_lanes)
     loss = _loss()
     mse = ImageMSE(ren.image, target[None])
     ren.camera_delta.from_numpy(np.array([0.01, -0.02, 0.015, 0.02, -0.01, 0.03]))
@@ -242,8 +242,8 @@ def test_kept_pairs_growing_drops_the_kept_frames_and_stays_right():
         assert ren.keep_frames is keep
         mse = SilhouetteMSE(ren.image, target)
         allocs = []
-        alloc = ren._alloc_kept
-        ren._alloc_kept = lambda cap, alloc=alloc: (allocs.append(cap), alloc(cap))
+        alloc = ren.kept.alloc
+        ren.kept.alloc = lambda cap, alloc=alloc: (allocs.append(cap), alloc(cap))
 
         def run():
             ren.render(X, 0, 0)
