@@ -23,7 +23,7 @@ the batched rollout (measured: the atlas 1.3-1.5x faster per iteration at 16 cop
 The last line is one JSON object: {"fits", "batched_s", "sequential_s", "speedup", ...}.
 
 Measured on an Intel Xeon (AVX-512, 2 vCPUs; the third session of 2026-12-05), each side in its own process,
-best of 2: image f64 42.65 / 7.65 s, 5.58x; f32 with the pixel lanes 8 floats wide (`core.simd`), 37.40 /
+best of 2: image f64 42.65 / 7.65 s, 5.58x; f32 with the pixel lanes 8 floats wide (`exec.simd`), 37.40 /
 4.64 s, 8.06x (a first run 34.87 / 4.93 s, 7.07x), against 41.16 / 7.40 s, 5.56x, for a checkout of the code
 before (4 lanes), run just before it.
 The same Xeon, the next session, silhouettes composited in the binning kernel (benchmarks/MEASURED.md, "The same Xeon, a
@@ -58,7 +58,7 @@ run each, load 2-4 from other jobs:
   image, after: sequential 104.7 s, batched 25.5 s: 4.10x at load 4-5 (its second repeat alone: 3.70x;
          two runs of earlier stages of the changes: 3.01x, 3.32x): the ratio moves by +-0.5 with the load
   state (no renderer, unchanged by them): sequential 36.6 s, batched 3.3 s: 11.2x (recorded before: 9.5x)
-The renderer changes (renderers/softras.py): each frame's pairs and per-pixel sums are kept for the
+The renderer changes (renderers/softras/): each frame's pairs and per-pixel sums are kept for the
 backward pass instead of re-binning and re-compositing the frame there (keep_frames); silhouettes sum
 log(1 - D) while binning (no barycentrics, no depth, no second pair loop) and have a written-out
 backward whose per-pair loop runs on threads.  Both paths use the same renderer, so both gain; the

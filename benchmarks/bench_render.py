@@ -92,7 +92,7 @@ def bench_case(size, shading, reps, verts, faces, pixel_lanes=None):
     out = {
         "size": size, "shading": shading, "faces": int(len(faces)),
         "path": "pixel lanes" if ren.pixel_lanes else "pair list",
-        "pixels_per_lane_group": int(ren.lane_count),        # 0: the pair list (core.simd for the rest)
+        "pixels_per_lane_group": int(ren.lane_count),        # 0: the pair list (exec.simd for the rest)
         "forward_ms": round(fwd, 3), "forward_backward_ms": round(fb, 3),
         "forward_backward_recompute_ms": round(1e3 * statistics.median(t_rc), 3),
         "pairs": int(ren.num_pairs), "tile_capacity": int(ren.tile_capacity),

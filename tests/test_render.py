@@ -28,7 +28,7 @@ def _f64():
 
 # --------------------------------------------------------------------------
 # A slow, plain-numpy SoftRas: an independent reference that follows the
-# formulas of renderers/softras.py pixel by pixel and face by face (same
+# formulas of renderers/softras/ pixel by pixel and face by face (same
 # cutoff: a pair counts when the pixel is inside or d^2 < sigma ln(1/eps - 1)).
 
 

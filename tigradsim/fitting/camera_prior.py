@@ -21,7 +21,7 @@ def _add_prior(delta: ti.template(), w: ti.template(), loss: ti.template()):
 
 class CameraPrior:
     """Gaussian prior on the 6-DoF camera correction `delta` = renderer.camera_delta
-    (rotation vector [rad], translation [world units, m], softras.py), zero mean, std
+    (rotation vector [rad], translation [world units, m], renderers/softras/projection.py), zero mean, std
     `sigmas` (6,) per component: a calibrated camera is right to within its calibration's
     uncertainty, and without the prior a mask-only fit trades a turn for a shift and lets
     the camera absorb model mismatch (issue 15: 3.2 degrees / 86 mm for a 0.5 degree /
