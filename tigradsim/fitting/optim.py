@@ -32,15 +32,13 @@ import numpy as np
 from ..core.errors import SimulationError
 from ..core.tape import tape
 from .history import History, StopCriteria, _summary
-from .levenberg_marquardt import least_squares
-from .params import (BasisParam, ColumnParam, Param, RatioParam, TiedParam, _as_params, check_bounds,
-                     check_has_grad, smoothing_matrix)
-# identify, uncertainty and sensitivity import these helpers from here
-from .levenberg_marquardt import _internal_vector, _write_internal_vector  # noqa: F401
+from .params import _as_params, check_has_grad
 
-__all__ = ["Param", "ColumnParam", "RatioParam", "TiedParam", "BasisParam", "smoothing_matrix", "check_bounds",
-           "check_has_grad", "Optimizer", "SGD", "Adam", "BFGS", "History", "StopCriteria", "optimize",
-           "least_squares"]
+# every name that was defined here stays importable from here (identify, uncertainty and sensitivity import the
+# private helpers too)
+from .levenberg_marquardt import _internal_vector, _write_internal_vector, least_squares  # noqa: F401
+from .params import (BasisParam, ColumnParam, Param, RatioParam, TiedParam, check_bounds,  # noqa: F401
+                     smoothing_matrix)
 
 
 class Optimizer:
