@@ -1,0 +1,99 @@
+"""Levenberg-Marquardt least squares over `Param`s, with a finite-difference Jacobian in their internal
+coordinates (`least_squares`), and the flat internal vector of a list of Params it steps."""
+import time
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from .history import History, _summary
+from .params import _as_params
+
+
+def _internal_vector(params):
+    return np.concatenate([np.ravel(p.to_internal(p.value())) for p in params])
+
+
+def _write_internal_vector(params, x):
+    k = 0
+    for p in params:
+        shape = np.shape(p.value())
+        n = int(np.prod(shape))
+        p.write(p.from_internal(np.asarray(x[k:k + n]).reshape(shape)))
+        k += n
+
+
+def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: int = 10, fd_step: float = 1e-4,
+                  damping: float = 1e-3, log_every: int = 1, printer=print, history: Optional["History"] = None,
+                  rtol: float = 1e-14, stop_mse: float = 0.0):
+    """Levenberg-Marquardt refinement of `params` minimising |residuals()|^2 / 2.
+
+    `residuals()` runs the model at the parameters' current values and returns
+    the residual vector (e.g. rendered minus target pixels).  The Jacobian
+    with respect to the internal (log-space where asked) coordinates is taken
+    by central finite differences of step `fd_step`, so each iteration costs
+    2 n + 1 or more residual evaluations (n parameter values): meant for
+    polishing a handful of parameters near the minimum of a fit, where
+    Gauss-Newton converges much faster than gradient descent (quadratically
+    on zero-residual problems).  A step is kept only if it lowers the cost
+    (else the damping grows).  Records the cost (|r|^2 / 2) and parameter
+    values in `history` every iteration (the cost as the mean squared residual
+    |r|^2 / len(r), the scale of an MSE loss); returns the History.
+    stop_mse: stop once that mean squared residual is <= stop_mse (the fit is as
+    good as the data allow, e.g. round-off on synthetic targets; 0: only at an
+    exact zero).
+    """
+    if not stop_mse >= 0:
+        raise ValueError(f"stop_mse: expected a mean squared residual >= 0, got {stop_mse!r}")
+    params = _as_params(params)
+    history = history or History()
+    start = time.time()
+    x = _internal_vector(params)
+    r = np.ravel(residuals())
+    cost = 0.5 * float(r @ r)
+    lam = float(damping)
+    for it in range(iters + 1):
+        history.record(2 * cost / max(r.size, 1), params, time.time() - start)
+        if log_every and (it % log_every == 0 or it == iters):
+            printer(f"LM {it:4d}/{iters}  mse {2 * cost / max(r.size, 1):.6e}  damping {lam:.1e}  "
+                    + "  ".join(_summary(p) for p in params))
+        if it == iters or cost == 0.0:
+            break
+        if 2 * cost / max(r.size, 1) <= stop_mse:
+            if log_every:
+                printer(f"LM {it:4d}/{iters}  stopped: mse <= stop_mse {stop_mse:.1e}")
+            break
+        J = np.empty((r.size, x.size))
+        for i in range(x.size):
+            cols = []
+            for sgn in (1.0, -1.0):
+                xi = x.copy()
+                xi[i] += sgn * fd_step
+                _write_internal_vector(params, xi)
+                cols.append(np.ravel(residuals()))
+            J[:, i] = (cols[0] - cols[1]) / (2 * fd_step)
+        A, g = J.T @ J, J.T @ r
+        diag = np.maximum(np.diag(A), 1e-300)
+        improved = False
+        for _ in range(12):
+            try:
+                dx = -np.linalg.solve(A + lam * np.diag(diag), g)
+            except np.linalg.LinAlgError:
+                lam *= 10.0
+                continue
+            _write_internal_vector(params, x + dx)
+            x_new = _internal_vector(params)          # bounds may clamp
+            r_new = np.ravel(residuals())
+            cost_new = 0.5 * float(r_new @ r_new)
+            if np.isfinite(cost_new) and cost_new < cost:
+                x, r, lam = x_new, r_new, max(lam / 3.0, 1e-12)
+                converged = cost - cost_new <= rtol * cost
+                cost = cost_new
+                improved = True
+                break
+            lam *= 4.0
+        _write_internal_vector(params, x)
+        if not improved or converged:
+            if log_every:
+                printer(f"LM {it + 1:4d}/{iters}  stopped: {'no step lowers the cost' if not improved else 'converged'}")
+            break
+    return history

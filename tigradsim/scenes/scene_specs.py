@@ -1,0 +1,175 @@
+"""What a scene file describes, validated (`SceneSpec` and its parts), in the file's own coordinates with
+absolute paths, and the names of the parameters a scene may give or fit."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .scene_table import SceneError
+
+# (x, y, z) -> (x, z, -y): the file's z-up axes to tigradsim's y-up world.
+Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+
+CONTACT_PARAMS = ("ke", "kd", "kf", "mu")
+
+RIGID_PARAMS = ("mass",) + CONTACT_PARAMS
+
+TIES = {"ke_per_mass": "ke", "kd_per_mass": "kd", "kf_per_mass": "kf"}
+
+SOFT_MASS_PARAMS = ("mass", "density")
+
+
+@dataclass
+class ObjectSpec:
+    """One object.  kind "rigid": `vertices`, `faces` (closed surface, welded); kind "soft":
+    `vertices`, `tets`.  Vectors are in the file's axes."""
+    name: str
+    kind: str
+    vertices: np.ndarray
+    faces: Optional[np.ndarray] = None
+    tets: Optional[np.ndarray] = None
+    mass: Optional[float] = None
+    density: Optional[float] = None
+    contact: dict = field(default_factory=dict)
+    contact_radius: float = 0.0
+    law: dict = field(default_factory=dict)       # rigid: this body's contact law (default: the ground's)
+    material: Optional[str] = None
+    params: dict = field(default_factory=dict)
+    damping: float = 0.0
+    damping_model: str = "deformation_rate"
+    node_mass: Optional[np.ndarray] = None   # soft: per-vertex masses [kg] (instead of mass / density)
+    position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rotation: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0, 1.0]))
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    angular_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    color: Optional[np.ndarray] = None     # RGB in [0, 1]; None: estimated from the footage inside the masks
+    source: str = ""
+
+
+
+@dataclass
+class ForceSpec:
+    object: str
+    force: np.ndarray
+    point: Optional[np.ndarray]
+    torque: np.ndarray
+    start: float
+    end: float
+    index: int = 0
+
+
+
+@dataclass
+class CameraSpec:
+    """kind "opencv": K, R, t; kind "lookat": eye, target, up, fov.  File axes."""
+    kind: str
+    width: int
+    height: int
+    K: Optional[np.ndarray] = None
+    R: Optional[np.ndarray] = None
+    t: Optional[np.ndarray] = None
+    eye: Optional[np.ndarray] = None
+    target: Optional[np.ndarray] = None
+    up: Optional[np.ndarray] = None
+    fov: Optional[float] = None
+    near: float = 0.01
+    far: float = 100.0
+
+
+
+@dataclass
+class FootageSpec:
+    """frames, masks: the files used (absolute paths, in order); folder + pattern (file-name
+    pattern, None for a single file) as `tgs.load_footage` takes them; first, count: the
+    frames used of those matched."""
+    frames: list
+    masks: Optional[list]
+    fps: float
+    start_time: float = 0.0
+    background: Optional[str] = None     # absolute path, "estimate" or None
+    folder: str = ""
+    pattern: Optional[str] = None
+    masks_folder: Optional[str] = None
+    masks_pattern: Optional[str] = None
+    first: int = 0
+    count: int = 0
+
+
+
+@dataclass
+class UnknownSpec:
+    """`target` is "OBJECT.PARAM"; `object`, `param` its parts; `tie` the tied parameter
+    ("ke" for "ke_per_mass") or None."""
+    target: str
+    object: str
+    param: str
+    init: float
+    lower: Optional[float]
+    upper: Optional[float]
+    log: bool
+    tie: Optional[str] = None
+
+
+
+@dataclass
+class FitSpec:
+    iterations: int = 60
+    optimizer: str = "adam+bfgs"
+    lr: float = 0.05
+    lr_decay: float = 0.97
+    polish: Optional[int] = None          # BFGS steps of adam+bfgs (default: half the iterations)
+    polish_lr: float = 0.05
+    starts: int = 1
+    local_starts: int = 1
+    seed: int = 0
+    horizons: Optional[tuple] = None      # coarse to fine: frame counts fitted in turn (the clip last)
+    horizon: str = "all"                  # "auto": no stage fits past the predictable horizon (Scene.set_horizon)
+    # the largest estimated error of the model's silhouette edges in a fitted frame [render px]: half a
+    # pixel, the resolution of an edge's position on the pixel grid; beyond it a frame's residual is
+    # the model's own error (its dt), which the unknowns would be bent to explain
+    horizon_tolerance: float = 0.5
+    time_step_bias: bool = True           # intervals cover the step-doubling bias estimate
+    rtol: Optional[float] = None          # stop a stage when the loss falls by less over 5 iterations
+    time_budget: Optional[float] = None   # seconds for the whole fit
+    supervision: str = "mask"
+    resolution: Optional[int] = None
+    sigma: Optional[float] = None         # None ("auto"): sigma_for_edge(0.8 px) at the render size
+    gamma: float = 1e-4
+    blur: tuple = (0.0, 2.0, 4.0)
+    refine_camera: bool = False
+    refine_focal: bool = False
+    camera_sigma_rotation_deg: float = 0.5     # prior std of each rotation-vector component [degree]
+    camera_sigma_translation_m: float = 0.01   # prior std of each translation component [m, file units]
+    camera_prior_variance: float = 2e-2        # per-residual variance the prior is weighed against
+    refine: int = 0
+
+
+
+@dataclass
+class SceneSpec:
+    path: str
+    name: str
+    up: str
+    gravity: np.ndarray                   # file axes
+    dt: Optional[float]
+    substeps: Optional[int]
+    duration: Optional[float]
+    checkpoint_every: Optional[int]
+    ground: Optional[dict]
+    objects: dict                         # name -> ObjectSpec (file order)
+    forces: list
+    camera: CameraSpec
+    footage: Optional[FootageSpec]
+    unknowns: list
+    fit: FitSpec
+    ground_given: tuple = ()             # the [ground] contact constants the file states (the rest are defaults)
+
+    @property
+    def axes(self) -> np.ndarray:
+        """The fixed rotation from the file's axes to tigradsim's y-up world (identity for up = "y")."""
+        return np.eye(3) if self.up == "y" else Z_UP_TO_Y_UP.copy()
+
+    def error(self, section, key, message) -> SceneError:
+        return SceneError(self.path, section, key, message)

@@ -1,0 +1,121 @@
+"""The [unknowns."OBJECT.PARAM"] and [fit] sections of a scene file: what is fitted, from where, within
+which bounds, and how the fit runs."""
+from __future__ import annotations
+
+import difflib
+
+import numpy as np
+
+from .scene_specs import CONTACT_PARAMS, RIGID_PARAMS, SOFT_MASS_PARAMS, TIES, FitSpec, UnknownSpec
+from .scene_table import SceneError, _show, _Table
+
+SUPERVISIONS = ("mask", "rgb", "both")
+
+OPTIMIZERS = ("adam", "bfgs", "adam+bfgs")
+
+
+def _parse_unknown(file, target, data, objects, ground):
+    sec = f'unknowns."{target}"'
+    t = _Table(file, sec, data, ("init", "lower", "upper", "log"))
+    if target.count(".") != 1:
+        raise SceneError(file, "unknowns", target, 'expected "OBJECT.PARAM", e.g. "box.mass" or "ground.mu"')
+    obj, param = target.split(".")
+    if obj == "ground":
+        if ground is None:
+            raise SceneError(file, "unknowns", target, "the scene has no [ground]")
+        allowed = CONTACT_PARAMS
+    elif obj in objects:
+        o = objects[obj]
+        if o.kind == "rigid":
+            allowed = RIGID_PARAMS + tuple(TIES)
+        else:
+            from ..core.registry import get_material
+            allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
+    else:
+        close = difflib.get_close_matches(obj, list(objects) + ["ground"], n=1)
+        raise SceneError(file, "unknowns", target, f"no object named {obj!r}" +
+                         (f"; did you mean {close[0]!r}?" if close else "") +
+                         f" (objects: {', '.join(list(objects) + (['ground'] if ground else []))})")
+    if param not in allowed:
+        close = difflib.get_close_matches(param, list(allowed), n=1)
+        raise SceneError(file, "unknowns", target, f"{obj!r} has no parameter {param!r}" +
+                         (f"; did you mean {obj}.{close[0]!r}?" if close else "") +
+                         f" (parameters: {', '.join(allowed)})")
+    log = t.boolean("log", True)
+    init = t.number("init", positive=log)
+    lower = t.number("lower", None, positive=log)
+    upper = t.number("upper", None, positive=log)
+    if lower is not None and upper is not None and not upper > lower:
+        t.fail("upper", f"expected upper > lower ({lower}), got {upper}")
+    if lower is not None and init < lower or upper is not None and init > upper:
+        t.fail("init", f"expected init within [lower, upper] = [{lower}, {upper}], got {init}")
+    return UnknownSpec(target=target, object=obj, param=param, init=init, lower=lower, upper=upper, log=log,
+                       tie=TIES.get(param) if obj != "ground" and objects.get(obj) is not None
+                       and objects[obj].kind == "rigid" else None)
+
+
+
+def _check_ties(file, unknowns):
+    names = {u.target for u in unknowns}
+    for u in unknowns:
+        if u.tie is not None and f"{u.object}.{u.tie}" in names:
+            raise SceneError(file, "unknowns", u.target, f"{u.object}.{u.tie} is an unknown too: give the stiffness "
+                             "either directly or per unit mass, not both")
+
+
+
+def _parse_fit(file, data):
+    t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
+                                    "local_starts", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "rtol",
+                                    "time_budget", "supervision", "resolution", "sigma", "gamma", "blur",
+                                    "refine_camera", "refine_focal",
+                                    "camera_sigma_rotation_deg", "camera_sigma_translation_m",
+                                    "camera_prior_variance", "refine"))
+    f = FitSpec()
+    f.iterations = t.integer("iterations", f.iterations, minimum=0)
+    f.optimizer = t.string("optimizer", f.optimizer, choices=OPTIMIZERS)
+    f.lr = t.number("lr", f.lr, positive=True)
+    f.lr_decay = t.number("lr_decay", f.lr_decay, positive=True, hi=1.0)
+    f.polish = t.integer("polish", None, minimum=0)
+    if f.polish is not None and f.polish > f.iterations:
+        t.fail("polish", f"expected at most iterations ({f.iterations}), got {f.polish}")
+    f.polish_lr = t.number("polish_lr", f.polish_lr, positive=True)
+    f.starts = t.integer("starts", 1, minimum=1)
+    f.local_starts = t.integer("local_starts", min(f.starts, 2), minimum=1)
+    if f.local_starts > f.starts:
+        t.fail("local_starts", f"expected at most starts ({f.starts}), got {f.local_starts}")
+    f.seed = t.integer("seed", 0)
+    h = t.array("horizons", (None,), default=None)
+    if h is not None:
+        if len(h) == 0 or np.any(h < 1) or np.any(h != np.round(h)) or np.any(np.diff(h) <= 0):
+            t.fail("horizons", f"expected an increasing list of frame counts >= 1, got {h.tolist()}")
+        f.horizons = tuple(int(k) for k in h)
+    f.horizon = t.string("horizon", f.horizon, choices=("all", "auto"))
+    f.horizon_tolerance = t.number("horizon_tolerance", f.horizon_tolerance, positive=True)
+    f.time_step_bias = t.boolean("time_step_bias", f.time_step_bias)
+    f.rtol = t.number("rtol", None, positive=True)
+    f.time_budget = t.number("time_budget", None, positive=True)
+    f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
+    f.resolution = t.integer("resolution", None, minimum=4)
+    if t.has("sigma") and isinstance(t.data["sigma"], str):
+        if t.data["sigma"] != "auto":
+            t.fail("sigma", f"expected a positive number or \"auto\", got {_show(t.data['sigma'])}")
+        f.sigma = None
+    else:
+        f.sigma = t.number("sigma", f.sigma, positive=True)
+    f.gamma = t.number("gamma", f.gamma, positive=True)
+    blur = t.array("blur", (None,), default=None)
+    if blur is not None:
+        if len(blur) == 0 or np.any(blur < 0):
+            t.fail("blur", f"expected a non-empty list of blur widths >= 0 [px], got {blur.tolist()}")
+        f.blur = tuple(float(b) for b in blur)
+    f.refine_camera = t.boolean("refine_camera", False)
+    f.refine_focal = t.boolean("refine_focal", False)
+    if f.refine_focal and not f.refine_camera:
+        t.fail("refine_focal", "needs refine_camera = true")
+    f.camera_sigma_rotation_deg = t.number("camera_sigma_rotation_deg", f.camera_sigma_rotation_deg, positive=True)
+    f.camera_sigma_translation_m = t.number("camera_sigma_translation_m", f.camera_sigma_translation_m,
+                                            positive=True)
+    f.camera_prior_variance = t.number("camera_prior_variance", f.camera_prior_variance, positive=True)
+    f.refine = t.integer("refine", 0, minimum=0)
+    return f
