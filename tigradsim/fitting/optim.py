@@ -407,8 +407,12 @@ class BasisParam(Param):
         self.field.from_numpy(np.clip(v, *self.bounds).astype(self.field.to_numpy().dtype))
 
 
-def _as_params(params):
+def as_params(params):
+    """Params as given, a bare field wrapped as `Param(field)`."""
     return [p if isinstance(p, Param) else Param(p) for p in params]
+
+
+_as_params = as_params
 
 
 class Optimizer:
@@ -567,6 +571,17 @@ def _write_internal_vector(params, x):
         k += n
 
 
+# Public parameter packing: every Param's internal (log where log_space) coordinates as one flat vector,
+# in Param order (what identify, fit_report and least_squares search in).
+pack = _internal_vector                # pack(params) -> (n,) internal coordinates
+unpack = _write_internal_vector        # unpack(params, x): write them back (clamped to the bounds)
+
+
+def internal_bounds(params):
+    """(lower, upper), each (n,): the packed coordinates' bounds (+-inf where a Param has none)."""
+    return tuple(np.concatenate([p.internal_bounds()[i].reshape(-1) for p in params]) for i in (0, 1))
+
+
 def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: int = 10, fd_step: float = 1e-4,
                   damping: float = 1e-3, log_every: int = 1, printer=print, history: Optional["History"] = None,
                   rtol: float = 1e-14, stop_mse: float = 0.0):
@@ -681,11 +696,15 @@ class History:
         return best
 
 
-def _summary(p: Param) -> str:
+def param_summary(p: Param) -> str:
+    """One short text of a Param's value ("mass=[1.02]", or its mean when it has many entries)."""
     v = p.value()
     if v.size <= 3:
         return f"{p.name}=" + np.array2string(v.reshape(-1), precision=5, separator=",")
     return f"{p.name}[mean]={v.mean():.5g}"
+
+
+_summary = param_summary
 
 
 @dataclass
