@@ -242,7 +242,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     systematics: a function returning fit_report's `systematics` ({name: (residuals under
         a refined model, extrapolation factor)}) at the current values, called at each
         local fit's end before its report: the intervals then cover the model bias it
-        estimates (e.g. the time step's, `tigradsim.scenes.scene_build.Scene.time_step_systematics`).
+        estimates (e.g. the time step's, `tigradsim.fitting.time_step_bias.time_step_systematics`).
     distinct_sigma, same_tol: minima closer than distinct_sigma combined std in every
         determined coordinate (or than same_tol in internal units without residuals)
         are the same.  tie_chi2, tie_rtol: equally good minima (module docstring);
