@@ -52,6 +52,11 @@ from .fitting.uncertainty import fit_report, residual_jacobian, FitReport, Estim
 from .fitting.identify import identify, Identification, latin_hypercube
 from .fitting.sensitivity import (assumption_sensitivity, fit_quality, image_noise_floor, AssumedConstant,
                                   Sensitivity, FitQuality, PRIOR_RANGES)
+# the footage-fit engine (step-doubling horizons, time-step bias, residual clusters, camera correction)
+from .fitting.horizons import predictability, Predictability, silhouette_disagreement, copy_values
+from .fitting.time_step_bias import time_step_systematics
+from .fitting.residual_groups import residual_groups, frame_blocks, interval_blocks
+from .fitting.camera_prior import CameraPrior, camera_params, camera_report
 from .core.registry import (register_material, get_material, list_materials, Material, TetMaterial,
                             ShellMaterial, lame_from_young_poisson, neo_hookean_from_lame)
 from . import materials  # noqa: F401  (registers the built-in materials, as a user's plugin would)

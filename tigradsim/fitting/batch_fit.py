@@ -68,8 +68,8 @@ class _BatchVideoFit(VideoFit):
             return
         super().set_target(target, frames=frames)
 
-    def _forward(self):
-        super()._forward()
+    def forward(self):
+        super().forward()
         if self.atlas is not None and self.supervision == "image":
             try:
                 self.atlas.check()

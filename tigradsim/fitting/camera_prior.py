@@ -1,5 +1,10 @@
 """The calibration's uncertainty as a Gaussian prior on the renderer's camera correction
-(`CameraPrior`, used by tigradsim/scenes/scene_build.py for [fit] refine_camera).
+(`CameraPrior`), the correction's Params within the calibration's bounds (`camera_params`) and
+the corrected camera in a report (`camera_report`): used by tigradsim/scenes/scene_build.py for
+[fit] refine_camera, and by any `VideoFit` / `identify` user whose renderer has a camera correction:
+
+    params, prior = camera_params(renderer, math.radians(0.5), 0.01, frames=K)
+    fit = VideoFit(sim, renderer, unknowns + params)      # forward: fit.forward(); prior(fit.loss)
 
 No `from __future__ import annotations` here: Taichi reads the kernel's annotations.
 """
@@ -8,7 +13,20 @@ import math
 import numpy as np
 import taichi as ti
 
-__all__ = ["CameraPrior"]
+from .optim import Param
+
+__all__ = ["CameraPrior", "camera_params", "camera_report", "CAMERA_ROTATION_BOUND", "CAMERA_SHIFT_BOUND",
+           "FOCAL_BOUND", "CAMERA_LR", "CAMERA_PRIOR_VARIANCE"]
+
+# Bounds of the camera correction: the calibration is taken to be right to within a few degrees, a few
+# centimetres and a quarter of the focal length.
+CAMERA_ROTATION_BOUND = math.radians(3.0)      # rad, each rotation-vector component
+CAMERA_SHIFT_BOUND = 0.05                      # world units (m), each component in camera axes
+FOCAL_BOUND = 1.25                             # focal scale within [1 / 1.25, 1.25]
+# Adam's step is about lr per iteration in each coordinate: the unknowns' lr (log units, a few %) would
+# turn the camera by degrees per step; CAMERA_LR rad / m is the scale of a calibration error
+CAMERA_LR = 2e-3
+CAMERA_PRIOR_VARIANCE = 2e-2                   # the default `variance` (CameraPrior's docstring says why)
 
 
 @ti.kernel
@@ -89,3 +107,48 @@ class CameraPrior:
         """rho (6,): delta_i / sigma_i * sqrt(variance * residuals_per_frame)."""
         d = self.delta.to_numpy().astype(np.float64)
         return d / self.sigmas * math.sqrt(self.variance * residuals_per_frame)
+
+
+def camera_params(renderer, sigma_rotation, sigma_translation, variance=CAMERA_PRIOR_VARIANCE, frames=1,
+                  refine_focal=False):
+    """The renderer's camera correction as Params to fit with the unknowns, and its prior.
+
+    Returns ([pose Param (6,): rotation vector [rad] and translation in camera axes [m] within
+    +-CAMERA_ROTATION_BOUND / +-CAMERA_SHIFT_BOUND, Adam lr CAMERA_LR] + [focal-scale Param in
+    [1 / FOCAL_BOUND, FOCAL_BOUND], log space, when refine_focal], CameraPrior on the pose with
+    stds sigma_rotation [rad] (each rotation component) and sigma_translation [m], the per-residual
+    `variance`, set to `frames` footage frames).  The prior belongs in every objective the fit
+    uses: `prior(loss)` after the image loss on the Tape, `prior.residuals(N / frames)` after the
+    image residuals (N of them)."""
+    if not (hasattr(renderer, "camera_delta") and hasattr(renderer, "focal_scale")):
+        raise ValueError(f"renderer: expected a renderer with a camera correction (camera_delta, focal_scale), "
+                         f"got {type(renderer).__name__}")
+    r, d = CAMERA_ROTATION_BOUND, CAMERA_SHIFT_BOUND
+    out = [Param(renderer.camera_delta, "camera_pose", lower=np.array([-r] * 3 + [-d] * 3),
+                 upper=np.array([r] * 3 + [d] * 3), lr=CAMERA_LR)]
+    prior = CameraPrior(renderer.camera_delta, [sigma_rotation] * 3 + [sigma_translation] * 3, variance)
+    prior.set_frames(frames)
+    if refine_focal:
+        out.append(Param(renderer.focal_scale, "camera_focal", lower=1 / FOCAL_BOUND, upper=FOCAL_BOUND,
+                         log_space=True))
+    return out, prior
+
+
+def camera_report(renderer, camera, factor=1, axes=None) -> dict:
+    """The fitted camera correction of `renderer` and the corrected camera as OpenCV K, R, t.
+
+    camera: the calibrated `Camera` the correction starts from; factor: footage pixels per render
+    pixel (K is given in the footage's pixels); axes: the (3, 3) matrix M from the caller's axes to
+    the world's (x_world = M x_file), so that R maps the caller's axes (identity: the world's)."""
+    omega, shift, k = renderer.camera_correction()
+    cam = renderer.corrected_camera()
+    M = np.eye(3) if axes is None else np.asarray(axes, dtype=np.float64)
+    K = cam.K.copy()                       # back to the footage's pixels
+    K[:2, :2] *= factor
+    K[0, 2] = (K[0, 2] + 0.5) * factor - 0.5
+    K[1, 2] = (K[1, 2] + 0.5) * factor - 0.5
+    R_file = cam.R @ M                     # x_cam = R' x_world + t = R' M x_file + t
+    return {"rotation_vector_rad": omega.tolist(), "rotation_deg": float(np.degrees(np.linalg.norm(omega))),
+            "translation_camera_axes": shift.tolist(), "focal_scale": k,
+            "camera_centre_moved_by": float(np.linalg.norm(cam.R.T @ cam.t - camera.R.T @ camera.t)),
+            "K": K.tolist(), "R": R_file.tolist(), "t": cam.t.tolist()}

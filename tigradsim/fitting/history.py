@@ -46,7 +46,8 @@ class History:
         return best
 
 
-def _summary(p: Param) -> str:
+def param_summary(p: Param) -> str:
+    """One short text of a Param's value ("mass=[1.02]", or its mean when it has many entries)."""
     v = p.value()
     if v.size <= 3:
         return f"{p.name}=" + np.array2string(v.reshape(-1), precision=5, separator=",")

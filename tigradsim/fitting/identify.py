@@ -58,9 +58,9 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..core.errors import SimulationError
-from .optim import (BFGS, Adam, Param, StopCriteria, _internal_vector, _summary, _write_internal_vector,
-                    least_squares, optimize)
-from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, _json, coordinate_names, fit_report
+from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, optimize, pack, param_summary,
+                    unpack)
+from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, json_safe, coordinate_names, fit_report
 
 
 def latin_hypercube(n_points: int, dim: int, rng) -> np.ndarray:
@@ -87,7 +87,7 @@ class Run:
     seconds: float = 0.0
 
     def to_dict(self):
-        return _json(self.__dict__)
+        return json_safe(self.__dict__)
 
 
 @dataclass
@@ -103,7 +103,7 @@ class Minimum:
     runs: list = dc_field(default_factory=list)
 
     def to_dict(self):
-        return _json({"objective": self.objective, "values": self.values, "runs": self.runs,
+        return json_safe({"objective": self.objective, "values": self.values, "runs": self.runs,
                       "report": self.report.to_dict() if self.report is not None else None})
 
 
@@ -142,7 +142,7 @@ class Identification:
         return dict(self.minima[0].values) if self.minima else {}
 
     def to_dict(self):
-        return _json({"ambiguous": self.ambiguous, "tied": self.tied, "minima": [m.to_dict() for m in self.minima],
+        return json_safe({"ambiguous": self.ambiguous, "tied": self.tied, "minima": [m.to_dict() for m in self.minima],
                       "search": [{"values": v, "loss": l} for v, l in self.search],
                       "runs": [r.to_dict() for r in self.runs], "seconds": self.seconds, "notes": self.notes,
                       "search_tied": self.search_tied, "search_fitted": self.search_fitted})
@@ -242,7 +242,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     systematics: a function returning fit_report's `systematics` ({name: (residuals under
         a refined model, extrapolation factor)}) at the current values, called at each
         local fit's end before its report: the intervals then cover the model bias it
-        estimates (e.g. the time step's, `tigradsim.scenes.scene_build.Scene.time_step_systematics`).
+        estimates (e.g. the time step's, `tigradsim.fitting.time_step_bias.time_step_systematics`).
     distinct_sigma, same_tol: minima closer than distinct_sigma combined std in every
         determined coordinate (or than same_tol in internal units without residuals)
         are the same.  tie_chi2, tie_rtol: equally good minima (module docstring);
@@ -258,9 +258,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     names = coordinate_names(params)
     notes = []
 
-    lo = np.concatenate([p.internal_bounds()[0].reshape(-1) for p in params])
-    hi = np.concatenate([p.internal_bounds()[1].reshape(-1) for p in params])
-    x_user = _internal_vector(params).astype(np.float64)
+    lo, hi = internal_bounds(params)
+    x_user = pack(params).astype(np.float64)
     n_random = starts - (1 if include_current else 0)
     if n_random > 0:
         unbounded = [names[i] for i in range(len(lo)) if not (math.isfinite(lo[i]) and math.isfinite(hi[i]))]
@@ -289,7 +288,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         if time.time() > deadline and search:
             notes.append(f"time budget spent: scored {len(search)} of {len(points)} starts")
             break
-        _write_internal_vector(params, x)
+        unpack(params, x)
         try:
             value = objective()
         except SimulationError:
@@ -298,11 +297,11 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             value = math.inf
         search.append((x, value))
         if log_every:
-            printer(f"search {k + 1:3d}/{len(points)}  loss {value:.6e}  " + "  ".join(_summary(p) for p in params))
+            printer(f"search {k + 1:3d}/{len(points)}  loss {value:.6e}  " + "  ".join(param_summary(p) for p in params))
     order = sorted(range(len(search)), key=lambda i: search[i][1])
     chosen = [i for i in order if math.isfinite(search[i][1])][:local_starts]
     if not chosen:
-        _write_internal_vector(params, x_user)
+        unpack(params, x_user)
         raise SimulationError("identify: every start's rollout blew up or gave a non-finite loss")
     best_score = search[chosen[0]][1]
     search_tied = [i for i in order if search[i][1] - best_score <= tie_rtol * max(abs(best_score), 1e-300)]
@@ -322,7 +321,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             break
         run = Run(i, values_dict(search[i][0]), search[i][1])
         started = time.time()
-        _write_internal_vector(params, search[i][0])
+        unpack(params, search[i][0])
         if log_every:
             printer(f"local fit {rank + 1}/{len(chosen)} from start {i + 1} (search loss {search[i][1]:.6e})")
         try:
@@ -349,7 +348,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                                         systematics=systematics() if systematics is not None else None)
                 except (ValueError, SimulationError) as exc:      # a rollout near the minimum blew up
                     notes.append(f"no uncertainty for the fit from start {i + 1}: {exc}")
-            finals.append((run, _internal_vector(params).astype(np.float64), report))
+            finals.append((run, pack(params).astype(np.float64), report))
 
     # 4. group into distinct minima, find ties
     finals.sort(key=lambda f: f[0].objective)
@@ -374,9 +373,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                     tied.append(k)
             elif m.objective - best.objective <= tie_rtol * max(abs(best.objective), 1e-300):
                 tied.append(k)
-        _write_internal_vector(params, best.x)
+        unpack(params, best.x)
     else:
-        _write_internal_vector(params, x_user)
+        unpack(params, x_user)
         notes.append("no local fit finished; the Params are back at their initial values")
     ambiguous = len(tied) > 1
     if residuals is None:

@@ -1,25 +1,12 @@
 """Levenberg-Marquardt least squares over `Param`s, with a finite-difference Jacobian in their internal
-coordinates (`least_squares`), and the flat internal vector of a list of Params it steps."""
+coordinates (`least_squares`), stepping the Params' packed internal vector (`params.pack`)."""
 import time
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from .history import History, _summary
-from .params import _as_params
-
-
-def _internal_vector(params):
-    return np.concatenate([np.ravel(p.to_internal(p.value())) for p in params])
-
-
-def _write_internal_vector(params, x):
-    k = 0
-    for p in params:
-        shape = np.shape(p.value())
-        n = int(np.prod(shape))
-        p.write(p.from_internal(np.asarray(x[k:k + n]).reshape(shape)))
-        k += n
+from .history import History, param_summary
+from .params import as_params, pack, unpack
 
 
 def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: int = 10, fd_step: float = 1e-4,
@@ -44,10 +31,10 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
     """
     if not stop_mse >= 0:
         raise ValueError(f"stop_mse: expected a mean squared residual >= 0, got {stop_mse!r}")
-    params = _as_params(params)
+    params = as_params(params)
     history = history or History()
     start = time.time()
-    x = _internal_vector(params)
+    x = pack(params)
     r = np.ravel(residuals())
     cost = 0.5 * float(r @ r)
     lam = float(damping)
@@ -55,7 +42,7 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
         history.record(2 * cost / max(r.size, 1), params, time.time() - start)
         if log_every and (it % log_every == 0 or it == iters):
             printer(f"LM {it:4d}/{iters}  mse {2 * cost / max(r.size, 1):.6e}  damping {lam:.1e}  "
-                    + "  ".join(_summary(p) for p in params))
+                    + "  ".join(param_summary(p) for p in params))
         if it == iters or cost == 0.0:
             break
         if 2 * cost / max(r.size, 1) <= stop_mse:
@@ -68,7 +55,7 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
             for sgn in (1.0, -1.0):
                 xi = x.copy()
                 xi[i] += sgn * fd_step
-                _write_internal_vector(params, xi)
+                unpack(params, xi)
                 cols.append(np.ravel(residuals()))
             J[:, i] = (cols[0] - cols[1]) / (2 * fd_step)
         A, g = J.T @ J, J.T @ r
@@ -80,8 +67,8 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
             except np.linalg.LinAlgError:
                 lam *= 10.0
                 continue
-            _write_internal_vector(params, x + dx)
-            x_new = _internal_vector(params)          # bounds may clamp
+            unpack(params, x + dx)
+            x_new = pack(params)          # bounds may clamp
             r_new = np.ravel(residuals())
             cost_new = 0.5 * float(r_new @ r_new)
             if np.isfinite(cost_new) and cost_new < cost:
@@ -91,7 +78,7 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
                 improved = True
                 break
             lam *= 4.0
-        _write_internal_vector(params, x)
+        unpack(params, x)
         if not improved or converged:
             if log_every:
                 printer(f"LM {it + 1:4d}/{iters}  stopped: {'no step lowers the cost' if not improved else 'converged'}")

@@ -31,12 +31,12 @@ import numpy as np
 
 from ..core.errors import SimulationError
 from ..core.tape import tape
-from .history import History, StopCriteria, _summary
-from .params import _as_params, check_has_grad
+from .history import History, StopCriteria, param_summary
+from .params import as_params, check_has_grad, unpack
 
-# every name that was defined here stays importable from here (identify, uncertainty and sensitivity import the
-# private helpers too)
-from .levenberg_marquardt import _internal_vector, _write_internal_vector, least_squares  # noqa: F401
+# every public name that was defined here stays importable from here
+from .levenberg_marquardt import least_squares  # noqa: F401
+from .params import internal_bounds, pack  # noqa: F401
 from .params import (BasisParam, ColumnParam, Param, RatioParam, TiedParam, check_bounds,  # noqa: F401
                      smoothing_matrix)
 
@@ -47,7 +47,7 @@ class Optimizer:
     def __init__(self, params: Sequence, lr: float):
         if not (lr > 0 and math.isfinite(lr)):
             raise ValueError(f"lr: must be a finite number > 0, got {lr!r}")
-        self.params = _as_params(params)
+        self.params = as_params(params)
         self.lr = float(lr)
         self.iteration = 0
 
@@ -174,7 +174,7 @@ class BFGS(Optimizer):
         if dmax > self.lr:
             d *= self.lr / dmax
         self._x, self._g = x, g
-        _write_internal_vector(self.params, x + d)
+        unpack(self.params, x + d)
 
     def state_dict(self):
         return {**super().state_dict(), "x": self._x, "g": self._g, "H": self._H}
@@ -240,7 +240,7 @@ def optimize(forward: Callable[[], None], loss, optimizer: Optimizer, iters: int
             reason = "iters"
         if log_every and (it % log_every == 0 or reason):
             with reading():
-                printer(f"iter {it:4d}/{iters}  loss {value:.6e}  " + "  ".join(_summary(p) for p in optimizer.params))
+                printer(f"iter {it:4d}/{iters}  loss {value:.6e}  " + "  ".join(param_summary(p) for p in optimizer.params))
         if reason:
             history.stop_reason = reason
             if log_every and reason != "iters":

@@ -401,5 +401,28 @@ class BasisParam(Param):
         self.field.from_numpy(np.clip(v, *self.bounds).astype(self.field.to_numpy().dtype))
 
 
-def _as_params(params):
+def as_params(params):
+    """Params as given, a bare field wrapped as `Param(field)`."""
     return [p if isinstance(p, Param) else Param(p) for p in params]
+
+
+# Parameter packing: every Param's internal (log where log_space) coordinates as one flat vector, in Param
+# order (what identify, fit_report and least_squares search in).
+def pack(params) -> np.ndarray:
+    """(n,) the Params' internal coordinates, concatenated in order."""
+    return np.concatenate([np.ravel(p.to_internal(p.value())) for p in params])
+
+
+def unpack(params, x):
+    """Write the packed internal coordinates `x` (n,) back into the Params (clamped to their bounds)."""
+    k = 0
+    for p in params:
+        shape = np.shape(p.value())
+        n = int(np.prod(shape))
+        p.write(p.from_internal(np.asarray(x[k:k + n]).reshape(shape)))
+        k += n
+
+
+def internal_bounds(params):
+    """(lower, upper), each (n,): the packed coordinates' bounds (+-inf where a Param has none)."""
+    return tuple(np.concatenate([p.internal_bounds()[i].reshape(-1) for p in params]) for i in (0, 1))

@@ -40,8 +40,8 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..core.errors import SimulationError, StabilityWarning
-from .optim import _as_params
-from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, _json, residual_jacobian
+from .optim import as_params
+from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, json_safe, residual_jacobian
 
 
 def _decade_each_side(value):
@@ -140,7 +140,7 @@ class Shift:
 
     def to_dict(self):
         rel = (lambda s: None if s is None else math.expm1(s)) if self.log_space else (lambda s: s)
-        return _json({"estimate": self.estimate, "constant": self.constant, "range": [self.lower, self.upper],
+        return json_safe({"estimate": self.estimate, "constant": self.constant, "range": [self.lower, self.upper],
                       "assumed": self.value, "log_space": self.log_space, "shift_lower": self.shift_lower,
                       "shift_upper": self.shift_upper, "change_lower": rel(self.shift_lower),
                       "change_upper": rel(self.shift_upper), "half_width": self.half_width,
@@ -165,7 +165,7 @@ class Sensitivity:
         return [f"assumed constant dominates an estimate: {s.text}" for s in self.dominated]
 
     def to_dict(self):
-        return _json({"constants": [{"name": c.name, "assumed": c.value, "range": [c.lower, c.upper],
+        return json_safe({"constants": [{"name": c.name, "assumed": c.value, "range": [c.lower, c.upper],
                                      "reason": c.reason} for c in self.constants],
                       "shifts": [s.to_dict() for s in self.shifts], "notes": self.notes})
 
@@ -212,7 +212,7 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     report.  A rollout that blows up at a range end is noted and that end left out; one past the
     simulator's stability limit (a StabilityWarning, e.g. kf = 1000 at a coarse dt) is noted as doubtful.
     """
-    params = _as_params(params)
+    params = as_params(params)
     assumed = list(assumed)
     if not all(isinstance(c, AssumedConstant) for c in assumed):
         raise ValueError(f"assumed: expected a list of AssumedConstant, got {assumed!r}")
@@ -283,7 +283,7 @@ class FitQuality:
     text: str
 
     def to_dict(self):
-        return _json(self.__dict__)
+        return json_safe(self.__dict__)
 
 
 def image_noise_floor(target, edge_px: float = EDGE_FLOOR_PX) -> float:

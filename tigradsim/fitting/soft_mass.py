@@ -12,7 +12,7 @@ share_i = node_mass_i / sum(node_mass) (`SoftMesh.node_mass`), V the rest volume
 (`SoftMesh.volume`); fixed vertices keep mass 0.  Its gradient is the chain rule of the
 per-vertex one, dL/dtheta = sum_i dL/dm_i * share_i (* V), checked against finite
 differences in float64 (tests/test_soft_mass.py).  The rigid body's counterpart is a
-`TiedParam` on its entry of body_mass (`scenes.scene_build.unknown_params`).
+`TiedParam` on its entry of body_mass (`scenes.unknown_params.unknown_params`).
 """
 import numpy as np
 

@@ -219,7 +219,9 @@ class VideoFit:
         self._image_loss = loss
         self._default_loss = None
 
-    def _forward(self):
+    def forward(self):
+        """One rollout and its loss added into `self.loss` (on the Tape when one records; the caller
+        zeroes `loss` first): the `forward` that `optimize` and `identify` call."""
         self.sim.run()
         if self.supervision == "image":
             self._image_loss(self.loss)
@@ -227,12 +229,16 @@ class VideoFit:
             self._state_loss._accumulate()
             _add_into(self.loss, self._state_loss.value)
 
+    def _forward(self):
+        """The old private name of `forward` (callers that still use it)."""
+        self.forward()
+
     def loss_value(self) -> float:
         """The loss at the current parameters (no gradient)."""
         self.loss[None] = 0.0
         if self._state_loss is not None:
             self._state_loss.value[None] = 0.0
-        self._forward()
+        self.forward()
         return float(self.loss[None])
 
     def fit(self, target, iters=100, lr=0.05, optimizer=None, log_every=10, printer=print, resume=None,
@@ -258,7 +264,7 @@ class VideoFit:
         def forward():
             if self._state_loss is not None:
                 self._state_loss.value[None] = 0.0
-            self._forward()
+            self.forward()
 
         def callback(it, value):
             nonlocal first_mask

@@ -77,7 +77,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from .optim import Param, _as_params, _internal_vector, _write_internal_vector
+from .optim import Param, as_params, pack, unpack
 
 PIXEL_8BIT_VARIANCE = (1.0 / 255.0) ** 2 / 12.0
 Z95 = 1.959963984540054
@@ -130,8 +130,8 @@ def residual_jacobian(residuals: Callable[[], np.ndarray], params: Sequence[Para
     difference is one-sided.  The parameters are restored afterwards.
     Returns (J, r0) with r0 the residuals at the current parameters (float64).
     """
-    params = _as_params(params)
-    x0 = _internal_vector(params).astype(np.float64)
+    params = as_params(params)
+    x0 = pack(params).astype(np.float64)
     if r0 is None:
         r0 = np.ravel(residuals())
     dtype = np.asarray(r0).dtype
@@ -152,23 +152,23 @@ def residual_jacobian(residuals: Callable[[], np.ndarray], params: Sequence[Para
                 if ok:
                     x = x0.copy()
                     x[i] += sgn * h
-                    _write_internal_vector(params, x)
+                    unpack(params, x)
                     cols[sgn] = np.asarray(np.ravel(residuals()), dtype=np.float64)
             plus, minus = cols.get(1.0, r0), cols.get(-1.0, r0)
             J[:, i] = (plus - minus) / (h * ((1.0 in cols) + (-1.0 in cols)))
     finally:
-        _write_internal_vector(params, x0)
+        unpack(params, x0)
     return J, r0
 
 
-def _json(x):
+def json_safe(x):
     """JSON-safe: floats (None for inf / nan), lists, dicts."""
     if isinstance(x, dict):
-        return {str(k): _json(v) for k, v in x.items()}
+        return {str(k): json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_json(v) for v in x]
+        return [json_safe(v) for v in x]
     if isinstance(x, np.ndarray):
-        return _json(x.tolist())
+        return json_safe(x.tolist())
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if isinstance(x, (int, np.integer)):
@@ -214,7 +214,7 @@ class Estimate:
         return self.std if self.log_space else self.std / max(abs(self.value), 1e-300)
 
     def to_dict(self):
-        return _json({"name": self.name, "value": self.value, "std": self.std, "log_space": self.log_space,
+        return json_safe({"name": self.name, "value": self.value, "std": self.std, "log_space": self.log_space,
                       "lower95": self.lower95, "upper95": self.upper95, "status": self.status,
                       "bias": self.bias})
 
@@ -242,7 +242,7 @@ class Direction:
     text: str
 
     def to_dict(self):
-        return _json({"eigenvalue": self.eigenvalue, "std": self.std, "coefficients": self.coefficients,
+        return json_safe({"eigenvalue": self.eigenvalue, "std": self.std, "coefficients": self.coefficients,
                       "text": self.text})
 
 
@@ -312,7 +312,7 @@ class FitReport:
         return all(e.determined for e in self.estimates) and not self.undetermined
 
     def to_dict(self):
-        return _json({"estimates": [e.to_dict() for e in self.estimates], "loss": self.loss,
+        return json_safe({"estimates": [e.to_dict() for e in self.estimates], "loss": self.loss,
                       "residual_count": self.residual_count, "parameter_count": self.parameter_count,
                       "s2_fit": self.s2_fit, "noise_floor": self.noise_floor, "s2": self.s2,
                       "eigenvalues": self.eigenvalues, "undetermined": [d.to_dict() for d in self.undetermined],
@@ -401,7 +401,7 @@ def fit_report(residuals: Callable[[], np.ndarray], params: Sequence, noise_floo
         estimate's `bias` and the 95 % interval is widened to cover the estimate moved
         by it.
     """
-    params = _as_params(params)
+    params = as_params(params)
     for name, v in (("noise_floor", noise_floor), ("undetermined_std", undetermined_std),
                     ("null_weight", null_weight)):
         if not (isinstance(v, (int, float, np.floating)) and v >= 0 and math.isfinite(v)):
@@ -432,7 +432,7 @@ def fit_report(residuals: Callable[[], np.ndarray], params: Sequence, noise_floo
 
     names = coordinate_names(params)
     info = _coordinate_info(params)
-    x = _internal_vector(params).astype(np.float64)
+    x = pack(params).astype(np.float64)
     A = J.T @ J
     lam, V = np.linalg.eigh(A)
     lam_max = float(lam[-1]) if lam.size else 0.0

@@ -453,7 +453,9 @@ def enable_activation_control(model, steps: int):
     return fld
 
 
-def _column(model, handle, name):
+def param_column(model, handle, name) -> int:
+    """The column of `model.tet_params` that holds parameter `name` ("mu", "lam", ..., or "damping")
+    of soft mesh `handle`'s material; KeyError naming the material's parameters for another name."""
     mat = get_material(handle.material)
     if name == "damping":
         return model.tet_params.shape[1] - 1
@@ -466,14 +468,14 @@ def _column(model, handle, name):
 def object_param(model, handle, name):
     """The value(s) of parameter `name` ("mu", "lam", ..., or "damping") of one soft mesh:
     a float with share_params=True, else an array (tet_count,) in the mesh's tet order."""
-    col = _column(model, handle, name)
+    col = param_column(model, handle, name)
     vals = model.get("tet_params")[handle.param_rows.start:handle.param_rows.stop, col]
     return float(vals[0]) if len(vals) == 1 else vals
 
 
 def set_object_param(model, handle, name, value):
     """Write parameter `name` of one soft mesh (a scalar, or one value per tet)."""
-    col = _column(model, handle, name)
+    col = param_column(model, handle, name)
     table = model.get("tet_params")
     r = handle.param_rows
     table[r.start:r.stop, col] = as_array(name, value, shape=(r.stop - r.start,)) if np.ndim(value) else float(value)

@@ -12,45 +12,39 @@ renderer draws frame k from the state at that time, interpolated linearly betwee
 steps around it (`render_at_times`), so any dt works.  With `substeps` (dt = 1 / (fps
 substeps)) and a start_time on a step, every frame falls on a step and nothing is blended.
 
-Each library piece the scene needs is reached through one small function here
-(`_camera`, `Scene._make_renderer`, `unknown_params`, `fit_scene`), so that a newer
-library version changes one place.
+Each library piece the scene needs is reached through one small function
+(`scene_camera`, `Scene._make_renderer`, `unknown_params` in unknown_params.py, `fit_scene` in
+scene_fit.py), so that a newer library version changes one place.  The fit engine itself is
+tigradsim/fitting/'s, public to any `VideoFit` / `identify` user: horizons from step doubling
+(fitting/horizons.py), the time step's bias (fitting/time_step_bias.py), residual clusters
+(fitting/residual_groups.py) and the camera correction's Params, prior and report
+(fitting/camera_prior.py); `Scene` adapts the scene file to them.
 """
 from __future__ import annotations
 
 import math
 import os
-import time
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..fitting.camera_prior import CameraPrior      # re-exported: the fit's camera prior ([fit] refine_camera)
-from ..fitting.optim import History
-from ..io.mask_checks import check_initial_pose, silhouette_iou     # silhouette_iou re-exported (cli)
+from ..fitting.camera_prior import CameraPrior, camera_params, camera_report
+from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, predictability, \
+    predictable_horizon, silhouette_disagreement
+from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
+from ..fitting.time_step_bias import time_step_systematics
+from ..io.mask_checks import silhouette_iou     # re-exported (cli)
 from .scene_file import SceneSpec
+from .scene_fit import fit_scene
+from .unknown_params import unknown_params
 
-# Bounds of the camera correction ([fit] refine_camera): the calibration is taken to be right to
-# within a few degrees, a few centimetres and a quarter of the focal length.
-CAMERA_ROTATION_BOUND = math.radians(3.0)      # rad, each rotation-vector component
-CAMERA_SHIFT_BOUND = 0.05                      # world units (m), each component in camera axes
-FOCAL_BOUND = 1.25                             # focal scale within [1 / 1.25, 1.25]
-CAMERA_LR = 2e-3                               # Adam step of the pose correction [rad, m]
 # [fit] sigma = "auto": the silhouette edge's 10-90 % width in pixels, that of a camera's box-filtered
 # (area) coverage of a straight edge (`tigradsim.renderers.sigma_for_edge`)
 EDGE_PX = 0.8
-# Intervals: residuals are clustered into at least this many blocks of contiguous footage frames
-# (Scene.residual_groups; with few clusters the interval uses Student's t quantile, fit_report)
-MIN_INTERVAL_BLOCKS = 6
-
-# [fit] horizon = "auto" (Scene.predictability): the simulator's integrator (semi-implicit Euler) is of
-# order 1, so the rollout at dt errs by about 2^p / (2^p - 1) = 2 times its difference from the
-# rollout at dt / 2 (Richardson); a frame is followed while that estimated error of the silhouette
-# edges stays within [fit] horizon_tolerance render pixels
-INTEGRATOR_ORDER = 1
-
-__all__ = ["load_scene_footage", "Scene", "unknown_params", "fit_scene", "outline_frames", "silhouette_iou",
-           "CameraPrior", "Predictability", "silhouette_disagreement", "predictable_horizon"]
+# The fit engine the Scene adapts lives in tigradsim/fitting/ (horizons, time_step_bias,
+# residual_groups, camera_prior); its names stay importable from here.
+__all__ = ["load_scene_footage", "Scene", "scene_camera", "unknown_params", "fit_scene", "outline_frames",
+           "silhouette_iou", "CameraPrior", "Predictability", "silhouette_disagreement", "predictable_horizon",
+           "frame_blocks", "crease_fraction", "INTEGRATOR_ORDER", "MIN_INTERVAL_BLOCKS"]
 
 
 # ---------------------------------------------------------------------------
@@ -132,7 +126,7 @@ def load_scene_footage(spec: SceneSpec, resolution=None):
 # ---------------------------------------------------------------------------
 # camera
 
-def _camera(spec: SceneSpec, factor: int):
+def scene_camera(spec: SceneSpec, factor: int):
     """The renderer's Camera in the y-up world at 1/factor of the footage resolution."""
     from ..renderers import Camera
 
@@ -155,85 +149,6 @@ def _camera(spec: SceneSpec, factor: int):
         return Camera.from_opencv(K, R, c.t, W, H, near=c.near, far=c.far)
     except (ValueError, TypeError) as exc:
         raise spec.error("camera", "K / R / t", f"inconsistent camera: {exc}") from None
-
-
-# ---------------------------------------------------------------------------
-# unknowns as Params
-
-def _entry(field, index):
-    """A `TiedParam` tie writing theta into entry `index` of `field` (None: a 0-D field)."""
-    if index is None:
-        return (field, lambda t: t[0], lambda t, g: g)
-
-    def forward(t):
-        values = field.to_numpy().astype(np.float64)
-        values[index] = t[0]
-        return values
-
-    return (field, forward, lambda t, g: g[index])
-
-
-def _entries(field, indices):
-    """A tie writing theta into several entries of one field (its gradient sums them)."""
-    idx = list(indices)
-
-    def forward(t):
-        values = field.to_numpy().astype(np.float64)
-        values[idx] = t[0]
-        return values
-
-    return (field, forward, lambda t, g: g[idx].sum())
-
-
-def unknown_params(spec: SceneSpec, model, handles) -> list:
-    """One Param per [unknowns] entry, in file order, with the file's initial values written:
-
-    * a rigid object's mass, ke, kd, kf, mu: `TiedParam` on its entry of body_mass, body_ke, ...
-    * "ground.X": `TiedParam` on ground_X and on body_X of every body that takes the ground's
-      value (a body with its own X in the file keeps it);
-    * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
-      the mass Param when the mass is an unknown too (one rigid body per scene);
-    * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params;
-    * a soft object's mass (total) or density: `SoftMassParam` scaling its vertex masses.
-    """
-    from ..physics.fem import _column
-    from ..fitting.optim import ColumnParam, RatioParam, TiedParam
-
-    rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
-    made = {}
-    order = sorted(spec.unknowns, key=lambda u: u.tie is not None)       # masses before the ties on them
-    for u in order:
-        kw = dict(name=u.target, lower=u.lower, upper=u.upper, log_space=u.log)
-        if u.object == "ground":
-            ties = [_entry(getattr(model, f"ground_{u.param}"), None)]
-            uses = [handles[n] for n in rigid if u.param not in spec.objects[n].contact]
-            if uses:
-                ties.append(_entries(getattr(model, f"body_{u.param}"), uses))
-            made[u.target] = TiedParam(ties, value=[u.init], **kw)
-        elif spec.objects[u.object].kind == "rigid":
-            b = handles[u.object]
-            if u.tie is None:
-                made[u.target] = TiedParam([_entry(getattr(model, f"body_{u.param}"), b)], value=[u.init], **kw)
-                continue
-            if len(rigid) != 1:
-                raise spec.error("unknowns", u.target, "a stiffness per unit mass needs a scene with one rigid object "
-                                 f"(this one has {len(rigid)})")
-            mass = made.get(f"{u.object}.mass")
-            field = getattr(model, f"body_{u.tie}")
-            field[b] = u.init * (mass.value()[0] if mass is not None else float(model.body_mass[b]))
-            made[u.target] = RatioParam(field, mass if mass is not None else model.body_mass, **kw)
-        elif u.param in ("mass", "density"):
-            from ..fitting.soft_mass import SoftMassParam
-            made[u.target] = SoftMassParam(model, handles[u.object], quantity=u.param, value=u.init, **kw)
-        else:
-            h = handles[u.object]
-            col = _column(model, h, u.param)
-            table = model.tet_params.to_numpy()
-            table[h.param_rows.start:h.param_rows.stop, col] = u.init
-            model.tet_params.from_numpy(table)
-            made[u.target] = ColumnParam(model.tet_params, col, rows=np.arange(h.param_rows.start, h.param_rows.stop),
-                                         **kw)
-    return [made[u.target] for u in spec.unknowns]
 
 
 # ---------------------------------------------------------------------------
@@ -268,7 +183,7 @@ class Scene:
         self.kind = next(iter(spec.objects.values())).kind
         self.model = b.finalize(requires_grad=requires_grad)
         self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
-        self.camera = _camera(spec, footage.factor)
+        self.camera = scene_camera(spec, footage.factor)
         self.renderer = self._make_renderer()
         # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)
         self.params = unknown_params(spec, self.model, self.handles) if unknowns else []
@@ -421,54 +336,32 @@ class Scene:
     def _camera_params(self):
         """[fit] refine_camera: the renderer's pose correction (rotation vector, translation in
         camera axes) and, with refine_focal, its focal-length scale, fitted with the unknowns;
-        the pose under a Gaussian prior (`self.camera_prior`, tigradsim/fitting/camera_prior.py: the
-        calibration's uncertainty, [fit] camera_sigma_rotation_deg / camera_sigma_translation_m)
+        the pose under a Gaussian prior (`self.camera_prior`, `tigradsim.fitting.camera_params`:
+        the calibration's uncertainty, [fit] camera_sigma_rotation_deg / camera_sigma_translation_m)
         that `forward`, `loss_value` and `residuals` all include."""
-        from ..fitting.optim import Param
-
         fit = self.spec.fit
         self.camera_prior = None
         if not fit.refine_camera:
             return []
         if not hasattr(self.renderer, "camera_delta"):
             raise self.spec.error("fit", "refine_camera", "this tigradsim's renderer has no camera correction")
-        r, d = CAMERA_ROTATION_BOUND, CAMERA_SHIFT_BOUND
-        # Adam's step is about lr per iteration in each coordinate: the unknowns' lr (log units,
-        # a few %) would turn the camera by degrees per step; CAMERA_LR rad / m is the scale of a
-        # calibration error
-        out = [Param(self.renderer.camera_delta, "camera_pose", lower=np.array([-r] * 3 + [-d] * 3),
-                     upper=np.array([r] * 3 + [d] * 3), lr=CAMERA_LR)]
-        sr, st = math.radians(fit.camera_sigma_rotation_deg), fit.camera_sigma_translation_m
-        self.camera_prior = CameraPrior(self.renderer.camera_delta, [sr] * 3 + [st] * 3, fit.camera_prior_variance)
-        self.camera_prior.set_frames(self.frames_used)
-        if fit.refine_focal:
-            out.append(Param(self.renderer.focal_scale, "camera_focal", lower=1 / FOCAL_BOUND, upper=FOCAL_BOUND,
-                             log_space=True))
+        out, self.camera_prior = camera_params(self.renderer, math.radians(fit.camera_sigma_rotation_deg),
+                                               fit.camera_sigma_translation_m, fit.camera_prior_variance,
+                                               frames=self.frames_used, refine_focal=fit.refine_focal)
         return out
 
     def camera_report(self) -> dict:
         """The fitted camera correction and the corrected camera in the file's axes (OpenCV K, R, t)."""
         if not self.camera_params:
             return {}
-        omega, shift, k = self.renderer.camera_correction()
-        cam = self.renderer.corrected_camera()
-        f = self.footage.factor
-        K = cam.K.copy()                       # back to the footage's pixels
-        K[:2, :2] *= f
-        K[0, 2] = (K[0, 2] + 0.5) * f - 0.5
-        K[1, 2] = (K[1, 2] + 0.5) * f - 0.5
-        R_file = cam.R @ self.M                # x_cam = R' x_world + t = R' M x_file + t
-        return {"rotation_vector_rad": omega.tolist(), "rotation_deg": float(np.degrees(np.linalg.norm(omega))),
-                "translation_camera_axes": shift.tolist(), "focal_scale": k,
-                "camera_centre_moved_by": float(np.linalg.norm(cam.R.T @ cam.t - self.camera.R.T @ self.camera.t)),
-                "K": K.tolist(), "R": R_file.tolist(), "t": cam.t.tolist()}
+        return camera_report(self.renderer, self.camera, factor=self.footage.factor, axes=self.M)
 
     def interval_blocks(self, frames) -> int:
         """Clusters of contiguous frames for the intervals (`residual_groups`): at least 6 and
         twice the unknowns' coordinates (the sandwich covariance needs more clusters than
         coordinates, and its small-sample factor G / (G - p) stays <= 2), at most one per frame."""
         coords = sum(int(np.size(p.value())) for p in self.params + self.camera_params)
-        return int(min(frames, max(MIN_INTERVAL_BLOCKS, 2 * coords)))
+        return interval_blocks(frames, coords)
 
     # -- values -----------------------------------------------------------------
     def set_values(self, values):
@@ -535,8 +428,7 @@ class Scene:
 
     def _half_at_current_values(self) -> "Scene":
         half = self.half_step_scene()
-        for p, q in zip(self.params + self.camera_params, half.params + half.camera_params):
-            q.write(p.value())            # a RatioParam keeps its ratio when its mass is written after it
+        copy_values(self.params + self.camera_params, half.params + half.camera_params)
         return half
 
     def time_step_systematics(self) -> dict:
@@ -547,9 +439,7 @@ class Scene:
         estimate sits from the exact model's.  One forward rollout at dt / 2."""
         half = self._half_at_current_values()
         half.use_frames(self.frames_used)
-        r = half.residuals()
-        factor = 2.0 ** INTEGRATOR_ORDER / (2.0 ** INTEGRATOR_ORDER - 1.0)
-        return {f"time step (dt {self.dt:.4g} s against dt / 2)": (r, factor)}
+        return time_step_systematics(half.residuals, self.dt)
 
     def predictability(self, tolerance=None) -> "Predictability":
         """Step doubling at the current values: the rollout at dt and the rollout at dt / 2
@@ -560,12 +450,7 @@ class Scene:
         the leading frames whose estimated error is within `tolerance` px (default [fit]
         horizon_tolerance).  Runs two forward rollouts (no Tape)."""
         tol = self.spec.fit.horizon_tolerance if tolerance is None else tolerance
-        if not (isinstance(tol, (int, float, np.floating)) and math.isfinite(tol) and tol > 0):
-            raise ValueError(f"tolerance: expected a positive number of pixels, got {tol!r}")
-        half = self._half_at_current_values()
-        a = self.render()[..., -1]
-        b = half.render()[..., -1]
-        return Predictability.from_disagreement(silhouette_disagreement(a, b), float(tol), self.dt)
+        return predictability(self.render, self._half_at_current_values().render, tol, self.dt)
 
     def set_horizon(self, k) -> int:
         """Coarse to fine in time (`tgs.identify`'s set_horizon): fit the first k footage frames,
@@ -593,7 +478,7 @@ class Scene:
 
     def forward(self):
         """The rollout, image loss and camera prior into `self.fit.loss` (for `optimize` / `identify`)."""
-        self.fit._forward()
+        self.fit.forward()
         if self.camera_prior is not None:
             self.camera_prior(self.fit.loss)
 
@@ -622,18 +507,9 @@ class Scene:
         0.005 % short).
         """
         k = self.frames_used
-        blocks = self.interval_blocks(k)
-        block_of_frame = frame_blocks(k, blocks)
-        labels = []
-        for loss, _ in self._loss_parts:
-            per = int(np.prod(np.shape(loss.residuals()))) // k
-            labels.append(np.repeat(block_of_frame, per))
-        if self.camera_prior is not None:
-            labels.append(np.full(6, blocks))
-        out = np.concatenate(labels)
-        if count is not None and out.size != count:
-            raise ValueError(f"residual_groups: {out.size} labels for {count} residuals")
-        return out
+        sizes = [int(np.prod(np.shape(loss.residuals()))) for loss, _ in self._loss_parts]
+        return residual_groups(sizes, k, self.interval_blocks(k), extra=6 if self.camera_prior is not None else 0,
+                               count=count)
 
 
 def crease_fraction(vertices, faces, angle_deg: float = 30.0) -> float:
@@ -647,207 +523,6 @@ def crease_fraction(vertices, faces, angle_deg: float = 30.0) -> float:
     if len(quads) == 0:
         return 0.0
     return float(np.mean(np.abs(dihedral_angles(vertices, quads)) > math.radians(angle_deg)))
-
-
-def frame_blocks(frames: int, blocks: int) -> np.ndarray:
-    """(frames,) block label of each frame: `blocks` runs of contiguous frames, as equal as
-    they can be (frame k in block floor(k blocks / frames))."""
-    if not 1 <= blocks <= frames:
-        raise ValueError(f"frame_blocks: expected 1 <= blocks <= frames, got blocks={blocks}, frames={frames}")
-    return (np.arange(frames) * blocks) // frames
-
-
-# ---------------------------------------------------------------------------
-# predictability: the frames the model at dt can follow
-
-def silhouette_disagreement(alpha_a, alpha_b) -> np.ndarray:
-    """Per frame, how far apart two renders' silhouettes are, as a mean edge displacement in
-    pixels: sum over pixels of |alpha_a - alpha_b| divided by the silhouette's perimeter in
-    pixels (the mean of the two renders' total variation, sum |grad alpha| by central
-    differences inside the image, at least 1 px).
-
-    Why this measure: an edge moved by delta px along its normal changes sum |a - b| by
-    |delta| per pixel of edge length, whatever the edge's soft profile (coarea formula), and
-    the total variation of a silhouette with values 0 inside-out to 1 is its perimeter; so
-    the ratio is the mean |normal displacement| of the outline (for a rigid shift by delta:
-    delta for a straight edge across it, 2 delta / pi averaged around a disc).
-    alpha_a, alpha_b: (K, H, W) in [0, 1].  Returns (K,) pixels."""
-    a = np.asarray(alpha_a, dtype=np.float64)
-    b = np.asarray(alpha_b, dtype=np.float64)
-    if a.ndim != 3 or a.shape != b.shape:
-        raise ValueError(f"alpha_a, alpha_b: expected two (K, H, W) arrays of the same shape, got {a.shape} and "
-                         f"{b.shape}")
-
-    def perimeter(x):
-        # central differences: forward ones, staggered half a pixel between x and y, put diagonal
-        # edges ~7 % long (a disc of radius 15 px: 101 px against 2 pi 15 = 94.2; central: 95.5)
-        gy, gx = np.gradient(x, axis=(1, 2))
-        return np.sqrt(gx * gx + gy * gy).sum(axis=(1, 2))
-
-    length = np.maximum(0.5 * (perimeter(a) + perimeter(b)), 1.0)
-    return np.abs(a - b).sum(axis=(1, 2)) / length
-
-
-def predictable_horizon(error, tolerance) -> int:
-    """The number of leading frames whose `error` (K,) is within `tolerance` (K when all are)."""
-    e = np.asarray(error, dtype=np.float64)
-    bad = np.flatnonzero(~(e <= tolerance))          # NaN counts as beyond the tolerance
-    return int(bad[0]) if bad.size else int(e.size)
-
-
-@dataclass
-class Predictability:
-    """`Scene.predictability`'s result at one set of values.
-
-    disagreement: (K,) px, mean silhouette-edge displacement between the rollouts at dt and
-        dt / 2 (`silhouette_disagreement`) per footage frame.
-    error: (K,) px, the estimated error of the rollout at dt against the continuous motion
-        (Richardson: disagreement 2^p / (2^p - 1), p = INTEGRATOR_ORDER).
-    tolerance: px; horizon: leading frames with error <= tolerance; dt: the scene's step [s].
-    """
-
-    disagreement: np.ndarray
-    error: np.ndarray
-    tolerance: float
-    horizon: int
-    dt: float
-
-    @classmethod
-    def from_disagreement(cls, disagreement, tolerance, dt):
-        d = np.asarray(disagreement, dtype=np.float64)
-        factor = 2.0 ** INTEGRATOR_ORDER / (2.0 ** INTEGRATOR_ORDER - 1.0)
-        e = factor * d
-        return cls(d, e, float(tolerance), predictable_horizon(e, tolerance), float(dt))
-
-    @property
-    def frames(self) -> int:
-        return int(self.error.size)
-
-    def reason(self) -> str:
-        """One sentence: why the horizon is where it is."""
-        K, n = self.frames, self.horizon
-        if n >= K:
-            return (f"all {K} frames are predictable: the rollouts at dt = {self.dt:.4g} s and dt/2 differ by at most "
-                    f"{self.disagreement.max():.3f} px (estimated model error {self.error.max():.3f} px <= "
-                    f"horizon_tolerance {self.tolerance:g} px)")
-        return (f"from frame {n} on the rollouts at dt = {self.dt:.4g} s and dt/2 differ by {self.disagreement[n]:.3f} "
-                f"px (estimated model error {self.error[n]:.3f} px > horizon_tolerance {self.tolerance:g} px; "
-                f"{self.disagreement[min(n + 5, K - 1)]:.2f} px at frame {min(n + 5, K - 1)}, "
-                f"{self.disagreement[-1]:.2f} px at the last): the model cannot follow them at this dt "
-                "(finer substeps may extend it)")
-
-    def to_dict(self) -> dict:
-        return {"horizon": self.horizon, "frames": self.frames, "tolerance_px": self.tolerance, "dt": self.dt,
-                "disagreement_px": [round(float(v), 4) for v in self.disagreement],
-                "error_px": [round(float(v), 4) for v in self.error], "reason": self.reason()}
-
-
-# ---------------------------------------------------------------------------
-# fitting: tgs.identify (multi-start, coarse to fine, Adam then BFGS, LM, uncertainty)
-
-def fit_scene(scene: Scene, iterations=None, starts=None, local_starts=None, refine=None, horizons="file",
-              printer=print, initial_alpha=None):
-    """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
-    override them).  Returns (Identification, History): the History records every rollout the
-    fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
-    the uncertainty) with its loss and values, for the loss curve and parameter traces.
-
-    With [fit] horizon = "auto" every stage's frame count is clamped to the predictable horizon
-    at the values the stage starts from (`Scene.set_horizon`; without a horizons schedule the
-    one stage asks for the whole clip).  The last stage's count is fixed by the first local fit
-    that reaches it and kept for the others, so that their objectives and uncertainty reports
-    are over the same frames and compare.  Afterwards `scene.horizon_info` says how many frames
-    were fitted and why (`Scene.predictability` at the estimate included), and the scene is
-    back on every frame (renders and `loss_value` cover the whole clip).
-
-    Before the fit, the first mask is compared with the silhouette rendered at the initial values
-    (`check_initial_pose`: a FootageWarning naming the IoU when they are far apart);
-    `initial_alpha` (K, H, W): that render when the caller has it (else one rollout makes it)."""
-    from ..fitting.identify import identify
-    from ..fitting.optim import StopCriteria
-
-    f = scene.spec.fit
-    iterations = f.iterations if iterations is None else iterations
-    starts = f.starts if starts is None else starts
-    local_starts = min(f.local_starts if local_starts is None else local_starts, starts)
-    refine = f.refine if refine is None else refine
-    horizons = f.horizons if horizons == "file" else horizons
-    if f.optimizer == "adam":
-        adam, bfgs = iterations, 0
-    elif f.optimizer == "bfgs":
-        adam, bfgs = 0, iterations
-    else:
-        bfgs = min(f.polish if f.polish is not None else iterations // 2, iterations)
-        adam = iterations - bfgs
-    K = len(scene.footage)
-    auto = f.horizon == "auto"
-    schedule = None
-    if horizons or auto:
-        schedule = [h for h in (horizons or ()) if h < K] + [K]
-    final = {}                       # auto: the last stage's frame count, fixed by the first local fit
-
-    def set_horizon(k):
-        used = scene.set_horizon(k)
-        entry = scene.horizons_used[-1]
-        if auto and k == schedule[-1]:
-            if "frames" not in final:
-                final.update(frames=used, reason=entry["reason"])
-            elif used != final["frames"]:
-                entry["note"] = (f"this local fit's predictable horizon is {used} frames; fitted on the "
-                                 f"{final['frames']} of the first local fit so that their objectives compare")
-                scene.use_frames(final["frames"])
-                entry["used"] = used = final["frames"]
-        if auto:
-            printer(f"horizon: {used} of the {k} frames asked ({entry['reason']})" if used < k else
-                    f"horizon: {used} frames (predictable at these values: {entry['predictable']})")
-        return used
-
-    if scene.footage.masks is not None:      # a mask far from the initial pose: a FootageWarning before the fit
-        check_initial_pose(scene.footage.masks, scene.render()[..., -1] if initial_alpha is None else initial_alpha)
-    history = History()
-    t0 = time.time()
-
-    def forward():
-        scene.forward()
-        history.record(float(scene.fit.loss[None]), scene.params + scene.camera_params, time.time() - t0)
-
-    stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
-    result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.residuals,
-                      groups=scene.residual_groups,
-                      systematics=scene.time_step_systematics if f.time_step_bias else None,
-                      starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
-                      bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
-                      horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,
-                      printer=printer)
-    fitted = scene.frames_used
-    if scene.frames_used != K:
-        scene.use_frames(K)
-    scene.horizon_info = _horizon_info(scene, fitted, auto, final.get("reason"), printer)
-    return result, history
-
-
-def _horizon_info(scene, fitted, auto, reason, printer) -> dict:
-    """The report's account of the frames fitted (estimates.json / .md): frames_fitted,
-    frames_total, horizon ("auto" or "all"), horizon_reason and, with auto, the predictability
-    at the estimate (the Params hold it) and every set_horizon call."""
-    K = len(scene.footage)
-    info = {"frames_fitted": int(fitted), "frames_total": K, "horizon": scene.spec.fit.horizon}
-    if not auto:
-        info["horizon_reason"] = (f"fitted frames 0..{fitted - 1} of {K}" + (" (the horizons schedule ends there)"
-                                                                             if fitted < K else ""))
-        return info
-    pred = scene.predictability()
-    reason = reason or pred.reason()
-    info["horizon_reason"] = (f"fitted frames 0..{fitted - 1} of {K}: {reason}" if fitted < K else
-                              f"fitted all {K} frames: {reason}")
-    if pred.horizon != fitted:
-        info["horizon_reason"] += (f"; at the estimate the predictable horizon is {pred.horizon} frames "
-                                   f"({pred.disagreement[min(pred.horizon, K - 1)]:.3f} px at frame "
-                                   f"{min(pred.horizon, K - 1)})")
-    info["predictability_at_estimate"] = pred.to_dict()
-    info["horizon_stages"] = [{k: v for k, v in e.items() if k != "reason"} for e in scene.horizons_used]
-    printer(info["horizon_reason"])
-    return info
 
 
 class _SumLoss:

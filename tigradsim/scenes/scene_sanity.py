@@ -53,7 +53,7 @@ def _camera_alternatives(spec):
     is wrong: the usual calibration mistakes (`pose_alternatives`) of an OpenCV camera, the eye's
     height with the other sign for a look-at camera."""
     from ..renderers.framing import pose_alternatives
-    from .scene_build import _camera
+    from .scene_build import scene_camera
 
     c = spec.camera
     if c.kind == "opencv":
@@ -66,7 +66,7 @@ def _camera_alternatives(spec):
     out = []
     for what, change in changes:
         try:
-            out.append((what, _camera(dataclasses.replace(spec, camera=dataclasses.replace(c, **change)), 1)))
+            out.append((what, scene_camera(dataclasses.replace(spec, camera=dataclasses.replace(c, **change)), 1)))
         except ValueError:          # not a valid camera either: not what was meant
             pass
     return out
@@ -78,7 +78,7 @@ def check_scene(spec: SceneSpec) -> None:
     (t = 0; skipped when the footage starts later); warn (`FramingWarning`) for an object partly
     outside it."""
     from ..renderers.framing import FramingWarning, framing_problems
-    from .scene_build import _camera
+    from .scene_build import scene_camera
 
     placed = scene_placed(spec)
     names = list(spec.objects)
@@ -90,7 +90,7 @@ def check_scene(spec: SceneSpec) -> None:
             pos[axis] += float(round_up(g.depth))
             raise spec.error(f"objects.{name}", "position",
                              g.message(lift_hint=f": position = {_fmt(pos)}"))
-    camera = _camera(spec, 1)
+    camera = scene_camera(spec, 1)
     first_at_zero = spec.footage is None or spec.footage.start_time == 0.0
     problems = framing_problems(camera, placed, ground=spec.ground is not None,
                                 alternatives=_camera_alternatives(spec))

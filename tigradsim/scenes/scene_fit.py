@@ -1,0 +1,116 @@
+"""Fitting a scene file's unknowns: `fit_scene` runs `tgs.identify` (multi-start, coarse to fine,
+Adam then BFGS, Levenberg-Marquardt, uncertainty) on a `Scene` (tigradsim/scenes/scene_build.py)
+with the file's [fit] settings, and records the frames fitted and why."""
+from __future__ import annotations
+
+import time
+
+from ..fitting.optim import History
+from ..io.mask_checks import check_initial_pose
+
+__all__ = ["fit_scene"]
+
+
+def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=None, horizons="file",
+              printer=print, initial_alpha=None):
+    """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
+    override them).  Returns (Identification, History): the History records every rollout the
+    fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
+    the uncertainty) with its loss and values, for the loss curve and parameter traces.
+
+    With [fit] horizon = "auto" every stage's frame count is clamped to the predictable horizon
+    at the values the stage starts from (`Scene.set_horizon`; without a horizons schedule the
+    one stage asks for the whole clip).  The last stage's count is fixed by the first local fit
+    that reaches it and kept for the others, so that their objectives and uncertainty reports
+    are over the same frames and compare.  Afterwards `scene.horizon_info` says how many frames
+    were fitted and why (`Scene.predictability` at the estimate included), and the scene is
+    back on every frame (renders and `loss_value` cover the whole clip).
+
+    Before the fit, the first mask is compared with the silhouette rendered at the initial values
+    (`check_initial_pose`: a FootageWarning naming the IoU when they are far apart);
+    `initial_alpha` (K, H, W): that render when the caller has it (else one rollout makes it)."""
+    from ..fitting.identify import identify
+    from ..fitting.optim import StopCriteria
+
+    f = scene.spec.fit
+    iterations = f.iterations if iterations is None else iterations
+    starts = f.starts if starts is None else starts
+    local_starts = min(f.local_starts if local_starts is None else local_starts, starts)
+    refine = f.refine if refine is None else refine
+    horizons = f.horizons if horizons == "file" else horizons
+    if f.optimizer == "adam":
+        adam, bfgs = iterations, 0
+    elif f.optimizer == "bfgs":
+        adam, bfgs = 0, iterations
+    else:
+        bfgs = min(f.polish if f.polish is not None else iterations // 2, iterations)
+        adam = iterations - bfgs
+    K = len(scene.footage)
+    auto = f.horizon == "auto"
+    schedule = None
+    if horizons or auto:
+        schedule = [h for h in (horizons or ()) if h < K] + [K]
+    final = {}                       # auto: the last stage's frame count, fixed by the first local fit
+
+    def set_horizon(k):
+        used = scene.set_horizon(k)
+        entry = scene.horizons_used[-1]
+        if auto and k == schedule[-1]:
+            if "frames" not in final:
+                final.update(frames=used, reason=entry["reason"])
+            elif used != final["frames"]:
+                entry["note"] = (f"this local fit's predictable horizon is {used} frames; fitted on the "
+                                 f"{final['frames']} of the first local fit so that their objectives compare")
+                scene.use_frames(final["frames"])
+                entry["used"] = used = final["frames"]
+        if auto:
+            printer(f"horizon: {used} of the {k} frames asked ({entry['reason']})" if used < k else
+                    f"horizon: {used} frames (predictable at these values: {entry['predictable']})")
+        return used
+
+    if scene.footage.masks is not None:      # a mask far from the initial pose: a FootageWarning before the fit
+        check_initial_pose(scene.footage.masks, scene.render()[..., -1] if initial_alpha is None else initial_alpha)
+    history = History()
+    t0 = time.time()
+
+    def forward():
+        scene.forward()
+        history.record(float(scene.fit.loss[None]), scene.params + scene.camera_params, time.time() - t0)
+
+    stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
+    result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.residuals,
+                      groups=scene.residual_groups,
+                      systematics=scene.time_step_systematics if f.time_step_bias else None,
+                      starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
+                      bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
+                      horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,
+                      printer=printer)
+    fitted = scene.frames_used
+    if scene.frames_used != K:
+        scene.use_frames(K)
+    scene.horizon_info = _horizon_info(scene, fitted, auto, final.get("reason"), printer)
+    return result, history
+
+
+def _horizon_info(scene, fitted, auto, reason, printer) -> dict:
+    """The report's account of the frames fitted (estimates.json / .md): frames_fitted,
+    frames_total, horizon ("auto" or "all"), horizon_reason and, with auto, the predictability
+    at the estimate (the Params hold it) and every set_horizon call."""
+    K = len(scene.footage)
+    info = {"frames_fitted": int(fitted), "frames_total": K, "horizon": scene.spec.fit.horizon}
+    if not auto:
+        info["horizon_reason"] = (f"fitted frames 0..{fitted - 1} of {K}" + (" (the horizons schedule ends there)"
+                                                                             if fitted < K else ""))
+        return info
+    pred = scene.predictability()
+    reason = reason or pred.reason()
+    info["horizon_reason"] = (f"fitted frames 0..{fitted - 1} of {K}: {reason}" if fitted < K else
+                              f"fitted all {K} frames: {reason}")
+    if pred.horizon != fitted:
+        info["horizon_reason"] += (f"; at the estimate the predictable horizon is {pred.horizon} frames "
+                                   f"({pred.disagreement[min(pred.horizon, K - 1)]:.3f} px at frame "
+                                   f"{min(pred.horizon, K - 1)})")
+    info["predictability_at_estimate"] = pred.to_dict()
+    info["horizon_stages"] = [{k: v for k, v in e.items() if k != "reason"} for e in scene.horizons_used]
+    printer(info["horizon_reason"])
+    return info
