@@ -28,7 +28,7 @@ per size.
 only the initial velocities (particle_qd0), as vs_warp.py's default does.  A cloth's reverse runs on both
 cores only where its parameters have no gradient (`cloth.reverse_threads`), so the two-core figure of the
 default path is `--threads-compare --sizes 64 --paths auto --grads named` (2026-12-05, this scene, damped and
-with drag and lift: see the README's Speed section).
+with drag and lift: benchmarks/RESULTS.md, "Two cores against one").
 """
 import argparse
 import json

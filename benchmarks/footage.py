@@ -6,7 +6,7 @@ the unknowns' initial guesses a fixed factor off the truth (never at it), `tigra
 as a subprocess with a time limit, and its report (estimates.json) is scored against truth.json:
 
     variant "clean"   the committed frames and masks
-    variant "noisy"   the frames with the README's seeded noise (sigma 0.02, `make_footage.noisy_copy`),
+    variant "noisy"   the frames with seeded noise (footage/README.md: sigma 0.02, `make_footage.noisy_copy`),
                       written to a copy of the clip.  The masks are NOT noised by that rule, so a fit
                       supervised by masks alone would see exactly the clean data: the noisy variant is
                       supervised by masks + RGB ("both"), so that the noise reaches the loss.
@@ -27,7 +27,7 @@ The machine these numbers come from may be shared: wall time is then inflated, C
     python3 benchmarks/footage.py [--only CLIP]... [--variant clean|noisy|camera]... [--quick]
                                   [--jobs N] [--timeout S] [--out DIR]
 
-Prints a Markdown table (the README carries it) and, last, one JSON line with every number.
+Prints a Markdown table (benchmarks/RESULTS.md carries it) and, last, one JSON line with every number.
 
 Measured 2026-12-03 (this file's settings; 2 cores shared with other jobs, load 9-16, so wall
 times are 3-5x the CPU times; CPU s = user + system of the fit's process):
@@ -323,7 +323,7 @@ def make_scene(clip, variant, folder, frames_folder, scene_dir, quick=False):
 
 
 def noisy_folder(clip, out):
-    """The clip's noisy copy (README rule, seed 0, sigma 0.02) under out/noisy/CLIP (made once)."""
+    """The clip's noisy copy (benchmarks/footage/README.md: seed 0, sigma 0.02) under out/noisy/CLIP (made once)."""
     dst = os.path.join(out, "noisy", clip)
     if not os.path.exists(os.path.join(dst, "rgb_0000.png")):
         sys.path.insert(0, HERE)

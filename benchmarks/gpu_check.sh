@@ -16,8 +16,8 @@
 #
 # On a machine without taichi (the H200 used on 2026-12-04: Python 3.12, numpy 2.5, pytest, xdist and
 # pytest-timeout, but no taichi, dill or meshio), carry their wheels in an ignored .whl/ (56 MB; Warp's
-# 132 MB wheel does not fit a 64 MiB transfer: benchmarks/warp_pieces.sh sends what a GPU needs of it
-# in two calls) and install tigradsim without fetching anything:
+# 132 MB wheel does not fit a 64 MiB transfer: how it was sent in two pieces is in benchmarks/MEASURED.md,
+# "Retired prototypes") and install tigradsim without fetching anything:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #       --platform manylinux_2_27_x86_64 -d .whl taichi==1.7.4 dill meshio==5.3.5
 #   # there:
@@ -165,7 +165,7 @@ else
     MEM=()
     REN=(--reps 5)
 fi
-# With Warp (benchmarks/warp_pieces.sh) the step compiles and times both libraries: on the H200 it took
+# With Warp (warp-lang importable) the step compiles and times both libraries: on the H200 it took
 # about 245 s (2026-12-04), tigradsim alone within 130 s.  The overall budget still holds: a later
 # step that would start with under 20 s left is skipped and says so.
 if "$PY" -c "import warp" 2>/dev/null; then

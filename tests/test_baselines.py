@@ -11,6 +11,8 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import baselines  # noqa: E402
 
+pytestmark = pytest.mark.slow          # the paper's scenes under gradient-free search (benchmarks/baselines.py)
+
 
 def test_random_search_keeps_the_best_finite_run():
     calls = []

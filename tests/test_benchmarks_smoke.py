@@ -1,9 +1,10 @@
 """The benchmark scripts that issue 17 relies on run, at toy sizes, and print what they promise
 (so they cannot rot between the runs that measure): vs_warp.py (tigradsim side always, Warp side
-when warp-lang is installed), bench_memory.py, gpu_check.sh (parses; one step runs for real; its
-other commands run at toy size in the ones above), warp_pieces.sh (on a stand-in for warp-lang),
-bench_threads.py, lanes_probe.py and the TIGRADSIM_ARCH switch of conftest.py."""
+when warp-lang is installed), bench_memory.py, bench_cloth.py, gpu_check.sh (parses; one step runs for
+real; its other commands run at toy size in the ones above) and the TIGRADSIM_ARCH switch of conftest.py.
+What they print is checked, never how fast: a timing is only required to be a positive, finite number."""
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -11,8 +12,15 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow          # every test here starts a benchmark (or pytest) in a subprocess
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "benchmarks")
+
+
+def _timing(x):
+    """A measured time: a positive, finite number (a benchmark that printed NaN, 0 or nothing fails)."""
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
 
 
 def _run(args, timeout=600, env=None):
@@ -37,7 +45,7 @@ def test_vs_warp_tigradsim_side_runs_every_scene_kind(grads):
         ([["particle_qd0"], ["particle_qd0"], ["body_qd0"]] if grads == "named" else ["all"] * 3)
     for s in res["scenes"]:
         fwd, fwd_bwd = s["tigradsim_us"]
-        assert 0 < fwd and 0 < fwd_bwd, s
+        assert _timing(fwd) and _timing(fwd_bwd), s
         assert s["tigradsim_gradient_finite"], s       # the taped pass reached the initial velocities
         assert s["warp_us"] is None and s["ratio"] is None and s["max_position_diff_m"] is None
         cpus, why = s["tigradsim_pinned_cpus"], s["tigradsim_unpinned_because"]
@@ -158,80 +166,23 @@ def test_unknown_tigradsim_arch_for_tests_is_a_usage_error():
     assert "TIGRADSIM_ARCH='tpu'" in out.stdout + out.stderr
 
 
-def test_warp_pieces_pack_and_unpack_round_trip(tmp_path):
-    """benchmarks/warp_pieces.sh on a small stand-in for warp-lang: pack leaves the Python files and
-    the first xz piece in .wpa/, the second in .wpb/ (tests/ and warp-clang.so left out); unpack joins
-    them, after call 1's copy to the stash, into the same bytes; a .so that packs into more than two
-    pieces is refused."""
-    if shutil.which("xz") is None:
-        pytest.skip("xz not installed")
-    site = tmp_path / "site"
-    (site / "warp" / "bin").mkdir(parents=True)
-    (site / "warp" / "tests").mkdir()
-    (site / "warp" / "__init__.py").write_text(
-        "__version__ = '0.0.1'\ndef init():\n    pass\ndef get_cuda_devices():\n    return ['cuda:0']\n")
-    (site / "warp" / "tests" / "test_x.py").write_text("")
-    (site / "warp" / "bin" / "warp-clang.so").write_bytes(b"clang")
-    so = os.urandom(150_000)                       # random: xz cannot shrink it, so it takes two pieces
-    (site / "warp" / "bin" / "warp.so").write_bytes(so)
-    (site / "warp_lang-0.0.1.dist-info").mkdir()
-    (site / "warp_lang-0.0.1.dist-info" / "METADATA").write_text("Name: warp-lang\n")
-    pieces, stash, dest = tmp_path / "pieces", tmp_path / "stash", tmp_path / "dest"
-    env = dict(os.environ, PYTHONPATH=str(site), PIECES_DIR=str(pieces), STASH_DIR=str(stash), PIECE="100000")
-    script = os.path.join(BENCH, "warp_pieces.sh")
-    out = subprocess.run(["bash", script, "pack"], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert sorted(os.listdir(pieces / ".wpa")) == ["warp_py.tar.xz", "warp_so.xz.aa"]
-    assert os.listdir(pieces / ".wpb") == ["warp_so.xz.ab"]
-    assert (pieces / ".wpa" / "warp_so.xz.aa").stat().st_size == 100_000
-    shutil.copytree(pieces / ".wpa", stash)        # what call 1 does on the device
-    env["PYTHONPATH"] = ""
-    out = subprocess.run(["bash", script, "unpack", str(dest)], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "warp 0.0.1 ['cuda:0']" in out.stdout
-    assert (dest / "warp" / "bin" / "warp.so").read_bytes() == so
-    assert (dest / "warp_lang-0.0.1.dist-info" / "METADATA").exists()
-    assert not (dest / "warp" / "tests").exists() and not (dest / "warp" / "bin" / "warp-clang.so").exists()
-    env.update(PYTHONPATH=str(site), PIECE="50000")
-    out = subprocess.run(["bash", script, "pack"], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 1 and "more than two pieces of 50000 bytes" in out.stderr
-    out = subprocess.run(["bash", script], capture_output=True, text=True, env=env, timeout=30)
-    assert out.returncode == 2 and "usage" in out.stderr
-
-
-def test_bench_threads_times_every_configuration():
-    res = _run([os.path.join(BENCH, "bench_threads.py"), "--parts", "2", "--work", "10", "--launches", "5",
-                "--rounds", "1"])
-    t = res["threads"]
-    assert set(res["configs"]) == {"1 thread", f"{t} threads", f"{t} threads, pinned"}
-    for stats in res["configs"].values():
-        assert 0 < stats["best_ms"] <= stats["median_ms"] <= stats["p90_ms"], stats
-        assert stats["best_ms"] <= stats["mean_ms"], stats
-    assert res["mean_speedup_unpinned"] > 0 and res["mean_speedup_pinned"] > 0
-
-
-def test_lanes_probe_agrees_with_the_scalar_loop():
-    """The lanes give the scalar loop's bending forces and adjoints (f32 rounding), in both reverse layouts."""
-    res = _run([os.path.join(BENCH, "lanes_probe.py"), "--n", "6", "--lanes", "4", "--repeat", "2"])
-    assert res["edges"] > 0 and res["edges"] % 4 == 0 and res["precision"] == "f32"
-    for key in ("forward_us", "reverse_scatter_us", "reverse_ports_us"):
-        assert res[key]["scalar"] > 0 and res[key]["lanes"] > 0, res
-    assert res["max_force_diff"] < 1e-8, res                   # the largest force is ~4e-4 N here
-    assert res["max_adjoint_rel_diff"] < 1e-4, res
-
-
 def test_bench_cloth_threads_compare_with_named_gradients():
     """bench_cloth.py --grads named differentiates the initial velocities only (the cloth's reverse can then
-    run on both cores) and --threads-compare --paths auto times what `tgs.init()` picks against serial."""
+    run on both cores; the script itself fails on a non-finite gradient) and --threads-compare --paths auto
+    times what `tgs.init()` picks against serial: the scene it built, and a finite time for every case."""
     res = _run([os.path.join(BENCH, "bench_cloth.py"), "--sizes", "4", "--steps", "3", "--repeat", "1",
                 "--grads", "named"])
+    assert res["benchmark"] == "cloth" and res["precision"] == "f32"
     (row,) = res["results"]
-    assert row["grads"] == "named" and row["triangles"] == 32
-    assert 0 < row["forward_us_per_step"] < row["forward_backward_us_per_step"], row
+    assert row["grads"] == "named" and row["grid"] == "4x4" and row["mode"] == "default", row
+    assert (row["particles"], row["triangles"], row["steps"]) == (25, 32, 3), row
+    assert row["bending_edges"] > 0, row
+    assert _timing(row["forward_us_per_step"]) and _timing(row["forward_backward_us_per_step"]), row
     res = _run([os.path.join(BENCH, "bench_cloth.py"), "--threads-compare", "--sizes", "4", "--steps", "3",
                 "--rounds", "1", "--paths", "auto", "--grads", "named"])
     assert res["grads"] == "named" and res["scene"] == "cloth4"
     assert set(res["us_per_step_fwd_fwdbwd"]) == {"serial_1thread", "serial_2thread", "auto_2thread", "auto_1thread"}
-    for fwd, fwd_bwd in res["us_per_step_fwd_fwdbwd"].values():
-        assert 0 < fwd < fwd_bwd
-    assert all(v > 0 for v in res["auto_2thread_speedup_over_serial_1thread"])
+    for pair in res["us_per_step_fwd_fwdbwd"].values():
+        assert len(pair) == 2 and all(_timing(t) for t in pair), res
+    speedups = res["auto_2thread_speedup_over_serial_1thread"]
+    assert len(speedups) == 2 and all(_timing(v) for v in speedups), res

@@ -14,6 +14,8 @@ import tigradsim as tgs
 from tigradsim import cli
 from tigradsim.scenes.scene_file import Z_UP_TO_Y_UP
 
+pytestmark = pytest.mark.slow          # runs the `tigradsim` command in subprocesses
+
 TRUE_MASS = 1.0
 FPS, FINE_SUBSTEPS, DURATION, RES = 30.0, 32, 0.5, 32
 SIZE = (0.2, 0.1, 0.15)

@@ -100,6 +100,7 @@ SMALL_THROW = dict(seed=3, seeds=2, iters=3, lr=0.5, lr_decay=0.93, grid=1, grid
                    look_at=[1.5, 0.3, 0.0], fov=50, res=24, sigma=1e-4, blur=[0.0, 2.0], target_range=[0.0, 1.0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["gradsim", "state", "random"])
 def test_batched_cloth_seeds_equal_one_after_another(f64, tmp_path, method):
     """Issue 17: several control seeds run together.  Two seeds of the cloth throw as the copies of one
@@ -143,6 +144,7 @@ def test_batched_cloth_gradient_matches_finite_differences(f64):
                        rtol=1e-4).assert_ok()
 
 
+@pytest.mark.slow
 def test_batched_control_bad_input_is_named(f64):
     with pytest.raises(ValueError, match="batch: expected 0 .* or 1 .*, got 2"):
         control_cloth.cloth_throw_task(**SMALL_THROW, batch=2)
@@ -157,6 +159,7 @@ def test_batched_control_bad_input_is_named(f64):
         control.fit_policy([], batch.rollout, batch.loss, iters=1)
 
 
+@pytest.mark.slow
 def test_quick_fem_beats_random_threefold(tmp_path):
     r = quick_run(control_fem.gear_task, control_fem.gear_quick, tmp_path, target_range=(0.8, 0.8))
     assert r["position_error"] * 3 <= r["position_error_random"], r
@@ -164,6 +167,7 @@ def test_quick_fem_beats_random_threefold(tmp_path):
         assert os.path.getsize(tmp_path / name) > 0
 
 
+@pytest.mark.slow
 def test_quick_cloth_beats_random_threefold(tmp_path):
     r = quick_run(control_cloth.cloth_throw_task, control_cloth.cloth_quick, tmp_path)
     assert r["position_error"] * 3 <= r["position_error_random"], r
@@ -186,6 +190,7 @@ def test_walker_policy_gradient_matches_fd(f64):
         tgs.check_gradient(run, task.loss, [pol.W, pol.b], n_dirs=2, eps=1e-6, rtol=1e-4).assert_ok()
 
 
+@pytest.mark.slow
 def test_quick_walker_beats_random_threefold(tmp_path):
     r = quick_run(control_fem.walker_task, control_fem.walker_quick, tmp_path)
     assert r["position_error"] * 3 <= r["position_error_random"], r

@@ -4,8 +4,12 @@ import json
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
 import fem_bounce  # noqa: E402
+
+pytestmark = pytest.mark.slow          # runs demos/fem_bounce.py
 
 
 def _run(tmp_path, capsys, *extra):

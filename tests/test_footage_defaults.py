@@ -85,6 +85,7 @@ def test_few_cluster_intervals_use_t_quantiles_and_cover(f64):
     assert covered >= 0.8 * 80 and covered > covered_z
 
 
+@pytest.mark.slow
 def test_scene_sigma_auto_default_and_errors(tmp_path, f64):
     """A scene file without [fit] sigma renders with sigma_for_edge(0.8 px) at the render size;
     "auto" says the same; a number is used as given; any other string names the key."""

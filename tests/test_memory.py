@@ -7,6 +7,8 @@ import pytest
 
 from tigradsim.core.memory import peak_rss_mb, rss_mb
 
+pytestmark = pytest.mark.slow          # measures a benchmark's memory in a subprocess
+
 CHILD = "from tigradsim.core.memory import peak_rss_mb, rss_mb; print(peak_rss_mb(), rss_mb())"
 
 

@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow          # compiles and runs scripts in subprocesses
+
 PROBE = os.path.join(os.path.dirname(__file__), "ad_stack_probe.py")
 
 

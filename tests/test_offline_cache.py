@@ -3,6 +3,10 @@ writes the cache only at a reset), so the next run of a script loads them instea
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow          # runs a script twice in subprocesses
+
 SCRIPT = '''
 import sys
 import taichi as ti

@@ -20,6 +20,7 @@ def _python(code, tmp_path, *args, timeout=600):
                           timeout=timeout)
 
 
+@pytest.mark.slow
 def test_import_prints_nothing_on_stdout(tmp_path):
     r = _python("import tigradsim", tmp_path)
     assert r.returncode == 0, r.stderr
@@ -92,6 +93,7 @@ print("RESULT", same_stress, same_energy, bool(np.isfinite(g).all()), float(np.a
 """
 
 
+@pytest.mark.slow
 def test_material_written_with_at_compiles_quietly_and_equals_builtin(tmp_path):
     r = _python(AT_MATERIAL, tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import paper_tables as pt  # noqa: E402
 
+pytestmark = pytest.mark.slow          # runs the paper's demos as sweep tasks
+
 
 def _flag(flags, name):
     return flags[flags.index(name) + 1]

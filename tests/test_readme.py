@@ -40,6 +40,7 @@ def test_tour_code_is_found():
         snippet_code("no markers")
 
 
+@pytest.mark.slow
 def test_readme_tour_runs_as_pasted(tmp_path):
     code = snippet_code(README.read_text())
     script = tmp_path / "tour.py"
@@ -85,6 +86,7 @@ print("finite", bool(np.isfinite(q).all()), "lowest", q[..., 1].min())
 """
 
 
+@pytest.mark.slow
 def test_readme_material_works(tmp_path):
     code = snippet_code(README.read_text(), "material")
     names = re.findall(r"register_material\(\"(\w+)\"\)", code)

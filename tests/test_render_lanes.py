@@ -138,7 +138,7 @@ def test_pixel_lanes_choice_and_argument_checks():
 def test_simd_lane_counts(monkeypatch):
     """Lanes of one register's worth: 32-byte registers where LLVM 15 vectorizes with AVX2 (not on an AMD
     family it does not name), else 16 bytes; at least 4 lanes; the environment's override checked."""
-    from tigradsim.core import simd
+    from tigradsim.exec import simd
     assert simd.simd_bytes_for(("GenuineIntel", 6, {"sse2", "avx", "avx2", "avx512f"})) == 32
     assert simd.simd_bytes_for(("AuthenticAMD", 25, {"sse2", "avx2"})) == 32
     assert simd.simd_bytes_for(("AuthenticAMD", 26, {"sse2", "avx2", "avx512f"})) == 16

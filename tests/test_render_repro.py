@@ -79,6 +79,7 @@ def test_render_and_gradients_bit_identical_in_process(first):
     _assert_identical(a, c)
 
 
+@pytest.mark.slow
 def test_render_and_gradients_bit_identical_across_processes(first, tmp_path):
     _, a = first
     path = tmp_path / "run.npz"

@@ -8,6 +8,8 @@ import pytest
 import tigradsim as tgs
 from tigradsim.scenes.rigid_push import PushScene
 
+pytestmark = pytest.mark.slow          # fits the paper's push scene
+
 
 @pytest.fixture(scope="module")
 def scene():

@@ -5,6 +5,8 @@ import pytest
 
 from tigradsim.scenes.rigid_contact import NAMES, BounceBoxScene, draw
 
+pytestmark = pytest.mark.slow          # fits the paper's Table 2 scene
+
 
 @pytest.fixture(scope="module")
 def scene_and_target():

@@ -12,6 +12,8 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import rq4  # noqa: E402
 
+pytestmark = pytest.mark.slow          # the paper's RQ4 scenes (benchmarks/rq4.py)
+
 TINY = {"res": 16, "duration": 0.2}
 
 

@@ -125,6 +125,7 @@ def test_bad_paths(tmp_path):
     assert "[footage] frames: 'clip' is a folder: give a file pattern" in msg
 
 
+@pytest.mark.slow
 def test_inconsistent_camera(tmp_path):
     msg = _error(tmp_path, **{"camera.K": [[50.0, 0.0, 3.5], [0.0, 50.0, 3.5], [0.0, 0.0, 1.0]]})
     assert "[camera] K, eye, target, fov: inconsistent camera: give either K, R, t (OpenCV)" in msg
@@ -218,6 +219,7 @@ def test_soft_object_parses(tmp_path):
         parse_scene(data, str(tmp_path / "scene.toml"))
 
 
+@pytest.mark.slow
 def test_example_scenes_parse():
     """Every example in demos/scenes/ is a valid scene (its footage, where it has one, present)."""
     here = os.path.join(os.path.dirname(__file__), "..", "demos", "scenes")
@@ -248,6 +250,7 @@ def _param_scene(tmp_path, objects, unknowns):
     return scene, run, loss
 
 
+@pytest.mark.slow
 def test_unknown_params_chain_rule(tmp_path, f64):
     """The scene's unknowns as library Params: a body's mass and kd (entries of per-body fields),
     ground.mu (shared by the ground and the bodies without their own mu), and a stiffness per
@@ -292,6 +295,7 @@ def test_camera_prior_keys(tmp_path):
     assert msg == "scene.toml: [fit] camera_prior_variance: expected a positive number, got -0.001"
 
 
+@pytest.mark.slow
 def test_camera_prior_gradient_and_scaling(f64):
     """The prior's Tape term (variance / G) sum (delta_i / sigma_i)^2: its gradient matches
     central differences (f64), and it is 2 / N times 1/2 |rho|^2 of its residuals (N = G x
@@ -319,6 +323,7 @@ def test_camera_prior_gradient_and_scaling(f64):
         CameraPrior(delta, sig, 0)
 
 
+@pytest.mark.slow
 def test_scene_residuals_groups_and_prior(tmp_path, f64):
     """A scene with mask + RGB supervision and refine_camera: residuals() is the mask part, the
     RGB part, then the prior's 6 values; residual_groups labels them by footage frame (one

@@ -15,6 +15,8 @@ from tigradsim.io.footage import Footage
 from tigradsim.scenes.scene_build import (Scene, fit_scene, predictable_horizon, silhouette_disagreement)
 from tigradsim.scenes.scene_file import SceneError, parse_scene
 
+pytestmark = pytest.mark.slow          # fits footage scenes
+
 FPS, RES, K = 30.0, 32, 12
 FINE, COARSE = 32, 4
 TRUE_MU = 0.4

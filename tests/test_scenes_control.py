@@ -8,6 +8,8 @@ import pytest
 from tigradsim.scenes import control, control_cloth, control_fem
 from tigradsim.scenes.shapes import turntable, unit_mesh
 
+pytestmark = pytest.mark.slow          # the paper's control scenes
+
 
 def fake_builder(seed=0, blur=(0.0, 2.0), velocity=(1.0, 0.0, 0.0), res=64, dt=1e-3, look_at=(0.0, 1.0, 0.0)):
     return dict(locals())

@@ -9,6 +9,8 @@ import tigradsim as tgs
 from tigradsim.renderers import ImageMSE
 from tigradsim.scenes import rigid_bounce, rigid_contact, rigid_pose_fit, rigid_push
 
+pytestmark = pytest.mark.slow          # the paper's rigid scenes
+
 
 def test_posed_mesh_vertices_gradient_matches_fd(f64):
     """X = R(r) rest + t: Tape gradient w.r.t. the six pose numbers equals central differences, at a

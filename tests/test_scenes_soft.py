@@ -7,6 +7,8 @@ import pytest
 from tigradsim.scenes import cloth, cloth_drape, soft
 from tigradsim.scenes.staging import ScalarAdam
 
+pytestmark = pytest.mark.slow          # the paper's soft-body and cloth scenes
+
 
 def test_ball_schedule_defaults_per_mode():
     lame = soft.BallFitSchedule().resolved("lame")        # grid search + Levenberg-Marquardt, no gradient stage

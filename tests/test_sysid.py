@@ -13,6 +13,8 @@ from tigradsim.scenes.rigid_push import PushScene
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
 import sysid_rigid_mass  # noqa: E402  (the demo itself: its main() is under test)
 
+pytestmark = pytest.mark.slow          # runs the rigid-mass demo and the paper's push scene
+
 
 def last_json(capsys):
     out = capsys.readouterr().out.strip().splitlines()

@@ -3,9 +3,13 @@ import json
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
 import sysid_cloth  # noqa: E402  (the demo, run end to end)
 from tigradsim.scenes.reparam import AffineVelocity, RigidVelocity, SmoothedVelocity  # noqa: E402
+
+pytestmark = pytest.mark.slow          # runs demos/sysid_cloth.py
 
 
 def last_json(capsys):

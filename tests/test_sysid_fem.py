@@ -5,10 +5,13 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
 import sysid_fem  # noqa: E402  (the demo, run end to end)
 from tigradsim.scenes.reparam import PolynomialLogMass, SmoothedLogMass, UniformLogMass, polynomial_basis  # noqa: E402
+
+pytestmark = pytest.mark.slow          # runs demos/sysid_fem.py and the paper's soft-ball scene
 
 
 def last_json(capsys):

@@ -3,8 +3,12 @@ import json
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
 import sysid_rigid_contact  # noqa: E402
+
+pytestmark = pytest.mark.slow          # runs demos/sysid_rigid_contact.py
 
 
 def last_json(capsys):

@@ -269,6 +269,7 @@ def test_play_video_without_display(tmp_path, monkeypatch, capsys, f32):
     assert "--headless: not opening a window" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_sysid_save_report_labels_and_overlay(tmp_path, monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     from tigradsim.scenes.rigid_push import PushScene
@@ -384,6 +385,7 @@ def _mesh_blue(shot):
     return (b > 90) & (b - r > 50) & (b >= g)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window", ["gui", "ggui"])
 def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path, monkeypatch):
     if window == "ggui":
@@ -421,6 +423,7 @@ def test_demo_window_under_xvfb_shows_the_scene(xvfb, window, tmp_path, monkeypa
     assert "playing" in out and "--no-wait" in out                  # said it plays once, and returned
 
 
+@pytest.mark.slow
 def test_play_video_window_under_xvfb(xvfb, tmp_path):
     """An image video plays in a 2D window (the frame is on screen) and --no-wait returns True; a
     video taller than the largest window is shown reduced to fit (and says so)."""
