@@ -6,7 +6,7 @@ across two threads often ran on one CPU (what we believe happens: Linux wakes bo
 thread that woke them, and the other CPU takes one only at its next load balance).  On the 2-core
 machine of the benchmarks a struct-for of four equal parts (0.25 ms each) took 0.86 ms on average
 unpinned (median 0.62, best 0.56, one thread 1.16), and 0.62 ms pinned (median 0.57): pinning removed
-most of the slow launches (benchmarks/bench_threads.py measures it).
+most of the slow launches (measured by a retired prototype: benchmarks/MEASURED.md, "Retired prototypes").
 On vs_warp's scenes (two threads, best of two): fem32 forward + backward 2,024 -> 1,855 us per step,
 cloth64 1,472 -> 1,285 us.  OpenMP runtimes offer the same, off by default (OMP_PROC_BIND), and so
 does `init(pin_threads=...)`: where several processes share the CPUs (pytest -n 2, a process pool), a

@@ -4,7 +4,7 @@ Taichi 1.7.4 compiles an element loop one element at a time, as scalar code, and
 latency-bound.  Written in lanes, every quantity of an element's formula is a LANES-vector (lane l =
 element base + l), a 3-vector of the formula a "lane triple" (a list of three LANES-vectors), and each
 operation is LANES adjacent operations.  LLVM's SLP vectorizer packs such a tree into SIMD instructions
-where it ends in stores to consecutive addresses (`benchmarks/lanes_probe.py`: cloth bending, 12,160 edges,
+where it ends in stores to consecutive addresses (benchmarks/MEASURED.md, "Retired prototypes": cloth bending, 12,160 edges,
 one thread: forward 324 -> 92 us).  So a term evaluated in lanes stores its corner forces to a small buffer
 laid out (row, lane) before adding them into the particles (`LaneForces`).
 
@@ -31,7 +31,7 @@ from taichi.lang.expr import Expr
 from ..core.fastmath import atan2
 
 # Elements per loop iteration: 4, whatever `exec.simd.lane_count` says.  Lanes of 8 measured no faster on a
-# 16-byte (SSE2) CPU (`benchmarks/lanes_probe.py`); on a 32-byte (AVX-512) Xeon, float32, they ran vs_warp's
+# 16-byte (SSE2) CPU (benchmarks/MEASURED.md, "Retired prototypes"); on a 32-byte (AVX-512) Xeon, float32, they ran vs_warp's
 # cloth64 at 412 / 1,501 us per step (forward / forward + backward) against 574 / 1,611 (one run each), but
 # its kernels then compiled in ~160 s against 20-30 s, once per model and precision (cached after): not
 # worth it as a default.  Lanes of 8 in the forward kernels alone (the reverse kept at 4): cloth64 forward
