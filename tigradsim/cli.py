@@ -57,24 +57,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
-def _count(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
+def _whole_number(minimum):
+    """An argparse type: a whole number >= `minimum`, refused with a message naming the text otherwise."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+        return value
+    return parse
 
 
 def _folder(text):
@@ -94,7 +87,7 @@ def _parser():
         sp.add_argument("--arch", default="cpu", help="Taichi backend: cpu (default), cuda, vulkan, gpu, ...")
         sp.add_argument("--precision", default=None, choices=("f32", "f64"),
                         help="float precision (default: f64 for fit, f32 for render)")
-        sp.add_argument("--resolution", type=_positive_int, default=None,
+        sp.add_argument("--resolution", type=_whole_number(1), default=None,
                         help="render width in pixels (overrides [fit] resolution; must divide the footage width)")
         sp.add_argument("--pin-threads", action="store_true",
                         help="pin Taichi's CPU worker threads one per CPU where possible: faster when this is the "
@@ -117,7 +110,7 @@ def _parser():
     f.add_argument("--quick", action="store_true",
                    help=f"a smoke run: at most {QUICK_ITERATIONS} iterations, one start, no Levenberg-Marquardt "
                         "refinement")
-    f.add_argument("--iterations", type=_count, default=None, help="override [fit] iterations")
+    f.add_argument("--iterations", type=_whole_number(0), default=None, help="override [fit] iterations")
     f.add_argument("--resume", action="store_true",
                    help=f"continue the fit whose journal ({JOURNAL_NAME}) is in --out, e.g. after it was killed: "
                         "its rollouts are replayed without running, then the fit goes on; the result is the same, "

@@ -1,22 +1,5 @@
 """Optimizers over Taichi parameter fields, and an optimisation loop with progress.
 
-Parameters are described by `Param(field, lower, upper, log_space)`: bounds are
-enforced by clamping after each step; `log_space=True` optimises log(value)
-(for stiffnesses and masses that span decades and must stay positive), so a
-step changes the value by a factor rather than an amount.
-
-Bounds are checked when a Param is made, and a bad one is a ValueError naming the
-parameter: NaN bounds, lower >= upper, log_space with lower <= 0, bounds that do
-not broadcast to the value's shape, and an initial value outside the bounds (an
-error, not a clamp: clamping would silently replace the user's initial guess, or
-the true value of a synthetic target, by a bound).
-
-Reparametrisations (each with a hand-written chain rule `internal_grad`, FD-tested
-with `tgs.check_param_gradient`): `ColumnParam` (one column of a parameter table),
-`RatioParam` (a value per unit of another Param, e.g. ke / m), `TiedParam` (one
-coordinate written to several fields by a user map), `BasisParam` (a field through
-a linear basis).  `StopCriteria` ends `optimize` early.
-
 This module holds the optimizers (`SGD`, `Adam`, `BFGS`) and the loop (`optimize`); the parameters are in
 `params.py`, the record of a run and the stopping rules in `history.py`, Levenberg-Marquardt in
 `levenberg_marquardt.py`.  Every name is importable from here as before.
