@@ -15,19 +15,18 @@ from .ports import csr_starts, reversing
 
 
 def virtual_work_field(element_count: int):
-    """W of a cloth term's `virtual_work`, one entry per lane group of its `element_count` elements, with an
+    """W of an element term's `virtual_work` (cloth membrane and bending), one entry per lane group of its `element_count` elements, with an
     adjoint.  Every iteration of that loop stores W's adjoint (1) and adds to W: into one scalar, both threads
     wrote one cache line each iteration, and each took it from the other (cloth64, each step's reverse on two
     threads: 527-529 against 498-504 us with an entry per group; the same gradient bits)."""
     return ti.field(float, shape=(max(-(-element_count // LANES), 1),), needs_grad=True)
 
 
-
 @ti.data_oriented
 class LaneGroupPorts(StepTerm):
-    """The input ports of an element set whose reverse runs in lanes (`physics.cloth_bending.ClothBendingForces.virtual_work`), one
-    per lane group g of LANES elements: qport[g] and qdport[g], vectors of 3 K LANES zeros (component c of
-    corner k on lane l at (3 k + c) LANES + l).  The element term reads its corners' positions and velocities
+    """The input ports of an element set whose reverse runs in lanes (`ClothBendingForces.virtual_work`,
+    `ClothMembraneForces.virtual_work`), one per lane group g of LANES elements: qport[g] and qdport[g],
+    vectors of 3 K LANES zeros (component c of corner k on lane l at (3 k + c) LANES + l).  The element term reads its corners' positions and velocities
     as stop_grad(state) + port, so Taichi's reverse of its lanes loop adds the input adjoints into the group's
     own ports; every access to them in that loop has the index g alone, so Taichi adds without atomics and
     the loop runs on threads.  This term's loop comes before the element term's in a step, so in the reverse
@@ -108,4 +107,3 @@ class LaneGroupPorts(StepTerm):
     def corner(self, port: ti.template(), g, k: ti.template()):
         """Corner k's ports of lane group g, a lane triple."""
         return [ti.Vector([port[g][(3 * k + c) * LANES + l] for l in ti.static(range(LANES))]) for c in ti.static(range(3))]
-
