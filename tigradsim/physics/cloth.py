@@ -41,9 +41,11 @@ How the element loops add their forces: `exec.loops.element_path` (on a CPU, clo
 thread, plain adds, unless it has CLOTH_PARTS_MIN_TRIANGLES triangles and the CPU 3 or 4
 threads: then on the parts path; GPUs atomic adds).  On one thread, from CLOTH_LANES_MIN_TRIANGLES triangles, the
 membrane and bending go four elements at a time, forward (`element_lanes`) and reverse
-(`virtual_work`, through the ports of `LaneGroupPorts`); the membrane where its material gives
+(`virtual_work`, through the ports of `exec.lane_ports.LaneGroupPorts`); the membrane where its material gives
 `stress_columns`.  From CLOTH_REVERSE_THREADS_MIN_TRIANGLES triangles their reverse runs on every thread
-where only the state has gradients (`reverse_threads`).
+where only the state has gradients (`reverse_threads`).  Each law is written once, over lists of per-lane
+values, for one element and a lane group alike: `physics.cloth_membrane` (membrane, damping, aerodynamics) and
+`physics.cloth_bending` (dihedral bending); this module builds the cloth (`Cloths`) and its anchors.
 
 Fields on the model (T triangles sorted by material, E bending edges, A anchors):
     cloth_indices (T,) ivec3          global particle indices
@@ -69,16 +71,25 @@ import numpy as np
 import taichi as ti
 from taichi.lang import impl
 
-from ..exec import lanes
-from .elements import MaterialElements
-from ..exec.loops import NO_PORTS, corner_put, corner_q, corner_qd, csr_starts, differentiating, element_path, \
-    for_each_element, make_ports, reversing, row_value, stopped_state, table_row, wrap_terms
-from ..exec.lanes import LANES
 from ..core.errors import as_array, check_positive
 from ..core.model import StepTerm, has_grad
-from ..core.runtime import scatter_mode
-from ..exec.simd import lane_count
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
+from ..core.runtime import scatter_mode
+from ..exec.lane_ports import LaneGroupPorts, virtual_work_field
+from ..exec.lanes import LANES
+from ..exec.loops import element_path, make_ports, wrap_terms
+from ..exec.simd import lane_count
+from .cloth_bending import EDGE_EPS, ClothBendingForces, dihedral
+from .cloth_membrane import AERO_EPS, NORMAL_EPS, ClothMembraneForces, aerodynamics, columns, list3
+from .elements import MaterialElements
+
+# the force terms and their laws live in cloth_membrane and cloth_bending, the lane-group ports in exec.lane_ports;
+# their names stay importable from here
+__all__ = ["ClothHandle", "Cloths", "ClothMembraneForces", "ClothBendingForces", "ClothAnchorForces", "LaneGroupPorts",
+           "rest_frames", "interior_edges", "dihedral_angles", "bending_energy", "forward_lanes", "reverse_threads",
+           "virtual_work_field", "dihedral", "aerodynamics", "columns", "list3", "NORMAL_EPS", "EDGE_EPS", "AERO_EPS",
+           "CLOTH_PARTS_MIN_TRIANGLES", "CLOTH_PARTS_MIN_THREADS", "CLOTH_LANES_MIN_TRIANGLES",
+           "CLOTH_REVERSE_THREADS_MIN_TRIANGLES", "CLOTH_WIDE_LANES_MIN_TRIANGLES"]
 
 # "auto" puts a cloth's triangles and bending edges on the parts path (`exec.loops.element_path`) from this many
 # triangles, both sets together, on CPUs of CLOTH_PARTS_MIN_THREADS threads or more.  On 2 threads one thread
@@ -120,12 +131,6 @@ CLOTH_REVERSE_THREADS_MIN_TRIANGLES = 3_000
 # ~6 % less; the forward kernel compiles in 14-18 s against 4-5 s, once per model and precision (offline cache
 # after), which a cloth this size earns back in a long run: below it, LANES.
 CLOTH_WIDE_LANES_MIN_TRIANGLES = 4_096
-
-# Floors under squared lengths (norm() at 0 has a NaN gradient); far below any real
-# cloth's |n|^2 = (2 area)^2 even in f32.
-NORMAL_EPS = 1e-30
-EDGE_EPS = 1e-24
-AERO_EPS = 1e-12   # [m^2/s^2] under |v_tangential|
 
 
 @dataclass
@@ -429,7 +434,9 @@ class Cloths:
                               for k in ("drag", "lift", "wind")], [(g.start, g.end) for g in groups])
         in_lanes = path == "serial" and len(tris) >= CLOTH_LANES_MIN_TRIANGLES
         width = forward_lanes(len(tris))
-        membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports, in_lanes, width)
+        # the membrane's reverse in lanes runs on threads unless one of its parameter tables has a gradient
+        threads = reverse_threads(model, [model.cloth_params] + [getattr(model, f"cloth_{k}") for k in ("drag", "lift", "wind")])
+        membrane = [ClothMembraneForces(model, g, self.elements.damping_column, path, ports, in_lanes, width, threads)
                     for g in groups]
         # each term's reverse ports (`LaneGroupPorts`): their loops come before the membrane's
         model.force_terms.extend(m.reverse_ports for m in membrane if m.reverse_ports is not None)
@@ -446,7 +453,9 @@ class Cloths:
             quads = np.concatenate(self._quads)
             ports = make_ports(path, model, quads, [(getattr(model, f"cloth_bending_{k}"), model.cloth_bend_row.to_numpy())
                                                     for k in ("stiffness", "damping")])
-            bending = ClothBendingForces(model, path, ports, in_lanes, width)
+            threads = reverse_threads(model, (model.cloth_bending_stiffness, model.cloth_bending_damping,
+                                              model.cloth_bend_rest_angle))
+            bending = ClothBendingForces(model, path, ports, in_lanes, width, threads)
             if bending.reverse_in_lanes:
                 model.force_terms.append(bending.reverse_ports)      # its loop comes before bending's
             model.force_terms.extend(wrap_terms(ports, [bending]))
@@ -461,483 +470,12 @@ class Cloths:
             model.force_terms.append(ClothAnchorForces(model))
 
 
-# ---------------------------------------------------------------------------
-# force terms
-
-@ti.func
-def list3(v):
-    """A 3-vector as a list of its three components (`exec.lanes`' form for one element)."""
-    return [v[0], v[1], v[2]]
-
-
-@ti.func
-def _col(M, c: ti.template()):
-    return ti.Vector([M[0, c], M[1, c], M[2, c]])
-
-
-@ti.data_oriented
-class ClothMembraneForces(StepTerm):
-    """Membrane (registered shell material + dF/dt damping) and aerodynamics, per triangle of
-    one material group (one term per group: a term runs one loop, see model.py)."""
-
-    def __init__(self, model, group, damping_column, path="serial", ports=None, in_lanes=False, forward_lanes=LANES):
-        super().__init__(model)
-        self.group = group
-        self.damping_column = damping_column
-        self.path = path                 # exec.loops.element_path: "serial", "parallel", or "parts" (with ports)
-        self.serial = path == "serial"
-        self.ports = NO_PORTS if ports is None else ports
-        # in_lanes (one thread, CLOTH_LANES_MIN_TRIANGLES) and a material that gives its stress by columns:
-        # forward kernels take LANES triangles per iteration (`element_lanes`, `exec.loops.for_each_element`)
-        self.in_lanes = in_lanes and self.serial and group.material.in_columns()
-        self.forward_lanes = forward_lanes       # elements per iteration of the forward lanes (the reverse: LANES)
-        self.lane_forces = lanes.LaneForces(3, forward_lanes) if self.in_lanes else None
-        # ... and so does its reverse kernel, through `reverse_ports` (`virtual_work`), on threads unless a
-        # membrane or aerodynamics parameter has a gradient (`LaneGroupPorts`)
-        self.reverse_in_lanes = self.in_lanes and model.requires_grad
-        self.reverse_ports = None
-        if self.reverse_in_lanes:
-            self.work = virtual_work_field(group.end - group.start)
-            params = [model.cloth_params] + [getattr(model, f"cloth_{k}") for k in ("drag", "lift", "wind")]
-            self.reverse_ports = LaneGroupPorts(model, model.cloth_indices.to_numpy()[group.start:group.end],
-                                                reverse_threads(model, params))
-            self.parallel_reverse = self.reverse_ports.parallel
-
-    @property
-    def element_range(self):
-        """[start, end) of the triangles this term loops over (`parts.merge_part_loops`)."""
-        return self.group.start, self.group.end
-
-    @ti.func
-    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(self.reverse_in_lanes and reversing()):
-            self.virtual_work(state, s)
-        else:
-            for_each_element(self, state, s, t, self.group.start, self.group.end)
-
-    @ti.func
-    def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
-        """Triangle e's membrane and aerodynamic corner forces, added at slot s; b: its block
-        (`exec.loops.for_each_element`)."""
-        if ti.static(self.ports.active):     # parts path: inputs through ports (exec.ports)
-            self.ports.stop(state)
-            self.ports.open(e)
-        tri = self.model.cloth_indices[e]
-        i, j, k = tri[0], tri[1], tri[2]
-        x0 = corner_q(self.ports, state, s, e, b, 0, i)
-        d1 = corner_q(self.ports, state, s, e, b, 1, j) - x0
-        d2 = corner_q(self.ports, state, s, e, b, 2, k) - x0
-        B = self.model.cloth_rest_inv[e]
-        area = self.model.cloth_area[e]
-        row = self.model.cloth_param_row[e]
-        pr = table_row(self.ports, 0, self.model.cloth_params, e, b, row)
-        # F = [d1 d2] B and H = -A P B^T written out (no matmul in the reverse pass)
-        F = ti.Matrix.cols([d1 * B[0, 0] + d2 * B[1, 0], d1 * B[0, 1] + d2 * B[1, 1]])
-        P = self.group.material.stress(F, ti.Vector([pr[c] for c in ti.static(range(self.group.param_count))]))
-        kd = pr[self.damping_column]
-        drag = table_row(self.ports, 1, self.model.cloth_drag, e, b, self.model.cloth_aero_row[e])
-        lift = table_row(self.ports, 2, self.model.cloth_lift, e, b, self.model.cloth_aero_row[e])
-        fa = ti.Vector([0.0, 0.0, 0.0])
-        # The forward kernel skips the damping where kd = 0, and the aerodynamics where drag and lift
-        # are 0 (the defaults: together 30 % of a 64x64 cloth step, measured).  A derivative kernel
-        # evaluates a term whenever its coefficients have a gradient (d/dkd, d/ddrag and d/dlift at 0
-        # are not 0), and skips it like the forward kernel where they have none.
-        # Bitwise | on the comparisons, not `or`: Taichi compiles `or` to a branch that stores into a
-        # local twice, and its reverse pass keeps such a local on an AD stack (pushed and popped per
-        # triangle; 615 stack allocations in the printed IR of a cloth step, none with `|`)
-        damped = (kd != 0.0) | ti.static(differentiating() and has_grad(self.model.cloth_params))
-        aero = (drag != 0.0) | (lift != 0.0)
-        if damped | aero:
-            v0 = corner_qd(self.ports, state, s, e, b, 0, i)
-            w1 = corner_qd(self.ports, state, s, e, b, 1, j) - v0
-            w2 = corner_qd(self.ports, state, s, e, b, 2, k) - v0
-            if damped:
-                P += kd * ti.Matrix.cols([w1 * B[0, 0] + w2 * B[1, 0], w1 * B[0, 1] + w2 * B[1, 1]])
-            if aero:
-                wind = table_row(self.ports, 3, self.model.cloth_wind, e, b, self.model.cloth_aero_row[e])
-                fa = ti.Vector(aerodynamics(list3(d1), list3(d2), area, list3((3.0 * v0 + w1 + w2) / 3.0 - wind), drag, lift))
-        if ti.static(differentiating() and (has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift))):
-            if aero == 0:           # drag = lift = 0 here
-                fa = self.aerodynamics_at_zero(state, s, e, i, j, k, area, drag, lift)
-        p0 = _col(P, 0)
-        p1 = _col(P, 1)
-        f1 = -area * (p0 * B[0, 0] + p1 * B[0, 1])
-        f2 = -area * (p0 * B[1, 0] + p1 * B[1, 1])
-        corner_put(self.ports, state, s, e, b, 0, i, fa - f1 - f2)
-        corner_put(self.ports, state, s, e, b, 1, j, fa + f1)
-        corner_put(self.ports, state, s, e, b, 2, k, fa + f2)
-
-    @ti.func
-    def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base, end: ti.template()):
-        """`element` of the LANES triangles base, base + 1, ... (below end) at once, on one thread, in forward
-        kernels (`exec.loops.for_each_element`; `exec.lanes`: the same formulas, the material's by columns).
-        Lanes past the last triangle repeat it with their forces multiplied by 0."""
-        arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end, self.forward_lanes)
-        out = self.lane_forces
-        x0 = out.corner(state.particle_q, s, idx, 0)
-        d1 = lanes.sub(out.corner(state.particle_q, s, idx, 1), x0)
-        d2 = lanes.sub(out.corner(state.particle_q, s, idx, 2), x0)
-        P1, P2 = self.group.material.stress_columns(columns(d1, d2, B, 0), columns(d1, d2, B, 1), p)
-        corner_forces(out, P1, P2, B, area, False)
-        damped = lanes.any_nonzero(kd)
-        aero = lanes.any_nonzero(drag) | lanes.any_nonzero(lift)
-        if damped | aero:
-            v0 = out.corner(state.particle_qd, s, idx, 0)
-            w1 = lanes.sub(out.corner(state.particle_qd, s, idx, 1), v0)
-            w2 = lanes.sub(out.corner(state.particle_qd, s, idx, 2), v0)
-            if damped:
-                corner_forces(out, lanes.scale(columns(w1, w2, B, 0), kd), lanes.scale(columns(w1, w2, B, 1), kd), B, area, True)
-            if aero:
-                fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v0, w1, w2, self.forward_lanes), drag, lift)
-                for k in ti.static(range(3)):
-                    out.accumulate(k, fa[0], fa[1], fa[2])
-        out.add(state, s, idx)
-
-    @ti.func
-    def virtual_work(self, state: ti.template(), s: ti.template()):
-        """The loop that stands for the membrane and aerodynamic forces in the reverse kernel (`apply_forces`),
-        as `ClothBendingForces.virtual_work` does for bending: W = sum over triangles and corners k of
-        lambda_k . f_k, lambda = particle_f.grad[s] read as a constant, LANES triangles at a time, positions
-        and velocities through `reverse_ports` (on threads where `LaneGroupPorts.parallel`).  With the corner forces -A P B^T (corner 0
-        taking minus the other two) W = -A P : ([lambda_1 - lambda_0, lambda_2 - lambda_0] B) per triangle,
-        plus (lambda_0 + lambda_1 + lambda_2) . f_aero."""
-        start = ti.static(self.group.start)
-        end = ti.static(self.group.end)
-        ports = self.reverse_ports
-        ti.loop_config(serialize=not ports.parallel)
-        for g in range((end - start + LANES - 1) // LANES):
-            ti.stop_grad(state.particle_q)       # the state's adjoints go through the ports
-            ti.stop_grad(state.particle_qd)
-            base = start + g * LANES
-            self.work.grad[g] = 1.0              # W's adjoint (see ClothBendingForces.virtual_work)
-            ports.open(g)
-            arow, idx, B, area, p, kd, drag, lift = self.triangle_lanes(base, end, LANES)
-            x = [lanes.add3(lanes.corner(state.particle_q, s, idx, k, LANES), ports.corner(ports.qport, g, k))
-                 for k in ti.static(range(3))]
-            d1 = lanes.sub(x[1], x[0])
-            d2 = lanes.sub(x[2], x[0])
-            adj = [lanes.corner(state.particle_f.grad, s, idx, k, LANES) for k in ti.static(range(3))]
-            m1 = lanes.sub(adj[1], adj[0])
-            m2 = lanes.sub(adj[2], adj[0])
-            G1 = columns(m1, m2, B, 0)
-            G2 = columns(m1, m2, B, 1)
-            P1, P2 = self.group.material.stress_columns(columns(d1, d2, B, 0), columns(d1, d2, B, 1), p)
-            self.work[g] += (-area * (lanes.dot(P1, G1) + lanes.dot(P2, G2))).sum()
-            # A derivative kernel evaluates a term whose coefficients have gradients even where they are 0
-            # (see `element`); where they are 0 on every lane, the derivatives in everything but them are 0, and
-            # the state (without its ports) and the wind are read as constants (`aerodynamics_at_zero`)
-            damp_grad = ti.static(has_grad(self.model.cloth_params))
-            aero_grad = ti.static(has_grad(self.model.cloth_drag) or has_grad(self.model.cloth_lift))
-            damped = lanes.any_nonzero(kd)
-            aero = lanes.any_nonzero(drag) | lanes.any_nonzero(lift)
-            adj_sum = lanes.add3(lanes.add3(adj[0], adj[1]), adj[2])
-            if damped | aero:
-                v = [lanes.add3(lanes.corner(state.particle_qd, s, idx, k, LANES), ports.corner(ports.qdport, g, k))
-                     for k in ti.static(range(3))]
-                self.velocity_work(g, arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v,
-                                   damped | ti.static(damp_grad), aero | ti.static(aero_grad))
-            elif ti.static(damp_grad or aero_grad):
-                ti.stop_grad(self.model.cloth_wind)
-                x0 = lanes.corner(state.particle_q, s, idx, 0, LANES)
-                self.velocity_work(g, arow, B, area, kd, drag, lift, G1, G2, adj_sum,
-                                   lanes.sub(lanes.corner(state.particle_q, s, idx, 1, LANES), x0),
-                                   lanes.sub(lanes.corner(state.particle_q, s, idx, 2, LANES), x0),
-                                   [lanes.corner(state.particle_qd, s, idx, k, LANES) for k in ti.static(range(3))],
-                                   ti.static(damp_grad), ti.static(aero_grad))
-
-    @ti.func
-    def velocity_work(self, g, arow, B, area, kd, drag, lift, G1, G2, adj_sum, d1, d2, v, damped, aero):
-        """Add the virtual work of the damping (where `damped`) and aerodynamic (where `aero`) forces of
-        the LANES triangles of lane group g (arow: their aerodynamics rows) to W's entry g (`virtual_work`; v: their
-        corner velocities, three lane triples)."""
-        w1 = lanes.sub(v[1], v[0])
-        w2 = lanes.sub(v[2], v[0])
-        if damped:
-            self.work[g] += (-area * kd * (lanes.dot(columns(w1, w2, B, 0), G1)
-                                           + lanes.dot(columns(w1, w2, B, 1), G2))).sum()
-        if aero:
-            fa = aerodynamics(d1, d2, area, self.relative_velocity(arow, v[0], w1, w2, LANES), drag, lift)
-            self.work[g] += lanes.dot(fa, adj_sum).sum()
-
-    @ti.func
-    def triangle_lanes(self, base, end, n: ti.template()):
-        """The n triangles from base below end: their aerodynamics rows, the (3, n) particle indices, B = Dm^-1
-        (2x2 nested lists of lane values), the rest areas times 1 on live lanes and 0 on lanes past the last
-        triangle (which repeat it), the material parameters (a list of lane values), the membrane damping, the
-        drag and the lift."""
-        e, live = lanes.element_indices(base, end, n)
-        idx = ti.Matrix([[self.model.cloth_indices[e[l]][k] for l in ti.static(range(n))] for k in ti.static(range(3))])
-        B = [[ti.Vector([self.model.cloth_rest_inv[e[l]][r, c] for l in ti.static(range(n))]) for c in ti.static(range(2))]
-             for r in ti.static(range(2))]
-        area = ti.Vector([self.model.cloth_area[e[l]] for l in ti.static(range(n))]) * live
-        row = ti.Vector([self.model.cloth_param_row[e[l]] for l in ti.static(range(n))])
-        p = [ti.Vector([self.model.cloth_params[row[l], c] for l in ti.static(range(n))])
-             for c in ti.static(range(self.group.param_count))]
-        kd = ti.Vector([self.model.cloth_params[row[l], self.damping_column] for l in ti.static(range(n))])
-        arow = ti.Vector([self.model.cloth_aero_row[e[l]] for l in ti.static(range(n))])
-        drag = ti.Vector([self.model.cloth_drag[arow[l]] for l in ti.static(range(n))])
-        lift = ti.Vector([self.model.cloth_lift[arow[l]] for l in ti.static(range(n))])
-        return arow, idx, B, area, p, kd, drag, lift
-
-    @ti.func
-    def relative_velocity(self, arow, v0, w1, w2, n: ti.template()):
-        """Mean corner velocity minus the wind of n triangles with aerodynamics rows arow (lane triples; w1, w2:
-        v1 - v0, v2 - v0)."""
-        return [(3.0 * v0[c] + w1[c] + w2[c]) / 3.0 - ti.Vector([self.model.cloth_wind[arow[l]][c] for l in ti.static(range(n))])
-                for c in ti.static(range(3))]
-
-    @ti.func
-    def aerodynamics_at_zero(self, state: ti.template(), s: ti.template(), e, i, j, k, area, drag, lift):
-        """`aerodynamics` of triangle e where drag = lift = 0, for a derivative kernel that needs d/d(drag)
-        and d/d(lift) there (not 0).  Its value is 0, and so is its derivative in every other input
-        (each term is a multiple of drag or lift), so the positions, velocities and wind are read
-        without a gradient path: Taichi then carries adjoints only to drag and lift, not back through
-        the normal, the angle of attack and the reads (cloth32 with every gradient: 100 of the
-        backward's ~400 us per step went there)."""
-        x0, v0 = stopped_state(state, s, i)
-        x1, v1 = stopped_state(state, s, j)
-        x2, v2 = stopped_state(state, s, k)
-        ti.stop_grad(self.model.cloth_wind)
-        wind = row_value(self.model.cloth_wind, self.model.cloth_aero_row[e])
-        return ti.Vector(aerodynamics(list3(x1 - x0), list3(x2 - x0), area, list3((v0 + v1 + v2) / 3.0 - wind), drag, lift))
-
-
-@ti.func
-def columns(d1, d2, B, c: ti.template()):
-    """Column c of [d1 d2] B (d1, d2: lane triples; B: 2x2 nested lists of lane values)."""
-    return [d1[r] * B[0][c] + d2[r] * B[1][c] for r in range(3)]
-
-
-@ti.func
-def corner_forces(out: ti.template(), P1, P2, B, area, add: ti.template()):
-    """The three corner forces -A P B^T (columns f1, f2; corner 0 takes -(f1 + f2)) of LANES triangles with
-    stress columns P1, P2, stored into `out` (a `lanes.LaneForces`), or added to what it holds (add=True)."""
-    f1 = [-area * (P1[r] * B[0][0] + P2[r] * B[0][1]) for r in range(3)]
-    f2 = [-area * (P1[r] * B[1][0] + P2[r] * B[1][1]) for r in range(3)]
-    f0 = [-(f1[r] + f2[r]) for r in range(3)]
-    if ti.static(add):
-        out.accumulate(0, f0[0], f0[1], f0[2])
-        out.accumulate(1, f1[0], f1[1], f1[2])
-        out.accumulate(2, f2[0], f2[1], f2[2])
-    else:
-        out.put(0, f0[0], f0[1], f0[2])
-        out.put(1, f1[0], f1[1], f1[2])
-        out.put(2, f2[0], f2[1], f2[2])
-
-
-@ti.func
-def aerodynamics(d1, d2, area, v, drag, lift):
-    """A triangle's aerodynamic force per corner [N]: drag and lift on its mean velocity relative to the wind,
-    v [m/s] (d1, d2: its edge vectors from corner 0, area [m^2] its rest area); lane triples and lane values
-    (`exec.lanes`), or lists of three scalars and scalars for one triangle."""
-    n = lanes.cross(d1, d2)
-    nh = lanes.scale(n, 1.0 / ti.sqrt(lanes.dot(n, n) + NORMAL_EPS))
-    vn = lanes.dot(nh, v)
-    vt = lanes.sub(v, lanes.scale(nh, vn))
-    attack = lanes.atan2_lanes(vn, ti.sqrt(lanes.dot(vt, vt) + AERO_EPS))
-    return lanes.add3(lanes.scale(v, -(drag * area / 3.0) * ti.abs(vn)),
-                      lanes.scale(nh, -(lift * area / 3.0) * attack * lanes.dot(v, v)))
-
-
-@ti.func
-def dihedral(x1, x2, x3, x4):
-    """Signed dihedral angles theta and their gradients dtheta/dx1 .. dtheta/dx4 (Bridson et al. 2003) of L
-    bending edges at once, each corner given as a lane triple (`exec.lanes`: a list of three L-vectors;
-    three scalars for one edge): returns (theta (L-vector or scalar), [g1, g2, g3, g4] (lane triples)).
-    x3, x4: the edge; x1, x2: the opposite corners."""
-    n1 = lanes.cross(lanes.sub(x3, x1), lanes.sub(x4, x1))
-    n2 = lanes.cross(lanes.sub(x4, x2), lanes.sub(x3, x2))
-    edge = lanes.sub(x4, x3)
-    el = ti.sqrt(lanes.dot(edge, edge) + EDGE_EPS)
-    eh = lanes.scale(edge, 1.0 / el)
-    theta = lanes.atan2_lanes(lanes.dot(lanes.cross(n2, n1), eh), lanes.dot(n1, n2))
-    a1 = lanes.scale(n1, 1.0 / (lanes.dot(n1, n1) + NORMAL_EPS))
-    a2 = lanes.scale(n2, 1.0 / (lanes.dot(n2, n2) + NORMAL_EPS))
-    d14 = lanes.dot(lanes.sub(x1, x4), eh)
-    d24 = lanes.dot(lanes.sub(x2, x4), eh)
-    d31 = lanes.dot(lanes.sub(x3, x1), eh)
-    d32 = lanes.dot(lanes.sub(x3, x2), eh)
-    return theta, [lanes.scale(a1, el), lanes.scale(a2, el), [a1[c] * d14 + a2[c] * d24 for c in range(3)],
-                   [a1[c] * d31 + a2[c] * d32 for c in range(3)]]
-
-
-@ti.data_oriented
-class ClothBendingForces(StepTerm):
-    """Dihedral-angle bending: f = -(k (theta - theta0) + k_d dtheta/dt) dtheta/dx."""
-
-    def __init__(self, model, path="serial", ports=None, in_lanes=False, forward_lanes=LANES):
-        super().__init__(model)
-        self.path = path                 # exec.loops.element_path: "serial", "parallel", or "parts" (with ports)
-        self.serial = path == "serial"
-        self.ports = NO_PORTS if ports is None else ports
-        # in_lanes (one thread, CLOTH_LANES_MIN_TRIANGLES): forward kernels take LANES edges per iteration
-        # (`element_lanes`, `exec.loops.for_each_element`), and so does the reverse kernel where there are gradients
-        # (`virtual_work`, through these ports)
-        self.in_lanes = in_lanes and self.serial
-        self.forward_lanes = forward_lanes       # edges per iteration of the forward lanes (the reverse: LANES)
-        self.lane_forces = lanes.LaneForces(4, forward_lanes) if self.in_lanes else None
-        self.reverse_in_lanes = self.in_lanes and model.requires_grad
-        self.reverse_ports = None
-        if self.reverse_in_lanes:
-            self.work = virtual_work_field(model.cloth_edge_count)
-            # on threads unless a bending parameter has a gradient (`LaneGroupPorts`)
-            params = (model.cloth_bending_stiffness, model.cloth_bending_damping, model.cloth_bend_rest_angle)
-            self.reverse_ports = LaneGroupPorts(model, model.cloth_bend_indices.to_numpy(), reverse_threads(model, params))
-            self.parallel_reverse = self.reverse_ports.parallel
-
-    @property
-    def element_range(self):
-        """[start, end) of the bending edges this term loops over (`parts.merge_part_loops`)."""
-        return 0, self.model.cloth_edge_count
-
-    @ti.func
-    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(self.reverse_in_lanes and reversing()):
-            self.virtual_work(state, s)
-        else:
-            for_each_element(self, state, s, t, 0, self.model.cloth_edge_count)
-
-    @ti.func
-    def element(self, state: ti.template(), s: ti.template(), t: ti.template(), e, b):
-        """Bending edge e's corner forces, added at slot s; b: its block (`exec.loops.for_each_element`)."""
-        if ti.static(self.ports.active):     # parts path: inputs through ports (exec.ports)
-            self.ports.stop(state)
-            self.ports.open(e)
-        q = self.model.cloth_bend_indices[e]
-        x1 = corner_q(self.ports, state, s, e, b, 0, q[0])
-        x2 = corner_q(self.ports, state, s, e, b, 1, q[1])
-        x3 = corner_q(self.ports, state, s, e, b, 2, q[2])
-        x4 = corner_q(self.ports, state, s, e, b, 3, q[3])
-        theta, d = dihedral([x1[c] for c in ti.static(range(3))], [x2[c] for c in ti.static(range(3))],
-                            [x3[c] for c in ti.static(range(3))], [x4[c] for c in ti.static(range(3))])
-        g1 = ti.Vector(d[0])
-        g2 = ti.Vector(d[1])
-        g3 = ti.Vector(d[2])
-        g4 = ti.Vector(d[3])
-        r = self.model.cloth_bend_row[e]
-        c = -(table_row(self.ports, 0, self.model.cloth_bending_stiffness, e, b, r)
-              * (theta - self.model.cloth_bend_rest_angle[e])
-              + self.damping_moment(state, s, e, b, q, g1, g2, g3, g4,
-                                    table_row(self.ports, 1, self.model.cloth_bending_damping, e, b, r)))
-        corner_put(self.ports, state, s, e, b, 0, q[0], c * g1)
-        corner_put(self.ports, state, s, e, b, 1, q[1], c * g2)
-        corner_put(self.ports, state, s, e, b, 2, q[2], c * g3)
-        corner_put(self.ports, state, s, e, b, 3, q[3], c * g4)
-
-    @ti.func
-    def element_lanes(self, state: ti.template(), s: ti.template(), t: ti.template(), base, end: ti.template()):
-        """`element` of the LANES edges base, base + 1, ... (below end) at once, on one thread, in forward
-        kernels (`exec.loops.for_each_element`; `exec.lanes`: every quantity a LANES-vector, a 3-vector a
-        lane triple; the same formulas).  Lanes past the last edge repeat it with their forces multiplied
-        by 0."""
-        n = ti.static(self.forward_lanes)
-        e, live, q = self.edge_lanes(base, end, n)
-        out = self.lane_forces
-        theta, g = dihedral(out.corner(state.particle_q, s, q, 0), out.corner(state.particle_q, s, q, 1),
-                            out.corner(state.particle_q, s, q, 2), out.corner(state.particle_q, s, q, 3))
-        stiffness, kd, rest = self.params_lanes(e, n)
-        m = kd * 0.0
-        if lanes.any_nonzero(kd):            # the velocities are read only where some lane is damped
-            m = kd * self.corner_dot(g, state.particle_qd, s, q, n)
-        c = -(stiffness * (theta - rest) + m) * live
-        for k in ti.static(range(4)):
-            f = lanes.scale(g[k], c)
-            out.put(k, f[0], f[1], f[2])
-        out.add(state, s, q)
-
-    @ti.func
-    def virtual_work(self, state: ti.template(), s: ti.template()):
-        """The loop that stands for the bending forces in the reverse kernel (`apply_forces`; the reverse is
-        what runs): W = sum over edges and corners k of lambda_k . f_k(q, qd, p), with lambda_k =
-        particle_f.grad[s] at corner k read as a constant, so that W's reverse adds (df/dq)^T lambda,
-        (df/dqd)^T lambda and (df/dp)^T lambda into the adjoints of the state and the parameters: the reverse
-        of the force term.  Reverse kernels run loop by loop backwards, so lambda is read after the
-        integrator's reverse has made it.  The edges go LANES at a time (`exec.lanes`; Taichi's reverse of
-        the forward loop itself would be scalar: benchmarks/lanes_probe.py), their positions and velocities
-        read as stop_grad(state) + port, the ports of the lane group (`LaneGroupPorts`), which take the
-        adjoints side by side; the ports' own loop, before this one, adds them into the particles' in its
-        reverse.  Each lane group writes only its own ports, so the loop runs on threads
-        (`LaneGroupPorts.parallel`)."""
-        count = ti.static(self.model.cloth_edge_count)
-        ports = self.reverse_ports
-        ti.loop_config(serialize=not ports.parallel)
-        for g in range((count + LANES - 1) // LANES):
-            ti.stop_grad(state.particle_q)       # the state's adjoints go through the ports
-            ti.stop_grad(state.particle_qd)
-            # W's adjoint is 1 (a Tape clears it) and the group's port adjoints start from 0: stores to .grad
-            # fields stay in place in the reverse kernel, ahead of the adjoints that read or add to them.  W has
-            # an entry per lane group (`virtual_work_field`)
-            self.work.grad[g] = 1.0
-            ports.open(g)
-            e, live, q = self.edge_lanes(g * LANES, count, LANES)
-            x = [lanes.add3(lanes.corner(state.particle_q, s, q, k, LANES), ports.corner(ports.qport, g, k))
-                 for k in ti.static(range(4))]
-            theta, gr = dihedral(x[0], x[1], x[2], x[3])
-            stiffness, kd, rest = self.params_lanes(e, LANES)
-            v = [lanes.add3(lanes.corner(state.particle_qd, s, q, k, LANES), ports.corner(ports.qdport, g, k))
-                 for k in ti.static(range(4))]
-            rate = lanes.dot(gr[0], v[0]) + lanes.dot(gr[1], v[1]) + lanes.dot(gr[2], v[2]) + lanes.dot(gr[3], v[3])
-            c = -(stiffness * (theta - rest) + kd * rate) * live
-            self.work[g] += (c * self.corner_dot(gr, state.particle_f.grad, s, q, LANES)).sum()
-
-    @ti.func
-    def corner_dot(self, g, field: ti.template(), s, q, n: ti.template()):
-        """sum over the 4 corners k of g_k . field[s, corner k] on each of n lanes (g: 4 lane triples, dtheta/dx;
-        field: particle_qd for dtheta/dt, particle_f.grad for the force adjoints' work)."""
-        return lanes.dot(g[0], lanes.corner(field, s, q, 0, n)) + lanes.dot(g[1], lanes.corner(field, s, q, 1, n)) \
-            + lanes.dot(g[2], lanes.corner(field, s, q, 2, n)) + lanes.dot(g[3], lanes.corner(field, s, q, 3, n))
-
-    @ti.func
-    def edge_lanes(self, base, end, n: ti.template()):
-        """The n edges from base below end: (their indices, 1 on live lanes and 0 on lanes past the last
-        edge, which repeat it, the (4, n) particle indices)."""
-        e, live = lanes.element_indices(base, end, n)
-        q = ti.Matrix([[self.model.cloth_bend_indices[e[l]][k] for l in ti.static(range(n))]
-                       for k in ti.static(range(4))])
-        return e, live, q
-
-    @ti.func
-    def params_lanes(self, e, n: ti.template()):
-        """(stiffness, damping, rest angle) of the n edges e, n-vectors."""
-        r = ti.Vector([self.model.cloth_bend_row[e[l]] for l in ti.static(range(n))])
-        return ti.Vector([self.model.cloth_bending_stiffness[r[l]] for l in ti.static(range(n))]), \
-            ti.Vector([self.model.cloth_bending_damping[r[l]] for l in ti.static(range(n))]), \
-            ti.Vector([self.model.cloth_bend_rest_angle[e[l]] for l in ti.static(range(n))])
-
-    @ti.func
-    def damping_moment(self, state: ti.template(), s: ti.template(), e, b, q, g1, g2, g3, g4, kd):
-        """kd dtheta/dt [N m] of bending edge e (g1..g4: dtheta/dx of its corners).  The forward kernel
-        skips the four velocity reads where kd = 0 (the default); derivative kernels do too unless kd
-        has a gradient, since d/dkd at 0 is dtheta/dt."""
-        if ti.static(differentiating() and has_grad(self.model.cloth_bending_damping)):
-            return kd * self.angle_rate(state, s, e, b, q, g1, g2, g3, g4)
-        else:
-            m = 0.0
-            if kd != 0.0:
-                m = kd * self.angle_rate(state, s, e, b, q, g1, g2, g3, g4)
-            return m
-
-    @ti.func
-    def angle_rate(self, state: ti.template(), s: ti.template(), e, b, q, g1, g2, g3, g4):
-        """dtheta/dt [rad/s] of bending edge e from its corner velocities."""
-        return g1.dot(corner_qd(self.ports, state, s, e, b, 0, q[0])) + g2.dot(corner_qd(self.ports, state, s, e, b, 1, q[1])) \
-            + g3.dot(corner_qd(self.ports, state, s, e, b, 2, q[2])) + g4.dot(corner_qd(self.ports, state, s, e, b, 3, q[3]))
-
-
 def forward_lanes(triangle_count: int) -> int:
     """Elements per iteration of a cloth's forward lanes: one SIMD register's worth (`exec.simd.lane_count`: 8 in
     float32 on a CPU with AVX2) from CLOTH_WIDE_LANES_MIN_TRIANGLES triangles, LANES below."""
     if triangle_count < CLOTH_WIDE_LANES_MIN_TRIANGLES:
         return LANES
     return max(LANES, lane_count(8 if impl.current_cfg().default_fp == ti.f64 else 4))
-
-
-def virtual_work_field(element_count: int):
-    """W of a cloth term's `virtual_work`, one entry per lane group of its `element_count` elements, with an
-    adjoint.  Every iteration of that loop stores W's adjoint (1) and adds to W: into one scalar, both threads
-    wrote one cache line each iteration, and each took it from the other (cloth64, each step's reverse on two
-    threads: 527-529 against 498-504 us with an entry per group; the same gradient bits)."""
-    return ti.field(float, shape=(max(-(-element_count // LANES), 1),), needs_grad=True)
 
 
 def reverse_threads(model, params) -> bool:
@@ -950,93 +488,6 @@ def reverse_threads(model, params) -> bool:
     return cfg.arch == ti.cpu and cfg.cpu_max_num_threads >= 2 and scatter_mode() != "serial" \
         and model.cloth_triangle_count >= CLOTH_REVERSE_THREADS_MIN_TRIANGLES \
         and not any(has_grad(f) for f in params)
-
-
-@ti.data_oriented
-class LaneGroupPorts(StepTerm):
-    """The input ports of an element set whose reverse runs in lanes (`ClothBendingForces.virtual_work`), one
-    per lane group g of LANES elements: qport[g] and qdport[g], vectors of 3 K LANES zeros (component c of
-    corner k on lane l at (3 k + c) LANES + l).  The element term reads its corners' positions and velocities
-    as stop_grad(state) + port, so Taichi's reverse of its lanes loop adds the input adjoints into the group's
-    own ports; every access to them in that loop has the index g alone, so Taichi adds without atomics and
-    the loop runs on threads.  This term's loop comes before the element term's in a step, so in the reverse
-    kernel it runs after it: per particle, on threads, it sums the port adjoints of the particle's
-    incidences (listed by corner, lane, then group: a fixed order, bit-reproducible for any thread count)
-    into the particle's adjoints, reading each at a run-time component index.  The forward kernel runs
-    nothing here.
-
-    Measured (vs_warp cloth64, f32, named gradients, µs per step, forward + backward): 1,298-1,310 with the
-    ports on one thread (the code before), 1,015-1,149 with this on two threads (benchmarks/MEASURED.md).
-
-    indices: (E, K) numpy particle indices of the elements; parallel: run the reverse loops on threads (the
-    element term must add nothing else from its lanes into shared adjoints: parameter tables without
-    gradients)."""
-
-    def __init__(self, model, indices, parallel: bool):
-        super().__init__(model)
-        idx = np.asarray(indices, dtype=np.int64)
-        E, K = idx.shape
-        self.parallel = bool(parallel)
-        self.parallel_reverse = self.parallel
-        groups = -(-E // LANES)
-        width = 3 * K * LANES
-        self.qport = ti.Vector.field(width, float, shape=groups, needs_grad=True)
-        self.qdport = ti.Vector.field(width, float, shape=groups, needs_grad=True)
-        # incidences per particle (CSR: start, then per incidence its lane group and the index of its x
-        # component in the group's port, 3 k LANES + l), ordered by corner, lane, then group: one list and
-        # one loop per particle (a list per corner and lane, each its own loop, took 9 s more to compile
-        # where the steps are fused and read 2 K LANES starts per particle)
-        N = model.particle_count
-        e = np.repeat(np.arange(E), K)
-        k = np.tile(np.arange(K), E)
-        particle = idx.reshape(-1)
-        order = np.lexsort((e // LANES, k * LANES + e % LANES, particle))
-        self.start = ti.field(ti.i32, shape=N + 1)
-        self.start.from_numpy(csr_starts(particle, N))
-        n = max(E * K, 1)
-        self.group = ti.field(ti.i32, shape=n)
-        self.offset = ti.field(ti.i32, shape=n)
-        if E:
-            self.group.from_numpy((e // LANES)[order].astype(np.int32))
-            self.offset.from_numpy((3 * k * LANES + e % LANES)[order].astype(np.int32))
-
-    def _index_port_adjoints(self):
-        """Let kernels index the ports' adjoints by a run-time component (Taichi 1.7 computes the stride of
-        a vector field's components for the field itself, not for its adjoint); called while a kernel is
-        traced, after the fields are materialized."""
-        for port in (self.qport, self.qdport):
-            if port.grad._get_dynamic_index_stride() is None:
-                port.grad._calc_dynamic_index_stride()
-
-    def stability_limits(self):
-        return []
-
-    @ti.func
-    def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        if ti.static(reversing()):
-            ti.static(self._index_port_adjoints())
-            ti.loop_config(serialize=not self.parallel)
-            for i in range(self.model.particle_count):
-                # straight into the particle's adjoints: a local summed across the loop would sit on Taichi's
-                # AD stack where the steps are fused (measured: the reverse twice as slow)
-                for j in range(self.start[i], self.start[i + 1]):
-                    g = self.group[j]
-                    o = self.offset[j]
-                    state.particle_q.grad[s, i] += ti.Vector(
-                        [self.qport.grad[g][o + c * LANES] for c in ti.static(range(3))])
-                    state.particle_qd.grad[s, i] += ti.Vector(
-                        [self.qdport.grad[g][o + c * LANES] for c in ti.static(range(3))])
-
-    @ti.func
-    def open(self, g):
-        """Zero lane group g's port adjoints (its element term's reverse is about to add into them)."""
-        self.qport.grad[g] = ti.Vector([0.0 for _ in ti.static(range(self.qport.n))])
-        self.qdport.grad[g] = ti.Vector([0.0 for _ in ti.static(range(self.qdport.n))])
-
-    @ti.func
-    def corner(self, port: ti.template(), g, k: ti.template()):
-        """Corner k's ports of lane group g, a lane triple."""
-        return [ti.Vector([port[g][(3 * k + c) * LANES + l] for l in ti.static(range(LANES))]) for c in ti.static(range(3))]
 
 
 @ti.data_oriented
