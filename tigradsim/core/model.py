@@ -61,7 +61,7 @@ class StepTerm:
         self.model = model
         self.serial = serial_scatter()
         # a term whose reverse kernel runs a loop on threads although its forward loop is serial
-        # (`cloth.LaneGroupPorts`): the backward pass then launches each step's reverse on its own
+        # (`exec.lane_ports.LaneGroupPorts`): the backward pass then launches each step's reverse on its own
         # (`Simulator.reverse_per_step`)
         self.parallel_reverse = False
         # an element term whose loop a `exec.parts.PartLoop` runs, with other element sets' (its own

@@ -14,7 +14,7 @@ ports laid out (row, element).  The cloth bending and membrane terms do that
 (`cloth.ClothBendingForces.virtual_work`, `cloth.ClothMembraneForces.virtual_work`): in the reverse kernel
 their loops compute, in lanes, the virtual work of their forces against the force adjoints, through
 zero-valued ports, one vector of them per lane group, whose own loop's reverse adds the ports' adjoints into
-the particles' (`cloth.LaneGroupPorts`).  vs_warp cloth 32x32: forward + backward 314-320 -> 212-218 us per
+the particles' (`exec.lane_ports.LaneGroupPorts`).  vs_warp cloth 32x32: forward + backward 314-320 -> 212-218 us per
 step (bending), -> 172-182 (membrane too).  A registered shell material takes part through `stress_columns`, one formula
 over lists of values (`core.registry.ShellMaterial`).  A first version wrote the lanes as (3, LANES) matrices: Taichi compiled the fused step's
 reverse kernel in 65 s (19 s for the term alone), against ~10 s (5 s) as lane triples.
@@ -23,7 +23,7 @@ Forward lanes only in loops that run on one thread: in a parallel loop Taichi ma
 every access to that field in the task uses one index expression, and LANES lanes adding into one buffer
 use LANES (measured on the parts path: every add atomic, 1.8x slower forward).  The reverse loops can run
 on threads because each lane group's ports are one vector field entry, read and added to at the loop's
-own index (`cloth.LaneGroupPorts`).
+own index (`exec.lane_ports.LaneGroupPorts`).
 """
 import taichi as ti
 from taichi.lang.expr import Expr
@@ -37,7 +37,7 @@ from ..core.fastmath import atan2
 # worth it as a default.  Lanes of 8 in the forward kernels alone (the reverse kept at 4): cloth64 forward
 # 20-25 % faster, forward + backward ~6 %, its forward kernel compiled in 14-18 s against 4-5 s; a large cloth
 # takes them (`cloth.forward_lanes`, from `cloth.CLOTH_WIDE_LANES_MIN_TRIANGLES`), since its reverse, on threads
-# (`cloth.LaneGroupPorts`), compiles in half the time it did.  The renderer's pixel lanes, far smaller
+# (`exec.lane_ports.LaneGroupPorts`), compiles in half the time it did.  The renderer's pixel lanes, far smaller
 # kernels, take 8 there too.
 LANES = 4
 

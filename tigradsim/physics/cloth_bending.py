@@ -144,7 +144,7 @@ class ClothBendingForces(StepTerm):
         (df/dqd)^T lambda and (df/dp)^T lambda into the adjoints of the state and the parameters: the reverse
         of the force term.  Reverse kernels run loop by loop backwards, so lambda is read after the
         integrator's reverse has made it.  The edges go LANES at a time (`exec.lanes`; Taichi's reverse of
-        the forward loop itself would be scalar: benchmarks/lanes_probe.py), their positions and velocities
+        the forward loop itself would be scalar: benchmarks/MEASURED.md, "Retired prototypes"), their positions and velocities
         read as stop_grad(state) + port, the ports of the lane group (`LaneGroupPorts`), which take the
         adjoints side by side; the ports' own loop, before this one, adds them into the particles' in its
         reverse.  Each lane group writes only its own ports, so the loop runs on threads
