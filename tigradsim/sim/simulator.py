@@ -95,10 +95,13 @@ class Simulator:
             to store every step.
         external_force: allocate `particle_f_ext[t, i]` [N], a differentiable
             per-step force on each particle (known impulses, controls).
-        check_every: steps between checks for non-finite state in the forward pass, and between the
-            backward pass's looks at the adjoint (`adjoint_check`).  64: with 256 a blow-up of a few tens
-            of steps (a soft ball's bounce past the contact's explicit limit, tests/test_readme_ball.py)
-            was spread over the 256 steps' growth allowance and missed at some horizons.
+        check_every: steps between checks for non-finite state in the forward pass (256: a blow-up
+            stays non-finite, so a sparse check finds it; each check ends a fused launch, which costs
+            tiny scenes time per step).
+        adjoint_check_every: steps between the backward pass's looks at the adjoint (`adjoint_check`),
+            only in taped runs.  64: with 256 a blow-up of a few tens of steps (a soft ball's bounce past
+            the contact's explicit limit, tests/test_readme_ball.py) was spread over the 256 steps'
+            growth allowance and missed at some horizons.
         fuse_steps: run the steps between two events in one kernel launch (True), one
             launch per step (False), or None: fused when every force term and integrator
             runs its loop serially (`runtime.serial_scatter`; a nested loop is never
@@ -117,7 +120,8 @@ class Simulator:
     """
 
     def __init__(self, model: Model, dt: float, steps: int, checkpoint_every: Optional[int] = None,
-                 external_force: bool = False, check_every: int = 64, fuse_steps: Optional[bool] = None,
+                 external_force: bool = False, check_every: int = 256, adjoint_check_every: int = 64,
+                 fuse_steps: Optional[bool] = None,
                  strict: bool = False, adjoint_check: bool = True):
         # numbers.Real: numpy scalars (np.float32(1e-3)) are valid time steps too
         if isinstance(dt, bool) or not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
@@ -131,6 +135,7 @@ class Simulator:
         self.dt = float(dt)
         self.steps = int(steps)
         self.check_every = max(1, int(check_every))
+        self.adjoint_check_every = max(1, int(adjoint_check_every))
         self.checkpointing = checkpoint_every is not None and checkpoint_every < steps
         self.segment_length = int(checkpoint_every) if self.checkpointing else self.steps
         self.segment_count = -(-self.steps // self.segment_length)
@@ -269,7 +274,7 @@ class Simulator:
     def _judge_adjoint(self, step, a, bad, post):
         """Raise GradientError if the adjoint at `step` is non-finite (or > 1e30), or grew too fast.
 
-        Probes sit at the forward pass's finite checks (every `check_every` steps, and the ends of
+        Probes sit every `adjoint_check_every` steps of the taped forward pass (and at the ends of
         segments): a_pre(k), the adjoint that flowed back from later steps, and a_post(k), that plus
         what the observers at step k inject.  Growth is counted through the dynamics only: with
         L(k) = sum of ln(a_pre(k) / a_post(k+1)) from the last probe back to probe k, it raises when,
@@ -372,13 +377,14 @@ class Simulator:
         probed = 0                       # last slot probed for the adjoint's size
         t = start
         while t < end:
-            stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end)
+            stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end,
+                       start + probed + self.adjoint_check_every if probe else end)
             if self.fused:
                 self._fused_op(t - start, t, stop - t)
             else:
                 for k in range(t, stop):
                     self._substep(k - start, k)
-            probe_here = probe and (stop - start - probed >= self.check_every or stop == end)
+            probe_here = probe and (stop - start - probed >= self.adjoint_check_every or stop == end)
             if probe_here:                   # after the observers' gradient in the backward pass
                 self._adjoint_op(stop - start, stop, True)
             self._notify(stop, stop - start)  # no observer has a frame before `stop`
