@@ -192,7 +192,7 @@ class ThrownClothFit:
     def _image_loss(self, blur):
         key = tuple(float(b) for b in blur)
         if any(b > 0 for b in key) and key not in self._losses:
-            self._losses[key] = BlurredImageMSE(self.renderer.image, sigmas=key)
+            self._losses[key] = BlurredImageMSE(self.renderer.image, blur_px=key)
         return self._losses.get(key)          # None: the plain pixel MSE
 
     def trials(self, count, rng, schedule, init_velocity=None, resume_dir=None,

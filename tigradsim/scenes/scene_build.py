@@ -390,7 +390,7 @@ class Scene:
         def one(target, channels):
             if all(s == 0 for s in blur):
                 return ImageMSE(self.renderer.image, target, channels=channels)
-            return BlurredImageMSE(self.renderer.image, target, channels=channels, sigmas=blur)
+            return BlurredImageMSE(self.renderer.image, target, channels=channels, blur_px=blur)
 
         parts = []
         if sup in ("mask", "both"):

@@ -340,7 +340,7 @@ class SoftBallFit:
                 print(f"{stage}: rel_err " + ", ".join(f"{k} {relative_error(est[k], truth[k]):.5f}" for k in est))
 
         if s.blur and any(b > 0 for b in s.blur) and self.fit.supervision == "image":
-            self.fit.set_image_loss(BlurredImageMSE(self.renderer.image, sigmas=s.blur))
+            self.fit.set_image_loss(BlurredImageMSE(self.renderer.image, blur_px=s.blur))
         self.fit.history = history = History()
 
         def refine(params):
