@@ -9,6 +9,7 @@ are called `blur_px` everywhere (the renderer's own edge width is `Coverage.edge
 import numpy as np
 import taichi as ti
 
+from tigradsim.core.aliases import renamed_keyword
 from tigradsim.core.runtime import np_float
 
 from .losses import ImageMSE, _check_image
@@ -62,11 +63,7 @@ class BlurredImageMSE(ImageMSE):
 
     def __init__(self, image, target=None, frames=None, channels=None, weight=1.0, blur_px=None,
                  background=None, sigmas=None):
-        if blur_px is not None and sigmas is not None:
-            raise ValueError(f"blur_px and sigmas: give one (sigmas is the older name of blur_px), "
-                             f"got blur_px={blur_px!r} and sigmas={sigmas!r}")
-        name = "sigmas" if sigmas is not None else "blur_px"
-        widths = sigmas if sigmas is not None else (blur_px if blur_px is not None else DEFAULT_BLUR_PX)
+        widths, name = renamed_keyword("blur_px", blur_px, "sigmas", sigmas, DEFAULT_BLUR_PX)
         sig = []
         for s in np.atleast_1d(np.asarray(widths, dtype=np.float64)):
             if s < 0 or not np.isfinite(s):

@@ -55,8 +55,8 @@ def err(kind, msg):
     return kind(f"SoftRasterizer: {msg}")
 
 
-def sigma_for_edge(edge_px: float, width: int, height: int) -> float:
-    """The coverage softness `sigma` (`Coverage.edge_softness`, NDC^2) at which a straight silhouette
+def edge_softness_for_edge(edge_px: float, width: int, height: int) -> float:
+    """The coverage softness `Coverage.edge_softness` (NDC^2; the keyword `sigma=` is its older name) at which a straight silhouette
     edge's coverage rises from 10 % to 90 % across `edge_px` pixels of a width x height image.
 
     D = sigmoid(+-d^2 / sigma) reaches 10 % / 90 % at d = sqrt(ln(9) sigma) outside / inside
@@ -74,17 +74,21 @@ def sigma_for_edge(edge_px: float, width: int, height: int) -> float:
     for name, v in (("edge_px", edge_px), ("width", width), ("height", height)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0 \
                 or not math.isfinite(v):
-            raise ValueError(f"sigma_for_edge: {name} must be a positive number, got {v!r}")
+            raise ValueError(f"edge_softness_for_edge: {name} must be a positive number, got {v!r}")
     pixel = 2.0 / min(width, height)
     return (float(edge_px) * pixel) ** 2 / (4.0 * math.log(9.0))
 
+
+
+sigma_for_edge = edge_softness_for_edge      # its older name
 
 # --------------------------------------------------------------------- options
 @dataclass(frozen=True)
 class Coverage:
     """Which faces cover which pixels, and how softly (coverage.py).
 
-    edge_softness: sigma of D = sigmoid(+-d^2 / sigma), NDC^2, > 0 (larger: softer edges; `sigma_for_edge`).
+    edge_softness: s in D = sigmoid(+-d^2 / s), NDC^2, > 0 (larger: softer edges; `edge_softness_for_edge`;
+        the keyword `sigma=` is its older name).
     coverage_eps: pairs with coverage below it are skipped (the cutoff), in (0, 0.5).
     closed: the faces form closed surfaces (every edge shared by exactly two faces, checked): each
         face's coverage counts half in the silhouette, so a silhouette edge is as wide as one face's and

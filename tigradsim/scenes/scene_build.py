@@ -37,8 +37,8 @@ from .scene_file import SceneSpec
 from .scene_fit import fit_scene
 from .unknown_params import unknown_params
 
-# [fit] sigma = "auto": the silhouette edge's 10-90 % width in pixels, that of a camera's box-filtered
-# (area) coverage of a straight edge (`tigradsim.renderers.sigma_for_edge`)
+# [fit] edge_softness = "auto": the silhouette edge's 10-90 % width in pixels, that of a camera's box-filtered
+# (area) coverage of a straight edge (`tigradsim.renderers.edge_softness_for_edge`)
 EDGE_PX = 0.8
 # The fit engine the Scene adapts lives in tigradsim/fitting/ (horizons, time_step_bias,
 # residual_groups, camera_prior); its names stay importable from here.
@@ -289,15 +289,15 @@ class Scene:
         """Silhouette renderer for mask supervision; an unlit colour renderer (RGBA), blended by
         coverage over the footage's plate, for "rgb" and "both"; frame k drawn at footage time k."""
         from ..io.footage import render_at_times
-        from ..renderers import SoftRasterizer, sigma_for_edge
+        from ..renderers import SoftRasterizer, edge_softness_for_edge
 
         spec, fit = self.spec, self.spec.fit
         faces, nverts, vids, colors = self._surface()
-        # "auto" sigma: silhouette edges as sharp as the footage's antialiased ones (a softer
-        # edge inflates the silhouette and biases the fit; sigma_for_edge says how much)
-        self.sigma = fit.sigma if fit.sigma is not None else sigma_for_edge(EDGE_PX, self.camera.width,
-                                                                            self.camera.height)
-        kwargs = dict(frames=len(self.footage), sigma=self.sigma, gamma=fit.gamma)
+        # "auto" edge softness: silhouette edges as sharp as the footage's antialiased ones (a softer
+        # edge inflates the silhouette and biases the fit; edge_softness_for_edge says how much)
+        self.edge_softness = fit.edge_softness if fit.edge_softness is not None else \
+            edge_softness_for_edge(EDGE_PX, self.camera.width, self.camera.height)
+        kwargs = dict(frames=len(self.footage), edge_softness=self.edge_softness, gamma=fit.gamma)
         if vids is not None:
             kwargs["vertex_ids"] = vids
         self.plate = None
