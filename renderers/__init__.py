@@ -1,7 +1,7 @@
 """Differentiable soft rasterizer (imported as tigradsim.renderers).
 
     cam = Camera(eye=(0, 0, 3), target=(0, 0, 0), fov=60, width=64, height=64)
-    ren = SoftRasterizer(cam, faces, num_vertices, frames=1, shading="lambert")
+    ren = SoftRasterizer(cam, faces, vertex_count, frames=1, shading="lambert")
     ren.render(verts_field, slot, frame)      # one differentiable Tape entry
     ImageMSE(ren.image, target)(loss)          # loss[None] += mean squared error
 

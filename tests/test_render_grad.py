@@ -101,7 +101,7 @@ def test_blurred_image_mse_matches_numpy_and_fd():
         BlurredImageMSE(img, target, frames=[2, 0], blur_px=(-1.0,))
     with pytest.raises(ValueError, match="sigmas"):       # the older name is still checked by its name
         BlurredImageMSE(img, target, frames=[2, 0], sigmas=(-1.0,))
-    with pytest.raises(ValueError, match="blur_px and sigmas"):
+    with pytest.raises(TypeError, match="blur_px and sigmas"):
         BlurredImageMSE(img, target, frames=[2, 0], blur_px=(0.0,), sigmas=(0.0,))
     alias = BlurredImageMSE(img, target, frames=[2, 0], sigmas=blur_px, weight=0.7)   # sigmas= names blur_px
     assert [lvl["blur_px"] for lvl in alias.levels] == list(blur_px)

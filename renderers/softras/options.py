@@ -1,6 +1,6 @@
 """The rasterizer's options, as a few small option objects, and their checks.
 
-    SoftRasterizer(camera, faces, num_vertices, frames,
+    SoftRasterizer(camera, faces, vertex_count, frames,
                    coverage=Coverage(edge_softness=1e-4, coverage_eps=1e-4, closed=False, cull_backfaces=False),
                    surface=Surface(shading="silhouette", color_mode="vertex", vertex_colors=None,
                                    face_colors=None, lights=None, ambient=(0.3, 0.3, 0.3), normals="flat"),
@@ -247,7 +247,7 @@ def check_faces(faces, V):
         bad = lo if lo < 0 else hi
         row = int(np.argwhere((arr < 0) | (arr >= V))[0][0])
         raise err(ValueError, f"faces index vertex {bad} (face {row}: {arr[row].tolist()}) but "
-                              f"num_vertices={V}; expected indices in [0, {V - 1}]")
+                              f"vertex_count={V}; expected indices in [0, {V - 1}]")
     return arr
 
 

@@ -1,7 +1,7 @@
 """Older public names kept working: keyword arguments and attributes that were renamed.
 
 `renamed_keyword` resolves a keyword that has a new name and an older one (giving both is an
-error naming them); `alias_property` makes an attribute readable and writable under its older
+TypeError naming them, as Python does for an argument given twice); `alias_property` makes an attribute readable and writable under its older
 name.  Both exist so a rename never breaks user code and every rename behaves the same.
 """
 
@@ -14,7 +14,7 @@ def renamed_keyword(new_name, new_value, old_name, old_value, default=None, owne
     (value, the name it came under) so validation errors can name what the caller wrote."""
     if new_value is not None and old_value is not None:
         where = f"{owner}: " if owner else ""
-        raise ValueError(f"{where}{new_name} and {old_name}: give one ({old_name} is the older name of {new_name}), "
+        raise TypeError(f"{where}{new_name} and {old_name}: give one ({old_name} is the older name of {new_name}), "
                          f"got {new_name}={new_value!r} and {old_name}={old_value!r}")
     if old_value is not None:
         return old_value, old_name

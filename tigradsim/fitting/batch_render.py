@@ -27,7 +27,7 @@ import math
 import numpy as np
 import taichi as ti
 
-from ..core.aliases import renamed_keyword
+from ..core.aliases import alias_property, renamed_keyword
 from ..core.runtime import np_float
 from ..renderers.losses import SilhouetteMSE, load_target
 
@@ -45,8 +45,10 @@ class AtlasRenderer:
         gutter: pixels between tiles (default: the coverage cutoff in pixels + max(2, tile/8)).
     Attributes: renderer (the SoftRasterizer over the atlas camera; `renderer.image` is
     (frames, H, Wa) or (frames, Ha, W)), tile (W, H), pitch, gutter, axis (1: tiles along columns,
-    0: along rows).
+    0: along rows), vertex_count (V; `num_vertices` is its older name).
     """
+
+    num_vertices = alias_property("vertex_count")       # the older name
 
     def __init__(self, camera, faces, vertex_copy, copies, frames, edge_softness=None, gamma=1e-4,
                  coverage_eps=1e-4, gutter=None, sigma=None):
@@ -74,7 +76,7 @@ class AtlasRenderer:
         self.atlas_camera = Camera.from_opencv(camera.K, camera.R, camera.t, Wa, Ha, near=camera.near, far=camera.far)
         self.vertex_copy = vertex_copy.astype(np.int32)
         V = len(vertex_copy)
-        self.num_vertices = V
+        self.vertex_count = V
         offsets = np.zeros((V, 2))
         offsets[:, 0 if self.axis == 1 else 1] = vertex_copy * self.pitch
         self.renderer = SoftRasterizer(self.atlas_camera, faces, V, frames=frames, edge_softness=edge_softness, gamma=gamma,
@@ -139,7 +141,7 @@ class AtlasRenderer:
         for _, (verts, _) in items:
             if id(verts) not in tables:
                 tables[id(verts)] = verts.to_numpy()
-        pts = np.stack([tables[id(verts)][slot, :self.num_vertices] for _, (verts, slot) in items])
+        pts = np.stack([tables[id(verts)][slot, :self.vertex_count] for _, (verts, slot) in items])
         K, V, _ = pts.shape
         uv = self.camera.project_pixels(pts.reshape(-1, 3)).reshape(K, V, 3)
         coord = uv[..., 0 if self.axis == 1 else 1]          # within the copy's own tile

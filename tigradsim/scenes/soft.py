@@ -227,7 +227,7 @@ class SoftBallFit:
         ids = np.unique(self.ball.faces)
         local = np.searchsorted(ids, self.ball.faces)
         cam = Camera(eye=(0.0, 1.0, 3.6), target=(0.0, 0.55, 0.0), fov=45, width=res, height=res)
-        self.renderer = SoftRasterizer(cam, local, num_vertices=len(ids), frames=self.sim.frame_count(every),
+        self.renderer = SoftRasterizer(cam, local, vertex_count=len(ids), frames=self.sim.frame_count(every),
                                        vertex_ids=ids, sigma=sigma, gamma=1e-4, shading=shading,
                                        vertex_colors=texture(len(ids)), ambient=(1.0, 1.0, 1.0), lights=[])
         render_particles(self.sim, self.renderer, every)
