@@ -76,7 +76,7 @@ class BlurredImageMSE(ImageMSE):
             frames = None
         self.levels = []
         super().__init__(image, target, frames=frames, channels=channels, weight=weight, background=background)
-        n, (H, W) = self.nframes, self.size
+        n, (H, W) = self.frame_count, self.size
         for s in sig:
             lvl = {"blur_px": s}
             if s > 0:

@@ -39,6 +39,7 @@ overlap) run serially, so their gradients are bit-reproducible as well.
 import numpy as np
 import taichi as ti
 
+from tigradsim.core.aliases import alias_property
 from tigradsim.core.runtime import custom_op, deterministic, np_float
 
 # A float target whose largest value is above this is taken for a 0-255 image.
@@ -136,7 +137,13 @@ def _frames(frames, k, nframes):
 
 @ti.data_oriented
 class _TargetLoss:
-    """Targets and frame selection shared by every image loss (see the module docstring)."""
+    """Targets and frame selection shared by every image loss (see the module docstring).
+
+    Attributes: frame_count (frames of the image; `nframes` is its older name), count (frames
+    compared now), size (H, W), channels, weight.
+    """
+
+    nframes = alias_property("frame_count")
 
     # whether the loss keeps per-pixel terms in `pixel` (summed by `_reduce`); ImageMSE sums its
     # terms straight into row sums instead (`_mse_rows`)
@@ -155,7 +162,7 @@ class _TargetLoss:
             raise ValueError(f"channels={channels}: expected {Ct} image channel indices in [0, {C - 1}] "
                              f"for a target with {Ct} channels")
         self.image = image
-        self.nframes = nframes
+        self.frame_count = nframes
         self.channels = tuple(channels)
         self.weight = float(weight)
         self.composite = background is not None
@@ -208,7 +215,7 @@ class _TargetLoss:
         if Ct != self.target.n:
             raise ValueError(f"target: {Ct} channels, expected {self.target.n}")
         if count is not None and K != count:
-            raise ValueError(f"target: {K} frames, but {count} are compared (the image has {self.nframes}); "
+            raise ValueError(f"target: {K} frames, but {count} are compared (the image has {self.frame_count}); "
                              f"to compare a different set pass frames= (the image frame of each target frame) "
                              f"to set_frames(frames, target)")
 
@@ -219,7 +226,7 @@ class _TargetLoss:
         image frame).  K may change from call to call (up to the image's frame count):
         coarse-to-fine in time grows the clip without new fields."""
         arr = self._prepare_target(load_target(target))
-        K, n = arr.shape[0], self.nframes
+        K, n = arr.shape[0], self.frame_count
         if frames is None and K < n:
             raise ValueError(f"target: {K} frames but the image has {n} (one target frame per rendered frame is "
                              f"expected); pass frames= (the rendered frame compared with each target frame, e.g. "
@@ -232,18 +239,18 @@ class _TargetLoss:
             raise ValueError(f"target: {K} frames, more than the image's {n} (each target frame is compared with "
                              f"one rendered frame; the loss holds at most {n})")
         self._check_target(arr, None)
-        ids = _frames(frames, arr.shape[0], self.nframes)
+        ids = _frames(frames, arr.shape[0], self.frame_count)
         if len(ids) == 0:
             raise ValueError("frames: at least one frame must be compared")
         self.count = len(ids)
-        fid = np.zeros(self.nframes, np.int32)
+        fid = np.zeros(self.frame_count, np.int32)
         fid[:self.count] = ids
         self.fid.from_numpy(fid)
         ids = np.asarray(ids, dtype=np.int64)
-        by_frame = np.zeros(self.nframes, np.int32)
+        by_frame = np.zeros(self.frame_count, np.int32)
         by_frame[:self.count] = np.argsort(ids, kind="stable")
         self.by_frame.from_numpy(by_frame)
-        self.frame_start.from_numpy(np.searchsorted(np.sort(ids), np.arange(self.nframes + 1)).astype(np.int32))
+        self.frame_start.from_numpy(np.searchsorted(np.sort(ids), np.arange(self.frame_count + 1)).astype(np.int32))
         self._store_target(arr)
 
     def set_target(self, target):
@@ -272,7 +279,7 @@ class _TargetLoss:
         self.background.from_numpy(np.ascontiguousarray(arr).astype(np_float()))
 
     def _store_target(self, arr):
-        full = np.zeros((self.nframes,) + self.size + (self.target.n,), np_float())
+        full = np.zeros((self.frame_count,) + self.size + (self.target.n,), np_float())
         full[:len(arr)] = arr
         self.target.from_numpy(full)
 
@@ -404,7 +411,7 @@ class ImageMSE(_TargetLoss):
         increasing order within (`by_frame`): every image.grad entry has one writer and sums in a fixed
         order even when a frame is compared twice: no atomics, bit-reproducible, on threads."""
         g2 = 2.0 * scale * loss.grad[None]
-        for f, i in ti.ndrange(self.nframes, self.size[0]):
+        for f, i in ti.ndrange(self.frame_count, self.size[0]):
             for m in range(self.frame_start[f], self.frame_start[f + 1]):
                 k = self.by_frame[m]
                 for j in range(self.size[1]):
@@ -440,7 +447,7 @@ class SoftIoU(SilhouetteMSE):
 
     def __init__(self, image, target, frames=None, channel=None, weight=1.0):
         super().__init__(image, target, frames=frames, channel=channel, weight=weight)
-        n, (H, W) = self.nframes, self.size
+        n, (H, W) = self.frame_count, self.size
         self.union_px = ti.field(float, shape=(n, H, W), needs_grad=True)
         self.union_rows = ti.field(float, shape=(n, H), needs_grad=True)
         self.inter = ti.field(float, shape=n, needs_grad=True)

@@ -85,7 +85,8 @@ def test_frames_after_construction_and_composited_colour(f64):
     for fid in ([3, 1], [0, 1, 2, 3]):
         target = rng.random((len(fid), 6, 5, 3))
         lossobj.set_frames(fid, target)
-        assert lossobj.shape == (len(fid), 6, 5)
+        assert lossobj.shape == (len(fid), 6, 5) and lossobj.count == len(fid)
+        assert lossobj.frame_count == lossobj.nframes == 4          # nframes: frame_count's older name
         loss[None] = 0
         lossobj(loss)
         comp = _composite(a, fid, plate)
