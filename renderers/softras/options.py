@@ -10,8 +10,8 @@
 
 Every field may also be given as a keyword of its own name (`SoftRasterizer(..., shading="lambert",
 sigma=3e-3)`, as before the options existed); a keyword replaces that field of its option object.
-`sigma` is the old name of `Coverage.edge_softness` (the coverage's width, NDC^2; "sigma" also names
-a blur's standard deviation and a noise level elsewhere) and stays accepted.
+`sigma` is the old name of `Coverage.edge_softness` (the coverage's width, NDC^2) and stays accepted;
+an image loss's blur widths are `blur_px` (`BlurredImageMSE`), and "sigma" elsewhere is a standard deviation.
 """
 import dataclasses
 import math
@@ -56,19 +56,20 @@ def err(kind, msg):
 
 
 def edge_softness_for_edge(edge_px: float, width: int, height: int) -> float:
-    """The coverage softness `Coverage.edge_softness` (NDC^2; the keyword `sigma=` is its older name) at which a straight silhouette
-    edge's coverage rises from 10 % to 90 % across `edge_px` pixels of a width x height image.
+    """The coverage softness s = `Coverage.edge_softness` (NDC^2; the keyword `sigma=` is its older name)
+    at which a straight silhouette edge's coverage rises from 10 % to 90 % across `edge_px` pixels of a
+    width x height image (`sigma_for_edge` is this function's older name).
 
-    D = sigmoid(+-d^2 / sigma) reaches 10 % / 90 % at d = sqrt(ln(9) sigma) outside / inside
-    the edge, so the 10-90 % width is 2 sqrt(ln(9) sigma) NDC units; one pixel is
+    D = sigmoid(+-d^2 / s) reaches 10 % / 90 % at d = sqrt(ln(9) s) outside / inside
+    the edge, so the 10-90 % width is 2 sqrt(ln(9) s) NDC units; one pixel is
     2 / min(width, height) NDC units (`Projector.pixel_ndc`).  A camera's box-filtered (area) coverage
     of an edge, e.g. a path tracer's antialiased mask or a real sensor's pixel, rises over
     0.8 px (10-90 % of a linear ramp one pixel wide), so edge_px = 0.8 makes the rendered
     silhouette edge as sharp as footage's.  A softer edge is not harmless there: the
     faces that meet at a silhouette edge each add their halo and `1 - prod(1 - D_j)`
-    inflates the silhouette (a path-traced box at 128 px: +14 % area at sigma 3e-4, +3.7 % at
-    3e-5; benchmarks/MEASURED.md), which biases a fit to masks; even at this sigma the two halos
-    of a closed surface's silhouette edges add +5 % area at 64 px, which `closed=True` removes.
+    inflates the silhouette by several per cent of its area, which biases a fit to masks; even at
+    this softness the two halos of a closed surface's silhouette edges inflate it, which
+    `closed=True` removes (figures: benchmarks/RESULTS.md and MEASURED.md, "Moved from the code").
     Blur the image loss (`BlurredImageMSE`) for a wide basin instead.
     """
     for name, v in (("edge_px", edge_px), ("width", width), ("height", height)):
