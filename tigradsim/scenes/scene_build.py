@@ -272,7 +272,7 @@ class Scene:
         SoftRasterizer's `closed` coverage is exact: it counts the front and the back face of a
         silhouette edge once, not twice.  On a finely tessellated surface (a soft body's tet
         surface, a smooth mesh) it leaves seams where both layers' inner edges cross, so the
-        union stays there.  Measured at the true values, sigma "auto", 64 px: box-drop clip,
+        union stays there.  Measured at the true values, edge_softness "auto", 64 px: box-drop clip,
         area +5 % (union) -> -0.5 % (closed), fit mu +4.6 % -> +0.7 %; soft-cube clip (4x4x4
         tet box), +3 % (union) against -9 % (closed)."""
         from ..io.meshes import unpaired_edge
