@@ -103,6 +103,7 @@ def test_scene_edge_softness_auto_default_and_errors(tmp_path, f64):
         assert spec.fit.sigma == spec.fit.edge_softness
         scene = Scene(spec, load_scene_footage(spec))
         assert scene.renderer.edge_softness == pytest.approx(expect, rel=1e-12)
+        assert scene.edge_softness == scene.sigma == scene.renderer.edge_softness
         assert scene.interval_blocks(3) == 3 and scene.interval_blocks(40) == 6
     with pytest.raises(SceneError, match=r"\[fit\].*sigma.*older name of edge_softness"):
         parse_scene(_scene(tmp_path, **{"fit.sigma": 1e-3, "fit.edge_softness": 1e-3}), str(tmp_path / "scene.toml"))

@@ -27,6 +27,7 @@ import os
 
 import numpy as np
 
+from ..core.aliases import alias_property
 from ..fitting.camera_prior import CameraPrior, camera_params, camera_report
 from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, predictability, \
     predictable_horizon, silhouette_disagreement
@@ -159,10 +160,12 @@ class Scene:
 
     Attributes: spec, footage (tgs.Footage at the render resolution), model, sim, renderer,
     camera, params (one Param per unknown, in file order), fit (VideoFit), timed (the
-    `TimedVertices` observer: frame k at footage time k), dt, steps, handles (object name
-    -> body index or SoftMesh).  unknowns=False leaves the unknowns at the values the objects
+    `TimedVertices` observer: frame k at footage time k), dt, steps, edge_softness (the renderer's,
+    NDC^2; `sigma` is its older name), handles (object name -> body index or SoftMesh).  unknowns=False leaves the unknowns at the values the objects
     and the ground have in the file (no Params), e.g. to render a clip's known truth.
     """
+
+    sigma = alias_property("edge_softness")       # the older name of the renderer's edge softness
 
     def __init__(self, spec: SceneSpec, footage, requires_grad=True, unknowns=True):
         from ..fitting.sysid import VideoFit
