@@ -95,7 +95,7 @@ def bench_case(size, shading, reps, verts, faces, pixel_lanes=None):
         "pixels_per_lane_group": int(ren.lane_count),        # 0: the pair list (exec.simd for the rest)
         "forward_ms": round(fwd, 3), "forward_backward_ms": round(fb, 3),
         "forward_backward_recompute_ms": round(1e3 * statistics.median(t_rc), 3),
-        "pairs": int(ren.num_pairs), "tile_capacity": int(ren.tile_capacity),
+        "pairs": int(ren.pair_count), "tile_capacity": int(ren.tile_capacity),
         "field_bytes": int(ren.memory_bytes()),
         "coverage_pixels": float(ren.image.to_numpy()[0, ..., -1].sum()),
     }

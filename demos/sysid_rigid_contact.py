@@ -60,7 +60,7 @@ def main(argv=None):
     p.add_argument("--duration", type=float, default=1.6, help="seconds simulated")
     p.add_argument("--dt", type=float, default=1 / 1920, help="time step [s] (at 1/960 the loss ripples in ke)")
     p.add_argument("--every", type=int, default=32, help="render every this many steps")
-    p.add_argument("--sigma", type=float, default=1e-3, help="soft-rasterizer edge blur")
+    p.add_argument("--sigma", type=float, default=1e-3, help="soft-rasterizer edge softness (NDC^2)")
     p.add_argument("--checkpoint", type=int, default=None, help="checkpoint every K steps")
     p.add_argument("--quick", action="store_true", help="small settings for tests (~1 minute)")
     p.add_argument("--resume", action="store_true", help="continue fits saved in --out")

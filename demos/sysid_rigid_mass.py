@@ -55,7 +55,7 @@ def main(argv=None):
     p.add_argument("--dt", type=float, default=1 / 480)
     p.add_argument("--every", type=int, default=12, help="render every this many steps")
     p.add_argument("--sigma", type=float, default=1e-3,
-                   help="soft-rasterizer edge blur (a smooth, quadratic loss near the minimum)")
+                   help="soft-rasterizer edge softness, NDC^2 (a smooth, quadratic loss near the minimum)")
     p.add_argument("--checkpoint", type=int, default=None, help="checkpoint every K steps")
     p.add_argument("--quick", action="store_true", help="small settings for tests (~1 minute)")
     p.add_argument("--resume", action="store_true", help="continue fits saved in --out")

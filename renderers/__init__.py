@@ -1,7 +1,7 @@
 """Differentiable soft rasterizer (imported as tigradsim.renderers).
 
     cam = Camera(eye=(0, 0, 3), target=(0, 0, 0), fov=60, width=64, height=64)
-    ren = SoftRasterizer(cam, faces, num_vertices, frames=1, shading="lambert")
+    ren = SoftRasterizer(cam, faces, vertex_count, frames=1, shading="lambert")
     ren.render(verts_field, slot, frame)      # one differentiable Tape entry
     ImageMSE(ren.image, target)(loss)          # loss[None] += mean squared error
 
@@ -16,11 +16,11 @@ blending, the camera correction) and kernel structure in the `softras/` package,
 `Schedule`) or, as before, keywords.
 """
 from .camera import Camera, rodrigues, rotation_vector
-from .softras import (SoftRasterizer, RendererWarning, sigma_for_edge, SHADINGS, COLOR_MODES, NORMALS, BLENDS,
+from .softras import (SoftRasterizer, RendererWarning, edge_softness_for_edge, sigma_for_edge, SHADINGS, COLOR_MODES, NORMALS, BLENDS,
                       Coverage, Surface, Blending, VertexMap, Schedule)
 from .losses import BlurredImageMSE, ImageMSE, SilhouetteMSE, SoftIoU, gaussian_blur, load_target
 from ._mesh import icosphere, box, load_obj
 
-__all__ = ["Camera", "rodrigues", "rotation_vector", "SoftRasterizer", "RendererWarning", "sigma_for_edge", "SHADINGS", "COLOR_MODES",
+__all__ = ["Camera", "rodrigues", "rotation_vector", "SoftRasterizer", "RendererWarning", "edge_softness_for_edge", "sigma_for_edge", "SHADINGS", "COLOR_MODES",
            "NORMALS", "BLENDS", "Coverage", "Surface", "Blending", "VertexMap", "Schedule", "ImageMSE", "SilhouetteMSE", "SoftIoU",
            "BlurredImageMSE", "gaussian_blur", "load_target", "icosphere", "box", "load_obj"]

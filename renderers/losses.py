@@ -8,8 +8,9 @@ several frames) sum into one field inside a `ti.ad.Tape`.
   (image - target)^2.
 * `SilhouetteMSE`: the same on the silhouette (alpha) channel only.
 * `SoftIoU`: mean over frames of 1 - sum(A T) / sum(A + T - A T).
-* `BlurredImageMSE`: `ImageMSE` summed over Gaussian-blurred copies of image and
-  target (coarse to fine in one loss).
+* `BlurredImageMSE` (in `blurred.py`, re-exported here): `ImageMSE` summed over
+  Gaussian-blurred copies of image and target (coarse to fine in one loss), blur widths
+  `blur_px` [px].
 
 Targets: numpy arrays (K, H, W) or (K, H, W, C) (floats in [0, 1], uint8 0-255 or
 uint16 0-65535), or a path accepted by `tigradsim.io.video.load_frames` (a folder of
@@ -38,6 +39,7 @@ overlap) run serially, so their gradients are bit-reproducible as well.
 import numpy as np
 import taichi as ti
 
+from tigradsim.core.aliases import alias_property
 from tigradsim.core.runtime import custom_op, deterministic, np_float
 
 # A float target whose largest value is above this is taken for a 0-255 image.
@@ -135,7 +137,13 @@ def _frames(frames, k, nframes):
 
 @ti.data_oriented
 class _TargetLoss:
-    """Targets and frame selection shared by every image loss (see the module docstring)."""
+    """Targets and frame selection shared by every image loss (see the module docstring).
+
+    Attributes: frame_count (frames of the image; `nframes` is its older name), count (frames
+    compared now), size (H, W), channels, weight.
+    """
+
+    nframes = alias_property("frame_count")
 
     # whether the loss keeps per-pixel terms in `pixel` (summed by `_reduce`); ImageMSE sums its
     # terms straight into row sums instead (`_mse_rows`)
@@ -154,7 +162,7 @@ class _TargetLoss:
             raise ValueError(f"channels={channels}: expected {Ct} image channel indices in [0, {C - 1}] "
                              f"for a target with {Ct} channels")
         self.image = image
-        self.nframes = nframes
+        self.frame_count = nframes
         self.channels = tuple(channels)
         self.weight = float(weight)
         self.composite = background is not None
@@ -207,7 +215,7 @@ class _TargetLoss:
         if Ct != self.target.n:
             raise ValueError(f"target: {Ct} channels, expected {self.target.n}")
         if count is not None and K != count:
-            raise ValueError(f"target: {K} frames, but {count} are compared (the image has {self.nframes}); "
+            raise ValueError(f"target: {K} frames, but {count} are compared (the image has {self.frame_count}); "
                              f"to compare a different set pass frames= (the image frame of each target frame) "
                              f"to set_frames(frames, target)")
 
@@ -218,7 +226,7 @@ class _TargetLoss:
         image frame).  K may change from call to call (up to the image's frame count):
         coarse-to-fine in time grows the clip without new fields."""
         arr = self._prepare_target(load_target(target))
-        K, n = arr.shape[0], self.nframes
+        K, n = arr.shape[0], self.frame_count
         if frames is None and K < n:
             raise ValueError(f"target: {K} frames but the image has {n} (one target frame per rendered frame is "
                              f"expected); pass frames= (the rendered frame compared with each target frame, e.g. "
@@ -231,18 +239,18 @@ class _TargetLoss:
             raise ValueError(f"target: {K} frames, more than the image's {n} (each target frame is compared with "
                              f"one rendered frame; the loss holds at most {n})")
         self._check_target(arr, None)
-        ids = _frames(frames, arr.shape[0], self.nframes)
+        ids = _frames(frames, arr.shape[0], self.frame_count)
         if len(ids) == 0:
             raise ValueError("frames: at least one frame must be compared")
         self.count = len(ids)
-        fid = np.zeros(self.nframes, np.int32)
+        fid = np.zeros(self.frame_count, np.int32)
         fid[:self.count] = ids
         self.fid.from_numpy(fid)
         ids = np.asarray(ids, dtype=np.int64)
-        by_frame = np.zeros(self.nframes, np.int32)
+        by_frame = np.zeros(self.frame_count, np.int32)
         by_frame[:self.count] = np.argsort(ids, kind="stable")
         self.by_frame.from_numpy(by_frame)
-        self.frame_start.from_numpy(np.searchsorted(np.sort(ids), np.arange(self.nframes + 1)).astype(np.int32))
+        self.frame_start.from_numpy(np.searchsorted(np.sort(ids), np.arange(self.frame_count + 1)).astype(np.int32))
         self._store_target(arr)
 
     def set_target(self, target):
@@ -271,7 +279,7 @@ class _TargetLoss:
         self.background.from_numpy(np.ascontiguousarray(arr).astype(np_float()))
 
     def _store_target(self, arr):
-        full = np.zeros((self.nframes,) + self.size + (self.target.n,), np_float())
+        full = np.zeros((self.frame_count,) + self.size + (self.target.n,), np_float())
         full[:len(arr)] = arr
         self.target.from_numpy(full)
 
@@ -403,7 +411,7 @@ class ImageMSE(_TargetLoss):
         increasing order within (`by_frame`): every image.grad entry has one writer and sums in a fixed
         order even when a frame is compared twice: no atomics, bit-reproducible, on threads."""
         g2 = 2.0 * scale * loss.grad[None]
-        for f, i in ti.ndrange(self.nframes, self.size[0]):
+        for f, i in ti.ndrange(self.frame_count, self.size[0]):
             for m in range(self.frame_start[f], self.frame_start[f + 1]):
                 k = self.by_frame[m]
                 for j in range(self.size[1]):
@@ -439,7 +447,7 @@ class SoftIoU(SilhouetteMSE):
 
     def __init__(self, image, target, frames=None, channel=None, weight=1.0):
         super().__init__(image, target, frames=frames, channel=channel, weight=weight)
-        n, (H, W) = self.nframes, self.size
+        n, (H, W) = self.frame_count, self.size
         self.union_px = ti.field(float, shape=(n, H, W), needs_grad=True)
         self.union_rows = ti.field(float, shape=(n, H), needs_grad=True)
         self.inter = ti.field(float, shape=n, needs_grad=True)
@@ -477,135 +485,6 @@ class SoftIoU(SilhouetteMSE):
             loss[None] += scale * (1.0 - self.inter[k] / (self.union[k] + 1e-12))
 
 
-def gaussian_weights(sigma):
-    """Normalised 1D Gaussian taps (2 r + 1,) and the radius r = max(1, ceil(3 sigma)) [px]."""
-    r = max(1, int(np.ceil(3 * sigma)))
-    w = np.exp(-0.5 * (np.arange(-r, r + 1) / sigma) ** 2)
-    return w / w.sum(), r
-
-
-def gaussian_blur(img, sigma):
-    """Separable Gaussian blur with zero padding over the first two axes (H, W, ...)
-    of a numpy array: the numpy twin of `BlurredImageMSE`'s kernels."""
-    img = np.asarray(img, dtype=np.float64)
-    if sigma <= 0:
-        return img.copy()
-    w, r = gaussian_weights(sigma)
-    H, W = img.shape[:2]
-    rest = [(0, 0)] * (img.ndim - 2)
-    p = np.pad(img, [(0, 0), (r, r)] + rest)
-    tmp = sum(w[k] * p[:, k:k + W] for k in range(2 * r + 1))
-    p = np.pad(tmp, [(r, r), (0, 0)] + rest)
-    return sum(w[k] * p[k:k + H] for k in range(2 * r + 1))
-
-
-class BlurredImageMSE(ImageMSE):
-    """`loss += weight * sum_s mean((G_s * image[frames][..., channels] - G_s * target)^2)`
-    over blur widths s in `sigmas` [px] (s = 0: the plain `ImageMSE`), G_s a Gaussian
-    with zero padding (applied after compositing, when a plate is set).
-
-    Why: with sharp silhouettes the pixel MSE grows like |error| once an edge is off
-    by more than its soft width, and is flat once the object and its target no longer
-    overlap, so gradient steps neither shrink near the answer nor find a far one.  The
-    blurred copies make the loss quadratic out to ~s pixels and give it a gradient
-    before the object overlaps the target.
-
-    Args: as `ImageMSE`, plus `sigmas`.  `target=None` starts from zeros for every
-    image frame and channel (call `set_target` or `set_frames` before use; `VideoFit`
-    does).  Call it once per Tape (its blurred images are scratch fields written once).
-    """
-
-    _pixel_buffer = True       # the blurred levels' terms
-
-    def __init__(self, image, target=None, frames=None, channels=None, weight=1.0, sigmas=(0.0, 2.0, 4.0),
-                 background=None):
-        sig = []
-        for s in np.atleast_1d(np.asarray(sigmas, dtype=np.float64)):
-            if s < 0 or not np.isfinite(s):
-                raise ValueError(f"sigmas: blur widths must be finite and >= 0 px, got {s}")
-            sig.append(float(s))
-        if target is None:
-            (nframes, H, W), C = _check_image(image)
-            nc = len(channels) if channels is not None else (3 if background is not None else C)
-            target = np.zeros((nframes, H, W, nc))
-            frames = None
-        self.levels = []
-        super().__init__(image, target, frames=frames, channels=channels, weight=weight, background=background)
-        n, (H, W) = self.nframes, self.size
-        for s in sig:
-            lvl = {"sigma": s}
-            if s > 0:
-                w, r = gaussian_weights(s)
-                lvl["r"] = r
-                lvl["w"] = ti.field(float, shape=2 * r + 1)
-                lvl["w"].from_numpy(w.astype(np_float()))
-                for name in ("tmp", "blur"):
-                    lvl[name] = ti.Vector.field(self.target.n, float, shape=(n, H, W), needs_grad=True)
-                lvl["target"] = ti.Vector.field(self.target.n, float, shape=(n, H, W))
-            self.levels.append(lvl)
-        self._blur_targets()
-
-    def _store_target(self, arr):
-        super()._store_target(arr)
-        self._blur_targets()
-
-    def _blur_targets(self):
-        if not self.levels:
-            return
-        t = np.moveaxis(self.target.to_numpy().astype(np.float64), 0, -1)      # (H, W, C, frames)
-        for lvl in self.levels:
-            if lvl["sigma"] > 0:
-                lvl["target"].from_numpy(np.moveaxis(gaussian_blur(t, lvl["sigma"]), -1, 0).astype(np_float()))
-
-    def level_residuals(self) -> np.ndarray:
-        """The residuals of every blur level, (levels, K, H, W, C) numpy: sqrt(weight) x
-        (G_s * compared values - G_s * target), so their mean square times the number of
-        levels is this loss (least squares on the loss itself: `VideoFit.refine(levels=True)`).
-        `residuals()` stays the plain compared-minus-target values."""
-        K = self.count
-        diff = np.moveaxis(self.compared() - self.target.to_numpy().astype(np.float64)[:K], 0, -1)  # (H, W, C, K)
-        out = [gaussian_blur(diff, lvl["sigma"]) for lvl in self.levels]     # the blur is linear
-        return np.sqrt(self.weight) * np.moveaxis(np.stack(out), -1, 1)
-
-    def __call__(self, loss):
-        K = self.count
-        scale = self.weight / float(np.prod(self.shape) * len(self.channels))
-        for lvl in self.levels:
-            if lvl["sigma"] <= 0:
-                self._mse(loss, scale)
-            else:
-                self._clear(lvl["tmp"], lvl["blur"], K)
-                self._rows(self.image, lvl["tmp"], lvl["w"], lvl["r"], K)
-                self._cols(lvl["tmp"], lvl["blur"], lvl["w"], lvl["r"], K)
-                self._blurred_terms(lvl["blur"], lvl["target"], K)
-                self._reduce(loss, scale, K)
-
-    @ti.kernel
-    def _clear(self, tmp: ti.template(), blur: ti.template(), K: ti.i32):
-        for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):   # a kernel, not fill(): it must sit on the Tape
-            tmp[k, i, j] = ti.Vector.zero(float, ti.static(len(self.channels)))
-            blur[k, i, j] = ti.Vector.zero(float, ti.static(len(self.channels)))
-
-    @ti.kernel
-    def _rows(self, image: ti.template(), tmp: ti.template(), w: ti.template(), r: ti.i32, K: ti.i32):
-        if ti.static(self.serial):
-            ti.loop_config(serialize=True)
-        for k, i, j, d in ti.ndrange(K, self.size[0], self.size[1], 2 * r + 1):
-            jj = j + d - r
-            if 0 <= jj < self.size[1]:
-                tmp[k, i, j] += w[d] * self._value(image, self.fid[k], i, jj)
-
-    @ti.kernel
-    def _cols(self, tmp: ti.template(), blur: ti.template(), w: ti.template(), r: ti.i32, K: ti.i32):
-        if ti.static(self.serial):
-            ti.loop_config(serialize=True)
-        for k, i, j, d in ti.ndrange(K, self.size[0], self.size[1], 2 * r + 1):
-            ii = i + d - r
-            if 0 <= ii < self.size[0]:
-                blur[k, i, j] += w[d] * tmp[k, ii, j]
-
-    @ti.kernel
-    def _blurred_terms(self, blur: ti.template(), target: ti.template(), K: ti.i32):
-        for k, i, j in ti.ndrange(K, self.size[0], self.size[1]):
-            e = blur[k, i, j] - target[k, i, j]
-            self.pixel[k, i, j] = e.dot(e)
+# The Gaussian blur and the coarse-to-fine loss built on it live in `blurred.py`; they are
+# re-exported here so `from tigradsim.renderers.losses import BlurredImageMSE` keeps working.
+from .blurred import BlurredImageMSE, gaussian_blur, gaussian_weights  # noqa: E402  (needs ImageMSE above)

@@ -249,7 +249,9 @@ def test_bad_input_is_named_before_any_kernel_runs(scenes):
         BatchFit(batch, sim, masses, every=EVERY)
     with pytest.raises(ValueError, match="names must be unique"):
         BatchFit(batch, sim, [masses[0], masses[0]], camera=camera(), every=EVERY)
-    fit = BatchFit(batch, sim, masses, camera=camera(), every=EVERY, sigma=SIGMA)
+    with pytest.raises(TypeError, match="BatchFit: edge_softness and sigma: give one"):   # sigma: the older name
+        BatchFit(batch, sim, masses, camera=camera(), every=EVERY, edge_softness=SIGMA, sigma=SIGMA)
+    fit = BatchFit(batch, sim, masses, camera=camera(), every=EVERY, edge_softness=SIGMA)
     with pytest.raises(ValueError, match=r"targets: expected one video per copy \(2\), got 1"):
         fit.fit([np.zeros((11, RES, RES))], iters=1)
     with pytest.raises(ValueError, match=r"targets\[1\]: shape \(11, 20, 24, 1\)"):

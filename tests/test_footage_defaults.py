@@ -8,7 +8,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim.fitting.uncertainty import Z95, t95
-from tigradsim.renderers import Camera, SoftRasterizer, sigma_for_edge
+from tigradsim.renderers import Camera, SoftRasterizer, edge_softness_for_edge, sigma_for_edge
 from tigradsim.scenes.scene_build import frame_blocks
 
 
@@ -23,22 +23,23 @@ def _edge_alpha(edge_u, sigma, size=32):
     return ren.image.to_numpy()[0, size // 2, :, 0]
 
 
-def test_sigma_for_edge_gives_the_edge_width_in_pixels(f64):
+def test_edge_softness_for_edge_gives_the_edge_width_in_pixels(f64):
     """Coverage 10 % at 0.4 px outside and 90 % at 0.4 px inside a straight edge for edge_px = 0.8
     (pixel centres at integer u); a wider edge_px softens it as the formula says."""
     size = 32
-    s = sigma_for_edge(0.8, size, size)
+    s = edge_softness_for_edge(0.8, size, size)
+    assert sigma_for_edge is edge_softness_for_edge        # its older name
     assert math.isclose(s, (0.8 * 2 / size) ** 2 / (4 * math.log(9)), rel_tol=1e-15)
     a = _edge_alpha(10.4, s, size)            # pixel 10 is 0.4 px outside, pixel 11 0.6 px inside
     assert a[10] == pytest.approx(0.1, abs=1e-6) and a[9] < 1e-4 and a[11] > 0.99
     a = _edge_alpha(10.6, s, size)            # pixel 11 is 0.4 px inside
     assert a[11] == pytest.approx(0.9, abs=1e-6) and a[12] > 0.999
-    soft = _edge_alpha(10.4, sigma_for_edge(3.2, size, size), size)    # 4x wider: 0.4 px is 1/4 of the way
+    soft = _edge_alpha(10.4, edge_softness_for_edge(3.2, size, size), size)    # 4x wider: 0.4 px is 1/4 of the way
     assert soft[10] == pytest.approx(1 / (1 + 9 ** (1 / 16)), abs=1e-6)
-    assert sigma_for_edge(0.8, 64, 32) == pytest.approx(sigma_for_edge(0.8, 32, 32))   # the smaller side
+    assert edge_softness_for_edge(0.8, 64, 32) == pytest.approx(edge_softness_for_edge(0.8, 32, 32))   # the smaller side
     for bad in (0, -1.0, float("nan"), True):
-        with pytest.raises(ValueError, match=r"sigma_for_edge: edge_px must be a positive number"):
-            sigma_for_edge(bad, 32, 32)
+        with pytest.raises(ValueError, match=r"edge_softness_for_edge: edge_px must be a positive number"):
+            edge_softness_for_edge(bad, 32, 32)
 
 
 def test_t95_table_and_series():
@@ -86,20 +87,28 @@ def test_few_cluster_intervals_use_t_quantiles_and_cover(f64):
 
 
 @pytest.mark.slow
-def test_scene_sigma_auto_default_and_errors(tmp_path, f64):
-    """A scene file without [fit] sigma renders with sigma_for_edge(0.8 px) at the render size;
-    "auto" says the same; a number is used as given; any other string names the key."""
+def test_scene_edge_softness_auto_default_and_errors(tmp_path, f64):
+    """A scene file without [fit] edge_softness renders with edge_softness_for_edge(0.8 px) at the
+    render size; "auto" says the same; a number is used as given (also under the older key `sigma`);
+    any other string names the key, and so does giving both keys."""
     from test_scene_file import _scene
     from tigradsim.scenes.scene_build import EDGE_PX, Scene, load_scene_footage
     from tigradsim.scenes.scene_file import SceneError, parse_scene
 
-    for sigma, expect in ((None, sigma_for_edge(EDGE_PX, 8, 8)), ("auto", sigma_for_edge(EDGE_PX, 8, 8)),
-                          (2e-3, 2e-3)):
-        data = _scene(tmp_path) if sigma is None else _scene(tmp_path, **{"fit.sigma": sigma})
+    auto = edge_softness_for_edge(EDGE_PX, 8, 8)
+    for key, value, expect in (("edge_softness", None, auto), ("edge_softness", "auto", auto),
+                               ("edge_softness", 2e-3, 2e-3), ("sigma", 3e-3, 3e-3)):
+        data = _scene(tmp_path) if value is None else _scene(tmp_path, **{"fit." + key: value})
         spec = parse_scene(data, str(tmp_path / "scene.toml"))
+        assert spec.fit.sigma == spec.fit.edge_softness
         scene = Scene(spec, load_scene_footage(spec))
-        assert scene.renderer.sigma == pytest.approx(expect, rel=1e-12)
+        assert scene.renderer.edge_softness == pytest.approx(expect, rel=1e-12)
+        assert scene.edge_softness == scene.sigma == scene.renderer.edge_softness
         assert scene.interval_blocks(3) == 3 and scene.interval_blocks(40) == 6
+    with pytest.raises(SceneError, match=r"\[fit\].*sigma.*older name of edge_softness"):
+        parse_scene(_scene(tmp_path, **{"fit.sigma": 1e-3, "fit.edge_softness": 1e-3}), str(tmp_path / "scene.toml"))
+    with pytest.raises(SceneError, match=r"\[fit\].*edge_softness.*expected a positive number or \"auto\", got \"sharp\""):
+        parse_scene(_scene(tmp_path, **{"fit.edge_softness": "sharp"}), str(tmp_path / "scene.toml"))
     with pytest.raises(SceneError, match=r"\[fit\].*sigma.*expected a positive number or \"auto\", got \"sharp\""):
         parse_scene(_scene(tmp_path, **{"fit.sigma": "sharp"}), str(tmp_path / "scene.toml"))
 

@@ -60,8 +60,8 @@ def test_default_tolerance_passes_a_correct_gradient_and_fails_wrong_ones(precis
     tgs.init(arch="cpu", precision=precision)
     assert gradcheck.default_rtol() == pytest.approx(rtol, rel=1e-2)
     run, loss, v0 = tour_particles()
-    report = tgs.check_gradient(run, loss, [v0], n_dirs=3)
-    assert report.rtol == gradcheck.default_rtol()
+    report = tgs.check_gradient(run, loss, [v0], direction_count=3)
+    assert report.rtol == gradcheck.default_rtol() and len(report.analytic) == 3
     assert report.ok, str(report)
     assert max(abs(a) for a in report.analytic) > 1e-3          # a real gradient, not zeros
     if precision == "f32":
@@ -69,8 +69,8 @@ def test_default_tolerance_passes_a_correct_gradient_and_fails_wrong_ones(precis
         assert report.max_rel_error > 1e-5, str(report)
     for wrong in ("scaled", "flipped"):
         run, loss, v0 = tour_particles(wrong)
-        bad = tgs.check_gradient(run, loss, [v0], n_dirs=3)
-        assert not bad.ok, f"{wrong}: {bad}"
+        bad = tgs.check_gradient(run, loss, [v0], n_dirs=3)              # n_dirs: direction_count's older name
+        assert not bad.ok and len(bad.analytic) == 3, f"{wrong}: {bad}"
         assert bad.max_rel_error > 3 * bad.rtol, f"{wrong}: {bad}"     # failed by a margin, not by noise
 
 
@@ -79,3 +79,7 @@ def test_param_gradient_default_tolerance_f32():
     run, loss, v0 = tour_particles()
     report = tgs.check_param_gradient(run, loss, tgs.Param(v0, "v0", lower=-10.0, upper=10.0))
     assert report.rtol == gradcheck.default_rtol() and report.ok, str(report)
+    with pytest.raises(TypeError, match="check_param_gradient: direction_count and n_dirs: give one"):
+        tgs.check_param_gradient(run, loss, tgs.Param(v0, "v0"), direction_count=2, n_dirs=2)
+    with pytest.raises(TypeError, match="check_gradient: direction_count and n_dirs: give one"):
+        tgs.check_gradient(run, loss, [v0], direction_count=2, n_dirs=2)

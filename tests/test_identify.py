@@ -170,3 +170,7 @@ def test_latin_hypercube_is_stratified():
     assert u.shape == (10, 3) and np.all((u >= 0) & (u < 1))
     for j in range(3):
         assert sorted(np.floor(u[:, j] * 10).astype(int)) == list(range(10))
+    # n_points: point_count's older name, same draws
+    np.testing.assert_array_equal(tgs.latin_hypercube(n_points=10, dim=3, rng=np.random.default_rng(0)), u)
+    with pytest.raises(TypeError, match="latin_hypercube: point_count and n_points: give one"):
+        tgs.latin_hypercube(10, 3, np.random.default_rng(0), n_points=10)

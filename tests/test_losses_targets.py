@@ -78,27 +78,28 @@ def test_frames_after_construction_and_composited_colour(f64):
     img = _image()
     rng = np.random.default_rng(2)
     plate = rng.random((6, 5, 3))
-    sigmas = (0.0, 1.5)
-    lossobj = BlurredImageMSE(img, sigmas=sigmas, background=plate, weight=0.5)
+    blur_px = (0.0, 1.5)
+    lossobj = BlurredImageMSE(img, blur_px=blur_px, background=plate, weight=0.5)
     loss = _loss()
     a = img.to_numpy()
     for fid in ([3, 1], [0, 1, 2, 3]):
         target = rng.random((len(fid), 6, 5, 3))
         lossobj.set_frames(fid, target)
-        assert lossobj.shape == (len(fid), 6, 5)
+        assert lossobj.shape == (len(fid), 6, 5) and lossobj.count == len(fid)
+        assert lossobj.frame_count == lossobj.nframes == 4          # nframes: frame_count's older name
         loss[None] = 0
         lossobj(loss)
         comp = _composite(a, fid, plate)
         expect = 0.5 * sum(np.mean([(gaussian_blur(comp[k], s) - gaussian_blur(target[k], s)) ** 2
-                                    for k in range(len(fid))]) for s in sigmas)
+                                    for k in range(len(fid))]) for s in blur_px)
         assert loss[None] == pytest.approx(expect, rel=1e-12)
         # the residuals of every blur level (for least squares): their mean square x levels is the loss
         np.testing.assert_allclose(lossobj.residuals(), comp - target, atol=1e-14)
         res = lossobj.level_residuals()
-        assert res.shape == (len(sigmas), len(fid), 6, 5, 3)
+        assert res.shape == (len(blur_px), len(fid), 6, 5, 3)
         np.testing.assert_allclose(res[0], np.sqrt(0.5) * (comp - target), atol=1e-14)
-        np.testing.assert_allclose(res[1, 0], np.sqrt(0.5) * gaussian_blur(comp[0] - target[0], sigmas[1]), atol=1e-14)
-        assert np.mean(res ** 2) * len(sigmas) == pytest.approx(loss[None], rel=1e-12)
+        np.testing.assert_allclose(res[1, 0], np.sqrt(0.5) * gaussian_blur(comp[0] - target[0], blur_px[1]), atol=1e-14)
+        assert np.mean(res ** 2) * len(blur_px) == pytest.approx(loss[None], rel=1e-12)
     tgs.check_gradient(lambda: lossobj(loss), loss, [img], n_dirs=3, rtol=RTOL).assert_ok()
     # ImageMSE's written-out backward (`_mse_rows_grad`), with a frame compared twice (its image
     # gradient is the sum of both terms') and over the plate
@@ -146,7 +147,7 @@ def test_losses_bit_reproducible(f64):
     img = _image(frames=3, H=48, W=40)
     rng = np.random.default_rng(3)
     losses = [ImageMSE(img, rng.random((3, 48, 40, 3)), frames=[0, 2, 0]),      # a repeated frame
-              BlurredImageMSE(img, rng.random((3, 48, 40, 3)), sigmas=(0.0, 2.0), background=rng.random((48, 40, 3))),
+              BlurredImageMSE(img, rng.random((3, 48, 40, 3)), blur_px=(0.0, 2.0), background=rng.random((48, 40, 3))),
               SoftIoU(img, rng.random((3, 48, 40)))]
     loss = _loss()
     runs = []
@@ -167,7 +168,7 @@ def test_losses_compile_without_taichi_warnings(capfd):
         img = _image(frames=2, H=5, W=4)
         rng = np.random.default_rng(4)
         # every kernel of the losses: per-pixel terms (composited and not), blur rows/columns, reductions, IoU
-        objs = [BlurredImageMSE(img, rng.random((2, 5, 4, 3)), sigmas=(0.0, 1.0), background=rng.random((5, 4, 3))),
+        objs = [BlurredImageMSE(img, rng.random((2, 5, 4, 3)), blur_px=(0.0, 1.0), background=rng.random((5, 4, 3))),
                 SilhouetteMSE(img, rng.random((2, 5, 4))), SoftIoU(img, rng.random((2, 5, 4)))]
         loss = _loss()
         capfd.readouterr()
@@ -244,7 +245,7 @@ def test_rgb_footage_gradient_wrt_rigid_mass(f64):
     with pytest.raises(ValueError, match=r"target: 12 frames but the image has only 9"):
         sfit.set_target(np.zeros((12, 24, 24)))
     # a user's blurred loss on the masks; coarse to fine in time grows its clip, same object
-    blurred = BlurredImageMSE(sil.image, sigmas=(0.0, 1.0))
+    blurred = BlurredImageMSE(sil.image, blur_px=(0.0, 1.0))
     sfit.set_image_loss(blurred)
     sfit.set_target(clip[:4], frames=range(4))
     assert blurred.count == 4

@@ -131,7 +131,7 @@ def test_tape_gradient_of_stress(name):
     mat = get_material(name)
     rng = np.random.default_rng(4)
     nr, nc = mat.F_shape
-    npar = max(mat.num_params, 1)
+    npar = max(mat.param_count, 1)
     Fs = _sample_F(mat, rng, 2, 2)
     n = len(Fs)
     F = ti.Matrix.field(nr, nc, float, shape=n, needs_grad=True)
@@ -140,7 +140,7 @@ def test_tape_gradient_of_stress(name):
     loss = ti.field(float, shape=(), needs_grad=True)
     F.from_numpy(Fs)
     W.from_numpy(rng.standard_normal((n, nr, nc)))
-    pv = mat.param_vector(_values(mat)) if mat.num_params else np.ones(1)
+    pv = mat.param_vector(_values(mat)) if mat.param_count else np.ones(1)
     p.from_numpy(pv * rng.uniform(0.8, 1.2, size=pv.shape))
 
     @ti.kernel
@@ -149,7 +149,7 @@ def test_tape_gradient_of_stress(name):
             P = mat.stress(F[i], p[None])
             loss[None] += (P * W[i]).sum()
 
-    scale = float(np.abs(pv).max()) if mat.num_params else 1.0
+    scale = float(np.abs(pv).max()) if mat.param_count else 1.0
     tgs.check_gradient(lambda: run_kernel(mat), loss, [F, p], n_dirs=3, eps=1e-6, rtol=1e-5,
                        scale=[1.0, scale]).assert_ok()
 

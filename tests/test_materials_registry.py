@@ -35,7 +35,7 @@ def test_builtins_listed_by_kind():
     assert set(list_materials()) >= set(list_materials("tet")) | set(list_materials("shell"))
     nh = get_material("neo_hookean")
     assert nh.kind == "tet" and nh.F_shape == (3, 3) and list(nh.params) == ["mu", "lam"]
-    assert nh.param_names == ("mu", "lam") and nh.num_params == 2 and nh.has_energy
+    assert nh.param_names == ("mu", "lam") and nh.param_count == nh.num_params == 2 and nh.has_energy
     assert get_material("membrane").F_shape == (3, 2)
 
 

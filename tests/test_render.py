@@ -244,7 +244,7 @@ def test_binning_matches_brute_force_image_and_gradient():
         with ti.ad.Tape(loss):
             ren.render(X, 0, 0)
             mse(loss)
-        results.append((ren.image.to_numpy(), X.grad.to_numpy(), ren.light_dir.grad.to_numpy(), ren.num_pairs))
+        results.append((ren.image.to_numpy(), X.grad.to_numpy(), ren.light_dir.grad.to_numpy(), ren.pair_count))
     (i1, g1, l1, n1), (i2, g2, l2, n2) = results
     assert n1 == n2 and n1 < 18 * 20 * len(faces) / 4
     assert np.allclose(i1, i2, atol=1e-12)
@@ -262,7 +262,7 @@ def test_capacities_grow_and_memory_is_sparse():
     assert ren.regrows >= 1 and ren.tile_capacity > 64
     ref = SoftRasterizer(cam, f, len(v), sigma=1e-4, binning=False)
     assert np.allclose(ref.render_numpy(v), a, atol=1e-12)
-    assert ren.num_pairs < 16 * 16 * len(f) / 20    # O(pixels x faces near a pixel)
+    assert ren.pair_count < 16 * 16 * len(f) / 20    # O(pixels x faces near a pixel)
 
 
 # ------------------------------------------------------------------ golden
@@ -423,6 +423,6 @@ def test_empty_view_and_faces_behind_the_camera():
         img, g = ren.image.to_numpy()[0], X.grad.to_numpy()
         assert np.all(np.isfinite(img)) and np.all(np.isfinite(g))
         if expect_pairs is False:
-            assert ren.num_pairs == 0 and np.allclose(img[..., :3], [0.2, 0.3, 0.4]) and np.all(g == 0)
+            assert ren.pair_count == 0 and np.allclose(img[..., :3], [0.2, 0.3, 0.4]) and np.all(g == 0)
         if expect_pairs:
-            assert ren.num_pairs > 0 and np.abs(g).max() > 0
+            assert ren.pair_count > 0 and np.abs(g).max() > 0

@@ -77,18 +77,18 @@ def test_blurred_image_mse_matches_numpy_and_fd():
     rng = np.random.default_rng(0)
     img.from_numpy(rng.uniform(0, 1, (3, 12, 10, 4)))
     target = rng.uniform(0, 1, (2, 12, 10, 3))
-    sigmas = (0.0, 1.5, 3.0)
-    lossobj = BlurredImageMSE(img, target, frames=[2, 0], sigmas=sigmas, weight=0.7)
+    blur_px = (0.0, 1.5, 3.0)
+    lossobj = BlurredImageMSE(img, target, frames=[2, 0], blur_px=blur_px, weight=0.7)
     loss = _loss()
     lossobj(loss)
     a = img.to_numpy()[[2, 0]][..., :3]
     expect = 0.7 * sum(np.mean([(gaussian_blur(a[k], s) - gaussian_blur(target[k], s)) ** 2 for k in range(2)])
-                       for s in sigmas)
+                       for s in blur_px)
     assert loss[None] == pytest.approx(expect, rel=1e-10)
     tgs.check_gradient(lambda: lossobj(loss), loss, [img], n_dirs=2, rtol=RTOL).assert_ok()
     # a silhouette renderer's video, target set later (VideoFit's use), through the rasterizer
     ren, X, frame = _sphere_scene("silhouette", frames=2)
-    blurred = BlurredImageMSE(ren.image, sigmas=(0.0, 2.0))
+    blurred = BlurredImageMSE(ren.image, blur_px=(0.0, 2.0))
     blurred.set_target(np.stack([frame, frame[::-1]]))
 
     def run():
@@ -97,8 +97,14 @@ def test_blurred_image_mse_matches_numpy_and_fd():
         blurred(loss)
 
     tgs.check_gradient(run, loss, [X], n_dirs=3, eps=1e-6, rtol=RTOL).assert_ok()
-    with pytest.raises(ValueError, match="sigmas"):
+    with pytest.raises(ValueError, match="blur_px"):
+        BlurredImageMSE(img, target, frames=[2, 0], blur_px=(-1.0,))
+    with pytest.raises(ValueError, match="sigmas"):       # the older name is still checked by its name
         BlurredImageMSE(img, target, frames=[2, 0], sigmas=(-1.0,))
+    with pytest.raises(TypeError, match="blur_px and sigmas"):
+        BlurredImageMSE(img, target, frames=[2, 0], blur_px=(0.0,), sigmas=(0.0,))
+    alias = BlurredImageMSE(img, target, frames=[2, 0], sigmas=blur_px, weight=0.7)   # sigmas= names blur_px
+    assert [lvl["blur_px"] for lvl in alias.levels] == list(blur_px)
 
 
 @pytest.mark.parametrize("normals", ["flat", "smooth"])

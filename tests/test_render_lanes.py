@@ -62,7 +62,7 @@ def test_pixel_lanes_equal_the_pair_list(kw):
     count = kw.pop("pixel_lanes", True)
     lanes, got = _render_grads(cam, f, len(v), X, target, pixel_lanes=count, **kw)
     pairs, want = _render_grads(cam, f, len(v), X, target, pixel_lanes=False, **kw)
-    assert lanes.pixel_lanes and not pairs.pixel_lanes and lanes.num_pairs == 0 < pairs.num_pairs
+    assert lanes.pixel_lanes and not pairs.pixel_lanes and lanes.pair_count == 0 < pairs.pair_count
     assert lanes.lane_count == (4 if count is True else count) and pairs.lane_count == 0
     img = want[0]
     assert 0.05 < img.mean() < 0.95 and img[1, 0, 0] > 0.5 and img[2, -1, -1] > 0.5     # the corners covered

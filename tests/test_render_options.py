@@ -25,6 +25,12 @@ def test_option_objects_and_keywords_make_the_same_renderer():
     img = a.render_numpy(VERTS)
     assert img[..., 3].max() > 0.5
     np.testing.assert_array_equal(img, b.render_numpy(VERTS))
+    # the counts are `*_count`; the older `num_*` names (keyword and attributes) still work
+    c = SoftRasterizer(_cam(), FACES, num_vertices=4, sigma=3e-3, shading="color", vertex_colors=(0.2, 0.5, 0.7),
+                       gamma=0.05, background=(0.1, 0.1, 0.1), keep_frames=False)
+    np.testing.assert_array_equal(img, c.render_numpy(VERTS))
+    assert (c.vertex_count, c.face_count, c.light_count) == (c.num_vertices, c.num_faces, c.num_lights) == (4, 2, 1)
+    assert c.num_pairs == c.pair_count
 
 
 def test_a_keyword_replaces_its_field_of_an_option_object():
@@ -38,6 +44,10 @@ def test_option_errors_name_the_option():
         SoftRasterizer(_cam(), FACES, 4, sigmaa=1e-3)
     with pytest.raises(TypeError, match="sigma and edge_softness"):
         SoftRasterizer(_cam(), FACES, 4, sigma=1e-3, edge_softness=1e-3)
+    with pytest.raises(TypeError, match="SoftRasterizer: vertex_count and num_vertices: give one"):
+        SoftRasterizer(_cam(), FACES, 4, num_vertices=4)
+    with pytest.raises(ValueError, match="SoftRasterizer: vertex_count=None must be a positive integer"):
+        SoftRasterizer(_cam(), FACES)
     with pytest.raises(TypeError, match="coverage=.* must be a Coverage"):
         SoftRasterizer(_cam(), FACES, 4, coverage=Surface())
     with pytest.raises(ValueError, match="edge_softness|sigma"):

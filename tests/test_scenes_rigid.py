@@ -17,6 +17,7 @@ def test_posed_mesh_vertices_gradient_matches_fd(f64):
     general pose and at zero rotation (where the kernel's sqrt(|r|^2 + 1e-12) keeps it finite)."""
     rng = np.random.default_rng(3)
     obj = rigid_pose_fit.PosedMesh(rng.normal(size=(7, 3)))
+    assert obj.vertex_count == obj.n == 7                    # n: vertex_count's older name
     loss = tgs.MSELoss(obj.X, rng.normal(size=(1, 7, 3)))
 
     def run():

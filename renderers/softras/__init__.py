@@ -11,8 +11,9 @@
     reference.py   a slow numpy float64 rasterizer of the same model, for the tests
 """
 from .options import (BLENDS, COLOR_MODES, KEEP_FRAMES_MAX_BYTES, NORMALS, PIXEL_LANES_MIN, SHADINGS, Blending,
-                      Coverage, RendererWarning, Schedule, Surface, VertexMap, sigma_for_edge)
+                      Coverage, RendererWarning, Schedule, Surface, VertexMap, edge_softness_for_edge,
+                      sigma_for_edge)
 from .rasterizer import SoftRasterizer
 
-__all__ = ["SoftRasterizer", "RendererWarning", "sigma_for_edge", "SHADINGS", "COLOR_MODES", "NORMALS", "BLENDS",
+__all__ = ["SoftRasterizer", "RendererWarning", "edge_softness_for_edge", "sigma_for_edge", "SHADINGS", "COLOR_MODES", "NORMALS", "BLENDS",
            "KEEP_FRAMES_MAX_BYTES", "PIXEL_LANES_MIN", "Coverage", "Surface", "Blending", "VertexMap", "Schedule"]

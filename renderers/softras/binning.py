@@ -18,17 +18,17 @@ class Binner:
     def __init__(self, projector, tile_size, pixel_lanes):
         self.projector = projector
         self.width, self.height = projector.width, projector.height
-        self.num_faces = projector.num_faces
+        self.face_count = projector.face_count
         self.tile_size = int(tile_size)
         self.tiles_x = -(-self.width // self.tile_size)
         self.tiles_y = -(-self.height // self.tile_size)
         self.pixel_lanes = pixel_lanes
-        self.fbox = ti.Vector.field(4, float, shape=self.num_faces)
+        self.fbox = ti.Vector.field(4, float, shape=self.face_count)
         self.tile_count = ti.field(ti.i32, shape=self.tiles_x * self.tiles_y)
         self.counters = ti.field(ti.i32, shape=2)    # number of pairs, largest tile list
         self._tree = None
         self.capacity = 0
-        self.alloc(max(16, min(self.num_faces, 64)))
+        self.alloc(max(16, min(self.face_count, 64)))
 
     def alloc(self, cap):
         """Room for `cap` faces per tile (the lists are refilled by the next binning)."""
@@ -70,8 +70,8 @@ class Binner:
             if t == 0:
                 self.counters[1] = 0
         # faces -> tiles (bounding box grown by the cutoff radius)
-        ti.loop_config(serialize=ti.static(serial_loop(self.num_faces, 16)))
-        for f in range(self.num_faces):
+        ti.loop_config(serialize=ti.static(serial_loop(self.face_count, 16)))
+        for f in range(self.face_count):
             if self.projector.face_ok(f):
                 a, b, c = self.projector.corners(f)
                 r = ti.sqrt(r2) * 1.0001 + 1e-6

@@ -1,6 +1,6 @@
 """The rasterizer's options, as a few small option objects, and their checks.
 
-    SoftRasterizer(camera, faces, num_vertices, frames,
+    SoftRasterizer(camera, faces, vertex_count, frames,
                    coverage=Coverage(edge_softness=1e-4, coverage_eps=1e-4, closed=False, cull_backfaces=False),
                    surface=Surface(shading="silhouette", color_mode="vertex", vertex_colors=None,
                                    face_colors=None, lights=None, ambient=(0.3, 0.3, 0.3), normals="flat"),
@@ -10,8 +10,8 @@
 
 Every field may also be given as a keyword of its own name (`SoftRasterizer(..., shading="lambert",
 sigma=3e-3)`, as before the options existed); a keyword replaces that field of its option object.
-`sigma` is the old name of `Coverage.edge_softness` (the coverage's width, NDC^2; "sigma" also names
-a blur's standard deviation and a noise level elsewhere) and stays accepted.
+`sigma` is the old name of `Coverage.edge_softness` (the coverage's width, NDC^2) and stays accepted;
+an image loss's blur widths are `blur_px` (`BlurredImageMSE`), and "sigma" elsewhere is a standard deviation.
 """
 import dataclasses
 import math
@@ -55,36 +55,41 @@ def err(kind, msg):
     return kind(f"SoftRasterizer: {msg}")
 
 
-def sigma_for_edge(edge_px: float, width: int, height: int) -> float:
-    """The coverage softness `sigma` (`Coverage.edge_softness`, NDC^2) at which a straight silhouette
-    edge's coverage rises from 10 % to 90 % across `edge_px` pixels of a width x height image.
+def edge_softness_for_edge(edge_px: float, width: int, height: int) -> float:
+    """The coverage softness s = `Coverage.edge_softness` (NDC^2; the keyword `sigma=` is its older name)
+    at which a straight silhouette edge's coverage rises from 10 % to 90 % across `edge_px` pixels of a
+    width x height image (`sigma_for_edge` is this function's older name).
 
-    D = sigmoid(+-d^2 / sigma) reaches 10 % / 90 % at d = sqrt(ln(9) sigma) outside / inside
-    the edge, so the 10-90 % width is 2 sqrt(ln(9) sigma) NDC units; one pixel is
+    D = sigmoid(+-d^2 / s) reaches 10 % / 90 % at d = sqrt(ln(9) s) outside / inside
+    the edge, so the 10-90 % width is 2 sqrt(ln(9) s) NDC units; one pixel is
     2 / min(width, height) NDC units (`Projector.pixel_ndc`).  A camera's box-filtered (area) coverage
     of an edge, e.g. a path tracer's antialiased mask or a real sensor's pixel, rises over
     0.8 px (10-90 % of a linear ramp one pixel wide), so edge_px = 0.8 makes the rendered
     silhouette edge as sharp as footage's.  A softer edge is not harmless there: the
     faces that meet at a silhouette edge each add their halo and `1 - prod(1 - D_j)`
-    inflates the silhouette (a path-traced box at 128 px: +14 % area at sigma 3e-4, +3.7 % at
-    3e-5; benchmarks/MEASURED.md), which biases a fit to masks; even at this sigma the two halos
-    of a closed surface's silhouette edges add +5 % area at 64 px, which `closed=True` removes.
+    inflates the silhouette by several per cent of its area, which biases a fit to masks; even at
+    this softness the two halos of a closed surface's silhouette edges inflate it, which
+    `closed=True` removes (figures: benchmarks/RESULTS.md and MEASURED.md, "Moved from the code").
     Blur the image loss (`BlurredImageMSE`) for a wide basin instead.
     """
     for name, v in (("edge_px", edge_px), ("width", width), ("height", height)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0 \
                 or not math.isfinite(v):
-            raise ValueError(f"sigma_for_edge: {name} must be a positive number, got {v!r}")
+            raise ValueError(f"edge_softness_for_edge: {name} must be a positive number, got {v!r}")
     pixel = 2.0 / min(width, height)
     return (float(edge_px) * pixel) ** 2 / (4.0 * math.log(9.0))
 
+
+
+sigma_for_edge = edge_softness_for_edge      # its older name
 
 # --------------------------------------------------------------------- options
 @dataclass(frozen=True)
 class Coverage:
     """Which faces cover which pixels, and how softly (coverage.py).
 
-    edge_softness: sigma of D = sigmoid(+-d^2 / sigma), NDC^2, > 0 (larger: softer edges; `sigma_for_edge`).
+    edge_softness: s in D = sigmoid(+-d^2 / s), NDC^2, > 0 (larger: softer edges; `edge_softness_for_edge`;
+        the keyword `sigma=` is its older name).
     coverage_eps: pairs with coverage below it are skipped (the cutoff), in (0, 0.5).
     closed: the faces form closed surfaces (every edge shared by exactly two faces, checked): each
         face's coverage counts half in the silhouette, so a silhouette edge is as wide as one face's and
@@ -243,7 +248,7 @@ def check_faces(faces, V):
         bad = lo if lo < 0 else hi
         row = int(np.argwhere((arr < 0) | (arr >= V))[0][0])
         raise err(ValueError, f"faces index vertex {bad} (face {row}: {arr[row].tolist()}) but "
-                              f"num_vertices={V}; expected indices in [0, {V - 1}]")
+                              f"vertex_count={V}; expected indices in [0, {V - 1}]")
     return arr
 
 

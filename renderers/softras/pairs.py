@@ -31,7 +31,7 @@ class PairList:
         fl = float
         self.projector, self.shader, self.binner, self.kept, self.image = projector, shader, binner, kept, image
         H, W = projector.height, projector.width
-        self.width, self.height, self.num_faces = W, H, projector.num_faces
+        self.width, self.height, self.face_count = W, H, projector.face_count
         self.channels, self.binning, self.z_init, self.serial = channels, binning, z_init, serial
         self.shading = shader.shading
         self.coverage_power = shader.coverage_power
@@ -109,7 +109,7 @@ class PairList:
         for i, j in self.zmax:
             px, py = self.projector.pixel_ndc(i, j)
             t = (i // TS) * TX + j // TS
-            n = self.num_faces
+            n = self.face_count
             if ti.static(self.binning):
                 n = ti.min(self.binner.tile_count[t], cap)
             cnt = 0
@@ -188,7 +188,7 @@ class PairList:
                         off += 1
             else:
                 px, py = self.projector.pixel_ndc(i, j)
-                for f in range(self.num_faces):
+                for f in range(self.face_count):
                     if self.projector.face_ok(f):
                         hit, z = self.hit(f, px, py, r2)
                         if hit:

@@ -44,7 +44,7 @@ class Projector:
         V, F = len(vertex_ids), len(faces)
         self.camera = camera
         self.width, self.height, self.perspective = camera.width, camera.height, camera.perspective
-        self.num_vertices, self.num_faces = V, F
+        self.vertex_count, self.face_count = V, F
         self.cull_backfaces = bool(cull_backfaces)
         self.serial = serial
         self.has_pixel_offsets = pixel_offsets is not None
@@ -231,7 +231,7 @@ class Projector:
         # 2. project: u = fx X/Z + cx, v = fy Y/Z + cy (orthographic: fx X + cx), then
         #    NDC x = (2u + 1 - W)/s, y = (H - 2v - 1)/s, and the depth Z
         ti.loop_config(serialize=self.serial)       # camera adjoints add up in vertex order
-        for v in range(self.num_vertices):
+        for v in range(self.vertex_count):
             p = verts[slot, self.vid[v]]
             c = matvec(self.cam_eff_R[None], p) + self.cam_eff_t[None]
             uv = self.pixel_uv(c) + self.pixel_offset(v)

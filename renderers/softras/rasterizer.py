@@ -39,6 +39,7 @@ import math
 import numpy as np
 import taichi as ti
 
+from tigradsim.core.aliases import alias_property, renamed_keyword
 from tigradsim.core.model import has_grad
 from tigradsim.core.runtime import custom_op, deterministic, ensure_init, np_float
 from tigradsim.exec.simd import lane_count
@@ -65,8 +66,8 @@ class SoftRasterizer:
     Args:
         camera: a `Camera` (fixes width, height and the projection type).
         faces: (F, 3) integer array of vertex indices (into the surface vertices
-            0..num_vertices-1), counter-clockwise seen from outside.
-        num_vertices: number V of surface vertices.
+            0..vertex_count-1), counter-clockwise seen from outside.
+        vertex_count: number V of surface vertices (`num_vertices=` is its older name).
         frames: number of frames in `image`.
         coverage, surface, blending, vertex_map, schedule: option objects (`options.py`: `Coverage`,
             `Surface`, `Blending`, `VertexMap`, `Schedule`; None: their defaults).
@@ -81,8 +82,8 @@ class SoftRasterizer:
     Stages: `projector`, `shader`, `binner`, `pair_list`, `lanes`, `kept`.
     """
 
-    def __init__(self, camera: Camera, faces, num_vertices, frames=1, *, coverage=None, surface=None,
-                 blending=None, vertex_map=None, schedule=None, **keywords):
+    def __init__(self, camera: Camera, faces, vertex_count=None, frames=1, *, coverage=None, surface=None,
+                 blending=None, vertex_map=None, schedule=None, num_vertices=None, **keywords):
         ensure_init()
         opts = resolve_options(dict(coverage=coverage, surface=surface, blending=blending, vertex_map=vertex_map,
                                     schedule=schedule), keywords)
@@ -91,7 +92,9 @@ class SoftRasterizer:
         self.options = opts
         if not isinstance(camera, Camera):
             raise err(TypeError, f"camera must be a tigradsim.renderers.Camera, got {type(camera).__name__}")
-        V = check_count("num_vertices", num_vertices)
+        vertex_count, name = renamed_keyword("vertex_count", vertex_count, "num_vertices", num_vertices,
+                                             owner="SoftRasterizer")
+        V = check_count(name, vertex_count)
         faces = check_faces(faces, V)
         F = faces.shape[0]
         self.frames = check_count("frames", frames)
@@ -126,7 +129,7 @@ class SoftRasterizer:
         self._max_vid = int(self.vertex_ids.max()) if self.vertex_ids.size else -1
 
         # plain settings (read by tests, benchmarks and the fitting code)
-        self.num_vertices, self.num_faces = V, F
+        self.vertex_count, self.face_count = V, F
         self.width, self.height = camera.width, camera.height
         self.shading, self.color_mode, self.normals, self.blend = shading, surf.color_mode, surf.normals, blend
         self.smooth = shading == "lambert" and surf.normals == "smooth"
@@ -140,7 +143,7 @@ class SoftRasterizer:
         self.tile_size = tile_size
         self.lane_count = lanes       # pixels per lane group; 0: the pair list
         self.pixel_lanes = lanes > 0
-        self.num_lights = len(lights[0])
+        self.light_count = len(lights[0])
         self.sigma = cov.edge_softness          # validated by the property setter
         self.gamma = blend_o.gamma
         keep = sched.keep_frames
@@ -174,7 +177,7 @@ class SoftRasterizer:
         self.background, self.background_image = s.background, s.background_image
         self.kept_log = self.kept.kept_log
         self._np_verts = None
-        self.num_pairs = 0
+        self.pair_count = 0
         self.regrows = 0
         self._scratch_token = None
         # True: backward re-runs a frame even when the scratch still holds it or it
@@ -195,6 +198,12 @@ class SoftRasterizer:
         self._r2 = self._sigma * math.log(1.0 / self.coverage_eps - 1.0)
 
     edge_softness = sigma
+
+    # the older names of the counts (one scheme: `*_count`)
+    num_vertices = alias_property("vertex_count")
+    num_faces = alias_property("face_count")
+    num_lights = alias_property("light_count")
+    num_pairs = alias_property("pair_count")
 
     @property
     def gamma(self):
@@ -282,7 +291,7 @@ class SoftRasterizer:
                 self.pair_list.alloc(int(n_pairs * 1.25) + 1024)
                 self.regrows += 1
                 continue
-            self.num_pairs = n_pairs
+            self.pair_count = n_pairs
             return n_pairs
 
     def _composite_frame(self, frame, n, sigma, gamma, token):
@@ -383,8 +392,8 @@ class SoftRasterizer:
     def render_numpy(self, verts, frame=0) -> np.ndarray:
         """Render surface vertices given as a (V, 3) array; returns image[frame] as (H, W, channels)."""
         arr = np.asarray(verts)
-        if arr.shape != (self.num_vertices, 3):
-            raise err(ValueError, f"verts must have shape ({self.num_vertices}, 3), got {arr.shape}")
+        if arr.shape != (self.vertex_count, 3):
+            raise err(ValueError, f"verts must have shape ({self.vertex_count}, 3), got {arr.shape}")
         if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
             raise err(TypeError, f"verts must be a float array, got dtype {arr.dtype}")
         arr = arr.astype(np.float64)

@@ -36,8 +36,8 @@ class Shader:
         fl = float
         p = projector
         self.projector = projector
-        V, F, H, W = p.num_vertices, p.num_faces, p.height, p.width
-        self.num_vertices, self.num_faces, self.width, self.height = V, F, W, H
+        V, F, H, W = p.vertex_count, p.face_count, p.height, p.width
+        self.vertex_count, self.face_count, self.width, self.height = V, F, W, H
         self.shading, self.color_mode = surface.shading, surface.color_mode
         self.smooth = surface.shading == "lambert" and surface.normals == "smooth"
         self.blend = blending.blend
@@ -45,16 +45,16 @@ class Shader:
         self.coverage_power = coverage_power
         self.serial = serial
         ldir, lcol = lights
-        self.num_lights = len(ldir)
+        self.light_count = len(ldir)
         self.face_shade = ti.Vector.field(3, fl, shape=F, needs_grad=True)
         nv = V if self.smooth else 1
         self.vnormal_sum = ti.Vector.field(3, fl, shape=nv, needs_grad=True)   # area-weighted sums
         self.vnormal = ti.Vector.field(3, fl, shape=nv, needs_grad=True)       # unit vertex normals
-        self.light_unit = ti.Vector.field(3, fl, shape=self.num_lights, needs_grad=True)
+        self.light_unit = ti.Vector.field(3, fl, shape=self.light_count, needs_grad=True)
         self.vertex_colors = ti.Vector.field(3, fl, shape=V, needs_grad=True)
         self.face_colors = ti.Vector.field(3, fl, shape=F, needs_grad=True)
-        self.light_dir = ti.Vector.field(3, fl, shape=self.num_lights, needs_grad=True)
-        self.light_color = ti.Vector.field(3, fl, shape=self.num_lights, needs_grad=True)
+        self.light_dir = ti.Vector.field(3, fl, shape=self.light_count, needs_grad=True)
+        self.light_color = ti.Vector.field(3, fl, shape=self.light_count, needs_grad=True)
         self.ambient = ti.Vector.field(3, fl, shape=(), needs_grad=True)
         self.background = ti.Vector.field(3, fl, shape=(), needs_grad=True)
         self.background_image = ti.Vector.field(3, fl, shape=(H, W), needs_grad=True)
@@ -116,7 +116,7 @@ class Shader:
     def lambert(self, n):
         """ambient + sum_l light_color_l max(0, n . l_l) for a unit normal n."""
         shade = self.ambient[None]
-        for l in ti.static(range(self.num_lights)):
+        for l in ti.static(range(self.light_count)):
             shade += self.light_color[l] * ti.max(n.dot(self.light_unit[l]), 0.0)
         return shade
 
@@ -172,28 +172,28 @@ class Shader:
     def shade_faces(self, verts: ti.template(), slot: ti.template()):
         """Lambert: unit light directions, then each face's shade (flat) or the unit vertex normals (smooth)."""
         if ti.static(self.shading == "lambert"):
-            ti.loop_config(serialize=ti.static(serial_loop(self.num_lights)))
-            for l in range(self.num_lights):
+            ti.loop_config(serialize=ti.static(serial_loop(self.light_count)))
+            for l in range(self.light_count):
                 ld = self.light_dir[l]
                 self.light_unit[l] = ld / ti.sqrt(ld.dot(ld) + 1e-30)
             if ti.static(self.smooth):
-                ti.loop_config(serialize=ti.static(serial_loop(self.num_vertices)))
-                for v in range(self.num_vertices):
+                ti.loop_config(serialize=ti.static(serial_loop(self.vertex_count)))
+                for v in range(self.vertex_count):
                     self.vnormal_sum[v] = ti.Vector([0.0, 0.0, 0.0])
                 ti.loop_config(serialize=self.serial)   # shared vertex sums (and adjoints) in face order
-                for f in range(self.num_faces):
+                for f in range(self.face_count):
                     idx = self.projector.faces[f]
                     p0 = verts[slot, self.projector.vid[idx[0]]]
                     n = (verts[slot, self.projector.vid[idx[1]]] - p0).cross(verts[slot, self.projector.vid[idx[2]]] - p0)
                     for k in ti.static(range(3)):
                         self.vnormal_sum[idx[k]] += n          # area-weighted
-                ti.loop_config(serialize=ti.static(serial_loop(self.num_vertices)))
-                for v in range(self.num_vertices):
+                ti.loop_config(serialize=ti.static(serial_loop(self.vertex_count)))
+                for v in range(self.vertex_count):
                     ns = self.vnormal_sum[v]
                     self.vnormal[v] = ns / ti.sqrt(ns.dot(ns) + 1e-30)
             else:
                 ti.loop_config(serialize=self.serial)   # vertex and light adjoints in face order
-                for f in range(self.num_faces):
+                for f in range(self.face_count):
                     idx = self.projector.faces[f]
                     p0 = verts[slot, self.projector.vid[idx[0]]]
                     n = (verts[slot, self.projector.vid[idx[1]]] - p0).cross(verts[slot, self.projector.vid[idx[2]]] - p0)

@@ -3,12 +3,9 @@
 Why: Taichi's CPU thread pool wakes its workers for every parallel loop (a struct-for or range-for
 task) and puts them back to sleep after it.  Left to themselves, the workers of a loop split evenly
 across two threads often ran on one CPU (what we believe happens: Linux wakes both on the CPU of the
-thread that woke them, and the other CPU takes one only at its next load balance).  On the 2-core
-machine of the benchmarks a struct-for of four equal parts (0.25 ms each) took 0.86 ms on average
-unpinned (median 0.62, best 0.56, one thread 1.16), and 0.62 ms pinned (median 0.57): pinning removed
-most of the slow launches (measured by a retired prototype: benchmarks/MEASURED.md, "Retired prototypes").
-On vs_warp's scenes (two threads, best of two): fem32 forward + backward 2,024 -> 1,855 us per step,
-cloth64 1,472 -> 1,285 us.  OpenMP runtimes offer the same, off by default (OMP_PROC_BIND), and so
+thread that woke them, and the other CPU takes one only at its next load balance).  Pinning removes
+most of those slow launches and shortens a two-thread simulation step by about a tenth (figures:
+benchmarks/MEASURED.md, "Retired prototypes").  OpenMP runtimes offer the same, off by default (OMP_PROC_BIND), and so
 does `init(pin_threads=...)`: where several processes share the CPUs (pytest -n 2, a process pool), a
 pinned worker waits for the CPU another process holds instead of moving to a free one; the test suite
 on 2 xdist workers ran more than twice as long with every process pinned.

@@ -5,9 +5,8 @@ range-reduced odd polynomial of degree 17 (max abs error 8e-9 rad in exact
 arithmetic, ~2e-7 rad evaluated in f32, i.e. about one f32 ulp of pi).
 Why: libm's atan2f is a call the compiler cannot inline or vectorise; in the
 cloth step (one atan2 per triangle for the angle of attack, one per bending
-edge for the dihedral angle) it took a third of the forward time (measured
-with benchmarks/bench_cloth.py, 32x32: 334 -> 219 us per step with a cheap
-stand-in).  The polynomial is branch-free (selects), so Taichi's reverse pass
+edge for the dihedral angle) it took a third of the forward time
+(benchmarks/MEASURED.md, "Moved from the code").  The polynomial is branch-free (selects), so Taichi's reverse pass
 differentiates it like any other expression.
 """
 import math

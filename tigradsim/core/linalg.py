@@ -8,14 +8,9 @@ import taichi as ti
 
 from .fastmath import _float64_build
 
-# Iterations of the scaled Newton polar rotation, per float type.  Measured (2026-12-04, numpy, 2,000
-# random F = U diag(s) V^T per range, the smallest and largest s at the range's ends in a third of them,
-# against 30 float64 iterations): float32 reaches its rounding floor (1.4e-7) in 5 iterations for s in
-# [0.01, 10]; float64 reaches 6e-16 in 6 for s in [0.01, 10]; for s in [0.001, 100] (500 F, against
-# U V^T) 6, 7 and 8 iterations all give 3.1e-12, the conditioning's floor.  One spare each
-# (tests/test_materials.py checks the counts against 12 iterations).  Each iteration is a share of a
-# corotated step's cost and of its reverse kernel's compile time (float32 FEM box 16x8x8, 8 against 6
-# iterations: 1,539 / 4,813 us against 1,169 / 3,646 per step, taped compile 11.8 s against 8.5 s).
+# Iterations of the scaled Newton polar rotation, per float type: the fewest that reach each type's
+# rounding floor over stretches 0.01-10, plus one spare (tests/test_materials.py checks them against 12
+# iterations); each iteration costs step time and compile time (benchmarks/MEASURED.md, "Moved from the code").
 POLAR_ITERS = {"f32": 6, "f64": 7}
 
 

@@ -86,7 +86,8 @@ class Material:
         positive, nonnegative: names of parameters that must be > 0 / >= 0 (checked at
             build and by `model.set` / `set_object_param`, before any kernel runs); a
             `check_params` classmethod can add any other rule.
-    Set by `register_material`: `name`, `param_names`, `num_params`, `has_energy`.
+    Set by `register_material`: `name`, `param_names`, `param_count` (also under its older name
+    `num_params`), `has_energy`.
     """
 
     kind: str = ""
@@ -104,7 +105,7 @@ class Material:
 
         Args:
             values: name -> value (a number, or an array: all values broadcast to
-                one shape S and the result has shape S + (num_params,)).  Missing
+                one shape S and the result has shape S + (param_count,)).  Missing
                 names take their defaults.
             ignore: names to skip silently (generic element terms such as
                 "damping" that a caller passes in the same dict).
@@ -204,7 +205,7 @@ class ShellMaterial(Material):
     def stress(self, F, p):
         """P from `stress_columns` (a subclass without it defines `stress` itself)."""
         P1, P2 = self.stress_columns([F[0, 0], F[1, 0], F[2, 0]], [F[0, 1], F[1, 1], F[2, 1]],
-                                     [p[c] for c in ti.static(range(self.num_params))])
+                                     [p[c] for c in ti.static(range(self.param_count))])
         return ti.Matrix.cols([ti.Vector(P1), ti.Vector(P2)])
 
     @classmethod
@@ -299,7 +300,7 @@ def register_material(name: str, override: bool = False):
     Applies `ti.data_oriented`, checks the class (kind, F_shape, params, a
     `@ti.func stress(self, F, p)`, an optional `@ti.func energy(self, F, p)`),
     normalises `params` to an OrderedDict and sets `name`, `param_names`,
-    `num_params`, `has_energy`.  Registering a taken name raises ValueError
+    `param_count`, `has_energy`.  Registering a taken name raises ValueError
     unless `override=True`.  Returns the class unchanged otherwise.
     """
     if not isinstance(name, str) or not name:
@@ -316,7 +317,8 @@ def register_material(name: str, override: bool = False):
         cls.F_shape = shape
         cls.name = name
         cls.param_names = tuple(cls.params)
-        cls.num_params = len(cls.params)
+        cls.param_count = len(cls.params)
+        cls.num_params = cls.param_count        # the older name
         cls.has_energy = getattr(cls, "energy", None) is not None
         # `@` on matrices inside these functions compiles quietly (see tigradsim/core/quiet_matmul.py).
         for fn_name in ("stress", "energy"):
@@ -478,10 +480,10 @@ def _prepare(material, F, values):
         p = mat.param_vector(values)
     else:
         p = np.asarray(values, dtype=np.float64)
-    if mat.num_params == 0:
+    if mat.param_count == 0:
         p = np.zeros((F.shape[0], 1))
     else:
-        p = np.broadcast_to(p, (F.shape[0], mat.num_params))
+        p = np.broadcast_to(p, (F.shape[0], mat.param_count))
     fp = np_float()
     return mat, nr, nc, np.ascontiguousarray(F, dtype=fp), np.ascontiguousarray(p, dtype=fp), single, fp
 
@@ -490,13 +492,13 @@ def evaluate_stress(material, F, values=None) -> np.ndarray:
     """P(F) of a material for one F (shape F_shape) or a batch (N, *F_shape).
 
     `values` is a params dict (defaults filled in) or an array of parameter values
-    (num_params,) or (N, num_params).  Runs a small Taichi kernel (calls `tgs.init`
+    (param_count,) or (N, param_count).  Runs a small Taichi kernel (calls `tgs.init`
     with defaults if Taichi is not initialised).
     """
     mat, nr, nc, F, p, single, fp = _prepare(material, F, values)
     out = np.zeros(F.shape, dtype=fp)
     dummy = np.zeros(1, dtype=fp)
-    _eval_kernel(mat, nr, nc, mat.num_params, False, F, p, out, dummy)
+    _eval_kernel(mat, nr, nc, mat.param_count, False, F, p, out, dummy)
     return out[0] if single else out
 
 
@@ -507,5 +509,5 @@ def evaluate_energy(material, F, values=None) -> np.ndarray:
         raise NotImplementedError(f"material {mat.name!r} defines no energy")
     out = np.zeros(F.shape[0], dtype=fp)
     dummy = np.zeros((1, nr, nc), dtype=fp)
-    _eval_kernel(mat, nr, nc, mat.num_params, True, F, p, dummy, out)
+    _eval_kernel(mat, nr, nc, mat.param_count, True, F, p, dummy, out)
     return out[0] if single else out

@@ -29,10 +29,8 @@ OFFLINE_CACHE_BYTES = 2 ** 30
 
 _state = {"initialized": False, "precision": "f32", "arch": "cpu", "scatter": "auto", "deterministic": True}
 _SCATTER_MODES = ("auto", "parallel", "serial", "parts")
-# "auto" scatters serially on CPUs with at most this many threads.  Measured on 2
-# cores (benchmarks --scatter): serial is 1.4-2.4x faster for springs, tets and
-# cloth, forward and backward.  Where the crossover lies with more cores was not
-# measured; four threads doing ~4x dearer atomic adds would about break even.
+# "auto" scatters serially on CPUs with at most this many threads: there atomic adds from
+# threads are slower than one thread's plain adds (benchmarks/MEASURED.md, "Moved from the code").
 SERIAL_SCATTER_MAX_THREADS = 4
 
 

@@ -35,8 +35,7 @@ class LaneGroupPorts(StepTerm):
     into the particle's adjoints, reading each at a run-time component index.  The forward kernel runs
     nothing here.
 
-    Measured (vs_warp cloth64, f32, named gradients, µs per step, forward + backward): 1,298-1,310 with the
-    ports on one thread (the code before), 1,015-1,149 with this on two threads (benchmarks/MEASURED.md).
+    On two threads it beats the ports on one thread (figures: benchmarks/MEASURED.md).
 
     indices: (E, K) numpy particle indices of the elements; parallel: run the reverse loops on threads (the
     element term must add nothing else from its lanes into shared adjoints: parameter tables without

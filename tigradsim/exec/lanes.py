@@ -1,44 +1,38 @@
 """Element arithmetic in lanes: LANES elements per loop iteration, so that LLVM packs it into SIMD.
 
 Taichi 1.7.4 compiles an element loop one element at a time, as scalar code, and the cloth's loops are
-latency-bound.  Written in lanes, every quantity of an element's formula is a LANES-vector (lane l =
-element base + l), a 3-vector of the formula a "lane triple" (a list of three LANES-vectors), and each
-operation is LANES adjacent operations.  LLVM's SLP vectorizer packs such a tree into SIMD instructions
-where it ends in stores to consecutive addresses (benchmarks/MEASURED.md, "Retired prototypes": cloth bending, 12,160 edges,
-one thread: forward 324 -> 92 us).  So a term evaluated in lanes stores its corner forces to a small buffer
-laid out (row, lane) before adding them into the particles (`LaneForces`).
+latency-bound.  Written in lanes, every quantity of an element's formula is a LANES-vector (lane l = element
+base + l), a 3-vector of the formula a "lane triple" (a list of three LANES-vectors), and each operation is
+LANES adjacent operations.  LLVM's SLP vectorizer packs such a tree into SIMD instructions where it ends in
+stores to consecutive addresses (a several-fold faster forward: benchmarks/MEASURED.md, "Retired prototypes" and
+"Moved from the code").  So a term evaluated in lanes stores its corner forces to a small buffer laid out (row,
+lane) before adding them into the particles (`LaneForces`).
 
-Reverse kernels: Taichi's reverse of such a loop gains nothing while the adjoints go to the particles'
-scattered addresses (the probe: 803 -> 798 us), and 939 -> 243 us when the inputs come through per-element
-ports laid out (row, element).  The cloth bending and membrane terms do that
-(`cloth.ClothBendingForces.virtual_work`, `cloth.ClothMembraneForces.virtual_work`): in the reverse kernel
-their loops compute, in lanes, the virtual work of their forces against the force adjoints, through
-zero-valued ports, one vector of them per lane group, whose own loop's reverse adds the ports' adjoints into
-the particles' (`exec.lane_ports.LaneGroupPorts`).  vs_warp cloth 32x32: forward + backward 314-320 -> 212-218 us per
-step (bending), -> 172-182 (membrane too).  A registered shell material takes part through `stress_columns`, one formula
-over lists of values (`core.registry.ShellMaterial`).  A first version wrote the lanes as (3, LANES) matrices: Taichi compiled the fused step's
-reverse kernel in 65 s (19 s for the term alone), against ~10 s (5 s) as lane triples.
+Reverse kernels: Taichi's reverse of such a loop gains nothing while the adjoints go to the particles' scattered
+addresses, and several-fold when the inputs come through per-element ports laid out (row, element).  The cloth
+bending and membrane terms do that (`cloth.ClothBendingForces.virtual_work`,
+`cloth.ClothMembraneForces.virtual_work`): in the reverse kernel their loops compute, in lanes, the virtual work
+of their forces against the force adjoints, through zero-valued ports, one vector of them per lane group, whose
+own loop's reverse adds the ports' adjoints into the particles' (`exec.lane_ports.LaneGroupPorts`) (figures:
+benchmarks/MEASURED.md, "Moved from the code").  A registered shell material takes part through
+`stress_columns`, one formula over lists of values (`core.registry.ShellMaterial`).  Lanes are lists of vectors
+("lane triples"), not (3, LANES) matrices, which Taichi compiled several times slower.
 
-Forward lanes only in loops that run on one thread: in a parallel loop Taichi makes an add atomic unless
-every access to that field in the task uses one index expression, and LANES lanes adding into one buffer
-use LANES (measured on the parts path: every add atomic, 1.8x slower forward).  The reverse loops can run
-on threads because each lane group's ports are one vector field entry, read and added to at the loop's
-own index (`exec.lane_ports.LaneGroupPorts`).
+Forward lanes only in loops that run on one thread: in a parallel loop Taichi makes an add atomic unless every
+access to that field in the task uses one index expression, and LANES lanes adding into one buffer use LANES
+(every add atomic: slower, benchmarks/MEASURED.md).  The reverse loops can run on threads because each lane
+group's ports are one vector field entry, read and added to at the loop's own index
+(`exec.lane_ports.LaneGroupPorts`).
 """
 import taichi as ti
 from taichi.lang.expr import Expr
 
 from ..core.fastmath import atan2
 
-# Elements per loop iteration: 4, whatever `exec.simd.lane_count` says.  Lanes of 8 measured no faster on a
-# 16-byte (SSE2) CPU (benchmarks/MEASURED.md, "Retired prototypes"); on a 32-byte (AVX-512) Xeon, float32, they ran vs_warp's
-# cloth64 at 412 / 1,501 us per step (forward / forward + backward) against 574 / 1,611 (one run each), but
-# its kernels then compiled in ~160 s against 20-30 s, once per model and precision (cached after): not
-# worth it as a default.  Lanes of 8 in the forward kernels alone (the reverse kept at 4): cloth64 forward
-# 20-25 % faster, forward + backward ~6 %, its forward kernel compiled in 14-18 s against 4-5 s; a large cloth
-# takes them (`cloth.forward_lanes`, from `cloth.CLOTH_WIDE_LANES_MIN_TRIANGLES`), since its reverse, on threads
-# (`exec.lane_ports.LaneGroupPorts`), compiles in half the time it did.  The renderer's pixel lanes, far smaller
-# kernels, take 8 there too.
+# Elements per loop iteration: 4, whatever `exec.simd.lane_count` says: lanes of 8 are no faster on a 16-byte
+# (SSE2) CPU and, on wider ones, faster by less than their much longer compile costs, except in the forward
+# kernels of a large cloth (`cloth.forward_lanes`, from `cloth.CLOTH_WIDE_LANES_MIN_TRIANGLES`); the renderer's
+# pixel lanes, far smaller kernels, take 8 there too (figures: benchmarks/MEASURED.md, "Moved from the code").
 LANES = 4
 
 

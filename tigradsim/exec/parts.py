@@ -18,10 +18,8 @@ thread at least 512 consecutive indices), and the part index is the loop's own i
 
 Reverse kernel: the elements add their forces straight into f_i (`PartPorts.put`; G is not emitted
 there), since the adjoint of an add is a read: E' reads f_i's adjoint, which threads may share, so no
-pass has to copy it into per-part buffers first (that serial pass, G', was 80-110 us of a 40,960-tet
-step's reverse; vs_warp fem32 forward + backward went from 1,846-1,922 to 1,711-1,751 us per step, cloth
-64x64 from 1,194-1,266 to 1,076-1,156, one process each, alternating, best of 3).  Taichi runs E', F'
-in that order.  E' writes the input adjoints into the part's ports (the element reads q = stop_grad(q)
+pass has to copy it into per-part buffers first (that serial pass, G', cost a few per cent of a step's
+reverse: benchmarks/MEASURED.md, "Moved from the code").  Taichi runs E', F' in that order.  E' writes the input adjoints into the part's ports (the element reads q = stop_grad(q)
 + port_k[p, i], and the ports hold exact zeros); port_k[p, i] is unique to part p again, so those adds
 are plain too.  F' then sums each particle's (and each parameter row's) port adjoints in part order.
 Taichi's reverse of a store reads the stored location's adjoint and sets it to 0 (checked: a kernel y =
@@ -30,9 +28,9 @@ the step before.  A per-element field an element reads directly (tet_activation,
 cloth_bend_rest_angle) gets its adjoint by an atomic add: each element belongs to one part, so the
 order, and every bit, stays fixed.
 
-Why this and not colouring or per-element ports (both retired; benchmarks/MEASURED.md): on this 2-core
-machine Taichi's thread pool costs 35-60 us per parallel loop (wall clock; a 100-entry loop: 44-68 us
-against 11 us serial), so a path pays per loop, not per element.  Colouring needs a loop per colour and, in reverse, per-element ports (two more
+Why this and not colouring or per-element ports (both retired; benchmarks/MEASURED.md): Taichi's thread
+pool costs more per parallel loop than a small loop's work (figures: benchmarks/MEASURED.md), so a path
+pays per loop, not per element.  Colouring needs a loop per colour and, in reverse, per-element ports (two more
 parallel passes over every incidence); here each element loop is one hand-off forward and one in
 reverse; the per-particle loop G runs on one thread, F (reverse kernel only) on all of them for a large
 mesh (`runtime.serial_loop`: each particle's port sum is its own iteration's).  Work per part is balanced

@@ -4,7 +4,7 @@ copy in the same rollout, rendering and Tape.
     batch = tgs.batched(build, copies=16)                     # one rigid body (+ its push) per copy
     sim = tgs.Simulator(batch.model, dt=1/480, steps=288)
     masses = batch.params("body_mass", "mass", lower=0.05, upper=50, log_space=True)
-    fit = tgs.BatchFit(batch, sim, masses, camera=cam, every=12, sigma=1e-3)
+    fit = tgs.BatchFit(batch, sim, masses, camera=cam, every=12, edge_softness=1e-3)
     batch.set("body_mass", truths); videos = fit.render()     # (B, K, H, W, 1): one video per copy
     batch.set("body_mass", guesses)
     fit.fit(videos, iters=45, optimizer=lambda p: tgs.Adam(p, lr=0.15, lr_decay=0.93))
@@ -24,6 +24,7 @@ import numpy as np
 import taichi as ti
 from taichi.lang import impl
 
+from ..core.aliases import renamed_keyword
 from ..core.runtime import np_float
 from .batch import PerCopy, copy_params
 from .losses import MSELoss
@@ -92,15 +93,17 @@ class BatchFit:
         every: steps per rendered/recorded frame.
         supervision: "image" (silhouette MSE) or "state" (`state_target` "com": each body's centre of
             mass; "vertices": every mesh vertex).
-        sigma, gamma, coverage_eps: the soft rasterizer's; gutter: pixels between atlas tiles.
+        edge_softness, gamma, coverage_eps: the soft rasterizer's (`sigma=` is edge_softness's older
+            name); gutter: pixels between atlas tiles.
     Attributes: surface (RigidSurface), atlas (AtlasRenderer or None), video_fit (the VideoFit doing the work:
     its History records the summed loss and every copy's parameter values, keyed "name[b]").
     """
 
     def __init__(self, batch, sim, params, camera=None, every=1, supervision="image", state_target="com",
-                 sigma=1e-4, gamma=1e-4, coverage_eps=1e-4, gutter=None):
+                 edge_softness=None, gamma=1e-4, coverage_eps=1e-4, gutter=None, sigma=None):
         from ..physics.rigid_observers import BodyRecorder, RigidSurface
         from .sysid import render_surface
+        edge_softness, _ = renamed_keyword("edge_softness", edge_softness, "sigma", sigma, 1e-4, "BatchFit")
         if supervision not in ("image", "state"):
             raise ValueError(f"supervision: expected 'image' or 'state', got {supervision!r}")
         if state_target not in ("com", "vertices"):
@@ -123,7 +126,7 @@ class BatchFit:
         if camera is not None:
             from .batch_render import AtlasRenderer, TiledSilhouetteMSE
             self.atlas = AtlasRenderer(camera, self.surface.faces, self.vertex_copy, batch.copies,
-                                       self.surface.frames, sigma=sigma, gamma=gamma, coverage_eps=coverage_eps,
+                                       self.surface.frames, edge_softness=edge_softness, gamma=gamma, coverage_eps=coverage_eps,
                                        gutter=gutter)
             render_surface(sim, self.atlas, self.surface, every)
             renderer = self.atlas.renderer

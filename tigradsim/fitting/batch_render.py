@@ -6,7 +6,7 @@ launches of one (measured in benchmarks/bench_batch.py).
 
 How a copy lands in its tile: the atlas camera has the copy camera's R, t, fx, fy, cx, cy and an image
 B tiles wide (tiles side by side along the image's longer side, so s = min(width, height), the NDC
-scale that sigma is measured in, stays the copy camera's), with a gutter of `gutter` pixels between
+scale that edge_softness is measured in, stays the copy camera's), with a gutter of `gutter` pixels between
 tiles, and copy b's vertices are moved by b * pitch pixels along the tiling axis after projection
 (`SoftRasterizer(pixel_offsets=...)`; pitch = tile width + gutter): their depth, and so the soft
 coverage, the depth softmax and perspective-correct interpolation, are unchanged.  Copy b's tile of the
@@ -27,6 +27,7 @@ import math
 import numpy as np
 import taichi as ti
 
+from ..core.aliases import alias_property, renamed_keyword
 from ..core.runtime import np_float
 from ..renderers.losses import SilhouetteMSE, load_target
 
@@ -39,16 +40,20 @@ class AtlasRenderer:
         faces: (F, 3) int indices into the surface vertices (all copies').
         vertex_copy: (V,) int, the copy of each surface vertex.
         copies: B.  frames: frames rendered.
-        sigma, gamma, coverage_eps: the SoftRasterizer's (shading "silhouette").
+        edge_softness, gamma, coverage_eps: the SoftRasterizer's (shading "silhouette"; `sigma=` is
+            edge_softness's older name).
         gutter: pixels between tiles (default: the coverage cutoff in pixels + max(2, tile/8)).
     Attributes: renderer (the SoftRasterizer over the atlas camera; `renderer.image` is
     (frames, H, Wa) or (frames, Ha, W)), tile (W, H), pitch, gutter, axis (1: tiles along columns,
-    0: along rows).
+    0: along rows), vertex_count (V; `num_vertices` is its older name).
     """
 
-    def __init__(self, camera, faces, vertex_copy, copies, frames, sigma=1e-4, gamma=1e-4, coverage_eps=1e-4,
-                 gutter=None):
+    num_vertices = alias_property("vertex_count")       # the older name
+
+    def __init__(self, camera, faces, vertex_copy, copies, frames, edge_softness=None, gamma=1e-4,
+                 coverage_eps=1e-4, gutter=None, sigma=None):
         from ..renderers import Camera, SoftRasterizer
+        edge_softness, _ = renamed_keyword("edge_softness", edge_softness, "sigma", sigma, 1e-4, "AtlasRenderer")
         if not isinstance(camera, Camera) or not camera.perspective:
             raise ValueError(f"camera: expected a perspective tigradsim.renderers.Camera, got {camera!r}")
         vertex_copy = np.asarray(vertex_copy)
@@ -58,7 +63,7 @@ class AtlasRenderer:
         self.axis = 1 if H <= W else 0                 # tile along the longer side: s = min(W, H) is kept
         tile = W if self.axis == 1 else H
         s = float(min(W, H))
-        self.cutoff_px = math.sqrt(float(sigma) * math.log(1.0 / coverage_eps - 1.0)) * s / 2.0
+        self.cutoff_px = math.sqrt(float(edge_softness) * math.log(1.0 / coverage_eps - 1.0)) * s / 2.0
         if gutter is None:
             gutter = int(math.ceil(self.cutoff_px)) + max(2, tile // 8)
         if isinstance(gutter, bool) or not isinstance(gutter, (int, np.integer)) or gutter < 0:
@@ -71,10 +76,10 @@ class AtlasRenderer:
         self.atlas_camera = Camera.from_opencv(camera.K, camera.R, camera.t, Wa, Ha, near=camera.near, far=camera.far)
         self.vertex_copy = vertex_copy.astype(np.int32)
         V = len(vertex_copy)
-        self.num_vertices = V
+        self.vertex_count = V
         offsets = np.zeros((V, 2))
         offsets[:, 0 if self.axis == 1 else 1] = vertex_copy * self.pitch
-        self.renderer = SoftRasterizer(self.atlas_camera, faces, V, frames=frames, sigma=sigma, gamma=gamma,
+        self.renderer = SoftRasterizer(self.atlas_camera, faces, V, frames=frames, edge_softness=edge_softness, gamma=gamma,
                                        shading="silhouette", coverage_eps=coverage_eps, pixel_offsets=offsets)
         self._rendered = {}        # frame -> (vertex field, slot) it was rendered from (`check`)
 
@@ -136,7 +141,7 @@ class AtlasRenderer:
         for _, (verts, _) in items:
             if id(verts) not in tables:
                 tables[id(verts)] = verts.to_numpy()
-        pts = np.stack([tables[id(verts)][slot, :self.num_vertices] for _, (verts, slot) in items])
+        pts = np.stack([tables[id(verts)][slot, :self.vertex_count] for _, (verts, slot) in items])
         K, V, _ = pts.shape
         uv = self.camera.project_pixels(pts.reshape(-1, 3)).reshape(K, V, 3)
         coord = uv[..., 0 if self.axis == 1 else 1]          # within the copy's own tile

@@ -300,7 +300,7 @@ def set_task_loss(task, method, start_com):
     if method == "gradsim":
         if task.image_loss is None:
             task.image_loss = BlurredImageMSE(task.renderer.image, task.target_img[None], frames=[1], channels=[0],
-                                              sigmas=task.args.blur)
+                                              blur_px=task.args.blur)
         else:
             task.image_loss.set_target(task.target_img[None])
     elif method == "state":

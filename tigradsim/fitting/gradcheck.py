@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..core.aliases import renamed_keyword
 from ..core.model import has_grad
 from ..core.runtime import precision
 from ..core.tape import tape
@@ -106,9 +107,10 @@ def _check_differentiable(loss, params):
                              "requires_grad=...) to check gradients")
 
 
-def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int = 3, eps: float | None = None,
-                   rtol: float | None = None, atol: float = 1e-10, seed: int = 0, scale: Sequence | None = None,
-                   masks: Sequence | None = None) -> GradCheckReport:
+def check_gradient(run: Callable[[], None], loss, params: Sequence, direction_count: int | None = None,
+                   eps: float | None = None, rtol: float | None = None, atol: float = 1e-10, seed: int = 0,
+                   scale: Sequence | None = None, masks: Sequence | None = None,
+                   n_dirs: int | None = None) -> GradCheckReport:
     """Compare the Tape gradient of `loss` with central differences.
 
     Args:
@@ -117,7 +119,7 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
             it or are the loss itself, which is zeroed here).
         loss: 0-D Taichi field with needs_grad.
         params: Taichi fields with needs_grad (one or a list).
-        n_dirs: number of random directions.
+        direction_count: number of random directions (3; `n_dirs=` is its older name).
         eps: finite-difference step along a unit-norm direction (times `scale`); None:
             `default_eps()`, ~cbrt(machine epsilon): 1e-6 in float64, 4.9e-3 in float32.
         rtol, atol: the relative tolerance (None: `default_rtol()`, from the precision:
@@ -130,6 +132,7 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
     Returns:
         GradCheckReport (call `.assert_ok()` in tests).
     """
+    direction_count, _ = renamed_keyword("direction_count", direction_count, "n_dirs", n_dirs, 3, "check_gradient")
     params = _as_list(params)
     _check_differentiable(loss, params)
     eps = default_eps() if eps is None else float(eps)
@@ -163,7 +166,7 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
                for b, m in zip(base, masks)]
     dimension = max(sum(int(np.count_nonzero(w)) for w in support), 1)
     typical = float(np.sqrt(sum(float(np.sum((g * s * w) ** 2)) for g, s, w in zip(grads, scale, support)) / dimension))
-    for _ in range(n_dirs):
+    for _ in range(direction_count):
         dirs = [np.asarray(rng.standard_normal(b.shape)) * w * s for b, w, s in zip(base, support, scale)]
         norm = np.sqrt(sum(float(np.sum((d / s) ** 2)) for d, s in zip(dirs, scale))) or 1.0
         dirs = [d / norm for d in dirs]
@@ -175,8 +178,9 @@ def check_gradient(run: Callable[[], None], loss, params: Sequence, n_dirs: int 
     return report
 
 
-def check_param_gradient(run: Callable[[], None], loss, param, n_dirs: int = 3, eps: float | None = None,
-                         rtol: float | None = None, atol: float = 1e-10, seed: int = 0) -> GradCheckReport:
+def check_param_gradient(run: Callable[[], None], loss, param, direction_count: int | None = None,
+                         eps: float | None = None, rtol: float | None = None, atol: float = 1e-10, seed: int = 0,
+                         n_dirs: int | None = None) -> GradCheckReport:
     """Check a `tgs.Param`'s chain rule: `param.internal_grad()` (after a Tape of
     `run`) against central differences of the loss in the optimiser's coordinates
     (`param.to_internal(param.value())`, written back with `param.write(param.from_internal(x))`).
@@ -184,8 +188,11 @@ def check_param_gradient(run: Callable[[], None], loss, param, n_dirs: int = 3, 
     For reparametrised parameters (a subclass that maps a few numbers, or smoothed
     steps, onto a field) this tests their hand-written `internal_grad`; the Tape
     part is as in `check_gradient`.  Directions are unit-norm; eps is absolute (None: `default_eps()`);
-    rtol None: `default_rtol()`.
+    rtol None: `default_rtol()`.  direction_count: number of random directions (3; `n_dirs=` is its
+    older name).
     """
+    direction_count, _ = renamed_keyword("direction_count", direction_count, "n_dirs", n_dirs, 3,
+                                         "check_param_gradient")
     eps = default_eps() if eps is None else float(eps)
     rtol = default_rtol() if rtol is None else float(rtol)
     rng = np.random.default_rng(seed)
@@ -206,7 +213,7 @@ def check_param_gradient(run: Callable[[], None], loss, param, n_dirs: int = 3, 
     grad = np.asarray(param.internal_grad(), dtype=np.float64).reshape(x0.shape)
     report = GradCheckReport(rtol=rtol, atol=atol)
     typical = float(np.linalg.norm(grad)) / np.sqrt(max(grad.size, 1))
-    for _ in range(n_dirs):
+    for _ in range(direction_count):
         d = rng.standard_normal(x0.shape)
         d /= np.linalg.norm(d) or 1.0
         analytic = float(np.sum(grad * d))

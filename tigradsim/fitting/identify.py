@@ -57,18 +57,25 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from ..core.aliases import renamed_keyword
 from ..core.errors import SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, optimize, pack, param_summary,
                     unpack)
 from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, json_safe, coordinate_names, fit_report
 
 
-def latin_hypercube(n_points: int, dim: int, rng) -> np.ndarray:
-    """n_points stratified samples in [0, 1)^dim: each coordinate's n_points strata
-    are each hit exactly once (random order per coordinate, uniform within)."""
-    u = (np.arange(n_points)[:, None] + rng.uniform(size=(n_points, dim))) / n_points
+def latin_hypercube(point_count: int | None = None, dim: int | None = None, rng=None, *,
+                    n_points: int | None = None) -> np.ndarray:
+    """point_count stratified samples in [0, 1)^dim: each coordinate's point_count strata
+    are each hit exactly once (random order per coordinate, uniform within).  `n_points=` is
+    point_count's older name."""
+    point_count, _ = renamed_keyword("point_count", point_count, "n_points", n_points, owner="latin_hypercube")
+    if point_count is None or dim is None or rng is None:
+        raise TypeError(f"latin_hypercube: point_count, dim and rng are required, got point_count={point_count!r}, "
+                        f"dim={dim!r}, rng={rng!r}")
+    u = (np.arange(point_count)[:, None] + rng.uniform(size=(point_count, dim))) / point_count
     for j in range(dim):
-        u[:, j] = u[rng.permutation(n_points), j]
+        u[:, j] = u[rng.permutation(point_count), j]
     return u
 
 

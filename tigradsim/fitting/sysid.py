@@ -214,7 +214,7 @@ class VideoFit:
 
     def set_image_loss(self, loss):
         """Use `loss` (an object with `set_target(target)` and `__call__(loss_field)`,
-        e.g. `tigradsim.renderers.BlurredImageMSE(renderer.image, sigmas=(0, 2, 4))`) as the
+        e.g. `tigradsim.renderers.BlurredImageMSE(renderer.image, blur_px=(0, 2, 4))`) as the
         image loss; None: the default pixel MSE."""
         self._image_loss = loss
         self._default_loss = None

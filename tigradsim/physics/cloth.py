@@ -92,44 +92,27 @@ __all__ = ["ClothHandle", "Cloths", "ClothMembraneForces", "ClothBendingForces",
            "CLOTH_REVERSE_THREADS_MIN_TRIANGLES", "CLOTH_WIDE_LANES_MIN_TRIANGLES"]
 
 # "auto" puts a cloth's triangles and bending edges on the parts path (`exec.loops.element_path`) from this many
-# triangles, both sets together, on CPUs of CLOTH_PARTS_MIN_THREADS threads or more.  On 2 threads one thread
-# in lanes (membrane and bending, both ways) is faster at every size: measured (f32, us per step, forward /
-# forward + backward, vs_warp's cloth, named gradients, serial on 1 thread against parts on 2): 64 x 64 (8,192
-# triangles) 202 / 731 against 338-357 / 1,077-1,117; 112 x 112 (24,642; dt 2.5e-4) 647 / 2,367 against 918 /
-# 3,242; 160 x 160 (51,200; dt 4e-5) 1,240 / 4,435 against 1,645 / 5,442 (the per-element costs are linear
-# in the count, so the ratio holds beyond).  The parts path on 2 threads runs the one-at-a-time code about
-# 1.4-1.6x as fast as one thread (fem32: 1.58x / 1.55x), the lanes about 1.7x; with 3 or 4 threads (the CPUs
-# on which "auto" still avoids atomic adds) parts should win again on large cloth, not measured here: the
-# earlier crossover (bending alone in lanes, 2 threads: between 96 x 96 and 112 x 112) stands there.  One set
-# on threads and the other serial (64 x 64: 349 / 1,051) is slower than either, so the triangle count
-# decides for both.
+# triangles, both sets together, on CPUs of CLOTH_PARTS_MIN_THREADS threads or more: on 2 threads one thread in
+# lanes is faster at every size, and one set on threads with the other serial is slower than either
+# (figures: benchmarks/MEASURED.md, "Moved from the code").
 CLOTH_PARTS_MIN_TRIANGLES = 20_000
 CLOTH_PARTS_MIN_THREADS = 3
 
 # On one thread the membrane and bending loops go LANES elements at a time (forward and reverse) from this many
-# triangles; a smaller cloth takes them one at a time.  The lanes run cloth about twice as fast (f32, named, us
-# per step, forward / forward + backward, one at a time against lanes: 16 x 16, 512 triangles, 27 / 94 against
-# 14 / 49; 20 x 20 43 / 147 against 20 / 69; 64 x 64 432 / 1,469 against 202 / 723: ~90 ns per triangle and
-# step) but cost compile time (a cloth's reverse kernel, uncached: 2.3-2.5 s one at a time, 20-22 s in lanes;
-# 30 s with every gradient), once per model and precision: the ~18 s are earned back after ~2e8 triangle-steps,
-# a fit of ~200 iterations of 1,000 steps at this size (the offline cache keeps the kernels for later runs).
+# triangles; a smaller cloth takes them one at a time: the lanes run about twice as fast but compile ~10x
+# longer, earned back only by a long fit (benchmarks/MEASURED.md, "Moved from the code").
 CLOTH_LANES_MIN_TRIANGLES = 1_024
 
 # From this many triangles a cloth's reverse in lanes runs on threads where it can (`reverse_threads`,
 # `LaneGroupPorts`): the backward pass then launches each step's reverse on its own (`Simulator.reverse_per_step`),
-# ~25-30 us a step more, which the threads earn back from ~2,500 (float32) to ~3,000 (float64) triangles.
-# Measured on the Xeon (vs_warp's cloth at other sizes, named gradients, µs per step forward + backward, one
-# thread fused against threads on 2 CPUs, two runs each, alternating), since each lane group has its own entry
-# of W (`virtual_work_field`): f32 34 x 34 (2,312 triangles) 306 (twice) against 308-314, 36 x 36 (2,592)
-# 340-342 against 321-328, 40 x 40 (3,200) 419-421 against 379; f64 34 x 34 353-396 against 397-406,
-# 40 x 40 490 against 457-459; 32 x 32 (f32) 270 against 288-292.  (Before it, with ports on one thread: 4,096.)
+# a fixed cost a step that the threads earn back from about this size (benchmarks/MEASURED.md, "Moved from the
+# code").
 CLOTH_REVERSE_THREADS_MIN_TRIANGLES = 3_000
 
 # From this many triangles a cloth's forward lanes are one SIMD register wide (`forward_lanes`: 8 in float32 on
-# a CPU with AVX2, where LANES = 4 fills half; the reverse stays at LANES, where 8 measured slower).  Measured
-# (vs_warp cloth64, f32, Intel Xeon with AVX-512, µs per step): forward 354-419 -> 288-297, forward + backward
-# ~6 % less; the forward kernel compiles in 14-18 s against 4-5 s, once per model and precision (offline cache
-# after), which a cloth this size earns back in a long run: below it, LANES.
+# a CPU with AVX2, where LANES = 4 fills half; the reverse stays at LANES, where 8 measured slower): faster per
+# step but slower to compile, so only a cloth this size earns it back (benchmarks/MEASURED.md, "Moved from the
+# code").
 CLOTH_WIDE_LANES_MIN_TRIANGLES = 4_096
 
 

@@ -149,7 +149,7 @@ class ThrownClothFit:
         local = np.searchsorted(ids, self.cloth.faces)
         cam = Camera(eye=(0.0, 2.6, 2.6), target=(0.3, 0.9, 0.0), fov=50, width=res, height=res)
         colors = np.random.default_rng(5).uniform(0.2, 1.0, size=(len(ids), 3))
-        self.renderer = SoftRasterizer(cam, local, num_vertices=len(ids), frames=self.sim.frame_count(every),
+        self.renderer = SoftRasterizer(cam, local, vertex_count=len(ids), frames=self.sim.frame_count(every),
                                        vertex_ids=ids, sigma=sigma, gamma=1e-4, shading=shading,
                                        vertex_colors=colors, ambient=(1.0, 1.0, 1.0), lights=[])
         render_particles(self.sim, self.renderer, every)
@@ -192,7 +192,7 @@ class ThrownClothFit:
     def _image_loss(self, blur):
         key = tuple(float(b) for b in blur)
         if any(b > 0 for b in key) and key not in self._losses:
-            self._losses[key] = BlurredImageMSE(self.renderer.image, sigmas=key)
+            self._losses[key] = BlurredImageMSE(self.renderer.image, blur_px=key)
         return self._losses.get(key)          # None: the plain pixel MSE
 
     def trials(self, count, rng, schedule, init_velocity=None, resume_dir=None,

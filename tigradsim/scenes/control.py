@@ -49,7 +49,7 @@ HELP = {
     "lr": "Adam step",
     "lr_decay": "step factor per iteration",
     "res": "image width = height [px]",
-    "sigma": "SoftRas sharpness",
+    "sigma": "SoftRas edge softness (NDC^2)",
     "blur": "blur widths [px] of the image loss (0: plain MSE)",
     "duration": "simulated seconds",
     "dt": "time step [s]",

@@ -26,24 +26,10 @@ rough).
 
 Time step (issue 45): dt 1/1200 s (a frame every 60 steps, 20 Hz) and ground kd 0.3 N s/m per vertex keep
 the scene within its stability pre-flight: at dt 1e-3 the 0.42 g corner particles' membrane was at 0.55 of
-its explicit limit and their contact (kd 1: 1.7x critical damping) at 1.29, past it.  The figures below
-were measured at dt 1e-3 and kd 1 before that change.
+its explicit limit and their contact (kd 1: 1.7x critical damping) at 1.29, past it.
 
-Measured (defaults, 5 seeds x 50 iterations, 2 shared cores, f32): gradsim position_error per
-seed 0.081, 0.106, 0.057, 0.011, 0.142 m (mean 0.079; target dx 1.91, 1.54, 0.79, 0.26, 2.83 m),
-position_mse 0.0027 (paper 0.199), random 1.85 m (mse 1.42; paper 8.07), 214 s, 213 MB.  Quick
-(1 seed, 30 iterations, res 48): 0.141 m vs random 1.87 m, 36 s.  State loss (same coarse stage
-by the 3D loss): 0.128, 0.097, 0.006, 0.008, 0.087 m (mean 0.065, mse 0.0022), 157 s.
-
-All seeds at once (`batch=1`, `cloth_throw_batch`; 2026-12-05, an Intel Xeon, 2 vCPUs, f32, defaults,
-kernel cache warm, one process each, alternating): 97.7 s against 97.4 s one after another, 543
-against 270 MB.  A rollout of the five copies costs 0.32 s untaped and 1.03 s taped against 0.092 and
-0.30 s for one cloth (1.4x less per seed: the steps are fused, so batching saves little launching),
-but each copy's renderer, image loss and recorders are kernels of their own, built in every new
-process (a copy's first target render: ~14 s when compiling, ~1 s from the cache).  Per seed the
-result is the sequential one: equal to 1e-12 in float64 (tests/test_control.py); in float32 the
-cloth's sums run in another order and Adam carries that rounding on two seeds (errors 0.032 and
-0.014 m against 0.053 and 0.012; the others the same to four digits; mean 0.075 against 0.079 m).
+Results (errors per seed, the batched run's time and memory): benchmarks/RESULTS.md and
+benchmarks/MEASURED.md, "Moved from the code".
 """
 import types
 

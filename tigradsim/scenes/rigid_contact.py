@@ -105,7 +105,8 @@ class BounceBoxScene:
     Args (the paper's defaults): box, height, push, push_offset, push_start, push_time: see
     `bounce_box_model`; duration: seconds simulated; dt: time step [s] (contacts last 12-25 ms: at
     1/960 the discrete restitution depends on the touchdown phase within a step and the loss ripples
-    in ke at the 2 % scale); every: steps per rendered frame; res: image size [px]; sigma: edge blur;
+    in ke at the 2 % scale); every: steps per rendered frame; res: image size [px];
+    sigma: the soft rasterizer's edge softness (NDC^2);
     checkpoint: checkpoint every this many steps; supervision: "image" or "state" (mesh vertex tracks).
 
     Attributes: model, sim, surface, renderer, params (log-space Params in NAMES order, `BOUNDS`), fit.

@@ -18,6 +18,7 @@ import taichi as ti
 
 from ..fitting.optim import Adam, Param, optimize
 from ..renderers import Camera, ImageMSE, SoftRasterizer, icosphere
+from ..core.aliases import alias_property
 from ..core.runtime import np_float
 
 TRUE_POSE = (0.1, -0.05, 0.0, 0.2, 0.5, -0.1)   # translation [m], axis-angle rotation [rad]
@@ -49,21 +50,24 @@ def pose_errors(p, q):
 class PosedMesh:
     """World vertices X[0, i] = R(pose[3:6]) rest[i] + pose[0:3], differentiable in `pose` (6,).
 
-    rest: (V, 3) vertices [m]; X: Vector field (1, V) for the renderer (frame 0)."""
+    rest: (V, 3) vertices [m]; X: Vector field (1, V) for the renderer (frame 0); vertex_count: V
+    (`n` is its older name)."""
+
+    n = alias_property("vertex_count")
 
     def __init__(self, rest):
         rest = np.asarray(rest)
         if rest.ndim != 2 or rest.shape[1] != 3 or len(rest) == 0:
             raise ValueError(f"rest: expected vertices of shape (V, 3), got {rest.shape}")
-        self.n = len(rest)
-        self.rest = ti.Vector.field(3, float, shape=self.n)
+        self.vertex_count = len(rest)
+        self.rest = ti.Vector.field(3, float, shape=self.vertex_count)
         self.rest.from_numpy(rest.astype(np_float()))
         self.pose = ti.field(float, shape=6, needs_grad=True)
-        self.X = ti.Vector.field(3, float, shape=(1, self.n), needs_grad=True)
+        self.X = ti.Vector.field(3, float, shape=(1, self.vertex_count), needs_grad=True)
 
     @ti.kernel
     def apply(self):
-        for i in range(self.n):
+        for i in range(self.vertex_count):
             t = ti.Vector([self.pose[0], self.pose[1], self.pose[2]])
             r = ti.Vector([self.pose[3], self.pose[4], self.pose[5]])
             th = ti.sqrt(r.dot(r) + 1e-12)        # no NaN gradient at r = 0

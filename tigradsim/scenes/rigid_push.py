@@ -128,7 +128,7 @@ class PushScene:
         push, push_time: the known force [N] along +x and how long it acts [s].
         duration: seconds simulated; dt: the largest time step [s]; every: steps of dt per rendered frame
             (frames every `every` x `dt` s; each split into as many steps as `stable_substeps` asks).
-        res: image width = height [px]; sigma: the soft rasterizer's edge blur.
+        res: image width = height [px]; sigma: the soft rasterizer's edge softness (NDC^2, `Coverage.edge_softness`).
         checkpoint: checkpoint the rollout every this many steps (None: keep every step).
         supervision: "image" (pixels) or "state" (3D tracks: `state_target` "com", the centre of mass,
             or "vertices", every mesh vertex).

@@ -27,6 +27,7 @@ import os
 
 import numpy as np
 
+from ..core.aliases import alias_property
 from ..fitting.camera_prior import CameraPrior, camera_params, camera_report
 from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, predictability, \
     predictable_horizon, silhouette_disagreement
@@ -37,8 +38,8 @@ from .scene_file import SceneSpec
 from .scene_fit import fit_scene
 from .unknown_params import unknown_params
 
-# [fit] sigma = "auto": the silhouette edge's 10-90 % width in pixels, that of a camera's box-filtered
-# (area) coverage of a straight edge (`tigradsim.renderers.sigma_for_edge`)
+# [fit] edge_softness = "auto": the silhouette edge's 10-90 % width in pixels, that of a camera's box-filtered
+# (area) coverage of a straight edge (`tigradsim.renderers.edge_softness_for_edge`)
 EDGE_PX = 0.8
 # The fit engine the Scene adapts lives in tigradsim/fitting/ (horizons, time_step_bias,
 # residual_groups, camera_prior); its names stay importable from here.
@@ -159,10 +160,12 @@ class Scene:
 
     Attributes: spec, footage (tgs.Footage at the render resolution), model, sim, renderer,
     camera, params (one Param per unknown, in file order), fit (VideoFit), timed (the
-    `TimedVertices` observer: frame k at footage time k), dt, steps, handles (object name
-    -> body index or SoftMesh).  unknowns=False leaves the unknowns at the values the objects
+    `TimedVertices` observer: frame k at footage time k), dt, steps, edge_softness (the renderer's,
+    NDC^2; `sigma` is its older name), handles (object name -> body index or SoftMesh).  unknowns=False leaves the unknowns at the values the objects
     and the ground have in the file (no Params), e.g. to render a clip's known truth.
     """
+
+    sigma = alias_property("edge_softness")       # the older name of the renderer's edge softness
 
     def __init__(self, spec: SceneSpec, footage, requires_grad=True, unknowns=True):
         from ..fitting.sysid import VideoFit
@@ -272,7 +275,7 @@ class Scene:
         SoftRasterizer's `closed` coverage is exact: it counts the front and the back face of a
         silhouette edge once, not twice.  On a finely tessellated surface (a soft body's tet
         surface, a smooth mesh) it leaves seams where both layers' inner edges cross, so the
-        union stays there.  Measured at the true values, sigma "auto", 64 px: box-drop clip,
+        union stays there.  Measured at the true values, edge_softness "auto", 64 px: box-drop clip,
         area +5 % (union) -> -0.5 % (closed), fit mu +4.6 % -> +0.7 %; soft-cube clip (4x4x4
         tet box), +3 % (union) against -9 % (closed)."""
         from ..io.meshes import unpaired_edge
@@ -289,15 +292,15 @@ class Scene:
         """Silhouette renderer for mask supervision; an unlit colour renderer (RGBA), blended by
         coverage over the footage's plate, for "rgb" and "both"; frame k drawn at footage time k."""
         from ..io.footage import render_at_times
-        from ..renderers import SoftRasterizer, sigma_for_edge
+        from ..renderers import SoftRasterizer, edge_softness_for_edge
 
         spec, fit = self.spec, self.spec.fit
         faces, nverts, vids, colors = self._surface()
-        # "auto" sigma: silhouette edges as sharp as the footage's antialiased ones (a softer
-        # edge inflates the silhouette and biases the fit; sigma_for_edge says how much)
-        self.sigma = fit.sigma if fit.sigma is not None else sigma_for_edge(EDGE_PX, self.camera.width,
-                                                                            self.camera.height)
-        kwargs = dict(frames=len(self.footage), sigma=self.sigma, gamma=fit.gamma)
+        # "auto" edge softness: silhouette edges as sharp as the footage's antialiased ones (a softer
+        # edge inflates the silhouette and biases the fit; edge_softness_for_edge says how much)
+        self.edge_softness = fit.edge_softness if fit.edge_softness is not None else \
+            edge_softness_for_edge(EDGE_PX, self.camera.width, self.camera.height)
+        kwargs = dict(frames=len(self.footage), edge_softness=self.edge_softness, gamma=fit.gamma)
         if vids is not None:
             kwargs["vertex_ids"] = vids
         self.plate = None
@@ -390,7 +393,7 @@ class Scene:
         def one(target, channels):
             if all(s == 0 for s in blur):
                 return ImageMSE(self.renderer.image, target, channels=channels)
-            return BlurredImageMSE(self.renderer.image, target, channels=channels, sigmas=blur)
+            return BlurredImageMSE(self.renderer.image, target, channels=channels, blur_px=blur)
 
         parts = []
         if sup in ("mask", "both"):

@@ -66,9 +66,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    fit; Scene.time_step_systematics), rtol (stop a
                    stage when the loss falls by less over 5 iterations), time_budget (seconds),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
-                   the footage is averaged down to it), sigma (edge softness, NDC^2; "auto",
+                   the footage is averaged down to it), edge_softness (NDC^2; "auto",
                    the default: as sharp as a camera's antialiased edge, 10-90 % over 0.8 px
-                   at the render size, `tigradsim.renderers.sigma_for_edge`), blur
+                   at the render size, `tigradsim.renderers.edge_softness_for_edge`;
+                   `sigma` is its older name, still read), blur
                    (list of blur widths in px of the image loss), refine_camera (fit a
                    correction of the camera pose, within 3 degrees and 5 cm, with the
                    unknowns), refine_focal (and of the focal length, within a factor 1.25),

@@ -7,6 +7,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..core.aliases import alias_property
 from .scene_table import SceneError
 
 # (x, y, z) -> (x, z, -y): the file's z-up axes to tigradsim's y-up world.
@@ -135,7 +136,7 @@ class FitSpec:
     time_budget: Optional[float] = None   # seconds for the whole fit
     supervision: str = "mask"
     resolution: Optional[int] = None
-    sigma: Optional[float] = None         # None ("auto"): sigma_for_edge(0.8 px) at the render size
+    edge_softness: Optional[float] = None   # [NDC^2]; None ("auto"): edge_softness_for_edge(0.8 px) at the render size
     gamma: float = 1e-4
     blur: tuple = (0.0, 2.0, 4.0)
     refine_camera: bool = False
@@ -144,6 +145,8 @@ class FitSpec:
     camera_sigma_translation_m: float = 0.01   # prior std of each translation component [m, file units]
     camera_prior_variance: float = 2e-2        # per-residual variance the prior is weighed against
     refine: int = 0
+
+    sigma = alias_property("edge_softness")
 
 
 

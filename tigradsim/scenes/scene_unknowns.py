@@ -67,7 +67,8 @@ def _check_ties(file, unknowns):
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
                                     "local_starts", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "rtol",
-                                    "time_budget", "supervision", "resolution", "sigma", "gamma", "blur",
+                                    "time_budget", "supervision", "resolution", "edge_softness", "sigma", "gamma",
+                                    "blur",
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
                                     "camera_prior_variance", "refine"))
@@ -97,12 +98,15 @@ def _parse_fit(file, data):
     f.time_budget = t.number("time_budget", None, positive=True)
     f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
     f.resolution = t.integer("resolution", None, minimum=4)
-    if t.has("sigma") and isinstance(t.data["sigma"], str):
-        if t.data["sigma"] != "auto":
-            t.fail("sigma", f"expected a positive number or \"auto\", got {_show(t.data['sigma'])}")
-        f.sigma = None
+    if t.has("edge_softness") and t.has("sigma"):      # sigma: the key's older name
+        t.fail("sigma", "is the older name of edge_softness: give one of them")
+    key = "sigma" if t.has("sigma") else "edge_softness"
+    if t.has(key) and isinstance(t.data[key], str):
+        if t.data[key] != "auto":
+            t.fail(key, f"expected a positive number or \"auto\", got {_show(t.data[key])}")
+        f.edge_softness = None
     else:
-        f.sigma = t.number("sigma", f.sigma, positive=True)
+        f.edge_softness = t.number(key, f.edge_softness, positive=True)
     f.gamma = t.number("gamma", f.gamma, positive=True)
     blur = t.array("blur", (None,), default=None)
     if blur is not None:

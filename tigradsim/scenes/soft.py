@@ -227,7 +227,7 @@ class SoftBallFit:
         ids = np.unique(self.ball.faces)
         local = np.searchsorted(ids, self.ball.faces)
         cam = Camera(eye=(0.0, 1.0, 3.6), target=(0.0, 0.55, 0.0), fov=45, width=res, height=res)
-        self.renderer = SoftRasterizer(cam, local, num_vertices=len(ids), frames=self.sim.frame_count(every),
+        self.renderer = SoftRasterizer(cam, local, vertex_count=len(ids), frames=self.sim.frame_count(every),
                                        vertex_ids=ids, sigma=sigma, gamma=1e-4, shading=shading,
                                        vertex_colors=texture(len(ids)), ambient=(1.0, 1.0, 1.0), lights=[])
         render_particles(self.sim, self.renderer, every)
@@ -340,7 +340,7 @@ class SoftBallFit:
                 print(f"{stage}: rel_err " + ", ".join(f"{k} {relative_error(est[k], truth[k]):.5f}" for k in est))
 
         if s.blur and any(b > 0 for b in s.blur) and self.fit.supervision == "image":
-            self.fit.set_image_loss(BlurredImageMSE(self.renderer.image, sigmas=s.blur))
+            self.fit.set_image_loss(BlurredImageMSE(self.renderer.image, blur_px=s.blur))
         self.fit.history = history = History()
 
         def refine(params):

@@ -6,8 +6,8 @@ loop, then every integrator's loop, fused with `ti.static` over the model's
 terms.  Where they run serially (small CPUs), a whole run of steps between two
 events (an observer's frame, a finite-state check) is ONE kernel launch: the
 steps are an inner loop of a single serial task, so the reverse pass runs them
-backwards.  A launch from Python costs 50-100 us here, more than a small
-scene's step (a 2x2 cloth: 90 us per step launched one by one, 11 us fused).
+backwards.  A launch from Python costs more than a small scene's whole step
+(figures: benchmarks/MEASURED.md, "Moved from the code").
 Taichi 1.7.4 reverses such a nested step correctly only if every block inside
 the step loop holds one loop (two sibling inner loops give wrong gradients,
 measured): each term's loop is therefore a branch of a `phase` loop.  That is

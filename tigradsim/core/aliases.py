@@ -1,0 +1,32 @@
+"""Older public names kept working: keyword arguments and attributes that were renamed.
+
+`renamed_keyword` resolves a keyword that has a new name and an older one (giving both is an
+TypeError naming them, as Python does for an argument given twice); `alias_property` makes an attribute readable and writable under its older
+name.  Both exist so a rename never breaks user code and every rename behaves the same.
+"""
+
+_UNSET = object()
+
+
+def renamed_keyword(new_name, new_value, old_name, old_value, default=None, owner=None):
+    """The value of keyword `new_name`, given either as `new_value` or under its older name
+    (`old_value`); `default` when neither is given (None counts as not given).  Returns
+    (value, the name it came under) so validation errors can name what the caller wrote."""
+    if new_value is not None and old_value is not None:
+        where = f"{owner}: " if owner else ""
+        raise TypeError(f"{where}{new_name} and {old_name}: give one ({old_name} is the older name of {new_name}), "
+                         f"got {new_name}={new_value!r} and {old_name}={old_value!r}")
+    if old_value is not None:
+        return old_value, old_name
+    return (new_value if new_value is not None else default), new_name
+
+
+def alias_property(new_name, doc=None):
+    """A property that reads and writes attribute `new_name` (put it in a class under the older name)."""
+    def get(self):
+        return getattr(self, new_name)
+
+    def set_(self, value):
+        setattr(self, new_name, value)
+
+    return property(get, set_, doc=doc or f"The older name of `{new_name}`.")
