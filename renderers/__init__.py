@@ -18,7 +18,8 @@ blending, the camera correction) and kernel structure in the `softras/` package,
 from .camera import Camera, rodrigues, rotation_vector
 from .softras import (SoftRasterizer, RendererWarning, edge_softness_for_edge, sigma_for_edge, SHADINGS, COLOR_MODES, NORMALS, BLENDS,
                       Coverage, Surface, Blending, VertexMap, Schedule)
-from .losses import BlurredImageMSE, ImageMSE, SilhouetteMSE, SoftIoU, gaussian_blur, load_target
+from .losses import ImageMSE, SilhouetteMSE, SoftIoU, load_target
+from .blurred import BlurredImageMSE, gaussian_blur
 from ._mesh import icosphere, box, load_obj
 
 __all__ = ["Camera", "rodrigues", "rotation_vector", "SoftRasterizer", "RendererWarning", "edge_softness_for_edge", "sigma_for_edge", "SHADINGS", "COLOR_MODES",

@@ -8,7 +8,7 @@ several frames) sum into one field inside a `ti.ad.Tape`.
   (image - target)^2.
 * `SilhouetteMSE`: the same on the silhouette (alpha) channel only.
 * `SoftIoU`: mean over frames of 1 - sum(A T) / sum(A + T - A T).
-* `BlurredImageMSE` (in `blurred.py`, re-exported here): `ImageMSE` summed over
+* `BlurredImageMSE` (in `blurred.py`, built on `ImageMSE`): `ImageMSE` summed over
   Gaussian-blurred copies of image and target (coarse to fine in one loss), blur widths
   `blur_px` [px].
 
@@ -483,8 +483,3 @@ class SoftIoU(SilhouetteMSE):
         ti.loop_config(serialize=True)
         for k in range(K):
             loss[None] += scale * (1.0 - self.inter[k] / (self.union[k] + 1e-12))
-
-
-# The Gaussian blur and the coarse-to-fine loss built on it live in `blurred.py`; they are
-# re-exported here so `from tigradsim.renderers.losses import BlurredImageMSE` keeps working.
-from .blurred import BlurredImageMSE, gaussian_blur, gaussian_weights  # noqa: E402  (needs ImageMSE above)

@@ -16,7 +16,7 @@ folders pyproject.toml maps (the same walk as tests/test_import_cycles.py), so n
 import ast
 from pathlib import Path
 
-from test_import_cycles import ROOT, TOP, discover_modules, package_roots
+from test_import_cycles import ROOT, TOP, discover_modules, import_targets, package_roots
 
 FLOOR_ORDER = "core < exec < physics, io < materials, renderers < fitting < sim < scenes < cli"
 
@@ -41,29 +41,8 @@ def floor_of(module, heights, top=TOP):
 def imports_of(tree, module, is_package, modules):
     """[(line, target module)] for every import in `tree` (at any depth) that names a module in `modules`."""
     package = module if is_package else module.rpartition(".")[0]
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                name = alias.name
-                while name and name not in modules:      # `import a.b.c` names a.b.c (or its package)
-                    name = name.rpartition(".")[0]
-                if name:
-                    out.append((node.lineno, name))
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
-                base = ".".join(base + ([node.module] if node.module else []))
-            else:
-                base = node.module
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                if sub in modules:
-                    out.append((node.lineno, sub))
-                elif base in modules:
-                    out.append((node.lineno, base))
-    return out
+    return [(node.lineno, target) for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+            for target in import_targets(node, package, modules)]
 
 
 def upward_imports(modules, read=lambda path: Path(path).read_text(), order=FLOOR_ORDER, top=TOP):

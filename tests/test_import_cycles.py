@@ -102,32 +102,35 @@ def _module_level_imports(tree):
     return out
 
 
+def import_targets(node, package, modules):
+    """The modules in `modules` that one Import / ImportFrom `node` names, relative imports resolved against
+    `package`: `from .a import b` names `a.b` when that is a module and `a` otherwise."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names if alias.name in modules]
+    if node.level:
+        base = package.split(".")
+        if node.level > 1:
+            base = base[:len(base) - (node.level - 1)]
+        base = ".".join(base + ([node.module] if node.module else []))
+    else:
+        base = node.module
+    targets = []
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        if sub in modules:
+            targets.append(sub)
+        elif base in modules:
+            targets.append(base)
+    return targets
+
+
 def import_graph(modules):
     """{module: {module it imports at module level}}, restricted to the modules in `modules`."""
     graph = {}
     for name, (path, is_pkg) in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
         package = name if is_pkg else name.rpartition(".")[0]
-        targets = set()
-        for node in _module_level_imports(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name in modules:
-                        targets.add(alias.name)
-                continue
-            if node.level:
-                base = package.split(".")
-                if node.level > 1:
-                    base = base[:len(base) - (node.level - 1)]
-                base = ".".join(base + ([node.module] if node.module else []))
-            else:
-                base = node.module
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                if sub in modules:
-                    targets.add(sub)
-                elif base in modules:
-                    targets.add(base)
+        targets = {t for node in _module_level_imports(tree) for t in import_targets(node, package, modules)}
         targets.discard(name)
         graph[name] = targets
     return graph
