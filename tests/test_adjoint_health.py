@@ -119,31 +119,6 @@ def test_non_finite_adjoint_names_the_step(f64):
     assert np.isnan(model.particle_qd0.grad.to_numpy()[0, 0])
 
 
-def test_check_gradient_f32_default_step(f32):
-    """README tour settings in float32 (particles 0.02 kg, springs 800 / 0.5, ground 4e3 / 8 / 20 / 0.6,
-    dt 1 ms): the default step (cbrt(eps_f32) x the field's scale) passes; 1e-6 does not."""
-    g = np.stack(np.meshgrid(np.arange(2), np.arange(2), np.arange(2), indexing="ij"), -1).reshape(-1, 3) * 0.1
-    b = tgs.SceneBuilder()
-    b.add_particles(g + [0.0, 0.15, 0.0], velocities=np.tile([1.0, -1.0, 0.5], (8, 1)), masses=0.02, radius=0.01)
-    b.add_springs([(i, j) for i in range(8) for j in range(i + 1, 8)], stiffness=800.0, damping=0.5)
-    b.add_ground(ke=4e3, kd=8.0, kf=20.0, mu=0.6)
-    model = b.finalize()
-    sim = tgs.Simulator(model, dt=1e-3, steps=200)
-    com = tgs.CenterOfMassRecorder(sim, every=200)
-    loss = tgs.MSELoss(com.com, np.array([[0.0, 0.0, 0.0], [0.3, 0.1, 0.2]]), frame_weights=[0, 1])
-
-    def run():
-        loss.value[None] = 0.0
-        sim.run()
-        loss()
-
-    assert tgs.gradcheck.default_eps() == pytest.approx(4.92e-3, rel=1e-2)
-    report = tgs.check_gradient(run, loss.value, [model.particle_qd0], n_dirs=3, rtol=3e-2)
-    assert report.ok, str(report)
-    tiny = tgs.check_gradient(run, loss.value, [model.particle_qd0], n_dirs=3, eps=1e-6, rtol=3e-2)
-    assert not tiny.ok, "1e-6 is below float32 resolution: this test would not notice a regression"
-
-
 def test_check_gradient_without_gradients_is_a_clear_error(f64):
     b = tgs.SceneBuilder()
     b.add_particles([[0.0, 1.0, 0.0]], masses=0.1)

@@ -9,12 +9,10 @@ import tigradsim as tgs
 from tigradsim.fitting import gradcheck
 
 
-def tour_particles(wrong=None):
+def tour_scene():
     """The README tour's particle settings (8 particles of 0.02 kg, springs 800 / 0.5, ground
-    4e3 / 8 / 20 / 0.6, dt 1 ms, 200 steps), loss: an MSE on the final centre of mass.  The checked
-    parameter `v0` is copied into the initial velocities by a kernel whose backward is exact
-    (wrong=None), scaled by 1.1 ("scaled") or has the sign of its largest component flipped ("flipped").
-    Returns (run, loss field, v0)."""
+    4e3 / 8 / 20 / 0.6, dt 1 ms, 200 steps), loss: an MSE on the final centre of mass.
+    Returns (model, sim, loss)."""
     g = np.stack(np.meshgrid(np.arange(2), np.arange(2), np.arange(2), indexing="ij"), -1).reshape(-1, 3) * 0.1
     b = tgs.SceneBuilder()
     b.add_particles(g + [0.0, 0.15, 0.0], velocities=np.tile([1.0, -1.0, 0.5], (8, 1)), masses=0.02, radius=0.01)
@@ -24,6 +22,14 @@ def tour_particles(wrong=None):
     sim = tgs.Simulator(model, dt=1e-3, steps=200)
     com = tgs.CenterOfMassRecorder(sim, every=200)
     loss = tgs.MSELoss(com.com, np.array([[0.0, 0.0, 0.0], [0.3, 0.1, 0.2]]), frame_weights=[0, 1])
+    return model, sim, loss
+
+
+def tour_particles(wrong=None):
+    """`tour_scene` with its checked parameter `v0` copied into the initial velocities by a kernel whose
+    backward is exact (wrong=None), scaled by 1.1 ("scaled") or has the sign of its largest component
+    flipped ("flipped").  Returns (run, loss field, v0)."""
+    model, sim, loss = tour_scene()
     v0 = ti.Vector.field(3, float, shape=8, needs_grad=True)
     v0.from_numpy(model.particle_qd0.to_numpy())
 
@@ -83,3 +89,20 @@ def test_param_gradient_default_tolerance_f32():
         tgs.check_param_gradient(run, loss, tgs.Param(v0, "v0"), direction_count=2, n_dirs=2)
     with pytest.raises(TypeError, match="check_gradient: direction_count and n_dirs: give one"):
         tgs.check_gradient(run, loss, [v0], direction_count=2, n_dirs=2)
+
+
+def test_check_gradient_f32_default_step(f32):
+    """README tour settings in float32 (particles 0.02 kg, springs 800 / 0.5, ground 4e3 / 8 / 20 / 0.6,
+    dt 1 ms): the default step (cbrt(eps_f32) x the field's scale) passes; 1e-6 does not."""
+    model, sim, loss = tour_scene()
+
+    def run():
+        loss.value[None] = 0.0
+        sim.run()
+        loss()
+
+    assert tgs.gradcheck.default_eps() == pytest.approx(4.92e-3, rel=1e-2)
+    report = tgs.check_gradient(run, loss.value, [model.particle_qd0], n_dirs=3, rtol=3e-2)
+    assert report.ok, str(report)
+    tiny = tgs.check_gradient(run, loss.value, [model.particle_qd0], n_dirs=3, eps=1e-6, rtol=3e-2)
+    assert not tiny.ok, "1e-6 is below float32 resolution: this test would not notice a regression"
