@@ -166,7 +166,15 @@ def ground_contact_force(x, v, radius, ke, kd, kf, mu, law: ti.template()):
     """Force [N] on a point at `x` [m] moving with `v` [m/s] from the ground y = 0, by `law`
     (a `ContactLaw`, compile time)."""
     n = ti.Vector([0.0, 1.0, 0.0], dt=float)
-    c = ti.min(x.dot(n) - radius, 0.0)
+    return contact_force(ti.min(x.dot(n) - radius, 0.0), n, v, ke, kd, kf, mu, law)
+
+
+@ti.func
+def contact_force(c, n, v, ke, kd, kf, mu, law: ti.template()):
+    """Force [N] of one penalty contact by `law`: penetration c <= 0 [m] along the unit normal n (pointing
+    out of the surface touched), v [m/s] the point's velocity relative to that surface.  The module
+    docstring's formulas with a general normal: every pairing (ground, colliders, body-body, particle-body)
+    calls this one function."""
     vn = v.dot(n)
     vt = v - n * vn
     fn = _normal_force(c, vn, ke, kd, law)
