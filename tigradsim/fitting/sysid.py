@@ -33,6 +33,7 @@ import taichi as ti
 
 from .losses import MSELoss
 from .optim import Adam, History, Param, least_squares, optimize
+from .views import View, as_views, view_targets
 from ..io.mask_checks import check_initial_pose, check_masks
 from ..io.plots import plot_loss, plot_params
 
@@ -87,16 +88,18 @@ def _read_checkpoint(path):
     return state
 
 
-def _check_view(sim, renderer):
+def _check_view(sim, renderer, name=None):
     """VideoFit's view check: the renderer's camera against the objects of the simulator's model
-    (`model.placed`, set by SceneBuilder.finalize); nothing when either is not there."""
+    (`model.placed`, set by SceneBuilder.finalize); nothing when either is not there.  name: the
+    view's, in the messages of a fit with several views."""
     from ..renderers.camera import Camera
     from ..renderers.framing import check_framing
 
     camera, placed = getattr(renderer, "camera", None), getattr(getattr(sim, "model", None), "placed", None)
     if isinstance(camera, Camera) and placed:
         check_framing(camera, placed, ground=bool(getattr(sim.model, "has_ground", False)),
-                      who="VideoFit (check_view=False skips this check)")
+                      who="VideoFit" + (f" view {name!r}" if name is not None else "")
+                      + " (check_view=False skips this check)")
 
 
 class VideoFit:
@@ -104,7 +107,11 @@ class VideoFit:
 
     Args:
         sim: the Simulator (its observers must render into `renderer.image`).
-        renderer: the SoftRasterizer whose `image` holds one frame per observation.
+        renderer: the SoftRasterizer whose `image` holds one frame per observation; or several
+            cameras: a list of renderers and/or `View`s (tigradsim/fitting/views.py), each
+            observing `sim`.  The loss is then the weighted sum of the views' image losses, the
+            residuals their concatenation, and targets come one per view (a list, a dict by name,
+            or the Views' own); `render()` returns a list of videos.
         params: the `Param`s to estimate.
         supervision: "image" (pixel MSE) or "state" (MSE of `state_source`).
         state_source: with "state", a recorder field (frames, M) or (frames,) of vec3.
@@ -113,33 +120,59 @@ class VideoFit:
             camera below the ground or looking away from them (e.g. R given camera-to-world) or an
             object outside the view, a FramingWarning for one partly outside it.  False: no check
             (an object meant to enter the view later, or one the renderer does not draw).
+        weights: with several views, one weight per view (default: the Views' own, 1).
     """
 
     def __init__(self, sim, renderer, params: Sequence[Param], supervision="image", state_source=None,
-                 check_view=True):
+                 check_view=True, weights=None):
         if supervision not in ("image", "state"):
             raise ValueError(f"supervision: expected 'image' or 'state', got {supervision!r}")
         if supervision == "state" and state_source is None:
             raise ValueError("state_source: needed with supervision='state' (a recorder's values field)")
+        self.views, self.several_views = as_views(renderer, weights)
         if check_view and supervision == "image":
-            _check_view(sim, renderer)
+            for view in self.views:
+                _check_view(sim, view.renderer, view.name if self.several_views else None)
         self.sim = sim
-        self.renderer = renderer
+        self.renderer = self.views[0].renderer      # the first (or only) view's
         self.params = list(params)
         self.supervision = supervision
         self.state_source = state_source
         self.loss = ti.field(float, shape=(), needs_grad=True)
-        self._image_loss = None
-        self._default_loss = None      # ((kind, plain), loss) when set_target built the image loss
         self._state_loss = None
         self.history = History()
         self.optimizer = None
-        self._target_masks = None      # set_target's (masks (K, H, W), rendered frame of mask 0, checked?)
+
+    # the first view's image loss and target masks (the only view's, with one renderer)
+    _image_loss = property(lambda self: self.views[0].image_loss,
+                           lambda self, loss: setattr(self.views[0], "image_loss", loss))
+    _default_loss = property(lambda self: self.views[0].default_loss,
+                             lambda self, loss: setattr(self.views[0], "default_loss", loss))
+    _target_masks = property(lambda self: self.views[0].target_masks,
+                             lambda self, m: setattr(self.views[0], "target_masks", m))
+
+    def _view(self, view) -> View:
+        """A view by index or name."""
+        if isinstance(view, str):
+            names = [v.name for v in self.views]
+            if view not in names:
+                raise ValueError(f"view: no view named {view!r} (views: {names})")
+            return self.views[names.index(view)]
+        if not isinstance(view, (int, np.integer)) or not -len(self.views) <= view < len(self.views):
+            raise ValueError(f"view: expected an index in [0, {len(self.views)}) or a name, got {view!r}")
+        return self.views[view]
+
+    def _who(self, view, what="target") -> str:
+        """How messages name a view's target: "target", or "target of view 'top'" with several views."""
+        return f"{what} of view {view.name!r}" if self.several_views else what
 
     # -- videos ------------------------------------------------------------
-    def render(self) -> np.ndarray:
-        """Run the rollout at the current parameters; returns the frames (K, H, W, C)."""
+    def render(self):
+        """Run the rollout at the current parameters; returns the frames (K, H, W, C), or with
+        several views a list of each view's frames."""
         self.sim.run()
+        if self.several_views:
+            return [view.image() for view in self.views]
         return self.renderer.image.to_numpy().copy()
 
     def record_state(self) -> np.ndarray:
@@ -162,30 +195,45 @@ class VideoFit:
         frames: the rendered frame compared with each target frame (default: every
         rendered frame, and then the target must have exactly one frame per rendered
         frame: a different count is an error, never a fit of some of the frames).
+        With several views: one target per view (a list in view order, a dict {name: target},
+        or None for the Views' own), each compared with its view's renderer; `frames` applies
+        to every view; an error names the view.
         """
         if self.supervision != "image":
             self._state_loss = MSELoss(self.state_source, target)
             return
+        if not self.several_views:
+            self._set_view_target(self.views[0], target, frames)
+            return
+        for view, t in zip(self.views, view_targets(self.views, target)):
+            try:
+                self._set_view_target(view, t, frames)
+            except ValueError as exc:
+                raise ValueError(f"view {view.name!r}: {exc}") from None
+
+    def _set_view_target(self, view, target, frames):
+        """set_target for one view (its renderer, image loss and masks)."""
         from ..renderers import losses as L          # noqa: deferred so the core imports without renderers
         from ..io.footage import Footage
-        kind, arr, plate = image_target(target, self.renderer)
+        renderer = view.renderer
+        kind, arr, plate = image_target(target, renderer)
         masks = arr if kind == "silhouette" else getattr(target, "masks", None)
         first = 0 if frames is None else int(np.asarray(frames)[0])
         # a Footage checked its masks when it was made; other silhouette targets are checked by fit / refine
         checked = isinstance(target, Footage) and target.masks is not None
-        self._target_masks = None if masks is None else (masks, first, checked)
-        coverage = getattr(self.renderer, "blend", None) == "coverage"
+        view.target_masks = None if masks is None else (masks, first, checked)
+        coverage = getattr(renderer, "blend", None) == "coverage"
         if plate is not None and coverage:
-            self.renderer.set_background(plate)     # the renderer composites; the loss compares its RGB
+            renderer.set_background(plate)     # the renderer composites; the loss compares its RGB
             plate = None
-        loss = self._image_loss
-        if loss is None or (self._default_loss is not None and self._default_loss[0] != (kind, plate is None)):
-            img, C = self.renderer.image, self.renderer.image.n
+        loss = view.image_loss
+        if loss is None or (view.default_loss is not None and view.default_loss[0] != (kind, plate is None)):
+            img, C = renderer.image, renderer.image.n
             if kind == "silhouette":
                 loss = L.SilhouetteMSE(img, arr, frames=frames)
             else:
                 loss = L.ImageMSE(img, arr, frames=frames, channels=list(range(arr.shape[-1])), background=plate)
-            self._image_loss, self._default_loss = loss, ((kind, plate is None), loss)
+            view.image_loss, view.default_loss = loss, ((kind, plate is None), loss)
             return
         if plate is not None:
             if not getattr(loss, "composite", False):
@@ -202,29 +250,41 @@ class VideoFit:
             loss.set_target(arr)
 
     def _check_target_masks(self):
-        """Check set_target's masks (`check_masks`) unless a Footage did; returns (first mask (H, W),
-        the rendered frame compared with it) for the initial-pose check, or None without masks."""
-        if self._target_masks is None:
-            return None
-        masks, first, checked = self._target_masks
-        if not checked:
-            check_masks(masks, name="target")
-            self._target_masks = (masks, first, True)
-        return masks[0], first
+        """Check set_target's masks (`check_masks`) unless a Footage did; returns, per view, (first
+        mask (H, W), the rendered frame compared with it) for the initial-pose check, or None
+        without masks."""
+        out = []
+        for view in self.views:
+            if view.target_masks is None:
+                out.append(None)
+                continue
+            masks, first, checked = view.target_masks
+            if not checked:
+                check_masks(masks, name=self._who(view))
+                view.target_masks = (masks, first, True)
+            out.append((masks[0], first))
+        return out
 
-    def set_image_loss(self, loss):
+    def set_image_loss(self, loss, view=0):
         """Use `loss` (an object with `set_target(target)` and `__call__(loss_field)`,
         e.g. `tigradsim.renderers.BlurredImageMSE(renderer.image, blur_px=(0, 2, 4))`) as the
-        image loss; None: the default pixel MSE."""
-        self._image_loss = loss
-        self._default_loss = None
+        image loss of `view` (index or name; the only one with one renderer); None: the default
+        pixel MSE."""
+        v = self._view(view)
+        v.image_loss = loss
+        v.default_loss = None
 
     def forward(self):
         """One rollout and its loss added into `self.loss` (on the Tape when one records; the caller
-        zeroes `loss` first): the `forward` that `optimize` and `identify` call."""
+        zeroes `loss` first): the `forward` that `optimize` and `identify` call.  With several
+        views: sum_v weight_v x view v's image loss."""
         self.sim.run()
         if self.supervision == "image":
-            self._image_loss(self.loss)
+            missing = [v.name for v in self.views if v.image_loss is None]
+            if missing:
+                raise RuntimeError(f"forward: no target yet for view(s) {missing} (call set_target or fit)")
+            for view in self.views:
+                view.add_loss(self.loss)
         else:
             self._state_loss._accumulate()
             _add_into(self.loss, self._state_loss.value)
@@ -255,7 +315,7 @@ class VideoFit:
         the mask is far from the initial pose).
         """
         self.set_target(target, frames=frames)
-        first_mask = self._check_target_masks()
+        first_masks = self._check_target_masks()
         self.optimizer = optimizer or Adam(self.params, lr=lr)
         if resume and os.path.exists(resume):
             self.load_state(resume)
@@ -267,11 +327,14 @@ class VideoFit:
             self.forward()
 
         def callback(it, value):
-            nonlocal first_mask
-            if first_mask is not None:            # the image holds the render at the initial values
-                (mask, k), first_mask = first_mask, None
-                image = self.renderer.image.to_numpy()[k]
-                check_initial_pose(mask, image[..., -1] if image.ndim == 3 else image, name="target")
+            nonlocal first_masks
+            if first_masks is not None:           # the images hold the renders at the initial values
+                for view, first in zip(self.views, first_masks):
+                    if first is not None:
+                        mask, k = first
+                        image = view.renderer.image.to_numpy()[k]
+                        check_initial_pose(mask, image[..., -1] if image.ndim == 3 else image, name=self._who(view))
+                first_masks = None
             if resume and (it % save_every == 0 or it >= iters):
                 self.save_state(resume)
 
@@ -285,23 +348,42 @@ class VideoFit:
         """Run the rollout at the current parameters; rendered (or recorded) minus
         target values, flattened (call `set_target` or `fit` first).  levels: with a
         multi-scale image loss (`BlurredImageMSE`), the residuals of every blur level,
-        whose squares sum to the loss, rather than the plain pixel residuals."""
+        whose squares sum to the loss, rather than the plain pixel residuals.
+        With several views: each view's residuals times sqrt(its weight), view after view
+        (`view_residual_sizes` gives each view's count)."""
         self.sim.run()
         if self.supervision == "image":
-            if self._image_loss is None:
-                raise RuntimeError("residuals: no target yet (call set_target)")
-            tl = self._image_loss
-            if levels and hasattr(tl, "level_residuals"):
-                return tl.level_residuals().ravel()
-            if hasattr(tl, "residuals"):
-                return tl.residuals().ravel()
-            image = self.renderer.image.to_numpy()
-            if image.ndim == 3:
-                image = image[..., None]
-            return (image[tl.fid.to_numpy()][..., list(tl.channels)] - tl.target.to_numpy()).ravel()
+            parts = [view.scale_residuals(self._view_residuals(view, levels)) for view in self.views]
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
         if self._state_loss is None:
             raise RuntimeError("residuals: no target yet (call set_target)")
         return (self.state_source.to_numpy() - self._state_loss.target.to_numpy()).ravel()
+
+    def _view_residuals(self, view, levels) -> np.ndarray:
+        """One view's rendered minus target values, flattened (the images as they are now)."""
+        tl = view.image_loss
+        if tl is None:
+            raise RuntimeError("residuals: no target yet (call set_target)" + (
+                f" for view {view.name!r}" if self.several_views else ""))
+        if levels and hasattr(tl, "level_residuals"):
+            return tl.level_residuals().ravel()
+        if hasattr(tl, "residuals"):
+            return tl.residuals().ravel()
+        image = view.renderer.image.to_numpy()
+        if image.ndim == 3:
+            image = image[..., None]
+        return (image[tl.fid.to_numpy()][..., list(tl.channels)] - tl.target.to_numpy()).ravel()
+
+    def view_residual_sizes(self, levels=False) -> list:
+        """The residual count of each view, in the order `residuals` concatenates them (from the
+        images as they are now: no rollout)."""
+        return [int(self._view_residuals(view, levels).size) for view in self.views]
+
+    def view_losses(self) -> dict:
+        """{view name: its image loss, unweighted} at the current parameters (one rollout, no
+        gradient): how well each camera is fitted."""
+        self.sim.run()
+        return {view.name: view.loss_value() for view in self.views}
 
     def refine(self, target, iters=10, fd_step=1e-4, damping=1e-3, log_every=1, printer=print, frames=None,
                levels=False):
@@ -393,6 +475,9 @@ class VideoFit:
         from ..io.panels import labelled_strip
         if final_video is None:
             final_video = self.render()
+        if self.several_views:        # one strip per view: lists of videos in view order
+            return [self.report_strip(t, i, truth, f, scale) for t, i, f in
+                    zip(_per_view(self, target_video), _per_view(self, initial_video), final_video)]
         initial = {name: vals[0] for name, vals in self.history.params.items() if vals} if self.history else None
         final = {p.name: p.value() for p in self.params}
         if scale is None:
@@ -419,13 +504,29 @@ class VideoFit:
             "param_plot": plot_params(self.history, os.path.join(out_dir, "params.png"), truth=truth, title=title),
         }
         strip = self.report_strip(target_video, initial_video, truth=truth, final_video=final_video)
-        paths["gif"] = os.path.join(out_dir, "target_initial_estimate.gif")
-        save_gif(strip, paths["gif"], fps=15)
-        paths["overlay"] = overlay_png(np.asarray(target_video)[-1], final_video[-1],
-                                       os.path.join(out_dir, "overlay.png"))
+        if self.several_views:        # a GIF and an overlay per view, named by the view
+            targets = _per_view(self, target_video)
+            for view, s, t, f in zip(self.views, strip, targets, final_video):
+                tag = "".join(c if c.isalnum() or c in "-_" else "_" for c in view.name)
+                paths[f"gif_{view.name}"] = os.path.join(out_dir, f"target_initial_estimate_{tag}.gif")
+                save_gif(s, paths[f"gif_{view.name}"], fps=15)
+                paths[f"overlay_{view.name}"] = overlay_png(np.asarray(t)[-1], f[-1],
+                                                            os.path.join(out_dir, f"overlay_{tag}.png"))
+            paths["gif"], paths["overlay"] = paths[f"gif_{self.views[0].name}"], paths[f"overlay_{self.views[0].name}"]
+            strip = strip[0]
+        else:
+            paths["gif"] = os.path.join(out_dir, "target_initial_estimate.gif")
+            save_gif(strip, paths["gif"], fps=15)
+            paths["overlay"] = overlay_png(np.asarray(target_video)[-1], final_video[-1],
+                                           os.path.join(out_dir, "overlay.png"))
         if show:
             play_video(strip, title, None if show is True else show, saved_at=paths["gif"])
         return paths
+
+
+def _per_view(fit, videos) -> list:
+    """One video per view of `fit` from a list, a dict by name or None (the Views' own targets)."""
+    return view_targets(fit.views, videos)
 
 
 def side_by_side(videos, gap=2):
