@@ -210,11 +210,16 @@ def _prepare(args, precision, requires_grad, unknowns=True):
     spec = load_scene(args.scene)
     with warnings.catch_warnings(record=True) as caught_footage:    # tgs.FootageWarning: masks probably wrong
         warnings.simplefilter("always")
-        footage = load_scene_footage(spec, args.resolution)
+        if spec.several_cameras:             # [[cameras]]: one clip per camera; `footage` is the first's
+            from .scenes.scene_views import load_views_footage
+            footages = load_views_footage(spec, args.resolution)
+            footage = footages[0]
+        else:
+            footage = footages = load_scene_footage(spec, args.resolution)
     tgs.init(arch=args.arch, precision=precision, pin_threads="auto" if args.pin_threads else False)
     with warnings.catch_warnings(record=True) as caught:    # e.g. tgs.StabilityWarning: dt past a limit
         warnings.simplefilter("always")
-        scene = Scene(spec, footage, requires_grad=requires_grad, unknowns=unknowns)
+        scene = Scene(spec, footages, requires_grad=requires_grad, unknowns=unknowns)
     scene.warnings = [f"{type(w.message).__name__}: {w.message}" for w in caught_footage + caught]
     for w in scene.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -248,6 +253,33 @@ def _iou(footage, alpha):
             "per_frame": [round(float(v), 4) for v in iou]}
 
 
+def _views_report(scene, out, prefix, videos=None, before=None):
+    """[[cameras]]: every camera's silhouette IoU with its masks ({name: iou summary}), and the outline
+    video and PNG of each camera after the first (`{prefix}_outline_{name}.gif`) in `out`; {} for one
+    [camera].  videos: the renders of every camera (None: rendered now); before: this function's
+    earlier answer, whose IoUs become each camera's "iou_initial"."""
+    if not scene.spec.several_cameras:
+        return {}
+    videos = scene.render_views() if videos is None else videos
+    report = {}
+    for view, video in zip(scene.views, videos):
+        fo = view.footage
+        if view is not scene.views[0] and out is not None:
+            _write_outline(os.path.join(out, f"{prefix}_outline_{view.name}.gif"),
+                           os.path.join(out, f"{prefix}_outline_{view.name}.png"), fo, video[..., -1], fo.fps)
+        iou = _iou(fo, video[..., -1])
+        report[view.name] = {"iou": iou and iou["mean"], "iou_per_frame": iou and iou["per_frame"]}
+        if before is not None:
+            report[view.name]["iou_initial"] = before[view.name]["iou"]
+    return report
+
+
+def _mean_iou(views):
+    """The mean over cameras of their mean IoU (None when a camera has no masks)."""
+    values = [v["iou"] for v in views.values()]
+    return None if not values or any(v is None for v in values) else float(np.mean(values))
+
+
 def _timing(scene):
     steps, alphas = scene.timed.steps, scene.timed.alphas
     return {"dt": scene.dt, "steps": scene.steps, "frame_steps": [int(steps[0]), int(steps[-1])],
@@ -272,7 +304,9 @@ def _render(args):
     gif, png = os.path.join(out, "outline.gif"), os.path.join(out, "outline.png")
     picks = _write_outline(gif, png, footage, alpha, footage.fps)
     iou = _iou(footage, alpha)
+    views = _views_report(scene, out, "render")
     summary = {"ok": True, "command": "render", "scene": os.path.abspath(args.scene), "out": os.path.abspath(out),
+               **({"cameras": views} if views else {}),
                "frames": int(len(video)), "size": [int(video.shape[2]), int(video.shape[1])], **_timing(scene),
                "up": spec.up, "values": scene.values() if not args.file_values else "file", "iou": iou,
                "warnings": scene.warnings, "threads": _threads(),
@@ -281,7 +315,11 @@ def _render(args):
                "seconds": round(time.time() - t0, 2)}
     if iou is not None:
         print(f"silhouette IoU with the masks at the initial values: mean {iou['mean']:.3f}, "
-              f"first frame {iou['first']:.3f}, min {iou['min']:.3f}")
+              f"first frame {iou['first']:.3f}, min {iou['min']:.3f}" + (f" (camera {scene.views[0].name!r})"
+                                                                          if views else ""))
+    for name, v in list(views.items())[1:]:
+        if v["iou"] is not None:
+            print(f"camera {name!r}: silhouette IoU mean {v['iou']:.3f}")
     print(f"wrote {gif} (red: render, green: masks) and {png}")
     with open(os.path.join(out, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1, default=_json_default)
@@ -313,6 +351,7 @@ def _fit(args):
     initial = scene.values()
     loss0 = scene.loss_value()
     alpha0 = scene.render()[..., -1]
+    views0 = _views_report(scene, out, "initial")          # [[cameras]]: each camera's IoU at the start
     timing = _timing(scene)
     printer(f"scene {spec.path}: {len(footage)} frames at {footage.width}x{footage.height} px, dt {scene.dt:.6g} s, "
             f"{scene.steps} steps ({timing['blended_frames']} frames between steps); unknowns "
@@ -358,6 +397,10 @@ def _fit(args):
     _write_outline(files["fit_outline_gif"], files["fit_outline_png"], footage, alpha1, footage.fps)
     _write_outline(files["initial_outline_gif"], os.path.join(out, "initial_outline.png"), footage, alpha0, footage.fps)
     iou0, iou1 = _iou(footage, alpha0), _iou(footage, alpha1)
+    views1 = _views_report(scene, out, "fit", before=views0)
+    if views1:                      # several cameras: the IoU of the fit is the mean over them
+        iou0, iou1 = {"mean": _mean_iou(views0)}, {"mean": _mean_iou(views1)}
+        iou0, iou1 = (None, None) if iou1["mean"] is None else (iou0, iou1)
     best = result.best if result is not None else None
     error = None if stopped is None else _one_line(stopped)
     honesty = None                  # assumed constants' sensitivity and the fit's quality (marks best's statuses)
@@ -376,6 +419,7 @@ def _fit(args):
         "size": [footage.width, footage.height], **timing, "rollouts": len(history.loss), "quick": bool(args.quick),
         "loss_initial": _finite(loss0), "loss_final": _finite(loss1),
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
+        **({"cameras": views1} if views1 else {}),
         "ambiguous": None if result is None else result.ambiguous,
         "summary": (f"stopped early ({type(stopped).__name__}): the best rollout so far, no uncertainty"
                     if result is None else result.summary()),
@@ -413,6 +457,8 @@ def _fit(args):
                "horizon_reason": horizon.get("horizon_reason"),
                "loss_initial": report["loss_initial"], "loss_final": report["loss_final"],
                "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
+               **({"cameras": {k: {"iou_initial": v["iou_initial"], "iou_final": v["iou"]}
+                               for k, v in views1.items()}} if views1 else {}),
                "camera": {k: v for k, v in report["camera"].items() if k not in ("K", "R", "t")} or None,
                "warnings": report["warnings"], "rollouts": report["rollouts"], "resumed": report["resumed"],
                "seconds": report["seconds"], "files": files}
@@ -473,6 +519,10 @@ def _markdown(spec, report, result, honesty_md=None) -> str:
              f"Loss {_fmt(report['loss_initial'])} -> {_fmt(report['loss_final'])}{iou}.  **{report['summary']}**", "",
              "| unknown | initial | estimate | std | time-step bias | 95% interval | status | bounds |",
              "|---|---|---|---|---|---|---|---|"]
+    if report.get("cameras"):       # [[cameras]]: the IoU of each camera
+        lines[2] += "  Silhouette IoU per camera: " + ", ".join(
+            f"{name} " + ("-" if v["iou"] is None else f"{v['iou_initial']:.3f} -> {v['iou']:.3f}")
+            for name, v in report["cameras"].items()) + "."
     if report.get("horizon_reason"):
         fitted = (f" (loss {_fmt(report['loss_final_fitted_frames'])} on them)"
                   if report.get("loss_final_fitted_frames") is not None else "")

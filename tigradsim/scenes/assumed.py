@@ -67,9 +67,10 @@ def scene_noise_floor(scene, frames) -> float:
     counts: masks for "mask", colour frames for "rgb", both for "both")."""
     from ..fitting.sensitivity import image_noise_floor
 
-    fo, sup = scene.footage, scene.spec.fit.supervision
-    targets = ([fo.masks[:frames]] if sup in ("mask", "both") else []) + \
-              ([fo.frames[:frames]] if sup in ("rgb", "both") else [])
+    sup, targets = scene.spec.fit.supervision, []
+    for fo in [v.footage for v in getattr(scene, "views", ())] or [scene.footage]:     # every camera's
+        targets += ([fo.masks[:frames]] if sup in ("mask", "both") else []) + \
+                   ([fo.frames[:frames]] if sup in ("rgb", "both") else [])
     sizes = [t.size for t in targets]
     return float(sum(image_noise_floor(t) * n for t, n in zip(targets, sizes)) / sum(sizes))
 

@@ -36,6 +36,7 @@ from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
+from .scene_views import build_views, fit_views, side_by_side_alpha
 from .unknown_params import unknown_params
 
 # [fit] edge_softness = "auto": the silhouette edge's 10-90 % width in pixels, that of a camera's box-filtered
@@ -163,6 +164,8 @@ class Scene:
     `TimedVertices` observer: frame k at footage time k), dt, steps, edge_softness (the renderer's,
     NDC^2; `sigma` is its older name), handles (object name -> body index or SoftMesh).  unknowns=False leaves the unknowns at the values the objects
     and the ground have in the file (no Params), e.g. to render a clip's known truth.
+    [[cameras]]: `footage` is a list, one Footage per camera (`load_views_footage`); `views`: every
+    camera's `SceneView`; the attributes above are the first camera's; the fit sums their losses.
     """
 
     sigma = alias_property("edge_softness")       # the older name of the renderer's edge softness
@@ -172,7 +175,8 @@ class Scene:
         from ..sim.builder import SceneBuilder
         from ..sim.simulator import Simulator
 
-        self.spec, self.footage = spec, footage
+        footages = list(footage) if isinstance(footage, (list, tuple)) else [footage]
+        self.spec, self.footage, self._footages = spec, footages[0], footages
         self.M = spec.axes
         self.dt, self.steps = self._schedule()
         b = SceneBuilder(gravity=self.M @ spec.gravity)
@@ -188,13 +192,14 @@ class Scene:
         self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
         self.camera = scene_camera(spec, footage.factor)
         self.renderer = self._make_renderer()
+        self.views = build_views(self, footages)         # every camera's renderer (the first is self.renderer)
         # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)
         self.params = unknown_params(spec, self.model, self.handles) if unknowns else []
         self.frames_used = len(footage)
         self.camera_prior = None
         self.camera_params = self._camera_params() if unknowns else []
         # check_view=False: parse_scene ran the same check, in the file's terms (scene_sanity)
-        self.fit = VideoFit(self.sim, self.renderer, self.params + self.camera_params, check_view=False)
+        self.fit = VideoFit(self.sim, fit_views(self), self.params + self.camera_params, check_view=False)
         self.make_loss()
         self._with_unknowns = unknowns
         self._half = None             # the same scene at dt / 2 ([fit] horizon = "auto"), built when first needed
@@ -379,32 +384,42 @@ class Scene:
     # -- images -----------------------------------------------------------------
     def render(self) -> np.ndarray:
         """Run the rollout at the current values; the rendered frames at the footage's times,
-        (K, H, W, C) (C = 1 silhouette, or RGBA)."""
-        return self.fit.render()
+        (K, H, W, C) (C = 1 silhouette, or RGBA); with several cameras, the first camera's."""
+        video = self.fit.render()
+        return video[0] if isinstance(video, list) else video
+
+    def render_views(self) -> list:
+        """Run the rollout at the current values; every camera's frames, [(K, H, W, C)] in view order."""
+        self.fit.render()
+        return [v.renderer.image.to_numpy().copy() for v in self.views]
 
     def make_loss(self):
         """The image loss (BlurredImageMSE, or ImageMSE when every blur width is 0) on every
         footage frame, installed on the VideoFit: masks against the silhouette (alpha); RGB
-        against the rendered colour composited over the plate; "both" sums the two."""
+        against the rendered colour composited over the plate; "both" sums the two.  With several
+        cameras, one such loss per camera (on its renderer and footage); returns the first's."""
         from ..renderers import BlurredImageMSE, ImageMSE
 
-        fo, sup, blur = self.footage, self.spec.fit.supervision, self.spec.fit.blur
+        sup, blur = self.spec.fit.supervision, self.spec.fit.blur
+        self._loss_parts, losses = [], []
+        for i, view in enumerate(self.views):
+            fo, image = view.footage, view.renderer.image
 
-        def one(target, channels):
-            if all(s == 0 for s in blur):
-                return ImageMSE(self.renderer.image, target, channels=channels)
-            return BlurredImageMSE(self.renderer.image, target, channels=channels, blur_px=blur)
+            def one(target, channels, image=image):
+                if all(s == 0 for s in blur):
+                    return ImageMSE(image, target, channels=channels)
+                return BlurredImageMSE(image, target, channels=channels, blur_px=blur)
 
-        parts = []
-        if sup in ("mask", "both"):
-            parts.append((one(fo.masks[..., None], [self.renderer.image.n - 1]), lambda k: fo.masks[:k, ..., None]))
-        if sup in ("rgb", "both"):            # the renderer composites over the plate (coverage blending)
-            parts.append((one(fo.frames, [0, 1, 2]), lambda k: fo.frames[:k]))
-        self._loss_parts = parts
-        loss = parts[0][0] if len(parts) == 1 else _SumLoss([p for p, _ in parts])
-        self.fit.set_image_loss(loss)
-        self.frames_used = len(fo)
-        return loss
+            parts = []
+            if sup in ("mask", "both"):
+                parts.append((one(fo.masks[..., None], [image.n - 1]), lambda k, fo=fo: fo.masks[:k, ..., None]))
+            if sup in ("rgb", "both"):            # the renderer composites over the plate (coverage blending)
+                parts.append((one(fo.frames, [0, 1, 2]), lambda k, fo=fo: fo.frames[:k]))
+            self._loss_parts += parts         # every camera's parts, view after view (residuals' order)
+            losses.append(parts[0][0] if len(parts) == 1 else _SumLoss([p for p, _ in parts]))
+            self.fit.set_image_loss(losses[-1], view=i)
+        self.frames_used = len(self.footage)
+        return losses[0]
 
     def use_frames(self, k):
         """Fit the first k footage frames only (coarse to fine in time; `set_frames` on the losses)."""
@@ -426,7 +441,8 @@ class Scene:
             spec = dataclasses.replace(self.spec, dt=self.dt / 2.0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")    # half the step: within every limit the scene itself met
-                self._half = Scene(spec, self.footage, requires_grad=False, unknowns=self._with_unknowns)
+                footage = self._footages if len(self._footages) > 1 else self.footage
+                self._half = Scene(spec, footage, requires_grad=False, unknowns=self._with_unknowns)
         return self._half
 
     def _half_at_current_values(self) -> "Scene":
@@ -453,7 +469,11 @@ class Scene:
         the leading frames whose estimated error is within `tolerance` px (default [fit]
         horizon_tolerance).  Runs two forward rollouts (no Tape)."""
         tol = self.spec.fit.horizon_tolerance if tolerance is None else tolerance
-        return predictability(self.render, self._half_at_current_values().render, tol, self.dt)
+        half = self._half_at_current_values()
+        if len(self.views) > 1:         # every camera's silhouettes side by side: the edges of all of them
+            return predictability(lambda: side_by_side_alpha(self.render_views()),
+                                  lambda: side_by_side_alpha(half.render_views()), tol, self.dt)
+        return predictability(self.render, half.render, tol, self.dt)
 
     def set_horizon(self, k) -> int:
         """Coarse to fine in time (`tgs.identify`'s set_horizon): fit the first k footage frames,

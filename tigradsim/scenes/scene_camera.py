@@ -1,5 +1,5 @@
 """The [camera] and [footage] sections of a scene file: the camera's pose and lens, and the frames (images,
-masks) and their rate."""
+masks) and their rate; or several cameras, [[cameras]], each with its own frames and masks."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,8 @@ import re
 
 import numpy as np
 
-from .scene_specs import CameraSpec, FootageSpec
-from .scene_table import _Table
+from .scene_specs import CameraSpec, FootageSpec, ViewSpec
+from .scene_table import SceneError, _Table, _typename
 
 
 def _is_rotation(R, tol=1e-6):
@@ -16,8 +16,13 @@ def _is_rotation(R, tol=1e-6):
 
 
 
-def _parse_camera(file, data):
-    t = _Table(file, "camera", data, ("K", "R", "t", "eye", "target", "up", "fov", "width", "height", "near", "far"))
+CAMERA_KEYS = ("K", "R", "t", "eye", "target", "up", "fov", "width", "height", "near", "far")
+
+
+def _parse_camera(file, data, section="camera", extra=()):
+    """A camera table (`section`: "camera", or "cameras.NAME" for an entry of [[cameras]], which
+    may also hold the keys `extra`)."""
+    t = _Table(file, section, data, CAMERA_KEYS + tuple(extra))
     opencv = [k for k in ("K", "R", "t") if t.has(k)]
     lookat = [k for k in ("eye", "target", "up", "fov") if t.has(k)]
     if opencv and lookat:
@@ -87,8 +92,8 @@ def _expand_pattern(t, key, base):
 
 
 
-def _parse_footage(file, base, data):
-    t = _Table(file, "footage", data, ("frames", "masks", "fps", "start_time", "background", "first", "count"))
+def _parse_footage(file, base, data, section="footage"):
+    t = _Table(file, section, data, ("frames", "masks", "fps", "start_time", "background", "first", "count"))
     frames, folder, fpat = _expand_pattern(t, "frames", base)
     masks, mfolder, mpat = _expand_pattern(t, "masks", base) if t.has("masks") else (None, None, None)
     first = t.integer("first", 0, minimum=0)
@@ -108,3 +113,64 @@ def _parse_footage(file, base, data):
                        fps=t.number("fps", positive=True), start_time=t.number("start_time", 0.0, nonnegative=True),
                        background=bg, folder=folder, pattern=fpat, masks_folder=mfolder, masks_pattern=mpat,
                        first=first, count=stop - first)
+
+
+
+# keys of a [[cameras]] entry besides the camera's own: its name and its footage files
+VIEW_KEYS = ("name", "frames", "masks", "background")
+# [footage] keys every camera shares when there are several (the clips are synchronised: frame k of
+# every camera shows the same time)
+SHARED_FOOTAGE_KEYS = ("fps", "start_time", "first", "count")
+
+
+def _parse_cameras(file, base, entries, footage_data):
+    """[[cameras]]: a list of camera tables, each as [camera] plus `name` (required, unique) and its
+    own `frames`, `masks` (and `background`) as in [footage]; [footage] then holds only what the
+    cameras share (fps, start_time, first, count).  Returns (views [ViewSpec], the first camera's
+    FootageSpec or None); every error names the camera ([cameras.NAME])."""
+    if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
+        raise SceneError(file, None, "cameras", f"expected an array of tables [[cameras]] (at least one), got "
+                         f"{_typename(entries)}")
+    shared = {}
+    if footage_data is not None:
+        ft = _Table(file, "footage", footage_data, SHARED_FOOTAGE_KEYS + VIEW_KEYS[1:])
+        own = [k for k in VIEW_KEYS[1:] if ft.has(k)]
+        if own:
+            ft.fail(own[0], "with [[cameras]] each camera gives its own frames, masks and background in its "
+                            "[[cameras]] entry; [footage] holds only what they share (fps, start_time, first, count)")
+        ft.number("fps", positive=True)
+        shared = {k: footage_data[k] for k in SHARED_FOOTAGE_KEYS if k in footage_data}
+    views, names = [], []
+    for i, entry in enumerate(entries):
+        name = entry.get("name")
+        if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise SceneError(file, f"cameras.{i}", "name", ("missing (required): each of several cameras needs a "
+                             "name" if name is None else f"expected a name of letters, digits, - and _, got {name!r}"))
+        section = f"cameras.{name}"
+        if name in names:
+            raise SceneError(file, section, "name", f"duplicate camera name {name!r} (cameras {i} and "
+                             f"{names.index(name)}): every camera needs its own name")
+        names.append(name)
+        camera = _parse_camera(file, {k: v for k, v in entry.items() if k != "name"}, section, extra=VIEW_KEYS[1:])
+        given = {k: entry[k] for k in VIEW_KEYS[1:] if k in entry}
+        footage = None
+        if given:
+            if footage_data is None:
+                raise SceneError(file, "footage", "fps", f"missing: camera {name!r} has frames; add [footage] "
+                                 "with their fps (and start_time), shared by every camera")
+            if "frames" not in given:
+                raise SceneError(file, section, "frames", "missing: masks or background without the frames")
+            footage = _parse_footage(file, base, {**shared, **given}, section)
+        views.append(ViewSpec(name=name, camera=camera, footage=footage))
+    with_frames = [v for v in views if v.footage is not None]
+    if with_frames and len(with_frames) != len(views):
+        v = next(v for v in views if v.footage is None)
+        raise SceneError(file, f"cameras.{v.name}", "frames", f"missing: camera {with_frames[0].name!r} has footage, "
+                         "so every camera needs its frames")
+    for v in with_frames[1:]:
+        first = with_frames[0]
+        if v.footage.count != first.footage.count:
+            raise SceneError(file, f"cameras.{v.name}", "frames", f"{v.footage.count} frames, but camera "
+                             f"{first.name!r} has {first.footage.count}: the cameras' clips are synchronised, "
+                             "expected the same number of frames in each")
+    return views, views[0].footage

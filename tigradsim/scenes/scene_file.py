@@ -100,10 +100,10 @@ except ModuleNotFoundError:            # pragma: no cover - older Pythons use th
     import tomli as tomllib
 
 # the sections, each parsed in a module of its own; every name is importable from here as before
-from .scene_camera import _parse_camera, _parse_footage
+from .scene_camera import _parse_camera, _parse_cameras, _parse_footage
 from .scene_objects import _parse_force, _parse_law, _parse_object
 from .scene_specs import (CONTACT_PARAMS, RIGID_PARAMS, TIES, Z_UP_TO_Y_UP, CameraSpec, FitSpec, FootageSpec,
-                          ForceSpec, ObjectSpec, SceneSpec, UnknownSpec)
+                          ForceSpec, ObjectSpec, SceneSpec, UnknownSpec, ViewSpec)
 from .scene_specs import SOFT_MASS_PARAMS  # noqa: F401
 from .scene_table import SceneError, _Table, _typename
 from .scene_unknowns import _check_ties, _parse_fit, _parse_unknown
@@ -112,7 +112,7 @@ from .scene_unknowns import OPTIMIZERS, SUPERVISIONS  # noqa: F401
 __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "FootageSpec", "UnknownSpec",
            "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "RIGID_PARAMS", "TIES"]
 
-_TOP = ("world", "simulation", "ground", "objects", "forces", "camera", "footage", "unknowns", "fit")
+_TOP = ("world", "simulation", "ground", "objects", "forces", "camera", "cameras", "footage", "unknowns", "fit")
 
 
 def _parse_world(file, data):
@@ -187,10 +187,18 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     if not isinstance(forces_data, list):
         raise SceneError(file, None, "forces", "expected an array of tables [[forces]]")
     forces = [_parse_force(file, k, fd, objects) for k, fd in enumerate(forces_data)]
-    if "camera" not in data:
-        raise SceneError(file, None, "[camera]", "missing (required)")
-    camera = _parse_camera(file, data["camera"])
-    footage = _parse_footage(file, base, data["footage"]) if "footage" in data else None
+    if "camera" in data and "cameras" in data:
+        raise SceneError(file, None, "[camera] / [[cameras]]", "give one camera as [camera] or several as "
+                         "[[cameras]], not both")
+    if "cameras" in data:                  # several cameras, each with its own frames and masks
+        views, footage = _parse_cameras(file, base, data["cameras"], data.get("footage"))
+        camera = views[0].camera
+    else:
+        if "camera" not in data:
+            raise SceneError(file, None, "[camera]", "missing (required; or several cameras as [[cameras]])")
+        camera = _parse_camera(file, data["camera"])
+        footage = _parse_footage(file, base, data["footage"]) if "footage" in data else None
+        views = [ViewSpec("camera", camera, footage)]
     dt, substeps, duration, ckpt = _parse_simulation(file, data.get("simulation", {}), footage)
     unk = data.get("unknowns", {})
     if not isinstance(unk, dict):
@@ -205,12 +213,18 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     if fit.horizons is not None and footage is not None and fit.horizons[-1] > len(footage.frames):
         raise SceneError(file, "fit", "horizons", f"{fit.horizons[-1]} frames, but the footage has "
                          f"{len(footage.frames)}")
-    if fit.supervision in ("mask", "both") and footage is not None and footage.masks is None:
-        raise SceneError(file, "fit", "supervision", f"{fit.supervision!r} needs mask frames: add "
-                         "masks = \"...\" to [footage] (or use supervision = \"rgb\")")
+    for view in views:
+        if fit.supervision in ("mask", "both") and view.footage is not None and view.footage.masks is None:
+            where = "[footage]" if len(views) == 1 and view.name == "camera" else f"camera {view.name!r}"
+            raise SceneError(file, "fit", "supervision", f"{fit.supervision!r} needs mask frames: add "
+                             f"masks = \"...\" to {where} (or use supervision = \"rgb\")")
+    if fit.refine_camera and len(views) > 1:
+        raise SceneError(file, "fit", "refine_camera", f"not supported with several cameras ({len(views)} in "
+                         "[[cameras]]) yet: calibrate them, or fit with one camera")
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
-                     camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given)
+                     camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,
+                     views=views)
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)
     return spec

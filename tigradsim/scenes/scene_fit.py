@@ -70,6 +70,10 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
 
     if scene.footage.masks is not None:      # a mask far from the initial pose: a FootageWarning before the fit
         check_initial_pose(scene.footage.masks, scene.render()[..., -1] if initial_alpha is None else initial_alpha)
+    if len(getattr(scene, "views", ())) > 1:           # [[cameras]]: the other cameras' first masks too
+        for view, video in list(zip(scene.views, scene.render_views()))[1:]:
+            if view.footage.masks is not None:
+                check_initial_pose(view.footage.masks, video[..., -1], name=f"camera {view.name!r}: masks")
     history = History()
     t0 = time.time()
 

@@ -90,17 +90,22 @@ def check_scene(spec: SceneSpec) -> None:
             pos[axis] += float(round_up(g.depth))
             raise spec.error(f"objects.{name}", "position",
                              g.message(lift_hint=f": position = {_fmt(pos)}"))
-    camera = scene_camera(spec, 1)
-    first_at_zero = spec.footage is None or spec.footage.start_time == 0.0
-    problems = framing_problems(camera, placed, ground=spec.ground is not None,
-                                alternatives=_camera_alternatives(spec))
-    for p in problems:
-        if p.subject == "camera":
-            raise spec.error("camera", "R / t" if spec.camera.kind == "opencv" else "eye / target", p.message)
-        if not first_at_zero:
-            continue
-        name = names[[q.label for q in placed].index(p.subject)]
-        if p.level == "error":
-            raise spec.error(f"objects.{name}", "position", p.message)
-        warnings.warn(str(spec.error(f"objects.{name}", "position", p.message)), FramingWarning, stacklevel=3)
+    for view in spec.views or [None]:          # every camera ([[cameras]]: errors name it, [cameras.NAME])
+        one = spec if view is None else spec.view_spec(view)
+        section = spec.camera_section(view)
+        camera = scene_camera(one, 1)
+        first_at_zero = one.footage is None or one.footage.start_time == 0.0
+        problems = framing_problems(camera, placed, ground=spec.ground is not None,
+                                    alternatives=_camera_alternatives(one))
+        seen_by = "" if section == "camera" else f" (seen by camera {view.name!r})"
+        for p in problems:
+            if p.subject == "camera":
+                raise spec.error(section, "R / t" if one.camera.kind == "opencv" else "eye / target", p.message)
+            if not first_at_zero:
+                continue
+            name = names[[q.label for q in placed].index(p.subject)]
+            if p.level == "error":
+                raise spec.error(f"objects.{name}", "position", p.message + seen_by)
+            warnings.warn(str(spec.error(f"objects.{name}", "position", p.message + seen_by)), FramingWarning,
+                          stacklevel=3)
 

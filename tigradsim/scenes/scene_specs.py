@@ -100,6 +100,16 @@ class FootageSpec:
 
 
 @dataclass
+class ViewSpec:
+    """One camera of a scene: its name ("camera" for a file's single [camera]), the camera and its
+    footage files (None without footage).  File axes."""
+    name: str
+    camera: CameraSpec
+    footage: Optional[FootageSpec]
+
+
+
+@dataclass
 class UnknownSpec:
     """`target` is "OBJECT.PARAM"; `object`, `param` its parts; `tie` the tied parameter
     ("ke" for "ke_per_mass") or None."""
@@ -168,6 +178,24 @@ class SceneSpec:
     unknowns: list
     fit: FitSpec
     ground_given: tuple = ()             # the [ground] contact constants the file states (the rest are defaults)
+    # every camera with its footage: [[cameras]] in file order, or the single [camera] + [footage] as
+    # one view named "camera"; `camera` and `footage` above are the first view's
+    views: list = field(default_factory=list)
+
+    @property
+    def several_cameras(self) -> bool:
+        """Whether the file gives [[cameras]] (even one) rather than one [camera]."""
+        return bool(self.views) and self.views[0].name != "camera"
+
+    def view_spec(self, view) -> "SceneSpec":
+        """This spec with `view`'s (a ViewSpec) camera and footage as `camera` and `footage`: what the
+        single-camera functions (scene_camera, load_scene_footage, check_scene) read."""
+        import dataclasses
+        return dataclasses.replace(self, camera=view.camera, footage=view.footage, views=[view])
+
+    def camera_section(self, view=None) -> str:
+        """The section that names a camera in errors: "camera", or "cameras.NAME"."""
+        return f"cameras.{view.name}" if view is not None and self.several_cameras else "camera"
 
     @property
     def axes(self) -> np.ndarray:
