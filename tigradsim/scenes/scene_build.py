@@ -177,6 +177,7 @@ class Scene:
 
         footages = list(footage) if isinstance(footage, (list, tuple)) else [footage]
         self.spec, self.footage, self._footages = spec, footages[0], footages
+        footage = footages[0]
         self.M = spec.axes
         self.dt, self.steps = self._schedule()
         b = SceneBuilder(gravity=self.M @ spec.gravity)

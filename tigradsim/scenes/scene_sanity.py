@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from ..core.placement import Placed, ground_penetrations, round_up
-from .scene_file import SceneSpec
+from .scene_file import SceneError, SceneSpec
 
 __all__ = ["check_scene", "scene_placed"]
 
@@ -93,7 +93,11 @@ def check_scene(spec: SceneSpec) -> None:
     for view in spec.views or [None]:          # every camera ([[cameras]]: errors name it, [cameras.NAME])
         one = spec if view is None else spec.view_spec(view)
         section = spec.camera_section(view)
-        camera = scene_camera(one, 1)
+        try:
+            camera = scene_camera(one, 1)
+        except SceneError as exc:          # scene_camera names [camera]: name this camera's entry
+            from .scene_views import renamed_error
+            raise renamed_error(exc, spec, view) from None
         first_at_zero = one.footage is None or one.footage.start_time == 0.0
         problems = framing_problems(camera, placed, ground=spec.ground is not None,
                                     alternatives=_camera_alternatives(one))

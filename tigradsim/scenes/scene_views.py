@@ -18,7 +18,7 @@ import numpy as np
 
 from .scene_table import SceneError
 
-__all__ = ["SceneView", "load_views_footage", "build_views", "fit_views", "view_iou"]
+__all__ = ["SceneView", "renamed_error", "load_views_footage", "build_views", "fit_views", "view_iou"]
 
 
 @dataclass
@@ -35,7 +35,7 @@ class SceneView:
     plate: Any = None
 
 
-def _renamed(exc: SceneError, spec, view) -> SceneError:
+def renamed_error(exc: SceneError, spec, view) -> SceneError:
     """A single-camera function's error about [camera] / [footage] moved to the camera's [cameras.NAME]."""
     if exc.section not in ("camera", "footage") or not spec.several_cameras:
         return exc
@@ -57,7 +57,7 @@ def load_views_footage(spec, resolution=None) -> list:
         try:
             out.append(load_scene_footage(one, resolution))
         except SceneError as exc:
-            raise _renamed(exc, spec, view) from None
+            raise renamed_error(exc, spec, view) from None
     return out
 
 
@@ -87,7 +87,7 @@ def build_views(scene, footages) -> list:
             try:
                 camera = scene_camera(spec.view_spec(view), footage.factor)
             except SceneError as exc:
-                raise _renamed(exc, spec, view) from None
+                raise renamed_error(exc, spec, view) from None
             scene.camera, scene.footage = camera, footage
             renderer = scene._make_renderer()
             out.append(SceneView(view.name, view, camera, footage, renderer, scene.timed, scene.plate))
