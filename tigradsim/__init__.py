@@ -67,6 +67,7 @@ from .physics import fem, cloth, rigid
 from .fitting import sysid, control, gradcheck
 from .physics.rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
 from .fitting.sysid import VideoFit
+from .fitting.views import View
 from .sim.batch import Batch, batched
 from .fitting.batch import PerCopy, RowsParam
 from .fitting.batch_fit import BatchFit

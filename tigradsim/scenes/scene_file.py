@@ -45,6 +45,15 @@ Sections (see demos/scenes/*.toml for complete examples):
     [camera]       OpenCV: K (3x3), R (3x3, world to camera), t (3), width, height;
                    or look-at: eye, target, up, fov (degrees across the shorter side),
                    width, height; near, far (optional)
+    [[cameras]]    several calibrated cameras instead of [camera], one table each: name (required,
+                   unique: letters, digits, - and _), the keys of [camera] (K, R, t or eye,
+                   target, up, fov; width, height, near, far), and that camera's own footage files
+                   frames, masks, background (as in [footage]); [footage] then holds what the
+                   cameras share: fps, start_time, first, count (synchronised clips: the same
+                   number of frames, frame k of every camera at the same time).  The fit sums
+                   every camera's image loss (tigradsim/scenes/scene_views.py); errors name the
+                   camera ([cameras.NAME]); the report gives each camera's IoU.  refine_camera
+                   is not supported with several cameras yet.
     [footage]      frames = "frames/frame_%04d.png" (printf pattern or glob), masks = ...,
                    fps, start_time (simulation time of the first frame, default 0),
                    background = "plate.png" | "estimate" (RGB supervision), first, count
