@@ -176,16 +176,16 @@ def _toml(data) -> str:
 def test_soft_body_seen_by_two_cameras_gradient(clips):
     """[[cameras]] with a soft (FEM) object: one renderer per camera drawing the surface vertices, the
     Tape loss is the sum of the cameras' losses, residual clusters cover both cameras, and the loss's
-    gradient w.r.t. the material's mu matches float64 central differences (measured: 7e-9 relative)."""
+    gradient w.r.t. the material's mu matches float64 central differences (relative tolerance 1e-5)."""
     from tigradsim.scenes.scene_build import Scene
     from tigradsim.scenes.scene_views import load_views_footage
 
     folder, frames = clips
     data = _scene(blur=[0.0, 1.0])
     data["objects"]["box"] = {"type": "soft", "tet_box": {"cells": [2, 1, 1], "size": list(SIZE)},
-                              "material": "neo_hookean", "params": {"mu": 3e3, "lam": 5e3}, "density": 300.0,
+                              "material": "neo_hookean", "params": {"mu": 1.5e3, "lam": 2.5e3}, "density": 600.0,
                               "position": [START[0], SIZE[1] / 2 + 0.002, 0.0]}
-    data["unknowns"] = {"box.mu": {"init": 2e3, "lower": 1e2, "upper": 1e5}}
+    data["unknowns"] = {"box.mu": {"init": 1e3, "lower": 1e2, "upper": 1e5}}
     # spinning in free space: its stretch depends on mu, smoothly (no contact switching on and off)
     data["forces"], data["world"] = [], {"gravity": 0.0}
     del data["ground"]
@@ -205,7 +205,7 @@ def test_soft_body_seen_by_two_cameras_gradient(clips):
     mask = np.zeros(mu.field.shape)
     mask[:, mu.column] = 1.0
     scene.fit.loss[None] = 0.0
-    rep = tgs.check_gradient(scene.forward, scene.fit.loss, [mu.field], direction_count=1, rtol=1e-6, eps=1e-5,
+    rep = tgs.check_gradient(scene.forward, scene.fit.loss, [mu.field], direction_count=1, rtol=1e-5,
                              masks=[mask])
     rep.assert_ok()
     assert np.all(np.abs(rep.analytic) > 1e-10), rep.analytic
