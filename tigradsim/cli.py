@@ -356,7 +356,8 @@ def _fit(args):
     printer(f"scene {spec.path}: {len(footage)} frames at {footage.width}x{footage.height} px, dt {scene.dt:.6g} s, "
             f"{scene.steps} steps ({timing['blended_frames']} frames between steps); unknowns "
             + ", ".join(f"{k}={v:.5g}" for k, v in initial.items()) + f"; loss {loss0:.6e}")
-    journal = FitJournal(os.path.join(out, JOURNAL_NAME), _fingerprint(args, spec, footage, loss0, iterations),
+    clips = [v.footage for v in scene.views]           # every camera's footage ties the journal to this fit
+    journal = FitJournal(os.path.join(out, JOURNAL_NAME), _fingerprint(args, spec, clips, loss0, iterations),
                          resume=args.resume)
     if journal.recorded_before:
         printer(f"resuming: {journal.recorded_before} rollouts recorded in {journal.path} are replayed without "
@@ -497,9 +498,10 @@ def _fingerprint(args, spec, footage, loss0, iterations) -> dict:
     with open(args.scene, "rb") as fh:
         scene_sha = hashlib.sha256(fh.read()).hexdigest()
     h = hashlib.sha256()
-    for a in (footage.frames, footage.masks, getattr(footage, "background", None)):
-        if a is not None:
-            h.update(np.ascontiguousarray(a).tobytes())
+    for clip in footage if isinstance(footage, list) else [footage]:      # [[cameras]]: every camera's
+        for a in (clip.frames, clip.masks, getattr(clip, "background", None)):
+            if a is not None:
+                h.update(np.ascontiguousarray(a).tobytes())
     return {"scene file (sha256)": scene_sha, "footage (sha256)": h.hexdigest(), "initial loss": float(loss0).hex(),
             "options": {"iterations": iterations, "quick": bool(args.quick), "resolution": args.resolution,
                         "precision": args.precision, "arch": args.arch},
