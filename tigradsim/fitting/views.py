@@ -38,7 +38,7 @@ class View:
     """
 
     def __init__(self, renderer, target=None, name=None, weight=1.0):
-        if not hasattr(renderer, "image"):
+        if renderer is not None and not hasattr(renderer, "image"):       # None: a state-supervised fit's
             raise ValueError(f"renderer: expected a renderer with an `image` field (e.g. SoftRasterizer), got "
                              f"{type(renderer).__name__}")
         w = float(weight) if isinstance(weight, (int, float, np.integer, np.floating)) else math.nan
@@ -90,7 +90,8 @@ class View:
         return r if self.weight == 1.0 else np.asarray(r) * math.sqrt(self.weight)
 
     def __repr__(self):
-        return f"View({self.name!r}, weight={self.weight:g}, frames={self.frames})"
+        frames = "-" if self.renderer is None else self.frames
+        return f"View({self.name!r}, weight={self.weight:g}, frames={frames})"
 
 
 @ti.kernel
@@ -116,6 +117,8 @@ def as_views(renderer, weights=None) -> tuple:
     views = []
     for i, item in enumerate(items):
         try:
+            if item is None or (isinstance(item, View) and item.renderer is None):
+                raise ValueError("renderer: expected a renderer (e.g. SoftRasterizer), got None")
             view = item if isinstance(item, View) else View(item)
         except ValueError as exc:
             raise ValueError(f"views[{i}]: {exc}") from None
