@@ -13,15 +13,17 @@ Conventions (OpenCV and look-at cameras, NDC, pixel centres, winding) are
 documented in `camera.py`; the rasterizer's formulas (coverage and softmax
 blending, the camera correction) and kernel structure in the `softras/` package, one module per stage
 (its `__init__` lists them); options as small objects (`Coverage`, `Surface`, `Blending`, `VertexMap`,
-`Schedule`) or, as before, keywords.
+`Schedule`) or, as before, keywords.  `ParticleSplatter` (splats.py) draws point-sampled matter (MPM
+particles) as soft discs, with the rasterizer's silhouette image layout.
 """
 from .camera import Camera, rodrigues, rotation_vector
 from .softras import (SoftRasterizer, RendererWarning, edge_softness_for_edge, sigma_for_edge, SHADINGS, COLOR_MODES, NORMALS, BLENDS,
                       Coverage, Surface, Blending, VertexMap, Schedule)
 from .losses import ImageMSE, SilhouetteMSE, SoftIoU, load_target
 from .blurred import BlurredImageMSE, gaussian_blur
+from .splats import ParticleSplatter, splat_silhouette_np
 from ._mesh import icosphere, box, load_obj
 
 __all__ = ["Camera", "rodrigues", "rotation_vector", "SoftRasterizer", "RendererWarning", "edge_softness_for_edge", "sigma_for_edge", "SHADINGS", "COLOR_MODES",
            "NORMALS", "BLENDS", "Coverage", "Surface", "Blending", "VertexMap", "Schedule", "ImageMSE", "SilhouetteMSE", "SoftIoU",
-           "BlurredImageMSE", "gaussian_blur", "load_target", "icosphere", "box", "load_obj"]
+           "BlurredImageMSE", "gaussian_blur", "ParticleSplatter", "splat_silhouette_np", "load_target", "icosphere", "box", "load_obj"]

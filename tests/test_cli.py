@@ -228,3 +228,20 @@ def test_bad_scene_exits_with_the_key(clip, tmp_path, capsys):
     bad.write_text(_toml(data))
     code, result, _, _ = _run(["render", bad, "--out", tmp_path / "x"], capsys)
     assert code == 2 and "[fit] resolution: expected a width that divides the footage's 32x32 pixels" in result["error"]
+
+
+def test_laws_compares_every_contact_law(clip, tmp_path, capsys):
+    """`tigradsim laws`: one fit per contact law of the library, a table and a combined estimate (the clip was
+    made with the default capped law, which must be among the laws that fit as well as the best)."""
+    folder, _ = clip
+    code, result, out, _ = _run(["laws", folder / "scene_y.toml", "--out", tmp_path / "laws", "--quick"], capsys)
+    assert code == 0 and result["ok"] and result["command"] == "laws"
+    assert "capped" in result["equally_good"]
+    with open(result["files"]["laws_json"]) as fh:
+        table = json.load(fh)
+    assert sorted(r["label"] for r in table["rows"]) == ["capped", "capped+huber", "uncapped", "uncapped+huber"]
+    mass = result["combined"]["box.mass"]
+    assert abs(mass["value"] - TRUE_MASS) / TRUE_MASS < 0.05
+    if mass["ci95"] is not None:
+        assert mass["ci95"][0] <= mass["value"] <= mass["ci95"][1]
+    assert "contact law uncapped+huber" in out and "Contact laws compared" in open(result["files"]["laws_md"]).read()

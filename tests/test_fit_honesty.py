@@ -137,10 +137,10 @@ def test_starts_tied_on_the_search_are_reported(push):
     lines = []
     try:
         res = tgs.identify([push.mass, push.mu], residuals=push.residuals, starts=4, local_starts=1, lm_iters=4,
-                           horizons=[1, 40], set_horizon=set_horizon, noise_floor=NOISE, printer=lines.append)
+                           horizons=[1], set_horizon=set_horizon, noise_floor=NOISE, printer=lines.append)
     finally:
         push.frames = None
-    # on the first frame (t = 0) every start scores the same: the search cannot rank them
+    # on the first frame (t = 0) every start scores the same, and there is no later horizon to rank them on
     assert len(res.search_tied) == 4 and res.search_fitted == [res.search_tied[0]] and len(res.untried_ties) == 3
     assert "3 of them were not fitted" in res.summary() and "one best minimum" in res.summary()
     assert any("4 of 4 starts tie on the search on the first 1 frames" in n for n in res.notes)
@@ -149,6 +149,30 @@ def test_starts_tied_on_the_search_are_reported(push):
     res = tgs.identify([push.mass, push.mu], residuals=push.residuals, starts=4, local_starts=1, lm_iters=4,
                        noise_floor=NOISE, log_every=0)
     assert res.search_tied == res.search_fitted and res.summary() == "one best minimum"
+
+
+def test_starts_tied_on_the_first_horizon_are_scored_on_the_next(push):
+    """The same tie on frame 0, with a second horizon: the tied starts are scored again on 40 frames, where
+    they differ, and the local fit runs from the best of them there (not from the first of the tie)."""
+    push.footage(kf=10.0)
+
+    def set_horizon(k):
+        push.frames = k
+
+    lines = []
+    try:
+        res = tgs.identify([push.mass, push.mu], residuals=push.residuals, starts=4, local_starts=1, lm_iters=4,
+                           horizons=[1, 40], set_horizon=set_horizon, noise_floor=NOISE, printer=lines.append)
+        rescored = res.search_rescored
+        assert [r["frames"] for r in rescored] == [40] and sorted(rescored[0]["scores"]) == [0, 1, 2, 3]
+        scores = rescored[0]["scores"]
+        assert len(set(scores.values())) == 4                   # they differ on 40 frames
+        assert res.search_fitted == [min(scores, key=scores.get)]
+        assert res.untried_ties == [] and res.summary() == "one best minimum"
+        assert any("scored again on 40 frames, where they differ" in n for n in res.notes)
+        assert any("scored again on 40 frames" in line for line in lines)
+    finally:
+        push.frames = None
 
 
 def test_image_noise_floor_counts_edges():

@@ -137,6 +137,37 @@ def test_coarse_to_fine_multistart_recovers_mass_and_ke(f64):
     assert model.ground_ke[None] == pytest.approx(best["ke"].value)
 
 
+def test_tied_starts_are_ranked_where_they_differ(f64):
+    """A parameter that shows only after frame 5 (as a contact parameter after a free fall) with two basins:
+    the global one at a = 1 (zero residual) and a worse one near a = 3, where the user's guess lies.  Every
+    start scores 0 on the first 5 frames.  The tied starts are scored again on all 10 frames and the one local
+    fit runs from the start nearest the global basin (the first of the tie, the user's guess, would end in the
+    other basin, as the second call shows)."""
+    a = ti.field(float, shape=(), needs_grad=True)
+    a[None] = 3.4
+    frames = {"k": 10}
+
+    def residuals():
+        v = a[None]
+        late = np.array([(v - 1.0) * (v - 3.0), 0.5 * (v - 1.0)])
+        return np.concatenate([np.zeros(5), np.tile(late, 5)[: 2 * max(frames["k"] - 5, 0)]])
+
+    def set_horizon(k):
+        frames["k"] = k
+
+    p = tgs.Param(a, "a", lower=0.0, upper=4.0)
+    res = tgs.identify([p], residuals=residuals, starts=8, local_starts=1, seed=3, lm_iters=30,
+                       horizons=[5, 10], set_horizon=set_horizon, noise_floor=0.0, log_every=0)
+    assert res.values["a"] == pytest.approx(1.0, abs=1e-4)
+    assert res.search_rescored[0]["frames"] == 10 and len(res.search_rescored[0]["scores"]) == 8
+    assert res.search_fitted != [0]
+    # the same fit from the user's guess alone ends in the other basin: the ranking is what found the truth
+    a[None] = 3.4
+    alone = tgs.identify([p], residuals=residuals, starts=1, local_starts=1, lm_iters=30, horizons=[5, 10],
+                         set_horizon=set_horizon, noise_floor=0.0, log_every=0)
+    assert abs(alone.values["a"] - 1.0) > 1.0
+
+
 def test_identify_checks_its_arguments(f64):
     a = ti.field(float, shape=(), needs_grad=True)
     a[None] = 1.0

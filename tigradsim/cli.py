@@ -38,6 +38,7 @@ EXAMPLES = """examples:
   tigradsim render demos/scenes/box_push.toml --out out/box_push_check
   tigradsim fit demos/scenes/box_push.toml --out out/box_push_fit
   tigradsim fit demos/scenes/box_push.toml --out out/quick --quick
+  tigradsim laws demos/scenes/box_push.toml --out out/laws     # fit under every contact law, compare
 
 The scene file (TOML) is described in `python -c "import tigradsim.scenes.scene_file as s; help(s)"`."""
 
@@ -79,7 +80,7 @@ def _folder(text):
 def _parser():
     p = _Parser(prog="tigradsim", description=__doc__.split("\n\n")[0],
                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="{render,fit}")
+    sub = p.add_subparsers(dest="command", metavar="{render,fit,laws}")
 
     def common(sp):
         sp.add_argument("scene", help="scene file (TOML); paths in it are relative to it")
@@ -118,6 +119,15 @@ def _parser():
                         "[fit] time_budget, which depends on the clock).  Without a journal there, the fit starts "
                         "from the beginning")
     f.add_argument("--quiet", action="store_true", help="print only the final JSON line")
+    c = sub.add_parser("laws", help="fit under every contact law and compare: a table per law and one estimate "
+                                    "whose interval covers the laws that fit equally well",
+                       description="Fit the scene's [unknowns] once per contact law of the library (capped or "
+                                   "uncapped damping, capped or pseudo-Huber friction), compare the fits by a "
+                                   "likelihood-ratio test, and write laws.md / laws.json with the combined estimate.")
+    common(c)
+    c.add_argument("--quick", action="store_true", help=f"a smoke run per law: at most {QUICK_ITERATIONS} "
+                                                        "iterations, one start, no Levenberg-Marquardt refinement")
+    c.add_argument("--quiet", action="store_true", help="print only the final JSON line")
     return p
 
 
@@ -162,7 +172,7 @@ def main(argv=None) -> int:
     """Entry point of the `tigradsim` command (pyproject `[project.scripts]`); returns the exit status
     (module docstring: 0 done, 2 bad input, 1 the run failed, 130 interrupted)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = argv[0] if argv and argv[0] in ("render", "fit") else None
+    command = argv[0] if argv and argv[0] in ("render", "fit", "laws") else None
     try:
         args = _parser().parse_args(argv)
     except UsageError as exc:
@@ -174,6 +184,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "render":
             return _render(args)
+        if args.command == "laws":
+            return _laws(args)
         return _fit(args)
     except (SimulationError, GradientError) as exc:     # a rollout blew up: say so, with the scene's time step
         _traceback(args)
@@ -469,6 +481,38 @@ def _fit(args):
     # a failure like the others (one error line, the JSON last line), with the estimates written
     return _fail("fit", error, RUN_FAILED, {**{k: v for k, v in summary.items() if k not in ("ok", "command")},
                                             "stopped_early": True})
+
+
+def _laws(args):
+    import tigradsim as tgs
+    from .scenes.law_compare import compare_contact_laws
+    from .scenes.scene_build import load_scene_footage
+    from .scenes.scene_file import load_scene
+
+    t0 = time.time()
+    printer = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
+    spec = load_scene(args.scene)
+    footage = load_scene_footage(spec, args.resolution)
+    if not spec.unknowns:
+        raise spec.error(None, "[unknowns]", "nothing to fit: add at least one [unknowns.\"OBJECT.PARAM\"] table")
+    tgs.init(arch=args.arch, precision=args.precision or "f64", pin_threads="auto" if args.pin_threads else False)
+    overrides = {}
+    if args.quick:
+        overrides = dict(starts=1, local_starts=1, refine=0, horizons=None,
+                         iterations=min(spec.fit.iterations, QUICK_ITERATIONS))
+    comparison, _results = compare_contact_laws(spec, footage, printer=printer, **overrides)
+    os.makedirs(args.out, exist_ok=True)
+    files = {"laws_json": os.path.join(args.out, "laws.json"), "laws_md": os.path.join(args.out, "laws.md")}
+    with open(files["laws_json"], "w") as fh:
+        json.dump(comparison.to_dict(), fh, indent=1, default=_json_default)
+    with open(files["laws_md"], "w") as fh:
+        fh.write(comparison.to_markdown("Contact laws compared (quality: silhouette IoU)"))
+    _last_line({"ok": True, "command": "laws", "out": os.path.abspath(args.out), "best": comparison.best,
+                "equally_good": comparison.equally_good,
+                "combined": {k: {"value": c.value, "ci95": None if c.lower95 is None else [c.lower95, c.upper95],
+                                 "spread": c.spread, "status": c.status} for k, c in comparison.combined.items()},
+                "seconds": round(time.time() - t0, 2), "files": files})
+    return 0
 
 
 def _stop_early(scene, journal, exc, printer) -> dict:

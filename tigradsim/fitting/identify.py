@@ -35,10 +35,12 @@ Steps:
    them apart), or, without residuals, a loss within `tie_rtol` of the best, make
    the result "ambiguous" and every such minimum is reported.
    Starts that tie on the search (scores within `tie_rtol` of the best: e.g. a
-   free-fall prefix that every value of a contact parameter fits alike) cannot be
-   ranked by it; when more tie than are fitted, `search_tied` lists them and the
-   summary says that only some were followed (a basin reached only from an unfitted
-   one may be missed: more local_starts, or a first horizon where starts differ).
+   free-fall prefix that every value of a contact parameter fits alike) are scored
+   again on the next horizons, one after the other, until they differ
+   (`search_rescored`), and the local fits start from the best there.  When more
+   still tie than are fitted (or there are no horizons), `search_tied` lists them and
+   the summary says that only some were followed (a basin reached only from an
+   unfitted one may be missed: more local_starts).
 
 Contract of the callables (as in `tgs.check_gradient`): `forward()` recomputes the
 loss from scratch except for zeroing the 0-D `loss` field (done here, and by the
@@ -133,6 +135,7 @@ class Identification:
     notes: list = dc_field(default_factory=list)
     search_tied: list = dc_field(default_factory=list)    # starts (search indices) tied with the best score
     search_fitted: list = dc_field(default_factory=list)  # the starts the local fits ran from
+    search_rescored: list = dc_field(default_factory=list)  # [{"frames": h, "scores": {start: loss}}] of tied starts
 
     @property
     def untried_ties(self) -> list:
@@ -152,7 +155,9 @@ class Identification:
         return json_safe({"ambiguous": self.ambiguous, "tied": self.tied, "minima": [m.to_dict() for m in self.minima],
                       "search": [{"values": v, "loss": l} for v, l in self.search],
                       "runs": [r.to_dict() for r in self.runs], "seconds": self.seconds, "notes": self.notes,
-                      "search_tied": self.search_tied, "search_fitted": self.search_fitted})
+                      "search_tied": self.search_tied, "search_fitted": self.search_fitted,
+                      "search_rescored": [{"frames": r["frames"], "scores": {str(k): v for k, v in r["scores"].items()}}
+                                          for r in self.search_rescored]})
 
     def summary(self) -> str:
         if not self.minima:
@@ -305,15 +310,45 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         search.append((x, value))
         if log_every:
             printer(f"search {k + 1:3d}/{len(points)}  loss {value:.6e}  " + "  ".join(param_summary(p) for p in params))
-    order = sorted(range(len(search)), key=lambda i: search[i][1])
-    chosen = [i for i in order if math.isfinite(search[i][1])][:local_starts]
+    scores = {i: value for i, (_x, value) in enumerate(search)}
+    chosen, search_tied = _rank_starts(scores, local_starts, tie_rtol)
     if not chosen:
         unpack(params, x_user)
         raise SimulationError("identify: every start's rollout blew up or gave a non-finite loss")
-    best_score = search[chosen[0]][1]
-    search_tied = [i for i in order if search[i][1] - best_score <= tie_rtol * max(abs(best_score), 1e-300)]
+    # 1b. starts that tie on the first horizon (a free-fall prefix that every contact value fits alike) are
+    # scored again on the later horizons, one after the other, until they differ: the local fits then start
+    # from the starts that fit the frames where the parameters show, not from the first of a tie
+    rescored = []
+    for h in (horizons or [])[1:]:
+        if len(search_tied) <= len(chosen) or time.time() > deadline:
+            break
+        set_horizon(h)
+        tied_scores = {}
+        for i in search_tied:
+            unpack(params, search[i][0])
+            try:
+                value = objective()
+            except SimulationError:
+                value = math.inf
+            tied_scores[i] = value if math.isfinite(value) else math.inf
+        rescored.append({"frames": h, "scores": {i: tied_scores[i] for i in search_tied}})
+        if log_every:
+            printer(f"search: {len(search_tied)} starts tie on the first {horizons[len(rescored) - 1]} frames; "
+                    f"scored again on {h} frames")
+        chosen, search_tied = _rank_starts(tied_scores, local_starts, tie_rtol)
+        if not chosen:      # every tied start blew up on the longer horizon: keep the first ranking
+            chosen, search_tied = _rank_starts(scores, local_starts, tie_rtol)
+            break
+    if rescored:
+        last = rescored[-1]
+        notes.append(f"{len(rescored[0]['scores'])} starts tied on the first {horizons[0]} frames; scored again on "
+                     f"{last['frames']} frames, where " + (
+                         "they differ: local fits ran from the best (starts "
+                         f"{', '.join(str(i + 1) for i in chosen)})" if len(search_tied) <= len(chosen) else
+                         f"{len(search_tied)} still tie"))
     if len(search_tied) > len(chosen):
-        where = f" on the first {horizons[0]} frames" if horizons else ""
+        where = f" on the first {(rescored[-1]['frames'] if rescored else horizons[0])} frames" if horizons else ""
+        best_score = min(scores[i] for i in chosen) if not rescored else min(rescored[-1]["scores"].values())
         notes.append(f"{len(search_tied)} of {len(search)} starts tie on the search{where} (scores within "
                      f"{tie_rtol:g} of the best, {best_score:.4g}): it cannot rank them, and local fits ran from "
                      f"{len(chosen)} of them (starts {', '.join(str(i + 1) for i in chosen)}); a basin reached "
@@ -388,10 +423,21 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if residuals is None:
         notes.append("no residuals: estimates have no uncertainty (pass residuals=, e.g. VideoFit.residuals)")
     result = Identification(minima, ambiguous, tied, [(values_dict(x), v) for x, v in search], runs,
-                            time.time() - t0, notes, search_tied, list(chosen))
+                            time.time() - t0, notes, search_tied, list(chosen), rescored)
     if log_every:
         printer(str(result))
     return result
+
+
+def _rank_starts(scores: dict, local_starts: int, tie_rtol: float):
+    """(the `local_starts` best finite-scored starts, every start tied with the best) of {start: score}; ties
+    are scores within tie_rtol of the best, in the order of the scores (then of the starts)."""
+    order = sorted(scores, key=lambda i: (scores[i], i))
+    chosen = [i for i in order if math.isfinite(scores[i])][:local_starts]
+    if not chosen:
+        return [], []
+    best = scores[chosen[0]]
+    return chosen, [i for i in order if scores[i] - best <= tie_rtol * max(abs(best), 1e-300)]
 
 
 def _log_flags(params):

@@ -1,0 +1,133 @@
+"""Choosing between models that fit the same data: which fit equally well, and one estimate that covers them.
+
+The footage of a real object does not say which contact law made it.  Fitting it under each law the library
+has (or any other set of model variants: a damping form, a time step) gives one `FitReport` per model; this
+module compares them as `identify` compares minima:
+
+* model i fits as well as the best when 2 (L_i - L_best) / s^2 <= tie_chi2, with L = 1/2 |r|^2 on the same
+  residuals and s^2 the best model's residual variance (default 3.84: the 95 % point of chi^2 with one degree
+  of freedom; a likelihood-ratio test cannot tell such models apart);
+* the combined estimate of a parameter is the best model's value with the interval that covers every
+  equally good model's 95 % interval (their envelope): the spread between laws that fit equally well is
+  part of what the footage cannot say, so it enters the interval rather than being hidden by a choice;
+* a parameter whose equally good models disagree by more than the best model's own half-width is marked
+  "law-dominated" (the choice of model, not the data, sets it), one undetermined in any of them is
+  "undetermined".
+
+    comparison = compare_models({"capped": report_a, "huber": report_b}, quality={"capped": 0.97, ...})
+    print(comparison.to_markdown())
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .uncertainty import FitReport, json_safe
+
+
+@dataclass
+class CombinedEstimate:
+    """One parameter over the equally good models: the best model's value, the envelope of their 95 %
+    intervals (None where some model has none), the spread of their values, and a status ("ok",
+    "law-dominated", "undetermined")."""
+
+    name: str
+    value: float
+    lower95: Optional[float]
+    upper95: Optional[float]
+    spread: float
+    status: str
+    models: list = field(default_factory=list)
+
+    def to_dict(self):
+        return json_safe(self.__dict__)
+
+
+@dataclass
+class ModelComparison:
+    """What `compare_models` found: `rows` (one dict per model, best first: label, loss, delta_chi2,
+    equally_good, quality, estimates {name: (value, lower95, upper95, status)}), `best` (label),
+    `equally_good` (labels), `combined` {name: CombinedEstimate}, `tie_chi2`."""
+
+    rows: list
+    best: str
+    equally_good: list
+    combined: dict
+    tie_chi2: float
+
+    def to_dict(self):
+        return json_safe({"rows": self.rows, "best": self.best, "equally_good": self.equally_good,
+                          "combined": {k: v.to_dict() for k, v in self.combined.items()}, "tie_chi2": self.tie_chi2})
+
+    def to_markdown(self, title="Models compared") -> str:
+        names = list(self.combined)
+        out = [f"## {title}", "",
+               f"Models that fit as well as the best ({self.best}) by a likelihood-ratio test "
+               f"(2 dL / s^2 <= {self.tie_chi2:g}): {', '.join(self.equally_good)}.", "",
+               "| model | loss | 2 dL / s^2 | quality | " + " | ".join(names) + " |",
+               "|---|---|---|---|" + "---|" * len(names)]
+        for row in self.rows:
+            cells = []
+            for n in names:
+                v, lo, hi, status = row["estimates"][n]
+                interval = f" [{lo:.4g}, {hi:.4g}]" if lo is not None else ""
+                cells.append(f"{v:.4g}{interval}" + ("" if status == "ok" else f" ({status})"))
+            quality = "" if row["quality"] is None else f"{row['quality']:.3f}"
+            mark = " (equally good)" if row["equally_good"] else ""
+            out.append(f"| {row['label']}{mark} | {row['loss']:.4g} | {row['delta_chi2']:.3g} | {quality} | "
+                       + " | ".join(cells) + " |")
+        out += ["", "Combined (the best model's value, the envelope of the equally good models' intervals):", ""]
+        for c in self.combined.values():
+            interval = "no interval" if c.lower95 is None else f"95 % [{c.lower95:.5g}, {c.upper95:.5g}]"
+            out.append(f"- {c.name} = {c.value:.5g}, {interval}, spread between models {c.spread:.3g}: {c.status}")
+        return "\n".join(out) + "\n"
+
+
+def compare_models(reports: dict, tie_chi2: float = 3.84, quality: Optional[dict] = None) -> ModelComparison:
+    """Compare fits of the same data under several models (module docstring).
+
+    reports: {label: FitReport} over the same residuals and parameters (e.g. one per contact law).
+    tie_chi2: the likelihood-ratio threshold of "equally good".
+    quality: optional {label: a fit-quality figure shown in the table, e.g. the silhouette IoU}.
+    """
+    if not reports:
+        raise ValueError("reports: expected at least one {label: FitReport}")
+    for label, rep in reports.items():
+        if not isinstance(rep, FitReport):
+            raise TypeError(f"reports[{label!r}]: expected a FitReport, got {type(rep).__name__}")
+    if not (isinstance(tie_chi2, (int, float)) and tie_chi2 >= 0):
+        raise ValueError(f"tie_chi2: expected a number >= 0, got {tie_chi2!r}")
+    names = [e.name for e in next(iter(reports.values())).estimates]
+    for label, rep in reports.items():
+        if [e.name for e in rep.estimates] != names:
+            raise ValueError(f"reports[{label!r}]: estimates {[e.name for e in rep.estimates]} differ from the "
+                             f"first report's {names}: models compared must share their parameters")
+    order = sorted(reports, key=lambda k: reports[k].loss)
+    best = reports[order[0]]
+    s2 = best.s2 if best.s2 > 0 and math.isfinite(best.s2) else 1e-300
+    rows, good = [], []
+    for label in order:
+        rep = reports[label]
+        delta = 2.0 * (rep.loss - best.loss) / s2
+        equal = delta <= tie_chi2
+        if equal:
+            good.append(label)
+        rows.append({"label": label, "loss": rep.loss, "delta_chi2": delta, "equally_good": equal,
+                     "quality": None if quality is None else quality.get(label),
+                     "estimates": {e.name: (e.value, e.lower95, e.upper95, e.status) for e in rep.estimates}})
+    combined = {}
+    for name in names:
+        ests = [reports[label][name] for label in good]
+        b = ests[0]
+        values = [e.value for e in ests]
+        spread = max(values) - min(values)
+        if any(e.lower95 is None or not e.determined for e in ests):
+            lower = upper = None
+            status = "undetermined"
+        else:
+            lower, upper = min(e.lower95 for e in ests), max(e.upper95 for e in ests)
+            half = 0.5 * (b.upper95 - b.lower95)
+            status = "law-dominated" if spread > half else "ok"
+        combined[name] = CombinedEstimate(name, b.value, lower, upper, spread, status, list(good))
+    return ModelComparison(rows, order[0], good, combined, float(tie_chi2))

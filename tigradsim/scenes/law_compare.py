@@ -1,0 +1,69 @@
+"""The contact law as a model choice: fit a scene file's unknowns under each contact law and compare.
+
+Footage does not say which law made it (tigradsim's capped damping, the dflex / Warp uncapped damping, the
+capped or the pseudo-Huber friction of `tigradsim.physics.contact`).  `compare_contact_laws` builds the scene
+once per law (the ground's law, which every object without a law of its own then uses; a law the file gives an
+object is replaced too), fits each with the file's [fit] settings (`fit_scene`), and compares the fits with
+`tigradsim.fitting.model_selection.compare_models`: a table of estimates, intervals, loss and silhouette IoU per
+law, and a combined estimate whose interval covers every law that fits as well as the best.
+The `tigradsim laws SCENE --out DIR` command runs it.
+"""
+from __future__ import annotations
+
+import copy
+
+from ..fitting.model_selection import compare_models
+from ..physics.contact import ContactLaw
+
+# every law the library has: (damping, friction); "huber" with its default friction velocity
+LAWS = {"capped": ContactLaw(), "uncapped": ContactLaw("uncapped"), "capped+huber": ContactLaw(friction="huber"),
+        "uncapped+huber": ContactLaw("uncapped", "huber")}
+
+
+def law_spec(spec, law: ContactLaw):
+    """A copy of a scene spec whose ground and objects use `law`."""
+    out = copy.deepcopy(spec)
+    if out.ground is None:
+        raise ValueError(f"{spec.path}: the scene has no [ground]: there is no contact law to compare")
+    options = {"damping": law.damping, "friction": law.friction}
+    if law.friction == "huber":
+        options["friction_velocity"] = law.friction_velocity
+    out.ground["law"] = options
+    for obj in out.objects.values():
+        if getattr(obj, "law", None):
+            obj.law = dict(options)
+    return out
+
+
+def compare_contact_laws(spec, footage, laws=None, printer=print, tie_chi2=3.84, **fit_overrides):
+    """Fit `spec`'s unknowns under each law and compare (module docstring).
+
+    laws: {label: ContactLaw} (default: `LAWS`, every law the library has).
+    fit_overrides: passed to `fit_scene` (iterations, starts, local_starts, refine, horizons).
+    Returns (ModelComparison, {label: (Identification, iou mean or None)}).
+    """
+    from .scene_build import Scene, fit_scene, silhouette_iou
+
+    laws = dict(LAWS if laws is None else laws)
+    if not laws:
+        raise ValueError("laws: expected at least one {label: ContactLaw}")
+    reports, quality, results = {}, {}, {}
+    for label, law in laws.items():
+        if not isinstance(law, ContactLaw):
+            raise TypeError(f"laws[{label!r}]: expected a tigradsim ContactLaw, got {type(law).__name__}")
+        printer(f"== contact law {label}: damping {law.damping}, friction {law.friction}")
+        scene = Scene(law_spec(spec, law), footage)
+        result, _history = fit_scene(scene, printer=printer, **fit_overrides)
+        iou = None
+        if footage.masks is not None:
+            iou = float(silhouette_iou(scene.render()[..., -1], footage.masks).mean())
+        results[label] = (result, iou)
+        if result.best is None:
+            printer(f"contact law {label}: no fit report (no local fit finished); left out of the comparison")
+            continue
+        reports[label], quality[label] = result.best, iou
+    if not reports:
+        raise ValueError("compare_contact_laws: no law's fit finished")
+    comparison = compare_models(reports, tie_chi2=tie_chi2, quality=quality)
+    printer(comparison.to_markdown("Contact laws compared (quality: silhouette IoU)"))
+    return comparison, results
