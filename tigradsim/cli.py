@@ -492,7 +492,11 @@ def _laws(args):
     t0 = time.time()
     printer = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
     spec = load_scene(args.scene)
-    footage = load_scene_footage(spec, args.resolution)
+    if spec.several_cameras:                 # [[cameras]]: one clip per camera
+        from .scenes.scene_views import load_views_footage
+        footage = load_views_footage(spec, args.resolution)
+    else:
+        footage = load_scene_footage(spec, args.resolution)
     if not spec.unknowns:
         raise spec.error(None, "[unknowns]", "nothing to fit: add at least one [unknowns.\"OBJECT.PARAM\"] table")
     tgs.init(arch=args.arch, precision=args.precision or "f64", pin_threads="auto" if args.pin_threads else False)

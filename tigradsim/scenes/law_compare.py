@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from ..fitting.model_selection import compare_models
 from ..physics.contact import ContactLaw
 
@@ -55,8 +57,10 @@ def compare_contact_laws(spec, footage, laws=None, printer=print, tie_chi2=3.84,
         scene = Scene(law_spec(spec, law), footage)
         result, _history = fit_scene(scene, printer=printer, **fit_overrides)
         iou = None
-        if footage.masks is not None:
-            iou = float(silhouette_iou(scene.render()[..., -1], footage.masks).mean())
+        clips = footage if isinstance(footage, list) else [footage]       # [[cameras]]: one clip per camera
+        if all(c.masks is not None for c in clips):      # the mean over the cameras
+            iou = float(np.mean([silhouette_iou(v[..., -1], c.masks).mean()
+                                 for v, c in zip(scene.render_views(), clips)]))
         results[label] = (result, iou)
         if result.best is None:
             printer(f"contact law {label}: no fit report (no local fit finished); left out of the comparison")
