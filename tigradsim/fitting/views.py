@@ -16,6 +16,10 @@ compared pixels); residuals = [sqrt(w_v) r_v for each view], view after view, ea
 A view of weight 1 adds its loss straight into the fit's loss field (one renderer gives exactly
 the single-camera fit); another weight goes through a 0-D field of its own and one scaled add,
 which the Tape differentiates like any kernel.
+
+Intervals over every view: `tgs.fit_report(fit.residuals, params, groups=residual_groups(
+fit.view_residual_sizes(), frames=K, blocks=...))` (views of K frames each: a frame's residuals in
+every view share its cluster).  Scene files: [[cameras]] (tigradsim/scenes/scene_views.py).
 """
 
 import math
