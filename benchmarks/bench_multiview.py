@@ -7,6 +7,11 @@ forward-only rollout, best of --repeats, at --res px.
 
 The scene is tests/test_multiview.py's (`pushed_box_two_views`).  Kernels are compiled before the clocks
 start.  The last line is one JSON object: {"res", "frames", "one_view_s", "two_views_s", "ratio", ...}.
+
+Measured on the shared 2-core AMD VM, 2026-12-06, f64, 8 frames, under a load average of ~8 (other
+sessions' tests), so the figures scatter: 32 px: one view 12.5 ms / two views 24.9 ms per gradient
+iteration (forward 2.7 / 3.2 ms), again 37.8 / 38.6 ms; 64 px: 43.0 / 47.3 ms, again 41.7 / 45.6 ms.
+The second camera adds its render, loss and their backward; the rollout is shared.
 """
 import argparse
 import json
