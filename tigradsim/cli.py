@@ -317,13 +317,19 @@ def _render(args):
     picks = _write_outline(gif, png, footage, alpha, footage.fps)
     iou = _iou(footage, alpha)
     views = _views_report(scene, out, "render")
+    extra_files = {}
+    for view in scene.views[1:]:             # [[cameras]]: every other camera's frames and outline
+        frames = view.renderer.image.to_numpy()
+        extra_files[f"frames_{view.name}"] = os.path.join(out, f"render_{view.name}")
+        save_frames(frames[..., 0] if frames.shape[-1] == 1 else frames[..., :3], extra_files[f"frames_{view.name}"])
+        extra_files[f"outline_gif_{view.name}"] = os.path.join(out, f"render_outline_{view.name}.gif")
     summary = {"ok": True, "command": "render", "scene": os.path.abspath(args.scene), "out": os.path.abspath(out),
                **({"cameras": views} if views else {}),
                "frames": int(len(video)), "size": [int(video.shape[2]), int(video.shape[1])], **_timing(scene),
                "up": spec.up, "values": scene.values() if not args.file_values else "file", "iou": iou,
                "warnings": scene.warnings, "threads": _threads(),
                "files": {"frames": frames_dir, "outline_gif": gif, "outline_png": png,
-                         "outline_png_frames": picks},
+                         "outline_png_frames": picks, **extra_files},
                "seconds": round(time.time() - t0, 2)}
     if iou is not None:
         print(f"silhouette IoU with the masks at the initial values: mean {iou['mean']:.3f}, "
@@ -406,6 +412,8 @@ def _fit(args):
         "estimates_json": os.path.join(out, "estimates.json"),
         "estimates_md": os.path.join(out, "estimates.md"),
         "journal": journal.path,
+        **{f"{when}_outline_gif_{v.name}": os.path.join(out, f"{when}_outline_{v.name}.gif")
+           for v in scene.views[1:] for when in ("fit", "initial")},       # [[cameras]]: the other cameras'
     }
     _write_outline(files["fit_outline_gif"], files["fit_outline_png"], footage, alpha1, footage.fps)
     _write_outline(files["initial_outline_gif"], os.path.join(out, "initial_outline.png"), footage, alpha0, footage.fps)
