@@ -265,31 +265,18 @@ def _iou(footage, alpha):
             "per_frame": [round(float(v), 4) for v in iou]}
 
 
-def _views_report(scene, out, prefix, videos=None, before=None):
-    """[[cameras]]: every camera's silhouette IoU with its masks ({name: iou summary}), and the outline
-    video and PNG of each camera after the first (`{prefix}_outline_{name}.gif`) in `out`; {} for one
-    [camera].  videos: the renders of every camera (None: rendered now); before: this function's
-    earlier answer, whose IoUs become each camera's "iou_initial"."""
+def _views_report(scene, out, prefix, before=None):
+    """[[cameras]]: every camera's IoU (`views_iou`; {} for one [camera]) at the current values, and
+    the outline video and PNG of each camera after the first (`{prefix}_outline_{name}.gif`) in `out`."""
+    from .scenes.scene_views import views_iou
     if not scene.spec.several_cameras:
         return {}
-    videos = scene.render_views() if videos is None else videos
-    report = {}
-    for view, video in zip(scene.views, videos):
+    videos = scene.render_views()
+    for view, video in list(zip(scene.views, videos))[1:]:
         fo = view.footage
-        if view is not scene.views[0] and out is not None:
-            _write_outline(os.path.join(out, f"{prefix}_outline_{view.name}.gif"),
-                           os.path.join(out, f"{prefix}_outline_{view.name}.png"), fo, video[..., -1], fo.fps)
-        iou = _iou(fo, video[..., -1])
-        report[view.name] = {"iou": iou and iou["mean"], "iou_per_frame": iou and iou["per_frame"]}
-        if before is not None:
-            report[view.name]["iou_initial"] = before[view.name]["iou"]
-    return report
-
-
-def _mean_iou(views):
-    """The mean over cameras of their mean IoU (None when a camera has no masks)."""
-    values = [v["iou"] for v in views.values()]
-    return None if not values or any(v is None for v in values) else float(np.mean(values))
+        _write_outline(os.path.join(out, f"{prefix}_outline_{view.name}.gif"),
+                       os.path.join(out, f"{prefix}_outline_{view.name}.png"), fo, video[..., -1], fo.fps)
+    return views_iou(scene, videos, before)
 
 
 def _timing(scene):
@@ -420,7 +407,8 @@ def _fit(args):
     iou0, iou1 = _iou(footage, alpha0), _iou(footage, alpha1)
     views1 = _views_report(scene, out, "fit", before=views0)
     if views1:                      # several cameras: the IoU of the fit is the mean over them
-        iou0, iou1 = {"mean": _mean_iou(views0)}, {"mean": _mean_iou(views1)}
+        from .scenes.scene_views import mean_iou
+        iou0, iou1 = {"mean": mean_iou(views0)}, {"mean": mean_iou(views1)}
         iou0, iou1 = (None, None) if iou1["mean"] is None else (iou0, iou1)
     best = result.best if result is not None else None
     error = None if stopped is None else _one_line(stopped)

@@ -18,7 +18,8 @@ import numpy as np
 
 from .scene_table import SceneError
 
-__all__ = ["SceneView", "renamed_error", "load_views_footage", "build_views", "fit_views", "view_iou"]
+__all__ = ["SceneView", "renamed_error", "load_views_footage", "build_views", "fit_views", "view_iou", "views_iou",
+           "mean_iou", "side_by_side_alpha"]
 
 
 @dataclass
@@ -115,6 +116,25 @@ def view_iou(footage, alpha):
     iou = silhouette_iou(alpha, footage.masks)
     return {"mean": float(iou.mean()), "min": float(iou.min()), "first": float(iou[0]), "last": float(iou[-1]),
             "per_frame": [round(float(v), 4) for v in iou]}
+
+
+def views_iou(scene, videos, before=None) -> dict:
+    """{camera name: {"iou": mean IoU, "iou_per_frame": [...]}} of every camera's render (`videos`, in
+    view order) with its masks (None without masks); `before`: an earlier answer, whose IoUs become
+    each camera's "iou_initial"."""
+    report = {}
+    for view, video in zip(scene.views, videos):
+        iou = view_iou(view.footage, video[..., -1])
+        report[view.name] = {"iou": iou and iou["mean"], "iou_per_frame": iou and iou["per_frame"]}
+        if before is not None:
+            report[view.name]["iou_initial"] = before[view.name]["iou"]
+    return report
+
+
+def mean_iou(views) -> "float | None":
+    """The mean over cameras of their mean IoU (`views_iou`); None when a camera has no masks."""
+    values = [v["iou"] for v in views.values()]
+    return None if not values or any(v is None for v in values) else float(np.mean(values))
 
 
 def side_by_side_alpha(videos) -> np.ndarray:
