@@ -112,6 +112,7 @@ NONNEGATIVE_PARAMS = frozenset({
     "body_ke", "body_kd", "body_kf", "body_mu",
     "cloth_drag", "cloth_bending_stiffness", "cloth_bending_damping",
     "cloth_anchor_stiffness", "cloth_anchor_damping",
+    "collider_ke", "collider_kd", "collider_kf", "collider_mu", "collider_size",
 })
 POSITIVE_PARAMS = frozenset({"spring_rest_length", "body_mass"})
 # Material parameter tables: (table, per-element row field) of the terms that read them.
