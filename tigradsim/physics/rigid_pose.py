@@ -22,7 +22,7 @@ def quat_to_matrix_np(q):
 
 def quat_from_axis_angle(axis, angle):
     """Unit quaternion (x, y, z, w) of a rotation by `angle` [rad] about `axis` (3,) (any length > 0), right
-    hand rule (numpy).  E.g. a ramp rising towards -x at 20 degrees: a plane collider with
+    hand rule (numpy).  E.g. a ramp rising towards +x at 20 degrees: a plane collider with
     rotation=quat_from_axis_angle((0, 0, 1), np.radians(20)) (its normal +y turns to (-sin, cos, 0))."""
     a = np.asarray(axis, dtype=np.float64).reshape(-1)
     length = float(np.linalg.norm(a)) if a.shape == (3,) else 0.0

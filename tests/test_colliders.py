@@ -1,0 +1,298 @@
+"""Static colliders (tigradsim/physics/colliders.py): rollout gradients against central differences (float64) in
+the colliders' pose, size, ke, kd, kf, mu and the objects' initial state, for particles on each shape kind and a
+rigid box on a tilted plane; physics against closed forms (a particle on a ramp slides iff tan(theta) > mu, a box
+slides down with g (sin - mu cos), a ball bounces off a wall); bad inputs, interpenetrating starts and the
+stability pre-flight.
+
+FD scenes keep every contact point in contact for the whole rollout (checked with the numpy distances), so no
+touchdown moves inside a finite-difference step, and start with no normal velocity exactly 0 (a kink of
+max(-v_n, 0) where the Tape takes one side), as tests/test_contact_laws.py does for the ground.
+"""
+import numpy as np
+import pytest
+import taichi as ti
+
+import tigradsim as tgs
+from tigradsim import meshes
+from tigradsim.physics.colliders import Colliders
+from tigradsim.physics.rigid import quat_to_matrix_np
+from tigradsim.physics.shapes import shape_distance_np
+from rigid_tracks import rigid_track_loss
+
+MASS, RADIUS, KE = 0.1, 0.02, 500.0
+SINK = MASS * 9.8 / KE                   # 2 mm static sink of a particle
+
+
+def _collider_distance(model, c, x):
+    """Signed distance of world points x (N, 3) to collider c at the model's current pose and size (numpy)."""
+    pose = model.get("collider_pose")[c].astype(np.float64)
+    table = model.collider_table
+    local = (x - pose[:3]) @ quat_to_matrix_np(pose[3:] / np.linalg.norm(pose[3:]))
+    return shape_distance_np(table.kinds[c], model.get("collider_size")[c], local, table.grids[c])[0]
+
+
+# -- gradients: particles on every kind -------------------------------------------------------------
+def _particle_scene():
+    """One particle sliding on each collider kind (one model: one compile).  Returns (model, sim, run, loss,
+    per-particle collider)."""
+    b = tgs.SceneBuilder()
+    law = dict(ke=KE, kd=2.0, kf=5.0, mu=0.4)
+    tilt = tgs.quat_from_axis_angle((1.0, 0.0, 0.0), np.radians(12.0))
+    lie = tgs.quat_from_axis_angle((0.0, 0.0, 1.0), np.pi / 2 + 0.15)          # a capsule lying almost flat
+    ball = meshes.icosphere(2, 0.3)
+    colliders = [("sphere", 0.3, (0.0, 0.0, 0.0), (0, 0, 0, 1), None),
+                 ("box", (0.3, 0.2, 0.25), (2.0, 0.0, 0.0), tgs.quat_from_axis_angle((0, 0, 1), 0.1), None),
+                 ("capsule", (0.15, 0.2), (4.0, 0.0, 0.0), lie, None),
+                 ("plane", None, (6.0, -1.0, 0.0), tilt, None),
+                 ("mesh", 1.1, (8.0, 0.0, 0.0), (0, 0, 0, 1), ball)]
+    starts = []
+    for k, (kind, size, pos, rot, mesh) in enumerate(colliders):
+        c = b.add_collider(kind, size, position=pos, rotation=rot, mesh=mesh, **law,
+                           damping="capped", friction="huber" if k % 2 else "capped",
+                           friction_velocity=0.02 if k % 2 else None)
+        assert c == k
+    col = b.component(Colliders)
+    rng = np.random.default_rng(5)
+    for c, (kind, size, pos, rot, mesh) in enumerate(colliders):
+        # a point above the collider's frame origin, moved along the surface normal (numpy reference) to
+        # 1.2 static sinks inside
+        x = np.asarray(pos, float) + np.array([0.05, 1.0, -0.04]) * 0.5
+        for _ in range(3):
+            pose = col.colliders[c]["pose"]
+            R = quat_to_matrix_np(pose[3:])
+            dd, n = col.table.distance_np(c, ((x - pose[:3]) @ R)[None])
+            x = x - (dd[0] - RADIUS + 1.2 * SINK) * (R @ n[0])
+        starts.append(x)
+    q = np.array(starts)
+    qd = rng.normal(size=(5, 3)) * 0.2
+    b.add_particles(q, qd, MASS, radius=RADIUS)
+    model = b.finalize()
+    sim = tgs.Simulator(model, dt=1e-3, steps=150)
+    rec = tgs.ParticleRecorder(sim, 15)
+    loss = tgs.MSELoss(rec.values, rng.normal(size=(rec.frames, 5, 3)) * 0.3)
+
+    def run():
+        loss.value[None] = 0
+        sim.run()
+        loss()
+
+    return model, sim, run, loss.value
+
+
+def test_particle_rollout_gradients_on_every_kind(f64):
+    model, sim, run, loss = _particle_scene()
+    kinds = [model.collider_table.kinds[c] for c in range(5)]
+    assert sorted(kinds) == [0, 1, 2, 3, 4]
+    run()
+    q = sim.state.particle_q.to_numpy()
+    for c in range(5):
+        gap = _collider_distance(model, c, q[:, c]) - RADIUS
+        assert np.all(gap < 0), f"particle {c} stays in contact with collider {c} (no touchdown in an FD step)"
+        moved = np.linalg.norm(q[-1, c] - q[0, c])
+        assert moved > 5e-3, f"particle {c} slides on collider {c}"
+    params = model.parameters()
+    names = ["collider_pose", "collider_size", "collider_ke", "collider_kd", "collider_kf", "collider_mu",
+             "particle_q0", "particle_qd0"]
+    tgs.check_gradient(run, loss, [params[n] for n in names], n_dirs=3, eps=1e-6, rtol=1e-5).assert_ok()
+    for c in range(5):            # each collider's own parameters (its pose, size and contact) matter and agree
+        mask = (np.arange(5) == c).astype(float)
+        own = ["collider_pose", "collider_ke", "collider_kd", "collider_kf", "collider_mu"]
+        if kinds[c] != 0:
+            own.append("collider_size")
+        report = tgs.check_gradient(run, loss, [params[n] for n in own], n_dirs=2, eps=1e-6, rtol=1e-5,
+                                    masks=[mask] * len(own), seed=c)
+        assert report.ok, f"collider {c}: {report}"
+        assert min(abs(a) for a in report.analytic) > 1e-9, f"collider {c}'s parameters should matter here"
+
+
+# -- gradients: a rigid box on a tilted plane ---------------------------------------------------------
+BOX = (0.3, 0.1, 0.22)
+
+
+def _ramp_rotation(theta):
+    """A plane collider rising towards +x at angle theta (normal (-sin, cos, 0)); its downhill unit vector."""
+    return tgs.quat_from_axis_angle((0.0, 0.0, 1.0), theta), np.array([-np.cos(theta), -np.sin(theta), 0.0])
+
+
+def _box_on_ramp(theta, mu, ke=500.0, speed=0.8, spin=0.0, kf=10.0, steps=300, friction="capped"):
+    b = tgs.SceneBuilder()
+    rot, down = _ramp_rotation(theta)
+    b.add_collider("plane", rotation=rot, ke=ke, kd=5.0, kf=kf, mu=mu, friction=friction,
+                   friction_velocity=0.02 if friction == "huber" else None)
+    v, f = meshes.box_surface(BOX)
+    normal = quat_to_matrix_np(rot)[:, 1]
+    sink = 9.8 * np.cos(theta) / (4 * ke)
+    centre = normal * (BOX[1] / 2 - 1.1 * sink) - down * 0.5
+    b.add_rigid_body(v, f, mass=1.0, position=centre, rotation=rot, velocity=down * speed - normal * 0.03,
+                     angular_velocity=normal * spin + np.array([0.02, 0.0, -0.03]))
+    model = b.finalize()
+    sim = tgs.Simulator(model, dt=1e-3, steps=steps)
+    return model, sim, down, normal
+
+
+def _corner_gaps(model, sim):
+    q = sim.state.body_q.to_numpy()[:, 0]
+    corners = model.contact_point.to_numpy()
+    world = np.array([(quat_to_matrix_np(p[3:]) @ corners.T).T + p[:3] for p in q])       # (T, 8, 3)
+    return np.stack([_collider_distance(model, 0, w) for w in world])                   # (T, 8)
+
+
+def test_rigid_box_on_tilted_plane_gradient(f64):
+    model, sim, down, normal = _box_on_ramp(np.radians(15.0), 0.4, spin=1.5, friction="huber")
+    run, total = rigid_track_loss(sim, 1, 30, 60, seed=7)
+    run()
+    gaps = _corner_gaps(model, sim)
+    bottom = gaps[0] < 0
+    assert bottom.sum() == 4 and np.all(gaps[:, bottom] < 0) and np.all(gaps[:, ~bottom] > 0), \
+        "the four bottom corners stay in contact, the top ones never touch"
+    params = model.parameters()
+    names = ["collider_pose", "collider_ke", "collider_kd", "collider_kf", "collider_mu", "body_qd0", "body_mass"]
+    tgs.check_gradient(run, total, [params[n] for n in names], n_dirs=3, eps=1e-5, rtol=1e-5).assert_ok()
+    for name in names[:5]:
+        report = tgs.check_gradient(run, total, [params[name]], n_dirs=1, eps=1e-5, rtol=1e-5)
+        assert report.ok, f"{name}: {report}"
+        assert abs(report.analytic[0]) > 1e-8, f"{name} should matter here"
+
+
+# -- physics against closed forms ------------------------------------------------------------------------
+def test_particle_on_ramp_slides_iff_tan_theta_exceeds_mu(f64):
+    """One model, re-posed: the ramp's angle, mu and the particle's start are parameters."""
+    kf, ke = 40.0, 2e3
+    b = tgs.SceneBuilder()
+    b.add_collider("plane", rotation=_ramp_rotation(0.3)[0], ke=ke, kd=5.0, kf=kf, mu=0.5)
+    b.add_particle((0.0, RADIUS, 0.0), mass=MASS, radius=RADIUS)
+    model = b.finalize(requires_grad=False)
+    sim = tgs.Simulator(model, dt=1e-3, steps=1000)
+    g = 9.8
+    for theta_deg, mu in [(20.0, 0.5), (30.0, 0.5), (25.0, 0.3), (15.0, 0.3)]:
+        theta = np.radians(theta_deg)
+        rot, down = _ramp_rotation(theta)
+        normal = quat_to_matrix_np(rot)[:, 1]
+        model.set("collider_pose", np.concatenate([[0.0, 0.0, 0.0], rot])[None])
+        model.set("collider_mu", [mu])
+        model.set("particle_q0", (normal * (RADIUS - MASS * g * np.cos(theta) / ke))[None])
+        sim.run()
+        qd = sim.state.particle_qd.to_numpy()[:, 0]
+        along = qd @ down
+        t = np.arange(len(along)) * 1e-3
+        if np.tan(theta) > mu:
+            a = g * (np.sin(theta) - mu * np.cos(theta))
+            late = t > 0.2
+            fit = np.polyfit(t[late], along[late], 1)[0]
+            assert fit == pytest.approx(a, rel=5e-3), f"theta {theta_deg}, mu {mu}: slides with g (sin - mu cos)"
+        else:
+            creep = MASS * g * np.sin(theta) / kf      # the viscous (kf) branch below the Coulomb cap
+            assert np.abs(along).max() < 1.05 * creep and along[-1] == pytest.approx(creep, rel=0.02), \
+                f"theta {theta_deg}, mu {mu}: sticks (creeps at m g sin / kf)"
+        assert abs(qd[-1] @ normal) < 1e-3, "stays on the ramp"
+
+
+def test_box_slides_down_ramp_with_analytic_acceleration(f64):
+    theta, mu = np.radians(30.0), 0.3
+    model, sim, down, normal = _box_on_ramp(theta, mu, ke=2e4, speed=0.5, kf=100.0, steps=600)
+    sim.run()
+    v = sim.state.body_qd.to_numpy()[:, 0, 3:] @ down
+    t = np.arange(len(v)) * 1e-3
+    late = t > 0.1
+    accel = np.polyfit(t[late], v[late], 1)[0]
+    expected = 9.8 * (np.sin(theta) - mu * np.cos(theta))
+    assert accel == pytest.approx(expected, rel=0.01)
+    w = sim.state.body_qd.to_numpy()[-1, 0, :3]
+    assert np.linalg.norm(w) < 0.05, "slides flat, does not tumble"
+
+
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+def test_ball_bounces_off_wall(precision):
+    tgs.init(precision=precision)
+    b = tgs.SceneBuilder(gravity=(0.0, 0.0, 0.0))
+    b.add_collider("plane", position=(1.0, 0.0, 0.0), rotation=tgs.quat_from_normal((-1.0, 0.0, 0.0)),
+                   ke=1e4, kd=0.0, kf=0.0, mu=0.0)
+    b.add_collider("sphere", 0.2, position=(0.0, 0.0, 1.0), ke=1e4, kd=2.0, kf=0.0, mu=0.0)
+    b.add_particle((0.0, 0.0, 0.0), velocity=(2.0, 0.0, 0.3), mass=MASS, radius=0.05)       # wall
+    b.add_particle((0.0, 0.0, 0.3), velocity=(0.0, 0.0, 2.0), mass=MASS, radius=0.05)       # sphere, head on
+    model = b.finalize(requires_grad=False)
+    sim = tgs.Simulator(model, dt=1e-4, steps=6000)
+    sim.run()
+    q, qd = sim.state.particle_q.to_numpy(), sim.state.particle_qd.to_numpy()
+    assert qd[-1, 0, 0] == pytest.approx(-2.0, rel=1e-3), "elastic wall: the normal velocity reverses"
+    assert qd[-1, 0, 2] == pytest.approx(0.3, rel=1e-3), "frictionless: the tangential velocity stays"
+    assert q[:, 0, 0].max() < 1.0 - 0.05 + 0.01, "the wall stops it within its penalty depth"
+    assert -2.0 < qd[-1, 1, 2] < -1.0, "bounces back off the sphere, losing energy to kd"
+    assert np.all(np.abs(qd[-1, 1, :2]) < 1e-6), "head on: straight back"
+
+
+# -- bad inputs ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(kind="cone"), "kind"),
+    (dict(kind=3), "kind"),
+    (dict(kind="sphere", size=-0.1), "size"),
+    (dict(kind="sphere"), "size"),
+    (dict(kind="box", size=(0.1, 0.2)), "size"),
+    (dict(kind="capsule", size=(0.1, float("nan"))), "size"),
+    (dict(kind="plane", size=1.0), "size"),
+    (dict(kind="mesh"), "mesh"),
+    (dict(kind="sphere", size=0.1, mesh=meshes.box_surface()), "mesh"),
+    (dict(kind="mesh", mesh=meshes.box_surface(), resolution=2), "resolution"),
+    (dict(kind="plane", rotation=(0.0, 0.0, 0.0, 2.0)), "rotation"),
+    (dict(kind="plane", rotation=(0.0, 0.0, 1.0)), "rotation"),
+    (dict(kind="plane", position=(0.0, float("nan"), 0.0)), "position"),
+    (dict(kind="plane", ke=0.0), "ke"),
+    (dict(kind="plane", kd=-1.0), "kd"),
+    (dict(kind="plane", kf=float("inf")), "kf"),
+    (dict(kind="plane", mu=-0.1), "mu"),
+    (dict(kind="plane", damping="soft"), "damping"),
+    (dict(kind="plane", friction_velocity=0.1), "friction_velocity"),
+])
+def test_bad_collider_inputs(kwargs, words):
+    b = tgs.SceneBuilder()
+    with pytest.raises((ValueError, TypeError), match=words):
+        b.add_collider(**kwargs)
+
+
+def test_quaternion_helpers():
+    q = tgs.quat_from_axis_angle((0, 0, 2.0), np.radians(30))
+    np.testing.assert_allclose(quat_to_matrix_np(q)[:, 1], [-0.5, np.cos(np.radians(30)), 0], atol=1e-15)
+    for n in [(1, 0, 0), (0, -1, 0), (0, 1, 0), (0.3, -0.2, 0.9)]:
+        q = tgs.quat_from_normal(n)
+        assert np.linalg.norm(q) == pytest.approx(1.0)
+        np.testing.assert_allclose(quat_to_matrix_np(q)[:, 1], np.array(n) / np.linalg.norm(n), atol=1e-12)
+    with pytest.raises(ValueError, match="normal"):
+        tgs.quat_from_normal((0, 0, 0))
+    with pytest.raises(ValueError, match="axis"):
+        tgs.quat_from_axis_angle((0, 0), 1.0)
+
+
+def test_interpenetrating_starts_are_named_errors():
+    b = tgs.SceneBuilder()
+    b.add_collider("box", (0.5, 0.2, 0.5), position=(0.0, 0.0, 0.0))
+    b.add_collider("sphere", 0.3, position=(3.0, 0.0, 0.0))
+    b.add_collider("plane", position=(0.0, -1.0, 0.0))
+    b.add_particle((3.0, 0.1, 0.0), radius=0.01)                                        # 0.21 m inside the sphere
+    v, f = meshes.box_surface((0.2, 0.2, 0.2))
+    b.add_rigid_body(v, f, position=(0.0, 0.25, 0.0))                                   # 0.05 m into the box top
+    tv, tt = meshes.tet_box(1, 1, 1, size=(0.2, 0.2, 0.2), origin=(5.0, -1.05, 0.0))    # 0.05 m below the plane (+ radius 0.01)
+    b.add_soft_mesh(tv, tt)
+    with pytest.raises(ValueError) as err:
+        b.finalize()
+    text = str(err.value)
+    assert "particle 0 starts 0.21 m inside collider 1 (sphere)" in text
+    assert "rigid body 0 starts 0.05 m inside collider 0 (box)" in text
+    assert "soft mesh 0 starts 0.06 m inside collider 2 (plane)" in text
+
+
+def test_resting_contact_is_not_an_error():
+    b = tgs.SceneBuilder()
+    b.add_collider("box", (0.5, 0.2, 0.5))
+    b.add_particle((0.0, 0.2 + 0.01 - 0.002, 0.0), radius=0.01)                     # 2 mm: a resting sink
+    b.finalize(requires_grad=False)
+
+
+def test_stability_preflight_counts_collider_stiffness():
+    b = tgs.SceneBuilder()
+    b.add_collider("sphere", 0.3, ke=1e7)
+    b.add_particle((0.0, 0.5, 0.0), mass=0.01)
+    model = b.finalize(requires_grad=False)
+    report = tgs.stability_report(model, 1e-3)
+    assert not report.ok and "ParticleColliderContact[collider 0]" in report.message()
+    with pytest.raises(tgs.StabilityError, match="ParticleColliderContact"):
+        tgs.Simulator(model, dt=1e-3, steps=2, strict=True).run()
