@@ -299,3 +299,23 @@ def test_stability_preflight_counts_collider_stiffness():
     assert not report.ok and "ParticleColliderContact[collider 0]" in report.message()
     with pytest.raises(tgs.StabilityError, match="ParticleColliderContact"):
         tgs.Simulator(model, dt=1e-3, steps=2, strict=True).run()
+
+
+# -- the demo ------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_ramp_box_demo_quick(tmp_path):
+    """demos/ramp_box.py --quick --headless: the box slides at g (sin - mu cos) and reaches the ground."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    out = subprocess.run([sys.executable, str(root / "demos" / "ramp_box.py"), "--quick", "--headless", "--out",
+                          str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["steps"] == 1200 and result["accel_rel_err"] < 0.01
+    assert result["final_x"] > 0, "reaches the ground"
+    assert Path(result["gif"]).is_file()
