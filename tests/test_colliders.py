@@ -319,3 +319,93 @@ def test_ramp_box_demo_quick(tmp_path):
     assert result["steps"] == 1200 and result["accel_rel_err"] < 0.01
     assert result["final_x"] > 0, "reaches the ground"
     assert Path(result["gif"]).is_file()
+
+
+# -- scene files -----------------------------------------------------------------------------------------
+TABLE = {"kind": "box", "half_extents": [0.5, 0.05, 0.5], "position": [0.0, 0.3, 0.0], "mu": 0.3}
+
+
+def _table_scene(tmp_path, **changes):
+    from test_scene_file import BOX as FILE_BOX, _scene
+    sink = 9.8 / (4 * 1e4)
+    box = dict(FILE_BOX, position=[0.0, 0.35 + 0.05 - 1.1 * sink, 0.0], velocity=[1.0, -0.05, 0.2])
+    changes = {"objects": {"box": box}, "colliders": {"table": dict(TABLE)}, "forces": [],
+               "camera.target": [0.0, 0.35, 0.0], "camera.eye": [0.0, 1.0, 1.5], **changes}
+    return _scene(tmp_path, **changes)
+
+
+def _scene_error(tmp_path, **changes):
+    from tigradsim.scenes.scene_file import SceneError, parse_scene
+    with pytest.raises(SceneError) as info:
+        parse_scene(_table_scene(tmp_path, **changes), str(tmp_path / "scene.toml"))
+    return str(info.value)
+
+
+def test_scene_file_colliders_parse(tmp_path):
+    from tigradsim.scenes.scene_colliders import collider_arguments
+    from tigradsim.scenes.scene_file import Z_UP_TO_Y_UP, parse_scene
+    ramp = {"kind": "plane", "normal": [-0.3, 1.0, 0.0], "position": [3.0, 0.0, 0.0], "contact_law": {"friction": "huber"}}
+    data = _table_scene(tmp_path, **{"colliders.ramp": ramp, "unknowns": {"table.height": {"init": 0.3},
+                                                                           "ramp.mu": {"init": 0.4}}})
+    spec = parse_scene(data, str(tmp_path / "scene.toml"))
+    assert list(spec.colliders) == ["table", "ramp"]
+    table, ramp = spec.colliders["table"], spec.colliders["ramp"]
+    assert table.contact == dict(ke=1e4, kd=10.0, kf=10.0, mu=0.3), "ke, kd, kf from [ground], its own mu"
+    assert ramp.law == {"friction": "huber"}
+    args = collider_arguments(ramp, spec.axes)
+    np.testing.assert_allclose(quat_to_matrix_np(args["rotation"])[:, 1], np.array([-0.3, 1.0, 0.0]) / np.hypot(0.3, 1),
+                               atol=1e-12)
+    # a z-up file: the box's half extents follow the axes (its height is the file's z)
+    zup = dict(TABLE, half_extents=[0.5, 0.4, 0.05], position=[0.0, 0.0, 0.3])
+    args = collider_arguments(dataclass_replace(table, size=np.array(zup["half_extents"]),
+                                                position=np.array(zup["position"])), Z_UP_TO_Y_UP)
+    np.testing.assert_allclose(args["size"], [0.5, 0.05, 0.4])
+    np.testing.assert_allclose(args["position"], [0.0, 0.3, 0.0])
+
+
+def dataclass_replace(obj, **kw):
+    import dataclasses
+    return dataclasses.replace(obj, **kw)
+
+
+def test_scene_file_collider_errors(tmp_path):
+    assert "[colliders.table] kind: expected one of" in _scene_error(tmp_path, **{"colliders.table.kind": "cone"})
+    assert "[colliders.table] radius: unknown key" in _scene_error(tmp_path, **{"colliders.table.radius": 1.0})
+    assert "[colliders.table] half_extents: expected" in _scene_error(tmp_path, **{"colliders.table.half_extents": [1, -1, 1]})
+    assert "[colliders.table] ke: expected a positive number" in _scene_error(tmp_path, **{"colliders.table.ke": 0.0})
+    assert "[colliders.table] rotation: expected a unit quaternion" in _scene_error(
+        tmp_path, **{"colliders.table.rotation": [0, 0, 0, 2]})
+    assert "the name 'box' is taken by an object" in _scene_error(tmp_path, **{"colliders.box": dict(TABLE)})
+    assert "'table' has no parameter 'mass'" in _scene_error(tmp_path, unknowns={"table.mass": {"init": 1.0}})
+    # a table 0.4 m thick whose top is 0.1 m above the box's bottom corners
+    msg = _scene_error(tmp_path, **{"colliders.table.position": [0.0, 0.25, 0.0], "colliders.table.half_extents":
+                                    [0.5, 0.2, 0.5]})
+    assert msg.startswith("scene.toml: [objects.box] position: starts 0.1 m") and "[colliders.table]" in msg
+
+
+@pytest.mark.slow
+def test_scene_file_collider_unknowns_gradient(tmp_path, f64):
+    """A box sliding on a table collider: the table's mu and height as scene unknowns are written where they
+    belong and their gradients match central differences."""
+    from tigradsim.scenes.scene_build import Scene, load_scene_footage
+    from tigradsim.scenes.scene_file import parse_scene
+    data = _table_scene(tmp_path, unknowns={"table.mu": {"init": 0.35}, "table.height": {"init": 0.3}},
+                        **{"simulation.duration": 0.12, "simulation.substeps": 40})
+    spec = parse_scene(data, str(tmp_path / "scene.toml"))
+    scene = Scene(spec, load_scene_footage(spec))
+    m = scene.model
+    assert scene.colliders == {"table": 0}
+    assert np.isclose(m.get("collider_mu")[0], 0.35) and np.isclose(m.get("collider_pose")[0, 1], 0.3)
+    rec = tgs.BodyRecorder(scene.sim, every=40)
+    loss = tgs.MSELoss(rec.positions, np.zeros((rec.frames, rec.count, 3)) + [0.1, 0.2, 0.05])
+
+    def run():
+        loss.value[None] = 0.0
+        scene.sim.run()
+        loss._accumulate()
+
+    run()
+    assert scene.sim.state.body_q.to_numpy()[-1, 0, 0] > 0.05, "slides on the table"
+    for p in scene.params:
+        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=1, eps=1e-6, rtol=1e-5)
+        assert report.ok and abs(report.analytic[0]) > 1e-6, (p.name, str(report))

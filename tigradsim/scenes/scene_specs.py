@@ -168,6 +168,7 @@ class SceneSpec:
     unknowns: list
     fit: FitSpec
     ground_given: tuple = ()             # the [ground] contact constants the file states (the rest are defaults)
+    colliders: dict = field(default_factory=dict)   # name -> scene_colliders.ColliderSpec (file order)
 
     @property
     def axes(self) -> np.ndarray:
