@@ -406,6 +406,9 @@ def test_scene_file_collider_unknowns_gradient(tmp_path, f64):
 
     run()
     assert scene.sim.state.body_q.to_numpy()[-1, 0, 0] > 0.05, "slides on the table"
+    # eps 1e-7: the capped damping's branch (min(kd |v_n|, ke |c|)) switches at some step every ~1e-6 m of
+    # height here (the box's corners oscillate about their rest sink), kinks that a 1e-5 step straddles
+    # (measured: 1e-2 off at 1e-5, 1e-4 at 1e-6, 5e-11 at 1e-7)
     for p in scene.params:
-        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=1, eps=1e-6, rtol=1e-5)
+        report = tgs.check_param_gradient(run, loss.value, p, n_dirs=1, eps=1e-7, rtol=1e-6)
         assert report.ok and abs(report.analytic[0]) > 1e-6, (p.name, str(report))
