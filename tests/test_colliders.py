@@ -304,7 +304,8 @@ def test_stability_preflight_counts_collider_stiffness():
 # -- the demo ------------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_ramp_box_demo_quick(tmp_path):
-    """demos/ramp_box.py --quick --headless: the box slides at g (sin - mu cos) and reaches the ground."""
+    """demos/ramp_box.py --quick --headless: the box slides at g (sin - mu cos), reaches the ground, and the fit
+    finds the ramp's mu from the rendered frames."""
     import json
     import os
     import subprocess
@@ -318,6 +319,8 @@ def test_ramp_box_demo_quick(tmp_path):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["steps"] == 1200 and result["accel_rel_err"] < 0.01
     assert result["final_x"] > 0, "reaches the ground"
+    fit = result["fit"]          # the ramp's mu from the box's silhouettes, from 1.6 x the truth
+    assert fit["guess"] == pytest.approx(1.6 * fit["truth"]) and fit["rel_err"] < 0.01
     assert Path(result["gif"]).is_file()
 
 

@@ -5,6 +5,11 @@ ground's friction stops it.
 
     sc = RampScene()                    # 25 degrees, ramp mu 0.2, a 0.3 x 0.2 x 0.25 m box of 1 kg, 2500 steps
     r = sc.run()                        # RampResult: vertices and particles per frame, acceleration on the ramp
+
+System identification (`RampScene(..., fit=True)`, `fit_ramp_mu`): the ramp's mu (the collider's `collider_mu`,
+one log-space Param) from the box's silhouettes, seen by a camera from the side: the frames rendered at the true
+mu are the target, the fit starts from a guess and follows the Tape gradient through the renderer, the box's
+contact with the ramp (a plane collider) and with the ground.
 """
 import time
 from dataclasses import dataclass
@@ -17,6 +22,9 @@ from ..physics.rigid_pose import quat_from_axis_angle, quat_to_matrix_np
 from ..core.observers import ParticleRecorder
 from ..sim.builder import SceneBuilder
 from ..sim.simulator import Simulator
+
+MU_BOUNDS = (0.02, 1.0)
+CAMERA = dict(eye=(-0.7, 0.9, 3.2), target=(-0.7, 0.35, 0.0), fov=45)
 
 BOX = (0.3, 0.2, 0.25)           # box size [m]
 START = 1.6                      # distance of the box's start up the ramp from its foot [m]
@@ -89,19 +97,30 @@ class RampScene:
     """The slide for `steps` steps of `dt` s, recorded every `every` steps (arguments of `ramp_model`)."""
 
     def __init__(self, angle_deg=25.0, mu=0.2, *, mass=1.0, ke=1e4, kd=10.0, kf=10.0, ground_mu=0.5, particles=3,
-                 steps=2500, dt=1e-3, every=20):
+                 steps=2500, dt=1e-3, every=20, fit=False, res=64):
         if int(steps) != steps or steps < 1 or int(every) != every or every < 1:
             raise ValueError(f"steps, every: expected positive integers, got steps={steps!r}, every={every!r}")
         if not 0.0 < angle_deg < 60.0:
             raise ValueError(f"angle_deg: expected an angle in (0, 60) degrees, got {angle_deg!r}")
         self.angle, self.mu = np.radians(angle_deg), float(mu)
         self.model = ramp_model(self.angle, mu, mass=mass, ke=ke, kd=kd, kf=kf, ground_mu=ground_mu,
-                                particles=particles)
+                                particles=particles, requires_grad={"collider_mu"} if fit else False)
         self.sim = Simulator(self.model, dt=dt, steps=steps)
         self.surface = RigidSurface(self.sim, every=every)
         self.poses = BodyRecorder(self.sim, every=every)
         self.points = ParticleRecorder(self.sim, every) if particles else None
         self.every = every
+        self.fit = None
+        if fit:      # the box's silhouette every `every` steps, and a VideoFit of the ramp's mu
+            from ..fitting.optim import Param
+            from ..fitting.sysid import VideoFit, render_surface
+            from ..renderers import Camera, SoftRasterizer
+            cam = Camera(**CAMERA, width=res, height=res)
+            self.renderer = SoftRasterizer(cam, self.surface.faces, self.surface.vertex_count,
+                                           frames=self.surface.frames, sigma=1e-3, gamma=1e-4, shading="silhouette")
+            render_surface(self.sim, self.renderer, self.surface, every)
+            self.mu_param = Param(self.model.collider_mu, "mu", lower=MU_BOUNDS[0], upper=MU_BOUNDS[1], log_space=True)
+            self.fit = VideoFit(self.sim, self.renderer, [self.mu_param])
 
     def run(self) -> RampResult:
         start = time.time()
@@ -119,3 +138,26 @@ class RampScene:
         particles = self.points.values.to_numpy() if self.points is not None else np.zeros((len(t), 0, 3))
         return RampResult(verts, self.surface.faces, particles, positions, accel, float(analytic),
                           float(positions[-1, 0]), seconds, frame_dt)
+
+
+def fit_ramp_mu(scene: RampScene, guess, iters=12, lr=0.3, printer=print) -> dict:
+    """The ramp's mu from the box's silhouettes: render the target at the scene's current mu (the truth), set
+    mu to `guess` and take `iters` quasi-Newton steps (`tgs.BFGS`, trust radius `lr` in log mu).  Returns
+    {truth, guess, estimate, rel_err, loss_initial, loss_final, iters, seconds}.  `scene` must be built with
+    fit=True."""
+    from ..fitting.optim import BFGS
+    if scene.fit is None:
+        raise ValueError("scene: build the RampScene with fit=True (a renderer and the mu Param)")
+    if not MU_BOUNDS[0] <= guess <= MU_BOUNDS[1]:
+        raise ValueError(f"guess: expected a friction coefficient in {MU_BOUNDS}, got {guess!r}")
+    start = time.time()
+    truth = float(scene.model.get("collider_mu")[0])
+    target = scene.fit.render()
+    scene.model.set("collider_mu", [guess])
+    history = scene.fit.fit(target, iters=iters, optimizer=BFGS([scene.mu_param], lr=lr), log_every=max(iters // 4, 1),
+                            printer=printer)
+    history.restore_best([scene.mu_param])
+    estimate = float(scene.model.get("collider_mu")[0])
+    return dict(truth=truth, guess=float(guess), estimate=estimate, rel_err=abs(estimate - truth) / truth,
+                loss_initial=float(history.loss[0]), loss_final=float(min(history.loss)), iters=iters,
+                seconds=time.time() - start)
