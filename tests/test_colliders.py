@@ -415,3 +415,43 @@ def test_scene_file_collider_unknowns_gradient(tmp_path, f64):
     for p in scene.params:
         report = tgs.check_param_gradient(run, loss.value, p, n_dirs=1, eps=1e-7, rtol=1e-6)
         assert report.ok and abs(report.analytic[0]) > 1e-6, (p.name, str(report))
+
+
+def test_batched_copies_share_colliders_added_before():
+    b = tgs.SceneBuilder()
+    b.add_collider("plane", position=(0.0, -0.5, 0.0))
+    batch = tgs.batched(lambda bb, k: bb.add_particle((0.0, 0.1 * k, 0.0)), 2, builder=b, requires_grad=False)
+    assert batch.model.collider_count == 1
+
+    def per_copy(bb, k):
+        bb.add_collider("sphere", 0.1, position=(5.0 + k, 0.0, 0.0))
+        return bb.add_particle((0.0, 0.1 * k, 0.0))
+
+    with pytest.raises(ValueError, match="copy 0 added a collider"):
+        tgs.batched(per_copy, 2)
+
+
+def test_soft_mesh_and_cloth_rest_on_colliders(f64):
+    """FEM and cloth vertices are particles: a soft cube lands on a table (a box collider) and stays on it; a
+    cloth dropped on a sphere collider drapes over it (its middle rests on the top, its corners hang lower)."""
+    b = tgs.SceneBuilder()
+    b.add_collider("box", (0.3, 0.05, 0.3), position=(0.0, 0.3, 0.0), ke=500.0, kd=0.5, kf=0.3, mu=0.5)
+    b.add_collider("sphere", 0.2, position=(2.0, 0.3, 0.0), ke=500.0, kd=0.5, kf=0.3, mu=0.5)
+    tv, tt = meshes.tet_box(2, 2, 2, size=(0.2, 0.2, 0.2), origin=(-0.1, 0.38, -0.1))
+    b.add_soft_mesh(tv, tt, params={"mu": 2e3, "lam": 2e3}, density=100.0, damping=5.0, radius=0.01)
+    cv, ct = meshes.cloth_grid(8, 8, cell=0.075, origin=(2.0 - 0.3, 0.56, -0.3))
+    b.add_cloth(cv, ct, params={"mu": 50.0, "lam": 50.0}, density=0.5, damping=0.05, bending_stiffness=1e-4)
+    model = b.finalize(requires_grad=False)
+    sim = tgs.Simulator(model, dt=5e-4, steps=1600, strict=True)
+    sim.run()
+    q = sim.state.particle_q.to_numpy()[-1]
+    cube, cloth = q[:len(tv)], q[len(tv):]
+    top = 0.35
+    # its 9 bottom vertices carry 0.8 kg on ke = 500 N/m each: sinks of millimetres (most under the middle one)
+    assert top + 0.01 - 0.008 < cube[:, 1].min() < top + 0.01, "rests on the table"
+    assert np.all(np.abs(cube[:, [0, 2]]).max() < 0.3), "on it"
+    d = np.linalg.norm(cloth - [2.0, 0.3, 0.0], axis=1)
+    assert d.min() > 0.2 + 0.005 - 0.004, "does not pass through the sphere"
+    middle = cloth[np.argmin(np.linalg.norm(cv[:, [0, 2]] - [2.0, 0.0], axis=1))]
+    corners = cloth[[0, 8, 72, 80]]
+    assert middle[1] == pytest.approx(0.5 + 0.005, abs=0.01) and np.all(corners[:, 1] < middle[1] - 0.1), "drapes"
