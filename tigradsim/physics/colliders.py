@@ -22,8 +22,9 @@ identify a ramp's friction.  The quaternion is normalised in the kernel (an opti
 changes nothing but its length).
 
 Cost: a point is first tested against the collider's bounding sphere (radius from the current size, plus the
-point's radius; planes are never culled), then by its exact distance, both with arithmetic that feeds only the
-comparison, so the reverse pass does no work for points that do not touch.  Every collider's parameters govern
+point's radius; for a plane, by its exact distance), with arithmetic that feeds only the comparison and no local
+variable assigned twice, so the reverse pass does no work for points outside (no adjoint and no AD stack: with
+a stack-allocating test the reverse pass cost 0.8 ms per step for 4,096 particles against 4 far spheres).  Every collider's parameters govern
 every contact with it (a rigid body's own ke ... mu and law are those of its ground contact).  Terms are grouped
 by law at finalize (one kernel loop per law, compile time), as the ground's rigid contact is.
 """
@@ -148,16 +149,18 @@ class Colliders:
         unit = [bounding_radius(k, np.ones(3), g) if k == MESH else 0.0
                 for k, g in zip(self.table.kinds, self.table.grids)]
         model.add_field("collider_unit_bound", float, (C,), np.array(unit, f), param=False)
+        # one term per (law, plane or not): both compile-time (the plane test is the exact distance, the others
+        # a bounding sphere)
         groups = {}
         for c, col in enumerate(self.colliders):
-            groups.setdefault(col["law"], []).append(c)
+            groups.setdefault((col["law"], self.table.kinds[c] == PLANE), []).append(c)
         rigid = next((comp for comp in builder.components if type(comp).__name__ == "RigidBodies"), None)
         has_points = rigid is not None and len(rigid.bodies) > 0
-        for law, members in groups.items():
+        for (law, planes), members in groups.items():
             if model.particle_count:
-                model.force_terms.append(ParticleColliderContact(model, law, members))
+                model.force_terms.append(ParticleColliderContact(model, law, members, planes))
             if has_points:
-                model.force_terms.append(RigidColliderContact(model, law, members))
+                model.force_terms.append(RigidColliderContact(model, law, members, planes))
 
 
 def add_collider(builder, *args, **kwargs) -> int:
@@ -168,12 +171,13 @@ def add_collider(builder, *args, **kwargs) -> int:
 # -- terms ---------------------------------------------------------------------------
 @ti.data_oriented
 class ColliderContactBase(StepTerm):
-    """What the particle and rigid-body terms share: the colliders of one law (`members`), the cull and the
-    force of one point against one collider."""
+    """What the particle and rigid-body terms share: the colliders of one law (`members`: all planes, or none),
+    the cull and the force of one point against one collider."""
 
-    def __init__(self, model, law: ContactLaw, members):
+    def __init__(self, model, law: ContactLaw, members, planes: bool):
         super().__init__(model)
         self.law = law
+        self.planes = bool(planes)     # compile time: every member is a plane (else none is)
         self.member_ids = list(members)
         self.member_count = len(self.member_ids)
         self.members = ti.field(ti.i32, shape=(self.member_count,))
@@ -181,45 +185,36 @@ class ColliderContactBase(StepTerm):
         self.table = model.collider_table
 
     @ti.func
-    def _reach(self, c):
-        """Bounding radius [m] of collider c at its current size (planes: not used)."""
-        size = self.table.size[c]
-        kind = self.table.kind[c]
-        r = size[0]
-        if kind == BOX:
-            r = ti.sqrt(size.dot(size))
-        elif kind == CAPSULE:
-            r = size[0] + size[1]
-        elif kind == MESH:
-            r = self.model.collider_unit_bound[c] * size[0]
-        return r
-
-    @ti.func
-    def _local(self, c, x):
+    def _frame(self, c):
+        """Collider c's position and its quaternion normalised (an optimiser's step may leave the unit sphere)."""
         pose = self.model.collider_pose[c]
         rot = body_rotation(pose)
-        rot = rot / ti.sqrt(rot.dot(rot))
-        return quat_rotate_inv(rot, x - body_position(pose)), rot
+        return body_position(pose), rot / ti.sqrt(rot.dot(rot))
 
     @ti.func
-    def _touches(self, c, x, radius):
-        """Whether a point at x [m] of `radius` penetrates collider c: a bounding-sphere cull, then the exact
-        distance.  Callers pass values that feed only this test (see RigidGroundContact)."""
-        hit = False
-        pose = self.model.collider_pose[c]
-        gap = x - body_position(pose)
-        reach = self._reach(c) + radius
-        if self.table.kind[c] == PLANE or gap.dot(gap) < reach * reach:
-            xl, _ = self._local(c, x)
-            d, _n = self.table.distance(c, xl)
-            hit = d - radius < 0.0
-        return hit
+    def _near(self, c, x, radius):
+        """Whether a point at x [m] of `radius` may touch collider c: for a plane, whether it penetrates; for the
+        other shapes, whether it lies in the bounding sphere (radius from the current size, plus the point's).
+        Pure expressions (no local variable assigned twice), so that in the reverse pass a point that fails the
+        test costs no adjoint work and no AD stack."""
+        if ti.static(self.planes):
+            pos, rot = self._frame(c)
+            return quat_rotate_inv(rot, x - pos)[1] < radius
+        else:
+            kind = self.table.kind[c]
+            size = self.table.size[c]
+            gap = x - body_position(self.model.collider_pose[c])
+            reach = ti.select(kind == BOX, ti.sqrt(size.dot(size)),
+                              ti.select(kind == CAPSULE, size[0] + size[1],
+                                        ti.select(kind == MESH, self.model.collider_unit_bound[c] * size[0], size[0])))
+            return gap.dot(gap) < (reach + radius) * (reach + radius)
 
     @ti.func
     def _force(self, c, x, v, radius):
-        """Force [N] on a point at x [m] moving at v [m/s] with `radius` [m] from collider c."""
-        xl, rot = self._local(c, x)
-        d, nl = self.table.distance(c, xl)
+        """Force [N] on a point at x [m] moving at v [m/s] with `radius` [m] from collider c: exactly 0, with zero
+        derivatives, where it does not penetrate (`tigradsim.physics.contact.touches_ground` says why)."""
+        pos, rot = self._frame(c)
+        d, nl = self.table.distance(c, quat_rotate_inv(rot, x - pos))
         n = quat_rotate(rot, nl)
         return contact_force(ti.min(d - radius, 0.0), n, v, self.model.collider_ke[c], self.model.collider_kd[c],
                              self.model.collider_kf[c], self.model.collider_mu[c], self.law)
@@ -235,7 +230,7 @@ class ParticleColliderContact(ColliderContactBase):
         for i, j in ti.ndrange(self.model.particle_count, self.member_count):
             c = self.members[j]
             radius = self.model.particle_radius[i]
-            if self._touches(c, state.particle_q[s, i], radius):
+            if self._near(c, state.particle_q[s, i], radius):
                 state.particle_f[s, i] += self._force(c, state.particle_q[s, i], state.particle_qd[s, i], radius)
 
 
@@ -252,7 +247,7 @@ class RigidColliderContact(ColliderContactBase):
             q = state.body_q[s, b]
             radius = self.model.body_contact_radius[b]
             # the point formed twice, for the test and in the branch, as in RigidGroundContact
-            if self._touches(c, world_point(q, self.model.contact_point[p]), radius):
+            if self._near(c, world_point(q, self.model.contact_point[p]), radius):
                 qd = state.body_qd[s, b]
                 r = quat_rotate(body_rotation(q), self.model.contact_point[p])
                 x = body_position(q) + r
