@@ -204,6 +204,32 @@ def test_box_slides_down_ramp_with_analytic_acceleration(f64):
     assert np.linalg.norm(w) < 0.05, "slides flat, does not tumble"
 
 
+def test_rigid_boxes_land_on_a_table_and_a_ball(f64):
+    """Rigid contact points against non-plane colliders: a box dropped on a table (a box collider) comes to rest
+    flat on its top; one dropped off-centre on a ball (a sphere collider) tips off it, its corners never deep in."""
+    b = tgs.SceneBuilder()
+    b.add_ground(ke=1e4, kd=20.0)
+    b.add_collider("box", (0.4, 0.1, 0.4), position=(0.0, 0.3, 0.0), ke=1e4, kd=20.0)
+    b.add_collider("sphere", 0.3, position=(3.0, 0.3, 0.0), ke=1e4, kd=20.0)
+    v, f = meshes.box_surface(BOX)
+    b.add_rigid_body(v, f, mass=1.0, position=(0.05, 0.6, 0.0))
+    b.add_rigid_body(v, f, mass=1.0, position=(3.1, 0.8, 0.02))
+    model = b.finalize(requires_grad=False)
+    sim = tgs.Simulator(model, dt=5e-4, steps=3000)
+    sim.run()
+    q = sim.state.body_q.to_numpy()
+    corners = model.contact_point.to_numpy()
+    owner = model.contact_body.to_numpy()
+    world = lambda t, k: (quat_to_matrix_np(q[t, k, 3:]) @ corners[owner == k].T).T + q[t, k, :3]
+    table_top = 0.4
+    assert q[-1, 0, 1] == pytest.approx(table_top + BOX[1] / 2, abs=2e-3), "rests on the table"
+    assert np.abs(world(-1, 0)[:, 1] - table_top).min() < 2e-3, "flat on it"
+    gaps = np.array([np.linalg.norm(world(t, 1) - [3.0, 0.3, 0.0], axis=1).min() for t in range(len(q))])
+    # corners only (the contact points): the impact on a corner pair sinks ~1 cm at ke 1e4
+    assert gaps.min() > 0.3 - 0.02, "its corners never enter the ball deeper than the impact's penalty depth"
+    assert np.linalg.norm(q[-1, 1, [0, 2]] - [3.0, 0.0]) > 0.3, "tips off it"
+
+
 @pytest.mark.parametrize("precision", ["f32", "f64"])
 def test_ball_bounces_off_wall(precision):
     tgs.init(precision=precision)

@@ -21,6 +21,11 @@ collider_kf, collider_mu (C,): all differentiable, so a fit can move a ramp's an
 identify a ramp's friction.  The quaternion is normalised in the kernel (an optimiser's step off the unit sphere
 changes nothing but its length).
 
+A rigid body touches colliders at its contact points only (`add_rigid_body(contact_points=...)`, default its
+mesh vertices), as it touches the ground: a box landing flat on a ball is held by its corners, the ball passing
+through the face between them; give a body denser contact points where its faces must rest on curved or small
+colliders.
+
 Cost: a point is first tested against the collider's bounding sphere (radius from the current size, plus the
 point's radius; for a plane, by its exact distance), with arithmetic that feeds only the comparison and no local
 variable assigned twice, so the reverse pass does no work for points outside (no adjoint and no AD stack: with
