@@ -278,6 +278,18 @@ def test_bad_collider_inputs(kwargs, words):
         b.add_collider(**kwargs)
 
 
+def test_model_set_checks_collider_values():
+    b = tgs.SceneBuilder()
+    b.add_collider("sphere", 0.3)
+    b.add_particle((0.0, 1.0, 0.0))
+    model = b.finalize(requires_grad=False)
+    with pytest.raises(ValueError, match="collider_pose values: collider 0: the quaternion"):
+        model.set("collider_pose", [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="collider_mu values"):
+        model.set("collider_mu", [-0.2])
+    model.set("collider_pose", [[0.0, 0.1, 0.0, 0.0, 0.0, 0.0, 2.0]])       # any length: normalised in the kernel
+
+
 def test_quaternion_helpers():
     q = tgs.quat_from_axis_angle((0, 0, 2.0), np.radians(30))
     np.testing.assert_allclose(quat_to_matrix_np(q)[:, 1], [-0.5, np.cos(np.radians(30)), 0], atol=1e-15)
