@@ -112,6 +112,7 @@ NONNEGATIVE_PARAMS = frozenset({
     "body_ke", "body_kd", "body_kf", "body_mu",
     "cloth_drag", "cloth_bending_stiffness", "cloth_bending_damping",
     "cloth_anchor_stiffness", "cloth_anchor_damping",
+    "collider_ke", "collider_kd", "collider_kf", "collider_mu", "collider_size",
 })
 POSITIVE_PARAMS = frozenset({"spring_rest_length", "body_mass"})
 # Material parameter tables: (table, per-element row field) of the terms that read them.
@@ -132,6 +133,13 @@ def check_parameter(model, name, arr):
         check_positive(label, arr, allow_zero=True)
     elif name in POSITIVE_PARAMS:
         check_positive(label, arr)
+    elif name == "collider_pose":
+        # the kernel normalises the quaternion (x, y, z, w): any length but 0 is a rotation
+        norms = np.linalg.norm(np.asarray(arr, dtype=np.float64).reshape(-1, 7)[:, 3:], axis=1)
+        if np.any(norms < 1e-6):
+            c = int(np.argmax(norms < 1e-6))
+            raise ValueError(f"{label}: collider {c}: the quaternion (entries 3..6) has norm {norms[c]:.3g}, expected "
+                             "a rotation (unit x, y, z, w)")
     elif name == "body_inertia":
         a = np.asarray(arr, dtype=np.float64).reshape(-1, 3, 3)
         for b, m in enumerate(a):

@@ -1,4 +1,4 @@
-"""Where a scene's objects start, and whether they start inside the ground.
+"""Where a scene's objects start, and whether they start inside the ground (or a collider: `deepest_starts`).
 
 One check, run before any kernel by both ways of making a scene: `SceneBuilder.finalize` (the
 Python API) and the scene file (`tigradsim.scenes.scene_sanity`).  An object is described by a
@@ -18,7 +18,7 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["Placed", "GroundPenetration", "ground_penetrations", "check_ground_clearance", "round_up",
-           "PENETRATION_TOLERANCE", "PENETRATION_FRACTION"]
+           "deepest_starts", "PENETRATION_TOLERANCE", "PENETRATION_FRACTION"]
 
 # Largest start below the ground taken as resting contact [m], and as a fraction of the object's size
 # (the largest side of its bounding box): both must be exceeded for an error.
@@ -70,15 +70,25 @@ class GroundPenetration:
 def ground_penetrations(objects) -> list:
     """The `GroundPenetration` of every `Placed` in `objects` that starts deeper in the ground
     plane y = 0 than resting contact explains (module docstring), in the given order."""
+    return [GroundPenetration(p, depth, -depth) for p, depth, _ in deepest_starts(objects, lambda x: x[:, 1])]
+
+
+def deepest_starts(objects, signed_distance) -> list:
+    """(placed, depth [m], index of its deepest point) for every `Placed` in `objects` that starts deeper inside
+    a surface than resting contact explains (module docstring), in the given order.  signed_distance: (N, 3)
+    world points -> (N,) signed distance [m] to the surface, negative inside (the ground: the height; a
+    collider: `tigradsim.physics.shapes.shape_distance_np` in its frame); the contact radius is subtracted here."""
     out = []
     for p in objects:
         pts = np.asarray(p.points, dtype=np.float64).reshape(-1, 3)
         if not len(pts):
             continue
-        low = pts[:, 1] - np.broadcast_to(np.asarray(p.radius, dtype=np.float64), (len(pts),))
-        depth = -float(low.min())
+        low = np.asarray(signed_distance(pts), dtype=np.float64) - np.broadcast_to(
+            np.asarray(p.radius, dtype=np.float64), (len(pts),))
+        k = int(np.argmin(low))
+        depth = -float(low[k])
         if depth > PENETRATION_TOLERANCE and depth > PENETRATION_FRACTION * p.size:
-            out.append(GroundPenetration(p, depth, float(low.min())))
+            out.append((p, depth, k))
     return out
 
 

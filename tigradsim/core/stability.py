@@ -15,6 +15,8 @@ dt <= SAFETY * dt_limit (SAFETY = 0.5) for the worst element of every term:
 
 * ground contact, per free particle of mass m: omega^2 = ke / m, gamma = kd / m (normal), and
   gamma = kf / m (the viscous friction branch, tangential);
+* static colliders (`tigradsim.physics.colliders`): the same as the ground's, with each collider's ke, kd, kf
+  (a row per collider);
 * rigid contact, per contact point r (from the centre of mass): the same with the body's
   effective mass there, 1 / m_eff = 1 / m + |r x n|^2_{I^-1} <= 1 / m + |r|^2 / lambda_min(I)
   (the bound over every orientation, so a tumbling body is covered);
@@ -354,17 +356,45 @@ def _bending(model, term):
                                                  f"{K[verts[j]]:.4g} N/m, vertex mass {m[verts[j]]:.4g} kg", verts)]
 
 
-def _rigid_contact(model, term):
+def _contact_point_inv_mass(model):
+    """Per contact point: its body, the bound on its inverse effective mass (module docstring), the body
+    masses and |r|^2."""
     mass = model.body_mass.to_numpy().astype(np.float64)
     inertia = model.body_inertia.to_numpy().astype(np.float64) * mass[:, None, None]
     lam_min = np.array([np.linalg.eigvalsh(0.5 * (I + I.T)).min() for I in inertia])
     body = model.contact_body.to_numpy()
     r2 = np.sum(model.contact_point.to_numpy().astype(np.float64) ** 2, axis=1)
-    w = 1.0 / mass[body] + r2 / lam_min[body]
+    return body, 1.0 / mass[body] + r2 / lam_min[body], mass, r2
+
+
+def _rigid_contact(model, term):
+    body, w, mass, r2 = _contact_point_inv_mass(model)
     ke, kd, kf = (getattr(model, f"body_{k}").to_numpy().astype(np.float64)[body] for k in ("ke", "kd", "kf"))
     return [_contact_row(type(term).__name__, "contact point", np.arange(len(body)), w, ke, kd, kf,
                          lambda c: f"body {body[c]} of mass {mass[body[c]]:.4g} kg, effective mass "
                                    f"{1 / w[c]:.4g} kg at |r| = {math.sqrt(r2[c]):.4g} m")]
+
+
+def _collider_params(model, c):
+    return [float(model.get(f"collider_{k}")[c]) for k in ("ke", "kd", "kf")]
+
+
+def _particle_colliders(model, term):
+    """As the ground's, with each collider's ke, kd, kf (one row per collider of the term)."""
+    w, m = _inv_mass(model)
+    free = np.nonzero(w > 0)[0]
+    return [_contact_row(f"{type(term).__name__}[collider {c}]", "particle", free, w[free], *_collider_params(model, c),
+                         lambda k: f"mass {m[free[k]]:.4g} kg") for c in term.member_ids]
+
+
+def _rigid_colliders(model, term):
+    """As the rigid ground contact's, with each collider's ke, kd, kf (one row per collider of the term)."""
+    body, w, mass, r2 = _contact_point_inv_mass(model)
+    return [_contact_row(f"{type(term).__name__}[collider {c}]", "contact point", np.arange(len(body)), w,
+                         *_collider_params(model, c),
+                         lambda p: f"body {body[p]} of mass {mass[body[p]]:.4g} kg, effective mass "
+                                   f"{1 / w[p]:.4g} kg at |r| = {math.sqrt(r2[p]):.4g} m")
+            for c in term.member_ids]
 
 
 _FORMULAS = {
@@ -375,6 +405,8 @@ _FORMULAS = {
     "ClothBendingForces": _bending,
     "ClothAnchorForces": _anchors,
     "RigidGroundContact": _rigid_contact,
+    "ParticleColliderContact": _particle_colliders,
+    "RigidColliderContact": _rigid_colliders,
 }
 # Terms with no stiffness or damping of their own (known loads).
 _NO_LIMIT = {"ExternalParticleForce", "BodyExternalForce"}

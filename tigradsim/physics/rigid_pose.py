@@ -20,6 +20,35 @@ def quat_to_matrix_np(q):
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
+def quat_from_axis_angle(axis, angle):
+    """Unit quaternion (x, y, z, w) of a rotation by `angle` [rad] about `axis` (3,) (any length > 0), right
+    hand rule (numpy).  E.g. a ramp rising towards +x at 20 degrees: a plane collider with
+    rotation=quat_from_axis_angle((0, 0, 1), np.radians(20)) (its normal +y turns to (-sin, cos, 0))."""
+    a = np.asarray(axis, dtype=np.float64).reshape(-1)
+    length = float(np.linalg.norm(a)) if a.shape == (3,) else 0.0
+    if not (np.all(np.isfinite(a)) and length > 0):
+        raise ValueError(f"axis: expected a finite nonzero 3-vector, got {axis!r}")
+    if not np.isfinite(angle):
+        raise ValueError(f"angle: expected a finite number [rad], got {angle!r}")
+    half = 0.5 * float(angle)
+    return np.concatenate([a / length * np.sin(half), [np.cos(half)]])
+
+
+def quat_from_normal(normal):
+    """Unit quaternion (x, y, z, w) of the shortest rotation taking +y to `normal` (3,) (any length > 0) (numpy):
+    the rotation of a plane collider whose outward normal is `normal` (a wall: (-1, 0, 0))."""
+    n = np.asarray(normal, dtype=np.float64).reshape(-1)
+    length = float(np.linalg.norm(n)) if n.shape == (3,) else 0.0
+    if not (np.all(np.isfinite(n)) and length > 0):
+        raise ValueError(f"normal: expected a finite nonzero 3-vector, got {normal!r}")
+    n = n / length
+    axis = np.cross([0.0, 1.0, 0.0], n)
+    s = float(np.linalg.norm(axis))
+    if s < 1e-12:                   # +y itself, or -y: half a turn about x
+        return np.array([0.0, 0.0, 0.0, 1.0]) if n[1] > 0 else np.array([1.0, 0.0, 0.0, 0.0])
+    return quat_from_axis_angle(axis, np.arctan2(s, n[1]))
+
+
 # -- Taichi helpers (quaternions are vec4 (x, y, z, w)) -----------------------
 @ti.func
 def body_rotation(q):

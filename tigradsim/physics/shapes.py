@@ -349,9 +349,11 @@ class ShapeTable:
         if kind == PLANE:
             d = x[1]
         elif kind == SPHERE or kind == CAPSULE:
-            p = x
-            if kind == CAPSULE:
-                p[1] = x[1] - ti.min(ti.max(x[1], -size[1]), size[1])
+            # the capsule's axis point as an expression (a sphere's half length is 0): assigning p[1] into a
+            # copy of x made Taichi's reverse pass load the copy before any store ("Loading variable ... before
+            # anything is stored to it")
+            half = ti.select(kind == CAPSULE, size[1], 0.0)
+            p = ti.Vector([x[0], x[1] - ti.min(ti.max(x[1], -half), half), x[2]])
             r2 = p.dot(p)
             if r2 > _NORMAL_EPS * _NORMAL_EPS:
                 r = ti.sqrt(r2)

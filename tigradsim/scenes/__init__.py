@@ -7,6 +7,8 @@ Modules:
   (Table 2: ``BounceBoxScene``, ``draw``, ``contact_trials``).
 - ``tigradsim.scenes.rigid_bounce``: a box (or OBJ mesh) thrown onto the ground with spin (``BounceScene``,
   ``bounce_metrics``).
+- ``tigradsim.scenes.ramp_slide``: a box and particles sliding down a ramp (a plane collider) onto the ground,
+  and the ramp's mu from the box's silhouettes (``RampScene``, ``fit_ramp_mu``).
 - ``tigradsim.scenes.rigid_pose_fit``: an ellipsoid's pose from one image through the renderer (``PoseScene``).
 - ``tigradsim.scenes.soft``: the soft ball (tet FEM), its mu, lam or per-particle masses from video (Table 3:
   ``SoftBallFit.trials``, ``BallFitSchedule``); ``tigradsim.scenes.soft_bounce``: the ball of any tet material

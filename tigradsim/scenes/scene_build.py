@@ -183,6 +183,8 @@ class Scene:
         b = SceneBuilder(gravity=self.M @ spec.gravity)
         if spec.ground is not None:
             self._add_ground(b)
+        from .scene_colliders import add_scene_colliders
+        self.colliders = add_scene_colliders(b, spec)          # name -> collider index
         self.handles = {}
         for name, obj in spec.objects.items():
             self.handles[name] = self._add_object(b, obj)

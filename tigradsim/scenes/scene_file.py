@@ -22,6 +22,10 @@ Sections (see demos/scenes/*.toml for complete examples):
     [ground]       ke, kd, kf, mu (penalty contact; the ground is the plane through the
                    origin normal to `up`); damping = "capped" | "uncapped", friction =
                    "capped" | "huber", friction_velocity (the contact law, tigradsim.physics.contact)
+    [colliders.NAME] kind = "plane" | "sphere" | "box" | "capsule" | "mesh": static shapes the objects
+                   touch (a ramp, a wall, a table); position, rotation or (planes) normal; radius,
+                   half_extents, half_length, mesh + scale + resolution; ke, kd, kf, mu (default
+                   the ground's), contact_law (tigradsim/scenes/scene_colliders.py)
     [objects.NAME] type = "rigid": mesh = "box.obj" (OBJ; duplicate vertices welded) or
                    box = [sx, sy, sz]; mass | density; scale; ke, kd, kf, mu (own contact
                    parameters, default the ground's); contact_radius; contact_law = {damping
@@ -59,7 +63,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    background = "plate.png" | "estimate" (RGB supervision), first, count
     [unknowns."OBJECT.PARAM"]  init, lower, upper, log (default true); PARAM is mass, ke,
                    kd, kf, mu of a rigid object, a material parameter, damping, mass (total)
-                   or density of a soft object, ke, kd, kf, mu of "ground", or a tie "ke_per_mass",
+                   or density of a soft object, ke, kd, kf, mu of "ground", ke, kd, kf, mu, height of a
+                   collider, or a tie "ke_per_mass",
                    "kd_per_mass", "kf_per_mass" (the stiffness per unit mass is the unknown)
     [fit]          iterations, optimizer = "adam" | "bfgs" | "adam+bfgs", lr, polish
                    (BFGS steps of adam+bfgs), starts (multi-start: points scored),
@@ -110,6 +115,7 @@ except ModuleNotFoundError:            # pragma: no cover - older Pythons use th
 
 # the sections, each parsed in a module of its own; every name is importable from here as before
 from .scene_camera import _parse_camera, _parse_cameras, _parse_footage
+from .scene_colliders import parse_colliders
 from .scene_objects import _parse_force, _parse_law, _parse_object
 from .scene_specs import (CONTACT_PARAMS, RIGID_PARAMS, TIES, Z_UP_TO_Y_UP, CameraSpec, FitSpec, FootageSpec,
                           ForceSpec, ObjectSpec, SceneSpec, UnknownSpec, ViewSpec)
@@ -121,7 +127,8 @@ from .scene_unknowns import OPTIMIZERS, SUPERVISIONS  # noqa: F401
 __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "FootageSpec", "UnknownSpec",
            "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "RIGID_PARAMS", "TIES"]
 
-_TOP = ("world", "simulation", "ground", "objects", "forces", "camera", "cameras", "footage", "unknowns", "fit")
+_TOP = ("world", "simulation", "ground", "colliders", "objects", "forces", "camera", "cameras", "footage", "unknowns",
+        "fit")
 
 
 def _parse_world(file, data):
@@ -192,6 +199,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
         raise SceneError(file, None, "[objects]", "mixing rigid and soft objects in one scene is not supported "
                          f"(rigid: {[n for n, o in objects.items() if o.kind == 'rigid']}, soft: "
                          f"{[n for n, o in objects.items() if o.kind == 'soft']})")
+    colliders = parse_colliders(file, base, data.get("colliders", {}), ground, objects)
     forces_data = data.get("forces", [])
     if not isinstance(forces_data, list):
         raise SceneError(file, None, "forces", "expected an array of tables [[forces]]")
@@ -212,7 +220,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     unk = data.get("unknowns", {})
     if not isinstance(unk, dict):
         raise SceneError(file, None, "unknowns", "expected tables [unknowns.\"OBJECT.PARAM\"]")
-    unknowns = [_parse_unknown(file, k, v, objects, ground) for k, v in unk.items()]
+    unknowns = [_parse_unknown(file, k, v, objects, ground, colliders) for k, v in unk.items()]
     _check_ties(file, unknowns)
     fit = _parse_fit(file, data.get("fit", {}))
     unbounded = [u.target for u in unknowns if u.lower is None or u.upper is None]
@@ -233,7 +241,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,
-                     views=views)
+                     views=views, colliders=colliders)
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)
     return spec

@@ -90,6 +90,11 @@ def check_scene(spec: SceneSpec) -> None:
             pos[axis] += float(round_up(g.depth))
             raise spec.error(f"objects.{name}", "position",
                              g.message(lift_hint=f": position = {_fmt(pos)}"))
+    from .scene_colliders import collider_penetrations
+    for label, collider, depth in collider_penetrations(spec, placed):
+        raise spec.error(label, "position", f"starts {depth:.3g} m inside [colliders.{collider}]: move the object "
+                         "out of the collider (or the collider away); a start deeper than resting contact (a few "
+                         "millimetres) is taken as a misplaced object")
     for view in spec.views or [None]:          # every camera ([[cameras]]: errors name it, [cameras.NAME])
         one = spec if view is None else spec.view_spec(view)
         section = spec.camera_section(view)

@@ -181,6 +181,7 @@ class SceneSpec:
     # every camera with its footage: [[cameras]] in file order, or the single [camera] + [footage] as
     # one view named "camera"; `camera` and `footage` above are the first view's
     views: list = field(default_factory=list)
+    colliders: dict = field(default_factory=dict)   # name -> scene_colliders.ColliderSpec (file order)
 
     @property
     def several_cameras(self) -> bool:

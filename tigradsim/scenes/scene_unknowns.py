@@ -14,7 +14,7 @@ SUPERVISIONS = ("mask", "rgb", "both")
 OPTIMIZERS = ("adam", "bfgs", "adam+bfgs")
 
 
-def _parse_unknown(file, target, data, objects, ground):
+def _parse_unknown(file, target, data, objects, ground, colliders=None):
     sec = f'unknowns."{target}"'
     t = _Table(file, sec, data, ("init", "lower", "upper", "log"))
     if target.count(".") != 1:
@@ -24,6 +24,9 @@ def _parse_unknown(file, target, data, objects, ground):
         if ground is None:
             raise SceneError(file, "unknowns", target, "the scene has no [ground]")
         allowed = CONTACT_PARAMS
+    elif obj in (colliders or {}):
+        from .scene_colliders import COLLIDER_PARAMS
+        allowed = COLLIDER_PARAMS
     elif obj in objects:
         o = objects[obj]
         if o.kind == "rigid":
@@ -32,10 +35,11 @@ def _parse_unknown(file, target, data, objects, ground):
             from ..core.registry import get_material
             allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
     else:
-        close = difflib.get_close_matches(obj, list(objects) + ["ground"], n=1)
+        names = list(objects) + list(colliders or {})
+        close = difflib.get_close_matches(obj, names + ["ground"], n=1)
         raise SceneError(file, "unknowns", target, f"no object named {obj!r}" +
                          (f"; did you mean {close[0]!r}?" if close else "") +
-                         f" (objects: {', '.join(list(objects) + (['ground'] if ground else []))})")
+                         f" (objects: {', '.join(names + (['ground'] if ground else []))})")
     if param not in allowed:
         close = difflib.get_close_matches(param, list(allowed), n=1)
         raise SceneError(file, "unknowns", target, f"{obj!r} has no parameter {param!r}" +

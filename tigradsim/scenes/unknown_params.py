@@ -41,7 +41,9 @@ def unknown_params(spec, model, handles) -> list:
     * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
       the mass Param when the mass is an unknown too (one rigid body per scene);
     * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params;
-    * a soft object's mass (total) or density: `SoftMassParam` scaling its vertex masses.
+    * a soft object's mass (total) or density: `SoftMassParam` scaling its vertex masses;
+    * a collider's ke, kd, kf, mu: `TiedParam` on its entry of collider_X; its height: on the y entry of
+      its collider_pose.
     """
     from ..physics.fem import param_column
     from ..fitting.optim import ColumnParam, RatioParam, TiedParam
@@ -51,7 +53,11 @@ def unknown_params(spec, model, handles) -> list:
     order = sorted(spec.unknowns, key=lambda u: u.tie is not None)       # masses before the ties on them
     for u in order:
         kw = dict(name=u.target, lower=u.lower, upper=u.upper, log_space=u.log)
-        if u.object == "ground":
+        if u.object in getattr(spec, "colliders", {}):
+            from .scene_colliders import collider_param
+            fld, entry = collider_param(model, list(spec.colliders).index(u.object), u.param)
+            made[u.target] = TiedParam([_entry(fld, entry)], value=[u.init], **kw)
+        elif u.object == "ground":
             ties = [_entry(getattr(model, f"ground_{u.param}"), None)]
             uses = [handles[n] for n in rigid if u.param not in spec.objects[n].contact]
             if uses:

@@ -16,8 +16,9 @@ interaction between different bodies or particles other than the elements a scen
 rigid-rigid or particle-particle contact; every body and particle touches only the ground), so copies
 may overlap in space.  `batched` checks what it can before any kernel runs: every spring added by copy
 b joins two particles of copy b; every copy adds the same ground (one 0-D ground field is shared); no
-copy adds a user force term (a `tgs.ForceTerm` acts on the whole Model and could couple copies: add it
-to the builder before `batched`, knowing that it sees every copy).  Model-wide 0-D fields (gravity,
+copy adds a user force term or a collider (a `tgs.ForceTerm` acts on the whole Model and could couple copies,
+and a static collider is touched by every copy: add them to the builder before `batched`, knowing that every
+copy sees them).  Model-wide 0-D fields (gravity,
 ground_ke, ...) are shared by all copies, so they cannot be fitted per copy.
 
 Per-copy rows are contiguous for particles, springs, rigid bodies and applied loads (`rows`); tet and
@@ -45,6 +46,10 @@ def _rigid(builder):
         if type(comp) is RigidBodies:
             return comp
     return None
+
+
+def _collider_count(builder) -> int:
+    return sum(len(comp) for comp in builder.components if type(comp).__name__ == "Colliders")
 
 
 def _counts(builder) -> dict:
@@ -173,12 +178,16 @@ def batched(build: Callable[[SceneBuilder, int], Any], copies: int, builder: Opt
     ground = None
     for copy in range(int(copies)):
         terms = len(b._force_term_factories)
+        colliders = _collider_count(b)
         springs_before = ranges["springs"][-1]
         handles.append(build(b, copy))
         now = _counts(b)
         if len(b._force_term_factories) != terms:
             raise ValueError(f"build: copy {copy} added a user force term; a tgs.ForceTerm acts on the whole Model "
                              "(every copy), so add it once to the builder before tgs.batched")
+        if _collider_count(b) != colliders:
+            raise ValueError(f"build: copy {copy} added a collider; a static collider is touched by every particle "
+                             "and body of the Model (every copy), so add it once to the builder before tgs.batched")
         if all(now[k] == ranges[k][-1] for k in KINDS):
             raise ValueError(f"build: copy {copy} added no particle, spring, rigid body or load")
         lo, hi = ranges["particles"][-1], now["particles"]

@@ -16,6 +16,7 @@ from ..core.placement import Placed, check_ground_clearance
 from ..core.model import ForceTerm, Model, StateKind, check_force_term
 from ..exec.parts import merge_part_loops
 from ..physics.cloth import Cloths
+from ..physics.colliders import Colliders
 from ..physics.fem import TetMeshes
 from ..physics.rigid import RigidBodies
 from ..physics.particles import ParticleIntegrator, spring_terms
@@ -115,6 +116,8 @@ class SceneBuilder:
             (pseudo-Huber-smoothed Coulomb friction, smooth everywhere) with `friction_velocity`
             [m/s] > 0 (default 1e-3).  Formulas: `tigradsim.physics.contact`.  The law applies to every
             particle and to every rigid body that does not set its own.
+        The ground is the plane collider y = 0 (`add_collider("plane")`) with fields of its own (ground_ke,
+        ground_kd, ground_kf, ground_mu) and a fast path of its own (one comparison per point).
         """
         self.ground_law = ContactLaw(damping, friction, friction_velocity)
         self.ground = {name: float(check_positive(name, as_array(name, v, shape=()), allow_zero=True))
@@ -154,6 +157,13 @@ class SceneBuilder:
     def add_rigid_body(self, *args, **kwargs):
         """Add a rigid body; see `tigradsim.physics.rigid.RigidBodies.add`."""
         return self.component(RigidBodies).add(self, *args, **kwargs)
+
+    def add_collider(self, kind, *args, **kwargs) -> int:
+        """Add a static collider ("plane", "sphere", "box", "capsule" or "mesh", placed by a pose, with its own
+        ke, kd, kf, mu and contact law) that every particle and rigid body touches; returns its index.  See
+        `tigradsim.physics.colliders.Colliders.add` (ramps and walls: `tgs.quat_from_axis_angle`,
+        `tgs.quat_from_normal`)."""
+        return self.component(Colliders).add(self, kind, *args, **kwargs)
 
     # -- components -----------------------------------------------------------
     def add_component(self, component):

@@ -1,0 +1,163 @@
+"""The [colliders.NAME] sections of a scene file: static colliders (`SceneBuilder.add_collider`) that the objects
+touch, e.g. a ramp or a table:
+
+    [colliders.ramp]
+    kind = "plane"                 # "plane" | "sphere" | "box" | "capsule" | "mesh"
+    normal = [-0.42, 0.91, 0.0]    # planes: the outward normal (or rotation = [x, y, z, w]; default: up)
+    position = [0.0, 0.0, 0.0]     # a point of the plane / the shape's centre
+    mu = 0.2                       # ke, kd, kf, mu (default: the [ground]'s, else 1e4, 10, 10, 0.5)
+    contact_law = {friction = "huber"}
+
+Shapes and their keys: "sphere" radius; "box" half_extents = [hx, hy, hz]; "capsule" radius, half_length (its
+axis along the file's up axis before `rotation`); "mesh" mesh = "table.obj" (closed, outward-oriented OBJ),
+scale, resolution (of its signed-distance grid, default 32).  Sizes and meshes are in the file's axes (a box's
+half extents along the file's x, y, z); a plane's default normal is the file's up axis.  Every collider's
+ke, kd, kf, mu and "height" (its position along the up axis [m]) may be unknowns: "ramp.mu", "table.height".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .scene_specs import CONTACT_PARAMS
+from .scene_table import SceneError, _show, _Table, _typename
+
+KINDS = ("plane", "sphere", "box", "capsule", "mesh")
+# what each kind takes besides the common keys
+_SHAPE_KEYS = {"plane": ("normal",), "sphere": ("radius",), "box": ("half_extents",),
+               "capsule": ("radius", "half_length"), "mesh": ("mesh", "scale", "resolution")}
+_COMMON = ("kind", "position", "rotation", "contact_law") + CONTACT_PARAMS
+# parameters a collider may have as an [unknowns] entry
+COLLIDER_PARAMS = CONTACT_PARAMS + ("height",)
+_DEFAULTS = dict(ke=1e4, kd=10.0, kf=10.0, mu=0.5)
+
+
+@dataclass
+class ColliderSpec:
+    """One collider, in the file's axes: `size` the add_collider size in the file's axes (a box's half extents,
+    (radius, half_length), a sphere's radius, a mesh's scale; None for a plane), `mesh` (vertices, faces) or
+    None, `normal` (planes given by one) or None, `contact` ke, kd, kf, mu, `law` its contact law options."""
+    name: str
+    kind: str
+    size: Optional[np.ndarray] = None
+    mesh: Optional[tuple] = None
+    resolution: int = 32
+    position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rotation: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0, 1.0]))
+    normal: Optional[np.ndarray] = None
+    contact: dict = field(default_factory=dict)
+    law: dict = field(default_factory=dict)
+
+
+def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
+    from .scene_objects import _parse_law, _quaternion
+
+    sec = f"colliders.{name}"
+    if not isinstance(data, dict):
+        raise SceneError(file, None, sec, f"expected a table, got {_typename(data)} {_show(data)}")
+    kind = data.get("kind", None)
+    if kind is None:
+        raise SceneError(file, sec, "kind", f"missing (required): one of {', '.join(KINDS)}")
+    if kind not in KINDS:                     # before the keys, which depend on it
+        raise SceneError(file, sec, "kind", f"expected one of {', '.join(KINDS)}, got {_show(kind)}")
+    t = _Table(file, sec, data, _COMMON + _SHAPE_KEYS[kind])
+    c = ColliderSpec(name=name, kind=kind)
+    c.position = t.array("position", (3,), default=np.zeros(3))
+    if kind == "plane" and t.has("normal"):
+        if t.has("rotation"):
+            t.fail("normal / rotation", "give one of normal and rotation, not both")
+        c.normal = t.array("normal", (3,))
+        if not np.linalg.norm(c.normal) > 0:
+            t.fail("normal", f"expected a nonzero vector, got {c.normal.tolist()}")
+    c.rotation = _quaternion(t, "rotation")
+    if kind == "sphere":
+        c.size = np.array([t.number("radius", positive=True)])
+    elif kind == "box":
+        c.size = t.array("half_extents", (3,), positive=True)
+    elif kind == "capsule":
+        c.size = np.array([t.number("radius", positive=True), t.number("half_length", positive=True)])
+    elif kind == "mesh":
+        from ..io.meshes import load_obj
+        p = t.path("mesh", base=base)
+        try:
+            c.mesh = load_obj(p)
+        except (ValueError, IndexError, OSError) as exc:
+            t.fail("mesh", f"cannot read {p} as an OBJ mesh: {exc}")
+        c.size = np.array([t.number("scale", 1.0, positive=True)])
+        c.resolution = t.integer("resolution", 32, minimum=4)
+    defaults = {k: (ground or _DEFAULTS)[k] for k in CONTACT_PARAMS}
+    c.contact = {k: t.number(k, defaults[k], positive=k == "ke", nonnegative=k != "ke") for k in CONTACT_PARAMS}
+    if t.has("contact_law"):
+        c.law = _parse_law(_Table(file, f"{sec}.contact_law", t.table("contact_law"),
+                                  ("damping", "friction", "friction_velocity")))
+    elif ground is not None:                  # as a rigid object: the ground's law unless it has its own
+        c.law = dict(ground.get("law", {}))
+    return c
+
+
+def parse_colliders(file, base, data, ground, objects) -> dict:
+    """name -> ColliderSpec of the file's [colliders.NAME] tables (file order)."""
+    if not isinstance(data, dict):
+        raise SceneError(file, None, "colliders", f"expected tables [colliders.NAME], got {_typename(data)}")
+    out = {}
+    for name, cd in data.items():
+        if name == "ground" or name in objects:
+            raise SceneError(file, "colliders", name, f"the name {name!r} is taken by "
+                             f"{'the ground' if name == 'ground' else 'an object'}: colliders and objects share "
+                             "the names [unknowns] refer to")
+        out[name] = _parse_collider(file, base, name, cd, ground)
+    return out
+
+
+def collider_arguments(c: ColliderSpec, M) -> dict:
+    """`SceneBuilder.add_collider` arguments of collider `c` in tigradsim's y-up world; M the file's axes to the
+    world (`SceneSpec.axes`)."""
+    from ..physics.rigid_pose import quat_from_normal
+
+    if c.normal is not None:
+        rotation = quat_from_normal(M @ c.normal)
+    else:
+        rotation = np.concatenate([M @ c.rotation[:3], c.rotation[3:]])          # M R M^T
+    size = None if c.size is None else c.size.copy()
+    mesh = None
+    if c.kind == "box":
+        size = np.abs(M @ size)            # half extents along the shape's own (world-mapped) axes
+    if c.kind == "mesh":
+        mesh = (c.mesh[0] @ M.T, c.mesh[1])
+    return dict(kind=c.kind, size=size, position=M @ c.position, rotation=rotation, mesh=mesh,
+                resolution=c.resolution, **c.contact, **c.law)
+
+
+def add_scene_colliders(builder, spec) -> dict:
+    """Add the spec's colliders to a SceneBuilder; name -> collider index.  Errors name the file's section."""
+    out = {}
+    for name, c in getattr(spec, "colliders", {}).items():
+        try:
+            out[name] = builder.add_collider(**collider_arguments(c, spec.axes))
+        except (ValueError, TypeError) as exc:
+            raise spec.error(f"colliders.{name}", c.kind, str(exc)) from None
+    return out
+
+
+def collider_penetrations(spec, placed) -> list:
+    """(object label, collider name, depth [m]) of every object (`Placed`, world axes) that starts inside a
+    collider of the spec deeper than resting contact (`tigradsim.physics.colliders.Colliders.penetrations`)."""
+    from ..physics.colliders import Colliders
+    from ..sim.builder import SceneBuilder
+
+    colliders = getattr(spec, "colliders", {})
+    if not colliders:
+        return []
+    builder = SceneBuilder()
+    names = list(colliders)
+    add_scene_colliders(builder, spec)
+    return [(p.label, names[c], depth) for p, c, depth, _ in builder.component(Colliders).penetrations(placed)]
+
+
+def collider_param(model, index, param):
+    """(field, entry) of a collider unknown: ke ... mu -> collider_X[index]; height -> collider_pose[index, 1]."""
+    if param == "height":
+        return model.collider_pose, (index, 1)
+    return getattr(model, f"collider_{param}"), index
