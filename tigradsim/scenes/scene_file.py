@@ -106,7 +106,7 @@ from .scene_specs import (CONTACT_PARAMS, RIGID_PARAMS, TIES, Z_UP_TO_Y_UP, Came
                           ForceSpec, ObjectSpec, SceneSpec, UnknownSpec)
 from .scene_specs import SOFT_MASS_PARAMS  # noqa: F401
 from .scene_table import SceneError, _Table, _typename
-from .scene_unknowns import _check_ties, _parse_fit, _parse_unknown
+from .scene_unknowns import _check_ties, _parse_fit, _parse_unknown, nuisance_unknowns
 from .scene_unknowns import OPTIMIZERS, SUPERVISIONS  # noqa: F401
 
 __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "FootageSpec", "UnknownSpec",
@@ -211,6 +211,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given)
+    spec.unknowns = unknowns + nuisance_unknowns(spec)     # [fit] contact_constants = "nuisance"
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)
     return spec

@@ -13,6 +13,8 @@ SUPERVISIONS = ("mask", "rgb", "both")
 
 OPTIMIZERS = ("adam", "bfgs", "adam+bfgs")
 
+CONTACT_CONSTANTS = ("assume", "nuisance")
+
 
 def _parse_unknown(file, target, data, objects, ground):
     sec = f'unknowns."{target}"'
@@ -71,7 +73,7 @@ def _parse_fit(file, data):
                                     "blur",
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
-                                    "camera_prior_variance", "refine"))
+                                    "camera_prior_variance", "refine", "contact_constants"))
     f = FitSpec()
     f.iterations = t.integer("iterations", f.iterations, minimum=0)
     f.optimizer = t.string("optimizer", f.optimizer, choices=OPTIMIZERS)
@@ -122,4 +124,29 @@ def _parse_fit(file, data):
                                             positive=True)
     f.camera_prior_variance = t.number("camera_prior_variance", f.camera_prior_variance, positive=True)
     f.refine = t.integer("refine", 0, minimum=0)
+    f.contact_constants = t.string("contact_constants", f.contact_constants, choices=CONTACT_CONSTANTS)
     return f
+
+
+def nuisance_unknowns(spec) -> list:
+    """[fit] contact_constants = "nuisance": one UnknownSpec "ground.X" (nuisance=True) per contact
+    constant X that [ground] does not state, no unknown fits, and some object takes from the ground
+    (a rigid object without its own X, or any soft object), its initial value the default, its
+    bounds the prior range `PRIOR_RANGES[X]` around it, fitted in log space."""
+    from ..fitting.sensitivity import PRIOR_RANGES
+    if spec.ground is None or spec.fit.contact_constants != "nuisance":
+        return []
+    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
+    out = []
+    for x in CONTACT_PARAMS:
+        if x in spec.ground_given or ("ground", x) in fitted:
+            continue
+        takers = [n for n, o in spec.objects.items()
+                  if (o.kind == "rigid" and x not in o.contact and (n, x) not in fitted) or o.kind == "soft"]
+        if not takers:
+            continue
+        value = float(spec.ground[x])
+        lower, upper = PRIOR_RANGES[x](value)
+        out.append(UnknownSpec(target=f"ground.{x}", object="ground", param=x, init=value, lower=lower, upper=upper,
+                               log=True, nuisance=True))
+    return out

@@ -1,0 +1,120 @@
+"""Nuisance contact constants (issue 44, item 2): a constant nobody measured is fitted jointly within its
+prior range, so the intervals of the values of interest are marginal over it; one the data cannot
+determine is profiled over its range (`nuisance_sensitivity`) and widens them
+(`intervals_with_assumptions`); scene files ask for it with [fit] contact_constants = "nuisance".
+
+The tiny clip is test_fit_honesty's: a 1.4 kg box pushed by 12 N for 0.25 s, its centre's x, y track
+every 20 ms (state space, no renderer), made with kf = 100 while the library's default is kf = 10.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import tigradsim as tgs
+from test_fit_honesty import MASS, MU, NOISE, Push
+
+
+def _ground_param(push, name, value):
+    """ground_X and the box's body_X as one log-space Param within PRIOR_RANGES[X] around `value`."""
+    lower, upper = tgs.PRIOR_RANGES[name](value)
+    ground, body = getattr(push.model, f"ground_{name}"), getattr(push.model, f"body_{name}")
+    ties = [(ground, lambda t: t[0], lambda t, g: g),
+            (body, lambda t: np.full(body.shape, t[0]), lambda t, g: g.sum())]
+    return tgs.TiedParam(ties, value=[value], name=f"ground.{name}", lower=lower, upper=upper, log_space=True)
+
+
+@pytest.fixture(scope="module")
+def push():
+    tgs.init(arch="cpu", precision="f64")
+    p = Push()
+    p.footage(kf=100.0)
+    return p
+
+
+def test_kf_fitted_as_nuisance_gives_intervals_that_hold(push):
+    """At the assumed default kf = 10 the mass interval excludes the truth (test_fit_honesty); with kf a
+    nuisance in [1, 1000] the joint fit finds the footage's friction and the marginal intervals of
+    mass and mu contain the truth."""
+    kf = _ground_param(push, "kf", 10.0)
+    try:
+        rep = push.fit([push.mass, push.mu, kf], (1.2, 0.5, 10.0))
+        for name, truth in (("mass", MASS), ("mu", MU)):
+            e = rep[name]
+            assert e.status == "ok" and e.lower95 <= truth <= e.upper95, (name, e)
+            assert abs(e.value / truth - 1) < 0.01, (name, e.value)
+        sens = tgs.nuisance_sensitivity(push.residuals, [push.mass, push.mu, kf], ["ground.kf"], rep)
+        if rep["ground.kf"].status == "ok":       # determined: already in the marginal, nothing to profile
+            assert sens.shifts == [] and sens.constants == []
+            wide = tgs.intervals_with_assumptions(rep, sens)
+            assert wide["mass"] == (rep["mass"].lower95, rep["mass"].upper95)
+    finally:
+        push.set("kf", 10.0)
+
+
+def test_an_undetermined_nuisance_widens_the_intervals(push):
+    """kd barely touches a sliding box's track: as a nuisance it is undetermined (or sits on a bound),
+    so it is profiled over [1, 100]: shifts for mass and mu only (not for the nuisance itself), the
+    widened interval contains the conditional one, and kd is written back afterwards."""
+    push.set("kf", 100.0)                        # the footage's kf, so that only kd is in question
+    kd = _ground_param(push, "kd", 10.0)
+    try:
+        params = [push.mass, push.mu, kd]
+        rep = push.fit(params, (1.2, 0.5, 10.0))
+        assert rep["ground.kd"].status in ("undetermined", "at bound"), rep["ground.kd"]
+        kd_at = float(kd.value()[0])
+        sens = tgs.nuisance_sensitivity(push.residuals, params, ["ground.kd"], rep)
+        assert float(push.model.ground_kd[None]) == pytest.approx(kd_at)      # written back
+        assert {s.estimate for s in sens.shifts} == {"mass", "mu"} and [c.name for c in sens.constants] == ["ground.kd"]
+        assert all(s.shift_lower is not None and s.shift_upper is not None for s in sens.shifts)
+        wide = tgs.intervals_with_assumptions(rep, sens)
+        for name in ("mass", "mu"):
+            lo, hi = wide[name]
+            e = rep[name]
+            assert lo <= e.lower95 and hi >= e.upper95
+            by = {s.estimate: s for s in sens.shifts}[name]
+            grow = math.log(hi / lo) - math.log(e.upper95 / e.lower95)
+            expected = max(0.0, by.shift_lower, by.shift_upper) - min(0.0, by.shift_lower, by.shift_upper)
+            assert grow == pytest.approx(expected, rel=1e-9, abs=1e-15)
+        with pytest.raises(ValueError, match="nuisance"):
+            tgs.nuisance_sensitivity(push.residuals, params, ["ground.ke"], rep)
+    finally:
+        push.set("kf", 10.0)
+        push.set("kd", 10.0)
+
+
+def test_assumed_constant_widens_the_interval_to_cover_the_truth(push):
+    """The default kf = 10 held fixed (not a nuisance): the conditional interval misses the truth, the
+    interval widened by kf's sensitivity over [1, 1000] contains it."""
+    push.set("kf", 10.0)
+    rep = push.fit([push.mass, push.mu], (1.2, 0.5))
+    assert not rep["mass"].lower95 <= MASS <= rep["mass"].upper95
+    sens = tgs.assumption_sensitivity(push.residuals, [push.mass, push.mu], [push.assumed("kf", 10.0)], rep)
+    wide = tgs.intervals_with_assumptions(rep, sens)
+    assert wide["mass"][0] <= MASS <= wide["mass"][1], (wide, rep["mass"])
+
+
+def test_scene_file_contact_constants_nuisance_adds_bounded_unknowns():
+    """contact_constants = "nuisance": every contact constant [ground] leaves out (and no unknown fits)
+    becomes a log-space "ground.X" unknown within PRIOR_RANGES, marked nuisance; stated ones do not;
+    a wrong value is an error naming the key."""
+    from tigradsim.scenes.scene_file import parse_scene
+    from tigradsim.scenes.scene_table import SceneError
+
+    def scene(**fit):
+        return {"ground": {"mu": 0.4, "kd": 5.0},
+                "objects": {"box": {"type": "rigid", "box": [0.2, 0.2, 0.2], "mass": 1.0,
+                                    "position": [0.0, 0.1, 0.0]}},
+                "camera": {"eye": [0.0, 1.0, 3.0], "target": [0.0, 0.1, 0.0], "fov": 40.0,
+                           "width": 32, "height": 32},
+                "simulation": {"duration": 0.5, "dt": 0.002},
+                "unknowns": {"box.mass": {"init": 1.0, "lower": 0.1, "upper": 10.0}}, "fit": fit}
+
+    spec = parse_scene(scene(contact_constants="nuisance"))
+    extra = {u.target: u for u in spec.unknowns if u.nuisance}
+    assert set(extra) == {"ground.ke", "ground.kf"}            # kd and mu are stated
+    assert (extra["ground.kf"].lower, extra["ground.kf"].upper) == (1.0, 1000.0) and extra["ground.kf"].log
+    assert (extra["ground.ke"].init, extra["ground.ke"].lower, extra["ground.ke"].upper) == (1e4, 1e3, 1e5)
+    assert [u.target for u in parse_scene(scene()).unknowns] == ["box.mass"]     # default: "assume"
+    with pytest.raises(SceneError, match="contact_constants"):
+        parse_scene(scene(contact_constants="guess"))
