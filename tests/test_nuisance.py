@@ -6,6 +6,7 @@ determine is profiled over its range (`nuisance_sensitivity`) and widens them
 The tiny clip is test_fit_honesty's: a 1.4 kg box pushed by 12 N for 0.25 s, its centre's x, y track
 every 20 ms (state space, no renderer), made with kf = 100 while the library's default is kf = 10.
 """
+import json
 import math
 
 import numpy as np
@@ -118,3 +119,33 @@ def test_scene_file_contact_constants_nuisance_adds_bounded_unknowns():
     assert [u.target for u in parse_scene(scene()).unknowns] == ["box.mass"]     # default: "assume"
     with pytest.raises(SceneError, match="contact_constants"):
         parse_scene(scene(contact_constants="guess"))
+
+
+@pytest.mark.slow
+def test_cli_fit_with_nuisance_contact_constants(tmp_path, capsys):
+    """`tigradsim fit` on test_cli's box-push clip with [ground] stating only mu and contact_constants =
+    "nuisance": ke, kd, kf become unknowns "ground.X" marked nuisance, within PRIOR_RANGES; nothing is
+    assumed; every interval of interest has a ci95_with_assumptions that contains its ci95 and is printed in
+    estimates.md."""
+    from test_cli import _render_footage, _run, _scene, _toml
+
+    _render_footage(str(tmp_path))
+    data = _scene("y")
+    data["ground"] = {"mu": data["ground"]["mu"]}
+    data.setdefault("fit", {})["contact_constants"] = "nuisance"
+    (tmp_path / "nuisance.toml").write_text(_toml(data))
+    code, result, out, err = _run(["fit", tmp_path / "nuisance.toml", "--out", tmp_path / "fit", "--quick"], capsys)
+    assert code == 0, err
+    with open(result["files"]["estimates_json"]) as fh:
+        report = json.load(fh)
+    nuisance = {k: u for k, u in report["unknowns"].items() if u["nuisance"]}
+    assert set(nuisance) == {"ground.ke", "ground.kd", "ground.kf"}
+    assert (nuisance["ground.kf"]["lower"], nuisance["ground.kf"]["upper"]) == (1.0, 1000.0)
+    assert report["contact_constants"] == "nuisance" and report["assumptions"]["constants"] == []
+    mass = report["unknowns"]["box.mass"]
+    if mass["ci95"] is not None:
+        wide = mass["ci95_with_assumptions"]
+        assert wide[0] <= mass["ci95"][0] and wide[1] >= mass["ci95"][1]
+        assert result["ci95_with_assumptions"]["box.mass"] == wide
+    md = open(result["files"]["estimates_md"]).read()
+    assert "with assumed constants" in md and "(nuisance)" in md and "ground.kf in [1, 1000]" in md

@@ -77,7 +77,13 @@ Sections (see demos/scenes/*.toml for complete examples):
                    the calibration's uncertainty, a Gaussian prior on the correction
                    (per component; tigradsim/fitting/camera_prior.py), camera_prior_variance
                    (2e-2: the per-pixel residual variance the prior is weighed against),
-                   refine (Levenberg-Marquardt iterations after the gradient steps)
+                   refine (Levenberg-Marquardt iterations after the gradient steps),
+                   contact_constants = "assume" | "nuisance" (what becomes of the contact
+                   constants [ground] does not state and no unknown fits: "assume" holds
+                   them at the defaults and widens the reported intervals by their
+                   sensitivity over PRIOR_RANGES; "nuisance" adds them as log-space unknowns
+                   "ground.X" within PRIOR_RANGES, so the intervals are marginal over them,
+                   widened for those the footage leaves undetermined)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a
