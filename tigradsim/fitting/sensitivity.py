@@ -295,7 +295,7 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
     A nuisance constant (a contact constant nobody measured, fitted jointly with the values of
     interest within its prior range: its Param's bounds) whose estimate is determined is already
     in the intervals of the others: the joint Laplace covariance's marginal.  One the footage
-    cannot determine ("undetermined", or "at bound": the data push it to the end of its range)
+    cannot determine ("undetermined", "at bound", or a 95 % interval cut at a bound of its range)
     has no Gaussian marginal; for each of those, this sets it to either end of its Param's bounds
     and refits the values of interest linearly (the other columns of J, nuisance ones included),
     as `assumption_sensitivity` does for an assumed constant.
@@ -308,11 +308,27 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
     missing = [n for n in nuisance if n not in names]
     if missing:
         raise ValueError(f"nuisance: {missing} are not among the params {names}")
-    if len(report.estimates) != len(params):
-        raise ValueError(f"report: {len(report.estimates)} estimates for {len(params)} params")
-    loose = [i for i, p in enumerate(params) if p.name in nuisance and report.estimates[i].status in
-             ("undetermined", "at bound") and p.lower is not None and p.upper is not None]
-    if not loose:
+    sizes = [int(np.size(p.value())) for p in params]       # optimiser coordinates per Param (a camera: 6)
+    if len(report.estimates) != sum(sizes):
+        raise ValueError(f"report: {len(report.estimates)} estimates for {sum(sizes)} parameter coordinates")
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+    cols = {i: list(range(starts[i], starts[i] + sizes[i])) for i in range(len(params))}
+    for n in nuisance:
+        if sizes[names.index(n)] != 1:
+            raise ValueError(f"nuisance: {n!r} must be a scalar Param, it has {sizes[names.index(n)]} values")
+
+    def loose(i):
+        """Undetermined, on a bound, or with its 95 % interval cut at a bound: no Gaussian marginal."""
+        p, e = params[i], report.estimates[starts[i]]
+        if p.lower is None or p.upper is None:
+            return False
+        if e.status in ("undetermined", "at bound") or e.lower95 is None or e.upper95 is None:
+            return True
+        lo, hi = float(np.min(p.lower)), float(np.max(p.upper))
+        return e.lower95 <= lo * (1 + 1e-6) or e.upper95 >= hi * (1 - 1e-6)
+
+    free = [i for i, p in enumerate(params) if p.name in nuisance and loose(i)]
+    if not free:
         return Sensitivity([], [])
     if jacobian is None:
         J, r0 = residual_jacobian(residuals, params, fd_step)
@@ -320,16 +336,17 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
         J, r0 = (np.asarray(a, dtype=np.float64) for a in jacobian)
     r0 = np.ravel(r0)
     notes, shifts, constants = [], [], []
-    for i in loose:
+    for i in free:
         p = params[i]
         value = float(np.ravel(p.value())[0])
         c = AssumedConstant(p.name, value, float(np.min(p.lower)), float(np.max(p.upper)),
                             lambda v, p=p: p.write(np.array([v])), (reasons or {}).get(p.name, ""))
         constants.append(c)
-        interest = [k for k, q in enumerate(params) if k != i and q.name not in nuisance]
-        others = [k for k, q in enumerate(params) if k != i and q.name in nuisance and k not in loose]
+        # refit every other coordinate (values of interest, camera, determined nuisance ones) but the
+        # nuisance constants that are free too (each is profiled on its own)
+        refit = [k for j in range(len(params)) if j != i and j not in free for k in cols[j]]
         before = len(shifts)
-        _add_shifts(residuals, J, r0, [c], report.estimates, interest + others, shifts, notes)
+        _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes)
         shifts[before:] = [s for s in shifts[before:] if s.estimate not in nuisance]
     sens = Sensitivity(shifts, constants, notes)
     if mark:

@@ -93,8 +93,7 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     assumed = assumed_constants(scene)
     scene.use_frames(frames)
     try:
-        loose = [n for n in nuisance if report[n].status in ("undetermined", "at bound")]
-        jac = residual_jacobian(scene.residuals, params) if (assumed or loose) else None
+        jac = residual_jacobian(scene.residuals, params) if (assumed or nuisance) else None
         sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac)
         nsens = nuisance_sensitivity(scene.residuals, params, nuisance, report, jacobian=jac,
                                      reasons={f"ground.{x}": r for x, r in _REASONS.items()})
