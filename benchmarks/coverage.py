@@ -129,11 +129,14 @@ def score(truths, report):
     return rows, nuisance
 
 
-def coverage(results, key):
-    """{parameter: (inside, with interval, undetermined)} and overall, for interval `key` ("in_ci95" / "in_wide")."""
+def coverage(results, key, skip_misfit=False):
+    """{parameter: (inside, with interval, undetermined)} and overall, for interval `key` ("in_ci95" /
+    "in_wide"); skip_misfit: leave out the estimates the report itself marks "misfit"."""
     per = {}
     for r in results:
         for row in r.get("rows", []):
+            if skip_misfit and row["status"] == "misfit":
+                continue
             c = per.setdefault(row["unknown"], [0, 0, 0])
             if row[key] is None:
                 c[2] += 1
@@ -175,12 +178,16 @@ def finish(results, args_dict):
         print(f"| {r['clip']} | {r['variant']} | {nu or '-'} | {_f(r.get('iou_final'), 3)} | {r['cpu_s']} | {r['wall_s']} |")
     print()
     summary = {}
-    for key, label in (("in_ci95", "95% interval"), ("in_wide", "with assumed constants")):
-        per, total = coverage(results, key)
-        summary[key] = {"per": per, "total": total}
+    for key, label, skip in (("in_ci95", "95% interval", False), ("in_wide", "with assumed constants", False),
+                             ("in_wide", "with assumed constants, estimates not marked misfit", True)):
+        per, total = coverage(results, key, skip)
+        summary[key + ("_not_misfit" if skip else "")] = {"per": per, "total": total}
         parts = [f"{k.split('.')[1]} {c[0]}/{c[1]}" + (f" ({c[2]} undetermined)" if c[2] else "") for k, c in per.items()]
         frac = f"{total[0] / total[1]:.0%}" if total[1] else "-"
         print(f"Coverage ({label}): " + ", ".join(parts) + f"; overall {total[0]}/{total[1]} = {frac}")
+    excess2 = [(r["clip"], r["variant"], row["unknown"]) for r in results for row in r.get("rows", [])
+               if row["excess_wide"] is not None and row["excess_wide"] > 2]
+    print(f"Intervals (with assumed constants) that exclude the truth by more than 2 half-widths: {len(excess2)}")
     print(json.dumps({"fits": results, "coverage": summary, "args": args_dict, "load_avg": os.getloadavg()},
                      default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o)))
 

@@ -113,10 +113,20 @@ def test_scene_file_contact_constants_nuisance_adds_bounded_unknowns():
 
     spec = parse_scene(scene(contact_constants="nuisance"))
     extra = {u.target: u for u in spec.unknowns if u.nuisance}
-    assert set(extra) == {"ground.ke", "ground.kf"}            # kd and mu are stated
+    # the box's mass is an unknown: its stiffnesses are fitted per unit mass (kd and mu are stated)
+    assert set(extra) == {"box.ke_per_mass", "box.kf_per_mass"}
+    kf = extra["box.kf_per_mass"]
+    assert (kf.lower, kf.upper, kf.tie, kf.log) == (1.0, 1000.0, "kf", True)       # initial mass 1 kg
+    assert (extra["box.ke_per_mass"].init, extra["box.ke_per_mass"].lower) == (1e4, 1e3)
+    assert [u.target for u in parse_scene(scene()).unknowns] == ["box.mass"]     # default: "assume"
+    # with the mass known, the absolute constants of the ground
+    data = scene(contact_constants="nuisance")
+    data["unknowns"] = {"box.mu": {"init": 0.4, "lower": 0.05, "upper": 1.5}}
+    del data["ground"]["mu"]
+    extra = {u.target: u for u in parse_scene(data).unknowns if u.nuisance}
+    assert set(extra) == {"ground.ke", "ground.kf"}            # mu is fitted on the box, kd stated
     assert (extra["ground.kf"].lower, extra["ground.kf"].upper) == (1.0, 1000.0) and extra["ground.kf"].log
     assert (extra["ground.ke"].init, extra["ground.ke"].lower, extra["ground.ke"].upper) == (1e4, 1e3, 1e5)
-    assert [u.target for u in parse_scene(scene()).unknowns] == ["box.mass"]     # default: "assume"
     with pytest.raises(SceneError, match="contact_constants"):
         parse_scene(scene(contact_constants="guess"))
 
@@ -124,7 +134,8 @@ def test_scene_file_contact_constants_nuisance_adds_bounded_unknowns():
 @pytest.mark.slow
 def test_cli_fit_with_nuisance_contact_constants(tmp_path, capsys):
     """`tigradsim fit` on test_cli's box-push clip with [ground] stating only mu and contact_constants =
-    "nuisance": ke, kd, kf become unknowns "ground.X" marked nuisance, within PRIOR_RANGES; nothing is
+    "nuisance": ke, kd, kf become unknowns "box.X_per_mass" (the mass is an unknown) marked nuisance,
+    within PRIOR_RANGES over the initial mass (1.4 kg); nothing is
     assumed; every interval of interest has a ci95_with_assumptions that contains its ci95 and is printed in
     estimates.md."""
     from test_cli import _render_footage, _run, _scene, _toml
@@ -139,8 +150,9 @@ def test_cli_fit_with_nuisance_contact_constants(tmp_path, capsys):
     with open(result["files"]["estimates_json"]) as fh:
         report = json.load(fh)
     nuisance = {k: u for k, u in report["unknowns"].items() if u["nuisance"]}
-    assert set(nuisance) == {"ground.ke", "ground.kd", "ground.kf"}
-    assert (nuisance["ground.kf"]["lower"], nuisance["ground.kf"]["upper"]) == (1.0, 1000.0)
+    assert set(nuisance) == {"box.ke_per_mass", "box.kd_per_mass", "box.kf_per_mass"}
+    assert nuisance["box.kf_per_mass"]["lower"] == pytest.approx(1 / 1.4)
+    assert nuisance["box.kf_per_mass"]["upper"] == pytest.approx(1000 / 1.4)
     assert report["contact_constants"] == "nuisance" and report["assumptions"]["constants"] == []
     mass = report["unknowns"]["box.mass"]
     if mass["ci95"] is not None:
@@ -148,4 +160,4 @@ def test_cli_fit_with_nuisance_contact_constants(tmp_path, capsys):
         assert wide[0] <= mass["ci95"][0] and wide[1] >= mass["ci95"][1]
         assert result["ci95_with_assumptions"]["box.mass"] == wide
     md = open(result["files"]["estimates_md"]).read()
-    assert "with assumed constants" in md and "(nuisance)" in md and "ground.kf in [1, 1000]" in md
+    assert "with assumed constants" in md and "(nuisance)" in md and "box.kf_per_mass in [0.7143, 714.3]" in md

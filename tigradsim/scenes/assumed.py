@@ -96,7 +96,8 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
         jac = residual_jacobian(scene.residuals, params) if (assumed or nuisance) else None
         sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac)
         nsens = nuisance_sensitivity(scene.residuals, params, nuisance, report, jacobian=jac,
-                                     reasons={f"ground.{x}": r for x, r in _REASONS.items()})
+                                     reasons={u.target: _REASONS[u.tie or u.param] for u in scene.spec.unknowns
+                                              if u.nuisance})
         quality = fit_quality(report, noise_floor=scene_noise_floor(scene, frames), iou=iou)
     finally:
         scene.use_frames(K)

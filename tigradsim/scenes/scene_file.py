@@ -82,8 +82,9 @@ Sections (see demos/scenes/*.toml for complete examples):
                    constants [ground] does not state and no unknown fits: "assume" holds
                    them at the defaults and widens the reported intervals by their
                    sensitivity over PRIOR_RANGES; "nuisance" adds them as log-space unknowns
-                   "ground.X" within PRIOR_RANGES, so the intervals are marginal over them,
-                   widened for those the footage leaves undetermined)
+                   within PRIOR_RANGES, "OBJ.X_per_mass" when the one rigid object's mass is an
+                   unknown, else "ground.X", so the intervals are marginal over them, widened
+                   for those the footage leaves undetermined)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a

@@ -129,14 +129,24 @@ def _parse_fit(file, data):
 
 
 def nuisance_unknowns(spec) -> list:
-    """[fit] contact_constants = "nuisance": one UnknownSpec "ground.X" (nuisance=True) per contact
-    constant X that [ground] does not state, no unknown fits, and some object takes from the ground
-    (a rigid object without its own X, or any soft object), its initial value the default, its
-    bounds the prior range `PRIOR_RANGES[X]` around it, fitted in log space."""
+    """[fit] contact_constants = "nuisance": one nuisance UnknownSpec per contact constant X that
+    [ground] does not state, no unknown fits, and some object takes from the ground (a rigid object
+    without its own X, or any soft object), fitted in log space within the prior range
+    `PRIOR_RANGES[X]` around the default:
+
+    * "OBJ.X_per_mass" (X in ke, kd, kf) when the scene's one rigid object has its mass as an
+      unknown: the contact then scales with the fitted mass, so that a clip with no known force
+      (where only X / m shows in the motion) leaves the mass undetermined, as it is, instead of
+      pinning it through an absolute stiffness's bound; its range is PRIOR_RANGES[X] over the
+      initial mass;
+    * "ground.X" otherwise (and for mu, which has no per-mass form)."""
     from ..fitting.sensitivity import PRIOR_RANGES
     if spec.ground is None or spec.fit.contact_constants != "nuisance":
         return []
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
+    rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
+    masses = {u.object: u.init for u in spec.unknowns if u.param == "mass" and u.object in rigid}
+    per_mass = rigid[0] if len(rigid) == 1 and len(spec.objects) == 1 and rigid[0] in masses else None
     out = []
     for x in CONTACT_PARAMS:
         if x in spec.ground_given or ("ground", x) in fitted:
@@ -147,6 +157,12 @@ def nuisance_unknowns(spec) -> list:
             continue
         value = float(spec.ground[x])
         lower, upper = PRIOR_RANGES[x](value)
-        out.append(UnknownSpec(target=f"ground.{x}", object="ground", param=x, init=value, lower=lower, upper=upper,
-                               log=True, nuisance=True))
+        tie = f"{x}_per_mass"
+        if per_mass is not None and tie in TIES and per_mass in takers:
+            m = float(masses[per_mass])
+            out.append(UnknownSpec(target=f"{per_mass}.{tie}", object=per_mass, param=tie, init=value / m,
+                                   lower=lower / m, upper=upper / m, log=True, tie=x, nuisance=True))
+        else:
+            out.append(UnknownSpec(target=f"ground.{x}", object="ground", param=x, init=value, lower=lower,
+                                   upper=upper, log=True, nuisance=True))
     return out
