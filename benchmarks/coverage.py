@@ -100,7 +100,7 @@ def make_scene(clip, variant, contact, scene_dir, out, quick):
     os.makedirs(scene_dir, exist_ok=True)
     path = os.path.join(scene_dir, "scene.toml")
     write_toml(path, tables)
-    return path, {"box.mass": float(truth["truth"]["mass"]), "box.mu": float(truth["truth"]["mu"])}
+    return path, truths_of(clip)
 
 
 def excess(interval, truth):
@@ -113,9 +113,23 @@ def excess(interval, truth):
     return out / hw if hw > 0 else (math.inf if out > 0 else 0.0)
 
 
+def truths_of(clip):
+    """The clip's true values of the estimates a fit reports: mass and mu, and for tigradsim's own clips
+    (its own contact law) the contact constants per unit mass too (the other engines' have no counterpart)."""
+    truth = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))
+    t = truth["truth"]
+    out = {"box.mass": float(t["mass"]), "box.mu": float(t["mu"])}
+    if truth["simulation"].get("simulator", "tigradsim") == "tigradsim":
+        for x in ("ke", "kd", "kf"):
+            out[f"box.{x}_per_mass"] = float(t[x]) / float(t["mass"])
+    return out
+
+
 def score(truths, report):
     rows = []
     for k, tv in truths.items():
+        if k not in report["unknowns"]:
+            continue          # a nuisance the fit did not have (contact_constants = "assume")
         u = report["unknowns"][k]
         est, ci, wide = u["estimate"], u["ci95"], u.get("ci95_with_assumptions")
         rows.append({"unknown": k, "truth": tv, "estimate": est, "rel_error": (est - tv) / tv, "status": u["status"],
@@ -211,6 +225,10 @@ def main(argv=None):
                 ap.error(f"--merge: no JSON line in {path!r}")
             results += json.loads(lines[-1])["fits"]
         latest = {(r["clip"], r["variant"], r.get("contact")): r for r in results}
+        for r in latest.values():         # re-scored from the saved reports (this file's truths_of)
+            rep_path = os.path.join(os.path.dirname(r["log"]), "estimates.json")
+            if r["rc"] == 0 and os.path.exists(rep_path):
+                r["rows"], r["nuisance"] = score(truths_of(r["clip"]), json.load(open(rep_path)))
         return finish(list(latest.values()), {"merge": args.merge})
     clips, variants = args.clips.split(","), args.variants.split(",")
     for c in clips:
