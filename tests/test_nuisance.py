@@ -161,3 +161,36 @@ def test_cli_fit_with_nuisance_contact_constants(tmp_path, capsys):
         assert result["ci95_with_assumptions"]["box.mass"] == wide
     md = open(result["files"]["estimates_md"]).read()
     assert "with assumed constants" in md and "(nuisance)" in md and "box.kf_per_mass in [0.7143, 714.3]" in md
+
+
+def test_nuisance_profile_on_a_linear_model_with_a_vector_param(push):      # push: Taichi in float64
+    """An exactly solvable case: residuals (v0 + 0.5 log c - 1, v1 - 2, v0 + v1 + 0.5 log c - 3) in a
+    2-vector Param v and a nuisance c that only ever appears with v0, so c is undetermined.  Profiling c
+    over [0.1, 10] must refit both coordinates of v (the column mapping) and move v0 by exactly
+    -0.5 (log c_end - log c0), v1 not at all; c is written back."""
+    import taichi as ti
+
+    v_field = ti.field(ti.f64, shape=2, needs_grad=True)
+    c_field = ti.field(ti.f64, shape=(), needs_grad=True)
+    c_field[None] = 1.0
+    v_field.from_numpy(np.array([1.0, 2.0]))
+    v = tgs.Param(v_field, "v")
+    c = tgs.Param(c_field, "c", lower=0.1, upper=10.0, log_space=True)
+
+    def residuals():
+        v0, v1, lc = v_field[0], v_field[1], 0.5 * math.log(c_field[None])
+        return np.array([v0 + lc - 1.0, v1 - 2.0, v0 + v1 + lc - 3.0])
+
+    rep = tgs.fit_report(residuals, [v, c], noise_floor=1e-4)
+    assert rep["c"].status == "undetermined"
+    sens = tgs.nuisance_sensitivity(residuals, [v, c], ["c"], rep)
+    assert c_field[None] == 1.0
+    by = {s.estimate: s for s in sens.shifts}
+    names = [e.name for e in rep.estimates]
+    v0, v1 = names[0], names[1]
+    assert set(by) == {v0, v1}
+    assert by[v0].shift_lower == pytest.approx(-0.5 * math.log(0.1), rel=1e-5)
+    assert by[v0].shift_upper == pytest.approx(-0.5 * math.log(10.0), rel=1e-5)
+    assert abs(by[v1].shift_lower) < 1e-6 and abs(by[v1].shift_upper) < 1e-6
+    with pytest.raises(ValueError, match="scalar"):
+        tgs.nuisance_sensitivity(residuals, [v, c], ["v"], rep)
