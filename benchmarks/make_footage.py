@@ -378,22 +378,29 @@ def linear_to_srgb8(img):
     return np.round(s * 255).astype(np.uint8)
 
 
-def render_clip(name, spec, out, spp, mask_spp):
-    """Simulate, render and write one clip; returns a summary dict."""
+def render_clip(name, spec, out, spp, mask_spp, engine="tigradsim"):
+    """Simulate (tigradsim, or another engine: benchmarks/engine_sims.py), render and write one clip
+    to out/NAME (tigradsim) or out/ENGINE_NAME; returns a summary dict."""
     import mitsuba as mi
-    folder = os.path.join(out, name)
+    folder = os.path.join(out, name if engine == "tigradsim" else f"{engine}_{name}")
     os.makedirs(folder, exist_ok=True)
     for old in glob.glob(os.path.join(folder, "*.png")):
         os.remove(old)
     t0 = time.time()
     frames = frame_count(spec)
-    if spec["kind"] == "rigid":
+    engine_info = None
+    if engine != "tigradsim":
+        import engine_sims
+        if spec["kind"] != "rigid":
+            raise SystemExit(f"--engine {engine}: only the rigid clips (box_push, box_drop), not {name!r}")
+        verts, faces, positions, quats, state0, engine_info = engine_sims.simulate(engine, spec, frames,
+                                                                                initial_rotation(spec))
+    elif spec["kind"] == "rigid":
         verts, faces, positions, quats, state0 = simulate_rigid(spec)
     else:
         verts, faces, centroids = simulate_soft(spec)
     sim_seconds = time.time() - t0
-    print(f"[{name}] simulated {spec['duration']} s at dt 1/{round(1 / SIM_DT)} ({STEPS_PER_FRAME * (frames - 1)} steps) "
-          f"in {sim_seconds:.1f} s", flush=True)
+    print(f"[{name}] simulated {spec['duration']} s by {engine} in {sim_seconds:.1f} s", flush=True)
     K, R, t = opencv_camera(**spec["camera"])
     # camera check: markers at the object's first and middle positions and at a floor point
     first = verts[0].mean(0)
@@ -446,6 +453,8 @@ def render_clip(name, spec, out, spp, mask_spp):
     }
     if spec["kind"] == "rigid":
         truth.update(_rigid_truth(spec, folder, state0, positions, quats))
+        if engine_info is not None:
+            _engine_truth(truth, spec, engine_info)
     else:
         truth.update(_soft_truth(spec, folder, centroids))
     with open(os.path.join(folder, "truth.json"), "w") as fh:
@@ -487,6 +496,21 @@ def _rigid_truth(spec, folder, state0, positions, quats):
                        "position": np.round(positions, 9).tolist(), "quaternion_xyzw": np.round(quats, 9).tolist(),
                        "note": "centre of mass and orientation at each frame time (the simulation's, dt above)"},
     }
+
+
+def _engine_truth(truth, spec, info):
+    """Replace tigradsim's simulation, contact and truth entries by the other engine's (engine_sims)."""
+    truth["simulation"] = {**info["simulation"], "generator": "benchmarks/engine_sims.py"}
+    truth["contact"] = {**info["contact"], "points": "the engine's own (see simulation.collision)",
+                        "comparable_with_tigradsim": info["comparable"]}
+    truth["truth"] = dict(info["truth"])
+    m = info["truth"]["mass"]
+    truth["derived"] = {"density": m / float(np.prod(spec["size"]))}
+    truth["unknowns"] = ["mass", "mu"] if spec["forces"] else ["mass", "mu", "contact (the engine's own law)"]
+    truth["known"] = {"contact": "nothing: a fit is given no contact constant and no contact law"}
+    truth["trajectory"]["note"] = "centre of mass and orientation at each frame time (the engine's, dt above)"
+    if info.get("initial_position_rule"):
+        truth["object"]["initial_pose"]["rule"] = info["initial_position_rule"]
 
 
 def _soft_truth(spec, folder, centroids):
@@ -600,6 +624,9 @@ def main(argv=None):
     p.add_argument("--only", choices=sorted(CLIPS), action="append", help="render only this clip (repeatable)")
     p.add_argument("--spp", type=int, default=64, help="samples per pixel of the RGB frames")
     p.add_argument("--mask-spp", type=int, default=64, help="samples per pixel of the masks (8 x 8 strata)")
+    p.add_argument("--engine", choices=("tigradsim", "warp", "mujoco"), default="tigradsim",
+                   help="who simulates the motion (warp, mujoco: benchmarks/engine_sims.py, the rigid clips only; "
+                        "clip folders ENGINE_CLIP)")
     args = p.parse_args(argv)
     if args.spp < 1 or args.mask_spp < 1:
         raise SystemExit(f"--spp, --mask-spp: expected integers >= 1, got {args.spp}, {args.mask_spp}")
@@ -612,11 +639,13 @@ def main(argv=None):
     tgs.init(arch="cpu", precision="f64")
     start = time.time()
     summary = {}
-    for name in args.only or list(CLIPS):
-        summary[name] = render_clip(name, CLIPS[name], args.out, args.spp, args.mask_spp)
+    names = args.only or ([n for n in CLIPS if CLIPS[n]["kind"] == "rigid"] if args.engine != "tigradsim" else list(CLIPS))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    for name in names:
+        summary[name] = render_clip(name, CLIPS[name], args.out, args.spp, args.mask_spp, args.engine)
     total = sum(os.path.getsize(p) for p in glob.glob(os.path.join(args.out, "**", "*"), recursive=True)
                 if os.path.isfile(p))
-    print(json.dumps({"clips": summary, "spp": args.spp, "mask_spp": args.mask_spp, "seconds": round(time.time() - start, 1),
+    print(json.dumps({"engine": args.engine, "clips": summary, "spp": args.spp, "mask_spp": args.mask_spp, "seconds": round(time.time() - start, 1),
                       "out": args.out, "total_bytes": total, "argv": sys.argv[1:]}))
 
 

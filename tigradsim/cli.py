@@ -419,7 +419,8 @@ def _fit(args):
         try:
             honesty = scene_honesty(scene, best, horizon["frames_fitted"], None if iou1 is None else iou1["mean"])
         except (ValueError, SimulationError) as exc:      # a rollout near the estimate blew up: say so, keep going
-            honesty = {"assumptions": None, "fit_quality": None, "markdown": None,
+            honesty = {"assumptions": None, "fit_quality": None, "markdown": None, "nuisance": None,
+                       "intervals_with_assumptions": {},
                        "warnings": [f"no sensitivity to the assumed constants: {_one_line(exc)}"]}
         for w in honesty["warnings"]:
             print(f"warning: {w}", file=sys.stderr)
@@ -436,6 +437,7 @@ def _fit(args):
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
         "camera": scene.camera_report(), "warnings": scene.warnings + (honesty["warnings"] if honesty else []),
         "assumptions": honesty and honesty["assumptions"], "fit_quality": honesty and honesty["fit_quality"],
+        "nuisance": honesty and honesty["nuisance"], "contact_constants": f.contact_constants,
         "identification": None if result is None else result.to_dict(),
         "resumed": {"rollouts_recorded": journal.recorded_before, "rollouts_replayed": journal.replayed},
         "seconds": round(time.time() - t0, 2),
@@ -446,6 +448,10 @@ def _fit(args):
             "initial": initial[u.target], "estimate": estimates[u.target],
             "std": None if e is None or not e.determined else _finite(e.std), "std_space": "log" if u.log else "linear",
             "ci95": None if e is None or e.lower95 is None else [e.lower95, e.upper95],
+            # the interval widened by what the assumed / undetermined nuisance constants can do over their ranges
+            "ci95_with_assumptions": (list(honesty["intervals_with_assumptions"][u.target])
+                                      if honesty and honesty["intervals_with_assumptions"].get(u.target) else None),
+            "nuisance": u.nuisance,
             "model_bias": None if e is None or not e.determined else _finite(e.bias),
             "status": ("stopped early" if stopped is not None else "no uncertainty") if e is None else e.status,
             "lower": u.lower, "upper": u.upper}
@@ -460,6 +466,7 @@ def _fit(args):
                "std": {k: v["std"] for k, v in report["unknowns"].items()},
                "std_space": {k: v["std_space"] for k, v in report["unknowns"].items()},
                "ci95": {k: v["ci95"] for k, v in report["unknowns"].items()},
+               "ci95_with_assumptions": {k: v["ci95_with_assumptions"] for k, v in report["unknowns"].items()},
                "status": {k: v["status"] for k, v in report["unknowns"].items()},
                "undetermined": [d["text"] for d in report["undetermined"]], "ambiguous": report["ambiguous"],
                "frames_fitted": horizon["frames_fitted"], "frames_total": horizon["frames_total"],
@@ -563,8 +570,9 @@ def _markdown(spec, report, result, honesty_md=None) -> str:
              f"{report['frames']} frames at {report['size'][0]}x{report['size'][1]} px, supervision "
              f"{report['supervision']}, {report['rollouts']} rollouts, {report['seconds']} s.  "
              f"Loss {_fmt(report['loss_initial'])} -> {_fmt(report['loss_final'])}{iou}.  **{report['summary']}**", "",
-             "| unknown | initial | estimate | std | time-step bias | 95% interval | status | bounds |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| unknown | initial | estimate | std | time-step bias | 95% interval | with assumed constants | status "
+             "| bounds |",
+             "|---|---|---|---|---|---|---|---|---|"]
     if report.get("cameras"):       # [[cameras]]: the IoU of each camera
         lines[2] += "  Silhouette IoU per camera: " + ", ".join(
             f"{name} " + ("-" if v["iou"] is None else f"{v['iou_initial']:.3f} -> {v['iou']:.3f}")
@@ -580,7 +588,10 @@ def _markdown(spec, report, result, honesty_md=None) -> str:
         est = _fmt(u["estimate"]) if u["status"] != "undetermined" else f"({_fmt(u['estimate'])})"
         b = u.get("model_bias")
         bias = "-" if not b else f"{b:+.3g}" + (" (log)" if u["std_space"] == "log" else "")
-        lines.append(f"| {name} | {_fmt(u['initial'])} | {est} | {std} | {bias} | {ci} | {u['status']} | "
+        wide = u.get("ci95_with_assumptions")
+        wide = "-" if wide is None else f"[{_fmt(wide[0])}, {_fmt(wide[1])}]"
+        status = u["status"] + (" (nuisance)" if u.get("nuisance") else "")
+        lines.append(f"| {name} | {_fmt(u['initial'])} | {est} | {std} | {bias} | {ci} | {wide} | {status} | "
                      f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}] |")
     cam = report["camera"]
     if cam:

@@ -227,40 +227,8 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     r0 = np.ravel(r0)
     if J.shape[1] != len(report.estimates):
         raise ValueError(f"report: {len(report.estimates)} estimates for {J.shape[1]} parameter coordinates")
-    pinv = np.linalg.pinv(J.T @ J, rcond=1e-12)
     notes, shifts = [], []
-    for c in assumed:
-        moves = {}
-        try:
-            for end in ("lower", "upper"):
-                c.write(float(getattr(c, end)))
-                try:
-                    with warnings.catch_warnings(record=True) as caught:
-                        warnings.simplefilter("always", StabilityWarning)
-                        r = np.asarray(np.ravel(residuals()), dtype=np.float64)
-                except SimulationError as exc:
-                    r, caught = None, []
-                    notes.append(f"{c.name} = {getattr(c, end):.4g}: the rollout failed ({exc})")
-                if any(issubclass(w.category, StabilityWarning) for w in caught):
-                    # the time step is past the explicit limit there: that end's move is partly integration error
-                    notes.append(f"{c.name} = {getattr(c, end):.4g}: past the simulator's stability limit at this "
-                                 "time step (StabilityWarning), so the move at this end is doubtful")
-                for w in caught:           # other warnings go on to the caller
-                    if not issubclass(w.category, StabilityWarning):
-                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-                if r is not None and (r.shape != r0.shape or not np.all(np.isfinite(r))):
-                    notes.append(f"{c.name} = {getattr(c, end):.4g}: the residuals are not finite")
-                    r = None
-                moves[end] = None if r is None else -(pinv @ (J.T @ (r - r0)))
-        finally:
-            c.write(float(c.value))
-        for i, e in enumerate(report.estimates):
-            lo = None if moves["lower"] is None else float(moves["lower"][i])
-            hi = None if moves["upper"] is None else float(moves["upper"][i])
-            hw = _half_width(e)
-            biggest = max((abs(s) for s in (lo, hi) if s is not None), default=0.0)
-            shifts.append(Shift(e.name, c.name, c.lower, c.upper, c.value, e.log_space, lo, hi, hw,
-                                hw is not None and biggest > hw))
+    _add_shifts(residuals, J, r0, assumed, report.estimates, range(len(report.estimates)), shifts, notes)
     sens = Sensitivity(shifts, assumed, notes)
     if mark:
         for s in sens.dominated:
@@ -269,6 +237,153 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
                 e.status = ASSUMPTION_DOMINATED
             report.notes.append(f"{s.text}: the interval assumes {s.constant} = {s.value:.4g}")
     return sens
+
+
+def _end_residuals(residuals, c, end, r0, notes):
+    """The residuals with constant `c` written at its range end `end` ("lower" / "upper"), or None
+    (a failed or non-finite rollout: noted).  A StabilityWarning at that end is noted too."""
+    c.write(float(getattr(c, end)))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StabilityWarning)
+            r = np.asarray(np.ravel(residuals()), dtype=np.float64)
+    except SimulationError as exc:
+        r, caught = None, []
+        notes.append(f"{c.name} = {getattr(c, end):.4g}: the rollout failed ({exc})")
+    if any(issubclass(w.category, StabilityWarning) for w in caught):
+        # the time step is past the explicit limit there: that end's move is partly integration error
+        notes.append(f"{c.name} = {getattr(c, end):.4g}: past the simulator's stability limit at this "
+                     "time step (StabilityWarning), so the move at this end is doubtful")
+    for w in caught:           # other warnings go on to the caller
+        if not issubclass(w.category, StabilityWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if r is not None and (r.shape != r0.shape or not np.all(np.isfinite(r))):
+        notes.append(f"{c.name} = {getattr(c, end):.4g}: the residuals are not finite")
+        r = None
+    return r
+
+
+def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes):
+    """Append a Shift per (estimate, constant): the linearised refit of the coordinates `columns`
+    of J (the estimates `estimates[i]` for i in columns) with each constant at its range ends."""
+    columns = list(columns)
+    Jc = J[:, columns]
+    pinv = np.linalg.pinv(Jc.T @ Jc, rcond=1e-12)
+    for c in constants:
+        moves = {}
+        try:
+            for end in ("lower", "upper"):
+                r = _end_residuals(residuals, c, end, r0, notes)
+                moves[end] = None if r is None else -(pinv @ (Jc.T @ (r - r0)))
+        finally:
+            c.write(float(c.value))
+        for k, i in enumerate(columns):
+            e = estimates[i]
+            lo = None if moves["lower"] is None else float(moves["lower"][k])
+            hi = None if moves["upper"] is None else float(moves["upper"][k])
+            hw = _half_width(e)
+            biggest = max((abs(s) for s in (lo, hi) if s is not None), default=0.0)
+            shifts.append(Shift(e.name, c.name, c.lower, c.upper, c.value, e.log_space, lo, hi, hw,
+                                hw is not None and biggest > hw))
+
+
+def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, nuisance: Sequence[str],
+                         report: FitReport, jacobian=None, fd_step: Optional[float] = None,
+                         reasons: Optional[dict] = None, mark: bool = True) -> Sensitivity:
+    """The nuisance constants the data did not pin down, profiled over their ranges.
+
+    A nuisance constant (a contact constant nobody measured, fitted jointly with the values of
+    interest within its prior range: its Param's bounds) whose estimate is determined is already
+    in the intervals of the others: the joint Laplace covariance's marginal.  One the footage
+    cannot determine ("undetermined", "at bound", or a 95 % interval cut at a bound of its range)
+    has no Gaussian marginal; for each of those, this sets it to either end of its Param's bounds
+    and refits the values of interest linearly (the other columns of J, nuisance ones included),
+    as `assumption_sensitivity` does for an assumed constant.
+
+    nuisance: names of Params in `params` fitted as nuisance.  reasons: {name: why that range}.
+    Returns a Sensitivity over the estimates that are not nuisance (empty when every nuisance is
+    determined); with mark, those that move by more than their interval are "assumption-dominated"."""
+    params = as_params(params)
+    names = [p.name for p in params]
+    missing = [n for n in nuisance if n not in names]
+    if missing:
+        raise ValueError(f"nuisance: {missing} are not among the params {names}")
+    sizes = [int(np.size(p.value())) for p in params]       # optimiser coordinates per Param (a camera: 6)
+    if len(report.estimates) != sum(sizes):
+        raise ValueError(f"report: {len(report.estimates)} estimates for {sum(sizes)} parameter coordinates")
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+    cols = {i: list(range(starts[i], starts[i] + sizes[i])) for i in range(len(params))}
+    for n in nuisance:
+        if sizes[names.index(n)] != 1:
+            raise ValueError(f"nuisance: {n!r} must be a scalar Param, it has {sizes[names.index(n)]} values")
+
+    def loose(i):
+        """Undetermined, on a bound, or with its 95 % interval cut at a bound: no Gaussian marginal."""
+        p, e = params[i], report.estimates[starts[i]]
+        if p.lower is None or p.upper is None:
+            return False
+        if e.status in ("undetermined", "at bound") or e.lower95 is None or e.upper95 is None:
+            return True
+        lo, hi = float(np.min(p.lower)), float(np.max(p.upper))
+        return e.lower95 <= lo * (1 + 1e-6) or e.upper95 >= hi * (1 - 1e-6)
+
+    free = [i for i, p in enumerate(params) if p.name in nuisance and loose(i)]
+    if not free:
+        return Sensitivity([], [])
+    if jacobian is None:
+        J, r0 = residual_jacobian(residuals, params, fd_step)
+    else:
+        J, r0 = (np.asarray(a, dtype=np.float64) for a in jacobian)
+    r0 = np.ravel(r0)
+    notes, shifts, constants = [], [], []
+    for i in free:
+        p = params[i]
+        value = float(np.ravel(p.value())[0])
+        c = AssumedConstant(p.name, value, float(np.min(p.lower)), float(np.max(p.upper)),
+                            lambda v, p=p: p.write(np.array([v])), (reasons or {}).get(p.name, ""))
+        constants.append(c)
+        # refit every other coordinate (values of interest, camera, determined nuisance ones) but the
+        # nuisance constants that are free too (each is profiled on its own)
+        refit = [k for j in range(len(params)) if j != i and j not in free for k in cols[j]]
+        before = len(shifts)
+        _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes)
+        shifts[before:] = [s for s in shifts[before:] if s.estimate not in nuisance]
+    sens = Sensitivity(shifts, constants, notes)
+    if mark:
+        for s in sens.dominated:
+            e = report[s.estimate]
+            if e.status == "ok":
+                e.status = ASSUMPTION_DOMINATED
+            report.notes.append(f"{s.text}: {s.constant} is a nuisance constant the footage does not determine")
+    return sens
+
+
+def intervals_with_assumptions(report: FitReport, *sensitivities: Sensitivity) -> dict:
+    """{estimate name: (lower, upper)}: each 95 % interval of `report` widened to include what the
+    constants of `sensitivities` (assumed ones, undetermined nuisance ones) can do over their
+    ranges: in the optimiser's coordinates, the lower end moves by the sum over constants of the
+    most negative shift (0 if none is), the upper end by the sum of the most positive: a
+    worst-case (linear) sum, since nothing says the constants are independent.  An undetermined
+    estimate keeps None.  The statistical interval (ci95) stays as it is beside this one."""
+    out = {}
+    for e in report.estimates:
+        if e.lower95 is None or e.upper95 is None:
+            out[e.name] = None
+            continue
+        down = up = 0.0
+        for sens in sensitivities:
+            for s in sens.shifts:
+                if s.estimate != e.name:
+                    continue
+                moves = [m for m in (s.shift_lower, s.shift_upper) if m is not None]
+                down += min([0.0] + moves)
+                up += max([0.0] + moves)
+        if e.log_space:
+            out[e.name] = (float(e.lower95 * math.exp(down)), float(e.upper95 * math.exp(up)))
+        else:
+            out[e.name] = (float(e.lower95 + down), float(e.upper95 + up))
+    return out
+
 
 
 @dataclass

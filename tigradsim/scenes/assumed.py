@@ -77,21 +77,39 @@ def scene_noise_floor(scene, frames) -> float:
 
 def scene_honesty(scene, report, frames, iou=None) -> dict:
     """After `fit_scene`, at the estimate: the sensitivity of every estimate of `report` to the
-    scene's assumed constants (`assumed_constants`, `assumption_sensitivity`) and the fit's
+    scene's assumed constants (`assumed_constants`, `assumption_sensitivity`), to its nuisance
+    constants the footage leaves undetermined (`nuisance_sensitivity`), each interval widened by
+    both (`intervals_with_assumptions`: "intervals_with_assumptions" {name: (lo, hi)}) and the fit's
     quality against the footage's noise floor and the silhouette IoU `iou` (`fit_quality`),
     both on the first `frames` frames (those fitted).  Marks the report's estimates
     ("assumption-dominated", "misfit").  Returns {"assumptions": Sensitivity.to_dict(),
     "fit_quality": FitQuality.to_dict(), "warnings": [sentences], "markdown": text}."""
-    from ..fitting.sensitivity import assumption_sensitivity, fit_quality
+    from ..fitting.sensitivity import (assumption_sensitivity, fit_quality, intervals_with_assumptions,
+                                       nuisance_sensitivity)
+    from ..fitting.uncertainty import residual_jacobian
 
     K = len(scene.footage)
+    params = scene.params + scene.camera_params
+    nuisance = [u.target for u in scene.spec.unknowns if u.nuisance]
+    assumed = assumed_constants(scene)
     scene.use_frames(frames)
     try:
-        sens = assumption_sensitivity(scene.residuals, scene.params + scene.camera_params, assumed_constants(scene),
-                                      report)
+        jac = residual_jacobian(scene.residuals, params) if (assumed or nuisance) else None
+        sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac)
+        nsens = nuisance_sensitivity(scene.residuals, params, nuisance, report, jacobian=jac,
+                                     reasons={u.target: _REASONS[u.tie or u.param] for u in scene.spec.unknowns
+                                              if u.nuisance})
         quality = fit_quality(report, noise_floor=scene_noise_floor(scene, frames), iou=iou)
     finally:
         scene.use_frames(K)
-    warnings = sens.warnings() + ([quality.text] if quality.misfit else [])
-    md = sens.to_markdown() + f"\nFit quality: {quality.text}.\n"
-    return {"assumptions": sens.to_dict(), "fit_quality": quality.to_dict(), "warnings": warnings, "markdown": md}
+    intervals = intervals_with_assumptions(report, sens, nsens)
+    warnings = sens.warnings() + nsens.warnings() + ([quality.text] if quality.misfit else [])
+    md = sens.to_markdown() + nsens.to_markdown("Sensitivity to nuisance constants the footage does not determine")
+    if nuisance:
+        md += ("\nNuisance constants (not stated in [ground], fitted within their prior ranges: "
+               + ", ".join(f"{u.target} in [{u.lower:.4g}, {u.upper:.4g}]" for u in scene.spec.unknowns if u.nuisance)
+               + "); the other intervals are marginal over them.\n")
+    md += f"\nFit quality: {quality.text}.\n"
+    return {"assumptions": sens.to_dict(), "nuisance": nsens.to_dict() if nuisance else None,
+            "fit_quality": quality.to_dict(), "intervals_with_assumptions": intervals, "warnings": warnings,
+            "markdown": md}

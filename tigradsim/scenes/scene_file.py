@@ -91,7 +91,14 @@ Sections (see demos/scenes/*.toml for complete examples):
                    the calibration's uncertainty, a Gaussian prior on the correction
                    (per component; tigradsim/fitting/camera_prior.py), camera_prior_variance
                    (2e-2: the per-pixel residual variance the prior is weighed against),
-                   refine (Levenberg-Marquardt iterations after the gradient steps)
+                   refine (Levenberg-Marquardt iterations after the gradient steps),
+                   contact_constants = "assume" | "nuisance" (what becomes of the contact
+                   constants [ground] does not state and no unknown fits: "assume" holds
+                   them at the defaults and widens the reported intervals by their
+                   sensitivity over PRIOR_RANGES; "nuisance" adds them as log-space unknowns
+                   within PRIOR_RANGES, "OBJ.X_per_mass" when the one rigid object's mass is an
+                   unknown, else "ground.X", so the intervals are marginal over them, widened
+                   for those the footage leaves undetermined)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a
@@ -121,7 +128,7 @@ from .scene_specs import (CONTACT_PARAMS, RIGID_PARAMS, TIES, Z_UP_TO_Y_UP, Came
                           ForceSpec, ObjectSpec, SceneSpec, UnknownSpec, ViewSpec)
 from .scene_specs import SOFT_MASS_PARAMS  # noqa: F401
 from .scene_table import SceneError, _Table, _typename
-from .scene_unknowns import _check_ties, _parse_fit, _parse_unknown
+from .scene_unknowns import _check_ties, _parse_fit, _parse_unknown, nuisance_unknowns
 from .scene_unknowns import OPTIMIZERS, SUPERVISIONS  # noqa: F401
 
 __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "FootageSpec", "UnknownSpec",
@@ -242,6 +249,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,
                      views=views, colliders=colliders)
+    spec.unknowns = unknowns + nuisance_unknowns(spec)     # [fit] contact_constants = "nuisance"
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)
     return spec

@@ -121,6 +121,7 @@ class UnknownSpec:
     upper: Optional[float]
     log: bool
     tie: Optional[str] = None
+    nuisance: bool = False                # added by [fit] contact_constants = "nuisance", not by the file
 
 
 
@@ -155,6 +156,10 @@ class FitSpec:
     camera_sigma_translation_m: float = 0.01   # prior std of each translation component [m, file units]
     camera_prior_variance: float = 2e-2        # per-residual variance the prior is weighed against
     refine: int = 0
+    # the contact constants [ground] does not state: "assume" (held at the defaults; the report
+    # widens the intervals by their sensitivity over PRIOR_RANGES) or "nuisance" (fitted jointly
+    # within PRIOR_RANGES; intervals marginalised, and widened for those the footage cannot determine)
+    contact_constants: str = "assume"
 
     sigma = alias_property("edge_softness")
 

@@ -13,6 +13,8 @@ SUPERVISIONS = ("mask", "rgb", "both")
 
 OPTIMIZERS = ("adam", "bfgs", "adam+bfgs")
 
+CONTACT_CONSTANTS = ("assume", "nuisance")
+
 
 def _parse_unknown(file, target, data, objects, ground, colliders=None):
     sec = f'unknowns."{target}"'
@@ -75,7 +77,7 @@ def _parse_fit(file, data):
                                     "blur",
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
-                                    "camera_prior_variance", "refine"))
+                                    "camera_prior_variance", "refine", "contact_constants"))
     f = FitSpec()
     f.iterations = t.integer("iterations", f.iterations, minimum=0)
     f.optimizer = t.string("optimizer", f.optimizer, choices=OPTIMIZERS)
@@ -126,4 +128,45 @@ def _parse_fit(file, data):
                                             positive=True)
     f.camera_prior_variance = t.number("camera_prior_variance", f.camera_prior_variance, positive=True)
     f.refine = t.integer("refine", 0, minimum=0)
+    f.contact_constants = t.string("contact_constants", f.contact_constants, choices=CONTACT_CONSTANTS)
     return f
+
+
+def nuisance_unknowns(spec) -> list:
+    """[fit] contact_constants = "nuisance": one nuisance UnknownSpec per contact constant X that
+    [ground] does not state, no unknown fits, and some object takes from the ground (a rigid object
+    without its own X, or any soft object), fitted in log space within the prior range
+    `PRIOR_RANGES[X]` around the default:
+
+    * "OBJ.X_per_mass" (X in ke, kd, kf) when the scene's one rigid object has its mass as an
+      unknown: the contact then scales with the fitted mass, so that a clip with no known force
+      (where only X / m shows in the motion) leaves the mass undetermined, as it is, instead of
+      pinning it through an absolute stiffness's bound; its range is PRIOR_RANGES[X] over the
+      initial mass;
+    * "ground.X" otherwise (and for mu, which has no per-mass form)."""
+    from ..fitting.sensitivity import PRIOR_RANGES
+    if spec.ground is None or spec.fit.contact_constants != "nuisance":
+        return []
+    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
+    rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
+    masses = {u.object: u.init for u in spec.unknowns if u.param == "mass" and u.object in rigid}
+    per_mass = rigid[0] if len(rigid) == 1 and len(spec.objects) == 1 and rigid[0] in masses else None
+    out = []
+    for x in CONTACT_PARAMS:
+        if x in spec.ground_given or ("ground", x) in fitted:
+            continue
+        takers = [n for n, o in spec.objects.items()
+                  if (o.kind == "rigid" and x not in o.contact and (n, x) not in fitted) or o.kind == "soft"]
+        if not takers:
+            continue
+        value = float(spec.ground[x])
+        lower, upper = PRIOR_RANGES[x](value)
+        tie = f"{x}_per_mass"
+        if per_mass is not None and tie in TIES and per_mass in takers:
+            m = float(masses[per_mass])
+            out.append(UnknownSpec(target=f"{per_mass}.{tie}", object=per_mass, param=tie, init=value / m,
+                                   lower=lower / m, upper=upper / m, log=True, tie=x, nuisance=True))
+        else:
+            out.append(UnknownSpec(target=f"ground.{x}", object="ground", param=x, init=value, lower=lower,
+                                   upper=upper, log=True, nuisance=True))
+    return out

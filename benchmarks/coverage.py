@@ -1,0 +1,264 @@
+"""Coverage of the 95 % intervals, measured (issue 44, items 2 and 6): `tigradsim fit` on footage whose
+motion tigradsim made (box_push, box_drop) and footage whose motion other engines made (warp_*,
+mujoco_*: benchmarks/engine_sims.py), clean / noisy (sigma 0.02) / camera 1 cm and 0.5 degree off,
+with NO contact constant and NO contact law given to the fit.
+
+The scene file of each fit is written from what a user of the clip has (truth.json's camera, fps,
+mesh, initial pose and velocity, known forces, the ground plane) and nothing else: [ground] states
+no ke, kd, kf or mu; the unknowns are the box's mass and friction coefficient, started at the same
+round guesses for every clip (1 kg, 0.3: not derived from any truth); the contact constants are
+handled by [fit] contact_constants (--contact: "nuisance", fitted within PRIOR_RANGES; or "assume",
+held at the library's defaults with the intervals widened by their sensitivity).  The truth stays
+in truth.json, read only to score.
+
+Per estimate: estimate, truth, relative error, the 95 % interval (ci95: statistical, marginal over
+fitted nuisance constants) and the interval with the assumed / undetermined constants' effect
+(ci95_with_assumptions), whether each contains the truth and the excess: how far outside the truth
+is, in half-widths (0 inside; in log units for these log-space values).  Then the coverage fraction
+per parameter and overall.  An estimate the report calls undetermined has no interval: counted
+apart (it is what the report should say of a box's mass with no known force).
+
+    python3 benchmarks/coverage.py [--clips a,b] [--variants clean,noisy,camera] [--contact nuisance]
+                                   [--quick] [--timeout S] [--out DIR] [--merge FILE ...]
+
+--quick: 64 px renders, fewer steps per frame and iterations (the settings are printed with the
+table).  Prints a Markdown table and, last, a JSON line with every number.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from footage import FOOTAGE, noisy_folder, perturbed_camera, run_fit, write_toml  # noqa: E402
+
+CLIPS = ("box_push", "box_drop", "warp_box_push", "warp_box_drop", "mujoco_box_push", "mujoco_box_drop")
+VARIANTS = ("clean", "noisy", "camera")
+GUESS = {"box.mass": 1.0, "box.mu": 0.3}           # the same round guesses for every clip
+BOUNDS = {"box.mass": (0.1, 10.0), "box.mu": (0.05, 1.5)}
+
+
+def settings(clip, quick):
+    """[simulation] and [fit] of a clip kind: push (a known force) or drop (none)."""
+    push = clip.endswith("box_push")
+    if push:
+        sim = {"substeps": 32 if quick else 64}
+        fit = {"iterations": 40 if quick else 60, "optimizer": "adam+bfgs", "lr": 0.05, "polish": 20 if quick else 30,
+               "supervision": "mask", "resolution": 64 if quick else 128, "blur": [0.0, 1.0, 2.0],
+               "refine": 6 if quick else 10}
+    else:
+        sim = {"substeps": 64 if quick else 128}
+        fit = {"iterations": 40 if quick else 60, "optimizer": "adam+bfgs", "polish": 20 if quick else 30,
+               "starts": 4 if quick else 8, "local_starts": 2, "horizons": [15], "horizon": "auto",
+               "supervision": "mask", "resolution": 64, "blur": [0.0, 1.0, 2.0], "refine": 6 if quick else 10}
+    return sim, fit
+
+
+def make_scene(clip, variant, contact, scene_dir, out, quick):
+    """Write scene_dir/scene.toml from the clip's user-side facts; returns (path, truths)."""
+    folder = os.path.join(FOOTAGE, clip)
+    truth = json.load(open(os.path.join(folder, "truth.json")))
+    frames_folder = noisy_folder(clip, out) if variant == "noisy" else folder
+    rel = lambda p: os.path.relpath(p, scene_dir)
+    obj = truth["object"]
+    pose, vel = obj["initial_pose"], obj["initial_velocity"]
+    sim, fit = settings(clip, quick)
+    tables = [("[world]", {"up": "y", "gravity": -float(truth["world"]["gravity"][1])}), ("[simulation]", sim),
+              ("[ground]", {}),                       # no contact constant, no law: the library's defaults
+              ("[objects.box]", {"type": "rigid", "mesh": rel(os.path.join(folder, obj["mesh"])),
+                                 "mass": GUESS["box.mass"], "mu": GUESS["box.mu"],
+                                 "position": pose["position"], "rotation": pose["quaternion_xyzw"],
+                                 "velocity": vel["linear"], "angular_velocity": vel["angular"]})]
+    for f in truth.get("forces", []):
+        tables.append(("[[forces]]", {"object": "box", "force": f["force"], "point": f["point"], "start": f["start"],
+                                      "end": f["end"]}))
+    cam = truth["camera"]
+    R, t = np.asarray(cam["R"], float), np.asarray(cam["t"], float)
+    if variant == "camera":
+        R, t = perturbed_camera(R, t)
+    size = truth["image_size"]
+    tables.append(("[camera]", {"K": cam["K"], "R": R, "t": t, "width": size["width"], "height": size["height"]}))
+    footage = {"frames": rel(os.path.join(frames_folder, "rgb_%04d.png")), "masks": rel(os.path.join(folder, "mask_%04d.png")),
+               "fps": truth["fps"], "start_time": truth["start_time"]}
+    if variant == "noisy":                    # the masks are not noised: supervise with the noisy RGB too
+        fit["supervision"] = "both"
+        footage["background"] = "estimate"
+    if variant == "camera":
+        fit["refine_camera"] = True
+    fit["contact_constants"] = contact
+    tables.append(("[footage]", footage))
+    for k, v in GUESS.items():
+        tables.append((f'[unknowns."{k}"]', {"init": v, "lower": BOUNDS[k][0], "upper": BOUNDS[k][1]}))
+    tables.append(("[fit]", fit))
+    os.makedirs(scene_dir, exist_ok=True)
+    path = os.path.join(scene_dir, "scene.toml")
+    write_toml(path, tables)
+    return path, truths_of(clip)
+
+
+def excess(interval, truth):
+    """How far outside `interval` the truth is, in half-widths of the interval (log units): 0 inside."""
+    if interval is None:
+        return None
+    lo, hi = interval
+    hw = 0.5 * math.log(hi / lo)
+    out = max(0.0, math.log(lo / truth), math.log(truth / hi))
+    return out / hw if hw > 0 else (math.inf if out > 0 else 0.0)
+
+
+def truths_of(clip):
+    """The clip's true values of the estimates a fit reports: mass and mu, and for tigradsim's own clips
+    (its own contact law) the contact constants per unit mass too (the other engines' have no counterpart)."""
+    truth = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))
+    t = truth["truth"]
+    out = {"box.mass": float(t["mass"]), "box.mu": float(t["mu"])}
+    if truth["simulation"].get("simulator", "tigradsim") == "tigradsim":
+        for x in ("ke", "kd", "kf"):
+            out[f"box.{x}_per_mass"] = float(t[x]) / float(t["mass"])
+    return out
+
+
+def score(truths, report):
+    rows = []
+    for k, tv in truths.items():
+        if k not in report["unknowns"]:
+            continue          # a nuisance the fit did not have (contact_constants = "assume")
+        u = report["unknowns"][k]
+        est, ci, wide = u["estimate"], u["ci95"], u.get("ci95_with_assumptions")
+        rows.append({"unknown": k, "truth": tv, "estimate": est, "rel_error": (est - tv) / tv, "status": u["status"],
+                     "ci95": ci, "in_ci95": None if ci is None else bool(ci[0] <= tv <= ci[1]),
+                     "excess_ci95": excess(ci, tv),
+                     "ci95_with_assumptions": wide,
+                     "in_wide": None if wide is None else bool(wide[0] <= tv <= wide[1]),
+                     "excess_wide": excess(wide, tv)})
+    nuisance = {k: {"estimate": u["estimate"], "status": u["status"], "ci95": u["ci95"]}
+                for k, u in report["unknowns"].items() if u.get("nuisance")}
+    return rows, nuisance
+
+
+def coverage(results, key, skip_misfit=False):
+    """{parameter: (inside, with interval, undetermined)} and overall, for interval `key` ("in_ci95" /
+    "in_wide"); skip_misfit: leave out the estimates the report itself marks "misfit"."""
+    per = {}
+    for r in results:
+        for row in r.get("rows", []):
+            if skip_misfit and row["status"] == "misfit":
+                continue
+            c = per.setdefault(row["unknown"], [0, 0, 0])
+            if row[key] is None:
+                c[2] += 1
+            else:
+                c[0] += row[key]
+                c[1] += 1
+    total = [sum(c[i] for c in per.values()) for i in range(3)]
+    return per, total
+
+
+def _f(v, n=4):
+    return "-" if v is None else f"{v:.{n}g}"
+
+
+def _ci(ci):
+    return "-" if ci is None else f"[{_f(ci[0])}, {_f(ci[1])}]"
+
+
+def finish(results, args_dict):
+    print("| clip | variant | unknown | truth | estimate | error | 95% interval | in | excess | with assumed constants "
+          "| in | excess | status |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if "rows" not in r:
+            print(f"| {r['clip']} | {r['variant']} | (fit failed, rc {r['rc']}: {str(r.get('error'))[:120]}) |"
+                  " | | | | | | | | | |")
+            continue
+        for row in r["rows"]:
+            yn = lambda b: "-" if b is None else ("yes" if b else "**no**")
+            print(f"| {r['clip']} | {r['variant']} | {row['unknown'].split('.')[1]} | {_f(row['truth'])} | "
+                  f"{_f(row['estimate'])} | {100 * row['rel_error']:+.2f}% | {_ci(row['ci95'])} | {yn(row['in_ci95'])} | "
+                  f"{_f(row['excess_ci95'], 3)} | {_ci(row['ci95_with_assumptions'])} | {yn(row['in_wide'])} | "
+                  f"{_f(row['excess_wide'], 3)} | {row['status']} |")
+    print()
+    print("| clip | variant | nuisance estimates | IoU | CPU s | wall s |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        nu = ", ".join(f"{k.split('.')[1]} {_f(v['estimate'], 3)} ({v['status']})" for k, v in r.get("nuisance", {}).items())
+        print(f"| {r['clip']} | {r['variant']} | {nu or '-'} | {_f(r.get('iou_final'), 3)} | {r['cpu_s']} | {r['wall_s']} |")
+    print()
+    summary = {}
+    for key, label, skip in (("in_ci95", "95% interval", False), ("in_wide", "with assumed constants", False),
+                             ("in_wide", "with assumed constants, estimates not marked misfit", True)):
+        per, total = coverage(results, key, skip)
+        summary[key + ("_not_misfit" if skip else "")] = {"per": per, "total": total}
+        parts = [f"{k.split('.')[1]} {c[0]}/{c[1]}" + (f" ({c[2]} undetermined)" if c[2] else "") for k, c in per.items()]
+        frac = f"{total[0] / total[1]:.0%}" if total[1] else "-"
+        print(f"Coverage ({label}): " + ", ".join(parts) + f"; overall {total[0]}/{total[1]} = {frac}")
+    excess2 = [(r["clip"], r["variant"], row["unknown"]) for r in results for row in r.get("rows", [])
+               if row["excess_wide"] is not None and row["excess_wide"] > 2]
+    print(f"Intervals (with assumed constants) that exclude the truth by more than 2 half-widths: {len(excess2)}")
+    print(json.dumps({"fits": results, "coverage": summary, "args": args_dict, "load_avg": os.getloadavg()},
+                     default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o)))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clips", default=",".join(CLIPS))
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--contact", choices=("nuisance", "assume"), default="nuisance",
+                    help="[fit] contact_constants of every scene (default: nuisance)")
+    ap.add_argument("--quick", action="store_true", help="64 px, fewer steps and iterations (settings above)")
+    ap.add_argument("--timeout", type=float, default=1200.0)
+    ap.add_argument("--out", default=os.path.join(ROOT, "out", "coverage"))
+    ap.add_argument("--merge", nargs="+", metavar="FILE", help="print the table of saved outputs of this script")
+    args = ap.parse_args(argv)
+    if args.merge:
+        results = []
+        for path in args.merge:
+            lines = [ln for ln in open(path).read().splitlines() if ln.startswith('{"fits"')]
+            if not lines:
+                ap.error(f"--merge: no JSON line in {path!r}")
+            results += json.loads(lines[-1])["fits"]
+        latest = {(r["clip"], r["variant"], r.get("contact")): r for r in results}
+        for r in latest.values():         # re-scored from the saved reports (this file's truths_of)
+            rep_path = os.path.join(os.path.dirname(r["log"]), "estimates.json")
+            if r["rc"] == 0 and os.path.exists(rep_path):
+                r["rows"], r["nuisance"] = score(truths_of(r["clip"]), json.load(open(rep_path)))
+        return finish(list(latest.values()), {"merge": args.merge})
+    clips, variants = args.clips.split(","), args.variants.split(",")
+    for c in clips:
+        if c not in CLIPS:
+            ap.error(f"--clips: {c!r} is not one of {CLIPS}")
+    for v in variants:
+        if v not in VARIANTS:
+            ap.error(f"--variants: {v!r} is not one of {VARIANTS}")
+    out = os.path.abspath(args.out)
+    results = []
+    for clip in clips:
+        for variant in variants:
+            scene_dir = os.path.join(out, f"{clip}_{variant}_{args.contact}")
+            scene, truths = make_scene(clip, variant, args.contact, scene_dir, out, args.quick)
+            rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), args.timeout, False)
+            res = {"clip": clip, "variant": variant, "contact": args.contact, "rc": rc, "wall_s": round(wall, 1),
+                   "cpu_s": round(cpu, 1), "log": log}
+            rep_path = os.path.join(scene_dir, "fit", "estimates.json")
+            if rc == 0 and os.path.exists(rep_path):
+                report = json.load(open(rep_path))
+                res["rows"], res["nuisance"] = score(truths, report)
+                res.update(iou_final=report.get("iou_final"), summary=report.get("summary"),
+                           frames_fitted=report.get("frames_fitted"))
+            else:
+                res["error"] = (last or {}).get("error") or "\n".join(tail)
+            print(f"# {clip}/{variant}: rc {rc}, {wall:.0f} s wall, {cpu:.0f} s CPU", file=sys.stderr, flush=True)
+            results.append(res)
+    finish(results, {"clips": clips, "variants": variants, "contact": args.contact, "quick": args.quick})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

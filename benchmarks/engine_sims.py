@@ -1,0 +1,269 @@
+"""Motion of the footage boxes simulated by engines other than tigradsim (issue 44, item 1).
+
+`make_footage.py --engine warp|mujoco` renders these exactly as tigradsim's own clips (same box,
+camera, push, initial velocities, Mitsuba render, masks); only the motion, the truth values and
+the contact law differ.  Each engine runs with ITS OWN contact law and constants (below), none of
+which tigradsim has; truth.json states the law, the constants and what of them is comparable with
+tigradsim's ke / kd / kf / mu.
+
+NVIDIA Warp 1.9.1, `warp.sim` (deprecated in 1.9, still shipped), `SemiImplicitIntegrator`
+(angular_damping 0), rigid box shape on Warp's ground plane (`set_ground_plane`), contacts from
+`wp.sim.collide` (the 8 box corners against the plane), float32, 256 steps per 30 fps frame.  Its
+law (warp/sim/integrator_euler.py, `eval_rigid_contacts`), per corner at depth d < 0 with normal /
+tangential velocity vn, vt:
+    fN = -ke d - kd min(vn, 0)                               (damping NOT capped: it can pull)
+    ft = -(vt / H(vt)) min(kf H(vt), mu fN),  H the Huber norm with delta = friction_smoothing
+so |ft| = min(kf |vt|, mu fN |vt| / H(|vt|)), where |vt| / H(|vt|) = 2 / |vt| below delta and
+|vt| / (delta (|vt| - delta / 2)) above it.  That is a Coulomb law of coefficient mu / delta
+(delta in m/s) for |vt| >> delta; we take delta = 0.02 m/s and set Warp's mu = mu_c x delta so
+that the Coulomb-equivalent coefficient mu_c is the comparable truth (within 5 % above 0.2 m/s;
+below 0.02 m/s the friction rises as 2 mu fN / |vt| up to the viscous cap kf |vt|).
+
+MuJoCo 4.0 (PyPI `mujoco`), free body with a box geom (mass given, uniform inertia) on a plane,
+its default soft-constraint contact: solref (0.02 s, damping ratio 1), solimp (0.9, 0.95, 0.001),
+pyramidal friction cone, condim 3, friction = max of the two geoms' (both mu), Euler integrator,
+timestep 1/600 s (20 steps per frame), float64.  No stiffness or damping constant per contact
+point: each contact is a constraint whose reference acceleration is -b vn - k d with
+k = 1 / (d_w^2 timeconst^2 dampratio^2), b = 2 / (d_w timeconst) (d_w the impedance, 0.9-0.95):
+comparable with tigradsim only through mu (a Coulomb coefficient on a pyramidal cone) and, loosely,
+k as a stiffness per unit effective mass (about 2,800 s^-2: tigradsim's 4 ke / m would be the
+closest quantity); there is no friction regularisation (kf) at all.
+
+Force windows follow tigradsim's rule in both engines: step k (time k dt) is loaded when
+(k + 1/2) dt lies in [start, end).  A force at a body point is applied as a force at the centre of
+mass plus the torque (R p) x F.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+GRAVITY = (0.0, -9.8, 0.0)
+FPS = 30
+
+WARP_STEPS_PER_FRAME = 256
+WARP_FRICTION_SMOOTHING = 0.02          # [m/s] delta of Warp's Huber norm
+MUJOCO_TIMESTEP = 1.0 / 600.0
+MUJOCO_STEPS_PER_FRAME = 20
+
+# Each engine's truth and contact constants per clip (the box, camera, push and initial state are
+# make_footage.CLIPS's).  The masses and friction coefficients differ from tigradsim's clips and from
+# each other, so that no fit setting can be tuned to one number.
+ENGINE_CLIPS = {
+    "warp": {
+        # Warp's ModelBuilder defaults are ke 1e5, kd 1000, kf 1000; kd 1000 on a 0.3 kg corner at
+        # this dt is near the explicit damping limit, so a softer floor, as a Warp user would pick
+        "box_push": dict(mass=1.37, contact=dict(ke=2.0e4, kd=50.0, kf=200.0, mu_c=0.41)),
+        "box_drop": dict(mass=0.85, contact=dict(ke=1.0e4, kd=30.0, kf=1000.0, mu_c=0.6)),
+    },
+    "mujoco": {
+        "box_push": dict(mass=1.25, contact=dict(solref=(0.02, 1.0), solimp=(0.9, 0.95, 0.001, 0.5, 2.0), mu=0.45)),
+        "box_drop": dict(mass=0.95, contact=dict(solref=(0.02, 1.0), solimp=(0.9, 0.95, 0.001, 0.5, 2.0), mu=0.55)),
+    },
+}
+ENGINES = tuple(ENGINE_CLIPS)
+
+
+def _quat_matrix(q):
+    """Rotation matrix of a unit quaternion (x, y, z, w)."""
+    x, y, z, w = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _loaded(step, dt, force):
+    return force["start"] <= (step + 0.5) * dt < force["end"]
+
+
+def _wrench(forces, step, dt, rotation):
+    """World force (3,) and torque about the centre of mass (3,) of the known forces at `step`."""
+    F, T = np.zeros(3), np.zeros(3)
+    for f in forces:
+        if _loaded(step, dt, f):
+            fw = np.asarray(f["force"], dtype=np.float64)
+            F += fw
+            T += np.cross(rotation @ np.asarray(f["point"], dtype=np.float64), fw)
+    return F, T
+
+
+def box_vertices(size, positions, quats):
+    """World vertices (T, 8, 3) of tigradsim's box_surface posed by (T, 3) positions and (T, 4) quaternions."""
+    from tigradsim.io.meshes import box_surface
+    local, faces = box_surface(size)
+    local = np.asarray(local, dtype=np.float64)
+    verts = np.stack([p + local @ _quat_matrix(q).T for p, q in zip(positions, quats)])
+    return verts, np.asarray(faces, dtype=np.int32)
+
+
+def simulate(engine, spec, frames, initial_rotation):
+    """Simulate make_footage's rigid clip `spec` in `engine` with ENGINE_CLIPS's truth.
+
+    Returns (vertices (T, 8, 3), faces (12, 3), positions (T, 3), quats (T, 4) xyzw, state0,
+    info) with info = {"simulation": ..., "contact": ..., "truth": ..., "comparable": ...} for truth.json."""
+    if engine not in ENGINE_CLIPS:
+        raise ValueError(f"engine: expected one of {ENGINES}, got {engine!r}")
+    return {"warp": _simulate_warp, "mujoco": _simulate_mujoco}[engine](spec, frames, initial_rotation)
+
+
+def _clip_name(spec):
+    return "box_push" if spec["forces"] else "box_drop"
+
+
+# ---------------------------------------------------------------------------- Warp
+def _simulate_warp(spec, frames, initial_rotation):
+    import warp as wp
+    import warp.sim  # noqa: F401  (deprecated in 1.9, still shipped)
+    wp.config.quiet = True
+    wp.init()
+    e = ENGINE_CLIPS["warp"][_clip_name(spec)]
+    m, c = e["mass"], e["contact"]
+    mu = c["mu_c"] * WARP_FRICTION_SMOOTHING                       # Warp's mu (see the module docstring)
+    size = np.asarray(spec["size"], dtype=np.float64)
+    position = list(spec["position"])
+    if position[1] is None:   # resting: the centre at its static sink, m g / (4 ke) per corner
+        position[1] = size[1] / 2 - m * -GRAVITY[1] / (4 * c["ke"])
+    q0 = initial_rotation
+    builder = wp.sim.ModelBuilder(up_vector=(0.0, 1.0, 0.0), gravity=GRAVITY[1])   # along up: -9.8
+    body = builder.add_body(origin=wp.transform(wp.vec3(*position), wp.quat(*q0)))
+    builder.add_shape_box(body, hx=size[0] / 2, hy=size[1] / 2, hz=size[2] / 2, density=m / float(np.prod(size)),
+                          ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=mu, thickness=0.0, has_shape_collision=False)
+    builder.body_qd[body] = wp.spatial_vector(*spec["angular_velocity"], *spec["velocity"])
+    builder.set_ground_plane(ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=mu)
+    model = builder.finalize(device="cpu")
+    model.ground = True
+    integrator = wp.sim.SemiImplicitIntegrator(angular_damping=0.0, friction_smoothing=WARP_FRICTION_SMOOTHING)
+    control = model.control()
+    s0, s1 = model.state(), model.state()
+    dt = 1.0 / (FPS * WARP_STEPS_PER_FRAME)
+    poses = [s0.body_q.numpy()[0].astype(np.float64)]
+    for step in range((frames - 1) * WARP_STEPS_PER_FRAME):
+        s0.clear_forces()
+        wp.sim.collide(model, s0)
+        if spec["forces"]:
+            q = s0.body_q.numpy()[0]
+            F, T = _wrench(spec["forces"], step, dt, _quat_matrix(q[3:7]))
+            s0.body_f.assign(np.array([[*T, *F]], dtype=np.float32))
+        integrator.simulate(model, s0, s1, dt, control)
+        s0, s1 = s1, s0
+        if (step + 1) % WARP_STEPS_PER_FRAME == 0:
+            poses.append(s0.body_q.numpy()[0].astype(np.float64))
+    poses = np.array(poses)
+    positions, quats = poses[:, :3], poses[:, 3:7] / np.linalg.norm(poses[:, 3:7], axis=1, keepdims=True)
+    verts, faces = box_vertices(size, positions, quats)
+    info = {
+        "simulation": {"simulator": f"NVIDIA Warp {wp.config.version} (warp.sim)", "integrator":
+                       "warp.sim.SemiImplicitIntegrator(angular_damping=0, friction_smoothing="
+                       f"{WARP_FRICTION_SMOOTHING})", "dt": dt, "steps_per_frame": WARP_STEPS_PER_FRAME,
+                       "precision": "f32", "collision": "wp.sim.collide: the 8 box corners against the ground plane"},
+        "contact": {"law": "Warp eval_rigid_contacts, per corner at depth d < 0: fN = -ke d - kd min(vn, 0) (damping "
+                           "not capped); friction |ft| = min(kf |vt|, mu fN |vt| / H(|vt|)) along -vt, H the Huber "
+                           f"norm with delta = {WARP_FRICTION_SMOOTHING} m/s (|vt|/H = 2/|vt| below delta, "
+                           "|vt| / (delta (|vt| - delta/2)) above): Coulomb with coefficient mu / delta for "
+                           "|vt| >> delta",
+                    "per": "contact point (box corner); shape and ground materials equal (Warp averages them)",
+                    "ke": c["ke"], "kd": c["kd"], "kf": c["kf"], "mu_warp": mu,
+                    "friction_smoothing": WARP_FRICTION_SMOOTHING, "mu_coulomb_equivalent": c["mu_c"]},
+        "truth": {"mass": m, "mu": c["mu_c"]},
+        "comparable": {
+            "mu": "mu_coulomb_equivalent = mu_warp / friction_smoothing: the sliding friction coefficient above "
+                  "~0.2 m/s slip (within 5 %); slower, Warp's friction exceeds mu fN (2 mu_warp fN / |vt|) up to "
+                  "its viscous cap kf |vt|",
+            "ke": "same meaning as tigradsim's ke per contact point (N/m, linear penalty)",
+            "kd": "N s/m per point like tigradsim's, but Warp's damping is not capped by the elastic force "
+                  "(tigradsim's default law caps it): comparable only as an order of magnitude",
+            "kf": "a viscous cap on friction like tigradsim's kf, but applied against a friction that is not "
+                  "Coulomb below delta: comparable only as an order of magnitude"},
+        "initial_position_rule": "box_push: the centre at its static sink h/2 - m g / (4 ke)" if spec["forces"] else None,
+    }
+    state0 = dict(position=np.asarray(position, dtype=np.float64), rotation=np.asarray(q0, dtype=np.float64))
+    return verts, faces, positions, quats, state0, info
+
+
+# ---------------------------------------------------------------------------- MuJoCo
+def _mjcf(size, m, c, position, quat_wxyz):
+    sr, si = c["solref"], c["solimp"]
+    ground_q = (math.cos(-math.pi / 4), math.sin(-math.pi / 4), 0.0, 0.0)      # the plane's +z turned to +y
+    f = lambda v: " ".join(f"{x:.17g}" for x in v)
+    return f"""<mujoco model="footage_box">
+  <option timestep="{MUJOCO_TIMESTEP:.17g}" gravity="{f(GRAVITY)}" integrator="Euler" cone="pyramidal"/>
+  <default><geom solref="{f(sr)}" solimp="{f(si)}" condim="3"/></default>
+  <worldbody>
+    <geom name="ground" type="plane" size="10 10 0.1" quat="{f(ground_q)}" friction="{c['mu']} 0.005 0.0001"/>
+    <body name="box" pos="{f(position)}" quat="{f(quat_wxyz)}">
+      <freejoint/>
+      <geom name="box" type="box" size="{f(np.asarray(size) / 2)}" mass="{m:.17g}" friction="{c['mu']} 0.005 0.0001"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def _simulate_mujoco(spec, frames, initial_rotation):
+    import mujoco
+    e = ENGINE_CLIPS["mujoco"][_clip_name(spec)]
+    m, c = e["mass"], e["contact"]
+    size = np.asarray(spec["size"], dtype=np.float64)
+    q0 = np.asarray(initial_rotation, dtype=np.float64)
+    position = list(spec["position"])
+    settle = position[1] is None
+    if settle:
+        position[1] = size[1] / 2
+    model = mujoco.MjModel.from_xml_string(_mjcf(size, m, c, position, (q0[3], q0[0], q0[1], q0[2])))
+    data = mujoco.MjData(model)
+    if settle:   # resting: let MuJoCo's soft contact reach its own equilibrium, then start from it at rest
+        for _ in range(int(round(1.0 / MUJOCO_TIMESTEP))):
+            mujoco.mj_step(model, data)
+        data.qvel[:] = 0.0
+        data.qpos[3:7] = (q0[3], q0[0], q0[1], q0[2])
+        data.qpos[0] = spec["position"][0]
+        data.qpos[2] = spec["position"][2]
+        data.time = 0.0
+        mujoco.mj_forward(model, data)
+        position = data.qpos[:3].copy().tolist()
+    R0 = _quat_matrix(q0)
+    data.qvel[0:3] = spec["velocity"]
+    data.qvel[3:6] = R0.T @ np.asarray(spec["angular_velocity"], dtype=np.float64)   # free joint: body-frame w
+    mujoco.mj_forward(model, data)
+
+    def pose():
+        w, x, y, z = data.qpos[3:7]
+        return np.concatenate([data.qpos[:3], [x, y, z, w]])
+
+    poses = [pose()]
+    body = model.body("box").id
+    for step in range((frames - 1) * MUJOCO_STEPS_PER_FRAME):
+        if spec["forces"]:
+            F, T = _wrench(spec["forces"], step, MUJOCO_TIMESTEP, _quat_matrix(pose()[3:7]))
+            data.xfrc_applied[body, :3], data.xfrc_applied[body, 3:] = F, T
+        mujoco.mj_step(model, data)
+        if (step + 1) % MUJOCO_STEPS_PER_FRAME == 0:
+            poses.append(pose())
+    poses = np.array(poses)
+    positions, quats = poses[:, :3], poses[:, 3:7] / np.linalg.norm(poses[:, 3:7], axis=1, keepdims=True)
+    verts, faces = box_vertices(size, positions, quats)
+    tc, ratio = c["solref"]
+    info = {
+        "simulation": {"simulator": f"MuJoCo {mujoco.__version__}", "integrator": "Euler (implicit in joint damping; "
+                       "none here)", "dt": MUJOCO_TIMESTEP, "steps_per_frame": MUJOCO_STEPS_PER_FRAME, "precision": "f64",
+                       "collision": "MuJoCo box-plane (up to 4 contacts at the deepest corners)",
+                       "solver": "Newton (MuJoCo's default), pyramidal cone"},
+        "contact": {"law": "MuJoCo soft constraints: each contact's reference acceleration -b vn - k d with "
+                           "k = 1/(d_w^2 timeconst^2 dampratio^2), b = 2/(d_w timeconst), d_w from solimp; friction a "
+                           "pyramidal Coulomb cone of coefficient mu solved with the normal force (no regularisation "
+                           "speed); geoms' friction combined by max",
+                    "solref": list(c["solref"]), "solimp": list(c["solimp"]), "mu": c["mu"], "condim": 3,
+                    "stiffness_per_unit_mass_s^-2": 1.0 / (tc * tc * ratio * ratio)},
+        "truth": {"mass": m, "mu": c["mu"]},
+        "comparable": {
+            "mu": "a Coulomb friction coefficient (pyramidal cone): comparable with tigradsim's mu",
+            "ke": "none per point; k = 1/(timeconst^2 dampratio^2) = %.0f s^-2 is a stiffness per unit effective "
+                  "mass (tigradsim's 4 ke / m is the nearest quantity, loosely)" % (1.0 / (tc * tc * ratio * ratio)),
+            "kd": "none per point; damping ratio %g of the constraint (critically damped: no bounce)" % ratio,
+            "kf": "none: MuJoCo's friction has no regularisation speed (static friction holds exactly up to the "
+                  "solver's softness)"},
+        "initial_position_rule": ("box_push: MuJoCo's own resting height (1 s settled at rest, then velocities "
+                                  "zeroed and x, z, orientation reset)") if settle else None,
+    }
+    state0 = dict(position=np.asarray(position, dtype=np.float64), rotation=q0)
+    return verts, faces, positions, quats, state0, info
