@@ -31,7 +31,7 @@ def main(argv=None):
     parser.add_argument("--height", type=float, default=0.75, help="the cloth's starting height [m]")
     parser.add_argument("--mu", type=float, default=60.0, help="membrane mu [N/m]")
     parser.add_argument("--lam", type=float, default=80.0, help="membrane lam [N/m]")
-    parser.add_argument("--bending", type=float, default=2e-3, help="bending stiffness per edge [N m/rad^2]")
+    parser.add_argument("--bending", type=float, default=3e-4, help="bending stiffness per edge [N m/rad^2]")
     parser.add_argument("--steps", type=int, default=3000, help="steps of dt = 0.5 ms")
     parser.add_argument("--every", type=int, default=40, help="steps per shown frame")
     parser.add_argument("--quick", action="store_true", help="a short run (1200 steps)")

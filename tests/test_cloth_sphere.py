@@ -79,7 +79,8 @@ def _warp_motion(fit, dt, frame_dt, duration):
                     tri_drag=[0.0] * n, tri_lift=[0.0] * n)
     quads = m.cloth_bend_indices.to_numpy()
     rest_len = np.linalg.norm(q0[quads[:, 3]] - q0[quads[:, 2]], axis=1)
-    b.add_edges(quads[:, 0], quads[:, 1], quads[:, 2], quads[:, 3], rest=m.get("cloth_bend_rest_angle").astype(np.float64),
+    b.add_edges(quads[:, 0], quads[:, 1], quads[:, 2], quads[:, 3],
+                rest=m.get("cloth_bend_rest_angle").astype(np.float64),
                 edge_ke=list(float(m.get("cloth_bending_stiffness")[0]) / rest_len),
                 edge_kd=list(float(m.get("cloth_bending_damping")[0]) / rest_len))
     b.soft_contact_max = len(q0)
