@@ -16,9 +16,20 @@ from tigradsim.scenes.cloth_sphere import CONTACT, ClothSphereFit
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "demos"))
 import cloth_sphere  # noqa: E402  (the demo, run end to end)
 
-pytestmark = pytest.mark.slow          # each test runs rollouts of a few thousand steps and compiles a renderer
+SLOW = pytest.mark.slow         # rollouts of a few thousand steps, a renderer compiled: 10-40 s each
 
 
+def test_bad_scene_arguments_fail_before_any_kernel():
+    from tigradsim.scenes.cloth_sphere import cloth_sphere_model
+    with pytest.raises(ValueError, match="nx: expected a whole number of cells >= 2, got 1"):
+        cloth_sphere_model(nx=1)
+    with pytest.raises(ValueError, match=r"height: the cloth must start above the sphere's top \(0.6 m\)"):
+        cloth_sphere_model(height=0.6)
+    with pytest.raises(ValueError, match="frame_dt: expected a whole multiple of dt = 0.001 s, got 0.0025 s"):
+        ClothSphereFit(dt=1e-3, frame_dt=2.5e-3)
+
+
+@SLOW
 def test_quick_demo_drapes_the_cloth_over_the_ball(tmp_path, capsys):
     cloth_sphere.main(["--quick", "--headless", "--out", str(tmp_path)])
     r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -31,6 +42,7 @@ def test_quick_demo_drapes_the_cloth_over_the_ball(tmp_path, capsys):
     assert os.path.getsize(tmp_path / "cloth_sphere.gif") > 0 and (tmp_path / "cloth_sphere_0000.png").exists()
 
 
+@SLOW
 def test_stretch_and_bend_stiffness_from_silhouettes(f64):
     """The footage: 9 silhouettes (40 px, every 0.1 s for 0.8 s) of an 8 x 8 cloth (1.2 m) falling onto the ball
     and draping, simulated at dt = 0.25 ms and stored as 8-bit images; the fit: the same scene at dt = 1 ms, from
@@ -105,6 +117,7 @@ def _warp_motion(fit, dt, frame_dt, duration):
     return np.array(frames)
 
 
+@SLOW
 def test_stretch_and_bend_stiffness_from_warp_footage(f64):
     """The footage: Warp's motion of the same 8 x 8 cloth over the ball (dt = 0.25 ms, membrane undamped in both,
     the contact laws as close as they go: Warp's friction cap is mu ke |c| on the sphere, tigradsim's mu fn)
@@ -116,6 +129,8 @@ def test_stretch_and_bend_stiffness_from_warp_footage(f64):
     fit = ClothSphereFit(dt=1e-3, duration=0.4, frame_dt=0.05, damping=0.0)
     half = ClothSphereFit(dt=5e-4, duration=0.4, frame_dt=0.05, damping=0.0)
     fit.set_values(**truth)
+    with pytest.raises(ValueError, match=r"frames: expected \(9, 81, 3\) cloth positions \[m\], got shape \(8, 81, 3\)"):
+        fit.render_positions(np.zeros((8, 81, 3)))
     target = np.round(fit.render_positions(_warp_motion(fit, 2.5e-4, 0.05, 0.4)) * 255.0) / 255.0
     fit.fit.set_target(target)
     half.fit.set_target(target)

@@ -62,3 +62,20 @@ def test_ball_on_a_box_matches_warp():
     assert a[-1, :, 1].min() < box_top + 0.01               # it landed on the box
     centre_a, centre_b = a.mean(1), b.mean(1)               # the mean of its nodes, every step
     assert np.abs(centre_a - centre_b).max() < TOL_M, np.abs(centre_a - centre_b).max()
+
+
+def test_collider_scenes_run_without_warp():
+    """vs_warp.py's collider scenes, tigradsim's side alone at toy size (what runs where warp-lang is missing)."""
+    import json
+    import subprocess
+    root = os.path.dirname(BENCH)
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "vs_warp.py"), "--tiny", "--in-process", "--repeat", "1",
+                          "--libraries", "tigradsim", "--scenes", "cloth64_sphere,ball3k_box"], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [s["scene"] for s in res["scenes"]] == ["cloth64_sphere", "ball3k_box"]
+    for s in res["scenes"]:
+        assert all(t > 0 for t in s["tigradsim_us"]) and s["tigradsim_gradient_finite"], s
+        assert s["warp_us"] is None and s["max_position_diff_m"] is None
+    assert res["scenes"][0]["triangles"] == 2 * 4 * 4 and res["scenes"][1]["tets"] == 160

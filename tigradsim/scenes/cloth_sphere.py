@@ -29,11 +29,10 @@ CONTACT = dict(ke=500.0, kd=0.1, kf=0.3, mu=0.5)
 
 
 def cloth_sphere_model(nx=16, side=1.2, height=0.75, offset=0.1, radius=0.3, mu=60.0, lam=80.0, damping=0.05,
-                       density=0.25, bending=2e-3, contact_damping="capped", requires_grad=False):
+                       density=0.25, bending=2e-3, requires_grad=False):
     """(model, cloth handle): an nx x nx `side` [m] cloth at `height` [m] (shifted `offset` [m] along x) over a
     sphere of `radius` [m] resting on the ground at the origin.  Membrane mu, lam [N/m] and `damping` on dF/dt,
-    `density` [kg/m^2], `bending` stiffness per edge [N m/rad^2] (its damping 1 % of it).  contact_damping: the
-    ground's and the sphere's `ContactLaw` damping ("uncapped": Warp's).  requires_grad as
+    `density` [kg/m^2], `bending` stiffness per edge [N m/rad^2] (its damping 1 % of it).  requires_grad as
     `SceneBuilder.finalize`'s."""
     if not (isinstance(nx, (int, np.integer)) and nx >= 2):
         raise ValueError(f"nx: expected a whole number of cells >= 2, got {nx!r}")
@@ -41,8 +40,8 @@ def cloth_sphere_model(nx=16, side=1.2, height=0.75, offset=0.1, radius=0.3, mu=
         raise ValueError(f"height: the cloth must start above the sphere's top ({2.0 * radius:g} m) by more than its "
                          f"contact radius, got {height!r} m")
     b = SceneBuilder(gravity=(0.0, -9.8, 0.0))
-    b.add_ground(**CONTACT, damping=contact_damping)
-    b.add_collider("sphere", radius, (0.0, radius, 0.0), **CONTACT, damping=contact_damping)
+    b.add_ground(**CONTACT)
+    b.add_collider("sphere", radius, (0.0, radius, 0.0), **CONTACT)
     v, f = meshes.cloth_grid(nx, nx, cell=side / nx, origin=(offset - 0.5 * side, height, -0.5 * side), plane="xz")
     cloth = b.add_cloth(v, f, material="membrane", params={"mu": mu, "lam": lam}, density=density, damping=damping,
                         bending_stiffness=bending, bending_damping=bending * 0.01, drag=0.0, lift=0.0, radius=0.01)
