@@ -1,7 +1,8 @@
 """tigradsim against NVIDIA Warp 1.9.1 (`warp.sim`, SemiImplicitIntegrator + wp.Tape), side by side in one run.
 
     pip install -e .[bench]          # warp-lang==1.9.1
-    python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64] [--repeat 3]
+    python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64,cloth64_sphere,ball3k_box]
+                                 [--repeat 3]
                                  [--arch cpu] [--scale 1] [--tiny] [--libraries tigradsim,warp]
                                  [--grads named|all]
 
@@ -18,6 +19,19 @@ Scenes (f32; sizes, dt, steps and constants of bench_fem.py / bench_cloth.py / b
                  bump at the centre (so it stretches and bends), 200 steps of 1 ms.
   rigid1, rigid64  0.2 m boxes, density 100, random orientations, sliding and tumbling onto the
                  ground (ke 1e4, kd 10, kf 10, mu 0.5), 1,920 steps of 1/960 s.
+  cloth64_sphere  a static sphere collider (`SceneBuilder.add_collider("sphere", ...)`; Warp: add_shape_sphere
+                 on no body, its particle-shape contact), radius 0.3 m at (0, 0.3, 0), no ground; cloth64's
+                 cloth (same membrane, bending, density) flat at y = 0.65 with velocity (0.2, -1, 0): it lands
+                 on the sphere at about step 40 and rests on its top, its edges falling past it (0.4 m by
+                 the end), 200 steps of 1 ms.  Contact ke 1e2, kd 0.1, kf 0.1, mu 0.5 (uncapped damping):
+                 cloth64's ke 1e3, kd 1 would be past the explicit limit for its 0.24 g particles at 1 ms (the
+                 cloth lands here, unlike cloth64's on the ground).
+  ball3k_box     a static box collider, half extents (0.5, 0.1, 0.5) m at (0, 0.1, 0) (Warp: add_shape_box),
+                 no ground; `meshes.tet_ball(0.2, 3)` (2,880 tets, 847 vertices: tet_ball's levels give 2,880
+                 or 11,840 tets, none near 5k) centred at (0, 0.45, 0), fem16's material (stable neo-Hookean mu =
+                 lam = 1e4 Pa, density 1000, undamped), thrown at (0.5, -1, 0) m/s onto the box (ke 1e4, kd 1,
+                 kf 10, mu 0.5, uncapped damping): it lands at about step 45 and slides; 200 steps of 1 ms.
+                 --scale s: tet_ball level 3 + round(log4 s).
 Both libraries get the same mesh (Warp's particles, tets, triangles and bending edges are built from
 tigradsim's arrays: same vertex order, same lumped masses, same contact radius), so their
 trajectories are comparable vertex by vertex.
@@ -48,9 +62,22 @@ Where the laws are the same, and where they are made the same:
     gives 2 mu fn / |vt| (more than mu fn), and a small friction_smoothing makes it viscous
     (kf vt) with no practical cap; tigradsim's is min(kf |vt|, mu fn) along vt.  The rigid scenes'
     position difference is printed, flagged laws_agree = false: it is a different law's answer.
+  * Collider contact (cloth64_sphere, ball3k_box): Warp's particle-shape contact takes, once per step in
+    `wp.sim.collide`, the closest point on the shape and its normal, and computes c = n.(x - p) - r: at the
+    step's positions that is tigradsim's signed distance of the shape less the radius (sphere and box alike, so
+    the same c and n); Warp averages the shape's ke, kd, kf, mu with model.soft_contact_*, set to the same
+    values.  Damping: Warp's `min(vn, 0) kd` while c < 0, tigradsim's damping="uncapped".  The friction
+    differs, and no setting of either makes it equal: Warp's cap is mu ke |c| (the elastic force alone),
+    tigradsim's mu fn with fn = ke |c| + kd max(-vn, 0): they differ while a contact compresses (landing) and
+    agree at rest and while it opens.  So laws_agree = false; the trajectories still agree to a few mm
+    (max_position_diff_m, and max_mean_height_diff_m: the largest difference of the mean height over every
+    step; tests/test_vs_warp_colliders.py compares them at smaller sizes).  Warp's contact buffer
+    (soft_contact_max, 65,536 slots by default, all launched every step) is sized to the particle count.
   * Gravity 9.8 m/s^2 in both (Warp's default is 9.80665).
 max_position_diff_m: the largest |x_tigradsim - x_warp| over every step and every particle (rigid:
-every body's centre of mass), from the rollouts timed (f32 both).
+every body's centre of mass), from the rollouts timed (f32 both); particle scenes also give each library's
+final centroid (tigradsim_final_centroid_m, warp_final_centroid_m, the mean of the particles) and
+max_mean_height_diff_m.
 
 Timing: each scene runs in its own process; in it both libraries are compiled, then timed
 alternately (tigradsim forward, tigradsim forward+backward, Warp forward, Warp forward+backward, and
@@ -91,7 +118,7 @@ import numpy as np
 
 from _harness import PIN_THREADS, add_pin_threads_argument, run_child
 
-SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64")
+SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64", "cloth64_sphere", "ball3k_box")
 GRAVITY = 9.8
 
 
@@ -102,15 +129,34 @@ LAWS = {
     "cloth": (True, "same membrane and dihedral bending; Warp scales bending by the current edge length, "
                     "tigradsim by the rest length (k / L0 given to Warp); no aerodynamics or membrane damping "
                     "(Warp's differ)"),
+    "cloth_sphere": (False, "same membrane, bending and contact force except the friction cap while compressing: "
+                            "Warp mu ke |c|, tigradsim mu (ke |c| + kd max(-vn, 0)); same at rest"),
+    "ball_box": (False, "same neo-Hookean and contact force except the friction cap while compressing: "
+                        "Warp mu ke |c|, tigradsim mu (ke |c| + kd max(-vn, 0)); same at rest"),
     "rigid": (False, "friction differs: Warp (vt / H(vt)) min(kf H(vt), mu fn) with a Huber norm H "
                      "(friction_smoothing 1 m/s), tigradsim min(kf |vt|, mu fn); contact points, damping, "
                      "integration agree (cubes: no gyroscopic term)"),
 }
 
 
+# The collider scenes (module docstring): contact constants, shapes and starts.
+CLOTH_SPHERE = dict(radius=0.3, centre=(0.0, 0.3, 0.0), height=0.65, velocity=(0.2, -1.0, 0.0),
+                    ke=1e2, kd=0.1, kf=0.1, mu=0.5)
+BALL_BOX = dict(radius=0.2, centre=(0.0, 0.45, 0.0), velocity=(0.5, -1.0, 0.0), half=(0.5, 0.1, 0.5),
+                box_centre=(0.0, 0.1, 0.0), ke=1e4, kd=1.0, kf=10.0, mu=0.5)
+
+
 def scene_spec(scene, scale=1.0, tiny=False):
     """Sizes and step counts of a scene.  scale multiplies the element count by about `scale`."""
+    if scene == "cloth64_sphere":
+        n = 4 if tiny else max(2, int(round(64 * scale ** 0.5)))
+        return dict(kind="cloth_sphere", n=n, dt=1e-3, steps=10 if tiny else 200, scale=scale)
+    if scene == "ball3k_box":        # tet_ball resolution 3: 2,880 tets; each level more is x 4
+        level = 1 if tiny else max(1, 3 + int(round(np.log(scale) / np.log(4))))
+        return dict(kind="ball_box", resolution=level, dt=1e-3, steps=10 if tiny else 200, scale=scale)
     kind = scene.rstrip("0123456789")
+    if kind not in ("fem", "cloth", "rigid") or not scene[len(kind):]:
+        raise ValueError(f"unknown scene {scene!r}; known: {SCENES}")
     size = int(scene[len(kind):])
     if kind == "fem":
         n = 2 if tiny else max(2, int(round(size * scale ** (1 / 3) / 2)) * 2)     # even: n x n/2 x n/2 cells
@@ -189,6 +235,20 @@ class TigradsimCase:
             v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(-0.5, 0.6, -0.5), plane="xz")
             b.add_cloth(v, f, material="membrane", params={"mu": 10.0, "lam": 20.0, "damping": 0.0}, density=1.0,
                         bending_stiffness=1e-4, bending_damping=1e-6, drag=0.0, lift=0.0, velocity=cloth_velocity(v))
+        elif kind == "cloth_sphere":
+            n, c = spec["n"], CLOTH_SPHERE
+            b.add_collider("sphere", c["radius"], c["centre"], ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=c["mu"],
+                           damping="uncapped")
+            v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(-0.5, c["height"], -0.5), plane="xz")
+            b.add_cloth(v, f, material="membrane", params={"mu": 10.0, "lam": 20.0, "damping": 0.0}, density=1.0,
+                        bending_stiffness=1e-4, bending_damping=1e-6, drag=0.0, lift=0.0, velocity=c["velocity"])
+        elif kind == "ball_box":
+            c = BALL_BOX
+            b.add_collider("box", c["half"], c["box_centre"], ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=c["mu"],
+                           damping="uncapped")
+            mesh = tgs.meshes.tet_ball(c["radius"], spec["resolution"], center=c["centre"])
+            b.add_soft_mesh(mesh, params={"mu": 1e4, "lam": 1e4, "damping": 0.0}, density=1000.0,
+                            velocity=c["velocity"])
         else:
             r = RIGID
             b.add_ground(ke=r["ke"], kd=r["kd"], kf=r["kf"], mu=r["mu"], damping="uncapped")
@@ -263,18 +323,18 @@ class WarpCase:
         m = tgs_case.model
         kind = spec["kind"]
         builder = wp.sim.ModelBuilder(up_vector=(0.0, 1.0, 0.0), gravity=-GRAVITY)
-        if kind in ("fem", "cloth"):
+        if kind != "rigid":
             q0 = m.get("particle_q0").astype(np.float64)
             qd0 = m.get("particle_qd0").astype(np.float64)
             mass = m.get("particle_mass").astype(np.float64)
             radius = m.particle_radius.to_numpy().astype(np.float64)
             for x, v, ms, r in zip(q0, qd0, mass, radius):
                 builder.add_particle(tuple(x), tuple(v), float(ms), radius=float(r))
-        if kind == "fem":
+        if kind in ("fem", "ball_box"):
             for t in m.tet_indices.to_numpy():
                 builder.add_tetrahedron(*map(int, t), k_mu=1e4, k_lambda=1e4, k_damp=0.0)
             ke, kd, kf, mu = 1e4, 1.0, 10.0, 0.5
-        elif kind == "cloth":
+        if kind in ("cloth", "cloth_sphere"):
             tri = m.cloth_indices.to_numpy()
             builder.add_triangles(tri[:, 0], tri[:, 1], tri[:, 2], tri_ke=[10.0] * len(tri), tri_ka=[20.0] * len(tri),
                                   tri_kd=[0.0] * len(tri), tri_drag=[0.0] * len(tri), tri_lift=[0.0] * len(tri))
@@ -284,7 +344,23 @@ class WarpCase:
                               rest=m.get("cloth_bend_rest_angle").astype(np.float64),
                               edge_ke=list(1e-4 / rest_len), edge_kd=list(1e-6 / rest_len))
             ke, kd, kf, mu = 1e3, 1.0, 10.0, 0.5
-        else:
+        if kind in ("cloth_sphere", "ball_box"):
+            # the static collider: a shape on no body (-1); Warp averages the shape's ke ... mu with
+            # model.soft_contact_*, given the same values below, so each is the collider's
+            c = CLOTH_SPHERE if kind == "cloth_sphere" else BALL_BOX
+            ke, kd, kf, mu = c["ke"], c["kd"], c["kf"], c["mu"]
+            shape = dict(ke=ke, kd=kd, kf=kf, mu=mu, thickness=0.0, has_ground_collision=False,
+                         has_shape_collision=False)
+            # Warp launches its particle-shape contact kernel over every slot of its contact buffer each step
+            # (default 65,536, each an early return past the count): sized to what can occur here, one contact
+            # per particle with the one shape (within soft_contact_margin 0.2 m, Warp's default)
+            builder.soft_contact_max = len(q0)
+            if kind == "cloth_sphere":
+                builder.add_shape_sphere(-1, pos=c["centre"], radius=c["radius"], **shape)
+            else:
+                builder.add_shape_box(-1, pos=c["box_centre"], hx=c["half"][0], hy=c["half"][1], hz=c["half"][2],
+                                      **shape)
+        if kind == "rigid":
             r = RIGID
             ke, kd, kf, mu = r["ke"], r["kd"], r["kf"], r["mu"]
             for p, q in zip(*rigid_bodies(spec["count"])):
@@ -294,7 +370,7 @@ class WarpCase:
                 builder.body_qd[body] = wp.spatial_vector(*r["angular_velocity"], *r["velocity"])
             builder.set_ground_plane(ke=ke, kd=kd, kf=kf, mu=mu)
         self.model = model = builder.finalize(device=device, requires_grad=True)
-        model.ground = True
+        model.ground = kind in ("fem", "cloth", "rigid")     # the collider scenes have no ground
         model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = ke, kd, kf, mu
         # No particle-particle contact in these scenes (tigradsim has none): without this, Warp launches
         # its hash-grid particle kernel every step (an early return per particle).
@@ -304,6 +380,8 @@ class WarpCase:
         self.states = [model.state() for _ in range(spec["steps"] + 1)]
         self.loss = wp.zeros(1, dtype=float, device=device, requires_grad=True)
         self.rigid = kind == "rigid"
+        # contact generation every step: rigid contacts, and the particles' contacts with the collider shape
+        self.collide = kind in ("rigid", "cloth_sphere", "ball_box")
         self._kernels()
 
     def _kernels(self):
@@ -325,7 +403,7 @@ class WarpCase:
         for i in range(self.spec["steps"]):
             s0, s1 = self.states[i], self.states[i + 1]
             s0.clear_forces()
-            if self.rigid:
+            if self.collide:
                 wp.sim.collide(model, s0, requires_grad=taped)
             self.integrator.simulate(model, s0, s1, dt, self.control)
         last = self.states[-1]
@@ -406,6 +484,10 @@ def run_scene(scene, arch, repeat, scale, tiny, libraries, grads="named", pin_th
         a, b = cases[0].trajectory(), cases[1].trajectory()
         out["max_position_diff_m"] = float(np.abs(a - b).max())
         out["laws_agree"], out["law_note"] = LAWS[spec["kind"]]
+        if spec["kind"] != "rigid":      # mean height and centroid: the figures a different law moves least
+            for name, traj in (("tigradsim", a), ("warp", b)):
+                out[f"{name}_final_centroid_m"] = [round(float(x), 6) for x in traj[-1].mean(0)]
+            out["max_mean_height_diff_m"] = float(np.abs(a[..., 1].mean(1) - b[..., 1].mean(1)).max())
         out["max_displacement_m"] = float(np.abs(a - a[:1]).max())    # scale for the difference above
     return out
 
