@@ -1,7 +1,7 @@
 """tigradsim against NVIDIA Warp 1.9.1 (`warp.sim`, SemiImplicitIntegrator + wp.Tape), side by side in one run.
 
     pip install -e .[bench]          # warp-lang==1.9.1
-    python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64] [--repeat 3]
+    python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64,pile64] [--repeat 3]
                                  [--arch cpu] [--scale 1] [--tiny] [--libraries tigradsim,warp]
                                  [--grads named|all]
 
@@ -17,7 +17,13 @@ Scenes (f32; sizes, dt, steps and constants of bench_fem.py / bench_cloth.py / b
                  contact for the light grid corners), velocity (0, -0.5, 0.2) plus a 1 m/s downward
                  bump at the centre (so it stretches and bends), 200 steps of 1 ms.
   rigid1, rigid64  0.2 m boxes, density 100, random orientations, sliding and tumbling onto the
-                 ground (ke 1e4, kd 10, kf 10, mu 0.5), 1,920 steps of 1/960 s.
+                 ground (ke 1e4, kd 10, kf 10, mu 0.5), 1,920 steps of 1/960 s.  The boxes never meet, and
+                 body-body contact is off in both (tigradsim: each box its own contact group).
+  pile64         64 boxes of 0.1 m (density 100, random orientations, a 4 x 4 x 4 lattice 0.13 m apart) dropped
+                 into a bin: the ground and 4 walls 0.62 m apart, with body-body contact (the same ke 1e4, kd 10,
+                 kf 10, mu 0.5 everywhere), 400 steps of 1 ms: they land and pile up.  The walls: Warp's are
+                 static box shapes; tigradsim's are bodies of 1,000 kg held up against gravity by an applied force
+                 of m g (static colliders are another branch's), which the 0.1 kg boxes do not measurably move.
 Both libraries get the same mesh (Warp's particles, tets, triangles and bending edges are built from
 tigradsim's arrays: same vertex order, same lumped masses, same contact radius), so their
 trajectories are comparable vertex by vertex.
@@ -91,7 +97,7 @@ import numpy as np
 
 from _harness import PIN_THREADS, add_pin_threads_argument, run_child
 
-SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64")
+SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64", "pile64")
 GRAVITY = 9.8
 
 
@@ -102,6 +108,9 @@ LAWS = {
     "cloth": (True, "same membrane and dihedral bending; Warp scales bending by the current edge length, "
                     "tigradsim by the rest length (k / L0 given to Warp); no aerodynamics or membrane damping "
                     "(Warp's differ)"),
+    "pile": (False, "friction differs as in rigid; box-box contact differs by design: Warp's is edge-based (the "
+                    "closest point of each of the 12 edges to the other box), tigradsim's the 8 corners against the "
+                    "other box; tigradsim's walls are 1,000 kg bodies held up by m g, Warp's static shapes"),
     "rigid": (False, "friction differs: Warp (vt / H(vt)) min(kf H(vt), mu fn) with a Huber norm H "
                      "(friction_smoothing 1 m/s), tigradsim min(kf |vt|, mu fn); contact points, damping, "
                      "integration agree (cubes: no gyroscopic term)"),
@@ -121,6 +130,9 @@ def scene_spec(scene, scale=1.0, tiny=False):
     if kind == "rigid":
         count = min(size, 2) if tiny else max(1, int(round(size * scale)))
         return dict(kind=kind, count=count, dt=1.0 / 960, steps=20 if tiny else 1920, scale=scale)
+    if kind == "pile":
+        count = 8 if tiny else max(8, int(round(size * scale)))
+        return dict(kind=kind, count=count, dt=1e-3, steps=20 if tiny else 400, scale=scale)
     raise ValueError(f"unknown scene {scene!r}; known: {SCENES}")
 
 
@@ -160,6 +172,26 @@ def cloth_velocity(v):
     return vel
 
 
+def pile_bodies(count):
+    """pile64's boxes: (positions, unit quaternions (x, y, z, w)): a lattice of side ceil(count^(1/3)), 0.13 m
+    apart, centred over the bin, from 0.1 m up; random orientations (seed 1)."""
+    side = int(np.ceil(count ** (1 / 3)))
+    rng = np.random.default_rng(1)
+    pos, rot = [], []
+    for k in range(count):
+        i, j, l = k % side, (k // side) % side, k // (side * side)
+        q = rng.normal(size=4)
+        pos.append((0.13 * (i - (side - 1) / 2), 0.1 + 0.13 * l, 0.13 * (j - (side - 1) / 2)))
+        rot.append(q / np.linalg.norm(q))
+    return np.array(pos), np.array(rot)
+
+
+# pile64's bin: 4 walls (centre, half extents) around a 0.62 m square floor (the ground)
+PILE = dict(half=0.05, density=100.0, wall_mass=1000.0,
+            walls=[((0.36, 0.2, 0.0), (0.05, 0.2, 0.36)), ((-0.36, 0.2, 0.0), (0.05, 0.2, 0.36)),
+                   ((0.0, 0.2, 0.36), (0.31, 0.2, 0.05)), ((0.0, 0.2, -0.36), (0.31, 0.2, 0.05))])
+
+
 RIGID = dict(half=0.1, density=100.0, ke=1e4, kd=10.0, kf=10.0, mu=0.5,
              velocity=(0.5, 0.0, 0.2), angular_velocity=(1.0, 2.0, 0.5))
 
@@ -189,6 +221,17 @@ class TigradsimCase:
             v, f = tgs.meshes.cloth_grid(n, n, cell=1.0 / n, origin=(-0.5, 0.6, -0.5), plane="xz")
             b.add_cloth(v, f, material="membrane", params={"mu": 10.0, "lam": 20.0, "damping": 0.0}, density=1.0,
                         bending_stiffness=1e-4, bending_damping=1e-6, drag=0.0, lift=0.0, velocity=cloth_velocity(v))
+        elif kind == "pile":
+            r = RIGID
+            b.add_ground(ke=r["ke"], kd=r["kd"], kf=r["kf"], mu=r["mu"], damping="uncapped")
+            v, f = tgs.meshes.box_surface((2 * PILE["half"],) * 3)
+            for p, q in zip(*pile_bodies(spec["count"])):
+                b.add_rigid_body(v, f, density=PILE["density"], position=p, rotation=q)
+            for centre, half in PILE["walls"]:
+                wv, wf = tgs.meshes.box_surface(2 * np.asarray(half))
+                # 1 mm above the ground (no ground contact); held up by m g: a wall that does not fall
+                wall = b.add_rigid_body(wv, wf, mass=PILE["wall_mass"], position=(centre[0], half[1] + 1e-3, centre[2]))
+                tgs.add_body_force(b, wall, force=(0.0, PILE["wall_mass"] * GRAVITY, 0.0))
         else:
             r = RIGID
             b.add_ground(ke=r["ke"], kd=r["kd"], kf=r["kf"], mu=r["mu"], damping="uncapped")
@@ -196,7 +239,9 @@ class TigradsimCase:
             for p, q in zip(*rigid_bodies(spec["count"])):
                 b.add_rigid_body(v, f, density=r["density"], position=p, rotation=q, velocity=r["velocity"],
                                  angular_velocity=r["angular_velocity"])
-        self.grads = ["body_qd0" if kind == "rigid" else "particle_qd0"] if grads == "named" else "all"
+            # the boxes never meet, and Warp's box-box contact is off (has_shape_collision=False): none here either
+            b.contact_groups = {"bodies": np.arange(spec["count"])}
+        self.grads = ["body_qd0" if kind in ("rigid", "pile") else "particle_qd0"] if grads == "named" else "all"
         self.model = model = b.finalize(requires_grad=set(self.grads) if grads == "named" else True)
         self.dt = spec["dt"] if spec["scale"] == 1 else stable_dt(tgs.stability_report, model, spec["dt"])
         self.sim = sim = tgs.Simulator(model, dt=self.dt, steps=spec["steps"])
@@ -204,7 +249,7 @@ class TigradsimCase:
         slot = sim.slot(spec["steps"])
         loss = self.loss
 
-        if kind == "rigid":
+        if kind in ("rigid", "pile"):
             @ti.kernel
             def objective():
                 for b in range(model.body_count):
@@ -231,12 +276,14 @@ class TigradsimCase:
 
     def trajectory(self):
         """(steps + 1, N, 3) positions [m]: particles, or the bodies' centres of mass."""
+        if self.spec["kind"] == "pile":              # the boxes (not the walls)
+            return self.sim.state.body_q.to_numpy()[:, :self.spec["count"], :3].astype(np.float64)
         if self.spec["kind"] == "rigid":
             return self.sim.state.body_q.to_numpy()[..., :3].astype(np.float64)
         return self.sim.state.particle_q.to_numpy().astype(np.float64)
 
     def gradient_finite(self):
-        g = self.model.particle_qd0.grad.to_numpy() if self.spec["kind"] != "rigid" \
+        g = self.model.particle_qd0.grad.to_numpy() if self.spec["kind"] not in ("rigid", "pile") \
             else self.model.body_qd0.grad.to_numpy()
         return bool(np.all(np.isfinite(g)) and np.any(g != 0))
 
@@ -284,7 +331,7 @@ class WarpCase:
                               rest=m.get("cloth_bend_rest_angle").astype(np.float64),
                               edge_ke=list(1e-4 / rest_len), edge_kd=list(1e-6 / rest_len))
             ke, kd, kf, mu = 1e3, 1.0, 10.0, 0.5
-        else:
+        elif kind == "rigid":
             r = RIGID
             ke, kd, kf, mu = r["ke"], r["kd"], r["kf"], r["mu"]
             for p, q in zip(*rigid_bodies(spec["count"])):
@@ -292,6 +339,17 @@ class WarpCase:
                 builder.add_shape_box(body, hx=r["half"], hy=r["half"], hz=r["half"], density=r["density"],
                                       ke=ke, kd=kd, kf=kf, mu=mu, thickness=0.0, has_shape_collision=False)
                 builder.body_qd[body] = wp.spatial_vector(*r["angular_velocity"], *r["velocity"])
+            builder.set_ground_plane(ke=ke, kd=kd, kf=kf, mu=mu)
+        if kind == "pile":
+            r = RIGID
+            ke, kd, kf, mu = r["ke"], r["kd"], r["kf"], r["mu"]
+            for p, q in zip(*pile_bodies(spec["count"])):
+                body = builder.add_body(origin=wp.transform(wp.vec3(*p), wp.quat(*q)))
+                builder.add_shape_box(body, hx=PILE["half"], hy=PILE["half"], hz=PILE["half"], density=PILE["density"],
+                                      ke=ke, kd=kd, kf=kf, mu=mu, thickness=0.0)
+            for centre, half in PILE["walls"]:
+                builder.add_shape_box(-1, pos=wp.vec3(centre[0], half[1] + 1e-3, centre[2]), hx=half[0], hy=half[1],
+                                      hz=half[2], ke=ke, kd=kd, kf=kf, mu=mu, thickness=0.0)
             builder.set_ground_plane(ke=ke, kd=kd, kf=kf, mu=mu)
         self.model = model = builder.finalize(device=device, requires_grad=True)
         model.ground = True
@@ -303,7 +361,7 @@ class WarpCase:
         self.control = model.control()
         self.states = [model.state() for _ in range(spec["steps"] + 1)]
         self.loss = wp.zeros(1, dtype=float, device=device, requires_grad=True)
-        self.rigid = kind == "rigid"
+        self.rigid = kind in ("rigid", "pile")
         self._kernels()
 
     def _kernels(self):

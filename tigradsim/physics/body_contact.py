@@ -153,19 +153,19 @@ class BodyBodyContact(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        count = self.model.body_count
+        count = ti.static(self.model.body_count)
         ti.loop_config(serialize=self.serial)
-        for p in range(count * count):
-            a = p // count
-            b = p - a * count
+        for k in range(self.model.contact_point_count * count):
+            c = k // count
+            b = k - c * count
+            a = self.model.contact_body[c]
             ga = self.model.body_contact_group[a]
             gb = self.model.body_contact_group[b]
             if a != b and (ga == gb or ga < 0 or gb < 0):
                 gap = body_position(state.body_q[s, a]) - body_position(state.body_q[s, b])
                 reach = self.model.body_reach[a] + self.shapes.bounds[b]
-                if gap.dot(gap) < reach * reach:
-                    for c in range(self.model.body_point_start[a], self.model.body_point_start[a + 1]):
-                        self._point(state, s, a, b, c)
+                if gap.dot(gap) < reach * reach:          # the bodies' bounding spheres overlap
+                    self._point(state, s, a, b, c)
 
     def stability_limits(self):
         """Per contact point of body a against any other body b it may touch: the normal and friction modes

@@ -69,7 +69,7 @@ class ParticleBodyContact(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        listed = self.bodies.shape[0]
+        listed = ti.static(self.bodies.shape[0])
         ti.loop_config(serialize=self.serial)
         for p in range(self.model.particle_count * listed):
             i = p // listed
