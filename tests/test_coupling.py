@@ -4,7 +4,10 @@ rigid box, with the reaction on the box.  Tape gradients of short rollouts again
 copies of a batch that never touch.
 The finite-difference step is 1e-7 (relative to each field's RMS): resting contact crosses the capped damping's
 kink (kd |v_n| = ke |c|, `physics.contact`) in some steps, and a step of 1e-6 can straddle one (measured on the
-box on a box: 4e-5 relative error at 1e-6, 3e-9 at 1e-7).
+box on a box: 4e-5 relative error at 1e-6, 3e-9 at 1e-7).  Parameters whose gradient is small here (kd, mu, the
+particles' masses: 1e-8 to 1e-6) take 1e-5 (`EPS`): at 1e-7 central differences are at their round-off
+(measured: the ball's d/d mu 3.71848e-8 by the Tape, 3.71848e-8 / 3.71803e-8 / 3.71925e-8 by central differences
+at 1e-5 / 1e-6 / 1e-7).
 """
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from tigradsim import meshes
 from tigradsim.physics.body_overlap import InterpenetrationError
 from touch_tracks import touch_loss
 
+EPS = {"body_kd": 1e-5, "body_mu": 1e-5, "particle_mass": 1e-5}
 BODY_PARAMS = ["body_mass", "body_q0", "body_qd0", "body_ke", "body_kd", "body_kf", "body_mu", "body_shape_size"]
 
 
@@ -77,14 +81,15 @@ def test_batch_copies_do_not_touch(f64):
 
 @pytest.fixture(scope="module")
 def particles_on_box(f64):
-    """Four particles sliding on the top of a box that rests on the ground (all in contact throughout)."""
+    """Four particles sliding on the top of a box that rests on the ground (all in contact throughout).  No
+    particle moves with the box's normal velocity at the start (v_n = 0 exactly: the kink of max(-v_n, 0))."""
     b = tgs.SceneBuilder()
     b.add_ground(ke=2e4, kd=15.0, kf=50.0, mu=0.6)
     v, f = meshes.box_surface((0.4, 0.2, 0.4))
-    b.add_rigid_body(v, f, mass=2.0, position=(0.0, 0.0997, 0.0), velocity=(0.02, -0.01, 0.0),
+    b.add_rigid_body(v, f, mass=2.0, position=(0.0, 0.0989, 0.0), velocity=(0.02, -0.005, 0.0),
                      ke=5e3, kd=3.0, kf=20.0, mu=0.4)
-    b.add_particles([[-0.1, 0.2196, -0.1], [0.1, 0.2195, -0.05], [0.0, 0.2196, 0.1], [-0.05, 0.2195, 0.05]],
-                    velocities=[[0.5, -0.01, 0.0], [0.0, -0.01, 0.3], [-0.2, -0.005, -0.2], [0.05, -0.01, 0.02]],
+    b.add_particles([[-0.1, 0.21885, -0.1], [0.1, 0.2188, -0.05], [0.0, 0.21885, 0.1], [-0.05, 0.2188, 0.05]],
+                    velocities=[[0.5, -0.007, 0.0], [0.0, -0.004, 0.3], [-0.2, -0.003, -0.2], [0.05, -0.006, 0.02]],
                     masses=[0.05, 0.08, 0.06, 0.07], radius=0.02)
     model = b.finalize()
     sim = tgs.Simulator(model, dt=1e-3, steps=60)
@@ -106,7 +111,10 @@ def test_particles_rest_and_slide_on_box(particles_on_box):
 @pytest.mark.parametrize("name", BODY_PARAMS + ["particle_q0", "particle_qd0", "particle_mass"])
 def test_particles_on_box_gradients(particles_on_box, name):
     model, sim, run, total = particles_on_box
-    report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=1e-7, rtol=1e-5)
+    # d/d body_kd is 2.1402e-8 (the particles barely bounce): central differences give 2.14016e-8 at 1e-5,
+    # 2.13995e-8 at 1e-6, so 1e-4 there
+    rtol = 1e-4 if name == "body_kd" else 1e-5
+    report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=EPS.get(name, 1e-7), rtol=rtol)
     report.assert_ok()
     assert max(abs(a) for a in report.analytic) > 1e-7, f"{name}: gradient should not vanish here"
 
@@ -142,6 +150,6 @@ def test_ball_presses_box(ball_on_box):
                                   "tet_params"])
 def test_ball_on_box_gradients(ball_on_box, name):
     model, sim, run, total = ball_on_box
-    report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=1e-7, rtol=1e-5)
+    report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=EPS.get(name, 1e-7), rtol=1e-5)
     report.assert_ok()
     assert max(abs(a) for a in report.analytic) > 1e-8, f"{name}: gradient should not vanish here"

@@ -66,6 +66,7 @@ from .io import meshes, footage
 from .physics import fem, cloth, rigid
 from .fitting import sysid, control, gradcheck
 from .physics.rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
+from .physics.body_overlap import InterpenetrationError
 from .fitting.sysid import VideoFit
 from .sim.batch import Batch, batched
 from .fitting.batch import PerCopy, RowsParam

@@ -17,9 +17,12 @@ other's corners touch its faces; edge-edge crossings between corners are not see
 contact by vertices).
 
 Pair parameters: ke, kd, kf and mu of a pair are the MEANS of the two bodies' (`body_ke`, ...), Warp's rule
-(`warp.sim.integrator_euler.eval_rigid_contacts` averages the two shapes' materials).  Law: both bodies'
-contact laws (their own or the ground's, `rigid.RigidBodies.add`) must be the same `ContactLaw`; bodies
-whose laws differ and may touch (same contact group) are a ValueError at finalize naming both.
+(`warp.sim.integrator_euler.eval_rigid_contacts` averages the two shapes' materials).  Law: each contact point
+uses the contact law of ITS body (its own or the ground's, `rigid.RigidBodies.add`), as it does against the
+ground, so two bodies with the same law (the usual case: both take the ground's) touch by that law.  Bodies
+with different laws may share a scene (tests/test_contact_laws.py has two far apart) and may even touch: a's
+points then press on b by a's law and b's points on a by b's (each force still equal and opposite).  One
+term per law, over the contact points of the bodies with that law (as `rigid.RigidGroundContact`).
 
 Broad phase: each pair first compares the bodies' bounding spheres, |X_a - X_b| < reach_a + bound_b (reach
 = the largest |contact point| + radius, bound = the shape's bounding radius); then each point of a against
@@ -75,19 +78,6 @@ def groups_meet(ga, gb):
     return (ga == gb) | (ga < 0) | (gb < 0)
 
 
-def common_law(laws, groups) -> ContactLaw:
-    """The one contact law of every pair of bodies that can touch; ValueError naming two bodies whose laws
-    differ.  laws: resolved `ContactLaw` per body; groups: (B,) contact groups."""
-    for a in range(len(laws)):
-        for b in range(a + 1, len(laws)):
-            if laws[a] != laws[b] and groups_meet(groups[a], groups[b]):
-                raise ValueError(
-                    f"rigid bodies {a} and {b} use different contact laws ({laws[a]} and {laws[b]}), and body-body "
-                    "contact needs one law per pair: give both the same damping= / friction= / friction_velocity= "
-                    "(add_rigid_body), or put them in different contact groups")
-    return laws[0]
-
-
 def point_reach(points, radius) -> float:
     """Largest |p| + radius [m] of a body's contact points (body frame): its bounding sphere as a toucher."""
     return float(np.linalg.norm(np.asarray(points, dtype=np.float64), axis=1).max()) + float(radius)
@@ -112,15 +102,19 @@ def _mean(field: ti.template(), a, b):
 class BodyBodyContact(StepTerm):
     """Penalty contact of every body's contact points against every other body's shape (module docstring).
 
-    shapes: the finalized body ShapeTable (prefix "body_shape"); law: the bodies' common `ContactLaw`.
+    shapes: the finalized body ShapeTable (prefix "body_shape"); law: the `ContactLaw` of the touching points;
+    points: an i32 field of the contact points (indices into `contact_point`) of the bodies with that law, or
+    None for every contact point (every body has that law).
     Model fields it reads besides the bodies': body_point_start (B + 1,) i32 (body b's contact points are
     start[b]..start[b + 1]), body_reach (B,) [m], body_contact_group (B,) i32.
     """
 
-    def __init__(self, model, shapes, law: ContactLaw):
+    def __init__(self, model, shapes, law: ContactLaw, points=None):
         super().__init__(model)
         self.shapes = shapes
         self.law = law
+        self.points = points
+        self.all_points = points is None     # compile-time switch
 
     @ti.func
     def _point(self, state: ti.template(), s: ti.template(), a, b, c):
@@ -152,20 +146,32 @@ class BodyBodyContact(StepTerm):
                 state.body_f[s, b] += spatial(-r_b.cross(f), -f)
 
     @ti.func
+    def _pair(self, state: ti.template(), s: ti.template(), c, b):
+        """Contact point c (of body a) against body b, culled by contact group and bounding spheres."""
+        a = self.model.contact_body[c]
+        ga = self.model.body_contact_group[a]
+        gb = self.model.body_contact_group[b]
+        if a != b and (ga == gb or ga < 0 or gb < 0):
+            gap = body_position(state.body_q[s, a]) - body_position(state.body_q[s, b])
+            reach = self.model.body_reach[a] + self.shapes.bounds[b]
+            if gap.dot(gap) < reach * reach:          # the bodies' bounding spheres overlap
+                self._point(state, s, a, b, c)
+
+    @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
+        # One flat loop over (contact point, body): a loop over body pairs with an inner loop over the points of
+        # a was reversed wrongly by Taichi 1.7.4 (the box-on-box gradients 5-150 % off finite differences).
         count = ti.static(self.model.body_count)
-        ti.loop_config(serialize=self.serial)
-        for k in range(self.model.contact_point_count * count):
-            c = k // count
-            b = k - c * count
-            a = self.model.contact_body[c]
-            ga = self.model.body_contact_group[a]
-            gb = self.model.body_contact_group[b]
-            if a != b and (ga == gb or ga < 0 or gb < 0):
-                gap = body_position(state.body_q[s, a]) - body_position(state.body_q[s, b])
-                reach = self.model.body_reach[a] + self.shapes.bounds[b]
-                if gap.dot(gap) < reach * reach:          # the bodies' bounding spheres overlap
-                    self._point(state, s, a, b, c)
+        if ti.static(self.all_points):
+            ti.loop_config(serialize=self.serial)
+            for k in range(self.model.contact_point_count * count):
+                c = k // count
+                self._pair(state, s, c, k - c * count)
+        else:
+            ti.loop_config(serialize=self.serial)
+            for k in range(self.points.shape[0] * count):
+                j = k // count
+                self._pair(state, s, self.points[j], k - j * count)
 
     def stability_limits(self):
         """Per contact point of body a against any other body b it may touch: the normal and friction modes
@@ -183,6 +189,8 @@ class BodyBodyContact(StepTerm):
         meet = groups_meet(groups[body][:, None], groups[None, :]) & (body[:, None] != np.arange(m.body_count))
         w = (w_point[:, None] + w_other[None, :])
         pair = {n: 0.5 * (v[body][:, None] + v[None, :]) for n, v in k.items()}
+        if not self.all_points:
+            meet &= np.isin(np.arange(len(body)), self.points.to_numpy())[:, None]
         ci, bi = np.nonzero(meet)
         return [contact_row(type(self).__name__, "contact point", ci, w[ci, bi], pair["ke"][ci, bi],
                             pair["kd"][ci, bi], pair["kf"][ci, bi],

@@ -30,8 +30,8 @@ import taichi as ti
 from .contact import DEFAULT_LAW, ContactLaw, contact_force
 from ..core.model import StepTerm
 from ..core.stability import contact_row
-from .body_contact import (BodyBodyContact, body_contact_fields, body_effective_inverse_mass, common_law,
-                           contact_groups, groups_meet)
+from .body_contact import (BodyBodyContact, body_contact_fields, body_effective_inverse_mass, contact_groups,
+                           groups_meet)
 from .body_shapes import body_shape_table
 from .rigid_pose import body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv, spatial, top
 
@@ -117,16 +117,26 @@ def touch_terms(builder, model, bodies) -> list:
             raise ValueError(f"rigid body {b}: {err}") from None
     shapes = body_shape_table(bodies).finalize(model)
     body_contact_fields(model, bodies, body_groups)
+    by_law = {}
+    for b, law in enumerate(laws):
+        by_law.setdefault(law, []).append(b)
     terms = []
     if pairs:
-        terms.append(BodyBodyContact(model, shapes, common_law(laws, body_groups)))
+        if len(by_law) == 1:
+            terms.append(BodyBodyContact(model, shapes, laws[0]))
+        else:
+            starts = model.body_point_start.to_numpy()
+            for law, members in by_law.items():
+                points = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in members])
+                terms.append(BodyBodyContact(model, shapes, law, _index_field(points)))
     if P:
         model.add_field("particle_contact_group", ti.i32, (P,), contact_groups(builder, "particles", P), param=False)
-        by_law = {}
-        for b, law in enumerate(laws):
-            by_law.setdefault(law, []).append(b)
         for law, members in by_law.items():
-            field = ti.field(ti.i32, shape=(len(members),))
-            field.from_numpy(np.asarray(members, dtype=np.int32))
-            terms.append(ParticleBodyContact(model, shapes, law, field))
+            terms.append(ParticleBodyContact(model, shapes, law, _index_field(members)))
     return terms
+
+
+def _index_field(indices):
+    field = ti.field(ti.i32, shape=(len(indices),))
+    field.from_numpy(np.asarray(indices, dtype=np.int32))
+    return field
