@@ -19,8 +19,8 @@ Scenes (f32; sizes, dt, steps and constants of bench_fem.py / bench_cloth.py / b
   rigid1, rigid64  0.2 m boxes, density 100, random orientations, sliding and tumbling onto the
                  ground (ke 1e4, kd 10, kf 10, mu 0.5), 1,920 steps of 1/960 s.  The boxes never meet, and
                  body-body contact is off in both (tigradsim: each box its own contact group).
-  pile64         64 boxes of 0.1 m (density 100, random orientations, a 4 x 4 x 4 lattice 0.13 m apart) dropped
-                 into a bin: the ground and 4 walls 0.62 m apart, with body-body contact (the same ke 1e4, kd 10,
+  pile64         64 boxes of 0.1 m (density 100, random orientations, a 4 x 4 x 4 lattice 0.18 m apart) dropped
+                 into a bin: the ground and 4 walls 0.74 m apart, with body-body contact (the same ke 1e4, kd 10,
                  kf 10, mu 0.5 everywhere), 400 steps of 1 ms: they land and pile up.  The walls: Warp's are
                  static box shapes; tigradsim's are bodies of 1,000 kg held up against gravity by an applied force
                  of m g (static colliders are another branch's), which the 0.1 kg boxes do not measurably move.
@@ -173,23 +173,24 @@ def cloth_velocity(v):
 
 
 def pile_bodies(count):
-    """pile64's boxes: (positions, unit quaternions (x, y, z, w)): a lattice of side ceil(count^(1/3)), 0.13 m
-    apart, centred over the bin, from 0.1 m up; random orientations (seed 1)."""
+    """pile64's boxes: (positions, unit quaternions (x, y, z, w)): a lattice of side ceil(count^(1/3)), 0.18 m
+    apart (more than a box's diagonal, 0.173 m: no two start inside each other), centred over the bin, from 0.1 m
+    up; random orientations (seed 1)."""
     side = int(np.ceil(count ** (1 / 3)))
     rng = np.random.default_rng(1)
     pos, rot = [], []
     for k in range(count):
         i, j, l = k % side, (k // side) % side, k // (side * side)
         q = rng.normal(size=4)
-        pos.append((0.13 * (i - (side - 1) / 2), 0.1 + 0.13 * l, 0.13 * (j - (side - 1) / 2)))
+        pos.append((0.18 * (i - (side - 1) / 2), 0.1 + 0.18 * l, 0.18 * (j - (side - 1) / 2)))
         rot.append(q / np.linalg.norm(q))
     return np.array(pos), np.array(rot)
 
 
-# pile64's bin: 4 walls (centre, half extents) around a 0.62 m square floor (the ground)
+# pile64's bin: 4 walls (centre, half extents) around a 0.74 m square floor (the ground)
 PILE = dict(half=0.05, density=100.0, wall_mass=1000.0,
-            walls=[((0.36, 0.2, 0.0), (0.05, 0.2, 0.36)), ((-0.36, 0.2, 0.0), (0.05, 0.2, 0.36)),
-                   ((0.0, 0.2, 0.36), (0.31, 0.2, 0.05)), ((0.0, 0.2, -0.36), (0.31, 0.2, 0.05))])
+            walls=[((0.42, 0.2, 0.0), (0.05, 0.2, 0.42)), ((-0.42, 0.2, 0.0), (0.05, 0.2, 0.42)),
+                   ((0.0, 0.2, 0.42), (0.37, 0.2, 0.05)), ((0.0, 0.2, -0.42), (0.37, 0.2, 0.05))])
 
 
 RIGID = dict(half=0.1, density=100.0, ke=1e4, kd=10.0, kf=10.0, mu=0.5,
