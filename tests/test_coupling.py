@@ -153,3 +153,19 @@ def test_ball_on_box_gradients(ball_on_box, name):
     report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=EPS.get(name, 1e-7), rtol=1e-5)
     report.assert_ok()
     assert max(abs(a) for a in report.analytic) > 1e-8, f"{name}: gradient should not vanish here"
+
+
+def test_stability_preflight_counts_the_new_contacts(f64):
+    """The pre-flight reports body-body and particle-body contact like the ground's: a stiff pair past the
+    explicit limit is named (no rollout runs)."""
+    b = tgs.SceneBuilder()
+    v, f = meshes.box_surface((0.2, 0.2, 0.2))
+    b.add_rigid_body(v, f, mass=0.1, position=(0.0, 1.0, 0.0), ke=4e6)
+    b.add_rigid_body(v, f, mass=0.1, position=(1.0, 1.0, 0.0), ke=4e6)
+    b.add_particles([[3.0, 1.0, 0.0]], masses=0.01, radius=0.01)
+    model = b.finalize(requires_grad=False)
+    report = tgs.Simulator(model, dt=1e-6, steps=1).stability_report()
+    terms = {r.term for r in report.rows}
+    assert {"BodyBodyContact", "ParticleBodyContact"} <= terms
+    with pytest.warns(tgs.StabilityWarning, match="ParticleBodyContact|BodyBodyContact"):
+        tgs.Simulator(model, dt=2e-3, steps=1)
