@@ -22,16 +22,19 @@ from tigradsim.core.geometry import boundary_faces
 from tigradsim.io.viz import Animation, add_view_args, show
 
 BOX = 0.25          # box side [m]
-RADIUS = 0.12       # ball radius [m]
+RADIUS = 0.1        # ball radius [m]
+# contact constants of the ground and the box: a light vertex of the ball (density 1000: 5-20 g) stays within the
+# safe fraction of its contact's explicit limit at dt = 1/1920 s (tigradsim.core.stability)
+CONTACT = dict(ke=1.5e4, kd=1.0, kf=5.0, mu=0.5)
 
 
 def build(speed, mu, lam, resolution):
     b = tgs.SceneBuilder()
-    b.add_ground(ke=1e4, kd=10.0, kf=10.0, mu=0.5)
+    b.add_ground(**CONTACT)
     v, f = tgs.meshes.box_surface((BOX, BOX, BOX))
-    b.add_rigid_body(v, f, density=60.0, position=(0.0, BOX / 2, 0.0), ke=1e4, kd=10.0, kf=10.0, mu=0.5)
+    b.add_rigid_body(v, f, density=250.0, position=(0.0, BOX / 2, 0.0), **CONTACT)
     bv, bt = tgs.meshes.tet_ball(radius=RADIUS, resolution=resolution, center=(-0.6, RADIUS + 0.12, 0.0))
-    b.add_soft_mesh((bv, bt), params={"mu": mu, "lam": lam}, density=300.0, damping=0.5,
+    b.add_soft_mesh((bv, bt), params={"mu": mu, "lam": lam}, density=1000.0, damping=0.5,
                     velocity=(speed, 0.8, 0.0), radius=0.005)
     return b.finalize(requires_grad=False), boundary_faces(bt)
 
