@@ -11,8 +11,8 @@ which differ (`physics.body_contact`), do not act.  Box-box contact is not compa
 of the 12 edges' closest point to the other box: on a flat face 8 contacts, 4 of them at points along the
 bottom edges that its line search picks), tigradsim's the 8 corners, so their forces differ by design.
 
-Tolerance: 2e-5 m on every body's centre of mass over 0.6 s (measured: 4.1e-6 m; Warp runs in float32; the ball lands at 0.14 s
-and bounces twice).
+Tolerance: 2e-5 m on every body's centre of mass over 0.6 s (measured: 4.1e-6 m; Warp runs in float32; the ball
+lands at 0.14 s and bounces).
 """
 import numpy as np
 import pytest

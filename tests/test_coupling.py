@@ -42,7 +42,8 @@ def test_newtons_third_law(f64):
     bm = model.body_mass.to_numpy()
 
     def momentum(t):
-        return (pm[:, None] * sim.state.particle_qd.to_numpy()[t]).sum(0) + bm[0] * sim.state.body_qd.to_numpy()[t, 0, 3:]
+        particles = (pm[:, None] * sim.state.particle_qd.to_numpy()[t]).sum(0)
+        return particles + bm[0] * sim.state.body_qd.to_numpy()[t, 0, 3:]
 
     assert np.abs(sim.state.body_qd.to_numpy()[-1, 0, 3:]).max() > 0.2, "the particles should have hit the box"
     np.testing.assert_allclose(momentum(-1), momentum(0), atol=1e-10)

@@ -62,8 +62,8 @@ class ParticleBodyContact(StepTerm):
                 n = quat_rotate(rot, n_local)
                 qd = state.body_qd[s, b]
                 v = state.particle_qd[s, i] - (bottom(qd) + top(qd).cross(r_b))
-                f = contact_force(ti.min(d - radius, 0.0), n, v, self.model.body_ke[b], self.model.body_kd[b], self.model.body_kf[b],
-                                  self.model.body_mu[b], self.law)
+                f = contact_force(ti.min(d - radius, 0.0), n, v, self.model.body_ke[b], self.model.body_kd[b],
+                                  self.model.body_kf[b], self.model.body_mu[b], self.law)
                 state.particle_f[s, i] += f
                 state.body_f[s, b] += spatial(-r_b.cross(f), -f)
 
@@ -89,7 +89,8 @@ class ParticleBodyContact(StepTerm):
         w_body = inv_m[bodies] + bound ** 2 * inv_i[bodies]
         pm = m.particle_mass.to_numpy().astype(np.float64)
         w_particle = np.where(pm > 0, 1.0 / np.where(pm > 0, pm, 1.0), 0.0)
-        meet = groups_meet(m.particle_contact_group.to_numpy()[:, None], m.body_contact_group.to_numpy()[bodies][None, :])
+        groups = m.body_contact_group.to_numpy()[bodies]
+        meet = groups_meet(m.particle_contact_group.to_numpy()[:, None], groups[None, :])
         pi, bi = np.nonzero(meet)
         w = w_particle[pi] + w_body[bi]
         k = {n: getattr(m, f"body_{n}").to_numpy().astype(np.float64)[bodies][bi] for n in ("ke", "kd", "kf")}
