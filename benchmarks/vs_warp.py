@@ -45,8 +45,10 @@ Where the laws are the same, and where they are made the same:
     penetrating) and its default capped friction min(kf |vt|, mu fn) (Warp's particle friction).
   * Rigid: Warp's box-on-plane contact is its 8 corners, like tigradsim's vertex contacts, with the
     same uncapped damping; Warp's integrator gets angular_damping = 0 (tigradsim has none) and shape
-    thickness 0.  In rigid1/rigid64 box-box contact is off in Warp (has_shape_collision=False) and in tigradsim (each box its own contact group: the boxes never meet), as when tigradsim had only
-    ground contact, and with it on Warp tests all 2,016 box pairs of rigid64 every step.  The gyroscopic terms differ (Warp explicit, tigradsim one implicit Newton step)
+    thickness 0.  In rigid1/rigid64 box-box contact is off in Warp (has_shape_collision=False) and in
+    tigradsim (each box its own contact group): the boxes never meet, and with it on Warp tests all 2,016
+    box pairs of rigid64 every step (pile64 has it on in both).  The gyroscopic terms differ (Warp
+    explicit, tigradsim one implicit Newton step)
     but vanish for a cube (I = c 1).  The FRICTION LAWS DIFFER, and no setting of Warp's makes them
     equal: Warp's rigid friction is (vt / H(vt)) min(kf H(vt), mu fn) with the Huber norm
     H(vt) = |vt|^2 / 2 below friction_smoothing (default 1 m/s, kept) and
