@@ -1,8 +1,8 @@
 """tigradsim against NVIDIA Warp 1.9.1 (`warp.sim`, SemiImplicitIntegrator + wp.Tape), side by side in one run.
 
     pip install -e .[bench]          # warp-lang==1.9.1
-    python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64,cloth64_sphere,ball3k_box]
-                                 [--repeat 3]
+    python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64,pile64,cloth64_sphere,
+                                  ball3k_box] [--repeat 3]
                                  [--arch cpu] [--scale 1] [--tiny] [--libraries tigradsim,warp]
                                  [--grads named|all]
 
@@ -18,8 +18,13 @@ Scenes (f32; sizes, dt, steps and constants of bench_fem.py / bench_cloth.py / b
                  contact for the light grid corners), velocity (0, -0.5, 0.2) plus a 1 m/s downward
                  bump at the centre (so it stretches and bends), 200 steps of 1 ms.
   rigid1, rigid64  0.2 m boxes, density 100, random orientations, sliding and tumbling onto the
-                 ground (ke 1e4, kd 10, kf 10, mu 0.5), 1,920 steps of 1/960 s.
-  cloth64_sphere  a static sphere collider (`SceneBuilder.add_collider("sphere", ...)`; Warp: add_shape_sphere
+                 ground (ke 1e4, kd 10, kf 10, mu 0.5), 1,920 steps of 1/960 s.  The boxes never meet, and
+                 body-body contact is off in both (tigradsim: each box its own contact group).
+  pile64         64 boxes of 0.1 m (density 100, random orientations, a 4 x 4 x 4 lattice 0.18 m apart) dropped
+                 into a bin: the ground and 4 walls 0.74 m apart, with body-body contact (the same ke 1e4, kd 10,
+                 kf 10, mu 0.5 everywhere), 400 steps of 1 ms: they land and pile up.  The walls are static
+                 box shapes in both (tigradsim: `add_collider("box", ...)`; Warp: add_shape_box on no body).
+                   cloth64_sphere  a static sphere collider (`SceneBuilder.add_collider("sphere", ...)`; Warp: add_shape_sphere
                  on no body, its particle-shape contact), radius 0.3 m at (0, 0.3, 0), no ground; cloth64's
                  cloth (same membrane, bending, density) flat at y = 0.65 with velocity (0.2, -1, 0): it lands
                  on the sphere at about step 40 and rests on its top, its edges falling past it (0.4 m by
@@ -53,8 +58,10 @@ Where the laws are the same, and where they are made the same:
     penetrating) and its default capped friction min(kf |vt|, mu fn) (Warp's particle friction).
   * Rigid: Warp's box-on-plane contact is its 8 corners, like tigradsim's vertex contacts, with the
     same uncapped damping; Warp's integrator gets angular_damping = 0 (tigradsim has none) and shape
-    thickness 0.  Box-box contact is off in Warp (has_shape_collision=False): tigradsim has only
-    ground contact, and with it on Warp tests all 2,016 box pairs of rigid64 every step.  The gyroscopic terms differ (Warp explicit, tigradsim one implicit Newton step)
+    thickness 0.  In rigid1/rigid64 box-box contact is off in Warp (has_shape_collision=False) and in
+    tigradsim (each box its own contact group): the boxes never meet, and with it on Warp tests all 2,016
+    box pairs of rigid64 every step (pile64 has it on in both).  The gyroscopic terms differ (Warp
+    explicit, tigradsim one implicit Newton step)
     but vanish for a cube (I = c 1).  The FRICTION LAWS DIFFER, and no setting of Warp's makes them
     equal: Warp's rigid friction is (vt / H(vt)) min(kf H(vt), mu fn) with the Huber norm
     H(vt) = |vt|^2 / 2 below friction_smoothing (default 1 m/s, kept) and
@@ -118,7 +125,7 @@ import numpy as np
 
 from _harness import PIN_THREADS, add_pin_threads_argument, run_child
 
-SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64", "cloth64_sphere", "ball3k_box")
+SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64", "pile64", "cloth64_sphere", "ball3k_box")
 GRAVITY = 9.8
 
 
@@ -133,6 +140,9 @@ LAWS = {
                             "Warp mu ke |c|, tigradsim mu (ke |c| + kd max(-vn, 0)); same at rest"),
     "ball_box": (False, "same neo-Hookean and contact force except the friction cap while compressing: "
                         "Warp mu ke |c|, tigradsim mu (ke |c| + kd max(-vn, 0)); same at rest"),
+    "pile": (False, "friction differs as in rigid; box-box contact differs by design: Warp's is edge-based (the "
+                    "closest point of each of the 12 edges to the other box), tigradsim's the 8 corners against the "
+                    "other box"),
     "rigid": (False, "friction differs: Warp (vt / H(vt)) min(kf H(vt), mu fn) with a Huber norm H "
                      "(friction_smoothing 1 m/s), tigradsim min(kf |vt|, mu fn); contact points, damping, "
                      "integration agree (cubes: no gyroscopic term)"),
@@ -155,7 +165,7 @@ def scene_spec(scene, scale=1.0, tiny=False):
         level = 1 if tiny else max(1, 3 + int(round(np.log(scale) / np.log(4))))
         return dict(kind="ball_box", resolution=level, dt=1e-3, steps=10 if tiny else 200, scale=scale)
     kind = scene.rstrip("0123456789")
-    if kind not in ("fem", "cloth", "rigid") or not scene[len(kind):]:
+    if kind not in ("fem", "cloth", "rigid", "pile") or not scene[len(kind):]:
         raise ValueError(f"unknown scene {scene!r}; known: {SCENES}")
     size = int(scene[len(kind):])
     if kind == "fem":
@@ -167,6 +177,9 @@ def scene_spec(scene, scale=1.0, tiny=False):
     if kind == "rigid":
         count = min(size, 2) if tiny else max(1, int(round(size * scale)))
         return dict(kind=kind, count=count, dt=1.0 / 960, steps=20 if tiny else 1920, scale=scale)
+    if kind == "pile":
+        count = 8 if tiny else max(8, int(round(size * scale)))
+        return dict(kind=kind, count=count, dt=1e-3, steps=20 if tiny else 400, scale=scale)
     raise ValueError(f"unknown scene {scene!r}; known: {SCENES}")
 
 
@@ -204,6 +217,27 @@ def cloth_velocity(v):
     vel = np.tile([0.0, -0.5, 0.2], (len(v), 1))
     vel[:, 1] -= np.sin(u) * np.sin(w)
     return vel
+
+
+def pile_bodies(count):
+    """pile64's boxes: (positions, unit quaternions (x, y, z, w)): a lattice of side ceil(count^(1/3)), 0.18 m
+    apart (more than a box's diagonal, 0.173 m: no two start inside each other), centred over the bin, from 0.1 m
+    up; random orientations (seed 1)."""
+    side = int(np.ceil(count ** (1 / 3)))
+    rng = np.random.default_rng(1)
+    pos, rot = [], []
+    for k in range(count):
+        i, j, l = k % side, (k // side) % side, k // (side * side)
+        q = rng.normal(size=4)
+        pos.append((0.18 * (i - (side - 1) / 2), 0.1 + 0.18 * l, 0.18 * (j - (side - 1) / 2)))
+        rot.append(q / np.linalg.norm(q))
+    return np.array(pos), np.array(rot)
+
+
+# pile64's bin: 4 walls (centre, half extents) around a 0.74 m square floor (the ground)
+PILE = dict(half=0.05, density=100.0,
+            walls=[((0.42, 0.2, 0.0), (0.05, 0.2, 0.42)), ((-0.42, 0.2, 0.0), (0.05, 0.2, 0.42)),
+                   ((0.0, 0.2, 0.42), (0.37, 0.2, 0.05)), ((0.0, 0.2, -0.42), (0.37, 0.2, 0.05))])
 
 
 RIGID = dict(half=0.1, density=100.0, ke=1e4, kd=10.0, kf=10.0, mu=0.5,
@@ -249,6 +283,15 @@ class TigradsimCase:
             mesh = tgs.meshes.tet_ball(c["radius"], spec["resolution"], center=c["centre"])
             b.add_soft_mesh(mesh, params={"mu": 1e4, "lam": 1e4, "damping": 0.0}, density=1000.0,
                             velocity=c["velocity"])
+        elif kind == "pile":
+            r = RIGID
+            b.add_ground(ke=r["ke"], kd=r["kd"], kf=r["kf"], mu=r["mu"], damping="uncapped")
+            v, f = tgs.meshes.box_surface((2 * PILE["half"],) * 3)
+            for p, q in zip(*pile_bodies(spec["count"])):
+                b.add_rigid_body(v, f, density=PILE["density"], position=p, rotation=q)
+            for centre, half in PILE["walls"]:      # static box colliders, 1 mm above the ground (as Warp's)
+                b.add_collider("box", half, (centre[0], half[1] + 1e-3, centre[2]), ke=r["ke"], kd=r["kd"], kf=r["kf"],
+                               mu=r["mu"], damping="uncapped")
         else:
             r = RIGID
             b.add_ground(ke=r["ke"], kd=r["kd"], kf=r["kf"], mu=r["mu"], damping="uncapped")
@@ -256,7 +299,9 @@ class TigradsimCase:
             for p, q in zip(*rigid_bodies(spec["count"])):
                 b.add_rigid_body(v, f, density=r["density"], position=p, rotation=q, velocity=r["velocity"],
                                  angular_velocity=r["angular_velocity"])
-        self.grads = ["body_qd0" if kind == "rigid" else "particle_qd0"] if grads == "named" else "all"
+            # the boxes never meet, and Warp's box-box contact is off (has_shape_collision=False): none here either
+            b.contact_groups = {"bodies": np.arange(spec["count"])}
+        self.grads = ["body_qd0" if kind in ("rigid", "pile") else "particle_qd0"] if grads == "named" else "all"
         self.model = model = b.finalize(requires_grad=set(self.grads) if grads == "named" else True)
         self.dt = spec["dt"] if spec["scale"] == 1 else stable_dt(tgs.stability_report, model, spec["dt"])
         self.sim = sim = tgs.Simulator(model, dt=self.dt, steps=spec["steps"])
@@ -264,7 +309,7 @@ class TigradsimCase:
         slot = sim.slot(spec["steps"])
         loss = self.loss
 
-        if kind == "rigid":
+        if kind in ("rigid", "pile"):
             @ti.kernel
             def objective():
                 for b in range(model.body_count):
@@ -291,12 +336,14 @@ class TigradsimCase:
 
     def trajectory(self):
         """(steps + 1, N, 3) positions [m]: particles, or the bodies' centres of mass."""
+        if self.spec["kind"] == "pile":              # the boxes (the walls are colliders: not bodies)
+            return self.sim.state.body_q.to_numpy()[:, :self.spec["count"], :3].astype(np.float64)
         if self.spec["kind"] == "rigid":
             return self.sim.state.body_q.to_numpy()[..., :3].astype(np.float64)
         return self.sim.state.particle_q.to_numpy().astype(np.float64)
 
     def gradient_finite(self):
-        g = self.model.particle_qd0.grad.to_numpy() if self.spec["kind"] != "rigid" \
+        g = self.model.particle_qd0.grad.to_numpy() if self.spec["kind"] not in ("rigid", "pile") \
             else self.model.body_qd0.grad.to_numpy()
         return bool(np.all(np.isfinite(g)) and np.any(g != 0))
 
@@ -323,7 +370,7 @@ class WarpCase:
         m = tgs_case.model
         kind = spec["kind"]
         builder = wp.sim.ModelBuilder(up_vector=(0.0, 1.0, 0.0), gravity=-GRAVITY)
-        if kind != "rigid":
+        if kind not in ("rigid", "pile"):
             q0 = m.get("particle_q0").astype(np.float64)
             qd0 = m.get("particle_qd0").astype(np.float64)
             mass = m.get("particle_mass").astype(np.float64)
@@ -369,8 +416,19 @@ class WarpCase:
                                       ke=ke, kd=kd, kf=kf, mu=mu, thickness=0.0, has_shape_collision=False)
                 builder.body_qd[body] = wp.spatial_vector(*r["angular_velocity"], *r["velocity"])
             builder.set_ground_plane(ke=ke, kd=kd, kf=kf, mu=mu)
+        if kind == "pile":
+            r = RIGID
+            ke, kd, kf, mu = r["ke"], r["kd"], r["kf"], r["mu"]
+            for p, q in zip(*pile_bodies(spec["count"])):
+                body = builder.add_body(origin=wp.transform(wp.vec3(*p), wp.quat(*q)))
+                builder.add_shape_box(body, hx=PILE["half"], hy=PILE["half"], hz=PILE["half"], density=PILE["density"],
+                                      ke=ke, kd=kd, kf=kf, mu=mu, thickness=0.0)
+            for centre, half in PILE["walls"]:
+                builder.add_shape_box(-1, pos=wp.vec3(centre[0], half[1] + 1e-3, centre[2]), hx=half[0], hy=half[1],
+                                      hz=half[2], ke=ke, kd=kd, kf=kf, mu=mu, thickness=0.0)
+            builder.set_ground_plane(ke=ke, kd=kd, kf=kf, mu=mu)
         self.model = model = builder.finalize(device=device, requires_grad=True)
-        model.ground = kind in ("fem", "cloth", "rigid")     # the collider scenes have no ground
+        model.ground = kind in ("fem", "cloth", "rigid", "pile")     # the collider scenes have no ground
         model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = ke, kd, kf, mu
         # No particle-particle contact in these scenes (tigradsim has none): without this, Warp launches
         # its hash-grid particle kernel every step (an early return per particle).
@@ -379,9 +437,9 @@ class WarpCase:
         self.control = model.control()
         self.states = [model.state() for _ in range(spec["steps"] + 1)]
         self.loss = wp.zeros(1, dtype=float, device=device, requires_grad=True)
-        self.rigid = kind == "rigid"
+        self.rigid = kind in ("rigid", "pile")
         # contact generation every step: rigid contacts, and the particles' contacts with the collider shape
-        self.collide = kind in ("rigid", "cloth_sphere", "ball_box")
+        self.collide = kind in ("rigid", "pile", "cloth_sphere", "ball_box")
         self._kernels()
 
     def _kernels(self):
@@ -484,7 +542,7 @@ def run_scene(scene, arch, repeat, scale, tiny, libraries, grads="named", pin_th
         a, b = cases[0].trajectory(), cases[1].trajectory()
         out["max_position_diff_m"] = float(np.abs(a - b).max())
         out["laws_agree"], out["law_note"] = LAWS[spec["kind"]]
-        if spec["kind"] != "rigid":      # mean height and centroid: the figures a different law moves least
+        if spec["kind"] not in ("rigid", "pile"):      # mean height and centroid: the figures a different law moves least
             for name, traj in (("tigradsim", a), ("warp", b)):
                 out[f"{name}_final_centroid_m"] = [round(float(x), 6) for x in traj[-1].mean(0)]
             out["max_mean_height_diff_m"] = float(np.abs(a[..., 1].mean(1) - b[..., 1].mean(1)).max())

@@ -38,11 +38,11 @@ def _vs_warp(libraries, scenes, *extra):
 @pytest.mark.parametrize("grads", ["named", "all"])
 def test_vs_warp_tigradsim_side_runs_every_scene_kind(grads):
     pin = "auto" if grads == "named" else "off"              # both values of --pin-threads
-    res = _vs_warp("tigradsim", "fem16,cloth32,rigid64", "--grads", grads, "--pin-threads", pin)
-    assert [s["scene"] for s in res["scenes"]] == ["fem16", "cloth32", "rigid64"]
+    res = _vs_warp("tigradsim", "fem16,cloth32,rigid64,pile64", "--grads", grads, "--pin-threads", pin)
+    assert [s["scene"] for s in res["scenes"]] == ["fem16", "cloth32", "rigid64", "pile64"]
     assert res["grads"] == grads
     assert [s["tigradsim_grads"] for s in res["scenes"]] == \
-        ([["particle_qd0"], ["particle_qd0"], ["body_qd0"]] if grads == "named" else ["all"] * 3)
+        ([["particle_qd0"], ["particle_qd0"], ["body_qd0"], ["body_qd0"]] if grads == "named" else ["all"] * 4)
     for s in res["scenes"]:
         fwd, fwd_bwd = s["tigradsim_us"]
         assert _timing(fwd) and _timing(fwd_bwd), s

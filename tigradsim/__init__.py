@@ -68,6 +68,7 @@ from .physics import fem, cloth, rigid
 from .fitting import sysid, control, gradcheck
 from .physics.rigid import RigidSurface, BodyRecorder, add_body_force, add_body_controls
 from .physics.rigid_pose import quat_from_axis_angle, quat_from_normal
+from .physics.body_overlap import InterpenetrationError
 from .fitting.sysid import VideoFit
 from .fitting.views import View
 from .sim.batch import Batch, batched

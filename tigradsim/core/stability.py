@@ -233,6 +233,10 @@ def _contact_row(name, what, index, w, ke, kd, kf, describe):
     return StabilityRow.from_elements(name, what, omega, gamma, detail, index)
 
 
+# public: the body-body and particle-body contact terms (physics.body_contact, physics.coupling) report with it
+contact_row = _contact_row
+
+
 def _springs(model, term):
     w, _ = _inv_mass(model)
     idx = model.spring_indices.to_numpy()

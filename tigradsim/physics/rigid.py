@@ -37,6 +37,9 @@ from ..core.linalg import matvec
 from ..core.errors import as_array, check_positive
 from ..core.model import StateKind, StepTerm
 from .rigid_mass import check_closed_mesh, mass_properties
+from .body_shapes import check_body_shape
+from .body_overlap import check_interpenetration
+from .coupling import touch_terms
 from ..core.geometry import weld_vertices
 from ..core.runtime import np_float
 # Pose helpers live in rigid_pose (shared with the observers without an import cycle); imported here so that
@@ -112,7 +115,8 @@ class RigidBodies:
     def add(self, builder, vertices, faces, density=None, mass=None, position=(0.0, 0.0, 0.0),
             rotation=(0.0, 0.0, 0.0, 1.0), velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
             ke=None, kd=None, kf=None, mu=None, contact_points=None, contact_radius=0.0,
-            damping=None, friction=None, friction_velocity=None, weld_tol=1e-6) -> int:
+            damping=None, friction=None, friction_velocity=None, weld_tol=1e-6, shape=None, shape_size=None,
+            shape_resolution=None) -> int:
         """Add a rigid body bounded by a closed triangle mesh; returns its index.
 
         Args:
@@ -135,7 +139,11 @@ class RigidBodies:
                 (`tigradsim.core.geometry.weld_vertices`) before the closedness check, so a mesh that
                 repeats each corner per face (an OBJ/STL box with 24 or 36 corners) is one closed
                 surface, and a repeated corner is one contact point, not several; None: no welding.
+            shape, shape_size, shape_resolution: the contact shape other bodies and particles touch, in the
+                body frame (`tigradsim.physics.body_shapes`): None (a box mesh gets the analytic box, any other
+                mesh the signed-distance grid of its mesh), "box", "sphere", "capsule" or "mesh".
         """
+        shape_spec = check_body_shape(shape, shape_size, shape_resolution)
         v, f = check_closed_mesh(*_weld_for_body(vertices, faces, weld_tol))
         volume, com, inertia = mass_properties(v, f)
         if not volume > 1e-15:
@@ -174,8 +182,12 @@ class RigidBodies:
         self.bodies.append(dict(vertices=v - com, faces=f, volume=volume, com=com, mass=m,
                                 inertia_unit=inertia / volume, q0=np.concatenate([pos + R @ com, rot]),
                                 qd0=np.concatenate([ang, vel]), contact=contact, points=points, radius=radius,
-                                law=law))
+                                law=law, shape=shape_spec))
         return len(self.bodies) - 1
+
+    def prepare(self, builder):
+        """Before any field: objects that start inside a body (`body_overlap.check_interpenetration`)."""
+        check_interpenetration(builder, self.bodies)
 
     def placed(self, builder) -> list:
         """Each body's contact points at t = 0 in the world (`tigradsim.core.placement.Placed`)."""
@@ -253,6 +265,7 @@ class RigidBodies:
         if model.has_ground:
             model.force_terms += _ground_contact_terms(model, bodies, getattr(builder, "ground_law", DEFAULT_LAW),
                                                        pcounts)
+        model.force_terms += touch_terms(builder, model, bodies)      # body-body and particle-body contact
         if A:
             model.integrators.append(RigidAppliedLoads(model))
         model.integrators.append(RigidIntegrator(model))

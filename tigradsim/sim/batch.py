@@ -13,8 +13,8 @@ stepped by the same launches cost about what one copy costs (measured in benchma
 Independence (what makes copy b's gradient of the summed loss equal to its own gradient): the copies
 are disjoint sets of particles, springs, rigid bodies, applied loads and elements, and tigradsim has no
 interaction between different bodies or particles other than the elements a scene adds (no
-rigid-rigid or particle-particle contact; every body and particle touches only the ground), so copies
-may overlap in space.  `batched` checks what it can before any kernel runs: every spring added by copy
+particle-particle contact, and body-body and particle-body contact act only within a contact group:
+each copy is its own group, `SceneBuilder.contact_groups`), so copies may overlap in space.  `batched` checks what it can before any kernel runs: every spring added by copy
 b joins two particles of copy b; every copy adds the same ground (one 0-D ground field is shared); no
 copy adds a user force term or a collider (a `tgs.ForceTerm` acts on the whole Model and could couple copies,
 and a static collider is touched by every copy: add them to the builder before `batched`, knowing that every
@@ -207,6 +207,11 @@ def batched(build: Callable[[SceneBuilder, int], Any], copies: int, builder: Opt
                              "same ground (per-body contact parameters are per copy)")
         for k in KINDS:
             ranges[k].append(now[k])
+    # copies never touch each other (body-body and particle-body contact act within a contact group); what
+    # was added before `batched` (group -1) touches every copy
+    b.contact_groups = {k: np.concatenate([np.full(int(ranges[k][0]), -1),
+                                           np.repeat(np.arange(int(copies)), np.diff(ranges[k]))]).astype(np.int32)
+                        for k in ("bodies", "particles")}
     model = b.finalize(requires_grad=requires_grad)
     return Batch(model, int(copies), handles, {k: np.asarray(v, dtype=np.int64) for k, v in ranges.items()})
 

@@ -41,6 +41,9 @@ class SceneBuilder:
         self.components = []
         self._force_term_factories = []
         self._finalized = False
+        # {"bodies": (B,) int, "particles": (N,) int} or None: contact groups (`physics.body_contact`; objects
+        # touch within a group, group -1 touches all; `tgs.batched` makes each copy a group); None: one group
+        self.contact_groups = None
 
     # -- particles ----------------------------------------------------------
     @property
