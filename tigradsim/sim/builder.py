@@ -18,6 +18,7 @@ from ..exec.parts import merge_part_loops
 from ..physics.cloth import Cloths
 from ..physics.fem import TetMeshes
 from ..physics.rigid import RigidBodies
+from ..physics.mpm import MPMBodies
 from ..physics.particles import ParticleIntegrator, spring_terms
 from ..core.runtime import ensure_init, np_float
 
@@ -154,6 +155,14 @@ class SceneBuilder:
     def add_rigid_body(self, *args, **kwargs):
         """Add a rigid body; see `tigradsim.physics.rigid.RigidBodies.add`."""
         return self.component(RigidBodies).add(self, *args, **kwargs)
+
+    def add_mpm_grid(self, *args, **kwargs):
+        """Set the MPM domain and grid; see `tigradsim.physics.mpm.MPMBodies.set_grid`."""
+        return self.component(MPMBodies).set_grid(self, *args, **kwargs)
+
+    def add_mpm(self, *args, **kwargs):
+        """Add MPM matter (a box, a closed mesh or particles); see `tigradsim.physics.mpm.MPMBodies.add`."""
+        return self.component(MPMBodies).add(self, *args, **kwargs)
 
     # -- components -----------------------------------------------------------
     def add_component(self, component):

@@ -1,0 +1,179 @@
+"""The three loops of an MLS-MPM step (Hu et al. 2018), as integrators of the Simulator's step:
+
+  1. `ParticleToGrid` (one per MPM object, over its particles): quadratic B-spline weights w_ijk of the
+     27 nodes around x_p, and into grid slot s
+         m_i  += w m_p,      (m v)_i += w (m_p v_p + A_p (x_i - x_p)),
+         A_p = m_p C_p - dt V_p (4 / dx^2) tau_p,   tau_p = P(F_p) F_p^T + viscous(F_p, C_p)
+     (APIC's affine momentum and MLS-MPM's stress in one matrix; tau the Kirchhoff stress [Pa]).
+  2. `GridUpdate` (over the grid cells): v_i = (m v)_i / m_i + dt g, then the walls and the ground
+     (`boundary_velocity`: no inflow, Coulomb friction mu on the tangential velocity).
+  3. `GridToParticle` (one per object): v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
+     x_p += dt v_p, F_p = project((I + dt C_p) F_p), the material's return mapping.
+
+Why the grid is stored per step slot (`mpm_grid_mv[s, c]`, `mpm_grid_v[s, c]`, accumulator state kinds:
+zeroed at each segment start, never checkpointed): Taichi's reverse mode re-reads in the backward pass
+whatever the forward pass read, so a grid reused by every step would hold the last step's values when
+step k is reversed.  With one grid per slot nothing read is overwritten, the fused multi-step kernel and
+checkpointing work unchanged, and the memory is (checkpoint_every + 1) grids (`mpm.grid_nbytes`).
+The other choice, one grid recomputed per step in the backward pass (DiffTaichi's), needs its own
+backward driver and gives up the fused kernel; it saves memory only where segments are long.
+
+Rules of the one-loop terms (model.py): each term runs exactly one loop, inner loops are `ti.static`.
+"""
+import taichi as ti
+
+from ..core.linalg import matmul, matvec
+from ..core.model import StepTerm
+
+# Cells of padding outside the user's domain on every side: a particle's 3x3x3 stencil reaches 1.5 cells
+# beyond it, and particles may drift a little past a wall (its velocity is projected at the nodes).
+PAD = 3
+
+
+@ti.func
+def stencil(x, origin, inv_dx, res_hi):
+    """Base node (ivec3, clamped to the grid) and fractional position fx (vec3, in cells) of x [m]."""
+    local = (x - origin) * inv_dx
+    base = ti.cast(ti.floor(local - 0.5), ti.i32)
+    base = ti.max(ti.min(base, res_hi), 0)        # a NaN or escaped particle must not write out of bounds
+    return base, local - ti.cast(base, float)
+
+
+@ti.func
+def weights(fx):
+    """Quadratic B-spline weights of the three nodes on each axis: a list of three vec3."""
+    return [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
+
+
+@ti.func
+def wall(v, n, mu):
+    """Velocity v after a wall of inward unit normal n: no inflow, and the tangential velocity reduced by
+    mu |v_n| (Coulomb), to zero at most.  sqrt(|v_t|^2 + eps) keeps the derivative finite at v_t = 0."""
+    vn = v.dot(n)
+    out = v
+    if vn < 0:
+        vt = v - vn * n
+        speed = ti.sqrt(vt.dot(vt) + 1e-20)
+        out = vt * ti.max(0.0, 1.0 + mu * vn / speed)
+    return out
+
+
+class _MPMTerm(StepTerm):
+    def __init__(self, model):
+        super().__init__(model)
+        g = model.mpm_grid
+        self.res = g.res                            # (3,) cells per axis (nodes: the same, 0..res-1)
+        self.dx, self.inv_dx = g.dx, 1.0 / g.dx
+        self.origin = tuple(float(o) for o in g.origin)
+        self.res_hi = tuple(int(r) - 3 for r in g.res)
+
+    @ti.func
+    def cell(self, node):
+        return (node[0] * self.res[1] + node[1]) * self.res[2] + node[2]
+
+
+@ti.data_oriented
+class ParticleToGrid(_MPMTerm):
+    """P2G of one object (rows [start, stop) of the particles, material row `row`)."""
+
+    def __init__(self, model, obj, material):
+        super().__init__(model)
+        self.start, self.stop, self.row = obj.particle_start, obj.particle_start + obj.particle_count, obj.row
+        self.material = material
+
+    @ti.func
+    def params(self):
+        p = ti.Vector.zero(float, ti.static(max(1, self.material.param_count)))
+        for k in ti.static(range(self.material.param_count)):
+            p[k] = self.model.mpm_params[self.row, k]
+        return p
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        origin = ti.Vector(self.origin, dt=float)
+        ti.loop_config(serialize=self.serial)
+        for q in range(self.start, self.stop):
+            x, v, C, F = state.mpm_x[s, q], state.mpm_v[s, q], state.mpm_C[s, q], state.mpm_F[s, q]
+            p = self.params()
+            vol = self.model.mpm_particle_volume[self.row]
+            mass = self.model.mpm_density[self.row] * vol
+            base, fx = stencil(x, origin, self.inv_dx, ti.Vector(self.res_hi))
+            w = weights(fx)
+            tau = matmul(self.material.stress(F, p), F.transpose())
+            if ti.static(self.material.has_viscosity):
+                tau += self.material.viscous(F, C, p)
+            affine = (-dt * vol * 4.0 * self.inv_dx * self.inv_dx) * tau + mass * C
+            momentum = mass * v
+            for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
+                offset = ti.Vector([i, j, k])
+                dpos = (ti.cast(offset, float) - fx) * self.dx
+                weight = w[i][0] * w[j][1] * w[k][2]
+                mv = weight * (momentum + matvec(affine, dpos))
+                state.mpm_grid_mv[s, self.cell(base + offset)] += ti.Vector([mv[0], mv[1], mv[2], weight * mass])
+
+
+@ti.data_oriented
+class GridUpdate(_MPMTerm):
+    """Grid velocities of slot s from its momenta, gravity, the domain walls and the ground."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.ground = bool(model.mpm_grid.ground)
+        self.cell_count = int(model.mpm_grid.cell_count)
+
+    @ti.func
+    def boundary_velocity(self, v, node):
+        mu = self.model.mpm_mu[None]
+        out = v
+        for d in ti.static(range(3)):
+            n = ti.Vector([1.0 if e == d else 0.0 for e in ti.static(range(3))])
+            if node[d] <= PAD:                         # at or beyond the domain's lower face
+                out = wall(out, n, mu)
+            if node[d] >= self.res[d] - PAD:           # at or beyond its upper face
+                out = wall(out, -n, mu)
+        if ti.static(self.ground):
+            if self.origin[1] + node[1] * self.dx <= 0.0:
+                out = wall(out, ti.Vector([0.0, 1.0, 0.0]), mu)
+        return out
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for c in range(self.cell_count):
+            mv = state.mpm_grid_mv[s, c]
+            if mv[3] > 0:
+                v = ti.Vector([mv[0], mv[1], mv[2]]) / mv[3] + dt * self.model.gravity[None]
+                node = ti.Vector([c // (self.res[1] * self.res[2]), (c // self.res[2]) % self.res[1], c % self.res[2]])
+                state.mpm_grid_v[s, c] = self.boundary_velocity(v, node)
+
+
+@ti.data_oriented
+class GridToParticle(ParticleToGrid):
+    """G2P of one object: new velocity, affine matrix, position and (projected) deformation gradient."""
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        origin = ti.Vector(self.origin, dt=float)
+        ti.loop_config(serialize=self.serial)
+        for q in range(self.start, self.stop):
+            x, F = state.mpm_x[s, q], state.mpm_F[s, q]
+            base, fx = stencil(x, origin, self.inv_dx, ti.Vector(self.res_hi))
+            w = weights(fx)
+            v1 = ti.Vector.zero(float, 3)
+            B = ti.Matrix.zero(float, 3, 3)
+            for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
+                offset = ti.Vector([i, j, k])
+                dpos = ti.cast(offset, float) - fx     # in cells
+                weight = w[i][0] * w[j][1] * w[k][2]
+                gv = state.mpm_grid_v[s, self.cell(base + offset)]
+                v1 += weight * gv
+                B += (4.0 * self.inv_dx * weight) * gv.outer_product(dpos)
+            F1 = F + dt * matmul(B, F)
+            plastic = state.mpm_plastic[s, q]
+            if ti.static(self.material.has_return_mapping):
+                F1, plastic = self.material.project(F1, plastic, self.params())
+            state.mpm_x[s + 1, q] = x + dt * v1
+            state.mpm_v[s + 1, q] = v1
+            state.mpm_C[s + 1, q] = B
+            state.mpm_F[s + 1, q] = F1
+            state.mpm_plastic[s + 1, q] = plastic
