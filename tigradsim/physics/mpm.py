@@ -26,7 +26,9 @@ Model fields (N particles, G objects, one material row each):
     mpm_particle_volume (G,) [m^3]                   rest volume per particle (not differentiable)
     mpm_mu () [-]                                    Coulomb friction of the walls and ground (differentiable)
 State kinds (per step slot): mpm_x, mpm_v, mpm_C, mpm_F, mpm_plastic (checkpointed), and the grid,
-mpm_grid_mv (cells,) vec4 (momentum [kg m/s], mass [kg]) and mpm_grid_v (cells,) vec3 [m/s]: accumulators
+mpm_grid_mv (cells,) vec4 (momentum [kg m/s], mass [kg]) and mpm_grid_v (cells,) vec3 [m/s], with each
+particle's P2G matrix mpm_affine (N,) mat3 [kg/s] and G2P sums mpm_gather_v (N,) vec3, mpm_gather_C (N,)
+mat3: accumulators
 (zeroed each segment, never checkpointed; why a grid per slot: `mpm_terms`).  Read positions as
 `sim.state.mpm_x[slot, i]` in an observer, or `sim.final_state("mpm_x")`.
 """
@@ -42,7 +44,7 @@ from ..core.registry import get_material
 from ..core.runtime import np_float
 from .mpm_material import MPMMaterial
 from .mpm_sampling import lattice_per_axis, sample_box, sample_mesh
-from .mpm_terms import PAD, GridToParticle, GridUpdate, ParticleToGrid
+from .mpm_terms import PAD, GridGather, GridToParticle, GridUpdate, ParticleStress, ParticleToGrid
 
 __all__ = ["MPMBodies", "MPMGrid", "MPMObject", "grid_nbytes"]
 
@@ -213,6 +215,9 @@ class MPMBodies:
             StateKind("mpm_C", mat3, n, initial=model.mpm_C0),
             StateKind("mpm_F", mat3, n, initial=model.mpm_F0),
             StateKind("mpm_plastic", float, n, initial=model.mpm_plastic0),
+            StateKind("mpm_affine", mat3, n, accumulator=True),
+            StateKind("mpm_gather_v", vec3, n, accumulator=True),
+            StateKind("mpm_gather_C", mat3, n, accumulator=True),
             StateKind("mpm_grid_mv", ti.types.vector(4, float), g.cell_count, accumulator=True),
             StateKind("mpm_grid_v", vec3, g.cell_count, accumulator=True),
         ]
@@ -220,10 +225,11 @@ class MPMBodies:
         for r, o in enumerate(objs):
             handles.append(MPMObject(start, len(o["positions"]), r, o["material"].name, o["volume"], o["density"]))
             start += len(o["positions"])
+        model.integrators += [ParticleStress(model, h, o["material"]) for h, o in zip(handles, objs)]
         model.integrators += [ParticleToGrid(model, h, o["material"]) for h, o in zip(handles, objs)]
         model.integrators.append(GridUpdate(model))
+        model.integrators += [GridGather(model, h, o["material"]) for h, o in zip(handles, objs)]
         model.integrators += [GridToParticle(model, h, o["material"]) for h, o in zip(handles, objs)]
-        model.mpm_terms = model.integrators[-len(objs):]
 
 
 def _mpm_names():

@@ -1,13 +1,13 @@
 """The three loops of an MLS-MPM step (Hu et al. 2018), as integrators of the Simulator's step:
 
-  1. `ParticleToGrid` (one per MPM object, over its particles): quadratic B-spline weights w_ijk of the
-     27 nodes around x_p, and into grid slot s
+  1. `ParticleStress`, then `ParticleToGrid` (one each per MPM object; P2G over its (particle, node) pairs):
+     quadratic B-spline weights w_ijk of the 27 nodes around x_p, and into grid slot s
          m_i  += w m_p,      (m v)_i += w (m_p v_p + A_p (x_i - x_p)),
          A_p = m_p C_p - dt V_p (4 / dx^2) tau_p,   tau_p = P(F_p) F_p^T + viscous(F_p, C_p)
      (APIC's affine momentum and MLS-MPM's stress in one matrix; tau the Kirchhoff stress [Pa]).
   2. `GridUpdate` (over the grid cells): v_i = (m v)_i / m_i + dt g, then the walls and the ground
      (`boundary_velocity`: no inflow, Coulomb friction mu on the tangential velocity).
-  3. `GridToParticle` (one per object): v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
+  3. `GridGather` over (particle, node) pairs, then `GridToParticle` (one each per object): v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
      x_p += dt v_p, F_p = project((I + dt C_p) F_p), the material's return mapping.
 
 Why the grid is stored per step slot (`mpm_grid_mv[s, c]`, `mpm_grid_v[s, c]`, accumulator state kinds:
@@ -40,9 +40,9 @@ def stencil(x, origin, inv_dx, res_hi):
 
 
 @ti.func
-def weights(fx):
-    """Quadratic B-spline weights of the three nodes on each axis: a list of three vec3."""
-    return [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
+def weight_1d(fx, o):
+    """The quadratic B-spline weight of node offset o (0, 1 or 2, a runtime int) at fractional position fx."""
+    return ti.select(o == 0, 0.5 * (1.5 - fx) ** 2, ti.select(o == 1, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2))
 
 
 @ti.func
@@ -50,17 +50,24 @@ def wall(v, n, mu):
     """Velocity v after a wall of inward unit normal n: no inflow, and the tangential velocity reduced by
     mu |v_n| (Coulomb), to zero at most.  sqrt(|v_t|^2 + eps) keeps the derivative finite at v_t = 0."""
     vn = v.dot(n)
-    out = v
-    if vn < 0:
-        vt = v - vn * n
-        speed = ti.sqrt(vt.dot(vt) + 1e-20)
-        out = vt * ti.max(0.0, 1.0 + mu * vn / speed)
-    return out
+    vt = v - vn * n
+    speed = ti.sqrt(vt.dot(vt) + 1e-20)
+    # select, not `if`: a local stored under a branch goes on an AD stack in the reverse kernel
+    return ti.select(vn < 0, vt * ti.max(0.0, 1.0 + mu * vn / speed), v)
 
 
 class _MPMTerm(StepTerm):
+    # Gathers (grid update, G2P) write only their own entries: parallel and deterministic on any thread count.
+    # Being parallel, they also keep an MPM step out of the fused multi-step kernel (`Simulator.fused`): its
+    # reverse nests the step loop, and Taichi then keeps the many locals of a 27-node stencil on AD stacks
+    # (compiling the reverse of a fused MPM step took minutes; one launch per step costs ~50 us, little
+    # against an MPM step).  P2G, a scatter, follows `runtime.serial_scatter` like every element loop.
+    parallel = True
+
     def __init__(self, model):
         super().__init__(model)
+        if self.parallel:
+            self.serial = False
         g = model.mpm_grid
         self.res = g.res                            # (3,) cells per axis (nodes: the same, 0..res-1)
         self.dx, self.inv_dx = g.dx, 1.0 / g.dx
@@ -73,8 +80,11 @@ class _MPMTerm(StepTerm):
 
 
 @ti.data_oriented
-class ParticleToGrid(_MPMTerm):
-    """P2G of one object (rows [start, stop) of the particles, material row `row`)."""
+class ParticleStress(_MPMTerm):
+    """The affine matrix of each particle of one object (rows [start, stop), material row `row`), into
+    `mpm_affine[s, q]`: A = m_p C_p - dt V_p (4 / dx^2) tau_p (kg/s).  A loop of its own, so that P2G's
+    loop over (particle, node) pairs evaluates the stress once per particle, not 27 times."""
+    parallel = True
 
     def __init__(self, model, obj, material):
         super().__init__(model)
@@ -90,26 +100,40 @@ class ParticleToGrid(_MPMTerm):
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
-        origin = ti.Vector(self.origin, dt=float)
         ti.loop_config(serialize=self.serial)
         for q in range(self.start, self.stop):
-            x, v, C, F = state.mpm_x[s, q], state.mpm_v[s, q], state.mpm_C[s, q], state.mpm_F[s, q]
+            C, F = state.mpm_C[s, q], state.mpm_F[s, q]
             p = self.params()
             vol = self.model.mpm_particle_volume[self.row]
-            mass = self.model.mpm_density[self.row] * vol
-            base, fx = stencil(x, origin, self.inv_dx, ti.Vector(self.res_hi))
-            w = weights(fx)
             tau = matmul(self.material.stress(F, p), F.transpose())
             if ti.static(self.material.has_viscosity):
                 tau += self.material.viscous(F, C, p)
-            affine = (-dt * vol * 4.0 * self.inv_dx * self.inv_dx) * tau + mass * C
-            momentum = mass * v
-            for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
-                offset = ti.Vector([i, j, k])
-                dpos = (ti.cast(offset, float) - fx) * self.dx
-                weight = w[i][0] * w[j][1] * w[k][2]
-                mv = weight * (momentum + matvec(affine, dpos))
-                state.mpm_grid_mv[s, self.cell(base + offset)] += ti.Vector([mv[0], mv[1], mv[2], weight * mass])
+            state.mpm_affine[s, q] = (-dt * vol * 4.0 * self.inv_dx * self.inv_dx) * tau \
+                + (self.model.mpm_density[self.row] * vol) * C
+
+
+@ti.data_oriented
+class ParticleToGrid(ParticleStress):
+    """P2G of one object: one loop over its (particle, node) pairs, 27 per particle, each adding
+    w (m_p v_p + A_p (x_i - x_p), w m_p) to its node.  Why pairs and not a stencil loop inside a particle
+    loop: Taichi 1.7.4's reverse of such an inner loop gets the adjoints of the particle's locals wrong
+    (measured: 5-14 % off the finite differences), and the stencil unrolled 27 times compiled its reverse
+    in ~30 s; a flat loop carries nothing and compiles in well under a second."""
+    parallel = False
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for q, n in ti.ndrange((self.start, self.stop), 27):
+            origin = ti.Vector(self.origin, dt=float)     # inside the loop: a launch is loops only (reverse mode)
+            x = state.mpm_x[s, q]
+            base, fx = stencil(x, origin, self.inv_dx, ti.Vector(self.res_hi))
+            offset = ti.Vector([n // 9, (n // 3) % 3, n % 3])
+            dpos = (ti.cast(offset, float) - fx) * self.dx
+            weight = weight_1d(fx[0], offset[0]) * weight_1d(fx[1], offset[1]) * weight_1d(fx[2], offset[2])
+            mass = self.model.mpm_density[self.row] * self.model.mpm_particle_volume[self.row]
+            mv = weight * (mass * state.mpm_v[s, q] + matvec(state.mpm_affine[s, q], dpos))
+            state.mpm_grid_mv[s, self.cell(base + offset)] += ti.Vector([mv[0], mv[1], mv[2], weight * mass])
 
 
 @ti.data_oriented
@@ -127,13 +151,10 @@ class GridUpdate(_MPMTerm):
         out = v
         for d in ti.static(range(3)):
             n = ti.Vector([1.0 if e == d else 0.0 for e in ti.static(range(3))])
-            if node[d] <= PAD:                         # at or beyond the domain's lower face
-                out = wall(out, n, mu)
-            if node[d] >= self.res[d] - PAD:           # at or beyond its upper face
-                out = wall(out, -n, mu)
+            out = ti.select(node[d] <= PAD, wall(out, n, mu), out)                   # at or beyond the lower face
+            out = ti.select(node[d] >= self.res[d] - PAD, wall(out, -n, mu), out)    # at or beyond the upper face
         if ti.static(self.ground):
-            if self.origin[1] + node[1] * self.dx <= 0.0:
-                out = wall(out, ti.Vector([0.0, 1.0, 0.0]), mu)
+            out = ti.select(self.origin[1] + node[1] * self.dx <= 0.0, wall(out, ti.Vector([0.0, 1.0, 0.0]), mu), out)
         return out
 
     @ti.func
@@ -141,38 +162,47 @@ class GridUpdate(_MPMTerm):
         ti.loop_config(serialize=self.serial)
         for c in range(self.cell_count):
             mv = state.mpm_grid_mv[s, c]
-            if mv[3] > 0:
-                v = ti.Vector([mv[0], mv[1], mv[2]]) / mv[3] + dt * self.model.gravity[None]
-                node = ti.Vector([c // (self.res[1] * self.res[2]), (c // self.res[2]) % self.res[1], c % self.res[2]])
-                state.mpm_grid_v[s, c] = self.boundary_velocity(v, node)
+            mass = ti.max(mv[3], 1e-30)              # an empty node gets velocity 0, written all the same
+            v = ti.Vector([mv[0], mv[1], mv[2]]) / mass + dt * self.model.gravity[None]
+            node = ti.Vector([c // (self.res[1] * self.res[2]), (c // self.res[2]) % self.res[1], c % self.res[2]])
+            state.mpm_grid_v[s, c] = ti.select(mv[3] > 0, self.boundary_velocity(v, node), ti.Vector.zero(float, 3))
 
 
 @ti.data_oriented
-class GridToParticle(ParticleToGrid):
-    """G2P of one object: new velocity, affine matrix, position and (projected) deformation gradient."""
+class GridGather(ParticleStress):
+    """G2P's sums of one object, over its (particle, node) pairs (flat for the reason `ParticleToGrid`
+    gives): mpm_gather_v[s, q] += w v_i,  mpm_gather_C[s, q] += (4 / dx^2) w v_i (x_i - x_p)^T."""
+    parallel = False
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
-        origin = ti.Vector(self.origin, dt=float)
+        ti.loop_config(serialize=self.serial)
+        for q, n in ti.ndrange((self.start, self.stop), 27):
+            origin = ti.Vector(self.origin, dt=float)     # inside the loop: a launch is loops only (reverse mode)
+            base, fx = stencil(state.mpm_x[s, q], origin, self.inv_dx, ti.Vector(self.res_hi))
+            offset = ti.Vector([n // 9, (n // 3) % 3, n % 3])
+            dpos = ti.cast(offset, float) - fx            # in cells
+            weight = weight_1d(fx[0], offset[0]) * weight_1d(fx[1], offset[1]) * weight_1d(fx[2], offset[2])
+            gv = state.mpm_grid_v[s, self.cell(base + offset)]
+            state.mpm_gather_v[s, q] += weight * gv
+            state.mpm_gather_C[s, q] += (4.0 * self.inv_dx * weight) * gv.outer_product(dpos)
+
+
+@ti.data_oriented
+class GridToParticle(ParticleStress):
+    """The end of G2P for one object: v_p, C_p from the gathered sums, x_p += dt v_p, and the (projected)
+    deformation gradient F_p = project((I + dt C_p) F_p)."""
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
         ti.loop_config(serialize=self.serial)
         for q in range(self.start, self.stop):
-            x, F = state.mpm_x[s, q], state.mpm_F[s, q]
-            base, fx = stencil(x, origin, self.inv_dx, ti.Vector(self.res_hi))
-            w = weights(fx)
-            v1 = ti.Vector.zero(float, 3)
-            B = ti.Matrix.zero(float, 3, 3)
-            for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
-                offset = ti.Vector([i, j, k])
-                dpos = ti.cast(offset, float) - fx     # in cells
-                weight = w[i][0] * w[j][1] * w[k][2]
-                gv = state.mpm_grid_v[s, self.cell(base + offset)]
-                v1 += weight * gv
-                B += (4.0 * self.inv_dx * weight) * gv.outer_product(dpos)
+            v1, B, F = state.mpm_gather_v[s, q], state.mpm_gather_C[s, q], state.mpm_F[s, q]
             F1 = F + dt * matmul(B, F)
             plastic = state.mpm_plastic[s, q]
             if ti.static(self.material.has_return_mapping):
                 F1, plastic = self.material.project(F1, plastic, self.params())
-            state.mpm_x[s + 1, q] = x + dt * v1
+            state.mpm_x[s + 1, q] = state.mpm_x[s, q] + dt * v1
             state.mpm_v[s + 1, q] = v1
             state.mpm_C[s + 1, q] = B
             state.mpm_F[s + 1, q] = F1
