@@ -91,6 +91,19 @@ class ParticleStress(_MPMTerm):
         self.start, self.stop, self.row = obj.particle_start, obj.particle_start + obj.particle_count, obj.row
         self.material = material
 
+    def check_parameter(self, name, arr):
+        """`model.set`'s check of this object's row of `mpm_params` (the material's rules) and density."""
+        import numpy as np
+        row = np.asarray(arr, dtype=np.float64)
+        if name == "mpm_params":
+            mat = type(self.material)
+            try:
+                mat.check_values({k: row[self.row, c] for c, k in enumerate(mat.params)})
+            except ValueError as exc:
+                raise ValueError(f"mpm_params values: row {self.row} (material {mat.name!r}): {exc}") from None
+        elif name == "mpm_density" and not row[self.row] > 0:
+            raise ValueError(f"mpm_density values: row {self.row} must be > 0 (kg/m^3), got {row[self.row]:g}")
+
     @ti.func
     def params(self):
         p = ti.Vector.zero(float, ti.static(max(1, self.material.param_count)))
@@ -202,7 +215,13 @@ class GridToParticle(ParticleStress):
             plastic = state.mpm_plastic[s, q]
             if ti.static(self.material.has_return_mapping):
                 F1, plastic = self.material.project(F1, plastic, self.params())
-            state.mpm_x[s + 1, q] = state.mpm_x[s, q] + dt * v1
+            x1 = state.mpm_x[s, q] + dt * v1
+            # a particle whose stencil left the grid (a blow-up: walls keep sound motion inside) is made
+            # non-finite, so that the Simulator's finite check names the step (a stencil clamped to the grid
+            # would otherwise hold it, still and finite, wherever it flew to)
+            local = (x1 - ti.Vector(self.origin, dt=float)) * self.inv_dx - 0.5
+            out = (local < 0.0).any() | (local >= ti.Vector(self.res_hi, dt=float) + 1.0).any()
+            state.mpm_x[s + 1, q] = ti.select(out, ti.math.inf, x1)
             state.mpm_v[s + 1, q] = v1
             state.mpm_C[s + 1, q] = B
             state.mpm_F[s + 1, q] = F1
