@@ -26,7 +26,7 @@ import taichi as ti
 from .linalg import matmul
 
 DETACH_SCALE = 2.0 ** 40
-JACOBI_SWEEPS = 6           # cyclic sweeps of 3 rotations; quadratic convergence: 4 reach float64's floor
+JACOBI_SWEEPS = 5           # cyclic sweeps of 3 rotations; quadratic convergence: 4 reach float64's floor
 SVD_GAP = 1e-6
 
 
@@ -38,20 +38,63 @@ def detach(x):
 
 @ti.func
 def _rotate(A, V, p: ti.template(), q: ti.template()):
-    """One Jacobi rotation zeroing A[p, q] of the symmetric A; V accumulates the rotations."""
+    """One Jacobi rotation zeroing A[p, q] of the symmetric A (A <- J^T A J, V <- V J), written out on the
+    entries it changes and returned as new matrices: no local is stored twice, so the reverse kernel keeps
+    no AD stack (element assignments to one local matrix, repeated over the sweeps, made its compile take
+    minutes)."""
+    r = ti.static(3 - p - q)
     apq = A[p, q]
     big = ti.abs(apq) > 1e-30
     tau = (A[q, q] - A[p, p]) / (2.0 * ti.select(big, apq, 1e-30))
-    t = ti.select(tau >= 0.0, 1.0, -1.0) / (ti.abs(tau) + ti.sqrt(1.0 + tau * tau))
-    t = ti.select(big, t, 0.0)
+    t = ti.select(big, ti.select(tau >= 0.0, 1.0, -1.0) / (ti.abs(tau) + ti.sqrt(1.0 + tau * tau)), 0.0)
     c = 1.0 / ti.sqrt(1.0 + t * t)
     s = t * c
-    J = ti.Matrix.identity(float, 3)
-    J[p, p] = c
-    J[q, q] = c
-    J[p, q] = s
-    J[q, p] = -s
-    return matmul(matmul(J.transpose(), A), J), matmul(V, J)
+    arp = c * A[r, p] - s * A[r, q]
+    arq = s * A[r, p] + c * A[r, q]
+    app, aqq, arr = A[p, p] - t * apq, A[q, q] + t * apq, A[r, r]
+    A1 = ti.Matrix([[_entry(app, aqq, arr, arp, arq, i, j, p, q, r) for j in ti.static(range(3))]
+                    for i in ti.static(range(3))])
+    V1 = ti.Matrix([[_vcol(V, c, s, k, j, p, q) for j in ti.static(range(3))] for k in ti.static(range(3))])
+    return A1, V1
+
+
+@ti.func
+def _entry(app, aqq, arr, arp, arq, i: ti.template(), j: ti.template(), p: ti.template(), q: ti.template(),
+           r: ti.template()):
+    out = 0.0
+    if ti.static(i == j == p):
+        out = app
+    elif ti.static(i == j == q):
+        out = aqq
+    elif ti.static(i == j == r):
+        out = arr
+    elif ti.static((i, j) in ((r, p), (p, r))):
+        out = arp
+    elif ti.static((i, j) in ((r, q), (q, r))):
+        out = arq
+    return out
+
+
+@ti.func
+def _vcol(V, c, s, k: ti.template(), j: ti.template(), p: ti.template(), q: ti.template()):
+    out = V[k, j]
+    if ti.static(j == p):
+        out = c * V[k, p] - s * V[k, q]
+    elif ti.static(j == q):
+        out = s * V[k, p] + c * V[k, q]
+    return out
+
+
+@ti.func
+def _sweeps(A, V, n: ti.template()):
+    """`n` cyclic Jacobi sweeps, by recursion: each level's locals are its own (stored once)."""
+    if ti.static(n == 0):
+        return A, V
+    else:
+        A1, V1 = _rotate(A, V, 0, 1)
+        A2, V2 = _rotate(A1, V1, 0, 2)
+        A3, V3 = _rotate(A2, V2, 1, 2)
+        return _sweeps(A3, V3, n - 1)
 
 
 @ti.func
@@ -65,25 +108,24 @@ def _unit(v):
 
 
 @ti.func
+def _swap(la, lb, va, vb):
+    swap = la < lb
+    return ti.select(swap, lb, la), ti.select(swap, la, lb), ti.select(swap, vb, va), ti.select(swap, va, vb)
+
+
+@ti.func
 def _svd_values(F):
     """U, sigma (vec3), V of F by Jacobi on F^T F (values only; see the module docstring)."""
-    A = matmul(F.transpose(), F)
-    V = ti.Matrix.identity(float, 3)
-    for _ in ti.static(range(JACOBI_SWEEPS)):
-        A, V = _rotate(A, V, 0, 1)
-        A, V = _rotate(A, V, 0, 2)
-        A, V = _rotate(A, V, 1, 2)
-    lam = ti.Vector([A[0, 0], A[1, 1], A[2, 2]])
-    v0, v1, v2 = _col(V, 0), _col(V, 1), _col(V, 2)
+    A, V = _sweeps(matmul(F.transpose(), F), ti.Matrix.identity(float, 3), JACOBI_SWEEPS)
     # sort decreasing: a network of three compare-swaps
-    for a, b in ti.static([(0, 1), (1, 2), (0, 1)]):
-        swap = lam[a] < lam[b]
-        la, lb = lam[a], lam[b]
-        lam[a], lam[b] = ti.select(swap, lb, la), ti.select(swap, la, lb)
-        if ti.static((a, b) == (0, 1)):
-            v0, v1 = ti.select(swap, v1, v0), ti.select(swap, v0, v1)
-        else:
-            v1, v2 = ti.select(swap, v2, v1), ti.select(swap, v1, v2)
+    l0, l1, v0, v1 = _swap(A[0, 0], A[1, 1], _col(V, 0), _col(V, 1))
+    m1, l2, w1, v2 = _swap(l1, A[2, 2], v1, _col(V, 2))
+    n0, n1, u0v, u1v = _swap(l0, m1, v0, w1)
+    return _factors(F, u0v, u1v)
+
+
+@ti.func
+def _factors(F, v0, v1):
     v2 = v0.cross(v1)                                  # det V = +1
     Fv0, Fv1, Fv2 = F @ v0, F @ v1, F @ v2
     u0 = _unit(Fv0)
@@ -102,18 +144,25 @@ def _gap(d):
 
 
 @ti.func
+def _omega(sig, M, i: ti.template(), j: ti.template(), left: ti.template()):
+    out = 0.0
+    if ti.static(i != j):
+        d = _gap(sig[j] * sig[j] - sig[i] * sig[i])
+        if ti.static(left):
+            out = (sig[j] * M[i, j] + sig[i] * M[j, i]) / d
+        else:
+            out = (sig[i] * M[i, j] + sig[j] * M[j, i]) / d
+    return out
+
+
+@ti.func
 def svd3(F):
     """U, sigma (vec3), V with F = U diag(sigma) V^T (module docstring), differentiable in F."""
     Fd = detach(F)
     U, sig, V = _svd_values(Fd)
     M = matmul(matmul(U.transpose(), F - Fd), V)       # value ~0; carries dF
-    OU = ti.Matrix.zero(float, 3, 3)
-    OV = ti.Matrix.zero(float, 3, 3)
-    for i, j in ti.static(ti.ndrange(3, 3)):
-        if ti.static(i != j):
-            d = _gap(sig[j] * sig[j] - sig[i] * sig[i])
-            OU[i, j] = (sig[j] * M[i, j] + sig[i] * M[j, i]) / d
-            OV[i, j] = (sig[i] * M[i, j] + sig[j] * M[j, i]) / d
+    OU = ti.Matrix([[_omega(sig, M, i, j, True) for j in ti.static(range(3))] for i in ti.static(range(3))])
+    OV = ti.Matrix([[_omega(sig, M, i, j, False) for j in ti.static(range(3))] for i in ti.static(range(3))])
     dU, dV = matmul(U, OU), matmul(V, OV)
     dsig = ti.Vector([M[0, 0], M[1, 1], M[2, 2]])
     # each correction minus its detached value: the derivative of the correction, a value within 2^-41
