@@ -12,8 +12,13 @@ derivative of the SVD (Papadopoulo & Lourakis 2000; Townsend 2016) through a ter
 
 Near repeated singular values the denominators vanish; as in the differentiable-MPM literature
 (PlasticineLab, Huang et al. 2021, after Townsend) |sigma_j^2 - sigma_i^2| is clamped at `SVD_GAP`
-(1e-6), keeping the sign.  Where the mapping of a return mapping is isotropic in the repeated pair (as
-for von Mises and Drucker-Prager) the terms the clamp distorts cancel in U f(Sigma) V^T.
+(1e-6), with the sign of the order (Omega stays antisymmetric).  KNOWN LIMITATION (measured, see
+tests/test_mpm_plastic.py): the clamp keeps the derivative finite but not right there.  An isotropic
+matrix function G = U diag(g(sigma)) V^T has, off the diagonal of the SVD frame, the divided differences
+(g_i - g_j) / (sigma_i - sigma_j) and (g_i + g_j) / (sigma_i + sigma_j); the clamped Omega gives 0 for
+the first when g_i = g_j (e.g. d log(S) at F = I loses sym(dF)), and a distorted value when the gap is
+below the clamp.  The fix, for the return mappings, is to differentiate G through those divided
+differences (with g' where the gap vanishes) rather than through U and V; not done yet.
 
 `detach(x)` rounds x to a multiple of 2^-40 with `floor` (derivative 0): the factors are those of F to
 ~1e-12 in float64 (exactly F in float32, where x 2^40 is already an integer).
@@ -139,15 +144,24 @@ def _factors(F, v0, v1):
 
 
 @ti.func
-def _gap(d):
-    return ti.select(d >= 0.0, ti.max(d, SVD_GAP), ti.min(d, -SVD_GAP))
+def _gap(sig, i: ti.template(), j: ti.template()):
+    """sigma_j^2 - sigma_i^2, at least SVD_GAP in size, its sign by the order (sigma sorted decreasing):
+    negative for i < j, and exactly the negative of the (j, i) value, so Omega stays antisymmetric when
+    the singular values are equal."""
+    d = sig[j] * sig[j] - sig[i] * sig[i]
+    out = 0.0
+    if ti.static(i < j):
+        out = ti.min(d, -SVD_GAP)
+    else:
+        out = ti.max(d, SVD_GAP)
+    return out
 
 
 @ti.func
 def _omega(sig, M, i: ti.template(), j: ti.template(), left: ti.template()):
     out = 0.0
     if ti.static(i != j):
-        d = _gap(sig[j] * sig[j] - sig[i] * sig[i])
+        d = _gap(sig, i, j)
         if ti.static(left):
             out = (sig[j] * M[i, j] + sig[i] * M[j, i]) / d
         else:
