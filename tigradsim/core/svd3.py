@@ -162,11 +162,18 @@ def _omega(sig, M, i: ti.template(), j: ti.template(), left: ti.template()):
     out = 0.0
     if ti.static(i != j):
         d = _gap(sig, i, j)
-        if ti.static(left):
+        if ti.static(left == 1):
             out = (sig[j] * M[i, j] + sig[i] * M[j, i]) / d
         else:
             out = (sig[i] * M[i, j] + sig[j] * M[j, i]) / d
     return out
+
+
+@ti.func
+def _omega_matrix(sig, M, left: ti.template()):
+    return ti.Matrix([[0.0, _omega(sig, M, 0, 1, left), _omega(sig, M, 0, 2, left)],
+                      [_omega(sig, M, 1, 0, left), 0.0, _omega(sig, M, 1, 2, left)],
+                      [_omega(sig, M, 2, 0, left), _omega(sig, M, 2, 1, left), 0.0]])
 
 
 @ti.func
@@ -175,8 +182,7 @@ def svd3(F):
     Fd = detach(F)
     U, sig, V = _svd_values(Fd)
     M = matmul(matmul(U.transpose(), F - Fd), V)       # value ~0; carries dF
-    OU = ti.Matrix([[_omega(sig, M, i, j, True) for j in ti.static(range(3))] for i in ti.static(range(3))])
-    OV = ti.Matrix([[_omega(sig, M, i, j, False) for j in ti.static(range(3))] for i in ti.static(range(3))])
+    OU, OV = _omega_matrix(sig, M, 1), _omega_matrix(sig, M, 0)
     dU, dV = matmul(U, OU), matmul(V, OV)
     dsig = ti.Vector([M[0, 0], M[1, 1], M[2, 2]])
     # each correction minus its detached value: the derivative of the correction, a value within 2^-41
