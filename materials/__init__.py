@@ -6,3 +6,4 @@ exactly as a third-party plugin would.  `linalg` holds differentiable helpers
 """
 from ..core import linalg  # noqa: F401  (the shared helpers live in the core)
 from . import neo_hookean, corotated, stvk, linear, membrane, stvk_membrane  # noqa: F401
+from . import mpm_elastic, mpm_fluid, mpm_plastic  # noqa: F401  (kind "mpm": tigradsim.physics.mpm)

@@ -109,7 +109,7 @@ def check_positive(name, value, allow_zero=False):
 NONNEGATIVE_PARAMS = frozenset({
     "particle_mass", "spring_stiffness", "spring_damping",
     "ground_ke", "ground_kd", "ground_kf", "ground_mu",
-    "body_ke", "body_kd", "body_kf", "body_mu",
+    "body_ke", "body_kd", "body_kf", "body_mu", "mpm_mu",
     "cloth_drag", "cloth_bending_stiffness", "cloth_bending_damping",
     "cloth_anchor_stiffness", "cloth_anchor_damping",
     "collider_ke", "collider_kd", "collider_kf", "collider_mu", "collider_size",
@@ -147,7 +147,11 @@ def check_parameter(model, name, arr):
                     or np.linalg.eigvalsh(0.5 * (m + m.T)).min() <= 0:
                 raise ValueError(f"{label}: body {b}: the inertia (per unit mass) must be symmetric positive "
                                  f"definite, got {m.tolist()}")
-    for term in getattr(model, "force_terms", ()):
+    for term in list(getattr(model, "force_terms", ())) + list(getattr(model, "integrators", ())):
+        own = getattr(term, "check_parameter", None)      # a term that checks its own tables (MPM)
+        if own is not None:
+            own(name, arr)
+            continue
         names = getattr(term, "param_table", None) or _MATERIAL_TABLES.get(type(term).__name__)
         group = getattr(term, "group", None)
         if names is None or group is None or names[0] != name:

@@ -19,6 +19,7 @@ from ..physics.cloth import Cloths
 from ..physics.colliders import Colliders
 from ..physics.fem import TetMeshes
 from ..physics.rigid import RigidBodies
+from ..physics.mpm import MPMBodies
 from ..physics.particles import ParticleIntegrator, spring_terms
 from ..core.runtime import ensure_init, np_float
 
@@ -167,6 +168,14 @@ class SceneBuilder:
         `tigradsim.physics.colliders.Colliders.add` (ramps and walls: `tgs.quat_from_axis_angle`,
         `tgs.quat_from_normal`)."""
         return self.component(Colliders).add(self, kind, *args, **kwargs)
+
+    def add_mpm_grid(self, *args, **kwargs):
+        """Set the MPM domain and grid; see `tigradsim.physics.mpm.MPMBodies.set_grid`."""
+        return self.component(MPMBodies).set_grid(self, *args, **kwargs)
+
+    def add_mpm(self, *args, **kwargs):
+        """Add MPM matter (a box, a closed mesh or particles); see `tigradsim.physics.mpm.MPMBodies.add`."""
+        return self.component(MPMBodies).add(self, *args, **kwargs)
 
     # -- components -----------------------------------------------------------
     def add_component(self, component):

@@ -30,6 +30,7 @@ from typing import Callable, Optional
 import numpy as np
 import taichi as ti
 from taichi.lang import impl
+from taichi.lang.field import ScalarField
 
 from ..core.errors import GradientError, SimulationError, check_runtime
 from ..core.model import Model
@@ -44,6 +45,16 @@ from ..core.state import StateStore
 # bounded factor, per simulated second.
 ADJOINT_GROWTH_RATE = 20.0
 ADJOINT_GROWTH_ALLOWANCE = 1e8
+
+
+@ti.func
+def _as_tensor(fld: ti.template(), value):
+    """A state value as a vector or matrix: a scalar state kind's value (e.g. `mpm_plastic`) as a vec1, so
+    that the finite checks' `.all()` and `.max()` work for every kind."""
+    if ti.static(isinstance(fld, ScalarField)):
+        return ti.Vector([value])
+    else:
+        return value
 
 
 class _Recorder:
@@ -264,7 +275,7 @@ class Simulator:
         for fld in ti.static(self._stored):
             ti.loop_config(serialize=ti.static(serial_loop(fld.shape[1])))
             for i in range(fld.shape[1]):
-                g = ti.abs(fld.grad[s, i])
+                g = _as_tensor(fld, ti.abs(fld.grad[s, i]))
                 if not (g <= 1e30).all():            # NaN compares false
                     self._adjoint_bad[None] = 1
                 else:
@@ -531,5 +542,5 @@ class Simulator:
             # s1 - s0 <= check_every + 1 (_segment_forward)
             ti.loop_config(serialize=ti.static(serial_loop(fld.shape[1] * (self.check_every + 1))))
             for s, i in ti.ndrange((s0, s1), fld.shape[1]):
-                if not (ti.abs(fld[s, i]) <= 1e30).all():
+                if not (_as_tensor(fld, ti.abs(fld[s, i])) <= 1e30).all():
                     ti.atomic_min(self._bad_step[None], s)

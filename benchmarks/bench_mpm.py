@@ -1,0 +1,93 @@
+"""MPM (MLS-MPM, fixed-corotated jelly) time per step, forward and forward+backward, and memory.
+
+    python benchmarks/bench_mpm.py [--arch cpu] [--precision f32] [--scenes small,pacnerf] [--steps 20]
+
+Scenes: "small" (a cube of 4,096 particles on a 32^3 grid) and "pacnerf" (18,252 particles on a 64^3 grid,
+PAC-NeRF's order of size), a cube of jelly falling in a unit box, dt = 1e-4 s, checkpointed every 10 steps
+(the grid is stored per step slot: its memory is (checkpoint_every + 1) grids, `mpm.grid_nbytes`).
+Each scene runs in its own process (its own peak RSS).  Prints one JSON object per scene.
+
+Measured 2026-12-06 on the 2-vCPU VM, float32, 2 threads, load average ~7 (other jobs sharing the cores, so
+these are upper bounds), 20 steps, best of 2:
+    small   (4,096 particles, 38^3 nodes):  6.6 ms/step forward, 38 ms/step forward+backward, state 50 MB,
+            peak RSS 236 MB
+    pacnerf (18,252 particles, 70^3 nodes): 49 ms/step forward, 192 ms/step forward+backward, state 282 MB
+            (grid 18.3 MB per slot, 11 slots), peak RSS 472 MB
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import run_child, time_rollout  # noqa: E402
+
+SCENES = {"small": (32, 0.25), "pacnerf": (64, 0.21)}     # grid resolution, cube side [m] (8 particles/cell)
+
+
+def build(scene, tgs):
+    res, side = SCENES[scene]
+    b = tgs.SceneBuilder(gravity=(0, -9.8, 0))
+    b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=res, mu=0.3)
+    lo = 0.5 - side / 2
+    b.add_mpm(box=((lo, 0.3, lo), (lo + side, 0.3 + side, lo + side)), material="mpm_fixed_corotated",
+              params={"E": 1e5, "nu": 0.3}, density=1000.0, velocity=(0.0, -1.0, 0.0), particles_per_cell=8)
+    return b.finalize()
+
+
+def run_scene(scene, arch, precision, steps):
+    import taichi as ti
+    import tigradsim as tgs
+    from tigradsim.physics.mpm import grid_nbytes
+    tgs.init(arch=arch, precision=precision)
+    model = build(scene, tgs)
+    ck = 10
+    sim = tgs.Simulator(model, dt=1e-4, steps=steps, checkpoint_every=ck)
+    n = model.mpm_particle_count
+
+    @ti.data_oriented
+    class Centroid:
+        def __init__(self):
+            self.value = ti.field(float, shape=(), needs_grad=True)
+
+        @ti.kernel
+        def observe(self, state: ti.template(), s: ti.i32):
+            for i in range(n):
+                self.value[None] += state.mpm_x[s, i][1] / n
+
+        def __call__(self):
+            pass
+
+    loss = Centroid()
+    sim.observe(lambda state, slot, frame: loss.observe(state, slot), every=steps)
+    timing = time_rollout(sim, loss)
+    g = model.mpm_grid
+    return {"scene": scene, "precision": precision, "particles": n, "grid_nodes": list(g.res), "steps": steps,
+            "checkpoint_every": ck, **timing,
+            "grid_mb_per_slot": round(grid_nbytes(model, 1) / 2 ** 20, 1),
+            "threads": ti.lang.impl.current_cfg().cpu_max_num_threads,
+            "grad_E_nu": model.mpm_params.grad.to_numpy().tolist()}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arch", default="cpu")
+    parser.add_argument("--precision", default="f32")
+    parser.add_argument("--scenes", default="small,pacnerf")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--child", action="store_true")
+    parser.add_argument("--scene")
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_scene(args.scene, args.arch, args.precision, args.steps)))
+        return
+    for scene in args.scenes.split(","):
+        print(json.dumps(run_child(os.path.abspath(__file__), ["--scene", scene, "--arch", args.arch,
+                                                                "--precision", args.precision, "--steps", args.steps])),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""The three loops of an MLS-MPM step (Hu et al. 2018), as integrators of the Simulator's step:
+
+  1. `ParticleStress`, then `ParticleToGrid` (one each per MPM object; P2G over its (particle, node) pairs):
+     quadratic B-spline weights w_ijk of the 27 nodes around x_p, and into grid slot s
+         m_i  += w m_p,      (m v)_i += w (m_p v_p + A_p (x_i - x_p)),
+         A_p = m_p C_p - dt V_p (4 / dx^2) tau_p,   tau_p = P(F_p) F_p^T + viscous(F_p, C_p)
+     (APIC's affine momentum and MLS-MPM's stress in one matrix; tau the Kirchhoff stress [Pa]).
+  2. `GridUpdate` (over the grid cells): v_i = (m v)_i / m_i + dt g, then the walls and the ground
+     (`boundary_velocity`: no inflow, Coulomb friction mu on the tangential velocity).
+  3. `GridGather` over (particle, node) pairs, then `GridToParticle` (one each per object): v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
+     x_p += dt v_p, F_p = project((I + dt C_p) F_p), the material's return mapping.
+
+Why the grid is stored per step slot (`mpm_grid_mv[s, c]`, `mpm_grid_v[s, c]`, accumulator state kinds:
+zeroed at each segment start, never checkpointed): Taichi's reverse mode re-reads in the backward pass
+whatever the forward pass read, so a grid reused by every step would hold the last step's values when
+step k is reversed.  With one grid per slot nothing read is overwritten, the fused multi-step kernel and
+checkpointing work unchanged, and the memory is (checkpoint_every + 1) grids (`mpm.grid_nbytes`).
+The other choice, one grid recomputed per step in the backward pass (DiffTaichi's), needs its own
+backward driver and gives up the fused kernel; it saves memory only where segments are long.
+
+Rules of the one-loop terms (model.py): each term runs exactly one loop, inner loops are `ti.static`.
+"""
+import taichi as ti
+
+from ..core.linalg import matmul, matvec
+from ..core.model import StepTerm
+
+# Cells of padding outside the user's domain on every side: a particle's 3x3x3 stencil reaches 1.5 cells
+# beyond it, and particles may drift a little past a wall (its velocity is projected at the nodes).
+PAD = 3
+
+
+@ti.func
+def stencil(x, origin, inv_dx, res_hi):
+    """Base node (ivec3, clamped to the grid) and fractional position fx (vec3, in cells) of x [m]."""
+    local = (x - origin) * inv_dx
+    base = ti.cast(ti.floor(local - 0.5), ti.i32)
+    base = ti.max(ti.min(base, res_hi), 0)        # a NaN or escaped particle must not write out of bounds
+    return base, local - ti.cast(base, float)
+
+
+@ti.func
+def weight_1d(fx, o):
+    """The quadratic B-spline weight of node offset o (0, 1 or 2, a runtime int) at fractional position fx."""
+    return ti.select(o == 0, 0.5 * (1.5 - fx) ** 2, ti.select(o == 1, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2))
+
+
+@ti.func
+def wall(v, n, mu):
+    """Velocity v after a wall of inward unit normal n: no inflow, and the tangential velocity reduced by
+    mu |v_n| (Coulomb), to zero at most.  sqrt(|v_t|^2 + eps) keeps the derivative finite at v_t = 0."""
+    vn = v.dot(n)
+    vt = v - vn * n
+    speed = ti.sqrt(vt.dot(vt) + 1e-20)
+    # select, not `if`: a local stored under a branch goes on an AD stack in the reverse kernel
+    return ti.select(vn < 0, vt * ti.max(0.0, 1.0 + mu * vn / speed), v)
+
+
+class _MPMTerm(StepTerm):
+    # Gathers (grid update, G2P) write only their own entries: parallel and deterministic on any thread count.
+    # Being parallel, they also keep an MPM step out of the fused multi-step kernel (`Simulator.fused`): its
+    # reverse nests the step loop, and Taichi then keeps the many locals of a 27-node stencil on AD stacks
+    # (compiling the reverse of a fused MPM step took minutes; one launch per step costs ~50 us, little
+    # against an MPM step).  P2G, a scatter, follows `runtime.serial_scatter` like every element loop.
+    parallel = True
+
+    def __init__(self, model):
+        super().__init__(model)
+        if self.parallel:
+            self.serial = False
+        g = model.mpm_grid
+        self.res = g.res                            # (3,) cells per axis (nodes: the same, 0..res-1)
+        self.dx, self.inv_dx = g.dx, 1.0 / g.dx
+        self.origin = tuple(float(o) for o in g.origin)
+        self.res_hi = tuple(int(r) - 3 for r in g.res)
+
+    @ti.func
+    def cell(self, node):
+        return (node[0] * self.res[1] + node[1]) * self.res[2] + node[2]
+
+
+@ti.data_oriented
+class ParticleStress(_MPMTerm):
+    """The affine matrix of each particle of one object (rows [start, stop), material row `row`), into
+    `mpm_affine[s, q]`: A = m_p C_p - dt V_p (4 / dx^2) tau_p (kg/s).  A loop of its own, so that P2G's
+    loop over (particle, node) pairs evaluates the stress once per particle, not 27 times."""
+    parallel = True
+
+    def __init__(self, model, obj, material):
+        super().__init__(model)
+        self.start, self.stop, self.row = obj.particle_start, obj.particle_start + obj.particle_count, obj.row
+        self.material = material
+
+    def check_parameter(self, name, arr):
+        """`model.set`'s check of this object's row of `mpm_params` (the material's rules) and density."""
+        import numpy as np
+        row = np.asarray(arr, dtype=np.float64)
+        if name == "mpm_params":
+            mat = type(self.material)
+            try:
+                mat.check_values({k: row[self.row, c] for c, k in enumerate(mat.params)})
+            except ValueError as exc:
+                raise ValueError(f"mpm_params values: row {self.row} (material {mat.name!r}): {exc}") from None
+        elif name == "mpm_density" and not row[self.row] > 0:
+            raise ValueError(f"mpm_density values: row {self.row} must be > 0 (kg/m^3), got {row[self.row]:g}")
+
+    @ti.func
+    def params(self):
+        p = ti.Vector.zero(float, ti.static(max(1, self.material.param_count)))
+        for k in ti.static(range(self.material.param_count)):
+            p[k] = self.model.mpm_params[self.row, k]
+        return p
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for q in range(self.start, self.stop):
+            C, F = state.mpm_C[s, q], state.mpm_F[s, q]
+            p = self.params()
+            vol = self.model.mpm_particle_volume[self.row]
+            tau = matmul(self.material.stress(F, p), F.transpose())
+            if ti.static(self.material.has_viscosity):
+                tau += self.material.viscous(F, C, p)
+            state.mpm_affine[s, q] = (-dt * vol * 4.0 * self.inv_dx * self.inv_dx) * tau \
+                + (self.model.mpm_density[self.row] * vol) * C
+
+
+@ti.data_oriented
+class ParticleToGrid(ParticleStress):
+    """P2G of one object: one loop over its (particle, node) pairs, 27 per particle, each adding
+    w (m_p v_p + A_p (x_i - x_p), w m_p) to its node.  Why pairs and not a stencil loop inside a particle
+    loop: Taichi 1.7.4's reverse of such an inner loop gets the adjoints of the particle's locals wrong
+    (measured: 5-14 % off the finite differences), and the stencil unrolled 27 times compiled its reverse
+    in ~30 s; a flat loop carries nothing and compiles in well under a second."""
+    parallel = False
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for q, n in ti.ndrange((self.start, self.stop), 27):
+            origin = ti.Vector(self.origin, dt=float)     # inside the loop: a launch is loops only (reverse mode)
+            x = state.mpm_x[s, q]
+            base, fx = stencil(x, origin, self.inv_dx, ti.Vector(self.res_hi))
+            offset = ti.Vector([n // 9, (n // 3) % 3, n % 3])
+            dpos = (ti.cast(offset, float) - fx) * self.dx
+            weight = weight_1d(fx[0], offset[0]) * weight_1d(fx[1], offset[1]) * weight_1d(fx[2], offset[2])
+            mass = self.model.mpm_density[self.row] * self.model.mpm_particle_volume[self.row]
+            mv = weight * (mass * state.mpm_v[s, q] + matvec(state.mpm_affine[s, q], dpos))
+            state.mpm_grid_mv[s, self.cell(base + offset)] += ti.Vector([mv[0], mv[1], mv[2], weight * mass])
+
+
+@ti.data_oriented
+class GridUpdate(_MPMTerm):
+    """Grid velocities of slot s from its momenta, gravity, the domain walls and the ground."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.ground = bool(model.mpm_grid.ground)
+        self.cell_count = int(model.mpm_grid.cell_count)
+
+    @ti.func
+    def boundary_velocity(self, v, node):
+        mu = self.model.mpm_mu[None]
+        out = v
+        for d in ti.static(range(3)):
+            n = ti.Vector([1.0 if e == d else 0.0 for e in ti.static(range(3))])
+            out = ti.select(node[d] <= PAD, wall(out, n, mu), out)                   # at or beyond the lower face
+            out = ti.select(node[d] >= self.res[d] - PAD, wall(out, -n, mu), out)    # at or beyond the upper face
+        if ti.static(self.ground):
+            out = ti.select(self.origin[1] + node[1] * self.dx <= 0.0, wall(out, ti.Vector([0.0, 1.0, 0.0]), mu), out)
+        return out
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for c in range(self.cell_count):
+            mv = state.mpm_grid_mv[s, c]
+            mass = ti.max(mv[3], 1e-30)              # an empty node gets velocity 0, written all the same
+            v = ti.Vector([mv[0], mv[1], mv[2]]) / mass + dt * self.model.gravity[None]
+            node = ti.Vector([c // (self.res[1] * self.res[2]), (c // self.res[2]) % self.res[1], c % self.res[2]])
+            state.mpm_grid_v[s, c] = ti.select(mv[3] > 0, self.boundary_velocity(v, node), ti.Vector.zero(float, 3))
+
+
+@ti.data_oriented
+class GridGather(ParticleStress):
+    """G2P's sums of one object, over its (particle, node) pairs (flat for the reason `ParticleToGrid`
+    gives): mpm_gather_v[s, q] += w v_i,  mpm_gather_C[s, q] += (4 / dx^2) w v_i (x_i - x_p)^T."""
+    parallel = False
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for q, n in ti.ndrange((self.start, self.stop), 27):
+            origin = ti.Vector(self.origin, dt=float)     # inside the loop: a launch is loops only (reverse mode)
+            base, fx = stencil(state.mpm_x[s, q], origin, self.inv_dx, ti.Vector(self.res_hi))
+            offset = ti.Vector([n // 9, (n // 3) % 3, n % 3])
+            dpos = ti.cast(offset, float) - fx            # in cells
+            weight = weight_1d(fx[0], offset[0]) * weight_1d(fx[1], offset[1]) * weight_1d(fx[2], offset[2])
+            gv = state.mpm_grid_v[s, self.cell(base + offset)]
+            state.mpm_gather_v[s, q] += weight * gv
+            state.mpm_gather_C[s, q] += (4.0 * self.inv_dx * weight) * gv.outer_product(dpos)
+
+
+@ti.data_oriented
+class GridToParticle(ParticleStress):
+    """The end of G2P for one object: v_p, C_p from the gathered sums, x_p += dt v_p, and the (projected)
+    deformation gradient F_p = project((I + dt C_p) F_p)."""
+
+    @ti.func
+    def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
+        ti.loop_config(serialize=self.serial)
+        for q in range(self.start, self.stop):
+            v1, B, F = state.mpm_gather_v[s, q], state.mpm_gather_C[s, q], state.mpm_F[s, q]
+            F1 = F + dt * matmul(B, F)
+            plastic = state.mpm_plastic[s, q]
+            if ti.static(self.material.has_return_mapping):
+                F1, plastic = self.material.project(F1, plastic, self.params())
+            x1 = state.mpm_x[s, q] + dt * v1
+            # a particle whose stencil left the grid (a blow-up: walls keep sound motion inside) is made
+            # non-finite, so that the Simulator's finite check names the step (a stencil clamped to the grid
+            # would otherwise hold it, still and finite, wherever it flew to)
+            local = (x1 - ti.Vector(self.origin, dt=float)) * self.inv_dx - 0.5
+            out = (local < 0.0).any() | (local >= ti.Vector(self.res_hi, dt=float) + 1.0).any()
+            state.mpm_x[s + 1, q] = ti.select(out, ti.math.inf, x1)
+            state.mpm_v[s + 1, q] = v1
+            state.mpm_C[s + 1, q] = B
+            state.mpm_F[s + 1, q] = F1
+            state.mpm_plastic[s + 1, q] = plastic
