@@ -81,18 +81,21 @@ class AdjointTaps:
             fld[s, i] -= tap[m, i]      # minus a zero: unchanged, and the reverse records the adjoint
 
     @ti.kernel
-    def tap_pre(self, s: ti.i32, m: ti.i32):
-        """`subtract` of every pre tap m at slot s, as a launch of its own (steps launched one by one)."""
+    def record_pre(self, s: ti.i32, m: ti.i32):
+        """Add the adjoint at slot s into pre tap m's gradient, read from outside: where the steps run one
+        launch each or reverse one by one, the backward pass calls this between launches (a kernel of
+        its own subtracting a tap would read and write the state, which `ti.ad.Tape(validation=True)`
+        rejects)."""
         for pair in ti.static(self.pairs):
             for i in range(pair[0].shape[1]):
-                pair[0][s, i] -= pair[1][m, i]
+                pair[1].grad[m, i] += pair[0].grad[s, i]
 
     @ti.kernel
-    def tap_post(self, s: ti.i32, m: ti.i32):
-        """`subtract` of every post tap m at slot s, as a launch of its own."""
+    def record_post(self, s: ti.i32, m: ti.i32):
+        """`record_pre` for post tap m."""
         for pair in ti.static(self.pairs):
             for i in range(pair[0].shape[1]):
-                pair[0][s, i] -= pair[2][m, i]
+                pair[2].grad[m, i] += pair[0].grad[s, i]
 
     @ti.func
     def _record(self, j, c, value):

@@ -172,6 +172,7 @@ class Simulator:
             if model.requires_grad else None
         self._tap_pairs = self._taps.pairs if self._taps is not None else []
         self._adjoint_op = custom_op(lambda *args: None, self._probe_adjoint)
+        self._record_op = custom_op(lambda *args: None, self._record_tap)   # a tap between step launches
         self._adjoint_seen = []           # (step, size, post) read by this backward pass, judged at step 0
         self._end_pre = {}                # step -> size: a segment end's pre (an observer fires there)
         self._preflight_version = None
@@ -266,6 +267,11 @@ class Simulator:
         from the segment's start, its end, and step 0."""
         steps = set(range(start + self._taps.every, end, self._taps.every)) | {end}
         return steps | {start} if seg == 0 else steps
+
+    def _record_tap(self, which, s, m):
+        """Backward of a tap between step launches: the adjoint at slot s into tap m (`AdjointTaps.record_pre`)."""
+        if self.adjoint_check:
+            (self._taps.record_pre if which == "pre" else self._taps.record_post)(s, m)
 
     def _has_frame(self, t):
         return any(obs.frame(t) is not None for obs in self._observers)
@@ -405,13 +411,13 @@ class Simulator:
             pre_tap = self._taps.index(t - start) if t in probe_steps and self._has_frame(t) else -1
             if self.fused:
                 self._fused_op(t - start, t, stop - t, tap_end, pre_tap)
-            else:                        # the taps as launches of their own
+            else:                        # the taps read between the launches
                 for k in range(t, stop):
                     if k == t and pre_tap >= 0:
-                        self._taps.tap_pre(k - start, pre_tap)
+                        self._record_op("pre", k - start, pre_tap)
                     self._substep(k - start, k)
                     if probe and self._taps.is_watched(k + 1 - start, tap_end):
-                        self._taps.tap_post(k + 1 - start, self._taps.index(k + 1 - start))
+                        self._record_op("post", k + 1 - start, self._taps.index(k + 1 - start))
             self._notify(stop, stop - start)  # no observer has a frame before `stop`
             if probe and stop == end and self._has_frame(end):    # the end's pre: before its observers' gradient
                 self._adjoint_op("end", seg)
@@ -441,12 +447,12 @@ class Simulator:
         term's reverse runs on threads (`reverse_per_step`), each step's reverse launched on its own, last
         step first (the same derivatives: every step reads its state at its own slot)."""
         if self.reverse_per_step:
-            for k in reversed(range(count)):         # the fused kernel's taps, reversed around each step
+            for k in reversed(range(count)):         # the fused kernel's taps, read around each step
                 if self._taps is not None and self._taps.is_watched(s0 + k + 1, tap_end):
-                    self._taps.tap_post.grad(s0 + k + 1, self._taps.index(s0 + k + 1))
+                    self._record_tap("post", s0 + k + 1, self._taps.index(s0 + k + 1))
                 self._substep.grad(s0 + k, t0 + k)
             if pre_tap >= 0:
-                self._taps.tap_pre.grad(s0, pre_tap)
+                self._record_tap("pre", s0, pre_tap)
         else:
             self._substeps.grad(s0, t0, count, tap_end, pre_tap)
 
