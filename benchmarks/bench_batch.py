@@ -179,7 +179,7 @@ class Batched:
         masses = self.batch.params("body_mass", "mass", lower=0.05, upper=50.0, log_space=True)
         self.fit = tgs.BatchFit(self.batch, sim, masses, camera=cam if args.supervision == "image" else None,
                                 every=12, supervision=args.supervision,
-                                sigma=1e-3, gamma=1e-4)
+                                edge_softness=1e-3, gamma=1e-4)
         self.batch.set("body_mass", truths)
         self.targets = self.fit.targets()
 
@@ -210,7 +210,7 @@ def compare_renderers(shapes, truths, guesses, bat, args, repeats=2):
     cam = Camera(eye=rp.CAMERA_EYE, target=rp.CAMERA_TARGET, fov=45, width=args.res, height=args.res)
     start = batch.model.body_vertex_start
     rens = [SoftRasterizer(cam, batch.model.body_faces[c], int(start[c + 1] - start[c]), frames=surface.frames,
-                           sigma=1e-3, gamma=1e-4, vertex_ids=np.arange(start[c], start[c + 1]))
+                           edge_softness=1e-3, gamma=1e-4, vertex_ids=np.arange(start[c], start[c + 1]))
             for c in range(len(shapes))]
     sim.observe(lambda state, slot, frame: [r.render(surface.vertices, frame, frame) for r in rens], 12)
     batch.set("body_mass", truths)

@@ -43,7 +43,7 @@ PYTORCH3D_MS_RECORDED = {
 
 def bench_case(size, shading, reps, verts, faces, pixel_lanes=None):
     cam = Camera(eye=(0.0, 0.3, 3.0), target=(0, 0, 0), fov=60, width=size, height=size)
-    ren = SoftRasterizer(cam, faces, len(verts), shading=shading, sigma=1e-4, gamma=1e-4,
+    ren = SoftRasterizer(cam, faces, len(verts), shading=shading, edge_softness=1e-4, gamma=1e-4,
                          vertex_colors=0.5 + 0.5 * verts, normals="smooth", pixel_lanes=pixel_lanes)
     X = ti.Vector.field(3, float, shape=(1, len(verts)), needs_grad=True)
     X.from_numpy(verts[None].astype(np.float32))

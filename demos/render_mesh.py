@@ -23,6 +23,7 @@ import numpy as np
 import taichi as ti
 
 import tigradsim as tgs
+from tigradsim.core.aliases import add_renamed_flag
 from tigradsim.io import video
 from tigradsim.renderers import Camera, SoftRasterizer
 from tigradsim.scenes.shapes import turntable, unit_mesh
@@ -36,7 +37,8 @@ def main(argv=None):
     ap.add_argument("--size", type=int, default=128)
     ap.add_argument("--frames", type=int, default=36)
     ap.add_argument("--fps", type=float, default=20.0, help="frames per second of the GIF and the window")
-    ap.add_argument("--sigma", type=float, default=1e-5)
+    ap.add_argument("--edge-softness", type=float, default=1e-5, help="soft-rasterizer edge softness (NDC^2)")
+    add_renamed_flag(ap, "--sigma", "--edge-softness", "edge_softness", type=float)
     ap.add_argument("--gamma", type=float, default=1e-4)
     ap.add_argument("--normals", default="smooth", choices=["flat", "smooth"])
     ap.add_argument("--arch", default="cpu")
@@ -48,7 +50,7 @@ def main(argv=None):
     v, f = unit_mesh(args.mesh, args.subdivisions)
     colors = 0.55 + 0.45 * v / np.abs(v).max()
     cam = Camera(eye=(0.0, 0.6, 3.2), target=(0, 0, 0), fov=45, width=args.size, height=args.size)
-    ren = SoftRasterizer(cam, f, len(v), frames=args.frames, shading="lambert", sigma=args.sigma,
+    ren = SoftRasterizer(cam, f, len(v), frames=args.frames, shading="lambert", edge_softness=args.edge_softness,
                          gamma=args.gamma, vertex_colors=colors, background=(0.08, 0.08, 0.1),
                          ambient=(0.25, 0.25, 0.28), lights=[((0.6, 1.0, 0.8), (0.85, 0.8, 0.75))],
                          cull_backfaces=True, normals=args.normals)

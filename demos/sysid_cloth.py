@@ -18,12 +18,13 @@ from dataclasses import fields
 import numpy as np
 
 import tigradsim as tgs
+from tigradsim.core.aliases import add_renamed_flag
 from tigradsim.scenes import cloth
 from tigradsim.scenes.trial_report import collect_trials, timing as trial_timing
 from tigradsim.io.viz import add_view_args, play_video
 
 SCENE = ("supervision", "shading", "nx", "ny", "cell", "mu", "lam", "damping", "density", "bending", "duration",
-         "dt", "every", "res", "sigma", "checkpoint")
+         "dt", "every", "res", "edge_softness", "checkpoint")
 
 
 def main(argv=None):
@@ -63,8 +64,10 @@ def main(argv=None):
         f(f"--{name}", type=int, default=default, help=what)
     for name, default, what in (("cell", 0.1, "[m]"), ("mu", 60.0, "membrane mu [N/m]"), ("lam", 80.0, "[N/m]"),
                                 ("damping", 0.05, ""), ("density", 0.25, "[kg/m^2]"), ("bending", 2e-3, "[N m/rad^2]"),
-                                ("duration", 0.5, "seconds simulated"), ("dt", 1 / 1200, "[s]"), ("sigma", 1e-4, "")):
+                                ("duration", 0.5, "seconds simulated"), ("dt", 1 / 1200, "[s]"),
+                                ("edge-softness", 1e-4, "soft edge [NDC^2]")):
         f(f"--{name}", type=float, default=default, help=what)
+    add_renamed_flag(p, "--sigma", "--edge-softness", "edge_softness", type=float)
     for name, default, what in (("nx", 20, "cells"), ("ny", 10, "cells"), ("res", 64, "image size [px]"),
                                 ("every", 24, "render every this many steps"), ("checkpoint", 120, "steps")):
         f(f"--{name}", type=int, default=default, help=what)

@@ -16,12 +16,14 @@ import argparse, json, os, time
 import numpy as np
 
 import tigradsim as tgs
+from tigradsim.core.aliases import add_renamed_flag
 from tigradsim.scenes import soft
 from tigradsim.scenes.trial_report import collect_trials, timing as trial_timing
 from tigradsim.io.viz import add_view_args, play_video
 
 SCENE = ("res", "supervision", "true_mu", "true_lam", "density", "damping", "radius", "resolution", "height", "vx",
-         "spin", "ke", "kd", "kf", "friction", "duration", "dt", "every", "sigma", "shading", "checkpoint")
+         "spin", "ke", "kd", "kf", "friction", "duration", "dt", "every", "edge_softness", "shading",
+         "checkpoint")
 
 
 def main(argv=None):
@@ -63,8 +65,9 @@ def main(argv=None):
                                 ("vx", 0.8, "initial velocity [m/s]"), ("spin", 0.0, "initial spin [rad/s]"),
                                 ("ke", 1e4, "ground"), ("kd", 1.0, "ground"), ("kf", 10.0, "ground"),
                                 ("friction", 0.5, "ground Coulomb mu"), ("duration", 1.0, "seconds simulated"),
-                                ("dt", 1 / 1920, "[s]"), ("sigma", 1e-4, "soft edge")):
+                                ("dt", 1 / 1920, "[s]"), ("edge-softness", 1e-4, "soft edge [NDC^2]")):
         f(f"--{name}", type=float, default=default, help=what)
+    add_renamed_flag(p, "--sigma", "--edge-softness", "edge_softness", type=float)
     f("--resolution", type=int, default=2, help="tet_ball resolution (2: 640 tets, 1: 160)")
     f("--every", type=int, default=32, help="render every this many steps")
     f("--shading", choices=("silhouette", "color"), default="silhouette")

@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 import tigradsim as tgs
+from tigradsim.core.aliases import add_renamed_flag
 from tigradsim.core.memory import peak_rss_mb
 from tigradsim.io.panels import trials_grid
 from tigradsim.scenes.rigid_contact import NAMES, contact_trials
@@ -60,7 +61,8 @@ def main(argv=None):
     p.add_argument("--duration", type=float, default=1.6, help="seconds simulated")
     p.add_argument("--dt", type=float, default=1 / 1920, help="time step [s] (at 1/960 the loss ripples in ke)")
     p.add_argument("--every", type=int, default=32, help="render every this many steps")
-    p.add_argument("--sigma", type=float, default=1e-3, help="soft-rasterizer edge softness (NDC^2)")
+    p.add_argument("--edge-softness", type=float, default=1e-3, help="soft-rasterizer edge softness (NDC^2)")
+    add_renamed_flag(p, "--sigma", "--edge-softness", "edge_softness", type=float)
     p.add_argument("--checkpoint", type=int, default=None, help="checkpoint every K steps")
     p.add_argument("--quick", action="store_true", help="small settings for tests (~1 minute)")
     p.add_argument("--resume", action="store_true", help="continue fits saved in --out")
@@ -78,7 +80,7 @@ def main(argv=None):
     given = lambda kind: {n: a[f"{kind}_{n}"] for n in NAMES if a[f"{kind}_{n}"] is not None}   # noqa: E731
     fit = pick("iters", "polish", "lr", "lr_decay", "polish_lr", "stop_loss", "stop_every", "refine", "fd_step")
     scene = pick("box", "height", "push", "push_offset", "push_start", "push_time", "duration", "dt", "every", "res",
-                 "sigma", "checkpoint", "supervision")
+                 "edge_softness", "checkpoint", "supervision")
     trials, errors, initial_errors, strips = [], [], [], []
     for t in contact_trials(args.trials, args.seed, args.guess_factor, given("true"), given("init"), fit=fit,
                             resume_dir=args.out if args.resume else None, **scene):

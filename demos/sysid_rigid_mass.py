@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 import tigradsim as tgs
+from tigradsim.core.aliases import add_renamed_flag
 from tigradsim.core.memory import peak_rss_mb
 from tigradsim.io.panels import trials_grid
 from tigradsim.scenes.rigid_push import SHAPES, mass_trials
@@ -54,7 +55,8 @@ def main(argv=None):
     p.add_argument("--duration", type=float, default=0.6, help="seconds simulated")
     p.add_argument("--dt", type=float, default=1 / 480)
     p.add_argument("--every", type=int, default=12, help="render every this many steps")
-    p.add_argument("--sigma", type=float, default=1e-3,
+    add_renamed_flag(p, "--sigma", "--edge-softness", "edge_softness", type=float)
+    p.add_argument("--edge-softness", type=float, default=1e-3,
                    help="soft-rasterizer edge softness, NDC^2 (a smooth, quadratic loss near the minimum)")
     p.add_argument("--checkpoint", type=int, default=None, help="checkpoint every K steps")
     p.add_argument("--quick", action="store_true", help="small settings for tests (~1 minute)")
@@ -68,7 +70,8 @@ def main(argv=None):
     start = time.time()
     tgs.init(arch=args.arch, precision="f64", seed=args.seed)
     os.makedirs(args.out, exist_ok=True)
-    scene = dict(push=args.push, duration=args.duration, dt=args.dt, every=args.every, res=args.res, sigma=args.sigma,
+    scene = dict(push=args.push, duration=args.duration, dt=args.dt, every=args.every, res=args.res,
+                 edge_softness=args.edge_softness,
                  checkpoint=args.checkpoint, supervision=args.supervision, state_target=args.state_target)
     fit = dict(iters=args.iters, polish=args.polish, lr=args.lr, lr_decay=args.lr_decay, polish_lr=args.polish_lr)
     trials, initial_errors, strips = [], [], []

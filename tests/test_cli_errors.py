@@ -186,6 +186,7 @@ def _journal_prefix(path, count):
     path.write_bytes(data[:end])
 
 
+@pytest.mark.slow
 def test_resume_replays_around_unrecorded_values(clip, tmp_path, capsys, monkeypatch):
     """Values over RECORD_BYTES_MAX (here all: the residuals, the time step's systematics) are not
     recorded; resumed, those calls run again between the replayed ones, to the same bits."""

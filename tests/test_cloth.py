@@ -306,6 +306,7 @@ def assert_same_forces(model, reference):
     np.testing.assert_allclose(f, f_ref, rtol=0, atol=1e-13 * np.abs(f_ref).max())
 
 
+@pytest.mark.slow
 @cpu_lanes
 def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64, cloth_lanes):
     """On the serial path the membrane and bending run LANES elements at a time: forward kernels through
@@ -348,6 +349,7 @@ def test_cloth_in_lanes_equals_one_element_at_a_time_and_finite_differences(f64,
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient is zero"
 
 
+@pytest.mark.slow
 @cpu_lanes
 def test_cloth_reverse_on_threads_same_bits_and_finite_differences(f64, cloth_lanes, monkeypatch):
     """Where only the state has gradients, the membrane's and bending's reverse in lanes run on threads
@@ -393,6 +395,7 @@ def test_cloth_reverse_on_threads_same_bits_and_finite_differences(f64, cloth_la
             np.testing.assert_allclose(grads[other][n], g, rtol=0, atol=1e-11 * np.abs(g).max(), err_msg=f"{n}: {other}")
 
 
+@pytest.mark.slow
 @cpu_lanes
 def test_cloth_wide_forward_lanes_equal_one_at_a_time(f64, cloth_lanes, monkeypatch):
     """A large cloth's forward lanes are one SIMD register wide (`cloth.forward_lanes`: 8 in float32 on AVX2;
@@ -425,6 +428,7 @@ def test_cloth_wide_forward_lanes_equal_one_at_a_time(f64, cloth_lanes, monkeypa
     np.testing.assert_allclose(grads["wide"][1], g, rtol=0, atol=1e-11 * np.abs(g).max())
 
 
+@pytest.mark.slow
 @cpu_lanes
 def test_lanes_reverse_same_with_steps_launched_one_by_one(f64, cloth_lanes):
     """The membrane's and bending's reverse in lanes (`virtual_work`) run inside whichever step kernel the

@@ -32,7 +32,7 @@ def test_gear_mesh_is_conforming():
 
 def small_fem_task(method, checkpoint=16):
     ns = argparse.Namespace(dt=1 / 960, duration=0.1, velocity=[1.5, 0.0, 0.0], checkpoint=checkpoint,
-                            eye=[1.0, 2.2, 5.0], look_at=[1.0, 0.3, 0.0], fov=45, res=24, sigma=1e-4, every=24,
+                            eye=[1.0, 2.2, 5.0], look_at=[1.0, 0.3, 0.0], fov=45, res=24, edge_softness=1e-4, every=24,
                             features=8, frequency=2.5, strength=0.3, seed=0, blur=[0.0, 2.0], lr_decay=1.0)
     mesh = tet_gear(teeth=4, rings=2, layers=1, center=(0.0, 0.52, 0.0), thickness=0.6)
     task = control_fem.FemControlTask(mesh, ns, {"mu": 1e3, "lam": 1e3}, 10.0, 1.0,
@@ -80,7 +80,7 @@ def test_policy_matches_numpy(f64):
 def test_velocity_control_gradient_matches_fd(f64):
     ns = argparse.Namespace(seed=0, nx=4, ny=2, cell=0.25, height=0.3, drag=1.0, lift=0.6, ground_ke=200.0,
                             ground_kd=1.0, ground_kf=0.2, duration=0.15, dt=1e-3, every=50, checkpoint=40,
-                            eye=[1.5, 4.0, 4.0], look_at=[1.5, 0.3, 0.0], fov=50, res=24, sigma=1e-4,
+                            eye=[1.5, 4.0, 4.0], look_at=[1.5, 0.3, 0.0], fov=50, res=24, edge_softness=1e-4,
                             blur=[0.0, 2.0])
     task = control_cloth.ClothControlTask(ns)
     for method in ("gradsim", "state"):
@@ -97,7 +97,7 @@ def test_velocity_control_gradient_matches_fd(f64):
 SMALL_THROW = dict(seed=3, seeds=2, iters=3, lr=0.5, lr_decay=0.93, grid=1, grid_x=[-1.0, 1.0], grid_y=[0.0],
                    grid_z=[0.0], nx=4, ny=2, cell=0.25, height=0.3, drag=1.0, lift=0.6, ground_ke=200.0, ground_kd=1.0,
                    ground_kf=0.2, duration=0.15, dt=1e-3, every=50, checkpoint=40, eye=[1.5, 4.0, 4.0],
-                   look_at=[1.5, 0.3, 0.0], fov=50, res=24, sigma=1e-4, blur=[0.0, 2.0], target_range=[0.0, 1.0])
+                   look_at=[1.5, 0.3, 0.0], fov=50, res=24, edge_softness=1e-4, blur=[0.0, 2.0], target_range=[0.0, 1.0])
 
 
 @pytest.mark.slow

@@ -55,11 +55,11 @@ def test_the_preflight_catches_the_readme_ball_at_build(f64):
         readme_ball(strict=True)
 
 
-@pytest.mark.parametrize("duration", [0.3, 0.5, 0.8])
+@pytest.mark.parametrize("duration", [0.3, 0.5, 0.8] + [pytest.param(d, marks=pytest.mark.slow) for d in (0.4, 1.0)])
 def test_the_adjoint_check_catches_it_and_the_tape_is_wrong(f64, duration):
-    """Every horizon through the bounce; with the adjoint probed every 256 steps (before
-    adjoint_check_every = 64) 0.3 s and 0.5 s passed
-    unnoticed with this loss."""
+    """Every horizon through the bounce (0.4 s and 1.0 s with the slow tests); with the adjoint
+    probed every 256 steps (before adjoint_check_every = 64) 0.3 s and 0.5 s passed unnoticed with
+    this loss."""
     model, sim, run, loss = quiet(readme_ball, duration=duration)
     with pytest.raises(tgs.GradientError, match=r"grew by a factor .* likely cause: ParticleGroundContact at "
                                                 r"particle \d+ is at dt / limit = 2.31"):

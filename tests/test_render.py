@@ -225,6 +225,7 @@ def test_matches_numpy_reference(shading, color_mode, projection, cull, normals,
 
 
 # -------------------------------------------------------- binning vs brute
+@pytest.mark.slow
 def test_binning_matches_brute_force_image_and_gradient():
     v, f = icosphere(1, 0.8)
     v2, f2 = _two_triangles()
@@ -408,6 +409,7 @@ def test_video_helpers_roundtrip(tmp_path):
         assert video.load_video(tmp_path / "a.mp4").shape[0] == 3
 
 
+@pytest.mark.slow
 def test_empty_view_and_faces_behind_the_camera():
     v, f = icosphere(1, 0.5)
     cam = Camera(eye=(0, 0, 3), width=12, height=12, near=0.5)

@@ -63,6 +63,7 @@ def _rgb_grad(blend, shading="color"):
     return report, X.grad.to_numpy(), ren
 
 
+@pytest.mark.slow
 def test_coverage_rgb_gradient_wrt_vertices_at_default_gamma():
     report, g, ren = _rgb_grad("coverage")
     assert ren.blend == "coverage" and ren.gamma == 1e-4

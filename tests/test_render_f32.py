@@ -1,5 +1,6 @@
 """The renderer in float32 (benchmarks, demos) agrees with float64."""
 import numpy as np
+import pytest
 import taichi as ti
 
 import tigradsim as tgs
@@ -24,6 +25,7 @@ def _image_and_grads():
             ren.light_dir.grad.to_numpy().astype(np.float64))
 
 
+@pytest.mark.slow
 def test_float32_matches_float64():
     try:
         tgs.init(arch="cpu", precision="f64")

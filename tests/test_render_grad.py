@@ -39,6 +39,7 @@ def _loss():
     return ti.field(float, shape=(), needs_grad=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep_frames", [True, False])
 def test_silhouette_mse_two_frames_share_scratch(keep_frames):
     """Two frames rendered in one Tape re-use the scratch buffers: the custom
@@ -59,6 +60,7 @@ def test_silhouette_mse_two_frames_share_scratch(keep_frames):
     assert np.abs(g[1]).max() > 0 and np.abs(g[2]).max() > 0 and np.abs(g[0]).max() == 0
 
 
+@pytest.mark.slow
 def test_soft_iou_gradient():
     ren, X, target = _sphere_scene("silhouette", frames=1)
     loss = _loss()
@@ -71,6 +73,7 @@ def test_soft_iou_gradient():
     tgs.check_gradient(run, loss, [X], n_dirs=3, eps=1e-6, rtol=RTOL).assert_ok()
 
 
+@pytest.mark.slow
 def test_blurred_image_mse_matches_numpy_and_fd():
     """Two RGB target frames compared with image frames (2, 0), blurred at 0, 1.5 and 3 px."""
     img = ti.Vector.field(4, float, shape=(3, 12, 10), needs_grad=True)
@@ -125,6 +128,7 @@ def test_lambert_vertex_colors_gradients(normals):
         assert np.abs(p.grad.to_numpy()).max() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shading", ["lambert", "silhouette"])
 def test_pixel_offsets_gradients(shading):
     """`_prepare` with per-vertex `pixel_offsets` (`_pixel_offset`; the silhouette through the pixel lanes
@@ -202,6 +206,7 @@ def _alpha_grads(ren, X, target, always_recompute=False):
     return ren.image.to_numpy(), X.grad.to_numpy(), ren.camera_delta.grad.to_numpy(), ren.focal_scale.grad[None]
 
 
+@pytest.mark.slow
 def test_silhouette_backward_equals_autodiff_of_the_alpha_channel():
     """The silhouette's written-out backward (`_silhouette_grad`) against Taichi's autodiff of
     the same coverage in the RGBA path (`_accumulate.grad`, shading="color"), w.r.t. vertices
@@ -215,6 +220,7 @@ def test_silhouette_backward_equals_autodiff_of_the_alpha_channel():
         assert np.abs(a - b).max() <= 1e-10 * np.abs(b).max()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shading", ["silhouette", "lambert"])
 def test_kept_frames_give_the_recomputed_gradient_bit_for_bit(shading):
     """keep_frames (pairs and sums of frames 0 and 1 kept for the backward pass) against
@@ -230,6 +236,7 @@ def test_kept_frames_give_the_recomputed_gradient_bit_for_bit(shading):
             assert_same_sums(a, b)
 
 
+@pytest.mark.slow
 def test_kept_pairs_growing_drops_the_kept_frames_and_stays_right():
     """(The pair list: pixel_lanes=False.)  A later frame with more pairs than the kept capacity re-allocates it inside the Tape:
     the earlier frame is re-rendered in the backward pass (gradient unchanged, and it matches

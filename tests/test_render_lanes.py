@@ -54,6 +54,7 @@ def _render_grads(cam, f, n, X, target, always_recompute=False, **kw):
                                 dict(pixel_lanes=8), dict(pixel_lanes=8, tile_size=16, closed=True, keep_frames=False)],
                          ids=["union", "closed", "cull", "tile4", "tile12-recompute", "orthographic", "lanes8",
                               "lanes8-tile16-closed-recompute"])
+@pytest.mark.slow
 def test_pixel_lanes_equal_the_pair_list(kw):
     """Lanes of the automatic count (4 in float64, `exec.simd.lane_count`) and of 8 (float32's on CPUs
     with AVX2): the pair list's images and gradients to round-off."""
@@ -72,6 +73,7 @@ def test_pixel_lanes_equal_the_pair_list(kw):
         assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
 
 
+@pytest.mark.slow
 def test_pixel_lanes_kept_and_recomputed_backward_bit_identical():
     """The backward of a kept frame (projection redone, tile lists rebuilt, S copied back) and of a
     re-rendered one (always_recompute, and keep_frames=False) give the same bits."""
@@ -83,6 +85,7 @@ def test_pixel_lanes_kept_and_recomputed_backward_bit_identical():
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_pixel_lanes_consume_the_image_gradient():
     """After the backward pass image.grad is 0 everywhere (consumed, as Taichi's reverse of the image store
     leaves it, so a frame rendered twice in one Tape passes its gradient on once), in tiles no face reaches
@@ -97,6 +100,7 @@ def test_pixel_lanes_consume_the_image_gradient():
 
 @pytest.mark.parametrize("closed, lanes, keep", [(False, None, True), (True, None, True), (False, 8, True),
                                                  (False, None, False)])
+@pytest.mark.slow
 def test_pixel_lanes_gradient_matches_finite_differences(closed, lanes, keep):
     """Central differences in f64.  keep=False: one slot for the sums, so the backward pass bins frames 1
     and 0 again (into that slot) before their gradients."""

@@ -102,6 +102,7 @@ def silhouette_build(size=32):
     return ren, X, ti.field(float, shape=(), needs_grad=True), SilhouetteMSE(ren.image, target)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scene", [build, silhouette_build])
 def test_small_loops_serial_or_parallel_bit_identical(first, monkeypatch, scene):
     """The renderer's bookkeeping loops run on one thread below `runtime.SERIAL_LOOP_MAX` entries

@@ -22,7 +22,7 @@ from tigradsim.scenes.rigid_push import PushScene
 
 tgs.init(precision="f64")
 assert tgs.deterministic()
-ns = argparse.Namespace(push=20.0, duration=0.2, dt=1 / 480, every=24, res=16, sigma=1e-3, checkpoint=None)
+ns = argparse.Namespace(push=20.0, duration=0.2, dt=1 / 480, every=24, res=16, edge_softness=1e-3, checkpoint=None)
 sc = PushScene("box", **vars(ns))
 sc.model.set("body_mass", [1.6])
 target = sc.fit.render()

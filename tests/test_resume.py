@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow          # fits the paper's push scene
 def scene():
     import argparse
     tgs.init(precision="f64")
-    ns = argparse.Namespace(push=20.0, duration=0.1, dt=1 / 480, every=24, res=16, sigma=1e-3, checkpoint=None)
+    ns = argparse.Namespace(push=20.0, duration=0.1, dt=1 / 480, every=24, res=16, edge_softness=1e-3, checkpoint=None)
     sc = PushScene("box", **vars(ns))
     sc.fit.optimizer = tgs.Adam([sc.mass], lr=0.1)
     return sc

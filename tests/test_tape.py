@@ -4,6 +4,7 @@ SNode trees are destroyed and rebuilt."""
 import warnings
 
 import numpy as np
+import pytest
 import taichi as ti
 
 import tigradsim as tgs
@@ -74,6 +75,7 @@ def test_tape_gradients_equal_taichi_tape_and_do_not_accumulate(f64):
         np.testing.assert_array_equal(x.grad.to_numpy(), want)
 
 
+@pytest.mark.slow
 def test_plan_is_rebuilt_after_reinit(f64):
     """ti.init starts a new program whose SNode ids restart: the same fields again must not reuse
     the previous program's plan (its places are gone)."""

@@ -3,7 +3,12 @@
 `renamed_keyword` resolves a keyword that has a new name and an older one (giving both is an
 TypeError naming them, as Python does for an argument given twice); `alias_property` makes an attribute readable and writable under its older
 name.  Both exist so a rename never breaks user code and every rename behaves the same.
+`deprecated_keyword` and `add_renamed_flag` do the same for names on their way out (the scene builders'
+and the demos' `sigma`, now `edge_softness`): the old name still works and warns (DeprecationWarning
+from Python, FutureWarning on a command line, which Python shows by default).
 """
+import argparse
+import warnings
 
 _UNSET = object()
 
@@ -30,3 +35,28 @@ def alias_property(new_name, doc=None):
         setattr(self, new_name, value)
 
     return property(get, set_, doc=doc or f"The older name of `{new_name}`.")
+
+
+def deprecated_keyword(new_name, new_value, old_name, old_value, default=None, owner=None):
+    """`renamed_keyword`, warning (DeprecationWarning, at the caller's caller) when the old name is used."""
+    value, name = renamed_keyword(new_name, new_value, old_name, old_value, default, owner)
+    if name == old_name:
+        where = f"{owner}: " if owner else ""
+        warnings.warn(f"{where}{old_name}= is deprecated: use {new_name}= (the same value)", DeprecationWarning,
+                      stacklevel=3)
+    return value
+
+
+class _RenamedFlag(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        # attributed to the program, not to argparse's internals
+        warnings.warn_explicit(f"{option_string} is deprecated: use {self.metavar} (the same value)", FutureWarning,
+                               filename=parser.prog, lineno=0)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed_flag(parser, old_flag, new_flag, dest, **kwargs):
+    """Accept `old_flag` (e.g. "--sigma") as a hidden, deprecated spelling of `new_flag`, storing into `dest`
+    (`kwargs`: type / nargs as `new_flag`'s)."""
+    parser.add_argument(old_flag, dest=dest, action=_RenamedFlag, metavar=new_flag, help=argparse.SUPPRESS,
+                        default=argparse.SUPPRESS, **kwargs)

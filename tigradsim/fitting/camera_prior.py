@@ -65,12 +65,12 @@ class CameraPrior:
     frames whose residual norm |r_g|^2 is P x `variance` (P residuals per frame).
     Default 2e-2 ([fit] camera_prior_variance), measured on the footage benchmark's box
     clip (camera moved 1 cm, turned 0.5 degree; masks at 128 px with the camera-sharp
-    silhouette edge, [fit] sigma "auto"): variance 3e-3 let the correction trade with the
+    silhouette edge, [fit] edge_softness "auto"): variance 3e-3 let the correction trade with the
     physics (mass +3.3 %, mu -6.0 %); 1e-2: 0.34 degree / 4.6 mm recovered, mass -0.24 %,
     mu +0.12 %; 2e-2: mass +0.03 %, mu -0.22 %; 3e-2: 0.30 degree / 4.0 mm, mass +0.20 %,
     mu -0.44 % (stiffer: more of the camera error goes into mu).  The default sits inside
     the plateau 1e-2 - 3e-2 rather than at its edge.  (With the softer edge the benchmark
-    used before, sigma 3e-4, the plateau sat lower, around 3e-3: the weight is relative to
+    used before, edge softness 3e-4, the plateau sat lower, around 3e-3: the weight is relative to
     the image loss's curvature, which a sharper edge raises.)  One clip: treat it as a
     starting point and check the correction the report prints against your calibration.
     """

@@ -276,7 +276,7 @@ def observe_task(task, faces, args, indices=None):
         (the loss needs only the last frame), rendering the particles;
     com: centre of mass at steps 0 and `steps` (3D loss, the reported error);
     video: surface positions every `args.every` steps (the GIF of the behaviour).
-    `args` gives eye, look_at, fov, res, sigma, every.
+    `args` gives eye, look_at, fov, res, edge_softness, every.
     """
     from ..renderers import Camera, SoftRasterizer
     from .sysid import render_particles
@@ -285,7 +285,8 @@ def observe_task(task, faces, args, indices=None):
     task.camera = Camera(eye=tuple(args.eye), target=tuple(args.look_at), fov=args.fov, width=args.res,
                          height=args.res)
     task.renderer = SoftRasterizer(task.camera, task.surface_faces, len(task.surface_ids), frames=2,
-                                   sigma=args.sigma, gamma=1e-4, shading="silhouette", vertex_ids=task.surface_ids)
+                                   edge_softness=args.edge_softness, gamma=1e-4, shading="silhouette",
+                                   vertex_ids=task.surface_ids)
     render_particles(task.sim, task.renderer, task.steps)
     task.com = CenterOfMassRecorder(task.sim, every=task.steps, indices=indices)
     task.video = ParticleRecorder(task.sim, every=args.every, indices=task.surface_ids)

@@ -11,7 +11,7 @@ particles) absorbs them within about one frame interval, as ~2 mm (0.04 px)
 oscillations.  Measured with noise in all directions (RMS 0.35 m/s): 0.051; white noise
 with the old pipeline: 0.13 (about the size of the noise itself).
 Why the multi-scale pixel loss (`BlurredImageMSE`, blur 0, 2, 4 px) in every stage: with
-sharp soft-rasterised edges (sigma 1e-4) the pixel MSE grows like |error|, so Adam's
+sharp soft-rasterised edges (edge_softness 1e-4) the pixel MSE grows like |error|, so Adam's
 steps do not shrink near the answer and a quadratic model (BFGS) does not fit it; the
 plain-MSE setup stalled at 0.13 (white noise) and 0.5 in the affine stage alone.  The
 blurred loss is quadratic out to a few pixels, and BFGS then follows the a_y / a_z
@@ -31,6 +31,7 @@ import numpy as np
 from ..io import meshes
 from ..sim.builder import SceneBuilder
 from ..core.observers import ParticleRecorder
+from ..core.aliases import deprecated_keyword
 from ..fitting.optim import Adam, History, Param
 from ..io.panels import labelled_strip
 from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
@@ -130,8 +131,10 @@ class ThrownClothFit:
     every `every` steps (26 frames of 64 x 64 by default)."""
 
     def __init__(self, supervision="image", shading="color", nx=20, ny=10, cell=0.1, mu=60.0, lam=80.0,
-                 damping=0.05, density=0.25, bending=2e-3, duration=0.5, dt=1 / 1200, every=24, res=64, sigma=1e-4,
-                 checkpoint=120):
+                 damping=0.05, density=0.25, bending=2e-3, duration=0.5, dt=1 / 1200, every=24, res=64,
+                 edge_softness=1e-4, checkpoint=120, sigma=None):
+        if sigma is not None:       # the deprecated older name of edge_softness
+            edge_softness = deprecated_keyword("edge_softness", None, "sigma", sigma, owner="ThrownClothFit")
         _check_choice("supervision", supervision, ("image", "state"))
         _check_choice("shading", shading, ("color", "silhouette"))
         self.res, self.grid, self.cell = res, [nx, ny], cell
@@ -150,7 +153,7 @@ class ThrownClothFit:
         cam = Camera(eye=(0.0, 2.6, 2.6), target=(0.3, 0.9, 0.0), fov=50, width=res, height=res)
         colors = np.random.default_rng(5).uniform(0.2, 1.0, size=(len(ids), 3))
         self.renderer = SoftRasterizer(cam, local, vertex_count=len(ids), frames=self.sim.frame_count(every),
-                                       vertex_ids=ids, sigma=sigma, gamma=1e-4, shading=shading,
+                                       vertex_ids=ids, edge_softness=edge_softness, gamma=1e-4, shading=shading,
                                        vertex_colors=colors, ambient=(1.0, 1.0, 1.0), lights=[])
         render_particles(self.sim, self.renderer, every)
         self.recorder = ParticleRecorder(self.sim, every=every) if supervision == "state" else None

@@ -31,6 +31,7 @@ import time
 import numpy as np
 import taichi as ti
 
+from ..core.aliases import add_renamed_flag
 from ..core.memory import peak_rss_mb
 from ..core.tape import zero_fields
 from ..fitting import control
@@ -49,7 +50,7 @@ HELP = {
     "lr": "Adam step",
     "lr_decay": "step factor per iteration",
     "res": "image width = height [px]",
-    "sigma": "SoftRas edge softness (NDC^2)",
+    "edge_softness": "SoftRas edge softness (NDC^2; --sigma is its deprecated older name)",
     "blur": "blur widths [px] of the image loss (0: plain MSE)",
     "duration": "simulated seconds",
     "dt": "time step [s]",
@@ -75,6 +76,8 @@ HELP = {
     "ground_ke": "contact stiffness", "ground_kd": "contact damping", "ground_kf": "contact friction",
     "batch": "1: train every seed at once, as copies of one batched scene (one rollout and Tape per iteration)",
 }
+# older flag spellings still accepted, with a deprecation warning
+RENAMED_FLAGS = {"edge_softness": "--sigma"}
 # keyword arguments that take any number of values (the others: as many as their default has)
 VARIADIC = {"blur", "grid_x", "grid_y", "grid_z"}
 
@@ -99,6 +102,8 @@ def add_flags(parser, builder, names):
         else:
             kw = dict(type=type(d), default=d)
         parser.add_argument("--" + name.replace("_", "-"), help=HELP.get(name), **kw)
+        if name in RENAMED_FLAGS:
+            add_renamed_flag(parser, RENAMED_FLAGS[name], "--" + name.replace("_", "-"), name, type=kw["type"])
     parser.add_argument("--method", choices=METHODS, default="gradsim",
                         help="gradsim: image loss; state: 3D centre-of-mass loss; random: random policy only")
     parser.add_argument("--precision", choices=("f32", "f64"), default="f32")

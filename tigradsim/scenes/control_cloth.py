@@ -36,6 +36,7 @@ import types
 import numpy as np
 import taichi as ti
 
+from ..core.aliases import deprecated_keyword
 from ..fitting import control
 from ..sim.builder import SceneBuilder
 from ..io.meshes import cloth_grid
@@ -44,7 +45,7 @@ from .control import ControlBatch, ControlTask, check_timing
 
 __all__ = ["ClothControlTask", "cloth_throw_task", "cloth_throw_batch", "add_throw_cloth", "cloth_quick", "CLOTH_FLAGS"]
 
-CLOTH_FLAGS = ("seed", "seeds", "iters", "lr", "lr_decay", "grid", "grid_x", "grid_y", "grid_z", "res", "sigma",
+CLOTH_FLAGS = ("seed", "seeds", "iters", "lr", "lr_decay", "grid", "grid_x", "grid_y", "grid_z", "res", "edge_softness",
                "blur", "nx", "ny", "cell", "height", "drag", "lift", "ground_ke", "ground_kd", "ground_kf",
                "duration", "dt", "every", "target_range", "checkpoint", "eye", "look_at", "fov", "batch")
 
@@ -75,7 +76,7 @@ class ClothControlTask(ControlTask):
     """The cloth throw (module docstring); one instance is reused for every seed.
 
     settings: an object with attributes seed, nx, ny, cell [m], height [m], drag, lift, ground_ke,
-    ground_kd, ground_kf, duration [s], dt [s], every, checkpoint, eye, look_at, fov, res, sigma,
+    ground_kd, ground_kf, duration [s], dt [s], every, checkpoint, eye, look_at, fov, res, edge_softness,
     blur (and, for `run`: seeds, iters, lr, lr_decay, target_range, grid, grid_x/_y/_z), e.g. as
     made by `cloth_throw_task`.  shared: None (the task builds its own Model), or (sim, cloth handle,
     copy) for one copy of a batched Model (`cloth_throw_batch`).
@@ -177,16 +178,21 @@ class ClothControlTask(ControlTask):
 
 
 def cloth_throw_task(seed=0, seeds=5, iters=50, lr=0.5, lr_decay=0.93, grid=1, grid_x=(-7.0, -3.5, 0.0, 3.5, 7.0),
-                     grid_y=(0.0,), grid_z=(-3.5, 0.0, 3.5), res=64, sigma=1e-4, blur=(0.0, 2.0, 6.0, 12.0, 24.0),
+                     grid_y=(0.0,), grid_z=(-3.5, 0.0, 3.5), res=64, edge_softness=1e-4,
+                     blur=(0.0, 2.0, 6.0, 12.0, 24.0),
                      nx=20, ny=10, cell=0.1, height=1.5, drag=1.0, lift=0.6, ground_ke=200.0, ground_kd=0.3,
                      ground_kf=0.2, duration=1.5, dt=1 / 1200, every=60, target_range=(0.0, 3.0), checkpoint=120,
-                     eye=(1.0, 7.0, 2.0), look_at=(1.0, 0.0, 0.0), fov=60.0, batch=0):
+                     eye=(1.0, 7.0, 2.0), look_at=(1.0, 0.0, 0.0), fov=60.0, batch=0, sigma=None):
     """The cloth throw (module docstring), after `tgs.init`.  Units: m/s (lr, grid_*), metres,
     seconds, pixels (res, blur), degrees (fov); ground_* per contact vertex.  Returns a
     `ClothControlTask` (its `run()` uses seeds, iters, lr, lr_decay, target_range, grid*), or with
     batch=1 a `ControlBatch` of `seeds` copies (`cloth_throw_batch`) whose `run()` trains every seed
-    at once."""
-    s = types.SimpleNamespace(**{k: (list(v) if isinstance(v, tuple) else v) for k, v in locals().items()})
+    at once.  `sigma=`: edge_softness's deprecated older name."""
+    values = dict(locals())
+    sigma = values.pop("sigma")
+    if sigma is not None:
+        values["edge_softness"] = deprecated_keyword("edge_softness", None, "sigma", sigma, owner="cloth_throw_task")
+    s = types.SimpleNamespace(**{k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items()})
     if batch not in (0, 1):
         raise ValueError(f"batch: expected 0 (seeds one after another) or 1 (all seeds at once), got {batch!r}")
     return cloth_throw_batch(s, s.seeds) if batch else ClothControlTask(s)

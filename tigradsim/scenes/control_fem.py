@@ -48,6 +48,7 @@ import types
 import numpy as np
 import taichi as ti
 
+from ..core.aliases import deprecated_keyword
 from ..fitting import control
 from ..physics import fem
 from ..sim.builder import SceneBuilder
@@ -58,7 +59,7 @@ from .shapes import tet_gear, tet_walker
 __all__ = ["FemControlTask", "gear_task", "walker_task", "gear_quick", "walker_quick", "GEAR_FLAGS",
            "WALKER_FLAGS"]
 
-_COMMON_FLAGS = ("seed", "seeds", "iters", "lr", "lr_decay", "res", "sigma", "blur", "duration", "dt", "every",
+_COMMON_FLAGS = ("seed", "seeds", "iters", "lr", "lr_decay", "res", "edge_softness", "blur", "duration", "dt", "every",
                  "strength", "features", "frequency", "velocity", "target_range", "checkpoint", "eye", "look_at",
                  "fov")
 GEAR_FLAGS = _COMMON_FLAGS + ("thickness",)                   # the demo's flags (`control.add_flags`)
@@ -71,7 +72,7 @@ class FemControlTask(ControlTask):
 
     mesh: (vertices (V, 3) [m], tets (T, 4)) already placed in the world.  settings: an object with
     attributes dt [s], duration [s], velocity (3,) [m/s], checkpoint, features, frequency [rad/s],
-    strength, seed, eye, look_at, fov, res, sigma, every, blur (and, for `run`: seeds, iters, lr,
+    strength, seed, eye, look_at, fov, res, edge_softness, every, blur (and, for `run`: seeds, iters, lr,
     lr_decay, target_range), e.g. as made by `gear_task`.  material_params: the material's
     parameters ({"mu", "lam"} [Pa]); density [kg/m^3]; damping [Pa s]; ground: `add_ground`'s
     keyword arguments (ke, kd, kf, mu).
@@ -144,19 +145,29 @@ class FemControlTask(ControlTask):
         return {"steps": self.steps, "dt": self.args.dt, "tets": self.model.tet_count, "res": self.args.res}
 
 
+def _renamed(values, owner):
+    """A task builder's keyword values with the deprecated `sigma` folded into `edge_softness`."""
+    values = dict(values)
+    sigma = values.pop("sigma", None)
+    if sigma is not None:
+        values["edge_softness"] = deprecated_keyword("edge_softness", None, "sigma", sigma, owner=owner)
+    return values
+
+
 def _settings(values):
     return types.SimpleNamespace(**{k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items()})
 
 
 def gear_task(seed=0, seeds=3, iters=30, lr=0.02, lr_decay=0.97, target_range=(0.5, 2.0), duration=3.0,
               dt=1 / 2560, every=160, strength=0.3, features=8, frequency=2.5, velocity=(1.5, 0.0, 0.0), res=64,
-              sigma=1e-4, blur=(0.0, 2.0, 6.0), checkpoint=160, eye=(1.0, 2.2, 5.0), look_at=(1.0, 0.3, 0.0),
-              fov=45.0, thickness=0.6, lame=(1e3, 1e3), density=10.0, damping=1.0, ground=(1e3, 2.0, 1.0), mu=0.5):
+              edge_softness=1e-4, blur=(0.0, 2.0, 6.0), checkpoint=160, eye=(1.0, 2.2, 5.0),
+              look_at=(1.0, 0.3, 0.0), fov=45.0, thickness=0.6, lame=(1e3, 1e3), density=10.0, damping=1.0,
+              ground=(1e3, 2.0, 1.0), mu=0.5, sigma=None):
     """The gear scene (module docstring), after `tgs.init`.  Units: seconds, metres, m/s, rad/s,
     pixels (res, blur), degrees (fov), Pa (lame = (mu, lambda)), kg/m^3, Pa s (damping), ground =
     (ke, kd, kf) per contact vertex, mu the ground's friction coefficient.  Returns a `FemControlTask`
-    (its `run()` uses seeds, iters, lr, lr_decay, target_range)."""
-    s = _settings(locals())
+    (its `run()` uses seeds, iters, lr, lr_decay, target_range); `sigma=`: edge_softness's deprecated older name."""
+    s = _settings(_renamed(locals(), "gear_task"))
     mesh = tet_gear(center=(0.0, 0.52, 0.0), thickness=thickness)
     return FemControlTask(mesh, s, {"mu": lame[0], "lam": lame[1]}, density=density, damping=damping,
                           ground=dict(ke=ground[0], kd=ground[1], kf=ground[2], mu=mu))
@@ -164,11 +175,12 @@ def gear_task(seed=0, seeds=3, iters=30, lr=0.02, lr_decay=0.97, target_range=(0
 
 def walker_task(seed=0, seeds=6, iters=30, lr=0.15, lr_decay=0.92, target_range=(0.15, 0.4), duration=1.0,
                 dt=1 / 1920, every=64, strength=0.4, features=8, frequency=6.0, velocity=(0.0, 0.0, 0.0), res=64,
-                sigma=1e-4, blur=(0.0, 2.0, 6.0), checkpoint=128, eye=(0.5, 0.5, 1.6), look_at=(0.5, 0.2, 0.0),
-                fov=45.0, lame=(1e3, 1e3), density=10.0, damping=5.0, ground=(300.0, 1.0, 1.0), mu=0.8):
+                edge_softness=1e-4, blur=(0.0, 2.0, 6.0), checkpoint=128, eye=(0.5, 0.5, 1.6),
+                look_at=(0.5, 0.2, 0.0), fov=45.0, lame=(1e3, 1e3), density=10.0, damping=5.0,
+                ground=(300.0, 1.0, 1.0), mu=0.8, sigma=None):
     """The walker scene (module docstring), after `tgs.init`; units as `gear_task`.  Returns a
     `FemControlTask` (experiment "control_walker")."""
-    s = _settings(locals())
+    s = _settings(_renamed(locals(), "walker_task"))
     mesh = tet_walker(cell=0.1, depth=2, origin=(0.0, 0.011, -0.1))
     task = FemControlTask(mesh, s, {"mu": lame[0], "lam": lame[1]}, density=density, damping=damping,
                           ground=dict(ke=ground[0], kd=ground[1], kf=ground[2], mu=mu))

@@ -71,6 +71,7 @@ from ..renderers import Camera, SoftRasterizer
 from ..physics.rigid import add_body_force
 from ..physics.rigid_observers import RigidSurface
 from ..sim.simulator import Simulator
+from ..core.aliases import deprecated_keyword
 from ..fitting.sysid import VideoFit, relative_error, render_surface
 from ..io import meshes
 
@@ -106,15 +107,17 @@ class BounceBoxScene:
     `bounce_box_model`; duration: seconds simulated; dt: time step [s] (contacts last 12-25 ms: at
     1/960 the discrete restitution depends on the touchdown phase within a step and the loss ripples
     in ke at the 2 % scale); every: steps per rendered frame; res: image size [px];
-    sigma: the soft rasterizer's edge softness (NDC^2);
+    edge_softness: the soft rasterizer's edge softness (NDC^2; `sigma=`: its deprecated older name);
     checkpoint: checkpoint every this many steps; supervision: "image" or "state" (mesh vertex tracks).
 
     Attributes: model, sim, surface, renderer, params (log-space Params in NAMES order, `BOUNDS`), fit.
     """
 
     def __init__(self, *, box=(0.3, 0.1, 0.22), height=0.12, push=20.0, push_offset=0.05, push_start=0.95,
-                 push_time=0.1, duration=1.6, dt=1 / 1920, every=32, res=64, sigma=1e-3, checkpoint=None,
-                 supervision="image"):
+                 push_time=0.1, duration=1.6, dt=1 / 1920, every=32, res=64, edge_softness=1e-3, checkpoint=None,
+                 supervision="image", sigma=None):
+        if sigma is not None:
+            edge_softness = deprecated_keyword("edge_softness", None, "sigma", sigma, owner="BounceBoxScene")
         if supervision not in ("image", "state"):
             raise ValueError(f"supervision: expected 'image' or 'state', got {supervision!r}")
         for name, value in (("duration", duration), ("dt", dt)):
@@ -129,7 +132,7 @@ class BounceBoxScene:
         self.surface = RigidSurface(self.sim, every=every)
         cam = Camera(eye=(0.0, 0.9, 1.8), target=(0.0, 0.05, 0.0), fov=50, width=res, height=res)
         self.renderer = SoftRasterizer(cam, self.surface.faces, self.surface.vertex_count, frames=self.surface.frames,
-                                       sigma=sigma, gamma=1e-4, shading="silhouette")
+                                       edge_softness=edge_softness, gamma=1e-4, shading="silhouette")
         render_surface(self.sim, self.renderer, self.surface, every)
         self.params = [Param(getattr(self.model, FIELDS[n]), n, lower=BOUNDS[n][0], upper=BOUNDS[n][1],
                              log_space=True) for n in NAMES]

@@ -108,7 +108,7 @@ class PoseScene:
         v, f = icosphere(2, 1.0)
         colors = 0.5 + 0.5 * v                       # colour varies with the surface direction
         cam = Camera(eye=(0.0, 0.4, 3.0), target=(0, 0, 0), fov=50, width=size, height=size)
-        self.renderer = SoftRasterizer(cam, f, len(v), shading="lambert", sigma=3e-4, gamma=1e-4, vertex_colors=colors,
+        self.renderer = SoftRasterizer(cam, f, len(v), shading="lambert", edge_softness=3e-4, gamma=1e-4, vertex_colors=colors,
                                        background=(0.0, 0.0, 0.0), ambient=(0.35, 0.35, 0.35),
                                        lights=[((0.4, 1.0, 0.9), (0.65, 0.65, 0.65))], cull_backfaces=True)
         self.obj = PosedMesh(v * np.array(SEMI_AXES))

@@ -12,7 +12,7 @@ secant method on the gradient), which reach the minimum to machine precision.
     for t in mass_trials(trials=5, seed=0): ...    # the Table 1 experiment, one MassTrial per fit
 
 Why the scene is as it is (every mass in `MASS_RANGE` = [0.5, 3] kg gives a clean fit):
-  * Soft edge (`sigma` 1e-3, about one pixel at 64 px): with sharp edges the pixel loss grows like
+  * Soft edge (`edge_softness` 1e-3, about one pixel at 64 px): with sharp edges the pixel loss grows like
     |mass error| (a V, no curvature) and neither Adam nor a secant step converges to the last digits.
   * The push (20 N for 0.05 s) and the camera (x in about [-0.85, 0.65] m; the object starts at
     x = -0.5) keep every object in view for every mass in the range: the lightest travels ~0.6 m (a
@@ -55,6 +55,7 @@ from ..renderers import Camera, SoftRasterizer
 from ..physics.rigid import add_body_force
 from ..physics.rigid_observers import BodyRecorder, RigidSurface
 from ..sim.simulator import Simulator
+from ..core.aliases import deprecated_keyword
 from ..fitting.sysid import VideoFit, relative_error, render_surface
 from ..io import meshes
 
@@ -128,7 +129,8 @@ class PushScene:
         push, push_time: the known force [N] along +x and how long it acts [s].
         duration: seconds simulated; dt: the largest time step [s]; every: steps of dt per rendered frame
             (frames every `every` x `dt` s; each split into as many steps as `stable_substeps` asks).
-        res: image width = height [px]; sigma: the soft rasterizer's edge softness (NDC^2, `Coverage.edge_softness`).
+        res: image width = height [px]; edge_softness: the soft rasterizer's (NDC^2, `Coverage.edge_softness`;
+            `sigma=` is its deprecated older name).
         checkpoint: checkpoint the rollout every this many steps (None: keep every step).
         supervision: "image" (pixels) or "state" (3D tracks: `state_target` "com", the centre of mass,
             or "vertices", every mesh vertex).
@@ -138,7 +140,9 @@ class PushScene:
     """
 
     def __init__(self, shape="box", *, push=20.0, push_time=0.05, duration=0.6, dt=1 / 480, every=12, res=64,
-                 sigma=1e-3, checkpoint=None, supervision="image", state_target="com"):
+                 edge_softness=1e-3, checkpoint=None, supervision="image", state_target="com", sigma=None):
+        if sigma is not None:
+            edge_softness = deprecated_keyword("edge_softness", None, "sigma", sigma, owner="PushScene")
         if shape not in SHAPES:
             raise ValueError(f"shape: unknown shape {shape!r}; choose from {SHAPES}")
         if supervision not in ("image", "state"):
@@ -158,7 +162,7 @@ class PushScene:
         self.surface = RigidSurface(self.sim, every=every)
         cam = Camera(eye=CAMERA_EYE, target=CAMERA_TARGET, fov=45, width=res, height=res)
         self.renderer = SoftRasterizer(cam, self.surface.faces, self.surface.vertex_count, frames=self.surface.frames,
-                                       sigma=sigma, gamma=1e-4, shading="silhouette")
+                                       edge_softness=edge_softness, gamma=1e-4, shading="silhouette")
         render_surface(self.sim, self.renderer, self.surface, every)
         self.mass = Param(self.model.body_mass, "mass", lower=FIT_BOUNDS[0], upper=FIT_BOUNDS[1], log_space=True)
         if supervision == "state":

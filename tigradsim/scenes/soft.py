@@ -69,6 +69,7 @@ import numpy as np
 from ..io import meshes
 from ..sim.builder import SceneBuilder
 from ..core.observers import ParticleRecorder
+from ..core.aliases import deprecated_keyword
 from ..fitting.optim import BFGS, ColumnParam, History, Param
 from ..io.panels import labelled_strip
 from ..renderers import BlurredImageMSE, Camera, SoftRasterizer
@@ -200,7 +201,10 @@ class SoftBallFit:
 
     def __init__(self, estimate="lame", supervision="image", true_mu=1e3, true_lam=1e3, density=10.0, damping=0.0,
                  radius=0.5, resolution=2, height=0.9, vx=0.8, spin=0.0, ke=1e4, kd=1.0, kf=10.0, friction=0.5,
-                 duration=1.0, dt=1 / 1920, every=32, res=64, sigma=1e-4, shading="silhouette", checkpoint=128):
+                 duration=1.0, dt=1 / 1920, every=32, res=64, edge_softness=1e-4, shading="silhouette", checkpoint=128,
+                 sigma=None):
+        if sigma is not None:       # the deprecated older name of edge_softness
+            edge_softness = deprecated_keyword("edge_softness", None, "sigma", sigma, owner="SoftBallFit")
         if estimate not in ("lame", "mass"):
             raise ValueError(f"estimate: expected 'lame' or 'mass', got {estimate!r}")
         if supervision not in ("image", "state"):
@@ -228,7 +232,7 @@ class SoftBallFit:
         local = np.searchsorted(ids, self.ball.faces)
         cam = Camera(eye=(0.0, 1.0, 3.6), target=(0.0, 0.55, 0.0), fov=45, width=res, height=res)
         self.renderer = SoftRasterizer(cam, local, vertex_count=len(ids), frames=self.sim.frame_count(every),
-                                       vertex_ids=ids, sigma=sigma, gamma=1e-4, shading=shading,
+                                       vertex_ids=ids, edge_softness=edge_softness, gamma=1e-4, shading=shading,
                                        vertex_colors=texture(len(ids)), ambient=(1.0, 1.0, 1.0), lights=[])
         render_particles(self.sim, self.renderer, every)
         self.recorder = ParticleRecorder(self.sim, every=every) if supervision == "state" else None

@@ -30,7 +30,6 @@ from typing import Callable, Optional
 import numpy as np
 import taichi as ti
 from taichi.lang import impl
-from taichi.lang.field import ScalarField
 
 from ..core.errors import GradientError, SimulationError, check_runtime
 from ..core.model import Model
@@ -39,6 +38,7 @@ from ..core.runtime import custom_op, no_grad, serial_loop
 from ..core.stability import StabilityReport, preflight, stability_report
 from ..core.tape import zero_fields
 from ..core.state import StateStore
+from .adjoint_taps import AdjointTaps, as_tensor
 
 
 # Adjoint health (Simulator._judge_adjoint): growth through the dynamics allowed beyond a
@@ -47,14 +47,6 @@ ADJOINT_GROWTH_RATE = 20.0
 ADJOINT_GROWTH_ALLOWANCE = 1e8
 
 
-@ti.func
-def _as_tensor(fld: ti.template(), value):
-    """A state value as a vector or matrix: a scalar state kind's value (e.g. `mpm_plastic`) as a vec1, so
-    that the finite checks' `.all()` and `.max()` work for every kind."""
-    if ti.static(isinstance(fld, ScalarField)):
-        return ti.Vector([value])
-    else:
-        return value
 
 
 class _Recorder:
@@ -112,7 +104,8 @@ class Simulator:
         adjoint_check_every: steps between the backward pass's looks at the adjoint (`adjoint_check`),
             only in taped runs.  64: with 256 a blow-up of a few tens of steps (a soft ball's bounce past
             the contact's explicit limit, tests/test_readme_ball.py) was spread over the 256 steps'
-            growth allowance and missed at some horizons.
+            growth allowance and missed at some horizons.  A look costs no launch and does not split a
+            fused run of steps: the step kernels tap the adjoint (`AdjointTaps`), read once per segment.
         fuse_steps: run the steps between two events in one kernel launch (True), one
             launch per step (False), or None: fused when every force term and integrator
             runs its loop serially (`runtime.serial_scatter`; a nested loop is never
@@ -176,9 +169,14 @@ class Simulator:
         self.adjoint_growth_allowance = ADJOINT_GROWTH_ALLOWANCE
         self.adjoint_trace = []           # (step, max |adjoint| before / after the observers at that step)
         self._adjoint_health = dict(last_post=None, log=0.0, min_level=math.inf, min_step=None, min_log=0.0)
-        self._adjoint_max = ti.field(float, shape=())
-        self._adjoint_bad = ti.field(ti.i32, shape=())
-        self._adjoint_op = custom_op(lambda slot, step, post: None, self._probe_adjoint)
+        # taps exist wherever there are gradients (adjoint_check may be switched on later)
+        self._taps = AdjointTaps(self.state, self.segment_length, self.adjoint_check_every) \
+            if model.requires_grad else None
+        self._tap_pairs = self._taps.pairs if self._taps is not None else []
+        self._adjoint_op = custom_op(lambda *args: None, self._probe_adjoint)
+        self._record_op = custom_op(lambda *args: None, self._record_tap)   # a tap between step launches
+        self._adjoint_seen = []           # (step, size, post) read by this backward pass, judged at step 0
+        self._end_pre = {}                # step -> size: a segment end's pre (an observer fires there)
         self._preflight_version = None
         self._preflight(stacklevel=4)
 
@@ -241,6 +239,11 @@ class Simulator:
             self._preflight(stacklevel=4)
         self.adjoint_trace = []
         self._adjoint_health = dict(last_post=None, log=0.0, min_level=math.inf, min_step=None, min_log=0.0)
+        self._adjoint_seen, self._end_pre = [], {}
+        if self._probing():
+            if self._taps.dirty:         # a backward pass stopped before reading them
+                self._taps.clear()
+            self._taps.dirty = True
         for seg in range(self.segment_count):
             if self.checkpointing:
                 self._segment_op(seg)
@@ -257,38 +260,56 @@ class Simulator:
         return preflight(self.model, self.dt, self.force_terms, strict=self.strict, stacklevel=stacklevel)
 
     # -- adjoint health -----------------------------------------------------------
-    def _probe_adjoint(self, slot, step, post):
-        """Backward of a probe: measure max |adjoint| of the stored state at `slot` (step `step`).
-        A probe placed before the observers' call at a step (post=True) runs after their gradient,
-        so it sees the loss injected there; one placed after them (post=False) sees only what
-        flowed back from later steps."""
-        if not self.adjoint_check:
-            return
-        a = float(self._measure_adjoint(slot))      # one launch: a kernel launch costs ~50-100 us here
-        self._judge_adjoint(int(step), max(a, 0.0), a < 0, post)
+    def _probing(self):
+        """Whether this run watches the adjoint: a taped run with `adjoint_check` (and gradients)."""
+        return self.adjoint_check and self._taps is not None and impl.get_runtime().target_tape is not None
 
-    @ti.kernel
-    def _measure_adjoint(self, s: ti.i32) -> float:
-        """max |adjoint| over the stored state at slot s, or -1 if any entry is non-finite (or > 1e30)."""
-        self._adjoint_max[None] = 0.0
-        self._adjoint_bad[None] = 0
-        for fld in ti.static(self._stored):
-            ti.loop_config(serialize=ti.static(serial_loop(fld.shape[1])))
-            for i in range(fld.shape[1]):
-                g = _as_tensor(fld, ti.abs(fld.grad[s, i]))
-                if not (g <= 1e30).all():            # NaN compares false
-                    self._adjoint_bad[None] = 1
-                else:
-                    ti.atomic_max(self._adjoint_max[None], g.max())
-        return ti.select(self._adjoint_bad[None] > 0, -1.0, self._adjoint_max[None])
+    def _probe_steps(self, seg, start, end):
+        """Steps of segment `seg` at which the adjoint is looked at: every `adjoint_check_every` steps
+        from the segment's start, its end, and step 0."""
+        steps = set(range(start + self._taps.every, end, self._taps.every)) | {end}
+        return steps | {start} if seg == 0 else steps
+
+    def _record_tap(self, which, s, m):
+        """Backward of a tap between step launches: the adjoint at slot s into tap m (`AdjointTaps.record_pre`)."""
+        if self.adjoint_check:
+            (self._taps.record_pre if which == "pre" else self._taps.record_post)(s, m)
+
+    def _has_frame(self, t):
+        return any(obs.frame(t) is not None for obs in self._observers)
+
+    def _probe_adjoint(self, what, seg):
+        """Backward of a probe op.  what="end": the segment's end, before its observers' gradient
+        (placed after them in the forward pass); what="segment": the whole segment, after every step's
+        reverse (placed at its start): one launch reads every tap (`AdjointTaps`) and the adjoint at
+        the segment's first slot, and at step 0 every look of the backward pass is judged in its order
+        (later steps first, a step's pre before its post; `_judge_adjoint`)."""
+        if not self.adjoint_check or self._taps is None:
+            return
+        start, end = self._segment_range(seg)
+        if what == "end":
+            self._end_pre[end] = float(self._taps.measure(end - start, 0))
+            return
+        first = float(self._taps.measure(0, 1))     # one launch, then one read
+        sizes = self._taps.sizes()
+        for p in sorted(self._probe_steps(seg, start, end), reverse=True):
+            m, frame = self._taps.index(p - start), self._has_frame(p)
+            post = first if p == start else float(sizes[m, 1])
+            pre = self._end_pre.pop(p) if p == end and frame else (float(sizes[m, 0]) if frame else post)
+            self._adjoint_seen += [(p, pre, False), (p, post, True)]
+        if seg == 0:
+            self._taps.dirty = False
+            seen, self._adjoint_seen = self._adjoint_seen, []
+            for step, a, post in seen:
+                self._judge_adjoint(step, max(a, 0.0), a < 0, post)
 
     def _judge_adjoint(self, step, a, bad, post):
         """Raise GradientError if the adjoint at `step` is non-finite (or > 1e30), or grew too fast.
 
-        Probes sit every `adjoint_check_every` steps of the taped forward pass (and at the ends of
-        segments): a_pre(k), the adjoint that flowed back from later steps, and a_post(k), that plus
-        what the observers at step k inject.  Growth is counted through the dynamics only: with
-        L(k) = sum of ln(a_pre(k) / a_post(k+1)) from the last probe back to probe k, it raises when,
+        Looks at steps every `adjoint_check_every` steps of the taped forward pass (and at the ends of
+        segments, and step 0): a_pre(k), the adjoint that flowed back from later steps, and a_post(k),
+        that plus what the observers at step k inject (`AdjointTaps` reads both).  Growth is counted
+        through the dynamics only: with L(k) = sum of ln(a_pre(k) / a_post(k+1)) from the last probe back to probe k, it raises when,
         for some later probe j,
             L(k) - L(j) > ln(adjoint_growth_allowance) + adjoint_growth_rate * (t_j - t_k).
         Defaults: ADJOINT_GROWTH_ALLOWANCE = 1e8 (a stable scene's adjoint changes by a bounded
@@ -378,30 +399,30 @@ class Simulator:
             self._load_initial()
         else:
             self._restore(seg)
-        probe = self.adjoint_check and impl.get_runtime().target_tape is not None
-        if probe and seg == 0:
-            self._adjoint_op(0, 0, True)
+        probe = self._probing()
+        probe_steps = self._probe_steps(seg, start, end) if probe else ()
+        tap_end = end - start if probe else -1       # the step kernels tap the watched slots
+        if probe:                        # backward: after the segment's steps and step 0's observers
+            self._adjoint_op("segment", seg)
         self._notify(start, 0)
-        if probe and seg == 0:
-            self._adjoint_op(0, 0, False)
         checked = 0                      # first slot not yet checked for non-finite values
-        probed = 0                       # last slot probed for the adjoint's size
         t = start
         while t < end:
-            stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end,
-                       start + probed + self.adjoint_check_every if probe else end)
+            stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end)
+            # a watched step where an observer fires: its pre tapped before the run's first step
+            pre_tap = self._taps.index(t - start) if t in probe_steps and self._has_frame(t) else -1
             if self.fused:
-                self._fused_op(t - start, t, stop - t)
-            else:
+                self._fused_op(t - start, t, stop - t, tap_end, pre_tap)
+            else:                        # the taps read between the launches
                 for k in range(t, stop):
+                    if k == t and pre_tap >= 0:
+                        self._record_op("pre", k - start, pre_tap)
                     self._substep(k - start, k)
-            probe_here = probe and (stop - start - probed >= self.adjoint_check_every or stop == end)
-            if probe_here:                   # after the observers' gradient in the backward pass
-                self._adjoint_op(stop - start, stop, True)
+                    if probe and self._taps.is_watched(k + 1 - start, tap_end):
+                        self._record_op("post", k + 1 - start, self._taps.index(k + 1 - start))
             self._notify(stop, stop - start)  # no observer has a frame before `stop`
-            if probe_here:                   # before it: only what flowed back from later steps
-                self._adjoint_op(stop - start, stop, False)
-                probed = stop - start
+            if probe and stop == end and self._has_frame(end):    # the end's pre: before its observers' gradient
+                self._adjoint_op("end", seg)
             if check and (stop - start - checked >= self.check_every or stop == end):
                 self._check_op(checked, stop - start + 1, start)
                 checked = stop - start + 1
@@ -423,15 +444,19 @@ class Simulator:
         which a loop nested in the fused step loop cannot."""
         return any(getattr(loop, "parallel_reverse", False) for loop, _ in self._loops())
 
-    def _fused_backward(self, s0, t0, count):
+    def _fused_backward(self, s0, t0, count, tap_end, pre_tap):
         """Reverse of `count` fused steps from slot s0 (step t0): the fused kernel's own reverse, or, where a
         term's reverse runs on threads (`reverse_per_step`), each step's reverse launched on its own, last
         step first (the same derivatives: every step reads its state at its own slot)."""
         if self.reverse_per_step:
-            for k in reversed(range(count)):
+            for k in reversed(range(count)):         # the fused kernel's taps, read around each step
+                if self._taps is not None and self._taps.is_watched(s0 + k + 1, tap_end):
+                    self._record_tap("post", s0 + k + 1, self._taps.index(s0 + k + 1))
                 self._substep.grad(s0 + k, t0 + k)
+            if pre_tap >= 0:
+                self._record_tap("pre", s0, pre_tap)
         else:
-            self._substeps.grad(s0, t0, count)
+            self._substeps.grad(s0, t0, count, tap_end, pre_tap)
 
     def _next_frame(self, t):
         """The first step after t at which an observer records a frame (a fused run stops there)."""
@@ -485,16 +510,28 @@ class Simulator:
             self._run_loop(loop, s, t)
 
     @ti.kernel
-    def _substeps(self, s0: ti.i32, t0: ti.i32, count: ti.i32):
-        """`count` substeps from slot s0 (step t0) in one launch: for serial loops only."""
+    def _substeps(self, s0: ti.i32, t0: ti.i32, count: ti.i32, tap_end: ti.i32, pre_tap: ti.i32):
+        """`count` substeps from slot s0 (step t0) in one launch: for serial loops only.  Taps
+        (`AdjointTaps`): the slots written that are watched (tap_end >= 0), and slot s0's pre tap
+        before the first step where pre_tap >= 0."""
         loops = ti.static(self._loops())
+        taps = ti.static(self._tap_pairs)
+        loop_count, tap_count = ti.static(len(loops), len(taps))
         ti.loop_config(serialize=True)
         for _ in range(1):               # one serial task; the step loop is nested, so it is reversed
             for k in range(count):
-                for phase in range(ti.static(len(loops))):
-                    for j in ti.static(range(len(loops))):
+                for phase in range(ti.static(tap_count + loop_count + tap_count)):
+                    for j in ti.static(range(tap_count)):
                         if phase == j:   # one loop per block: see the module docstring
+                            self._taps.subtract(taps[j][0], taps[j][1], s0, pre_tap,
+                                                ti.cast(k == 0 and pre_tap >= 0, ti.i32))
+                    for j in ti.static(range(loop_count)):
+                        if phase == tap_count + j:
                             self._run_loop(loops[j], s0 + k, t0 + k)
+                    for j in ti.static(range(tap_count)):
+                        if phase == tap_count + loop_count + j:
+                            self._taps.subtract(taps[j][0], taps[j][2], s0 + k + 1, self._taps.tap_index(s0 + k + 1),
+                                                self._taps.watched(s0 + k + 1, tap_end))
 
     def _loops(self):
         """(term, is_integrator) for every loop of a step, in order: force terms, then integrators."""
@@ -542,5 +579,5 @@ class Simulator:
             # s1 - s0 <= check_every + 1 (_segment_forward)
             ti.loop_config(serialize=ti.static(serial_loop(fld.shape[1] * (self.check_every + 1))))
             for s, i in ti.ndrange((s0, s1), fld.shape[1]):
-                if not (_as_tensor(fld, ti.abs(fld[s, i])) <= 1e30).all():
+                if not (as_tensor(fld, ti.abs(fld[s, i])) <= 1e30).all():
                     ti.atomic_min(self._bad_step[None], s)
