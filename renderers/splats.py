@@ -151,18 +151,26 @@ class ParticleSplatter:
         return a, d, r2
 
     # -- binning (forward only) -----------------------------------------------------
+    @ti.func
+    def _tile_range(self, i):
+        """The tiles (ty0..ty1 - 1, tx0..tx1 - 1) that particle i's footprint touches (none if not visible)."""
+        x0, x1, y0, y1 = self._pixel_range(i)
+        ty0, ty1, tx0, tx1 = 0, 0, 0, 0
+        if self.visible[i] and x0 <= x1 and y0 <= y1:
+            ty0, ty1 = y0 // self.tile, y1 // self.tile + 1
+            tx0, tx1 = x0 // self.tile, x1 // self.tile + 1
+        return ty0, ty1, tx0, tx1
+
     @ti.kernel
     def _count(self):
         for ty, tx in self.tile_count:
             self.tile_count[ty, tx] = 0
             self.tile_fill[ty, tx] = 0
         for i in range(self.particle_count):
-            if self.visible[i]:
-                x0, x1, y0, y1 = self._pixel_range(i)
-                if x0 <= x1 and y0 <= y1:
-                    for ty in range(y0 // self.tile, y1 // self.tile + 1):
-                        for tx in range(x0 // self.tile, x1 // self.tile + 1):
-                            ti.atomic_add(self.tile_count[ty, tx], 1)
+            ty0, ty1, tx0, tx1 = self._tile_range(i)
+            for ty in range(ty0, ty1):
+                for tx in range(tx0, tx1):
+                    ti.atomic_add(self.tile_count[ty, tx], 1)
         ti.loop_config(serialize=True)
         for _ in range(1):
             run = 0
@@ -176,13 +184,11 @@ class ParticleSplatter:
     def _fill(self, entries: ti.template()):
         ti.loop_config(serialize=self._serial)      # fixed order: each pixel sums its discs in particle order
         for i in range(self.particle_count):
-            if self.visible[i]:
-                x0, x1, y0, y1 = self._pixel_range(i)
-                if x0 <= x1 and y0 <= y1:
-                    for ty in range(y0 // self.tile, y1 // self.tile + 1):
-                        for tx in range(x0 // self.tile, x1 // self.tile + 1):
-                            slot = ti.atomic_add(self.tile_fill[ty, tx], 1)
-                            entries[self.tile_start[ty, tx] + slot] = i
+            ty0, ty1, tx0, tx1 = self._tile_range(i)
+            for ty in range(ty0, ty1):
+                for tx in range(tx0, tx1):
+                    slot = ti.atomic_add(self.tile_fill[ty, tx], 1)
+                    entries[self.tile_start[ty, tx] + slot] = i
 
     def _bin(self):
         self._count()

@@ -2,12 +2,7 @@
 rigid box, with the reaction on the box.  Tape gradients of short rollouts against central differences
 (float64), Newton's third law (momentum of a particle and a free body), the interpenetration error, and
 copies of a batch that never touch.
-The finite-difference step is 1e-7 (relative to each field's RMS): resting contact crosses the capped damping's
-kink (kd |v_n| = ke |c|, `physics.contact`) in some steps, and a step of 1e-6 can straddle one (measured on the
-box on a box: 4e-5 relative error at 1e-6, 3e-9 at 1e-7).  Parameters whose gradient is small here (kd, mu, the
-particles' masses: 1e-8 to 1e-6) take 1e-5 (`EPS`): at 1e-7 central differences are at their round-off
-(measured: the ball's d/d mu 3.71848e-8 by the Tape, 3.71848e-8 / 3.71803e-8 / 3.71925e-8 by central differences
-at 1e-5 / 1e-6 / 1e-7).
+The finite-difference steps: `touch_tracks` (EPS) says why.
 """
 import numpy as np
 import pytest
@@ -15,16 +10,8 @@ import pytest
 import tigradsim as tgs
 from tigradsim import meshes
 from tigradsim.physics.body_overlap import InterpenetrationError
-from touch_tracks import touch_loss
+from touch_tracks import BODY_PARAMS, EPS, f64, touch_loss  # noqa: F401 (f64: a fixture)
 
-EPS = {"body_kd": 1e-5, "body_mu": 1e-5, "particle_mass": 1e-5}
-BODY_PARAMS = ["body_mass", "body_q0", "body_qd0", "body_ke", "body_kd", "body_kf", "body_mu", "body_shape_size"]
-
-
-@pytest.fixture(scope="module")
-def f64():
-    tgs.init(arch="cpu", precision="f64")
-    yield
 
 
 def test_newtons_third_law(f64):

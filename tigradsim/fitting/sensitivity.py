@@ -231,12 +231,18 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     _add_shifts(residuals, J, r0, assumed, report.estimates, range(len(report.estimates)), shifts, notes)
     sens = Sensitivity(shifts, assumed, notes)
     if mark:
-        for s in sens.dominated:
-            e = report[s.estimate]
-            if e.status == "ok":
-                e.status = ASSUMPTION_DOMINATED
-            report.notes.append(f"{s.text}: the interval assumes {s.constant} = {s.value:.4g}")
+        _mark_dominated(report, sens, lambda s: f"the interval assumes {s.constant} = {s.value:.4g}")
     return sens
+
+
+def _mark_dominated(report, sens, why):
+    """Mark each estimate an assumed constant moves past its interval "assumption-dominated" (an "ok" one) and
+    say why in the report's notes (`why(shift)`)."""
+    for s in sens.dominated:
+        e = report[s.estimate]
+        if e.status == "ok":
+            e.status = ASSUMPTION_DOMINATED
+        report.notes.append(f"{s.text}: {why(s)}")
 
 
 def _end_residuals(residuals, c, end, r0, notes):
@@ -350,11 +356,7 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
         shifts[before:] = [s for s in shifts[before:] if s.estimate not in nuisance]
     sens = Sensitivity(shifts, constants, notes)
     if mark:
-        for s in sens.dominated:
-            e = report[s.estimate]
-            if e.status == "ok":
-                e.status = ASSUMPTION_DOMINATED
-            report.notes.append(f"{s.text}: {s.constant} is a nuisance constant the footage does not determine")
+        _mark_dominated(report, sens, lambda s: f"{s.constant} is a nuisance constant the footage does not determine")
     return sens
 
 

@@ -129,6 +129,18 @@ def check_law_options(damping=None, friction=None, friction_velocity=None) -> di
     return {k: v for k, v in given.items() if v is not None}
 
 
+def body_laws(ground_law: ContactLaw, bodies) -> list:
+    """Each rigid body's contact law: the ground's with the body's own options (`body["law"]`, a dict of
+    damping / friction / friction_velocity) merged in; a bad combination names the body."""
+    laws = []
+    for b, body in enumerate(bodies):
+        try:
+            laws.append(ground_law.merged(**body["law"]))
+        except ValueError as err:
+            raise ValueError(f"rigid body {b}: {err}") from None
+    return laws
+
+
 @ti.func
 def _normal_force(c, vn, ke, kd, law: ti.template()):
     """fn = fe + fd [N] of the module docstring (c <= 0 the penetration, vn the normal velocity)."""

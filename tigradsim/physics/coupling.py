@@ -27,7 +27,7 @@ Not in this change, and why:
 import numpy as np
 import taichi as ti
 
-from .contact import DEFAULT_LAW, ContactLaw, contact_force
+from .contact import DEFAULT_LAW, ContactLaw, body_laws, contact_force
 from ..core.model import StepTerm
 from ..core.stability import contact_row
 from .body_contact import (BodyBodyContact, body_contact_fields, body_effective_inverse_mass, contact_groups,
@@ -110,12 +110,7 @@ def touch_terms(builder, model, bodies) -> list:
     if not pairs and P == 0:
         return []
     ground_law = getattr(builder, "ground_law", DEFAULT_LAW)
-    laws = []
-    for b, body in enumerate(bodies):
-        try:
-            laws.append(ground_law.merged(**body["law"]))
-        except ValueError as err:
-            raise ValueError(f"rigid body {b}: {err}") from None
+    laws = body_laws(ground_law, bodies)
     shapes = body_shape_table(bodies).finalize(model)
     body_contact_fields(model, bodies, body_groups)
     by_law = {}

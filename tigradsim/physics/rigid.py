@@ -32,7 +32,8 @@ import math
 import numpy as np
 import taichi as ti
 
-from .contact import DEFAULT_LAW, ContactLaw, check_law_options, ground_contact_force, touches_ground
+from .contact import (DEFAULT_LAW, ContactLaw, body_laws, check_law_options, ground_contact_force,
+                      touches_ground)
 from ..core.linalg import matvec
 from ..core.errors import as_array, check_positive
 from ..core.model import StateKind, StepTerm
@@ -313,12 +314,7 @@ class BodyExternalForce(StepTerm):
 def _ground_contact_terms(model, bodies, ground_law, point_counts):
     """One RigidGroundContact term per distinct contact law (each term runs one loop, over the
     contact points of its bodies; with a single law it loops over every point directly)."""
-    laws = []
-    for b, body in enumerate(bodies):
-        try:
-            laws.append(ground_law.merged(**body["law"]))
-        except ValueError as err:
-            raise ValueError(f"rigid body {b}: {err}") from None
+    laws = body_laws(ground_law, bodies)
     starts = np.concatenate([[0], np.cumsum(point_counts)]).astype(np.int64)
     groups = {}
     for b, law in enumerate(laws):
