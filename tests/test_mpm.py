@@ -134,3 +134,26 @@ def test_model_set_checks_material_rules():
         model.set("mpm_mu", -0.2)
     model.set("mpm_params", [[3e3, 0.2]])
     assert model.get("mpm_params").tolist() == [[3e3, 0.2]]
+
+
+def test_preflight_checks_the_grid_cfl_bound():
+    """The pre-flight's MPM row: dt <= dx / c, c = sqrt((lam + 2 mu) / rho) (the P-wave speed): a stiff cube on
+    a coarse step warns naming the object; the row's limit is that bound."""
+    import math
+    import warnings
+    tgs.init(arch="cpu", precision="f64")
+    b = tgs.SceneBuilder(gravity=(0, -9.8, 0))
+    b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=16)
+    b.add_mpm(box=((0.375, 0.375, 0.375), (0.625, 0.625, 0.625)), material="mpm_neo_hookean",
+              params={"E": 1e6, "nu": 0.3}, density=500.0)
+    model = b.finalize(requires_grad=False)
+    E, nu, rho, dx = 1e6, 0.3, 500.0, 1 / 16
+    mu, lam = E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu))
+    report = tgs.stability_report(model, 1e-3)
+    (row,) = [r for r in report.rows if r.term.startswith("ParticleStress")]
+    assert row.dt_limit == pytest.approx(dx / math.sqrt((lam + 2 * mu) / rho), rel=1e-9)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tgs.Simulator(model, dt=2e-3, steps=2)
+    assert any(issubclass(w.category, tgs.StabilityWarning) and "ParticleStress[object 0]" in str(w.message)
+               for w in caught)

@@ -169,7 +169,9 @@ def stability_report(model, dt: float, force_terms=None, safety: float = SAFETY)
     force_terms: the terms to check (default: `model.force_terms`; a Simulator passes its own list).
     """
     rows, unchecked = [], []
-    for term in (model.force_terms if force_terms is None else force_terms):
+    # integrators with a limit of their own (MPM's stress: the grid's CFL bound) report beside the force terms
+    limited = [t for t in getattr(model, "integrators", []) if getattr(t, "stability_limits", None) is not None]
+    for term in list(model.force_terms if force_terms is None else force_terms) + limited:
         own = getattr(term, "stability_limits", None)
         if own is not None:
             found = [r for r in own() if r is not None]

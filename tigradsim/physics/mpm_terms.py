@@ -104,6 +104,28 @@ class ParticleStress(_MPMTerm):
         elif name == "mpm_density" and not row[self.row] > 0:
             raise ValueError(f"mpm_density values: row {self.row} must be > 0 (kg/m^3), got {row[self.row]:g}")
 
+    def stability_limits(self):
+        """The pre-flight's row of this object (`tigradsim.core.stability`): an elastic (or pressure) wave must
+        not cross a grid cell in one step, dt <= dx / c with c = sqrt(M / rho) (M the material's P-wave
+        modulus at rest, `wave_modulus`; rho the density): the mode omega = 2 c / dx, whose explicit limit
+        2 / omega is that CFL bound (safe: half of it)."""
+        import math
+        from ..core.stability import StabilityRow, explicit_dt_limit
+        mat = type(self.material)
+        row = self.model.get("mpm_params")[self.row]
+        rho = float(self.model.get("mpm_density")[self.row])
+        name = f"{type(self).__name__}[object {self.row}]"
+        try:
+            modulus = float(mat.wave_modulus({k: float(row[c]) for c, k in enumerate(mat.params)}))
+        except (KeyError, NotImplementedError):
+            return [StabilityRow(name, "-", 0.0, 0.0, math.inf,
+                                 f"material {mat.name!r} declares no wave_modulus: not checked")]
+        c = math.sqrt(max(modulus, 0.0) / rho)
+        omega = 2.0 * c / self.dx
+        return [StabilityRow(name, f"MPM object {self.row}", omega, 0.0, float(explicit_dt_limit(omega, 0.0)),
+                             f"material {mat.name!r}, wave modulus {modulus:.4g} Pa, density {rho:.4g} kg/m^3: "
+                             f"wave speed {c:.4g} m/s across cells of {self.dx:.4g} m")]
+
     @ti.func
     def params(self):
         p = ti.Vector.zero(float, ti.static(max(1, self.material.param_count)))
@@ -132,6 +154,7 @@ class ParticleToGrid(ParticleStress):
     loop: Taichi 1.7.4's reverse of such an inner loop gets the adjoints of the particle's locals wrong
     (measured: 5-14 % off the finite differences), and the stencil unrolled 27 times compiled its reverse
     in ~30 s; a flat loop carries nothing and compiles in well under a second."""
+    stability_limits = None      # the object's ParticleStress reports its row, once
     parallel = False
 
     @ti.func
@@ -185,6 +208,7 @@ class GridUpdate(_MPMTerm):
 class GridGather(ParticleStress):
     """G2P's sums of one object, over its (particle, node) pairs (flat for the reason `ParticleToGrid`
     gives): mpm_gather_v[s, q] += w v_i,  mpm_gather_C[s, q] += (4 / dx^2) w v_i (x_i - x_p)^T."""
+    stability_limits = None      # the object's ParticleStress reports its row, once
     parallel = False
 
     @ti.func
@@ -205,6 +229,7 @@ class GridGather(ParticleStress):
 class GridToParticle(ParticleStress):
     """The end of G2P for one object: v_p, C_p from the gathered sums, x_p += dt v_p, and the (projected)
     deformation gradient F_p = project((I + dt C_p) F_p)."""
+    stability_limits = None      # the object's ParticleStress reports its row, once
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
