@@ -129,7 +129,7 @@ class BodyBodyContact(StepTerm):
         qa = state.body_q[s, a]
         qb = state.body_q[s, b]
         radius = self.model.body_contact_radius[a]
-        bound = self.shapes.bounds[b] + radius
+        bound = self.shapes.cull_radius(b) + radius
         # test first, with arithmetic that only feeds comparisons (no adjoint work for points apart)
         x0 = body_position(qa) + quat_rotate(body_rotation(qa), self.model.contact_point[c])
         local0 = quat_rotate_inv(body_rotation(qb), x0 - body_position(qb))
@@ -160,7 +160,7 @@ class BodyBodyContact(StepTerm):
         gb = self.model.body_contact_group[b]
         if a != b and (ga == gb or ga < 0 or gb < 0):
             gap = body_position(state.body_q[s, a]) - body_position(state.body_q[s, b])
-            reach = self.model.body_reach[a] + self.shapes.bounds[b]
+            reach = self.model.body_reach[a] + self.shapes.cull_radius(b)
             if gap.dot(gap) < reach * reach:          # the bodies' bounding spheres overlap
                 self._point(state, s, a, b, c)
 

@@ -26,8 +26,8 @@ mesh vertices), as it touches the ground: a box landing flat on a ball is held b
 through the face between them; give a body denser contact points where its faces must rest on curved or small
 colliders.
 
-Cost: a point is first tested against the collider's bounding sphere (its radius from the current size, not
-the `collider_bound` of finalize, since a fit may grow the size; plus the point's radius) or, for a plane, by its
+Cost: a point is first tested against the collider's bounding sphere (`ShapeTable.cull_radius`: from the
+current size, not the `collider_bound` of finalize, since a fit may grow the size; plus the point's radius) or, for a plane, by its
 exact distance, with arithmetic that feeds only the comparison and no local variable assigned twice: the reverse
 pass re-evaluates the test and does no adjoint work and allocates no AD stack for a point outside.  (A first
 version whose test assigned a local twice cost about 0.8 ms more per step forward+backward for 4,096 particles
@@ -43,7 +43,7 @@ import taichi as ti
 from .contact import ContactLaw, contact_force
 from .rigid_pose import (body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv,
                          quat_to_matrix_np, spatial, top, world_point)
-from .shapes import BOX, CAPSULE, MESH, PLANE, KIND_NAMES, ShapeTable, bounding_radius, check_shape
+from .shapes import PLANE, KIND_NAMES, ShapeTable, check_shape
 from ..core.errors import as_array, check_positive
 from ..core.model import StepTerm
 from ..core.placement import deepest_starts
@@ -153,10 +153,6 @@ class Colliders:
                         np.array([c["pose"] for c in self.colliders], f))
         for name in CONTACT_NAMES:
             model.add_field(f"collider_{name}", float, (C,), np.array([c["contact"][name] for c in self.colliders], f))
-        # bounding radius at unit size (meshes: at scale 1), so the kernel culls with the current size
-        unit = [bounding_radius(k, np.ones(3), g) if k == MESH else 0.0
-                for k, g in zip(self.table.kinds, self.table.grids)]
-        model.add_field("collider_unit_bound", float, (C,), np.array(unit, f), param=False)
         # one term per (law, plane or not): both compile-time (the plane test is the exact distance, the others
         # a bounding sphere)
         groups = {}
@@ -209,13 +205,9 @@ class ColliderContactBase(StepTerm):
             pos, rot = self._frame(c)
             return quat_rotate_inv(rot, x - pos)[1] < radius
         else:
-            kind = self.table.kind[c]
-            size = self.table.size[c]
             gap = x - body_position(self.model.collider_pose[c])
-            reach = ti.select(kind == BOX, ti.sqrt(size.dot(size)),
-                              ti.select(kind == CAPSULE, size[0] + size[1],
-                                        ti.select(kind == MESH, self.model.collider_unit_bound[c] * size[0], size[0])))
-            return gap.dot(gap) < (reach + radius) * (reach + radius)
+            reach = self.table.cull_radius(c) + radius
+            return gap.dot(gap) < reach * reach
 
     @ti.func
     def _force(self, c, x, v, radius):

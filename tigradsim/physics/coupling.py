@@ -51,7 +51,7 @@ class ParticleBodyContact(StepTerm):
     def _pair(self, state: ti.template(), s: ti.template(), i, b):
         q = state.body_q[s, b]
         radius = self.model.particle_radius[i]
-        bound = self.shapes.bounds[b] + radius
+        bound = self.shapes.cull_radius(b) + radius
         local0 = quat_rotate_inv(body_rotation(q), state.particle_q[s, i] - body_position(q))
         if local0.dot(local0) < bound * bound:            # only comparisons: no adjoint work when apart
             d0, n0 = self.shapes.distance(b, local0)

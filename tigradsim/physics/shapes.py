@@ -245,7 +245,9 @@ class ShapeTable:
 
     Fields created by `finalize(model)` (S shapes, G grid samples over all mesh shapes):
       {prefix}_kind (S,) i32, {prefix}_size (S,) vec3 [m] (differentiable), {prefix}_bound (S,) [m]
-      (bounding radius for culling, not differentiable; inf for planes), {prefix}_grid_origin (S,) vec3,
+      (bounding radius at the build's size, not differentiable; 1e30 for planes; the kernels cull with
+      `cull_radius(k)`, from the current size), {prefix}_unit_bound (S,) (a mesh's bound at scale 1),
+      {prefix}_grid_origin (S,) vec3,
       {prefix}_grid_cell (S,), {prefix}_grid_dims (S,) ivec3, {prefix}_grid_start (S,) i32 and
       {prefix}_grid_values (G,) (mesh grids, flattened; not differentiable).
     """
@@ -277,6 +279,9 @@ class ShapeTable:
         model.add_field(f"{p}_size", vec3, (S,), np.array(self.sizes, f))
         bounds = np.array([min(self.bound(k), 1e30) for k in range(S)], f)
         model.add_field(f"{p}_bound", float, (S,), bounds, param=False)
+        # a mesh's bounding radius at scale 1, so that `bound` follows a fitted scale
+        unit = [bounding_radius(k, np.ones(3), g) if k == MESH else 0.0 for k, g in zip(self.kinds, self.grids)]
+        model.add_field(f"{p}_unit_bound", float, (S,), np.array(unit, f), param=False)
         origins, cells, dims, starts, values = [], [], [], [], []
         start = 0
         for grid in self.grids:
@@ -297,6 +302,7 @@ class ShapeTable:
         self.kind = getattr(model, f"{p}_kind")
         self.size = getattr(model, f"{p}_size")
         self.bounds = getattr(model, f"{p}_bound")
+        self.unit_bounds = getattr(model, f"{p}_unit_bound")
         self.grid_origin = getattr(model, f"{p}_grid_origin")
         self.grid_cell = getattr(model, f"{p}_grid_cell")
         self.grid_dims = getattr(model, f"{p}_grid_dims")
@@ -338,6 +344,18 @@ class ShapeTable:
             d += gap_len
             g += gap / gap_len
         return d, g
+
+    @ti.func
+    def cull_radius(self, k):
+        """Bounding radius [m] of shape k about its frame origin at its current size (1e30 for a plane): the
+        culling tests use this, not the `{prefix}_bound` of finalize, since a fit may grow the size.  One pure
+        expression (no local assigned twice): it feeds comparisons only, and costs the reverse pass nothing."""
+        kind = self.kind[k]
+        size = self.size[k]
+        return ti.select(kind == PLANE, 1e30,
+                         ti.select(kind == BOX, ti.sqrt(size.dot(size)),
+                                   ti.select(kind == CAPSULE, size[0] + size[1],
+                                             ti.select(kind == MESH, self.unit_bounds[k] * size[0], size[0]))))
 
     @ti.func
     def distance(self, k, x):
