@@ -433,7 +433,7 @@ def _fit(args):
         **({"cameras": views1} if views1 else {}),
         "ambiguous": None if result is None else result.ambiguous,
         "summary": (f"stopped early ({type(stopped).__name__}): the best rollout so far, no uncertainty"
-                    if result is None else result.summary()),
+                    if result is None else _search_summary(result, honesty)),
         "stopped_early": stopped is not None, "error": error, **horizon, "unknowns": {},
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
         "camera": scene.camera_report(), "warnings": scene.warnings + (honesty["warnings"] if honesty else []),
@@ -528,6 +528,18 @@ def _laws(args):
                                  "spread": c.spread, "status": c.status} for k, c in comparison.combined.items()},
                 "seconds": round(time.time() - t0, 2), "files": files})
     return 0
+
+
+def _search_summary(result, honesty) -> str:
+    """The identification's summary, and when its best minimum is a misfit (`fit_quality`: residual far
+    above the footage's noise floor, or a low IoU) that it is the best the search found, not the answer:
+    "one best minimum" alone would read as success."""
+    text = result.summary()
+    quality = (honesty or {}).get("fit_quality")
+    if quality and quality.get("misfit") and result.minima:
+        text += (f"; but the best of the {len(result.runs)} local fits is a misfit ({quality['text'].split(': the')[0]}):"
+                 " the search may have missed the basin that follows the footage, or the model cannot follow it")
+    return text
 
 
 def _stop_early(scene, journal, exc, printer) -> dict:
