@@ -18,6 +18,7 @@ from .uncertainty import Z95, json_safe
 
 # runs of contiguous frames left out in turn by `discrepancy_intervals` (beginning, middle, end)
 DISCREPANCY_BLOCKS = 3
+_LOG_MAX = 700.0           # exp(700) ~ 1e304: the widest a log-space interval without bounds is written
 
 
 @dataclass
@@ -197,9 +198,12 @@ def discrepancy_intervals(report, stats: FrameStatistics, blocks: int = DISCREPA
             f = max(1.0, Z95 * float(std[i]) / half)
         elif not math.isfinite(std[i]):
             notes.append(f"{e.name}: one run of frames alone determines it (leaving it out leaves the value free)")
-        lo, hi = back(x - f * (x - a)), back(x + f * (b - x))
-        if bounds and e.name in bounds:
-            lo, hi = max(lo, bounds[e.name][0]), min(hi, bounds[e.name][1])
+        lo, hi = x - f * (x - a), x + f * (b - x)         # optimiser's coordinates
+        if bounds and e.name in bounds:                   # cut there (log of the bounds in log space)
+            lo, hi = max(lo, to(bounds[e.name][0])), min(hi, to(bounds[e.name][1]))
+        if e.log_space:                                   # a log-space value with no bound: stay finite
+            lo, hi = max(lo, -_LOG_MAX), min(hi, _LOG_MAX)
+        lo, hi = back(lo), back(hi)
         factors[e.name], intervals[e.name] = f, (float(lo), float(hi))
         if f > 1.0:
             notes.append(f"{e.name}: refits leaving out a third of the frames move it by {Z95 * std[i]:.3g}"
