@@ -537,8 +537,9 @@ def _search_summary(result, honesty) -> str:
     text = result.summary()
     quality = (honesty or {}).get("fit_quality")
     if quality and quality.get("misfit") and result.minima:
-        text += (f"; but the best of the {len(result.runs)} local fits is a misfit ({quality['text'].split(': the')[0]}):"
-                 " the search may have missed the basin that follows the footage, or the model cannot follow it")
+        why = quality["text"].split(": the model")[0]
+        text += (f"; but the best of the {len(result.runs)} local fits is a misfit ({why}): the search may have "
+                 "missed the basin that follows the footage, or the model cannot follow it")
     return text
 
 

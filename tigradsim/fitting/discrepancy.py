@@ -1,10 +1,21 @@
-"""Model discrepancy: intervals that hold when the model is not the world (issue 44).
+"""Model discrepancy: 95 % intervals that hold when the model is not the world (issue 44).
 
-(The method and its measured effect are described in `discrepancy_intervals`.)
+`fit_report`'s intervals say how far the estimate would move with fresh noise (iid, or a sandwich
+over blocks of frames); `intervals_with_assumptions` adds what the constants nobody measured can
+do.  Neither sees the error of a model that cannot follow the footage exactly (another engine's
+friction law, a camera a little off): its residual is smooth and shared by neighbouring frames, and
+the estimate it biases looks as certain as any.  What such an error does show is drift: the values
+that best fit the beginning of the clip are not those that best fit its end.  This module measures
+that drift from the fit's own Jacobian, with no extra rollout:
 
-    stats = frame_statistics(J, r, frame_labels)       # per-frame scores J_f^T r_f and J_f^T J_f
-    d = tgs.discrepancy_intervals(report, stats, noise_floor=floor)
-    d.intervals["mass"]                                   # (lower, upper), widened
+    J, r = tgs.residual_jacobian(residuals, params)               # (N, p), (N,) at the estimate
+    stats = tgs.frame_statistics(J, r, frame_of_each_residual)     # per frame J_f^T r_f, J_f^T J_f
+    d = tgs.discrepancy_intervals(report, stats)                   # leave beginning / middle / end out
+    d.intervals["box.mass"], d.factors["box.mass"]                 # widened 95 % interval, how much wider
+    d.widen(intervals_with_assumptions, report)                    # the same widening on those
+
+`tigradsim fit` reports the result as "ci95_with_discrepancy" (tigradsim/scenes/assumed.py).  The
+method, its constants and their measured effect: `discrepancy_intervals`.
 """
 from __future__ import annotations
 
@@ -206,7 +217,8 @@ def discrepancy_intervals(report, stats: FrameStatistics, blocks: int = DISCREPA
         lo, hi = back(lo), back(hi)
         factors[e.name], intervals[e.name] = f, (float(lo), float(hi))
         if f > 1.0:
-            notes.append(f"{e.name}: refits leaving out a third of the frames move it by {Z95 * std[i]:.3g}"
+            notes.append(f"{e.name}: refits leaving out one of {blocks} runs of the frames move it by "
+                         f"{Z95 * std[i]:.3g}"
                          + (" (log)" if e.log_space else "") + f", {f:.3g} x the 95 % half-width: the model does "
                          "not follow the footage equally well over the clip, the interval covers that")
     return Discrepancy(int(blocks), std, moves, factors, intervals, notes)
