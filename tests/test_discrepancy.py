@@ -146,6 +146,8 @@ def test_discrepancy_intervals_checks_its_inputs(throw):
         tgs.discrepancy_intervals(report, short)
     d = tgs.discrepancy_intervals(report, stats, bounds={"g": (9.0, 9.7)})
     assert d.intervals["g"][0] >= 9.0 and d.intervals["g"][1] <= 9.7
+    wide = d.widen({"g": (8.0, 12.0)}, report)["g"]            # widened further, still cut at the bounds
+    assert wide[0] >= 9.0 and wide[1] <= 9.7
     # a discrepancy 1e6 times larger (moves of thousands in log units): cut at the bounds, or finite without
     huge = tgs.FrameStatistics(stats.scores * 1e6, stats.information, stats.sse, stats.counts)
     d = tgs.discrepancy_intervals(report, huge, bounds={"g": (1.0, 30.0)})

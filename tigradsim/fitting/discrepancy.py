@@ -134,11 +134,12 @@ class Discrepancy:
     factors: dict
     intervals: dict
     notes: list
+    bounds: dict = None           # {name: (lower, upper)} the intervals are cut at
 
     def widen(self, intervals: dict, report) -> dict:
         """{name: (lower, upper)}: each of `intervals` (intervals that contain the report's 95 % ones,
         e.g. `intervals_with_assumptions`) moved out on each side by as much as the discrepancy moved
-        the report's interval out there (optimiser's coordinates); None stays None."""
+        the report's interval out there (optimiser's coordinates), cut at the bounds; None stays None."""
         out = {}
         for e in report.estimates:
             wide, new = intervals.get(e.name), self.intervals.get(e.name)
@@ -146,9 +147,12 @@ class Discrepancy:
                 out[e.name] = None if wide is None else tuple(wide)
                 continue
             if e.log_space:
-                out[e.name] = (float(wide[0] * new[0] / e.lower95), float(wide[1] * new[1] / e.upper95))
+                lo, hi = wide[0] * new[0] / e.lower95, wide[1] * new[1] / e.upper95
             else:
-                out[e.name] = (float(wide[0] + new[0] - e.lower95), float(wide[1] + new[1] - e.upper95))
+                lo, hi = wide[0] + new[0] - e.lower95, wide[1] + new[1] - e.upper95
+            if self.bounds and e.name in self.bounds:
+                lo, hi = max(lo, self.bounds[e.name][0]), min(hi, self.bounds[e.name][1])
+            out[e.name] = (float(lo), float(hi))
         return out
 
     def to_dict(self):
@@ -225,4 +229,4 @@ def discrepancy_intervals(report, stats: FrameStatistics, blocks: int = DISCREPA
             notes.append(f"{e.name}: refits leaving out one of {blocks} runs of the frames scatter by std "
                          f"{std[i]:.3g}" + (" (log)" if e.log_space else "") + f"; the 95 % interval is {f:.3g} x "
                          "wider: the model does not follow the footage equally well over the clip")
-    return Discrepancy(int(blocks), std, moves, factors, intervals, notes)
+    return Discrepancy(int(blocks), std, moves, factors, intervals, notes, dict(bounds or {}))
