@@ -166,13 +166,16 @@ def coverage(results, key, skip_misfit=False):
     return per, total
 
 
-def half_widths(results, key):
+def half_widths(results, key, skip_misfit=False):
     """{parameter: median relative half-width} of the intervals `key` ("ci95", "ci95_with_assumptions",
-    "ci95_with_discrepancy"): 0.5 log(upper / lower), i.e. about the relative +- of the interval."""
+    "ci95_with_discrepancy"): 0.5 log(upper / lower), i.e. about the relative +- of the interval;
+    skip_misfit: of the estimates the report does not mark "misfit" only."""
     per = {}
     for r in results:
         for row in r.get("rows", []):
             ci = row.get(key)
+            if skip_misfit and row["status"] == "misfit":
+                continue
             if ci is not None and ci[0] > 0:
                 per.setdefault(row["unknown"], []).append(0.5 * math.log(ci[1] / ci[0]))
     return {k: float(np.median(v)) for k, v in per.items()}
@@ -226,11 +229,13 @@ def finish(results, args_dict):
                 if row.get("excess_disc") is not None and row["excess_disc"] > 2]
     print(f"Intervals (with discrepancy) that exclude the truth by more than 2 half-widths: {len(excess2d)} "
           + ", ".join("/".join(x) for x in excess2d))
-    widths = {key: half_widths(results, key) for key in ("ci95", "ci95_with_assumptions", "ci95_with_discrepancy")}
-    summary["median_half_width"] = widths
-    for key, w in widths.items():
-        print(f"Median half-width ({key}, 0.5 log(upper / lower)): "
-              + ", ".join(f"{k.split('.')[1]} {100 * v:.3g} %" for k, v in w.items()))
+    for skip in (False, True):
+        widths = {key: half_widths(results, key, skip) for key in ("ci95", "ci95_with_assumptions",
+                                                                    "ci95_with_discrepancy")}
+        summary["median_half_width" + ("_not_misfit" if skip else "")] = widths
+        for key, w in widths.items():
+            print(f"Median half-width ({key}{', not misfit' if skip else ''}, 0.5 log(upper / lower)): "
+                  + ", ".join(f"{k.split('.')[1]} {100 * v:.3g} %" for k, v in w.items()))
     print(json.dumps({"fits": results, "coverage": summary, "args": args_dict, "load_avg": os.getloadavg()},
                      default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o)))
 
