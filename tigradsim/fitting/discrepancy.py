@@ -103,8 +103,9 @@ def block_jackknife(stats: FrameStatistics, blocks: int, rel_eig_tol: float = 1e
 
     (at the minimum sum_g J_g^T r_g = 0, so the others' gradient is -S_b).  Returns (var, deltas):
     the jackknife variance (B - 1) / B sum_b (delta_b - mean)^2 per coordinate (p,) and the (B, p)
-    moves.  A coordinate that only the left-out run determines gets a large move: the rest of the
-    clip cannot check it."""
+    moves.  A coordinate that the other runs barely determine gets a large move (the rest of the clip
+    cannot check it); a direction they leave exactly singular (eigenvalue below rel_eig_tol times the
+    largest) is dropped by the pseudo-inverse and does not move."""
     if not (isinstance(blocks, (int, np.integer)) and 2 <= blocks <= stats.frames):
         raise ValueError(f"blocks: expected an integer in [2, {stats.frames}] (the frames), got {blocks!r}")
     A = stats.information.sum(axis=0)
@@ -123,7 +124,7 @@ class Discrepancy:
     """`discrepancy_intervals`' result.
 
     blocks: runs of contiguous frames left out in turn; std: (p,) jackknife standard error per
-    coordinate (optimiser's coordinates; inf / nan where a run alone determines it); moves: (B, p)
+    coordinate (optimiser's coordinates); moves: (B, p)
     the linearised leave-one-run-out moves; factors: {name: how many times wider the 95 % interval
     became (>= 1)}; intervals: {name: (lower, upper)} the report's 95 % interval widened (None for
     an undetermined estimate); notes."""
@@ -216,8 +217,6 @@ def discrepancy_intervals(report, stats: FrameStatistics, blocks: int = DISCREPA
         f = 1.0
         if half > 0 and math.isfinite(std[i]):
             f = max(1.0, quantile * float(std[i]) / half)
-        elif not math.isfinite(std[i]):
-            notes.append(f"{e.name}: one run of frames alone determines it (leaving it out leaves the value free)")
         lo, hi = x - f * (x - a), x + f * (b - x)         # optimiser's coordinates
         if bounds and e.name in bounds:                   # cut there (log of the bounds in log space)
             lo, hi = max(lo, to(bounds[e.name][0])), min(hi, to(bounds[e.name][1]))
