@@ -79,13 +79,16 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     """After `fit_scene`, at the estimate: the sensitivity of every estimate of `report` to the
     scene's assumed constants (`assumed_constants`, `assumption_sensitivity`), to its nuisance
     constants the footage leaves undetermined (`nuisance_sensitivity`), each interval widened by
-    both (`intervals_with_assumptions`: "intervals_with_assumptions" {name: (lo, hi)}) and the fit's
+    both (`intervals_with_assumptions`: "intervals_with_assumptions" {name: (lo, hi)}), those widened
+    further by the model discrepancy (`discrepancy_intervals` over the per-frame statistics
+    `frame_statistics`: "intervals_with_discrepancy", "discrepancy", "frame_statistics") and the fit's
     quality against the footage's noise floor and the silhouette IoU `iou` (`fit_quality`),
     both on the first `frames` frames (those fitted).  Marks the report's estimates
     ("assumption-dominated", "misfit").  Returns {"assumptions": Sensitivity.to_dict(),
     "fit_quality": FitQuality.to_dict(), "warnings": [sentences], "markdown": text}."""
     from ..fitting.sensitivity import (assumption_sensitivity, fit_quality, intervals_with_assumptions,
                                        nuisance_sensitivity)
+    from ..fitting.discrepancy import discrepancy_intervals, frame_statistics
     from ..fitting.uncertainty import residual_jacobian
 
     K = len(scene.footage)
@@ -94,7 +97,8 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     assumed = assumed_constants(scene)
     scene.use_frames(frames)
     try:
-        jac = residual_jacobian(scene.residuals, params) if (assumed or nuisance) else None
+        jac = residual_jacobian(scene.residuals, params)
+        stats = frame_statistics(*jac, scene.residual_groups(count=jac[1].size, per_frame=True), frames=frames)
         sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac)
         nsens = nuisance_sensitivity(scene.residuals, params, nuisance, report, jacobian=jac,
                                      reasons={u.target: _REASONS[u.tie or u.param] for u in scene.spec.unknowns
@@ -103,6 +107,9 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     finally:
         scene.use_frames(K)
     intervals = intervals_with_assumptions(report, sens, nsens)
+    discrepancy = discrepancy_intervals(report, stats, bounds={u.target: (u.lower, u.upper) for u in scene.spec.unknowns
+                                                               if u.lower is not None and u.upper is not None})
+    with_discrepancy = discrepancy.widen(intervals, report)
     warnings = sens.warnings() + nsens.warnings() + ([quality.text] if quality.misfit else [])
     md = sens.to_markdown() + nsens.to_markdown("Sensitivity to nuisance constants the footage does not determine")
     if nuisance:
@@ -110,6 +117,10 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
                + ", ".join(f"{u.target} in [{u.lower:.4g}, {u.upper:.4g}]" for u in scene.spec.unknowns if u.nuisance)
                + "); the other intervals are marginal over them.\n")
     md += f"\nFit quality: {quality.text}.\n"
+    if discrepancy.notes:
+        md += ("\nModel discrepancy (refits leaving out the beginning, middle or end of the fitted frames; "
+               "`tgs.discrepancy_intervals`):\n\n" + "\n".join(f"- {n}" for n in discrepancy.notes) + "\n")
     return {"assumptions": sens.to_dict(), "nuisance": nsens.to_dict() if nuisance else None,
             "fit_quality": quality.to_dict(), "intervals_with_assumptions": intervals, "warnings": warnings,
-            "markdown": md}
+            "markdown": md, "frame_statistics": stats.to_dict(), "discrepancy": discrepancy.to_dict(),
+            "intervals_with_discrepancy": with_discrepancy}

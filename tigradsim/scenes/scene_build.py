@@ -517,7 +517,7 @@ class Scene:
             return r
         return np.concatenate([r.astype(np.float64), self.camera_prior.residuals(r.size / self.frames_used)])
 
-    def residual_groups(self, count=None) -> np.ndarray:
+    def residual_groups(self, count=None, per_frame=False) -> np.ndarray:
         """One cluster label per residual of `residuals()` (`fit_report(groups=...)`): the block
         of contiguous footage frames it comes from (`interval_blocks`), the same label for a
         frame's mask and RGB residuals (the parts are concatenated, each frame-major); the camera
@@ -531,11 +531,12 @@ class Scene:
         6 blocks give +-0.10 % / +-0.17 % for mass / mu against errors of +0.20 % / -0.31 %;
         with the time-step bias added the mass interval contains the truth and mu's ends
         0.005 % short).
+        per_frame: one cluster per frame (the prior's is label k), for `tgs.frame_statistics`.
         """
         k = self.frames_used
         sizes = [int(np.prod(np.shape(loss.residuals()))) for loss, _ in self._loss_parts]
-        return residual_groups(sizes, k, self.interval_blocks(k), extra=6 if self.camera_prior is not None else 0,
-                               count=count)
+        blocks = k if per_frame else self.interval_blocks(k)
+        return residual_groups(sizes, k, blocks, extra=6 if self.camera_prior is not None else 0, count=count)
 
 
 def crease_fraction(vertices, faces, angle_deg: float = 30.0) -> float:
