@@ -47,7 +47,8 @@ def main(argv=None):
     depth_in = radius - np.linalg.norm(x[-1] - centre, axis=1)
     print(json.dumps(dict(particles=int(x.shape[1]), steps=steps, seconds=round(seconds, 3),
                           splash_height=round(float(pool[:, :, 1].max() - scene.info["pool_depth"]), 4),
-                          blob_spread=round(float(np.percentile(blob[-1, :, 0], 95) - np.percentile(blob[-1, :, 0], 5)), 4),
+                          blob_spread=round(float(np.percentile(blob[-1, :, 0], 95)
+                                                  - np.percentile(blob[-1, :, 0], 5)), 4),
                           in_sphere=round(float(max(depth_in.max(), 0.0)), 4), gif=shown["gif"])))
 
 

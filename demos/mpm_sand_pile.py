@@ -42,6 +42,7 @@ def main(argv=None):
     radial = np.linalg.norm(last[:, [0, 2]] - 0.5, axis=1)
     on_top = (np.abs(last[:, 0] - 0.5) < half) & (np.abs(last[:, 2] - 0.5) < half) & (last[:, 1] > top - 0.02)
     floor = last[:, 1] < top - 0.02
+    heap = float(np.percentile(last[on_top, 1], 99) - top) if on_top.any() else 0.0
     anim = Animation(scene.frame_dt, eye=(0.5, 0.9, 1.9), target=(0.5, 0.2, 0.5), ground=True, ground_extent=1.0)
     anim.mesh(boxes, scene.box[1], color=0x8090A0)
     anim.particles(x, radius=0.5 / (resolution * 2), color=0xD8B060)
@@ -49,7 +50,7 @@ def main(argv=None):
     shown = show(anim, "mpm_sand_pile", args)
     print(json.dumps(dict(particles=int(x.shape[1]), steps=steps, seconds=round(seconds, 3),
                           on_box=round(float(on_top.mean()), 4),
-                          heap_height=round(float(np.percentile(last[on_top, 1], 99) - top) if on_top.any() else 0.0, 4),
+                          heap_height=round(heap, 4),
                           floor_spread=round(float(np.percentile(radial[floor], 95)) if floor.any() else 0.0, 4),
                           box_sink=round(float(-boxes[-1, :, 1].min()), 5), gif=shown["gif"])))
 
