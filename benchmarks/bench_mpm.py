@@ -13,6 +13,10 @@ these are upper bounds), 20 steps, best of 2:
             peak RSS 236 MB
     pacnerf (18,252 particles, 70^3 nodes): 49 ms/step forward, 192 ms/step forward+backward, state 282 MB
             (grid 18.3 MB per slot, 11 slots), peak RSS 472 MB
+Measured 2026-12-06 on the same VM under a heavier load (load average ~16), one after the other, float32:
+    small          27.0 ms/step forward, 142 ms/step forward+backward
+    small_coupled  39.6 ms/step forward, 193 ms/step forward+backward (four colliders and a body met at every
+                   one of the 54,872 nodes, the grid update serial since it scatters into body_f), peak RSS 446 MB
 """
 import argparse
 import json

@@ -13,6 +13,9 @@ Usage (SI units: m, kg, s, Pa)::
 The domain [lower, upper] is a box with walls on its six faces (the lower y face is the floor); with
 `ground=True` the plane y = 0 is a wall too (a floor inside a taller domain).  Walls stop inflow and
 apply Coulomb friction mu (`tigradsim.physics.mpm_terms.wall`) at the grid nodes on or beyond them.
+The static colliders (`add_collider`, any shape) and the rigid bodies are met at the grid nodes too, with
+the grid's `boundary` mode ("sticky", "slip", "separate") or a collider's own, and each shape's friction mu;
+the bodies get the matter's reaction (two-way coupling): `tigradsim.physics.mpm_boundary`.
 The grid has cubic cells of dx = (largest extent of the domain) / resolution, plus 3 cells of padding
 outside every face (`mpm_terms.PAD`).  Objects are sampled on a lattice of `particles_per_cell` (a cube
 number) points per cell (`mpm_sampling`), inside a box, inside a closed triangle mesh, or given directly.
