@@ -54,6 +54,22 @@ def test_bad_boundary_input():
         tgs.SceneBuilder().add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=8, band=-0.1)
 
 
+@pytest.mark.parametrize("shape", ["collider", "body"])
+def test_matter_starting_inside_a_shape_is_a_named_error(shape):
+    b = tgs.SceneBuilder(gravity=(0, -9.8, 0))
+    if shape == "collider":
+        b.add_collider("sphere", 0.1, position=(0.5, 0.5, 0.5))
+        words = r"MPM object 0 starts 0\.\d+ m inside collider 0 \(sphere\)"
+    else:
+        v, f = meshes.box_surface((0.2, 0.2, 0.2))
+        b.add_rigid_body(v, f, mass=1.0, position=(0.5, 0.5, 0.5))
+        words = r"MPM object 0 starts 0\.\d+ m inside rigid body 0"
+    b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=8)
+    b.add_mpm(box=((0.375, 0.375, 0.375), (0.625, 0.625, 0.625)), material="mpm_neo_hookean")
+    with pytest.raises(ValueError, match=words):
+        b.finalize()
+
+
 def _five_colliders(b, modes=("separate", "slip", "sticky", "separate", "slip")):
     """A tilted plane, a sphere, a box, a capsule and a mesh (an icosphere) under a falling block."""
     v, f = meshes.icosphere(1, radius=0.09)

@@ -45,7 +45,7 @@ from ..core.errors import as_array, check_positive
 from ..core.model import StateKind
 from ..core.registry import get_material
 from ..core.runtime import np_float
-from .mpm_boundary import check_boundary_mode, grid_obstacles
+from .mpm_boundary import check_boundary_mode, check_starts, grid_obstacles
 from .mpm_material import MPMMaterial
 from .mpm_sampling import lattice_per_axis, sample_box, sample_mesh
 from .mpm_terms import PAD, GridGather, GridToParticle, GridUpdate, ParticleStress, ParticleToGrid
@@ -197,6 +197,11 @@ class MPMBodies:
             raise ValueError(f"add_mpm: particle {i} of the {what} at {pts[i].round(6).tolist()} lies outside the MPM "
                              f"domain [{g.lower.tolist()}, {g.upper.tolist()}]" + (" or below the ground y = 0" if g.ground
                                                                                    else ""))
+
+    def prepare(self, builder):
+        """Before any field or kernel: no particle starts inside a collider or a rigid body."""
+        if self.grid is not None and self.objects:
+            check_starts(builder, self.grid, self.objects)
 
     def placed(self, builder) -> list:
         return []            # MPM matter meets the ground through the grid, not the penalty contact

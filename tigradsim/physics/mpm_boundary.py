@@ -137,6 +137,38 @@ class GridObstacles:
         return out
 
 
+def check_starts(builder, grid, objects) -> None:
+    """Before any field or kernel: no MPM particle starts inside a collider or a rigid body deeper than half
+    the particle spacing (the matter would be thrown out at the first step).  `objects`: `MPMBodies.objects`
+    dicts (positions, volume).  ValueError naming the object, the shape, the depth and the deepest particle."""
+    from .colliders import Colliders
+    from .rigid import RigidBodies
+    from .body_shapes import body_shape_table
+    from .rigid_pose import quat_to_matrix_np
+    cols = next((c for c in builder.components if isinstance(c, Colliders)), None)
+    rig = next((c for c in builder.components if isinstance(c, RigidBodies)), None)
+    shapes = []
+    if cols is not None:
+        shapes += [(cols.label(c), lambda x, c=c: cols.signed_distance_np(c, x)) for c in range(len(cols))]
+    if rig is not None and rig.bodies:
+        table = body_shape_table(rig.bodies)
+
+        def body_distance(x, b):
+            q0 = rig.bodies[b]["q0"]
+            return table.distance_np(b, (x - q0[:3]) @ quat_to_matrix_np(q0[3:]))[0]
+        shapes += [(f"rigid body {b}", lambda x, b=b: body_distance(x, b)) for b in range(len(rig.bodies))]
+    for k, obj in enumerate(objects):
+        pts, allowed = obj["positions"], 0.5 * obj["volume"] ** (1.0 / 3.0)
+        for label, distance in shapes:
+            d = distance(pts)
+            if d.min() < -allowed:
+                i = int(np.argmin(d))
+                raise ValueError(f"add_mpm: MPM object {k} starts {-d[i]:.3g} m inside {label} (its particle {i} at "
+                                 f"{np.round(pts[i], 4).tolist()} m; allowed: half the particle spacing, "
+                                 f"{allowed:.3g} m): move the matter or the shape, or sample the matter around it "
+                                 "(add_mpm(particles=...))")
+
+
 def grid_obstacles(builder, model, grid) -> GridObstacles:
     """The `GridObstacles` of a finalized scene (called by `mpm.MPMBodies.finalize`, after the colliders and the
     rigid bodies finalized): every collider, with its `mpm_boundary` or the grid's; every rigid body with the
@@ -160,5 +192,5 @@ def grid_obstacles(builder, model, grid) -> GridObstacles:
                          [BOUNDARY_MODES[grid.boundary]] * body_count, grid.band)
 
 
-__all__ = ["BOUNDARY_MODES", "GridObstacles", "MAX_OBSTACLES", "check_boundary_mode", "grid_obstacles",
+__all__ = ["BOUNDARY_MODES", "GridObstacles", "MAX_OBSTACLES", "check_boundary_mode", "check_starts", "grid_obstacles",
            "influence", "project"]
