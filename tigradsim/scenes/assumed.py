@@ -5,8 +5,8 @@ estimate moves over their prior ranges).
 A contact constant X in ke, kd, kf, mu is assumed when [ground] does not state it (the file's
 defaults: `scene_file.parse_scene`), no [unknowns] entry fits it ("ground.X", or "OBJ.X" /
 "OBJ.X_per_mass" for every object using it) and at least one object takes the ground's value: a
-rigid object without its own X (its `body_X` entry is the ground's), or any soft object (its
-vertices touch the ground with `ground_X`).
+rigid object without its own X (its `body_X` entry is the ground's), any soft object (its
+vertices touch the ground with `ground_X`), or a collider without its own X (its `collider_X`).
 """
 from __future__ import annotations
 
@@ -27,10 +27,12 @@ _REASONS = {
 def assumed_constants(scene) -> list:
     """One `AssumedConstant` "ground.X" per contact constant the scene assumed (module
     docstring), with its value, prior range (`PRIOR_RANGES`) and a writer that sets `ground_X`
-    and the `body_X` entries of the rigid objects that take the ground's value."""
+    and the `body_X` / `collider_X` entries of the rigid objects and colliders that take the ground's
+    value."""
     spec = scene.spec
     if spec.ground is None:
         return []
+    from .scene_colliders import ground_takers
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
     out = []
     for x in CONTACT_PARAMS:
@@ -39,24 +41,27 @@ def assumed_constants(scene) -> list:
         bodies = [scene.handles[n] for n, o in spec.objects.items()
                   if o.kind == "rigid" and x not in o.contact and (n, x) not in fitted]
         soft = any(o.kind == "soft" for o in spec.objects.values())
-        if not bodies and not soft:
+        colliders = ground_takers(spec, x, fitted)
+        if not bodies and not soft and not colliders:
             continue
         value = float(spec.ground[x])
         lower, upper = PRIOR_RANGES[x](value)
-        out.append(AssumedConstant(f"ground.{x}", value, lower, upper, _writer(scene.model, x, bodies),
+        out.append(AssumedConstant(f"ground.{x}", value, lower, upper, _writer(scene.model, x, bodies, colliders),
                                    _REASONS[x]))
     return out
 
 
-def _writer(model, x, bodies):
+def _writer(model, x, bodies, colliders=()):
     ground, body = getattr(model, f"ground_{x}"), getattr(model, f"body_{x}", None)
+    collider = getattr(model, f"collider_{x}", None)
 
     def write(value):
         ground[None] = value
-        if bodies and body is not None:
-            a = body.to_numpy()
-            a[bodies] = value
-            body.from_numpy(a)
+        for field, rows in ((body, bodies), (collider, colliders)):
+            if len(rows) and field is not None:
+                a = field.to_numpy()
+                a[list(rows)] = value
+                field.from_numpy(a)
 
     return write
 

@@ -190,7 +190,9 @@ class Scene:
             self.handles[name] = self._add_object(b, obj)
         for fs in spec.forces:
             self._add_force(b, fs)
-        self.kind = next(iter(spec.objects.values())).kind
+        kinds = {o.kind for o in spec.objects.values()}
+        # "rigid", "soft", or "mixed" (rigid and soft objects touching: a soft ball on a box)
+        self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.model = b.finalize(requires_grad=requires_grad)
         self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
         self.camera = scene_camera(spec, footage.factor)
@@ -264,11 +266,21 @@ class Scene:
         if fo.masks is not None and fo.channels == 3 and np.any(fo.masks > 0.5):
             seen = fo.frames[fo.masks > 0.5].mean(axis=0)           # the object's mean colour in the footage
         palette = [o.color if o.color is not None else seen for o in spec.objects.values()]
-        if self.kind == "rigid":
+        if self.kind in ("rigid", "mixed"):
             start = m.body_vertex_start            # TimedVertices(source="rigid") layout, as RigidSurface
             faces = np.concatenate([f + start[b] for b, f in enumerate(m.body_faces)]).astype(np.int32)
-            colors = np.concatenate([np.tile(c, (len(o.vertices), 1)) for c, o in zip(palette, spec.objects.values())])
-            return faces, int(start[-1]), None, colors
+            rigid = [(c, o) for c, o in zip(palette, spec.objects.values()) if o.kind == "rigid"]
+            colors = np.concatenate([np.tile(c, (len(o.vertices), 1)) for c, o in rigid])
+            if self.kind == "rigid":
+                return faces, int(start[-1]), None, colors
+            # source="both": the bodies' vertices, then every particle (interior ones unreferenced by faces)
+            nr = int(start[-1])
+            soft = [(c, o) for c, o in zip(palette, spec.objects.values()) if o.kind == "soft"]
+            owner = np.zeros((m.particle_count, 3))
+            for (c, _), h in zip(soft, [self.handles[o.name] for _, o in soft]):
+                owner[h.particle_start:h.particle_start + h.particle_count] = c
+            allf = np.concatenate([faces] + [self.handles[o.name].faces + nr for _, o in soft]).astype(np.int32)
+            return allf, nr + m.particle_count, None, np.concatenate([colors, owner])
         allf = np.concatenate([h.faces for h in self.handles.values()])
         vids = np.unique(allf)
         owner = np.zeros(m.particle_count, dtype=np.int64)
@@ -292,6 +304,9 @@ class Scene:
             return False
         if self.kind == "rigid":
             x = np.concatenate([o.vertices for o in self.spec.objects.values()])
+        elif self.kind == "mixed":          # the bodies' mesh vertices (body frame: creases only matter), particles
+            x = np.concatenate([np.concatenate([o.vertices for o in self.spec.objects.values() if o.kind == "rigid"]),
+                                self.model.particle_q0.to_numpy()])
         else:
             x = self.model.particle_q0.to_numpy()[vids]
         return crease_fraction(x, faces) >= 0.5
@@ -325,8 +340,8 @@ class Scene:
         if self.plate is not None:
             ren.set_background(self.plate)      # the renderer composites by coverage; the loss compares its RGB
         try:
-            self.timed = render_at_times(self.sim, ren, self.footage, source="rigid" if self.kind == "rigid"
-                                         else "particles")
+            self.timed = render_at_times(self.sim, ren, self.footage, source={"rigid": "rigid", "soft": "particles",
+                                                                                 "mixed": "both"}[self.kind])
         except ValueError as exc:
             raise spec.error("footage", "start_time", str(exc)) from None
         return ren
