@@ -71,11 +71,14 @@ sys.path.insert(0, HERE)
 RUNNER = os.path.join(HERE, "genesis_mpm_runner.py")
 DEFAULT_GENESIS_PYTHON = "/opt/venvs/genesis/bin/python"
 
+# scene -> (tigradsim's material, its parameters, the same law as Genesis's as a tigradsim user material
+# (genesis_laws.py) where tigradsim's own differs)
 MATERIALS = {
     "elastic": ("mpm_fixed_corotated", {"E": 2e4, "nu": 0.3}),
     "von_mises": ("mpm_von_mises", {"E": 2e5, "nu": 0.3, "yield_stress": 3e3}),
     "sand": ("mpm_drucker_prager", {"E": 2e5, "nu": 0.3, "friction_angle": 30.0}),
 }
+GENESIS_LAWS = {"von_mises": "genesis_von_mises", "sand": "genesis_sand"}
 SIZES = {"small": 16, "medium": 32, "pacnerf": 64}          # cells along the unit domain
 BOX = ((0.375, 0.375, 0.25), (0.625, 0.625, 0.5))          # [m]
 VELOCITY = (0.3, 0.0, -0.5)                                # [m/s]
@@ -89,7 +92,7 @@ def scene_spec(material, resolution, steps=STEPS, every=EVERY, dt=DT, precision=
     name, params = MATERIALS[material]
     dx = 1.0 / resolution
     lo, hi = np.array(BOX[0]), np.array(BOX[1])
-    spec = dict(material=material, tigradsim_material=name, params=params, resolution=resolution,
+    spec = dict(material=material, tigradsim_material=name, genesis_law=GENESIS_LAWS.get(material), params=params, resolution=resolution,
                 E=params["E"], nu=params["nu"], rho=DENSITY, grid_density=float(resolution),
                 lower_bound=[-3 * dx] * 3, upper_bound=[1 + 3 * dx] * 3, box_lower=lo.tolist(), box_upper=hi.tolist(),
                 box_center=((lo + hi) / 2).tolist(), box_size=(hi - lo).tolist(), particle_size=dx / 2,
@@ -98,21 +101,22 @@ def scene_spec(material, resolution, steps=STEPS, every=EVERY, dt=DT, precision=
     return spec
 
 
-def build_tigradsim(spec, tgs, requires_grad=False):
-    """The spec's scene in tigradsim: (model, object)."""
+def build_tigradsim(spec, tgs, requires_grad=False, material=None):
+    """The spec's scene in tigradsim: (model, object); `material` replaces the spec's tigradsim material."""
     b = tgs.SceneBuilder(gravity=tuple(spec["gravity"]))
     b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=int(spec["resolution"]), mu=0.0)
-    obj = b.add_mpm(box=(spec["box_lower"], spec["box_upper"]), material=spec["tigradsim_material"],
+    obj = b.add_mpm(box=(spec["box_lower"], spec["box_upper"]), material=material or spec["tigradsim_material"],
                     params=spec["params"], density=spec["rho"], velocity=tuple(spec["velocity"]), particles_per_cell=8)
     return b.finalize(requires_grad=requires_grad), obj
 
 
-def tigradsim_trajectory(spec, positions=None):
+def tigradsim_trajectory(spec, positions=None, material=None):
     """Particle positions (F, N, 3) [m] at steps 0, every, ... of the spec's scene (tgs.init done by the caller);
-    `positions` (N, 3) replaces the sampled ones (must be the same count)."""
+    `positions` (N, 3) replaces the sampled ones (must be the same count); `material` replaces the spec's."""
     import taichi as ti
     import tigradsim as tgs
-    model, obj = build_tigradsim(spec, tgs)
+    import genesis_laws  # noqa: F401  (registers genesis_von_mises, genesis_sand)
+    model, obj = build_tigradsim(spec, tgs, material=material)
     if positions is not None:
         model.set("mpm_x0", np.asarray(positions, dtype=np.float64))
     steps, every = int(spec["steps"]), int(spec["every"])
@@ -155,6 +159,22 @@ def run_genesis(spec, positions, genesis_python, mode="trajectory", backward=Fal
             return {k: z[k] for k in z.files}
 
 
+def difference_row(spec, mine, theirs):
+    centroid, box, rms = compare(mine, theirs)
+    times = np.arange(len(rms)) * spec["every"] * spec["dt"]
+    picks = [i for i, t in enumerate(times) if round(t, 6) in (0.1, 0.2, 0.3, 0.4, 0.5)]
+    drop = mine[0, :, 2].mean() - mine[:, :, 2].mean(axis=1).min()
+    return {"particles": mine.shape[1], "dx_m": 1.0 / spec["resolution"], "fall_of_centroid_m": round(float(drop), 4),
+            "lowest_particle_m": float(f"{mine[:, :, 2].min():.3g}"),
+            "at_s": [round(float(times[i]), 3) for i in picks],
+            "centroid_diff_m": [float(f"{centroid[i]:.3g}") for i in picks],
+            "bbox_diff_m": [float(f"{box[i]:.3g}") for i in picks],
+            "rms_diff_m": [float(f"{rms[i]:.3g}") for i in picks],
+            "max_centroid_diff_m": float(f"{centroid.max():.3g}"), "max_bbox_diff_m": float(f"{box.max():.3g}"),
+            "max_rms_diff_m": float(f"{rms.max():.3g}"),
+            "before_impact_max_rms_m": float(f"{rms[times <= 0.15].max():.3g}")}
+
+
 def trajectory_rows(materials, sizes, genesis_python, reference_path=None):
     import tigradsim as tgs
     tgs.init(arch="cpu", precision="f64")
@@ -164,21 +184,11 @@ def trajectory_rows(materials, sizes, genesis_python, reference_path=None):
             spec = scene_spec(mat, SIZES[size])
             mine = tigradsim_trajectory(spec)
             theirs = run_genesis(spec, mine[0], genesis_python)["frames"]
-            centroid, box, rms = compare(mine, theirs)
-            dx = 1.0 / spec["resolution"]
-            times = np.arange(len(rms)) * spec["every"] * spec["dt"]
-            picks = [i for i, t in enumerate(times) if round(t, 6) in (0.1, 0.2, 0.3, 0.4, 0.5)]
-            drop = mine[0, :, 2].mean() - mine[:, :, 2].mean(axis=1).min()
-            print(json.dumps({"scene": mat, "size": size, "particles": mine.shape[1], "dx_m": dx,
-                              "fall_of_centroid_m": round(float(drop), 4),
-                              "at_s": [round(float(times[i]), 3) for i in picks],
-                              "centroid_diff_m": [float(f"{centroid[i]:.3g}") for i in picks],
-                              "bbox_diff_m": [float(f"{box[i]:.3g}") for i in picks],
-                              "rms_diff_m": [float(f"{rms[i]:.3g}") for i in picks],
-                              "max_centroid_diff_m": float(f"{centroid.max():.3g}"),
-                              "max_bbox_diff_m": float(f"{box.max():.3g}"),
-                              "max_rms_diff_m": float(f"{rms.max():.3g}"),
-                              "before_impact_max_rms_m": float(f"{rms[times <= 0.15].max():.3g}")}), flush=True)
+            laws = [spec["tigradsim_material"]] + ([spec["genesis_law"]] if spec["genesis_law"] else [])
+            for law in laws:
+                ours = mine if law == spec["tigradsim_material"] else tigradsim_trajectory(spec, material=law)
+                print(json.dumps(dict(scene=mat, size=size, tigradsim_law=law, **difference_row(spec, ours, theirs))),
+                      flush=True)
             if size == "small":
                 stored[mat] = dict(spec=spec, x0=mine[0], genesis=theirs)
     if reference_path and stored:
