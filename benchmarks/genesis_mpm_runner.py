@@ -4,7 +4,8 @@ benchmarks/vs_genesis.py, which writes the scene as JSON, runs
     /opt/venvs/genesis/bin/python benchmarks/genesis_mpm_runner.py SPEC.json OUT.npz
 
 and reads OUT.npz: `frames` (F, N, 3) particle positions [m] at steps 0, every, 2 every, ... (trajectory mode),
-`seconds_forward` / `seconds_backward` (timing mode: the wall time of the rollout and of scene.backward), and
+`seconds_forward` / `seconds_backward` (timing mode: the wall time of the rollout and of scene.backward of the
+mean height; `grad_v0z_sum`, its gradient to the initial z velocities summed, = the elapsed time in free fall), and
 `rss_after_import_mb`, `peak_rss_mb` (this process's resident memory after importing genesis + torch, and its
 peak).  The venv (CPU torch, Genesis and its Taichi fork `quadrants`):
 
@@ -88,7 +89,12 @@ def main(spec_path, out_path):
             if round_:
                 scene.reset()
                 entity.set_particles_pos(torch.tensor(x0, dtype=dtype))
-                entity.set_particles_vel(torch.tensor(np.tile(spec["velocity"], (len(x0), 1)), dtype=dtype))
+            # with requires_grad the initial velocity goes in as a target the gradient reaches (set_velocity)
+            v0 = torch.tensor(np.tile(spec["velocity"], (len(x0), 1)), dtype=dtype, requires_grad=grad)
+            if grad:
+                entity.set_velocity(v0)
+            else:
+                entity.set_particles_vel(v0)
             t0 = time.perf_counter()
             for _ in range(steps):
                 scene.step()
@@ -98,6 +104,8 @@ def main(spec_path, out_path):
                 t0 = time.perf_counter()
                 scene.backward(loss)
                 out["seconds_backward"] = time.perf_counter() - t0
+                # d mean(z) / d v0_z summed over the particles: the elapsed time while the cube falls freely
+                out["grad_v0z_sum"] = float(v0.grad[:, 2].sum())
     out["peak_rss_mb"] = rss_mb()
     np.savez(out_path, **out)
 
