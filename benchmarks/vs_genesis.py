@@ -72,7 +72,6 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 RUNNER = os.path.join(HERE, "genesis_mpm_runner.py")
 DEFAULT_GENESIS_PYTHON = "/opt/venvs/genesis/bin/python"
 
@@ -258,7 +257,9 @@ def timing_rows(size, steps, genesis_python, precision_bits="32", repeat=2):
         if out.returncode != 0:
             raise RuntimeError(out.stderr[-3000:])
         mine = json.loads(out.stdout.strip().splitlines()[-1])
-        x0 = np.load(mine.pop("x0_path"))
+        x0_path = mine.pop("x0_path")
+        x0 = np.load(x0_path)
+        os.remove(x0_path)
         keep("tigradsim", mine)
         fwd = run_genesis(spec, x0, genesis_python, mode="timing")
         keep("genesis", dict(particles=int(fwd["particles"]), grid_nodes=fwd["grid_nodes"].tolist(), steps=steps,
@@ -303,11 +304,17 @@ def main():
         row.pop("x0")
         print(json.dumps(dict(row, x0_path=path)))
         return
+    sizes = [s for s in args.sizes.split(",") if s]
+    scenes = [s for s in args.scenes.split(",") if s]
+    for label, names, known in (("--scenes", scenes, MATERIALS), ("--sizes", sizes, SIZES),
+                                ("--timing", [args.timing] if args.timing else [], SIZES)):
+        bad = [n for n in names if n not in known]
+        if bad:
+            sys.exit(f"{label}: unknown {bad}; expected names from {sorted(known)}")
     if not os.path.exists(args.genesis_python):
         sys.exit(f"--genesis-python: {args.genesis_python} not found; create the venv (module docstring)")
-    sizes = [s for s in args.sizes.split(",") if s]
     if sizes:
-        trajectory_rows(args.scenes.split(","), sizes, args.genesis_python, args.write_reference)
+        trajectory_rows(scenes, sizes, args.genesis_python, args.write_reference)
     if args.timing:
         timing_rows(args.timing, args.steps, args.genesis_python, args.precision, args.repeat)
 

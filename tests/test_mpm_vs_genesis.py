@@ -47,28 +47,15 @@ def _reference():
         return {k: z[k] for k in z.files}
 
 
-def _tigradsim_frames(spec, x0, material):
-    import taichi as ti
-    b = tgs.SceneBuilder(gravity=tuple(spec["gravity"]))
-    b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=int(spec["resolution"]), mu=0.0)
-    b.add_mpm(box=(spec["box_lower"], spec["box_upper"]), material=material, params=spec["params"],
-              density=spec["rho"], velocity=tuple(spec["velocity"]), particles_per_cell=8)
-    model = b.finalize(requires_grad=False)
-    # the particles Genesis was given are tigradsim's own lattice: the same positions, in the same order
-    assert np.abs(model.get("mpm_x0") - x0).max() < 1e-12
-    steps, every = int(spec["steps"]), int(spec["every"])
-    sim = tgs.Simulator(model, dt=spec["dt"], steps=steps, checkpoint_every=every)
-    n = model.mpm_particle_count
-    frames = ti.Vector.field(3, float, shape=(steps // every + 1, n))
-
-    @ti.kernel
-    def record(state: ti.template(), s: ti.i32, f: ti.i32):
-        for i in range(n):
-            frames[f, i] = state.mpm_x[s, i]
-
-    sim.observe(lambda state, slot, frame: record(state, slot, frame), every=every)
-    sim.run()
-    return frames.to_numpy()
+def _benchmark():
+    """benchmarks/vs_genesis.py (its tigradsim side: the scene, the recording) and genesis_laws.py."""
+    sys.path.insert(0, BENCHMARKS)
+    try:
+        import genesis_laws  # noqa: F401  (registers genesis_von_mises, genesis_sand)
+        import vs_genesis
+    finally:
+        sys.path.remove(BENCHMARKS)
+    return vs_genesis
 
 
 @pytest.mark.slow          # each: ~10 s on 2 shared cores (1,000 MPM steps, most of it compiling)
@@ -77,18 +64,17 @@ def test_trajectory_matches_genesis(scene, material):
     ref = _reference()
     spec = json.loads(str(ref["spec_json"]))[scene]
     tgs.init(arch="cpu", precision="f64")
-    sys.path.insert(0, BENCHMARKS)
-    try:
-        import genesis_laws  # noqa: F401  (registers genesis_von_mises, genesis_sand)
-    finally:
-        sys.path.remove(BENCHMARKS)
-    mine = _tigradsim_frames(spec, ref[f"{scene}_x0"], material)
+    bench = _benchmark()
+    x0 = ref[f"{scene}_x0"]
+    model, _ = bench.build_tigradsim(spec, tgs, material=material)
+    # the particles Genesis was given are tigradsim's own lattice: the same positions, in the same order
+    assert np.abs(model.get("mpm_x0") - x0).max() < 1e-12
+    mine = bench.tigradsim_trajectory(spec, material=material)
     theirs = ref[f"{scene}_genesis"].astype(np.float64)
     assert mine.shape == theirs.shape
     # the scene is not trivial: the cube fell to the floor and was deformed there
     z = mine[:, :, 2]
     assert z.mean(axis=1).min() < z[0].mean() - 0.2 and z.min() < 0.05
-    rms = np.sqrt(((mine - theirs) ** 2).sum(axis=2).mean(axis=1))
-    centroid = np.linalg.norm(mine.mean(axis=1) - theirs.mean(axis=1), axis=1)
+    centroid, _, rms = bench.compare(mine, theirs)
     rms_tol, centroid_tol = TOLERANCE[(scene, material)]
     assert rms.max() < rms_tol and centroid.max() < centroid_tol, (scene, material, rms.max(), centroid.max())
