@@ -17,7 +17,8 @@ friction_angle [deg] (sand), grid_density [1/m] (1 / dx), lower_bound, upper_bou
 walls stand 3 cells inside), box_center, box_size [m] (the regular sampler's box: the same particle count as
 the positions), particle_size [m] (particle volume = particle_size^3), positions (path of an .npy (N, 3) [m]
 set after build: the same particles in the same order as tigradsim's), velocity (3,) [m/s], gravity (3,),
-dt [s] (one MPM substep), steps, every, precision ("32" | "64"), mode ("trajectory" | "timing"), backward (bool).
+dt [s] (one MPM substep), steps, every, precision ("32" | "64"), mode ("trajectory" | "timing"), backward (bool),
+substeps_local (with backward: substeps kept in memory between checkpoints; default all).
 """
 import json
 import os
@@ -59,7 +60,9 @@ def main(spec_path, out_path):
     steps = int(spec["steps"])
     sim_opts = dict(dt=spec["dt"], substeps=1, gravity=tuple(spec["gravity"]), requires_grad=grad)
     if grad:
-        sim_opts["substeps_local"] = steps       # every substep kept in memory: the tape of the whole rollout
+        # substeps kept in memory; beyond them Genesis checkpoints the particle state (MPMSolver.save_ckpt) and
+        # recomputes in the backward pass, as tigradsim does with checkpoint_every
+        sim_opts["substeps_local"] = int(spec.get("substeps_local", steps))
     scene = gs.Scene(
         sim_options=gs.options.SimOptions(**sim_opts),
         mpm_options=gs.options.MPMOptions(lower_bound=tuple(spec["lower_bound"]), upper_bound=tuple(spec["upper_bound"]),

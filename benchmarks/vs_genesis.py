@@ -50,8 +50,9 @@ What differs (each engine defines it so; nothing here changes either):
      has none (its `plastic` only records it).  Sand that separates and re-compresses therefore differs.
   4. Genesis skips nodes of mass <= 1e-15 (gs.EPS); tigradsim those of mass 0.  Genesis's SVD is quadrants'
      qd.svd, tigradsim's its own differentiable svd3 / polar rotation: the same R = U V^T where det F > 0.
-Genesis's backward: with SimOptions(requires_grad=True) it keeps every substep of the rollout in memory (particles
-and grid per substep, `substeps_local`), no checkpointing; tigradsim recomputes segments from checkpoints.
+Gradients: Genesis with SimOptions(requires_grad=True) keeps `substeps_local` substeps in memory (particles and grid
+per substep) and checkpoints the particle state between (MPMSolver.save_ckpt / load_ckpt); tigradsim keeps
+checkpoint_every + 1 step slots and the segment starts.  The timing sets both to 10.
 
 Measured 2026-12-06 on the 2-vCPU VM (float64, worst per-particle RMS distance over the 0.5 s, small / medium):
 elastic 8.4e-11 / 2.9e-10 m; von Mises with Genesis's law (genesis_laws.py) 1.4e-10 / 1.6e-9 m, with
@@ -89,6 +90,7 @@ VELOCITY = (0.3, 0.0, -0.5)                                # [m/s]
 GRAVITY = (0.0, 0.0, -9.8)
 DENSITY = 1000.0
 DT, STEPS, EVERY = 5e-4, 1000, 50
+CHECKPOINT_EVERY = 10          # timing: tigradsim's checkpoint_every, Genesis's substeps_local
 
 
 def scene_spec(material, resolution, steps=STEPS, every=EVERY, dt=DT, precision="64"):
@@ -204,7 +206,7 @@ def trajectory_rows(materials, sizes, genesis_python, reference_path=None):
         print(f"wrote {reference_path}", flush=True)
 
 
-def tigradsim_timing(spec, steps, precision, checkpoint_every=10):
+def tigradsim_timing(spec, steps, precision, checkpoint_every=CHECKPOINT_EVERY):
     """Child process: forward and forward+backward per step of tigradsim on the spec (elastic drop)."""
     import taichi as ti
     import tigradsim as tgs
@@ -267,13 +269,15 @@ def timing_rows(size, steps, genesis_python, precision_bits="32", repeat=2):
                              peak_rss_mb=round(float(fwd["peak_rss_mb"]), 1),
                              rss_after_import_mb=round(float(fwd["rss_after_import_mb"]), 1)))
         try:
-            bwd = run_genesis(spec, x0, genesis_python, mode="timing", backward=True)
+            # Genesis keeps substeps_local substeps in memory and checkpoints between: 10, as tigradsim
+            bwd = run_genesis(dict(spec, substeps_local=CHECKPOINT_EVERY), x0, genesis_python, mode="timing",
+                              backward=True)
             keep("genesis (requires_grad)", dict(
                 ms_per_step_forward=round(float(bwd["seconds_forward"]) / steps * 1e3, 2),
                 ms_per_step_forward_backward=round(float(bwd["seconds_forward"] + bwd["seconds_backward"])
                                                    / steps * 1e3, 2),
                 grad_v0z_sum=float(f"{float(bwd['grad_v0z_sum']):.4g}"),
-                peak_rss_mb=round(float(bwd["peak_rss_mb"]), 1), note="every substep kept in memory"))
+                peak_rss_mb=round(float(bwd["peak_rss_mb"]), 1), substeps_local=CHECKPOINT_EVERY))
         except RuntimeError as exc:
             print(json.dumps(dict(engine="genesis (requires_grad)",
                                   backward_failed=str(exc).strip().splitlines()[-1][:300])), flush=True)
