@@ -65,7 +65,8 @@ def main(spec_path, out_path):
         sim_opts["substeps_local"] = int(spec.get("substeps_local", steps))
     scene = gs.Scene(
         sim_options=gs.options.SimOptions(**sim_opts),
-        mpm_options=gs.options.MPMOptions(lower_bound=tuple(spec["lower_bound"]), upper_bound=tuple(spec["upper_bound"]),
+        mpm_options=gs.options.MPMOptions(lower_bound=tuple(spec["lower_bound"]),
+                                          upper_bound=tuple(spec["upper_bound"]),
                                           grid_density=spec["grid_density"], particle_size=spec["particle_size"]),
         show_viewer=False)
     entity = scene.add_entity(material=material(gs, spec),

@@ -100,7 +100,8 @@ def scene_spec(material, resolution, steps=STEPS, every=EVERY, dt=DT, precision=
     name, params = MATERIALS[material]
     dx = 1.0 / resolution
     lo, hi = np.array(BOX[0]), np.array(BOX[1])
-    spec = dict(material=material, tigradsim_material=name, genesis_law=GENESIS_LAWS.get(material), params=params, resolution=resolution,
+    spec = dict(material=material, tigradsim_material=name, genesis_law=GENESIS_LAWS.get(material), params=params,
+                resolution=resolution,
                 E=params["E"], nu=params["nu"], rho=DENSITY, grid_density=float(resolution),
                 lower_bound=[-3 * dx] * 3, upper_bound=[1 + 3 * dx] * 3, box_lower=lo.tolist(), box_upper=hi.tolist(),
                 box_center=((lo + hi) / 2).tolist(), box_size=(hi - lo).tolist(), particle_size=dx / 2,
@@ -146,7 +147,8 @@ def compare(a, b):
     """Per-frame differences of two trajectories (F, N, 3): centroid distance, largest bounding-box corner
     coordinate difference, per-particle RMS distance [m]."""
     centroid = np.linalg.norm(a.mean(axis=1) - b.mean(axis=1), axis=1)
-    box = np.maximum(np.abs(a.min(axis=1) - b.min(axis=1)).max(axis=1), np.abs(a.max(axis=1) - b.max(axis=1)).max(axis=1))
+    box = np.maximum(np.abs(a.min(axis=1) - b.min(axis=1)).max(axis=1),
+                     np.abs(a.max(axis=1) - b.max(axis=1)).max(axis=1))
     rms = np.sqrt(((a - b) ** 2).sum(axis=2).mean(axis=1))
     return centroid, box, rms
 
@@ -159,7 +161,8 @@ def run_genesis(spec, positions, genesis_python, mode="trajectory", backward=Fal
         with open(spec_path, "w") as fh:
             json.dump(dict(spec, positions=pos_path, mode=mode, backward=backward), fh)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}     # its own packages only
-        proc = subprocess.run([genesis_python, "-I", RUNNER, spec_path, out_path], capture_output=True, text=True, env=env)
+        proc = subprocess.run([genesis_python, "-I", RUNNER, spec_path, out_path], capture_output=True, text=True,
+                              env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"Genesis runner failed (exit {proc.returncode}):\n{proc.stdout[-1500:]}\n"
                                f"{proc.stderr[-3000:]}")
@@ -249,7 +252,8 @@ def timing_rows(size, steps, genesis_python, precision_bits="32", repeat=2):
     best = {}
 
     def keep(engine, row):
-        print(json.dumps(dict(scene=f"elastic {size}", precision=f"f{precision_bits}", engine=engine, **row)), flush=True)
+        print(json.dumps(dict(scene=f"elastic {size}", precision=f"f{precision_bits}", engine=engine, **row)),
+              flush=True)
         old = best.get(engine)
         if old is None or row.get("ms_per_step_forward_backward", row.get("ms_per_step_forward", 0)) < \
                 old.get("ms_per_step_forward_backward", old.get("ms_per_step_forward", 0)):
