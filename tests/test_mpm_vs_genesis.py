@@ -58,7 +58,7 @@ def _benchmark():
     return vs_genesis
 
 
-@pytest.mark.slow          # each: ~10 s on 2 shared cores (1,000 MPM steps, most of it compiling)
+@pytest.mark.slow          # each: 6-19 s on 2 shared cores (1,000 MPM steps of 512 particles, compiling included)
 @pytest.mark.parametrize("scene,material", list(TOLERANCE))
 def test_trajectory_matches_genesis(scene, material):
     ref = _reference()
