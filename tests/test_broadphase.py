@@ -136,7 +136,7 @@ def _box_box_particles(**sim_kwargs):
     b.add_rigid_body(v, f, mass=1.0, position=(0.0, 0.2992, 0.0), velocity=(0.4, -0.06, 0.1),
                      angular_velocity=(0.0, 1.5, 0.0), ke=8e3, kd=8.0, kf=20.0, mu=0.3)
     b.add_particles([[0.03, 0.425, 0.02], [-0.04, 0.43, -0.03]], velocities=[[0.1, -0.5, 0.0], [0.0, -0.6, 0.1]],
-                    masses=0.05, radius=0.02)
+                    masses=0.12, radius=0.02)
     model = b.finalize()
     sim = tgs.Simulator(model, dt=1e-3, steps=50, **sim_kwargs)
     return model, sim

@@ -7,6 +7,10 @@ size (`shapes.ShapeTable.cull_radius`).  A pair can touch only if |x_i - X_b| < 
 all U x T pairs every step (U touchers, T bodies); this module finds the pairs that pass that test in O(U + T)
 and hands them to the differentiable narrow phase as a list, so the contact terms do work only over the list.
 
+The same mechanism lists particle-particle pairs (cloth self-contact, `cloth_self_contact`): the targets are then
+particles with a radius of their own (half the contact thickness), each pair is listed once (i < j), and the pairs
+the caller leaves out (neighbours at rest) are skipped.
+
 Build (`build(s, t)`: one Taichi kernel, NOT differentiated; it reads the state of slot s):
   1. the grid: the box around every body's sphere inflated by the largest toucher radius r_max, cut into cubic
      cells of side h (below);
@@ -86,10 +90,16 @@ class BroadPhase:
     After `build(s, t)`: `pair_count[None]` pairs (toucher index, body index) in `pairs[0 .. pair_count)`.
     """
 
-    def __init__(self, model, shapes, touchers: str, toucher_indices, bodies, capacity_per_toucher: int):
-        if touchers not in ("points", "particles"):
-            raise ValueError(f"touchers: expected 'points' or 'particles', got {touchers!r}")
+    def __init__(self, model, shapes, touchers: str, toucher_indices, bodies, capacity_per_toucher: int,
+                 particle_pairs=None):
+        if touchers not in ("points", "particles") or (particle_pairs is not None and touchers != "particles"):
+            raise ValueError(f"touchers: expected 'points' or 'particles' ('particles' for particle pairs), got "
+                             f"{touchers!r}")
         self.model, self.shapes, self.kind = model, shapes, touchers
+        # particle-particle pairs (cloth self-contact): the targets are particles too; `particle_pairs` gives
+        # their radius (half the contact thickness) and which pairs are left out (`ParticlePairs`)
+        self.particle_pairs = particle_pairs
+        self.bodies = particle_pairs is None     # compile-time switch: the targets are bodies
         self.toucher_count = len(toucher_indices)
         self.target_count = len(bodies)
         self.capacity = max(1, capacity_per_toucher * self.toucher_count)
@@ -128,17 +138,46 @@ class BroadPhase:
             own = a
         else:
             x = state.particle_q[s, i]
-            r = self.model.particle_radius[i]
+            r = self._toucher_radius(i)
             group = self.model.particle_contact_group[i]
         return x, r, group, own
+
+    @ti.func
+    def _target(self, state: ti.template(), s, j):
+        """(centre [m], bounding radius [m], contact group) of target j (a body, or a particle)."""
+        c = ti.Vector([0.0, 0.0, 0.0], dt=float)
+        radius = 0.0
+        group = 0
+        if ti.static(self.bodies):
+            c = body_position(state.body_q[s, j])
+            radius = self.shapes.cull_radius(j)
+            group = self.model.body_contact_group[j]
+        else:
+            c = state.particle_q[s, j]
+            radius = self.particle_pairs.radius[j]
+            group = self.model.particle_contact_group[j]
+        return c, radius, group
+
+    @ti.func
+    def _left_out(self, i, own, j):
+        """Whether the pair (toucher i, target j) is not a contact: a body's own points; for particle pairs each
+        pair once (i < j) and the pairs `ParticlePairs` leaves out."""
+        out = False
+        if ti.static(self.bodies):
+            out = j == own
+        else:
+            out = j <= i or self.particle_pairs.left_out(i, j)
+        return out
 
     @ti.func
     def _toucher_radius(self, i):
         r = 0.0
         if ti.static(self.kind == "points"):
             r = self.model.body_contact_radius[self.model.contact_body[i]]
-        else:
+        elif ti.static(self.bodies):
             r = self.model.particle_radius[i]
+        else:
+            r = self.particle_pairs.radius[i]
         return r
 
     @ti.func
@@ -165,9 +204,8 @@ class BroadPhase:
             hi = -lo
             total = 0.0
             for j in range(T):
-                b = self.targets[j]
-                c = body_position(state.body_q[s, b])
-                reach = self.shapes.cull_radius(b) + r_max
+                c, radius, _g = self._target(state, s, self.targets[j])
+                reach = radius + r_max
                 lo = ti.min(lo, c - reach)
                 hi = ti.max(hi, c + reach)
                 total += reach
@@ -179,9 +217,8 @@ class BroadPhase:
                 items = 0.0
                 if cells[0] * cells[1] * cells[2] <= self.cell_capacity:
                     for j in range(T):
-                        b = self.targets[j]
-                        c = body_position(state.body_q[s, b])
-                        reach = self.shapes.cull_radius(b) + r_max
+                        c, radius, _g = self._target(state, s, self.targets[j])
+                        reach = radius + r_max
                         span = ti.floor((c + reach - lo) / h) - ti.floor((c - reach - lo) / h) + 1.0
                         items += span[0] * span[1] * span[2]
                     fits = items <= self.item_capacity
@@ -197,9 +234,8 @@ class BroadPhase:
             self.cell_count[k] = 0
         ti.loop_config(serialize=self.serial)
         for j in range(T):
-            b = self.targets[j]
-            c = body_position(state.body_q[s, b])
-            reach = self.shapes.cull_radius(b) + self.r_max[None]
+            c, radius, _g = self._target(state, s, self.targets[j])
+            reach = radius + self.r_max[None]
             d = self.dims[None]
             lo = ti.max(self._cell_of(c - reach), 0)
             hi = ti.min(self._cell_of(c + reach), d - 1)
@@ -238,10 +274,10 @@ class BroadPhase:
                 k = self._flat(cell)
                 for m in range(self.cell_start[k], self.cell_start[k + 1]):
                     b = self.items[m]
-                    gb = self.model.body_contact_group[b]
-                    if b != own and (group == gb or group < 0 or gb < 0):
-                        gap = x - body_position(state.body_q[s, b])
-                        reach = self.shapes.cull_radius(b) + r
+                    c, radius, gb = self._target(state, s, b)
+                    if (group == gb or group < 0 or gb < 0) and not self._left_out(i, own, b):
+                        gap = x - c
+                        reach = radius + r
                         if gap.dot(gap) < reach * reach:
                             n = ti.atomic_add(self.pair_count[None], 1)
                             if n < self.capacity:
@@ -253,7 +289,8 @@ class BroadPhase:
         self._build(state, s)
         count = int(self.pair_count[None])
         if count > self.capacity:
-            what = "(contact point, body)" if self.kind == "points" else "(particle, body)"
+            what = "(contact point, body)" if self.kind == "points" else "(particle, body)" if self.bodies \
+                else "(particle, particle)"
             raise BroadPhaseCapacityError(
                 f"broad phase: {count} candidate {what} pairs at step {t} exceed the pair list's capacity "
                 f"{self.capacity} ({self.capacity_per_toucher} per {'contact point' if self.kind == 'points' else 'particle'}"
