@@ -23,10 +23,11 @@ def f64():
     yield
 
 
-def _folded(self_contact=True, steps=600, dt=5e-4, velocity=0.0, gap=2 * RADIUS, **kwargs):
+def _folded(self_contact=True, steps=600, dt=5e-4, velocity=0.0, gap=2 * RADIUS, ground=True, **kwargs):
     """A 9 x 3-cell strip (cell 5 cm, flat at rest) folded in the middle: its lower third lies on the ground, its
     upper third `gap` m above it (default 9.5 cm: the crease a half circle of 3 edges), and falls onto it, thrown
-    down at `velocity` m/s.  Self-contact thickness 4 cm (above the triangles' circumradius, 3.54 cm)."""
+    down at `velocity` m/s.  Self-contact thickness 4 cm (above the triangles' circumradius, 3.54 cm).
+    ground=False: no ground and no gravity (the strip floats; only the self-contact stops the upper layer)."""
     rest, tris = meshes.cloth_grid(NX, NZ, cell=CELL, origin=(0.0, 0.005, 0.0), plane="xz")
     column = np.tile(np.arange(NX + 1), NZ + 1)
     folded = rest.copy()
@@ -40,8 +41,9 @@ def _folded(self_contact=True, steps=600, dt=5e-4, velocity=0.0, gap=2 * RADIUS,
             folded[at, 0] = (NX - k) * CELL
             folded[at, 1] += gap
     upper = column >= 6
-    b = tgs.SceneBuilder()
-    b.add_ground(ke=100.0, kd=0.1, kf=0.1, mu=0.3)
+    b = tgs.SceneBuilder(gravity=(0.0, -9.8 if ground else 0.0, 0.0))
+    if ground:
+        b.add_ground(ke=100.0, kd=0.1, kf=0.1, mu=0.3)
     opts = dict(self_contact=True, thickness=0.04, self_contact_params={"ke": 20.0, "kd": 0.1, "kf": 0.05, "mu": 0.2},
                 **kwargs) if self_contact else {}
     vel = np.zeros_like(rest)
@@ -92,9 +94,10 @@ def test_momentum_is_conserved(f64):
 
 @pytest.mark.slow
 def test_self_contact_gradients(f64):
-    """60 steps in which the upper layer comes down onto the lower one: loss = MSE of every vertex every 10 steps
-    against random targets; the Tape against central differences along random directions."""
-    model, sim, column = _folded(steps=60, velocity=-0.3, gap=0.045)
+    """60 steps in which the upper layer comes down onto the lower one (no ground, no gravity: the ground's
+    resting contact has kinks of its own): loss = MSE of every vertex every 10 steps against random targets; the
+    Tape against central differences along random directions."""
+    model, sim, column = _folded(steps=60, velocity=-0.3, gap=0.045, ground=False)
     rec = tgs.ParticleRecorder(sim, every=10)
     sim.run()
     h = float(2 * model.cloth_self_radius.to_numpy().max())
@@ -107,7 +110,7 @@ def test_self_contact_gradients(f64):
         loss()
 
     params = model.parameters()
-    for name, eps in (("particle_q0", 1e-7), ("particle_qd0", 1e-7), ("cloth_self_ke", 1e-6),
+    for name, eps in (("particle_q0", 1e-6), ("particle_qd0", 1e-5), ("cloth_self_ke", 1e-6),
                       ("cloth_self_kd", 1e-5)):
         report = tgs.check_gradient(run, loss.value, [params[name]], n_dirs=2, eps=eps, rtol=1e-5)
         report.assert_ok()

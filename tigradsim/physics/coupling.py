@@ -9,17 +9,18 @@ b (pose X_b, R_b; shape `body_shapes`, body frame) in the same contact group (`b
     particle i gets f; body b gets -f at x (force -f, torque -r_b x f about its centre of mass)
 
 Contact parameters and law: the BODY's (`body_ke`, ..., its own contact law or the ground's): a particle
-has no contact parameters of its own in tigradsim (it touches the ground with the ground's).  Culling as in
-`body_contact`: a particle outside the body's bounding sphere does no differentiable arithmetic, and the
-reverse pass no work for it.  Cost: O(particles x bodies) sphere tests a step (a 5,000-vertex ball against
-one box: 5,000 tests).
+has no contact parameters of its own in tigradsim (it touches the ground with the ground's).  Pairs: from the
+grid broad phase (`broadphase.BroadPhase`, `SceneBuilder.broad_phase = "grid"`, the default: O(particles +
+bodies) a step), or the flat loop over every (particle, body) ("flat": O(particles x bodies) sphere tests, a
+5,000-vertex ball against one box: 5,000 tests).  Culling as in `body_contact`: a particle outside the body's
+bounding sphere does no differentiable arithmetic, and the reverse pass no work for it.
 
 Not in this change, and why:
-  * cloth-FEM contact and cloth self-contact: both need point-triangle (or edge-edge) proximity queries
-    between deforming meshes, with a broad phase rebuilt every step, and a cloth vertex against a soft solid
-    has no signed distance to ask (the solid's surface moves with its elements; a rigid body's shape is fixed
-    in its frame).  Draping over a rigid body or a static collider is what this module and the colliders
-    give; a cloth over a soft body, or a cloth folding onto itself, passes through.
+  * cloth-FEM contact: a cloth vertex against a soft solid has no signed distance to ask (the solid's surface
+    moves with its elements; a rigid body's shape is fixed in its frame); it needs point-triangle proximity
+    between deforming meshes.  Draping over a rigid body or a static collider is what this module and the
+    colliders give; a cloth over a soft body passes through.  Cloth self-contact (and contact between cloths) is
+    vertex-vertex repulsion within a thickness: `cloth_self_contact`.
   * particle-particle contact between different objects (a soft ball against another soft ball): same
     reason (no shape to ask); each still touches the ground, the colliders and the bodies.
 """
