@@ -165,8 +165,10 @@ class Simulator:
         # the build (not differentiated) then the step, and its backward rebuilds the pairs from the same slot
         # before the step's reverse, so a fused run is one step per launch
         self._broad_phases = [term.broad for term in self.force_terms if getattr(term, "broad", None) is not None]
-        self._broad_fused_op = custom_op(self._broad_fused, self._broad_fused_backward)
-        self._broad_step_op = custom_op(self._broad_step, self._broad_step_backward)
+        self._broad_fused_op = custom_op(lambda *a: self._broad_then(self._substeps, *a),
+                                         lambda *a: self._broad_then(self._fused_backward, *a))
+        self._broad_step_op = custom_op(lambda *a: self._broad_then(self._substep, *a),
+                                        lambda *a: self._broad_then(self._substep.grad, *a))
         self._check_op = no_grad(self._check_finite_range)
         self._clear_op = no_grad(self._clear_accumulators)
         self.strict = bool(strict)
@@ -470,25 +472,11 @@ class Simulator:
         else:
             self._substeps.grad(s0, t0, count, tap_end, pre_tap)
 
-    def _build_broad_phases(self, s, t):
+    def _broad_then(self, launch, s, t, *rest):
+        """Every broad phase's pairs from slot s (step t), then `launch(s, t, *rest)`: a step, or its reverse."""
         for broad in self._broad_phases:
             broad.build(self.state, s, t)
-
-    def _broad_fused(self, s0, t0, count, tap_end, pre_tap):
-        self._build_broad_phases(s0, t0)
-        self._substeps(s0, t0, count, tap_end, pre_tap)
-
-    def _broad_fused_backward(self, s0, t0, count, tap_end, pre_tap):
-        self._build_broad_phases(s0, t0)
-        self._fused_backward(s0, t0, count, tap_end, pre_tap)
-
-    def _broad_step(self, s, t):
-        self._build_broad_phases(s, t)
-        self._substep(s, t)
-
-    def _broad_step_backward(self, s, t):
-        self._build_broad_phases(s, t)
-        self._substep.grad(s, t)
+        launch(s, t, *rest)
 
     def _next_frame(self, t):
         """The first step after t at which an observer records a frame (a fused run stops there)."""
