@@ -9,7 +9,8 @@ Gradients: body_qd0 only (as vs_warp.py), loss = MSE of the body positions at th
 
     python benchmarks/bench_broadphase.py [--counts 64,256,1024] [--steps 200] [--repeats 2] [--modes flat,grid]
 
-Prints one JSON object (us per step per configuration; timings only, no test asserts them).
+Prints a JSON line per configuration as it is measured, then one JSON line with all of them (us per step;
+timings only, no test asserts them).
 """
 import argparse
 import json
@@ -72,7 +73,7 @@ def main():
             rows.append(row)
             print(json.dumps(row), flush=True)
     print(json.dumps({"benchmark": "broadphase", "arch": args.arch, "precision": args.precision,
-                      "steps": args.steps, "rows": rows}, indent=1))
+                      "steps": args.steps, "rows": rows}))
 
 
 if __name__ == "__main__":
