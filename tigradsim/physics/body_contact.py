@@ -24,17 +24,18 @@ with different laws may share a scene (tests/test_contact_laws.py has two far ap
 points then press on b by a's law and b's points on a by b's (each force still equal and opposite).  One
 term per law, over the contact points of the bodies with that law (as `rigid.RigidGroundContact`).
 
-Broad phase: one flat loop over (contact point c of body a, body b): first the contact groups, then the bodies'
-bounding spheres, |X_a - X_b| < reach_a + bound_b (reach = the largest |contact point| + radius, bound = the
-shape's bounding radius), then the point against b's bounding sphere; only then the shape's distance.  These
-tests only feed comparisons, and the differentiable arithmetic is recomputed inside the branch (as
-`rigid.RigidGroundContact` does), so the reverse pass does no work for points that do not touch.  The
-candidates are recomputed from the step's own state inside the step: nothing is stored between steps, so the
-Tape's replay of a checkpointed segment sees the same pairs.  Cost: O(C x B) integer and sphere tests (C
-contact points, B bodies: 34,816 a step for vs_warp.py's pile64 of 68 bodies, part of its 252 us forward step)
-and O(touching points) differentiable work.  A loop over body pairs with an inner loop over a's points (O(B^2)
-tests) was reversed WRONGLY by Taichi 1.7.4 (box-on-box gradients 5-150 % off finite differences), and a
-spatial hash needs a multi-pass build inside the fused step kernel: both left for scenes of hundreds of bodies.
+Broad phase (`SceneBuilder.broad_phase`): "grid" (default), the candidate (contact point, body) pairs of each
+step from `broadphase.BroadPhase` (a uniform grid rebuilt every step outside the AD: O(C + B) work, C contact
+points, B bodies), and the narrow phase below over that list only; or "flat", one flat loop over every (contact
+point c of body a, body b): first the contact groups, then the bodies' bounding spheres, |X_a - X_b| < reach_a +
+bound_b (reach = the largest |contact point| + radius, bound = the shape's bounding radius at its current size),
+then the point against b's bounding sphere: O(C x B) tests (34,816 a step for vs_warp.py's pile64 of 68 bodies).
+Both give the same pairs (the grid lists exactly the points inside b's bounding sphere) and, where loops are
+serial, the same forces bit for bit (tests/test_broadphase.py).  In both, the tests only feed comparisons, and the
+differentiable arithmetic is recomputed inside the branch (as `rigid.RigidGroundContact` does), so the reverse
+pass does no work for points that do not touch.  A loop over body pairs with an inner loop over a's points was
+reversed WRONGLY by Taichi 1.7.4 (box-on-box gradients 5-150 % off finite differences): both paths are one flat
+loop over (point, body) entries.
 
 Contact groups (`SceneBuilder.contact_groups`, set by `tgs.batched`): bodies (and particles, `coupling`)
 interact only within one group; group -1 interacts with every group.  Default: one group.
@@ -116,12 +117,14 @@ class BodyBodyContact(StepTerm):
     start[b]..start[b + 1]), body_reach (B,) [m], body_contact_group (B,) i32.
     """
 
-    def __init__(self, model, shapes, law: ContactLaw, points=None):
+    def __init__(self, model, shapes, law: ContactLaw, points=None, broad=None):
         super().__init__(model)
         self.shapes = shapes
         self.law = law
         self.points = points
         self.all_points = points is None     # compile-time switch
+        self.use_broad = broad is not None     # compile-time switch
+        self.broad = broad                   # a `broadphase.BroadPhase` over these points, or None: the flat loop
 
     @ti.func
     def _point(self, state: ti.template(), s: ti.template(), a, b, c):
@@ -169,7 +172,12 @@ class BodyBodyContact(StepTerm):
         # One flat loop over (contact point, body): a loop over body pairs with an inner loop over the points of
         # a was reversed wrongly by Taichi 1.7.4 (the box-on-box gradients 5-150 % off finite differences).
         count = ti.static(self.model.body_count)
-        if ti.static(self.all_points):
+        if ti.static(self.use_broad):      # the step's candidate pairs (built before the step)
+            ti.loop_config(serialize=self.serial)
+            for k in range(self.broad.pair_count[None]):
+                pair = self.broad.pairs[k]
+                self._pair(state, s, pair[0], pair[1])
+        elif ti.static(self.all_points):
             ti.loop_config(serialize=self.serial)
             for k in range(self.model.contact_point_count * count):
                 c = k // count

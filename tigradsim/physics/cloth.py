@@ -78,6 +78,7 @@ from ..core.runtime import scatter_mode
 from ..exec.lane_ports import LaneGroupPorts, virtual_work_field
 from ..exec.lanes import LANES
 from ..exec.loops import element_path, make_ports, wrap_terms
+from .cloth_self_contact import check_self_contact, self_contact_terms
 from ..exec.simd import lane_count
 from .cloth_bending import EDGE_EPS, ClothBendingForces, dihedral
 from .cloth_membrane import AERO_EPS, NORMAL_EPS, ClothMembraneForces, aerodynamics, columns, list3
@@ -249,12 +250,14 @@ class Cloths:
         self._aero_rows, self._aero_row = [], []         # rows (drag, lift, wx, wy, wz); row per triangle
         self._quads, self._rest_angle, self._bend_rows, self._bend_row = [], [], [], []
         self._anchors = []                               # (indices, positions, ke, kd)
+        self._self_contact = []                          # (first particle, count, rest vertices, thickness, params)
         self.triangle_order = None
 
     # -- add ------------------------------------------------------------------
     def add(self, builder, vertices, triangles, material="membrane", params=None, density=0.1, damping=0.0,
             bending_stiffness=0.0, bending_damping=0.0, drag=0.0, lift=0.0, wind=(0.0, 0.0, 0.0), pinned=None,
-            velocity=(0.0, 0.0, 0.0), radius=0.005, share_params=True) -> ClothHandle:
+            velocity=(0.0, 0.0, 0.0), radius=0.005, share_params=True, self_contact=False, thickness=None,
+            self_contact_params=None) -> ClothHandle:
         """Add a cloth; returns a ClothHandle.
 
         Args:
@@ -271,6 +274,10 @@ class Cloths:
             pinned: local vertex indices that are fixed (mass 0; they never move).
             velocity: (3,) or (V, 3) initial velocity [m/s].  radius: contact radius [m].
             share_params: one parameter row per cloth (True) or per triangle / edge (False).
+            self_contact: vertex-vertex repulsion between this cloth's vertices (and those of the other
+                self-contact cloths) within `thickness` [m] (default 1.25 x the largest triangle circumradius;
+                must exceed it), with `self_contact_params` {"ke", "kd", "kf", "mu"} (defaults
+                `cloth_self_contact.DEFAULT_PARAMS`); see `tigradsim.physics.cloth_self_contact`.
         """
         x = as_array("vertices", vertices, shape=(None, 3))
         nv = len(x)
@@ -315,9 +322,12 @@ class Cloths:
         wind = as_array("wind", wind, shape=(3,))
         aero = np.stack([_per("drag", drag, nt, share_params), _per("lift", lift, nt, share_params, True)], 1)
         aero = np.concatenate([aero, np.tile(wind, (len(aero), 1))], 1)
+        selfc = check_self_contact(self_contact, thickness, self_contact_params, x, tri)
         # everything validated: now change the builder
         self.elements.add(material, nt, params, damping, share_params)
         start = builder.add_particles(x, vel, np.where(fixed, 1.0, mass), radius, fixed=fixed)
+        if selfc is not None:
+            self._self_contact.append((start, nv, x, *selfc))
         self._tris.append(tri + start)
         self._rest_inv.append(rest_inv)
         self._area.append(area)
@@ -451,6 +461,7 @@ class Cloths:
             model.add_field("cloth_anchor_stiffness", float, (na,), cat[2])
             model.add_field("cloth_anchor_damping", float, (na,), cat[3])
             model.force_terms.append(ClothAnchorForces(model))
+        model.force_terms.extend(self_contact_terms(builder, model, self._self_contact))
 
 
 def forward_lanes(triangle_count: int) -> int:

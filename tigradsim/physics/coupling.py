@@ -9,17 +9,18 @@ b (pose X_b, R_b; shape `body_shapes`, body frame) in the same contact group (`b
     particle i gets f; body b gets -f at x (force -f, torque -r_b x f about its centre of mass)
 
 Contact parameters and law: the BODY's (`body_ke`, ..., its own contact law or the ground's): a particle
-has no contact parameters of its own in tigradsim (it touches the ground with the ground's).  Culling as in
-`body_contact`: a particle outside the body's bounding sphere does no differentiable arithmetic, and the
-reverse pass no work for it.  Cost: O(particles x bodies) sphere tests a step (a 5,000-vertex ball against
-one box: 5,000 tests).
+has no contact parameters of its own in tigradsim (it touches the ground with the ground's).  Pairs: from the
+grid broad phase (`broadphase.BroadPhase`, `SceneBuilder.broad_phase = "grid"`, the default: O(particles +
+bodies) a step), or the flat loop over every (particle, body) ("flat": O(particles x bodies) sphere tests, a
+5,000-vertex ball against one box: 5,000 tests).  Culling as in `body_contact`: a particle outside the body's
+bounding sphere does no differentiable arithmetic, and the reverse pass no work for it.
 
 Not in this change, and why:
-  * cloth-FEM contact and cloth self-contact: both need point-triangle (or edge-edge) proximity queries
-    between deforming meshes, with a broad phase rebuilt every step, and a cloth vertex against a soft solid
-    has no signed distance to ask (the solid's surface moves with its elements; a rigid body's shape is fixed
-    in its frame).  Draping over a rigid body or a static collider is what this module and the colliders
-    give; a cloth over a soft body, or a cloth folding onto itself, passes through.
+  * cloth-FEM contact: a cloth vertex against a soft solid has no signed distance to ask (the solid's surface
+    moves with its elements; a rigid body's shape is fixed in its frame); it needs point-triangle proximity
+    between deforming meshes.  Draping over a rigid body or a static collider is what this module and the
+    colliders give; a cloth over a soft body passes through.  Cloth self-contact (and contact between cloths) is
+    vertex-vertex repulsion within a thickness: `cloth_self_contact`.
   * particle-particle contact between different objects (a soft ball against another soft ball): same
     reason (no shape to ask); each still touches the ground, the colliders and the bodies.
 """
@@ -33,6 +34,7 @@ from ..core.stability import contact_row
 from .body_contact import (BodyBodyContact, body_contact_fields, body_effective_inverse_mass, contact_groups,
                            groups_meet)
 from .body_shapes import body_shape_table
+from .broadphase import BroadPhase, check_broad_phase
 from .rigid_pose import body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv, spatial, top
 
 
@@ -41,11 +43,13 @@ class ParticleBodyContact(StepTerm):
     """Penalty contact of every particle against the shapes of the bodies listed in `bodies` (an i32 field of
     body indices that share `law`), with the reaction on the body (module docstring)."""
 
-    def __init__(self, model, shapes, law: ContactLaw, bodies):
+    def __init__(self, model, shapes, law: ContactLaw, bodies, broad=None):
         super().__init__(model)
         self.shapes = shapes
         self.law = law
         self.bodies = bodies
+        self.use_broad = broad is not None     # compile-time switch
+        self.broad = broad                   # a `broadphase.BroadPhase` of every particle against `bodies`, or None
 
     @ti.func
     def _pair(self, state: ti.template(), s: ti.template(), i, b):
@@ -70,14 +74,20 @@ class ParticleBodyContact(StepTerm):
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         listed = ti.static(self.bodies.shape[0])
-        ti.loop_config(serialize=self.serial)
-        for p in range(self.model.particle_count * listed):
-            i = p // listed
-            b = self.bodies[p - i * listed]
-            gi = self.model.particle_contact_group[i]
-            gb = self.model.body_contact_group[b]
-            if gi == gb or gi < 0 or gb < 0:
-                self._pair(state, s, i, b)
+        if ti.static(self.use_broad):      # the step's candidate pairs (groups already tested)
+            ti.loop_config(serialize=self.serial)
+            for k in range(self.broad.pair_count[None]):
+                pair = self.broad.pairs[k]
+                self._pair(state, s, pair[0], pair[1])
+        else:                                      # the flat loop: every (particle, listed body)
+            ti.loop_config(serialize=self.serial)
+            for p in range(self.model.particle_count * listed):
+                i = p // listed
+                b = self.bodies[p - i * listed]
+                gi = self.model.particle_contact_group[i]
+                gb = self.model.body_contact_group[b]
+                if gi == gb or gi < 0 or gb < 0:
+                    self._pair(state, s, i, b)
 
     def stability_limits(self):
         """Per particle against any body it may touch: normal and friction modes with the body's ke, kd, kf on
@@ -105,6 +115,8 @@ def touch_terms(builder, model, bodies) -> list:
     `ParticleBodyContact` per contact law of the bodies when there are particles.  Creates the body shape
     table's fields (prefix "body_shape") and the contact-group fields.  [] when nothing can touch a body."""
     B, P = len(bodies), model.particle_count
+    mode, capacity = check_broad_phase(getattr(builder, "broad_phase", "grid"),
+                                       getattr(builder, "broad_phase_capacity", None))
     body_groups = contact_groups(builder, "bodies", B)
     pairs = B > 1 and bool(np.any(np.triu(groups_meet(body_groups[:, None], body_groups[None, :]), 1)))
     if not pairs and P == 0:
@@ -119,17 +131,19 @@ def touch_terms(builder, model, bodies) -> list:
         by_law.setdefault(law, []).append(b)
     terms = []
     if pairs:
-        if len(by_law) == 1:
-            terms.append(BodyBodyContact(model, shapes, laws[0]))
-        else:
-            starts = model.body_point_start.to_numpy()
-            for law, members in by_law.items():
-                points = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in members])
-                terms.append(BodyBodyContact(model, shapes, law, _index_field(points)))
-    if P:
-        model.add_field("particle_contact_group", ti.i32, (P,), contact_groups(builder, "particles", P), param=False)
+        starts = model.body_point_start.to_numpy()
         for law, members in by_law.items():
-            terms.append(ParticleBodyContact(model, shapes, law, _index_field(members)))
+            points = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in members])
+            broad = BroadPhase(model, shapes, "points", points, np.arange(B), capacity) if mode == "grid" else None
+            terms.append(BodyBodyContact(model, shapes, law, None if len(by_law) == 1 else _index_field(points),
+                                         broad))
+    if P:
+        if not hasattr(model, "particle_contact_group"):     # cloth self-contact may have made it
+            model.add_field("particle_contact_group", ti.i32, (P,), contact_groups(builder, "particles", P),
+                            param=False)
+        for law, members in by_law.items():
+            broad = BroadPhase(model, shapes, "particles", np.arange(P), members, capacity) if mode == "grid" else None
+            terms.append(ParticleBodyContact(model, shapes, law, _index_field(members), broad))
     return terms
 
 

@@ -45,6 +45,11 @@ class SceneBuilder:
         # {"bodies": (B,) int, "particles": (N,) int} or None: contact groups (`physics.body_contact`; objects
         # touch within a group, group -1 touches all; `tgs.batched` makes each copy a group); None: one group
         self.contact_groups = None
+        # how contact between points and rigid bodies finds its pairs (`physics.broadphase`): "grid" (candidate
+        # pairs from a uniform grid each step, near-linear cost) or "flat" (every (point, body) pair tested); and
+        # the pair list's capacity per contact point or particle (None: broadphase.DEFAULT_PAIRS_PER_TOUCHER)
+        self.broad_phase = "grid"
+        self.broad_phase_capacity = None
 
     # -- particles ----------------------------------------------------------
     @property

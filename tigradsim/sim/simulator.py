@@ -161,6 +161,14 @@ class Simulator:
         self._bad_step = ti.field(ti.i32, shape=())
         self._segment_op = custom_op(self._segment_forward, self._segment_backward)
         self._fused_op = custom_op(self._substeps, self._fused_backward)
+        # contact terms whose pairs come from a broad phase (`physics.broadphase`): each step is one tape entry,
+        # the build (not differentiated) then the step, and its backward rebuilds the pairs from the same slot
+        # before the step's reverse, so a fused run is one step per launch
+        self._broad_phases = [term.broad for term in self.force_terms if getattr(term, "broad", None) is not None]
+        self._broad_fused_op = custom_op(lambda *a: self._broad_then(self._substeps, *a),
+                                         lambda *a: self._broad_then(self._fused_backward, *a))
+        self._broad_step_op = custom_op(lambda *a: self._broad_then(self._substep, *a),
+                                        lambda *a: self._broad_then(self._substep.grad, *a))
         self._check_op = no_grad(self._check_finite_range)
         self._clear_op = no_grad(self._clear_accumulators)
         self.strict = bool(strict)
@@ -411,13 +419,19 @@ class Simulator:
             stop = min(end, self._next_frame(t), start + checked + self.check_every if check else end)
             # a watched step where an observer fires: its pre tapped before the run's first step
             pre_tap = self._taps.index(t - start) if t in probe_steps and self._has_frame(t) else -1
-            if self.fused:
+            if self.fused and self._broad_phases:
+                for k in range(t, stop):
+                    self._broad_fused_op(k - start, k, 1, tap_end, pre_tap if k == t else -1)
+            elif self.fused:
                 self._fused_op(t - start, t, stop - t, tap_end, pre_tap)
             else:                        # the taps read between the launches
                 for k in range(t, stop):
                     if k == t and pre_tap >= 0:
                         self._record_op("pre", k - start, pre_tap)
-                    self._substep(k - start, k)
+                    if self._broad_phases:
+                        self._broad_step_op(k - start, k)
+                    else:
+                        self._substep(k - start, k)
                     if probe and self._taps.is_watched(k + 1 - start, tap_end):
                         self._record_op("post", k + 1 - start, self._taps.index(k + 1 - start))
             self._notify(stop, stop - start)  # no observer has a frame before `stop`
@@ -457,6 +471,12 @@ class Simulator:
                 self._record_tap("pre", s0, pre_tap)
         else:
             self._substeps.grad(s0, t0, count, tap_end, pre_tap)
+
+    def _broad_then(self, launch, s, t, *rest):
+        """Every broad phase's pairs from slot s (step t), then `launch(s, t, *rest)`: a step, or its reverse."""
+        for broad in self._broad_phases:
+            broad.build(self.state, s, t)
+        launch(s, t, *rest)
 
     def _next_frame(self, t):
         """The first step after t at which an observer records a frame (a fused run stops there)."""
