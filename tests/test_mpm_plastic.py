@@ -126,6 +126,25 @@ def test_derivative_of_a_coupled_isotropic_function():
                        rtol=1e-5).assert_ok()
 
 
+@pytest.mark.slow           # the probe compiled twice
+def test_float32_derivative_at_repeated_singular_values():
+    """In float32 (pairs closer than 3e-3 take the spread secant) the Tape derivative of the coupled
+    isotropic function, at F = I and nearly repeated singular values, is finite and within 1e-3 (relative
+    to its largest entry) of the float64 one."""
+    rng = np.random.default_rng(5)
+    Fs = _near_repeated(rng) + _distinct(rng, 1)
+    grads = {}
+    for precision in ("f32", "f64"):
+        tgs.init(arch="cpu", precision=precision)
+        probe = SVDProbe(Fs)
+        with ti.ad.Tape(probe.loss):
+            probe.coupled()
+        grads[precision] = probe.F.grad.to_numpy().astype(np.float64)
+    g32, g64 = grads["f32"], grads["f64"]
+    assert np.all(np.isfinite(g32))
+    assert np.abs(g32 - g64).max() < 1e-3 * np.abs(g64).max(), np.abs(g32 - g64).max() / np.abs(g64).max()
+
+
 @pytest.mark.slow           # ~60-80 s each on 2 shared cores
 @pytest.mark.parametrize("material,params", [
     ("mpm_von_mises", {"E": 2e3, "nu": 0.3, "yield_stress": 20.0}),

@@ -103,6 +103,7 @@ def test_frames_drawn_at_each_cameras_times(timed_clips):
     clips = load_views_footage(spec)
     assert np.allclose(clips[1].times, _times("above"))
     scene = Scene(spec, clips)
+    assert [p.frames for p in scene.camera_prior.priors] == [len(_times("along")), ABOVE_FRAMES]
     for view, name in zip(scene.views, ("along", "above")):
         drawn_at = (view.timed.steps + view.timed.alphas) * scene.dt       # step n, blended a of the way to n + 1
         assert np.allclose(drawn_at, _times(name), atol=1e-9) and view.renderer.image.shape[0] == len(_times(name))

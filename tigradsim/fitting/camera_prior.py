@@ -186,16 +186,21 @@ def view_camera_params(views, sigma_rotation, sigma_translation, variance=CAMERA
                        refine_focal=False):
     """Every view's camera correction as Params (`camera_params` per view, named "camera_pose[NAME]",
     "camera_focal[NAME]"), and their priors as one `CameraPriors` (each view's variance times its
-    weight).  views: `View`s (a VideoFit's `views`), each with its own renderer."""
+    weight).  views: `View`s (a VideoFit's `views`), each with its own renderer; frames: the footage frames
+    G each view's image loss compares (one count for all, or one per view)."""
     views = list(views)
     if not views:
         raise ValueError("views: expected at least one View, got none")
+    counts = list(np.atleast_1d(frames))
+    counts = counts * len(views) if len(counts) == 1 else counts
+    if len(counts) != len(views):
+        raise ValueError(f"frames: expected one frame count, or one per view ({len(views)}), got {frames!r}")
     params, priors = [], []
     for i, view in enumerate(views):
         name = view.name if view.name is not None else f"view {i}"
         try:
             out, prior = camera_params(view.renderer, sigma_rotation, sigma_translation,
-                                       variance * view.weight, frames, refine_focal)
+                                       variance * view.weight, int(counts[i]), refine_focal)
         except ValueError as exc:
             raise ValueError(f"views[{i}] ({name!r}): {exc}") from None
         for p in out:

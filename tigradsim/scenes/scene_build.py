@@ -200,8 +200,9 @@ class Scene:
         # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)
         self.params = unknown_params(spec, self.model, self.handles) if unknowns else []
         self.frames_used = len(footage)
-        self.camera_prior = None
-        self.camera_params = self._camera_params() if unknowns else []
+        # [fit] refine_camera: each camera's correction as Params, and the prior (the calibration's uncertainty)
+        # that forward, loss_value and residuals include
+        self.camera_params, self.camera_prior = scene_camera_params(self) if unknowns else ([], None)
         # check_view=False: parse_scene ran the same check, in the file's terms (scene_sanity)
         self.fit = VideoFit(self.sim, fit_views(self), self.params + self.camera_params, check_view=False)
         self.make_loss()
@@ -346,15 +347,8 @@ class Scene:
                 raise self.spec.error("footage", "background", str(exc)) from None
         return fo.background
 
-    def _camera_params(self):
-        """[fit] refine_camera: each camera's correction as Params, and `self.camera_prior` (the calibration's
-        uncertainty) that `forward`, `loss_value` and `residuals` all include (`scene_camera_params`)."""
-        out, self.camera_prior = scene_camera_params(self)
-        return out
-
-    def camera_report(self) -> dict:
-        """The fitted camera correction(s) and corrected camera(s) in the file's axes (`scene_camera_report`)."""
-        return scene_camera_report(self)
+    # the fitted camera correction(s) and corrected camera(s) in the file's axes (OpenCV K, R, t)
+    camera_report = scene_camera_report
 
     def interval_blocks(self, frames) -> int:
         """Clusters of contiguous frames for the intervals (`residual_groups`): at least 6 and

@@ -128,8 +128,9 @@ def scene_camera_params(scene):
     if not all(hasattr(v.renderer, "camera_delta") for v in scene.views):
         raise scene.spec.error("fit", "refine_camera", "this tigradsim's renderer has no camera correction")
     args = (math.radians(fit.camera_sigma_rotation_deg), fit.camera_sigma_translation_m, fit.camera_prior_variance)
-    if len(scene.views) > 1:
-        return view_camera_params(fit_views(scene), *args, frames=scene.frames_used, refine_focal=fit.refine_focal)
+    if len(scene.views) > 1:         # each prior counts its own camera's frames (cameras of other frame rates)
+        return view_camera_params(fit_views(scene), *args, frames=view_frame_counts(scene, scene.frames_used),
+                                  refine_focal=fit.refine_focal)
     return camera_params(scene.renderer, *args, frames=scene.frames_used, refine_focal=fit.refine_focal)
 
 
