@@ -12,6 +12,11 @@ PAC-NeRF's order of size), a cube of jelly falling in a unit box, dt = 1e-4 s, c
 (the grid is stored per step slot: its memory is (checkpoint_every + 1) grids, `mpm.grid_nbytes`).
 Each scene runs in its own process (its own peak RSS).  Prints one JSON object per scene.
 
+--material mpm_von_mises, small, float32, same VM, load average 4-8, two runs each (before / after the exact
+SVD-frame derivatives of svd3.isotropic3, branch svdgrad): before 9.4 / 35.6 and 15.1 / 75.0 ms per step
+(forward / forward+backward), after 15.6 / 64.0 and 20.2 / 72.6 ms: within the noise of the shared cores;
+the laws alone (benchmarks/bench_svd3.py) went from 0.95 / 3.54 to 2.30 / 7.25 ms per 4,096 particles.
+
 Measured 2026-12-06 on the 2-vCPU VM, float32, 2 threads, load average ~7 (other jobs sharing the cores, so
 these are upper bounds), 20 steps, best of 2:
     small   (4,096 particles, 38^3 nodes):  6.6 ms/step forward, 38 ms/step forward+backward, state 50 MB,
