@@ -23,6 +23,10 @@ these are upper bounds), 20 steps, best of 2:
             peak RSS 236 MB
     pacnerf (18,252 particles, 70^3 nodes): 49 ms/step forward, 192 ms/step forward+backward, state 282 MB
             (grid 18.3 MB per slot, 11 slots), peak RSS 472 MB
+Measured 2026-12-06 on the same VM under a heavier load (load average ~16), one after the other, float32:
+    small          27.0 ms/step forward, 142 ms/step forward+backward
+    small_coupled  39.6 ms/step forward, 193 ms/step forward+backward (four colliders and a body met at every
+                   one of the 54,872 nodes, the grid update serial since it scatters into body_f), peak RSS 446 MB
 """
 import argparse
 import json
@@ -34,7 +38,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import run_child, time_rollout  # noqa: E402
 
-SCENES = {"small": (32, 0.25), "pacnerf": (64, 0.21)}     # grid resolution, cube side [m] (8 particles/cell)
+# grid resolution, cube side [m] (8 particles/cell); "small_coupled": "small" over four colliders (a sphere, a box,
+# a capsule and a mesh) and a free rigid box, met at the grid (`tigradsim.physics.mpm_boundary`)
+SCENES = {"small": (32, 0.25), "small_coupled": (32, 0.25), "pacnerf": (64, 0.21)}
 
 
 MATERIALS = {"mpm_fixed_corotated": {"E": 1e5, "nu": 0.3},
@@ -45,6 +51,14 @@ MATERIALS = {"mpm_fixed_corotated": {"E": 1e5, "nu": 0.3},
 def build(scene, tgs, material="mpm_fixed_corotated"):
     res, side = SCENES[scene]
     b = tgs.SceneBuilder(gravity=(0, -9.8, 0))
+    if scene == "small_coupled":
+        v, f = tgs.meshes.icosphere(1, radius=0.08)
+        b.add_collider("sphere", 0.08, position=(0.35, 0.15, 0.35))
+        b.add_collider("box", (0.08, 0.05, 0.08), position=(0.65, 0.15, 0.35))
+        b.add_collider("capsule", (0.05, 0.08), position=(0.35, 0.15, 0.65))
+        b.add_collider("mesh", 1.0, position=(0.65, 0.15, 0.65), mesh=(v, f), resolution=16)
+        bv, bf = tgs.meshes.box_surface((0.2, 0.05, 0.2))
+        b.add_rigid_body(bv, bf, mass=2.0, position=(0.5, 0.24, 0.5))
     b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=res, mu=0.3)
     lo = 0.5 - side / 2
     b.add_mpm(box=((lo, 0.3, lo), (lo + side, 0.3 + side, lo + side)), material=material,

@@ -13,9 +13,11 @@ in truth.json, read only to score.
 
 Per estimate: estimate, truth, relative error, the 95 % interval (ci95: statistical, marginal over
 fitted nuisance constants) and the interval with the assumed / undetermined constants' effect
-(ci95_with_assumptions), whether each contains the truth and the excess: how far outside the truth
-is, in half-widths (0 inside; in log units for these log-space values).  Then the coverage fraction
-per parameter and overall.  An estimate the report calls undetermined has no interval: counted
+(ci95_with_assumptions), that one widened further by the model discrepancy (ci95_with_discrepancy:
+`tgs.discrepancy_intervals`, refits leaving out the beginning, middle or end of the fitted frames),
+whether each contains the truth and the excess: how far outside the truth is, in half-widths (0
+inside; in log units for these log-space values).  Then the coverage fraction per parameter and
+overall, and the median half-width of each kind of interval (to show they stay useful).  An estimate the report calls undetermined has no interval: counted
 apart (it is what the report should say of a box's mass with no known force).
 
     python3 benchmarks/coverage.py [--clips a,b] [--variants clean,noisy,camera] [--contact nuisance]
@@ -131,13 +133,16 @@ def score(truths, report):
         if k not in report["unknowns"]:
             continue          # a nuisance the fit did not have (contact_constants = "assume")
         u = report["unknowns"][k]
-        est, ci, wide = u["estimate"], u["ci95"], u.get("ci95_with_assumptions")
+        est, ci, wide, disc = u["estimate"], u["ci95"], u.get("ci95_with_assumptions"), u.get("ci95_with_discrepancy")
         rows.append({"unknown": k, "truth": tv, "estimate": est, "rel_error": (est - tv) / tv, "status": u["status"],
                      "ci95": ci, "in_ci95": None if ci is None else bool(ci[0] <= tv <= ci[1]),
                      "excess_ci95": excess(ci, tv),
                      "ci95_with_assumptions": wide,
                      "in_wide": None if wide is None else bool(wide[0] <= tv <= wide[1]),
-                     "excess_wide": excess(wide, tv)})
+                     "excess_wide": excess(wide, tv),
+                     "ci95_with_discrepancy": disc,
+                     "in_disc": None if disc is None else bool(disc[0] <= tv <= disc[1]),
+                     "excess_disc": excess(disc, tv)})
     nuisance = {k: {"estimate": u["estimate"], "status": u["status"], "ci95": u["ci95"]}
                 for k, u in report["unknowns"].items() if u.get("nuisance")}
     return rows, nuisance
@@ -152,13 +157,28 @@ def coverage(results, key, skip_misfit=False):
             if skip_misfit and row["status"] == "misfit":
                 continue
             c = per.setdefault(row["unknown"], [0, 0, 0])
-            if row[key] is None:
+            if row.get(key) is None:
                 c[2] += 1
             else:
                 c[0] += row[key]
                 c[1] += 1
     total = [sum(c[i] for c in per.values()) for i in range(3)]
     return per, total
+
+
+def half_widths(results, key, skip_misfit=False):
+    """{parameter: median relative half-width} of the intervals `key` ("ci95", "ci95_with_assumptions",
+    "ci95_with_discrepancy"): 0.5 log(upper / lower), i.e. about the relative +- of the interval;
+    skip_misfit: of the estimates the report does not mark "misfit" only."""
+    per = {}
+    for r in results:
+        for row in r.get("rows", []):
+            ci = row.get(key)
+            if skip_misfit and row["status"] == "misfit":
+                continue
+            if ci is not None and ci[0] > 0:
+                per.setdefault(row["unknown"], []).append(0.5 * math.log(ci[1] / ci[0]))
+    return {k: float(np.median(v)) for k, v in per.items()}
 
 
 def _f(v, n=4):
@@ -171,8 +191,8 @@ def _ci(ci):
 
 def finish(results, args_dict):
     print("| clip | variant | unknown | truth | estimate | error | 95% interval | in | excess | with assumed constants "
-          "| in | excess | status |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| in | excess | with discrepancy | in | excess | status |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if "rows" not in r:
             print(f"| {r['clip']} | {r['variant']} | (fit failed, rc {r['rc']}: {str(r.get('error'))[:120]}) |"
@@ -183,7 +203,8 @@ def finish(results, args_dict):
             print(f"| {r['clip']} | {r['variant']} | {row['unknown'].split('.')[1]} | {_f(row['truth'])} | "
                   f"{_f(row['estimate'])} | {100 * row['rel_error']:+.2f}% | {_ci(row['ci95'])} | {yn(row['in_ci95'])} | "
                   f"{_f(row['excess_ci95'], 3)} | {_ci(row['ci95_with_assumptions'])} | {yn(row['in_wide'])} | "
-                  f"{_f(row['excess_wide'], 3)} | {row['status']} |")
+                  f"{_f(row['excess_wide'], 3)} | {_ci(row.get('ci95_with_discrepancy'))} | {yn(row.get('in_disc'))} | "
+                  f"{_f(row.get('excess_disc'), 3)} | {row['status']} |")
     print()
     print("| clip | variant | nuisance estimates | IoU | CPU s | wall s |")
     print("|---|---|---|---|---|---|")
@@ -193,7 +214,9 @@ def finish(results, args_dict):
     print()
     summary = {}
     for key, label, skip in (("in_ci95", "95% interval", False), ("in_wide", "with assumed constants", False),
-                             ("in_wide", "with assumed constants, estimates not marked misfit", True)):
+                             ("in_wide", "with assumed constants, estimates not marked misfit", True),
+                             ("in_disc", "with discrepancy", False),
+                             ("in_disc", "with discrepancy, estimates not marked misfit", True)):
         per, total = coverage(results, key, skip)
         summary[key + ("_not_misfit" if skip else "")] = {"per": per, "total": total}
         parts = [f"{k.split('.')[1]} {c[0]}/{c[1]}" + (f" ({c[2]} undetermined)" if c[2] else "") for k, c in per.items()]
@@ -202,6 +225,17 @@ def finish(results, args_dict):
     excess2 = [(r["clip"], r["variant"], row["unknown"]) for r in results for row in r.get("rows", [])
                if row["excess_wide"] is not None and row["excess_wide"] > 2]
     print(f"Intervals (with assumed constants) that exclude the truth by more than 2 half-widths: {len(excess2)}")
+    excess2d = [(r["clip"], r["variant"], row["unknown"]) for r in results for row in r.get("rows", [])
+                if row.get("excess_disc") is not None and row["excess_disc"] > 2]
+    print(f"Intervals (with discrepancy) that exclude the truth by more than 2 half-widths: {len(excess2d)} "
+          + ", ".join("/".join(x) for x in excess2d))
+    for skip in (False, True):
+        widths = {key: half_widths(results, key, skip) for key in ("ci95", "ci95_with_assumptions",
+                                                                    "ci95_with_discrepancy")}
+        summary["median_half_width" + ("_not_misfit" if skip else "")] = widths
+        for key, w in widths.items():
+            print(f"Median half-width ({key}{', not misfit' if skip else ''}, 0.5 log(upper / lower)): "
+                  + ", ".join(f"{k.split('.')[1]} {100 * v:.3g} %" for k, v in w.items()))
     print(json.dumps({"fits": results, "coverage": summary, "args": args_dict, "load_avg": os.getloadavg()},
                      default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o)))
 

@@ -208,6 +208,13 @@ def test_cli_fit_reports_the_constants_the_scene_left_at_defaults(tmp_path, caps
     result, report, md, err = runs["stated"]
     assert report["assumptions"]["constants"] == [] and not report["fit_quality"]["misfit"], report["fit_quality"]
     assert result["status"]["box.mass"] == "ok" and "assumed constant" not in err
+    # the model discrepancy (refits leaving out a third of the frames): an interval containing the others
+    u = report["unknowns"]["box.mass"]
+    assert report["discrepancy"]["blocks"] == 3 and report["discrepancy"]["factors"]["box.mass"] >= 1.0
+    assert u["ci95_with_discrepancy"][0] <= u["ci95_with_assumptions"][0] <= u["ci95"][0] <= u["estimate"]
+    assert u["estimate"] <= u["ci95"][1] <= u["ci95_with_assumptions"][1] <= u["ci95_with_discrepancy"][1]
+    assert result["ci95_with_discrepancy"]["box.mass"] == u["ci95_with_discrepancy"]
+    assert np.shape(report["frame_statistics"]["scores"]) == (report["frames_fitted"], len(report["unknowns"]))
 
     result, report, md, err = runs["no_kf"]
     assert [c["name"] for c in report["assumptions"]["constants"]] == ["ground.kf"]

@@ -53,6 +53,8 @@ from .fitting.identify import identify, Identification, latin_hypercube
 from .fitting.sensitivity import (assumption_sensitivity, fit_quality, image_noise_floor, AssumedConstant,
                                   Sensitivity, FitQuality, PRIOR_RANGES, nuisance_sensitivity,
                                   intervals_with_assumptions)
+from .fitting.discrepancy import (frame_statistics, block_jackknife, discrepancy_intervals, FrameStatistics,
+                                  Discrepancy, DISCREPANCY_BLOCKS)
 # the footage-fit engine (step-doubling horizons, time-step bias, residual clusters, camera correction)
 from .fitting.horizons import predictability, Predictability, silhouette_disagreement, copy_values
 from .fitting.time_step_bias import time_step_systematics

@@ -421,7 +421,7 @@ def _fit(args):
             honesty = scene_honesty(scene, best, horizon["frames_fitted"], None if iou1 is None else iou1["mean"])
         except (ValueError, SimulationError) as exc:      # a rollout near the estimate blew up: say so, keep going
             honesty = {"assumptions": None, "fit_quality": None, "markdown": None, "nuisance": None,
-                       "intervals_with_assumptions": {},
+                       "intervals_with_assumptions": {}, "intervals_with_discrepancy": {},
                        "warnings": [f"no sensitivity to the assumed constants: {_one_line(exc)}"]}
         for w in honesty["warnings"]:
             print(f"warning: {w}", file=sys.stderr)
@@ -433,12 +433,14 @@ def _fit(args):
         **({"cameras": views1} if views1 else {}),
         "ambiguous": None if result is None else result.ambiguous,
         "summary": (f"stopped early ({type(stopped).__name__}): the best rollout so far, no uncertainty"
-                    if result is None else result.summary()),
+                    if result is None else _search_summary(result, honesty)),
         "stopped_early": stopped is not None, "error": error, **horizon, "unknowns": {},
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
         "camera": scene.camera_report(), "warnings": scene.warnings + (honesty["warnings"] if honesty else []),
         "assumptions": honesty and honesty["assumptions"], "fit_quality": honesty and honesty["fit_quality"],
         "nuisance": honesty and honesty["nuisance"], "contact_constants": f.contact_constants,
+        "frame_statistics": honesty and honesty.get("frame_statistics"),
+        "discrepancy": honesty and honesty.get("discrepancy"),
         "identification": None if result is None else result.to_dict(),
         "resumed": {"rollouts_recorded": journal.recorded_before, "rollouts_replayed": journal.replayed},
         "seconds": round(time.time() - t0, 2),
@@ -452,6 +454,10 @@ def _fit(args):
             # the interval widened by what the assumed / undetermined nuisance constants can do over their ranges
             "ci95_with_assumptions": (list(honesty["intervals_with_assumptions"][u.target])
                                       if honesty and honesty["intervals_with_assumptions"].get(u.target) else None),
+            # and widened further by the model discrepancy (tgs.discrepancy_intervals)
+            "ci95_with_discrepancy": (list(honesty["intervals_with_discrepancy"][u.target])
+                                      if honesty and (honesty.get("intervals_with_discrepancy") or {}).get(u.target)
+                                      else None),
             "nuisance": u.nuisance,
             "model_bias": None if e is None or not e.determined else _finite(e.bias),
             "status": ("stopped early" if stopped is not None else "no uncertainty") if e is None else e.status,
@@ -469,6 +475,7 @@ def _fit(args):
                "std_space": {k: v["std_space"] for k, v in report["unknowns"].items()},
                "ci95": {k: v["ci95"] for k, v in report["unknowns"].items()},
                "ci95_with_assumptions": {k: v["ci95_with_assumptions"] for k, v in report["unknowns"].items()},
+               "ci95_with_discrepancy": {k: v["ci95_with_discrepancy"] for k, v in report["unknowns"].items()},
                "status": {k: v["status"] for k, v in report["unknowns"].items()},
                "undetermined": [d["text"] for d in report["undetermined"]], "ambiguous": report["ambiguous"],
                "frames_fitted": horizon["frames_fitted"], "frames_total": horizon["frames_total"],
@@ -522,6 +529,19 @@ def _laws(args):
                                  "spread": c.spread, "status": c.status} for k, c in comparison.combined.items()},
                 "seconds": round(time.time() - t0, 2), "files": files})
     return 0
+
+
+def _search_summary(result, honesty) -> str:
+    """The identification's summary, and when its best minimum is a misfit (`fit_quality`: residual far
+    above the footage's noise floor, or a low IoU) that it is the best the search found, not the answer:
+    "one best minimum" alone would read as success."""
+    text = result.summary()
+    quality = (honesty or {}).get("fit_quality")
+    if quality and quality.get("misfit") and result.minima:
+        why = quality["text"].split(": the model")[0]
+        text += (f"; but the best of the {len(result.runs)} local fits is a misfit ({why}): the search may have "
+                 "missed the basin that follows the footage, or the model cannot follow it")
+    return text
 
 
 def _stop_early(scene, journal, exc, printer) -> dict:

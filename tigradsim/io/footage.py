@@ -354,6 +354,9 @@ def frame_steps(times, dt, mode="interpolate", max_step=None):
     return n, a
 
 
+SOURCES = ("particles", "rigid", "both")
+
+
 @ti.data_oriented
 class TimedVertices:
     """Vertex positions at given times, for rendering footage frames (see the module docstring).
@@ -362,36 +365,39 @@ class TimedVertices:
         sim: the Simulator (its dt, steps; the observer is registered on it).
         times: (K,) frame times [s], or a `Footage` (its `times`).
         source: "particles" (every particle's position; render with the renderer's
-            vertex_ids) or "rigid" (every rigid body's world-space mesh vertices, the
-            layout of `RigidSurface`).
+            vertex_ids), "rigid" (every rigid body's world-space mesh vertices, the
+            layout of `RigidSurface`) or "both" (a scene of rigid bodies and particles, e.g.
+            a soft ball on a box: the rigid layout first, then every particle, particle i
+            at index rigid vertex count + i).
         mode: "interpolate" or "nearest" (`frame_steps`).
         on_frame: called as `on_frame(k)` once frame k's vertices are complete (e.g.
             `lambda k: renderer.render(timed.vertices, k, k)`).
     Attributes:
         vertices: field (K, V) vec3 [m], differentiable; steps, alphas: (K,) numpy;
-        faces: with source="rigid", (F, 3) int32 indices into `vertices` (else None);
+        faces: with source="rigid" or "both", (F, 3) int32 indices into `vertices` of the
+            bodies' meshes (else None); rigid_vertex_count (0 with source="particles");
         frames = K; max_time_error [s] (0 when interpolating).
     """
 
     def __init__(self, sim, times, source="particles", mode="interpolate", on_frame=None):
-        if source not in ("particles", "rigid"):
-            raise ValueError(f"source: expected 'particles' or 'rigid', got {source!r}")
+        if source not in SOURCES:
+            raise ValueError(f"source: expected one of {', '.join(map(repr, SOURCES))}, got {source!r}")
         if hasattr(times, "times"):
             times = times.times
         model = sim.model
         self.model = model
+        self.source = source
         self.rigid = source == "rigid"
-        if self.rigid:
+        self.rigid_vertex_count, self.faces = 0, None
+        if source in ("rigid", "both"):
             if getattr(model, "body_count", 0) == 0:
-                raise ValueError("source='rigid': the model has no rigid bodies (use SceneBuilder.add_rigid_body)")
-            self.vertex_count = int(model.body_vertex_start[-1])
+                raise ValueError(f"source={source!r}: the model has no rigid bodies (use SceneBuilder.add_rigid_body)")
+            self.rigid_vertex_count = int(model.body_vertex_start[-1])
             start = model.body_vertex_start      # RigidSurface's layout: every body's mesh, concatenated
             self.faces = np.concatenate([f + start[b] for b, f in enumerate(model.body_faces)]).astype(np.int32)
-        else:
-            if model.particle_count == 0:
-                raise ValueError("source='particles': the model has no particles")
-            self.vertex_count = model.particle_count
-            self.faces = None
+        if source in ("particles", "both") and model.particle_count == 0:
+            raise ValueError(f"source={source!r}: the model has no particles")
+        self.vertex_count = self.rigid_vertex_count + (model.particle_count if source != "rigid" else 0)
         self.steps, self.alphas = frame_steps(times, sim.dt, mode, max_step=sim.steps)
         t = np.atleast_1d(np.asarray(times, dtype=np.float64))
         self.max_time_error = float(np.max(np.abs(self.steps * sim.dt - t))) if mode == "nearest" else 0.0
@@ -412,36 +418,44 @@ class TimedVertices:
         sim.observe(self, steps=self._obs_steps)
 
     def __call__(self, state, slot, index):
-        q = state.body_q if self.rigid else state.particle_q
+        # the two state fields the vertices come from (one of them is not read, by a static branch)
+        bq = state.body_q if self.source != "particles" else state.particle_q
+        pq = state.particle_q if self.source != "rigid" else state.body_q
         for k, kind in self._events[self._obs_steps[index]]:
             if kind == "stash":
-                self._gather(q, slot, self.stash, k)
+                self._gather(bq, pq, slot, self.stash, k)
             elif kind == "direct":
-                self._gather(q, slot, self.vertices, k)
+                self._gather(bq, pq, slot, self.vertices, k)
             else:
-                self._blend(q, slot, k, float(self.alphas[k]))
+                self._blend(bq, pq, slot, k, float(self.alphas[k]))
             if kind != "stash" and self.on_frame is not None:
                 self.on_frame(k)
 
     @ti.func
-    def _point(self, q: ti.template(), slot, v):
+    def _point(self, bq: ti.template(), pq: ti.template(), slot, v):
         p = ti.Vector.zero(float, 3)
-        if ti.static(self.rigid):
-            b = q[slot, self.model.vertex_body[v]]
+        if ti.static(self.source == "rigid"):
+            b = bq[slot, self.model.vertex_body[v]]
             p = body_position(b) + quat_rotate(body_rotation(b), self.model.body_vertex[v])
+        elif ti.static(self.source == "particles"):
+            p = pq[slot, v]
         else:
-            p = q[slot, v]
+            if v < self.rigid_vertex_count:
+                b = bq[slot, self.model.vertex_body[v]]
+                p = body_position(b) + quat_rotate(body_rotation(b), self.model.body_vertex[v])
+            else:
+                p = pq[slot, v - self.rigid_vertex_count]
         return p
 
     @ti.kernel
-    def _gather(self, q: ti.template(), slot: ti.i32, dst: ti.template(), k: ti.i32):
+    def _gather(self, bq: ti.template(), pq: ti.template(), slot: ti.i32, dst: ti.template(), k: ti.i32):
         for v in range(self.vertex_count):
-            dst[k, v] = self._point(q, slot, v)
+            dst[k, v] = self._point(bq, pq, slot, v)
 
     @ti.kernel
-    def _blend(self, q: ti.template(), slot: ti.i32, k: ti.i32, a: float):
+    def _blend(self, bq: ti.template(), pq: ti.template(), slot: ti.i32, k: ti.i32, a: float):
         for v in range(self.vertex_count):
-            self.vertices[k, v] = (1.0 - a) * self.stash[k, v] + a * self._point(q, slot, v)
+            self.vertices[k, v] = (1.0 - a) * self.stash[k, v] + a * self._point(bq, pq, slot, v)
 
     def numpy(self):
         """Vertex positions (K, V, 3) [m]."""

@@ -75,7 +75,7 @@ class Colliders:
 
     def add(self, builder, kind, size=None, position=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0, 1.0), mesh=None,
             ke=1e4, kd=10.0, kf=10.0, mu=0.5, damping="capped", friction="capped", friction_velocity=None,
-            resolution=32) -> int:
+            resolution=32, mpm_boundary=None) -> int:
         """Add a static collider; returns its index.
 
         kind: "plane" (the plane y = 0 of its frame, normal +y; no size), "sphere" (size: radius [m]), "box"
@@ -88,6 +88,8 @@ class Colliders:
             `tgs.quat_from_axis_angle(axis, angle)` (a ramp).
         ke [N/m] > 0, kd [N s/m] >= 0, kf [N s/m] >= 0, mu >= 0: its penalty contact (defaults as add_ground);
         damping, friction, friction_velocity: its `ContactLaw` (`tigradsim.physics.contact`).
+        mpm_boundary: how MPM matter meets it at the grid, "sticky", "slip" or "separate" (with friction mu);
+            None: the MPM grid's `boundary` (`tigradsim.physics.mpm_boundary`).
         """
         if builder._finalized:
             raise RuntimeError("add_collider: this builder was already finalized; add colliders before finalize()")
@@ -103,8 +105,11 @@ class Colliders:
         for name, value in zip(CONTACT_NAMES, (ke, kd, kf, mu)):
             contact[name] = float(check_positive(name, as_array(name, value, shape=()), allow_zero=name != "ke"))
         law = ContactLaw(damping, friction, friction_velocity)
+        if mpm_boundary is not None:
+            from .mpm_boundary import check_boundary_mode
+            check_boundary_mode("mpm_boundary", mpm_boundary)
         self.table.add(k, size3, grid)
-        self.colliders.append(dict(kind=kind, pose=pose, contact=contact, law=law))
+        self.colliders.append(dict(kind=kind, pose=pose, contact=contact, law=law, mpm_boundary=mpm_boundary))
         return len(self.colliders) - 1
 
     # -- build-time checks -----------------------------------------------------------

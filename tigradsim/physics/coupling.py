@@ -112,6 +112,7 @@ def touch_terms(builder, model, bodies) -> list:
     ground_law = getattr(builder, "ground_law", DEFAULT_LAW)
     laws = body_laws(ground_law, bodies)
     shapes = body_shape_table(bodies).finalize(model)
+    model.body_shape_table = shapes          # MPM's grid boundary reads it too (`mpm_boundary`)
     body_contact_fields(model, bodies, body_groups)
     by_law = {}
     for b, law in enumerate(laws):

@@ -13,6 +13,9 @@ Usage (SI units: m, kg, s, Pa)::
 The domain [lower, upper] is a box with walls on its six faces (the lower y face is the floor); with
 `ground=True` the plane y = 0 is a wall too (a floor inside a taller domain).  Walls stop inflow and
 apply Coulomb friction mu (`tigradsim.physics.mpm_terms.wall`) at the grid nodes on or beyond them.
+The static colliders (`add_collider`, any shape) and the rigid bodies are met at the grid nodes too, with
+the grid's `boundary` mode ("sticky", "slip", "separate") or a collider's own, and each shape's friction mu;
+the bodies get the matter's reaction (two-way coupling): `tigradsim.physics.mpm_boundary`.
 The grid has cubic cells of dx = (largest extent of the domain) / resolution, plus 3 cells of padding
 outside every face (`mpm_terms.PAD`).  Objects are sampled on a lattice of `particles_per_cell` (a cube
 number) points per cell (`mpm_sampling`), inside a box, inside a closed triangle mesh, or given directly.
@@ -42,6 +45,7 @@ from ..core.errors import as_array, check_positive
 from ..core.model import StateKind
 from ..core.registry import get_material
 from ..core.runtime import np_float
+from .mpm_boundary import check_boundary_mode, check_starts, grid_obstacles
 from .mpm_material import MPMMaterial
 from .mpm_sampling import lattice_per_axis, sample_box, sample_mesh
 from .mpm_terms import PAD, GridGather, GridToParticle, GridUpdate, ParticleStress, ParticleToGrid
@@ -60,6 +64,8 @@ class MPMGrid:
     origin: np.ndarray
     mu: float
     ground: bool
+    boundary: str = "separate"
+    band: float = 0.0
 
     @property
     def cell_count(self) -> int:
@@ -96,9 +102,17 @@ class MPMBodies:
         self.grid = None
         self.objects = []        # dicts: positions, velocity, material, values, density, volume
 
-    def set_grid(self, builder, lower, upper, resolution, mu=0.5, ground=False) -> MPMGrid:
+    # finalized after every other component: the grid's boundary reads the colliders' and the rigid bodies'
+    # shape tables, and its terms go before the rigid integrator (`builder.finalize`)
+    finalize_last = True
+
+    def set_grid(self, builder, lower, upper, resolution, mu=0.5, ground=False, boundary="separate",
+                 band=None) -> MPMGrid:
         """The MPM domain [lower, upper] ((3,) each [m]) and grid: `resolution` cells along its largest
         extent (an int >= 4), walls with Coulomb friction `mu` >= 0, and with `ground` a floor at y = 0.
+        boundary: how the matter meets the colliders (unless a collider's `mpm_boundary` says otherwise) and
+        the rigid bodies, "sticky", "slip" or "separate" (`mpm_boundary`; friction: each collider's and
+        body's mu); band [m] > 0: the width of their soft influence outside the shape (default half a cell).
         Call once, before `add_mpm`."""
         if self.grid is not None:
             raise ValueError("add_mpm_grid: the scene already has an MPM grid (one per scene)")
@@ -115,10 +129,12 @@ class MPMBodies:
         if ground and not lo[1] < 0.0 < hi[1]:
             raise ValueError(f"ground: the plane y = 0 must lie inside the domain (lower y {lo[1]:g} < 0 < upper y "
                              f"{hi[1]:g}); a domain whose lower y is 0 has its floor there already (ground=False)")
+        check_boundary_mode("boundary", boundary)
         dx = float((hi - lo).max()) / int(resolution)
+        band = 0.5 * dx if band is None else float(check_positive("band", as_array("band", band, shape=())))
         cells = np.ceil((hi - lo) / dx - 1e-9).astype(int)
         res = tuple(int(c) + 2 * PAD for c in cells)
-        self.grid = MPMGrid(lo, lo + cells * dx, dx, res, lo - PAD * dx, mu, bool(ground))
+        self.grid = MPMGrid(lo, lo + cells * dx, dx, res, lo - PAD * dx, mu, bool(ground), boundary, band)
         return self.grid
 
     def add(self, builder, box=None, mesh=None, particles=None, particle_volume=None, material="mpm_fixed_corotated",
@@ -182,6 +198,11 @@ class MPMBodies:
                              f"domain [{g.lower.tolist()}, {g.upper.tolist()}]" + (" or below the ground y = 0" if g.ground
                                                                                    else ""))
 
+    def prepare(self, builder):
+        """Before any field or kernel: no particle starts inside a collider or a rigid body."""
+        if self.grid is not None and self.objects:
+            check_starts(builder, self.grid, self.objects)
+
     def placed(self, builder) -> list:
         return []            # MPM matter meets the ground through the grid, not the penalty contact
 
@@ -225,11 +246,16 @@ class MPMBodies:
         for r, o in enumerate(objs):
             handles.append(MPMObject(start, len(o["positions"]), r, o["material"].name, o["volume"], o["density"]))
             start += len(o["positions"])
-        model.integrators += [ParticleStress(model, h, o["material"]) for h, o in zip(handles, objs)]
-        model.integrators += [ParticleToGrid(model, h, o["material"]) for h, o in zip(handles, objs)]
-        model.integrators.append(GridUpdate(model))
-        model.integrators += [GridGather(model, h, o["material"]) for h, o in zip(handles, objs)]
-        model.integrators += [GridToParticle(model, h, o["material"]) for h, o in zip(handles, objs)]
+        terms = [ParticleStress(model, h, o["material"]) for h, o in zip(handles, objs)]
+        terms += [ParticleToGrid(model, h, o["material"]) for h, o in zip(handles, objs)]
+        terms.append(GridUpdate(model, grid_obstacles(builder, model, g)))
+        terms += [GridGather(model, h, o["material"]) for h, o in zip(handles, objs)]
+        terms += [GridToParticle(model, h, o["material"]) for h, o in zip(handles, objs)]
+        # before the rigid integrator: the grid update adds the matter's reaction to body_f of the same step
+        rigid = [k for k, t in enumerate(model.integrators) if type(t).__name__ in ("RigidAppliedLoads",
+                                                                                   "RigidIntegrator")]
+        at = rigid[0] if rigid else len(model.integrators)
+        model.integrators[at:at] = terms
 
 
 def _mpm_names():

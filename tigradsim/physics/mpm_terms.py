@@ -24,6 +24,7 @@ import taichi as ti
 
 from ..core.linalg import matmul, matvec
 from ..core.model import StepTerm
+from ..core.runtime import serial_scatter
 
 # Cells of padding outside the user's domain on every side: a particle's 3x3x3 stencil reaches 1.5 cells
 # beyond it, and particles may drift a little past a wall (its velocity is projected at the nodes).
@@ -174,12 +175,17 @@ class ParticleToGrid(ParticleStress):
 
 @ti.data_oriented
 class GridUpdate(_MPMTerm):
-    """Grid velocities of slot s from its momenta, gravity, the domain walls and the ground."""
+    """Grid velocities of slot s from its momenta, gravity, the domain walls and the ground, then the colliders
+    and rigid bodies (`obstacles`, a `mpm_boundary.GridObstacles` or None), whose reaction goes to body_f."""
 
-    def __init__(self, model):
+    def __init__(self, model, obstacles=None):
         super().__init__(model)
         self.ground = bool(model.mpm_grid.ground)
         self.cell_count = int(model.mpm_grid.cell_count)
+        self.obstacles = obstacles
+        self.has_obstacles = obstacles is not None and obstacles.count > 0
+        if self.has_obstacles and obstacles.body_count:
+            self.serial = serial_scatter()           # the reaction is a scatter into body_f
 
     @ti.func
     def boundary_velocity(self, v, node):
@@ -201,7 +207,11 @@ class GridUpdate(_MPMTerm):
             mass = ti.max(mv[3], 1e-30)              # an empty node gets velocity 0, written all the same
             v = ti.Vector([mv[0], mv[1], mv[2]]) / mass + dt * self.model.gravity[None]
             node = ti.Vector([c // (self.res[1] * self.res[2]), (c // self.res[2]) % self.res[1], c % self.res[2]])
-            state.mpm_grid_v[s, c] = ti.select(mv[3] > 0, self.boundary_velocity(v, node), ti.Vector.zero(float, 3))
+            v = self.boundary_velocity(v, node)
+            if ti.static(self.has_obstacles):
+                x = ti.Vector(self.origin, dt=float) + self.dx * ti.cast(node, float)
+                v = self.obstacles.apply(state, s, v, mv[3], x, dt)
+            state.mpm_grid_v[s, c] = ti.select(mv[3] > 0, v, ti.Vector.zero(float, 3))
 
 
 @ti.data_oriented

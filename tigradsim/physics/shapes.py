@@ -30,7 +30,6 @@ the true distance, so no contact is ever missed there; points that far away do n
 function every contact term calls.  `shape_distance_np` is the same in numpy float64 (used by the build-time
 interpenetration checks and by the tests as a reference).
 """
-from __future__ import annotations
 
 import numpy as np
 import taichi as ti
@@ -359,50 +358,84 @@ class ShapeTable:
 
     @ti.func
     def distance(self, k, x):
-        """Signed distance [m] and outward unit normal (local frame) of local point x [m] for shape k."""
+        """Signed distance [m] and outward unit normal (local frame) of local point x [m] for shape k, whose kind
+        is read at run time (every kind's code is compiled in; `distance_of_kind` compiles one)."""
         kind = self.kind[k]
-        size = self.size[k]
         d = 0.0
         n = ti.Vector([0.0, 1.0, 0.0], dt=float)
         if kind == PLANE:
-            d = x[1]
+            d, n = self._plane(k, x)
         elif kind == SPHERE or kind == CAPSULE:
-            # the capsule's axis point as an expression (a sphere's half length is 0): assigning p[1] into a
-            # copy of x made Taichi's reverse pass load the copy before any store ("Loading variable ... before
-            # anything is stored to it")
-            half = ti.select(kind == CAPSULE, size[1], 0.0)
-            p = ti.Vector([x[0], x[1] - ti.min(ti.max(x[1], -half), half), x[2]])
-            r2 = p.dot(p)
-            if r2 > _NORMAL_EPS * _NORMAL_EPS:
-                r = ti.sqrt(r2)
-                d = r - size[0]
-                n = p / r
-            else:
-                d = -size[0]
+            d, n = self._round(k, x)
         elif kind == BOX:
-            q = ti.abs(x) - size
-            outside = ti.max(q, 0.0)
-            out2 = outside.dot(outside)
-            if out2 > 0.0:
-                out_len = ti.sqrt(out2)
-                d = out_len
-                n = ti.Vector([ti.math.sign(x[a]) for a in ti.static(range(3))]) * outside / out_len
-            else:
-                # inside: the nearest face (largest q); ties go to the lower axis, as numpy's argmax
-                if q[0] >= q[1] and q[0] >= q[2]:
-                    d = q[0]
-                    n = ti.Vector([ti.math.sign(x[0]), 0.0, 0.0])
-                elif q[1] >= q[2]:
-                    d = q[1]
-                    n = ti.Vector([0.0, ti.math.sign(x[1]), 0.0])
-                else:
-                    d = q[2]
-                    n = ti.Vector([0.0, 0.0, ti.math.sign(x[2])])
+            d, n = self._box(k, x)
         elif kind == MESH:
-            s = size[0]
-            g0, grad = self._grid_distance(k, x / s)
-            d = g0 * s
-            glen = ti.sqrt(grad.dot(grad))
-            if glen > _NORMAL_EPS:
-                n = grad / glen
+            d, n = self._mesh(k, x)
         return d, n
+
+    @ti.func
+    def distance_of_kind(self, k, x, kind: ti.template()):
+        """`distance` for a shape k whose kind id is known when the kernel is compiled (`kind`, a Python int):
+        only that kind's code is compiled, which keeps kernels that unroll many shapes (MPM's grid boundary)
+        small and their reverse quick to compile."""
+        fn = ti.static({PLANE: self._plane, SPHERE: self._round, CAPSULE: self._round, BOX: self._box,
+                        MESH: self._mesh}[kind])
+        return fn(k, x)
+
+    @ti.func
+    def _plane(self, k, x):
+        return x[1], ti.Vector([0.0, 1.0, 0.0], dt=float)
+
+    @ti.func
+    def _round(self, k, x):
+        """A sphere, or a capsule (a sphere's half length is 0)."""
+        size = self.size[k]
+        d = 0.0
+        n = ti.Vector([0.0, 1.0, 0.0], dt=float)
+        # the capsule's axis point as an expression: assigning p[1] into a copy of x made Taichi's reverse
+        # pass load the copy before any store ("Loading variable ... before anything is stored to it")
+        half = ti.select(self.kind[k] == CAPSULE, size[1], 0.0)
+        p = ti.Vector([x[0], x[1] - ti.min(ti.max(x[1], -half), half), x[2]])
+        r2 = p.dot(p)
+        if r2 > _NORMAL_EPS * _NORMAL_EPS:
+            r = ti.sqrt(r2)
+            d = r - size[0]
+            n = p / r
+        else:
+            d = -size[0]
+        return d, n
+
+    @ti.func
+    def _box(self, k, x):
+        size = self.size[k]
+        d = 0.0
+        n = ti.Vector([0.0, 1.0, 0.0], dt=float)
+        q = ti.abs(x) - size
+        outside = ti.max(q, 0.0)
+        out2 = outside.dot(outside)
+        if out2 > 0.0:
+            out_len = ti.sqrt(out2)
+            d = out_len
+            n = ti.Vector([ti.math.sign(x[a]) for a in ti.static(range(3))]) * outside / out_len
+        else:
+            # inside: the nearest face (largest q); ties go to the lower axis, as numpy's argmax
+            if q[0] >= q[1] and q[0] >= q[2]:
+                d = q[0]
+                n = ti.Vector([ti.math.sign(x[0]), 0.0, 0.0])
+            elif q[1] >= q[2]:
+                d = q[1]
+                n = ti.Vector([0.0, ti.math.sign(x[1]), 0.0])
+            else:
+                d = q[2]
+                n = ti.Vector([0.0, 0.0, ti.math.sign(x[2])])
+        return d, n
+
+    @ti.func
+    def _mesh(self, k, x):
+        s = self.size[k][0]
+        n = ti.Vector([0.0, 1.0, 0.0], dt=float)
+        g0, grad = self._grid_distance(k, x / s)
+        glen = ti.sqrt(grad.dot(grad))
+        if glen > _NORMAL_EPS:
+            n = grad / glen
+        return g0 * s, n

@@ -5,8 +5,8 @@ estimate moves over their prior ranges).
 A contact constant X in ke, kd, kf, mu is assumed when [ground] does not state it (the file's
 defaults: `scene_file.parse_scene`), no [unknowns] entry fits it ("ground.X", or "OBJ.X" /
 "OBJ.X_per_mass" for every object using it) and at least one object takes the ground's value: a
-rigid object without its own X (its `body_X` entry is the ground's), or any soft object (its
-vertices touch the ground with `ground_X`).
+rigid object without its own X (its `body_X` entry is the ground's), any soft object (its
+vertices touch the ground with `ground_X`), or a collider without its own X (its `collider_X`).
 """
 from __future__ import annotations
 
@@ -27,10 +27,12 @@ _REASONS = {
 def assumed_constants(scene) -> list:
     """One `AssumedConstant` "ground.X" per contact constant the scene assumed (module
     docstring), with its value, prior range (`PRIOR_RANGES`) and a writer that sets `ground_X`
-    and the `body_X` entries of the rigid objects that take the ground's value."""
+    and the `body_X` / `collider_X` entries of the rigid objects and colliders that take the ground's
+    value."""
     spec = scene.spec
     if spec.ground is None:
         return []
+    from .scene_colliders import ground_takers
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
     out = []
     for x in CONTACT_PARAMS:
@@ -39,24 +41,27 @@ def assumed_constants(scene) -> list:
         bodies = [scene.handles[n] for n, o in spec.objects.items()
                   if o.kind == "rigid" and x not in o.contact and (n, x) not in fitted]
         soft = any(o.kind == "soft" for o in spec.objects.values())
-        if not bodies and not soft:
+        colliders = ground_takers(spec, x, fitted)
+        if not bodies and not soft and not colliders:
             continue
         value = float(spec.ground[x])
         lower, upper = PRIOR_RANGES[x](value)
-        out.append(AssumedConstant(f"ground.{x}", value, lower, upper, _writer(scene.model, x, bodies),
+        out.append(AssumedConstant(f"ground.{x}", value, lower, upper, _writer(scene.model, x, bodies, colliders),
                                    _REASONS[x]))
     return out
 
 
-def _writer(model, x, bodies):
+def _writer(model, x, bodies, colliders=()):
     ground, body = getattr(model, f"ground_{x}"), getattr(model, f"body_{x}", None)
+    collider = getattr(model, f"collider_{x}", None)
 
     def write(value):
         ground[None] = value
-        if bodies and body is not None:
-            a = body.to_numpy()
-            a[bodies] = value
-            body.from_numpy(a)
+        for field, rows in ((body, bodies), (collider, colliders)):
+            if len(rows) and field is not None:
+                a = field.to_numpy()
+                a[list(rows)] = value
+                field.from_numpy(a)
 
     return write
 
@@ -79,13 +84,16 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     """After `fit_scene`, at the estimate: the sensitivity of every estimate of `report` to the
     scene's assumed constants (`assumed_constants`, `assumption_sensitivity`), to its nuisance
     constants the footage leaves undetermined (`nuisance_sensitivity`), each interval widened by
-    both (`intervals_with_assumptions`: "intervals_with_assumptions" {name: (lo, hi)}) and the fit's
+    both (`intervals_with_assumptions`: "intervals_with_assumptions" {name: (lo, hi)}), those widened
+    further by the model discrepancy (`discrepancy_intervals` over the per-frame statistics
+    `frame_statistics`: "intervals_with_discrepancy", "discrepancy", "frame_statistics") and the fit's
     quality against the footage's noise floor and the silhouette IoU `iou` (`fit_quality`),
     both on the first `frames` frames (those fitted).  Marks the report's estimates
     ("assumption-dominated", "misfit").  Returns {"assumptions": Sensitivity.to_dict(),
     "fit_quality": FitQuality.to_dict(), "warnings": [sentences], "markdown": text}."""
     from ..fitting.sensitivity import (assumption_sensitivity, fit_quality, intervals_with_assumptions,
                                        nuisance_sensitivity)
+    from ..fitting.discrepancy import discrepancy_intervals, frame_statistics
     from ..fitting.uncertainty import residual_jacobian
 
     K = len(scene.footage)
@@ -94,7 +102,8 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     assumed = assumed_constants(scene)
     scene.use_frames(frames)
     try:
-        jac = residual_jacobian(scene.residuals, params) if (assumed or nuisance) else None
+        jac = residual_jacobian(scene.residuals, params)
+        stats = frame_statistics(*jac, scene.residual_groups(count=jac[1].size, per_frame=True), frames=frames)
         sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac)
         nsens = nuisance_sensitivity(scene.residuals, params, nuisance, report, jacobian=jac,
                                      reasons={u.target: _REASONS[u.tie or u.param] for u in scene.spec.unknowns
@@ -103,6 +112,9 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     finally:
         scene.use_frames(K)
     intervals = intervals_with_assumptions(report, sens, nsens)
+    discrepancy = discrepancy_intervals(report, stats, bounds={u.target: (u.lower, u.upper) for u in scene.spec.unknowns
+                                                               if u.lower is not None and u.upper is not None})
+    with_discrepancy = discrepancy.widen(intervals, report)
     warnings = sens.warnings() + nsens.warnings() + ([quality.text] if quality.misfit else [])
     md = sens.to_markdown() + nsens.to_markdown("Sensitivity to nuisance constants the footage does not determine")
     if nuisance:
@@ -110,6 +122,10 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
                + ", ".join(f"{u.target} in [{u.lower:.4g}, {u.upper:.4g}]" for u in scene.spec.unknowns if u.nuisance)
                + "); the other intervals are marginal over them.\n")
     md += f"\nFit quality: {quality.text}.\n"
+    if discrepancy.notes:
+        md += ("\nModel discrepancy (refits leaving out the beginning, middle or end of the fitted frames; "
+               "`tgs.discrepancy_intervals`):\n\n" + "\n".join(f"- {n}" for n in discrepancy.notes) + "\n")
     return {"assumptions": sens.to_dict(), "nuisance": nsens.to_dict() if nuisance else None,
             "fit_quality": quality.to_dict(), "intervals_with_assumptions": intervals, "warnings": warnings,
-            "markdown": md}
+            "markdown": md, "frame_statistics": stats.to_dict(), "discrepancy": discrepancy.to_dict(),
+            "intervals_with_discrepancy": with_discrepancy}

@@ -191,7 +191,9 @@ class Scene:
             self.handles[name] = self._add_object(b, obj)
         for fs in spec.forces:
             self._add_force(b, fs)
-        self.kind = next(iter(spec.objects.values())).kind
+        kinds = {o.kind for o in spec.objects.values()}
+        # "rigid", "soft", or "mixed" (rigid and soft objects touching: a soft ball on a box)
+        self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.model = b.finalize(requires_grad=requires_grad)
         self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
         self.camera = scene_camera(spec, footage.factor)
@@ -267,11 +269,21 @@ class Scene:
         if fo.masks is not None and fo.channels == 3 and np.any(fo.masks > 0.5):
             seen = fo.frames[fo.masks > 0.5].mean(axis=0)           # the object's mean colour in the footage
         palette = [o.color if o.color is not None else seen for o in spec.objects.values()]
-        if self.kind == "rigid":
+        if self.kind in ("rigid", "mixed"):
             start = m.body_vertex_start            # TimedVertices(source="rigid") layout, as RigidSurface
             faces = np.concatenate([f + start[b] for b, f in enumerate(m.body_faces)]).astype(np.int32)
-            colors = np.concatenate([np.tile(c, (len(o.vertices), 1)) for c, o in zip(palette, spec.objects.values())])
-            return faces, int(start[-1]), None, colors
+            rigid = [(c, o) for c, o in zip(palette, spec.objects.values()) if o.kind == "rigid"]
+            colors = np.concatenate([np.tile(c, (len(o.vertices), 1)) for c, o in rigid])
+            if self.kind == "rigid":
+                return faces, int(start[-1]), None, colors
+            # source="both": the bodies' vertices, then every particle (interior ones unreferenced by faces)
+            nr = int(start[-1])
+            soft = [(c, o) for c, o in zip(palette, spec.objects.values()) if o.kind == "soft"]
+            owner = np.zeros((m.particle_count, 3))
+            for (c, _), h in zip(soft, [self.handles[o.name] for _, o in soft]):
+                owner[h.particle_start:h.particle_start + h.particle_count] = c
+            allf = np.concatenate([faces] + [self.handles[o.name].faces + nr for _, o in soft]).astype(np.int32)
+            return allf, nr + m.particle_count, None, np.concatenate([colors, owner])
         allf = np.concatenate([h.faces for h in self.handles.values()])
         vids = np.unique(allf)
         owner = np.zeros(m.particle_count, dtype=np.int64)
@@ -295,6 +307,9 @@ class Scene:
             return False
         if self.kind == "rigid":
             x = np.concatenate([o.vertices for o in self.spec.objects.values()])
+        elif self.kind == "mixed":          # the bodies' mesh vertices (body frame: creases only matter), particles
+            x = np.concatenate([np.concatenate([o.vertices for o in self.spec.objects.values() if o.kind == "rigid"]),
+                                self.model.particle_q0.to_numpy()])
         else:
             x = self.model.particle_q0.to_numpy()[vids]
         return crease_fraction(x, faces) >= 0.5
@@ -328,8 +343,8 @@ class Scene:
         if self.plate is not None:
             ren.set_background(self.plate)      # the renderer composites by coverage; the loss compares its RGB
         try:
-            self.timed = render_at_times(self.sim, ren, self.footage, source="rigid" if self.kind == "rigid"
-                                         else "particles")
+            self.timed = render_at_times(self.sim, ren, self.footage, source={"rigid": "rigid", "soft": "particles",
+                                                                                 "mixed": "both"}[self.kind])
         except ValueError as exc:
             raise spec.error("footage", "start_time", str(exc)) from None
         return ren
@@ -506,11 +521,12 @@ class Scene:
             [n / c for n, c in zip(self.fit.view_residual_sizes(), view_frame_counts(self, self.frames_used))]
         return np.concatenate([r.astype(np.float64), self.camera_prior.residuals(per_frame)])
 
-    def residual_groups(self, count=None) -> np.ndarray:
+    def residual_groups(self, count=None, per_frame=False) -> np.ndarray:
         """One cluster label per residual of `residuals()` (`fit_report(groups=...)`): the block
         of contiguous footage frames it comes from (`interval_blocks`), the same label for a
         frame's mask and RGB residuals (the parts are concatenated, each frame-major); the camera
-        prior's 6 residuals form one more cluster.  count: len(residuals()) as a check.
+        prior's 6 residuals (6 per camera) form one more cluster; cameras of other frame times are
+        clustered by time (`view_residual_groups`).  count: len(residuals()) as a check.
 
         Why blocks and not frames: a model mismatch (the time step, the edge profile, the
         contact law) moves the silhouette the same way over many neighbouring frames, so
@@ -520,10 +536,12 @@ class Scene:
         6 blocks give +-0.10 % / +-0.17 % for mass / mu against errors of +0.20 % / -0.31 %;
         with the time-step bias added the mass interval contains the truth and mu's ends
         0.005 % short).
+        per_frame: one cluster per frame (the prior's is label k), for `tgs.frame_statistics`.
         """
         k = self.frames_used
         sizes = [int(np.prod(np.shape(loss.residuals()))) for loss, _ in self._loss_parts]
-        return view_residual_groups(self, k, self.interval_blocks(k), sizes, self._part_views,
+        blocks = k if per_frame else self.interval_blocks(k)
+        return view_residual_groups(self, k, blocks, sizes, self._part_views,
                                     extra=6 * len(self.views) if self.camera_prior is not None else 0, count=count)
 
 

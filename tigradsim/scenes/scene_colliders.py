@@ -49,6 +49,7 @@ class ColliderSpec:
     normal: Optional[np.ndarray] = None
     contact: dict = field(default_factory=dict)
     law: dict = field(default_factory=dict)
+    given: frozenset = frozenset()            # the contact constants the file states (the others: the ground's)
 
 
 def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
@@ -89,6 +90,7 @@ def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
         c.resolution = t.integer("resolution", 32, minimum=4)
     defaults = {k: (ground or _DEFAULTS)[k] for k in CONTACT_PARAMS}
     c.contact = {k: t.number(k, defaults[k], positive=k == "ke", nonnegative=k != "ke") for k in CONTACT_PARAMS}
+    c.given = frozenset(k for k in CONTACT_PARAMS if t.has(k))
     if t.has("contact_law"):
         c.law = _parse_law(_Table(file, f"{sec}.contact_law", t.table("contact_law"),
                                   ("damping", "friction", "friction_velocity")))
@@ -154,6 +156,14 @@ def collider_penetrations(spec, placed) -> list:
     names = list(colliders)
     add_scene_colliders(builder, spec)
     return [(p.label, names[c], depth) for p, c, depth, _ in builder.component(Colliders).penetrations(placed)]
+
+
+def ground_takers(spec, x, fitted=()) -> list:
+    """Indices of the spec's colliders that take the ground's contact constant `x` (the file states no X of
+    their own and no [unknowns] entry "NAME.X" fits it; `fitted` the (object, param) pairs fitted): a
+    "ground.X" unknown, nuisance or assumed constant moves theirs with the ground's."""
+    return [i for i, (name, c) in enumerate(getattr(spec, "colliders", {}).items())
+            if x not in c.given and (name, x) not in fitted]
 
 
 def collider_param(model, index, param):

@@ -44,6 +44,9 @@ Sections (see demos/scenes/*.toml for complete examples):
                    both: position, rotation (unit quaternion x y z w, mesh to world),
                    velocity, angular_velocity (rad/s about the centre), color (RGB in
                    [0, 1] for RGB supervision; default: the footage's mean inside the masks)
+                   Rigid and soft objects may share a scene (a soft ball on a box): the soft
+                   vertices touch the bodies' shapes with the reaction on the bodies
+                   (tigradsim.physics.coupling) and both are rendered (TimedVertices "both")
     [[forces]]     object, force (N, world), point (mesh coordinates; default the
                    centre of mass), torque (N m), start, end (seconds)
     [camera]       OpenCV: K (3x3), R (3x3, world to camera), t (3), width, height;
@@ -203,11 +206,6 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
         if name == "ground":
             raise SceneError(file, "objects", name, '"ground" is reserved for the ground plane ([ground])')
         objects[name] = _parse_object(file, base, name, od)
-    kinds = {o.kind for o in objects.values()}
-    if len(kinds) > 1:
-        raise SceneError(file, None, "[objects]", "mixing rigid and soft objects in one scene is not supported "
-                         f"(rigid: {[n for n, o in objects.items() if o.kind == 'rigid']}, soft: "
-                         f"{[n for n, o in objects.items() if o.kind == 'soft']})")
     colliders = parse_colliders(file, base, data.get("colliders", {}), ground, objects)
     forces_data = data.get("forces", [])
     if not isinstance(forces_data, list):

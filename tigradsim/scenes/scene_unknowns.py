@@ -135,7 +135,7 @@ def _parse_fit(file, data):
 def nuisance_unknowns(spec) -> list:
     """[fit] contact_constants = "nuisance": one nuisance UnknownSpec per contact constant X that
     [ground] does not state, no unknown fits, and some object takes from the ground (a rigid object
-    without its own X, or any soft object), fitted in log space within the prior range
+    without its own X, any soft object, or a collider without its own X), fitted in log space within the prior range
     `PRIOR_RANGES[X]` around the default:
 
     * "OBJ.X_per_mass" (X in ke, kd, kf) when the scene's one rigid object has its mass as an
@@ -145,6 +145,7 @@ def nuisance_unknowns(spec) -> list:
       initial mass;
     * "ground.X" otherwise (and for mu, which has no per-mass form)."""
     from ..fitting.sensitivity import PRIOR_RANGES
+    from .scene_colliders import ground_takers
     if spec.ground is None or spec.fit.contact_constants != "nuisance":
         return []
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
@@ -157,6 +158,7 @@ def nuisance_unknowns(spec) -> list:
             continue
         takers = [n for n, o in spec.objects.items()
                   if (o.kind == "rigid" and x not in o.contact and (n, x) not in fitted) or o.kind == "soft"]
+        takers += [f"colliders.{i}" for i in ground_takers(spec, x, fitted)]
         if not takers:
             continue
         value = float(spec.ground[x])

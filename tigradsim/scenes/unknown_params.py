@@ -36,8 +36,9 @@ def unknown_params(spec, model, handles) -> list:
     """One Param per [unknowns] entry, in file order, with the file's initial values written:
 
     * a rigid object's mass, ke, kd, kf, mu: `TiedParam` on its entry of body_mass, body_ke, ...
-    * "ground.X": `TiedParam` on ground_X and on body_X of every body that takes the ground's
-      value (a body with its own X in the file keeps it);
+    * "ground.X": `TiedParam` on ground_X, on body_X of every body that takes the ground's
+      value (a body with its own X in the file keeps it) and on collider_X of every collider that
+      does (`scene_colliders.ground_takers`);
     * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
       the mass Param when the mass is an unknown too (one rigid body per scene);
     * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params;
@@ -62,6 +63,11 @@ def unknown_params(spec, model, handles) -> list:
             uses = [handles[n] for n in rigid if u.param not in spec.objects[n].contact]
             if uses:
                 ties.append(_entries(getattr(model, f"body_{u.param}"), uses))
+            from .scene_colliders import ground_takers
+            fitted = {(v.object, v.param) for v in spec.unknowns}
+            colliders = ground_takers(spec, u.param, fitted)
+            if colliders:
+                ties.append(_entries(getattr(model, f"collider_{u.param}"), colliders))
             made[u.target] = TiedParam(ties, value=[u.init], **kw)
         elif spec.objects[u.object].kind == "rigid":
             b = handles[u.object]

@@ -267,7 +267,8 @@ class SceneBuilder:
                 model.add_field(f"ground_{name}", float, (), value)
             if n:
                 model.force_terms.append(ParticleGroundContact(model, self.ground_law))
-        for comp in self.components:
+        # a component that reads others' fields (MPM's grid boundary: colliders, bodies) finalizes after them
+        for comp in sorted(self.components, key=lambda c: bool(getattr(c, "finalize_last", False))):
             comp.finalize(self, model)
         model.force_terms = merge_part_loops(model, model.force_terms)
         model.user_force_terms = [check_force_term(factory(model), model) for factory in self._force_term_factories]

@@ -1,0 +1,252 @@
+"""Motion of two INTERACTING scenes simulated by NVIDIA Warp 1.9.1 (`warp.sim`, semi-implicit), for footage
+that tigradsim did not make (issue 46, item 6).  `make_interacting_footage.py` renders them with Mitsuba.
+
+warp_ramp_boxes
+    A ramp (Warp: an infinite static plane shape through the origin, rising towards -x at RAMP_DEG) meets the
+    ground (Warp's ground plane) at x = 0.  Box A rests flat on the ramp, RAMP_START m up from the foot
+    (centre, along the slope), released at t = 0; it slides down, crosses the kink onto the ground and hits box
+    B, which rests on the ground past the foot.  Contacts: `wp.sim.collide` every step (box corners / edges
+    against the ramp plane and the ground, box-box by Warp's edge-based box contact).
+    Warp's rigid contact law (`eval_rigid_contacts`) per contact with depth d < 0:
+        fN = -ke d - kd min(vn, 0)             (damping not capped)
+        |ft| = min(kf |vt|, mu fN |vt| / H(|vt|)),  H the Huber norm with delta = friction_smoothing
+    a Coulomb law of coefficient mu / delta for |vt| >> delta (engine_sims.py); the pair's ke, kd, kf, mu are
+    the MEANS of the two shapes' materials (the ground is a plane shape with its own).  So the boxes and the
+    ground get Warp mu = MU_GROUND_C x delta and the ramp shape 2 MU_RAMP_C delta - MU_GROUND_C delta: the
+    box-ramp pair's Coulomb-equivalent coefficient is MU_RAMP_C (the truth "ramp.mu"), the box-ground and
+    box-box pairs' MU_GROUND_C.  The mass ratio m_B / m_A is the other truth.
+
+warp_ball_box
+    A soft ball (tigradsim.io.meshes.tet_ball(radius, resolution 2), Warp `add_particle` + `add_tetrahedron`,
+    Warp's stable neo-Hookean with k_mu, k_lambda, k_damp) is thrown onto a box resting on the ground
+    (a dynamic rigid body).  Warp's particle-shape contact (`eval_particle_contacts`, the box's material
+    averaged with model.soft_contact_*, set equal; the reaction goes to the box's body_f) and particle-ground
+    contact (`eval_particle_ground_contacts`, model.soft_contact_*: fn = -ke c - kd min(vn, 0), friction
+    min(kf |vt|, mu |fn|), plain Coulomb).  Warp's k_mu, k_lambda are tigradsim's "neo_hookean" mu, lam (the
+    same energy, alpha = 1 + 3 mu / (4 lam), materials/neo_hookean.py); its k_damp is tigradsim's damping
+    with damping_model = "warp" (tigradsim/physics/damping.py); its particle masses are the lumped masses
+    (density x volume / 4 per adjacent tet), as tigradsim's add_soft_mesh(density=...).
+    Truth: the ball's mu and lam [Pa] (small-strain Lame 3/4 mu, lam - 5/8 mu; E from those).
+
+Both: float32, WARP_STEPS_PER_FRAME steps per 30 fps frame, `SemiImplicitIntegrator(angular_damping=0)`,
+gravity 9.8 along -y.  Run: `python3 benchmarks/make_interacting_footage.py` (needs warp-lang 1.9.1 and
+mitsuba 3.9.1: `pip install -e ".[engines,footage]"`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+GRAVITY = 9.8
+FPS = 30
+WARP_STEPS_PER_FRAME = 256
+WARP_FRICTION_SMOOTHING = 0.02          # [m/s] delta of Warp's Huber norm
+
+RAMP = dict(
+    frames=30, ramp_deg=25.0, ramp_start=0.6,                   # [deg], [m] box A's centre from the foot, along the slope
+    speed_a=0.8,             # [m/s] box A's initial speed down the ramp (well above delta: from rest, Warp's friction
+                             # below delta, 2 mu fN / |vt|, would hold it: a static friction above tan 25 degrees)
+    size_a=(0.2, 0.1, 0.15), mass_a=0.6, size_b=(0.14, 0.16, 0.18), mass_b=0.72,
+    position_b=(0.2, None, 0.0),                                # y: B's static sink
+    mu_ramp_c=0.25, mu_ground_c=0.3,                             # Coulomb-equivalent (above ~0.2 m/s slip)
+    ke=2.0e4, kd=30.0, kf=200.0)                                # per contact, every shape alike
+BALL = dict(
+    frames=36, radius=0.1, resolution=2, density=1000.0, position=(-0.08, 0.42, 0.0), velocity=(0.5, -0.5, 0.0),
+    mu=12000.0, lam=30000.0, k_damp=2.0,                        # Warp's k_mu, k_lambda [Pa], k_damp [Pa s]
+    box_size=(0.32, 0.12, 0.24), box_mass=0.9, box_position=(0.05, None, 0.0),
+    contact=dict(ke=1.0e4, kd=10.0, kf=100.0, mu=0.5),          # soft contact and the box / ground shapes
+    particle_radius=0.0)
+
+
+def _quat_z(deg):
+    h = math.radians(deg) / 2
+    return np.array([0.0, 0.0, math.sin(h), math.cos(h)])
+
+
+def ramp_frame(deg):
+    """(rotation xyzw (4,), outward normal (3,), downhill unit vector (3,)) of a plane through the origin rising
+    towards -x at `deg` degrees: the rotation turns +y into the normal (sin, cos, 0)."""
+    a = math.radians(deg)
+    return _quat_z(-deg), np.array([math.sin(a), math.cos(a), 0.0]), np.array([math.cos(a), -math.sin(a), 0.0])
+
+
+def _warp():
+    import warp as wp
+    import warp.sim  # noqa: F401  (deprecated in 1.9, still shipped)
+    wp.config.quiet = True
+    wp.init()
+    return wp
+
+
+def _poses(state, count):
+    q = state.body_q.numpy()[:count].astype(np.float64)
+    return q[:, :3], q[:, 3:7] / np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
+
+
+def simulate_ramp_boxes(spec=RAMP):
+    """Warp rollout of warp_ramp_boxes.  Returns dict(positions (T, 2, 3), quats (T, 2, 4) xyzw, state0 (initial
+    positions (2, 3), quats (2, 4)), info {simulation, contact, truth, comparable})."""
+    wp = _warp()
+    s = spec
+    delta = WARP_FRICTION_SMOOTHING
+    mu_box = s["mu_ground_c"] * delta
+    mu_ramp = 2.0 * s["mu_ramp_c"] * delta - mu_box                 # pair mean = mu_ramp_c x delta
+    if mu_ramp <= 0:
+        raise ValueError(f"mu_ramp_c: the pair mean needs mu_ramp_c > mu_ground_c / 2, got {s['mu_ramp_c']}")
+    mat = dict(ke=s["ke"], kd=s["kd"], kf=s["kf"])
+    rot, normal, down = ramp_frame(s["ramp_deg"])
+    size_a, size_b = np.asarray(s["size_a"]), np.asarray(s["size_b"])
+    ma, mb = s["mass_a"], s["mass_b"]
+    # resting starts: each bottom corner's static sink (4 corners on a plane; along the normal on the ramp)
+    sink_a = ma * GRAVITY * math.cos(math.radians(s["ramp_deg"])) / (4 * s["ke"])
+    pa = -down * s["ramp_start"] + normal * (size_a[1] / 2 - sink_a)
+    pb = np.array([s["position_b"][0], size_b[1] / 2 - mb * GRAVITY / (4 * s["ke"]), s["position_b"][2]])
+    b = wp.sim.ModelBuilder(up_vector=(0.0, 1.0, 0.0), gravity=-GRAVITY)
+    b.rigid_contact_margin = 0.05
+    body_a = b.add_body(origin=wp.transform(wp.vec3(*pa), wp.quat(*rot)))
+    b.add_shape_box(body_a, hx=size_a[0] / 2, hy=size_a[1] / 2, hz=size_a[2] / 2, density=ma / float(np.prod(size_a)),
+                    mu=mu_box, thickness=0.0, **mat)
+    b.body_qd[body_a] = wp.spatial_vector(0.0, 0.0, 0.0, *(down * s["speed_a"]))
+    body_b = b.add_body(origin=wp.transform(wp.vec3(*pb), wp.quat(0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box(body_b, hx=size_b[0] / 2, hy=size_b[1] / 2, hz=size_b[2] / 2, density=mb / float(np.prod(size_b)),
+                    mu=mu_box, thickness=0.0, **mat)
+    b.add_shape_plane(pos=wp.vec3(0.0, 0.0, 0.0), rot=wp.quat(*rot), width=0.0, length=0.0, body=-1, mu=mu_ramp,
+                      thickness=0.0, **mat)
+    b.set_ground_plane(mu=mu_box, **mat)
+    model = b.finalize(device="cpu")
+    model.ground = True
+    integrator = wp.sim.SemiImplicitIntegrator(angular_damping=0.0, friction_smoothing=delta)
+    control = model.control()
+    s0, s1 = model.state(), model.state()
+    dt = 1.0 / (FPS * WARP_STEPS_PER_FRAME)
+    pos, quat = _poses(s0, 2)
+    positions, quats = [pos], [quat]
+    for step in range((s["frames"] - 1) * WARP_STEPS_PER_FRAME):
+        s0.clear_forces()
+        wp.sim.collide(model, s0)
+        integrator.simulate(model, s0, s1, dt, control)
+        s0, s1 = s1, s0
+        if (step + 1) % WARP_STEPS_PER_FRAME == 0:
+            pos, quat = _poses(s0, 2)
+            positions.append(pos)
+            quats.append(quat)
+    info = {
+        "simulation": {"simulator": f"NVIDIA Warp {wp.config.version} (warp.sim)",
+                       "integrator": f"warp.sim.SemiImplicitIntegrator(angular_damping=0, friction_smoothing={delta})",
+                       "dt": dt, "steps_per_frame": WARP_STEPS_PER_FRAME, "precision": "f32",
+                       "collision": "wp.sim.collide every step (rigid_contact_margin 0.05 m): box-plane (ramp), "
+                                    "box-ground, box-box (Warp's edge-based box contact)",
+                       "generator": "benchmarks/interacting_sims.py"},
+        "contact": {"law": "Warp eval_rigid_contacts, per contact at depth d < 0: fN = -ke d - kd min(vn, 0) (damping "
+                           "not capped); |ft| = min(kf |vt|, mu fN |vt| / H(|vt|)) along -vt, H the Huber norm with "
+                           f"delta = {delta} m/s: Coulomb of coefficient mu / delta for |vt| >> delta; a pair's "
+                           "ke, kd, kf, mu are the means of its two shapes'",
+                    "ke": s["ke"], "kd": s["kd"], "kf": s["kf"], "friction_smoothing": delta,
+                    "mu_warp": {"box_a": mu_box, "box_b": mu_box, "ground": mu_box, "ramp": mu_ramp},
+                    "mu_coulomb_equivalent_pairs": {"box-ramp": s["mu_ramp_c"], "box-ground": s["mu_ground_c"],
+                                                    "box-box": s["mu_ground_c"]}},
+        "truth": {"ramp.mu": s["mu_ramp_c"], "mass_ratio_b_over_a": mb / ma, "box_a.mass": ma, "box_b.mass": mb},
+        "comparable": {
+            "ramp.mu": "the box-ramp pair's Coulomb-equivalent coefficient (mean of the two shapes' Warp mu) / "
+                       "friction_smoothing: the sliding friction coefficient above ~0.2 m/s slip (within 5 %; the "
+                       "box starts at rest, so for its first ~0.1 s Warp's friction exceeds mu fN)",
+            "mass ratio": "m_B / m_A: the same quantity in any engine",
+            "ke": "per contact point like tigradsim's, but Warp's box-box and box-plane contacts are edge-based "
+                  "(more points than tigradsim's corners): not comparable",
+            "kd, kf": "order of magnitude only (uncapped damping, Huber friction)"},
+    }
+    state0 = {"positions": np.array([pa, pb]), "quats": np.array([rot, [0.0, 0.0, 0.0, 1.0]]),
+              "velocities": np.array([down * s["speed_a"], np.zeros(3)])}
+    return dict(positions=np.array(positions), quats=np.array(quats), state0=state0, info=info)
+
+
+def ball_mesh(spec=BALL):
+    """The ball's rest mesh centred at the origin: (vertices (V, 3), tets (T, 4)), tigradsim's tet_ball."""
+    from tigradsim.io.meshes import tet_ball
+    v, t = tet_ball(spec["radius"], spec["resolution"])
+    return np.asarray(v, dtype=np.float64), np.asarray(t, dtype=np.int64)
+
+
+def lumped_masses(vertices, tets, density):
+    """(V,) vertex masses: a quarter of density x volume of each adjacent tet [kg]."""
+    x = vertices[tets]
+    vol = np.abs(np.einsum("ij,ij->i", np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0]), x[:, 3] - x[:, 0])) / 6.0
+    m = np.zeros(len(vertices))
+    np.add.at(m, tets.ravel(), np.repeat(density * vol / 4.0, 4))
+    return m
+
+
+def simulate_ball_box(spec=BALL):
+    """Warp rollout of warp_ball_box.  Returns dict(particles (T, V, 3), box_positions (T, 3), box_quats (T, 4),
+    rest (V, 3), tets (T, 4), state0, info)."""
+    wp = _warp()
+    s = spec
+    rest, tets = ball_mesh(s)
+    x0 = rest + np.asarray(s["position"])
+    masses = lumped_masses(rest, tets, s["density"])
+    size = np.asarray(s["box_size"])
+    c = s["contact"]
+    mat = dict(c)
+    pb = np.array([s["box_position"][0], size[1] / 2 - s["box_mass"] * GRAVITY / (4 * c["ke"]), s["box_position"][2]])
+    b = wp.sim.ModelBuilder(up_vector=(0.0, 1.0, 0.0), gravity=-GRAVITY)
+    for x, m in zip(x0, masses):
+        b.add_particle(tuple(x), tuple(s["velocity"]), float(m), radius=s["particle_radius"])
+    for t in tets:
+        b.add_tetrahedron(*map(int, t), k_mu=s["mu"], k_lambda=s["lam"], k_damp=s["k_damp"])
+    body = b.add_body(origin=wp.transform(wp.vec3(*pb), wp.quat(0.0, 0.0, 0.0, 1.0)))
+    b.add_shape_box(body, hx=size[0] / 2, hy=size[1] / 2, hz=size[2] / 2, density=s["box_mass"] / float(np.prod(size)),
+                    thickness=0.0, **mat)
+    b.set_ground_plane(**mat)
+    b.soft_contact_max = len(x0) * 2
+    model = b.finalize(device="cpu")
+    model.ground = True
+    model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = (
+        c["ke"], c["kd"], c["kf"], c["mu"])
+    model.particle_max_radius = 0.0          # no particle-particle contact (tigradsim has none within a body)
+    integrator = wp.sim.SemiImplicitIntegrator(angular_damping=0.0)
+    control = model.control()
+    s0, s1 = model.state(), model.state()
+    dt = 1.0 / (FPS * WARP_STEPS_PER_FRAME)
+    particles = [s0.particle_q.numpy().astype(np.float64)]
+    pos, quat = _poses(s0, 1)
+    box_p, box_q = [pos[0]], [quat[0]]
+    for step in range((s["frames"] - 1) * WARP_STEPS_PER_FRAME):
+        s0.clear_forces()
+        wp.sim.collide(model, s0)
+        integrator.simulate(model, s0, s1, dt, control)
+        s0, s1 = s1, s0
+        if (step + 1) % WARP_STEPS_PER_FRAME == 0:
+            particles.append(s0.particle_q.numpy().astype(np.float64))
+            pos, quat = _poses(s0, 1)
+            box_p.append(pos[0])
+            box_q.append(quat[0])
+    mu, lam = s["mu"], s["lam"]
+    mu_l, lam_l = 0.75 * mu, lam - 0.625 * mu
+    young = mu_l * (3 * lam_l + 2 * mu_l) / (lam_l + mu_l)
+    info = {
+        "simulation": {"simulator": f"NVIDIA Warp {wp.config.version} (warp.sim)",
+                       "integrator": "warp.sim.SemiImplicitIntegrator(angular_damping=0)", "dt": dt,
+                       "steps_per_frame": WARP_STEPS_PER_FRAME, "precision": "f32",
+                       "collision": "wp.sim.collide every step: particle-box (soft contacts, margin 0.2 m), "
+                                    "box-ground; particle-ground in the integrator",
+                       "generator": "benchmarks/interacting_sims.py"},
+        "contact": {"law": "particles: Warp eval_particle_contacts / eval_particle_ground_contacts, fn = -ke c - kd "
+                           "min(vn, 0), friction min(kf |vt|, mu |fn|) (the box's material averaged with "
+                           "model.soft_contact_*, set equal); box-ground: eval_rigid_contacts (engine_sims.py) with "
+                           "Warp's default friction_smoothing 1 m/s",
+                    **c, "particle_radius": s["particle_radius"]},
+        "truth": {"ball.mu": mu, "ball.lam": lam, "ball.damping": s["k_damp"],
+                  "small_strain_lame": {"mu": mu_l, "lam": lam_l}, "young_modulus": young,
+                  "poisson_ratio": lam_l / (2 * (lam_l + mu_l))},
+        "comparable": {
+            "mu, lam": "Warp's k_mu, k_lambda ARE tigradsim's neo_hookean mu, lam (the same stable neo-Hookean "
+                       "energy, materials/neo_hookean.py)",
+            "damping": "Warp's k_damp is tigradsim's damping with damping_model = \"warp\"",
+            "contact": "ke, kd per point as tigradsim's with damping = \"uncapped\"; friction: Warp's cap mu ke |c| "
+                       "vs tigradsim's mu fn (vs_warp.py)"},
+    }
+    state0 = {"ball_position": np.asarray(s["position"], dtype=np.float64), "box_position": pb,
+              "box_quat": np.array([0.0, 0.0, 0.0, 1.0])}
+    return dict(particles=np.array(particles), box_positions=np.array(box_p), box_quats=np.array(box_q), rest=rest,
+                tets=tets, masses=masses, state0=state0, info=info)
