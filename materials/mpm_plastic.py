@@ -1,4 +1,4 @@
-"""Elastoplastic MPM materials on the singular values of F (`tigradsim.core.svd3.svd3`, differentiable):
+"""Elastoplastic MPM materials on the singular values of F (`tigradsim.core.svd3.isotropic3`, differentiable):
 StVK elasticity in Hencky strain eps = log(sigma) (the form PAC-NeRF, PlasticineLab and Klar et al. use),
 
     Psi = mu |eps|^2 + lam/2 (tr eps)^2,     P = U diag((2 mu eps_i + lam tr eps) / sigma_i) V^T,
@@ -12,8 +12,10 @@ with mu, lam from E [Pa], nu, and a return mapping of the trial F = U diag(sigma
       dgamma = |eps_dev| + (3 lam + 2 mu)/(2 mu) tr(eps) alpha, and where dgamma > 0,
       eps -= dgamma eps_dev / |eps_dev|.  `plastic` accumulates the volume change the projection removes
       (sum of log-strain), the history Klar et al.'s hardening would use.
-Branch-free (select, max): a local stored under a branch costs an AD stack; the yield surface itself is a
-kink, where the derivative is one-sided.  sigma is floored at 1e-4 (log of an inverted particle's sigma_3).
+Each is an isotropic function of F, G = U diag(g(sigma)) V^T, built by `isotropic3` from its g (the
+g funcs below): exact derivatives also where singular values repeat (F = I at rest; svd3.py says
+how).  Branch-free (select, max): a local stored under a branch costs an AD stack; the yield surface itself
+is a kink, where the derivative is one-sided.  sigma is floored at 1e-4 (log of an inverted particle's sigma_3).
 """
 import math
 
@@ -21,7 +23,7 @@ import numpy as np
 import taichi as ti
 
 from tigradsim.core.registry import register_material
-from tigradsim.core.svd3 import svd3
+from tigradsim.core.svd3 import isotropic3, svd3
 from tigradsim.physics.mpm_material import MPMMaterial, check_young_poisson, lame
 
 SIGMA_FLOOR = 1e-4
@@ -33,14 +35,52 @@ def hencky(sig):
 
 
 @ti.func
-def _diag(U, d, V):
-    return U @ ti.Matrix([[d[0], 0.0, 0.0], [0.0, d[1], 0.0], [0.0, 0.0, d[2]]]) @ V.transpose()
-
-
-@ti.func
 def deviator_norm(eps):
     dev = eps - eps.sum() / 3.0
     return dev, ti.sqrt(dev.dot(dev) + 1e-30)
+
+
+@ti.func
+def hencky_stress_diag(sig, p):
+    """The singular values of P: (2 mu eps_i + lam tr eps) / sigma_i, p = (E, nu, ...)."""
+    mu, lam = lame(p[0], p[1])
+    eps = hencky(sig)
+    return (2.0 * mu * eps + lam * eps.sum()) / ti.max(sig, SIGMA_FLOOR)
+
+
+@ti.func
+def von_mises_strain(sig, p):
+    """(projected Hencky strain eps1 (vec3), excess |eps_dev| beyond the yield radius), p = (E, nu, yield)."""
+    mu, lam = lame(p[0], p[1])
+    eps = hencky(sig)
+    dev, size = deviator_norm(eps)
+    excess = ti.max(size - p[2] / (2.0 * mu), 0.0)
+    return eps - (excess / size) * dev, excess
+
+
+@ti.func
+def von_mises_target(sig, p):
+    eps1, excess = von_mises_strain(sig, p)
+    return ti.exp(eps1)
+
+
+@ti.func
+def drucker_prager_strain(sig, p):
+    """(projected Hencky strain eps1 (vec3), tr eps before), p = (E, nu, friction angle [degrees])."""
+    mu, lam = lame(p[0], p[1])
+    s = ti.sin(p[2] * (math.pi / 180.0))
+    alpha = ti.sqrt(2.0 / 3.0) * 2.0 * s / (3.0 - s)
+    eps = hencky(sig)
+    tr = eps.sum()
+    dev, size = deviator_norm(eps)
+    dgamma = ti.max(size + (3.0 * lam + 2.0 * mu) / (2.0 * mu) * tr * alpha, 0.0)
+    return ti.select(tr >= 0.0, ti.Vector.zero(float, 3), eps - (dgamma / size) * dev), tr
+
+
+@ti.func
+def drucker_prager_target(sig, p):
+    eps1, tr = drucker_prager_strain(sig, p)
+    return ti.exp(eps1)
 
 
 class _Hencky(MPMMaterial):
@@ -52,11 +92,8 @@ class _Hencky(MPMMaterial):
 
     @ti.func
     def stress(self, F, p):
-        mu, lam = lame(p[0], p[1])
-        U, sig, V = svd3(F)
-        eps = hencky(sig)
-        tr = eps.sum()
-        return _diag(U, (2.0 * mu * eps + lam * tr) / ti.max(sig, SIGMA_FLOOR), V)
+        P, sig = isotropic3(F, hencky_stress_diag, p)
+        return P
 
     @ti.func
     def energy(self, F, p):
@@ -73,13 +110,9 @@ class VonMises(_Hencky):
 
     @ti.func
     def project(self, F, plastic, p):
-        mu, lam = lame(p[0], p[1])
-        U, sig, V = svd3(F)
-        eps = hencky(sig)
-        dev, size = deviator_norm(eps)
-        excess = ti.max(size - p[2] / (2.0 * mu), 0.0)
-        eps1 = eps - (excess / size) * dev
-        return _diag(U, ti.exp(eps1), V), plastic + excess
+        Fp, sig = isotropic3(F, von_mises_target, p)
+        eps1, excess = von_mises_strain(sig, p)
+        return Fp, plastic + excess
 
 
 @register_material("mpm_drucker_prager")
@@ -97,13 +130,6 @@ class DruckerPrager(_Hencky):
 
     @ti.func
     def project(self, F, plastic, p):
-        mu, lam = lame(p[0], p[1])
-        s = ti.sin(p[2] * (math.pi / 180.0))
-        alpha = ti.sqrt(2.0 / 3.0) * 2.0 * s / (3.0 - s)
-        U, sig, V = svd3(F)
-        eps = hencky(sig)
-        tr = eps.sum()
-        dev, size = deviator_norm(eps)
-        dgamma = ti.max(size + (3.0 * lam + 2.0 * mu) / (2.0 * mu) * tr * alpha, 0.0)
-        eps1 = ti.select(tr >= 0.0, ti.Vector.zero(float, 3), eps - (dgamma / size) * dev)
-        return _diag(U, ti.exp(eps1), V), plastic + tr - eps1.sum()
+        Fp, sig = isotropic3(F, drucker_prager_target, p)
+        eps1, tr = drucker_prager_strain(sig, p)
+        return Fp, plastic + tr - eps1.sum()

@@ -59,7 +59,7 @@ from .fitting.discrepancy import (frame_statistics, block_jackknife, discrepancy
 from .fitting.horizons import predictability, Predictability, silhouette_disagreement, copy_values
 from .fitting.time_step_bias import time_step_systematics
 from .fitting.residual_groups import residual_groups, frame_blocks, interval_blocks
-from .fitting.camera_prior import CameraPrior, camera_params, camera_report
+from .fitting.camera_prior import CameraPrior, CameraPriors, camera_params, camera_report, view_camera_params
 from .core.registry import (register_material, get_material, list_materials, Material, TetMaterial,
                             ShellMaterial, lame_from_young_poisson, neo_hookean_from_lame)
 from . import materials  # noqa: F401  (registers the built-in materials, as a user's plugin would)

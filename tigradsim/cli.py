@@ -468,6 +468,7 @@ def _fit(args):
     with open(files["estimates_md"], "w") as fh:
         fh.write(md)
     printer("\n" + md)
+    from .scenes.scene_views import camera_summary
     summary = {"ok": stopped is None, "command": "fit", "out": os.path.abspath(out), "threads": _threads(),
                "estimates": estimates,
                "std": {k: v["std"] for k, v in report["unknowns"].items()},
@@ -483,7 +484,7 @@ def _fit(args):
                "iou_initial": report["iou_initial"], "iou_final": report["iou_final"],
                **({"cameras": {k: {"iou_initial": v["iou_initial"], "iou_final": v["iou"]}
                                for k, v in views1.items()}} if views1 else {}),
-               "camera": {k: v for k, v in report["camera"].items() if k not in ("K", "R", "t")} or None,
+               "camera": camera_summary(report["camera"]),
                "warnings": report["warnings"], "rollouts": report["rollouts"], "resumed": report["resumed"],
                "seconds": report["seconds"], "files": files}
     if stopped is None:

@@ -10,15 +10,24 @@ derivative of the SVD (Papadopoulo & Lourakis 2000; Townsend 2016) through a ter
         Omega_U_ij = (sigma_j M_ij + sigma_i M_ji) / (sigma_j^2 - sigma_i^2)
         Omega_V_ij = (sigma_i M_ij + sigma_j M_ji) / (sigma_j^2 - sigma_i^2)
 
-Near repeated singular values the denominators vanish; as in the differentiable-MPM literature
-(PlasticineLab, Huang et al. 2021, after Townsend) |sigma_j^2 - sigma_i^2| is clamped at `SVD_GAP`
-(1e-6), with the sign of the order (Omega stays antisymmetric).  KNOWN LIMITATION (measured, see
-tests/test_mpm_plastic.py): the clamp keeps the derivative finite but not right there.  An isotropic
-matrix function G = U diag(g(sigma)) V^T has, off the diagonal of the SVD frame, the divided differences
-(g_i - g_j) / (sigma_i - sigma_j) and (g_i + g_j) / (sigma_i + sigma_j); the clamped Omega gives 0 for
-the first when g_i = g_j (e.g. d log(S) at F = I loses sym(dF)), and a distorted value when the gap is
-below the clamp.  The fix, for the return mappings, is to differentiate G through those divided
-differences (with g' where the gap vanishes) rather than through U and V; not done yet.
+Near repeated singular values the denominators vanish, and U, V themselves are not defined there (any
+rotation within the repeated pair's plane is an SVD).  `svd3` clamps |sigma_j^2 - sigma_i^2| at `SVD_GAP`
+(1e-6, with the sign of the order, as PlasticineLab / Huang et al. 2021 after Townsend): finite, but its
+U and V derivatives are not those of anything smooth there.  What a material needs is smooth, though: an
+isotropic matrix function G = U diag(g(sigma)) V^T (g permutation-equivariant: a stress, a return
+mapping).  Its derivative, in the SVD frame (Lewis 1996; Sendov 2007), is
+
+    U^T dG V = diag(dg) + sum_{i != j} e_i e_j^T [ sym(M)_ij (g_i - g_j) / (sigma_i - sigma_j)
+                                                  + skew(M)_ij (g_i + g_j) / (sigma_i + sigma_j) ],
+    dg_i = sum_k dg_i/dsigma_k M_kk  (and the derivative in the parameters),
+
+whose divided differences have a limit (dg_i/dsigma_i - dg_i/dsigma_j) as sigma_i -> sigma_j.  `isotropic3`
+(F, fn, p) computes G this way, never through U and V: a pair closer than DIVIDED_SPREAD (relative;
+1e-5 in float64, 3e-3 in float32) takes (g_i - g_j) / (sigma_i - sigma_j) as fn's central secant over the
+pair moved apart to mid -/+ spread/2 (error O(spread^2): ~1e-10 in float64; no cancellation), a wider
+pair its plain quotient; |sigma_i + sigma_j| (zero only for an inverted F with sigma_2 = -sigma_3) is
+floored at SVD_GAP.  Measured against float64 central differences (tests/test_mpm_plastic.py): F = I,
+sigma = (1, 1 + 1e-9, 0.8), (1.3, 0.9, 0.9), and the plastic return mappings through MPM steps, to 1e-5.
 
 `detach(x)` rounds x to a multiple of 2^-40 with `floor` (derivative 0): the factors are those of F to
 ~1e-12 in float64 (exactly F in float32, where x 2^40 is already an integer).
@@ -27,12 +36,17 @@ Convention (the MPM one): U and V are rotations (det +1), sigma sorted decreasin
 det F < 0.
 """
 import taichi as ti
+from taichi.lang import impl
 
 from .linalg import matmul
 
 DETACH_SCALE = 2.0 ** 40
 JACOBI_SWEEPS = 5           # cyclic sweeps of 3 rotations; quadratic convergence: 4 reach float64's floor
 SVD_GAP = 1e-6
+# isotropic3: a pair of singular values closer than this (relative) takes its divided difference over a
+# pair spread to this gap; error O(spread^2) from the secant, O(ulp / spread) from rounding
+DIVIDED_SPREAD_F64 = 1e-5
+DIVIDED_SPREAD_F32 = 3e-3
 
 
 @ti.func
@@ -177,13 +191,85 @@ def _omega_matrix(sig, M, left: ti.template()):
 
 
 @ti.func
-def svd3(F):
-    """U, sigma (vec3), V with F = U diag(sigma) V^T (module docstring), differentiable in F."""
+def _frame(F):
+    """The SVD of detach(F) and M = U^T (F - detach(F)) V (value ~0, carrying dF in the SVD frame), and
+    sigma carrying its derivative d sigma_i = M_ii (exact, repeated values included)."""
     Fd = detach(F)
-    U, sig, V = _svd_values(Fd)
-    M = matmul(matmul(U.transpose(), F - Fd), V)       # value ~0; carries dF
-    OU, OV = _omega_matrix(sig, M, 1), _omega_matrix(sig, M, 0)
-    dU, dV = matmul(U, OU), matmul(V, OV)
+    U, sd, V = _svd_values(Fd)
+    M = matmul(matmul(U.transpose(), F - Fd), V)
     dsig = ti.Vector([M[0, 0], M[1, 1], M[2, 2]])
+    return U, sd, V, M, sd + (dsig - detach(dsig))
+
+
+@ti.func
+def svd3(F):
+    """U, sigma (vec3), V with F = U diag(sigma) V^T (module docstring), differentiable in F; the
+    derivatives of U and V are clamped where singular values repeat: use `isotropic3` for U diag(g) V^T."""
+    U, sd, V, M, sig = _frame(F)
+    OU, OV = _omega_matrix(sd, M, 1), _omega_matrix(sd, M, 0)
+    dU, dV = matmul(U, OU), matmul(V, OV)
     # each correction minus its detached value: the derivative of the correction, a value within 2^-41
-    return U + (dU - detach(dU)), sig + (dsig - detach(dsig)), V + (dV - detach(dV))
+    return U + (dU - detach(dU)), sig, V + (dV - detach(dV))
+
+
+def _spread() -> float:
+    return DIVIDED_SPREAD_F64 if impl.current_cfg().default_fp == ti.f64 else DIVIDED_SPREAD_F32
+
+
+@ti.func
+def _with_pair(s, i: ti.template(), j: ti.template(), si, sj):
+    """s (vec3) with entries i, j replaced by si, sj."""
+    return ti.Vector([_pick(s, k, i, j, si, sj) for k in ti.static(range(3))])
+
+
+@ti.func
+def _pick(s, k: ti.template(), i: ti.template(), j: ti.template(), si, sj):
+    out = s[k]
+    if ti.static(k == i):
+        out = si
+    elif ti.static(k == j):
+        out = sj
+    return out
+
+
+@ti.func
+def _signed_floor(x, floor):
+    return ti.select(x >= 0.0, ti.max(x, floor), ti.min(x, -floor))
+
+
+@ti.func
+def _pair_term(fn: ti.template(), sd, gd, p, M, i: ti.template(), j: ti.template()):
+    """Entry (i, j) of the derivative of G in the SVD frame (module docstring), for i != j:
+    sym M_ij (g_i - g_j)/(s_i - s_j) + skew M_ij (g_i + g_j)/(s_i + s_j)."""
+    out = 0.0
+    if ti.static(i != j):
+        si, sj = sd[i], sd[j]
+        h = ti.static(_spread()) * 0.5 * (ti.abs(si) + ti.abs(sj)) + 1e-30
+        gap = si - sj
+        near = ti.abs(gap) < h
+        mid = 0.5 * (si + sj)
+        # a pair closer than h: the divided difference over mid -/+ h/2 (fn is permutation-equivariant,
+        # so this is the central secant of g_i - g_j along e_i - e_j: error O(h^2), no cancellation)
+        gs = fn(_with_pair(sd, i, j, mid + 0.5 * h, mid - 0.5 * h), p)
+        slope = ti.select(near, (gs[i] - gs[j]) / h, (gd[i] - gd[j]) / ti.select(near, 1.0, gap))
+        mean = (gd[i] + gd[j]) / _signed_floor(si + sj, SVD_GAP)
+        out = 0.5 * (M[i, j] + M[j, i]) * slope + 0.5 * (M[i, j] - M[j, i]) * mean
+    return out
+
+
+@ti.func
+def isotropic3(F, fn: ti.template(), p):
+    """G = U diag(g) V^T with g = fn(sigma, p), and sigma (vec3, differentiable), for F = U diag(sigma) V^T.
+
+    fn(sigma, p) -> vec3: a permutation-equivariant `ti.func` of the singular values (g_i depends on
+    sigma_i and on symmetric functions of sigma, e.g. a return mapping on log(sigma)) and of `p` (passed
+    through, e.g. the material's parameter vector).  G is differentiable in F and p, exactly also where
+    singular values repeat (module docstring: divided differences instead of the clamped Omega)."""
+    U, sd, V, M, sig = _frame(F)
+    g = fn(sig, p)                          # its value, and its derivative in sigma (d sigma = diag M) and p
+    pd = detach(p)
+    gd = fn(sd, pd)                         # the divided differences' values: no derivative needed
+    K = ti.Matrix([[_pair_term(fn, sd, gd, pd, M, i, j) for j in ti.static(range(3))] for i in ti.static(range(3))])
+    C = matmul(matmul(U, K), V.transpose())
+    G = matmul(matmul(U, ti.Matrix([[g[0], 0.0, 0.0], [0.0, g[1], 0.0], [0.0, 0.0, g[2]]])), V.transpose())
+    return G + (C - detach(C)), sig

@@ -6,6 +6,13 @@ the corrected camera in a report (`camera_report`): used by tigradsim/scenes/sce
     params, prior = camera_params(renderer, math.radians(0.5), 0.01, frames=K)
     fit = VideoFit(sim, renderer, unknowns + params)      # forward: fit.forward(); prior(fit.loss)
 
+Several cameras (`View`s, fitting/views.py): each view's renderer has its own correction, refined with
+its own prior (`view_camera_params`, `CameraPriors`), so a camera whose calibration is off moves alone:
+
+    params, priors = view_camera_params(fit.views, math.radians(0.5), 0.01, frames=K)
+    # forward: fit.forward(); priors(fit.loss);  residuals: fit.residuals(), then
+    #          priors.residuals([n / K for n in fit.view_residual_sizes()])
+
 No `from __future__ import annotations` here: Taichi reads the kernel's annotations.
 """
 import math
@@ -15,7 +22,7 @@ import taichi as ti
 
 from .optim import Param
 
-__all__ = ["CameraPrior", "camera_params", "camera_report", "CAMERA_ROTATION_BOUND", "CAMERA_SHIFT_BOUND",
+__all__ = ["CameraPrior", "CameraPriors", "camera_params", "view_camera_params", "camera_report", "CAMERA_ROTATION_BOUND", "CAMERA_SHIFT_BOUND",
            "FOCAL_BOUND", "CAMERA_LR", "CAMERA_PRIOR_VARIANCE"]
 
 # Bounds of the camera correction: the calibration is taken to be right to within a few degrees, a few
@@ -132,6 +139,75 @@ def camera_params(renderer, sigma_rotation, sigma_translation, variance=CAMERA_P
         out.append(Param(renderer.focal_scale, "camera_focal", lower=1 / FOCAL_BOUND, upper=FOCAL_BOUND,
                          log_space=True))
     return out, prior
+
+
+class CameraPriors:
+    """The priors of several views' camera corrections (one `CameraPrior` each), used as one.
+
+    Why per view with the view's weight w_v in its variance: a VideoFit's Tape loss is
+    sum_v w_v L_v and its residuals [sqrt(w_v) r_v], so each camera's prior is weighed against
+    its own view's residuals exactly as a single camera's is (`CameraPrior`), scaled like them:
+    Tape term w_v (variance / G) sum_i (delta_v,i / sigma_i)^2, residuals sqrt(w_v) rho_v."""
+
+    def __init__(self, priors, names):
+        self.priors, self.names = list(priors), list(names)
+
+    def set_frames(self, frames):
+        """G: the footage frames each view's image loss compares now (one count for all, or one per view)."""
+        counts = list(np.atleast_1d(frames))
+        if len(counts) == 1:
+            counts = counts * len(self.priors)
+        if len(counts) != len(self.priors):
+            raise ValueError(f"frames: expected one frame count, or one per view ({len(self.priors)}: {self.names}), "
+                             f"got {len(counts)}")
+        for prior, g in zip(self.priors, counts):
+            prior.set_frames(int(g))
+
+    def __call__(self, loss):
+        for prior in self.priors:
+            prior(loss)
+
+    @property
+    def size(self) -> int:
+        """The number of prior residuals: 6 per view."""
+        return 6 * len(self.priors)
+
+    def residuals(self, residuals_per_frame):
+        """rho (6 V,): each view's 6 (`CameraPrior.residuals`), in view order; residuals_per_frame: one
+        count per view (its residuals / G, e.g. `VideoFit.view_residual_sizes()` / G)."""
+        counts = list(np.atleast_1d(residuals_per_frame))
+        if len(counts) != len(self.priors):
+            raise ValueError(f"residuals_per_frame: expected one count per view ({len(self.priors)}: "
+                             f"{self.names}), got {len(counts)}")
+        return np.concatenate([p.residuals(n) for p, n in zip(self.priors, counts)])
+
+
+def view_camera_params(views, sigma_rotation, sigma_translation, variance=CAMERA_PRIOR_VARIANCE, frames=1,
+                       refine_focal=False):
+    """Every view's camera correction as Params (`camera_params` per view, named "camera_pose[NAME]",
+    "camera_focal[NAME]"), and their priors as one `CameraPriors` (each view's variance times its
+    weight).  views: `View`s (a VideoFit's `views`), each with its own renderer; frames: the footage frames
+    G each view's image loss compares (one count for all, or one per view)."""
+    views = list(views)
+    if not views:
+        raise ValueError("views: expected at least one View, got none")
+    counts = list(np.atleast_1d(frames))
+    counts = counts * len(views) if len(counts) == 1 else counts
+    if len(counts) != len(views):
+        raise ValueError(f"frames: expected one frame count, or one per view ({len(views)}), got {frames!r}")
+    params, priors = [], []
+    for i, view in enumerate(views):
+        name = view.name if view.name is not None else f"view {i}"
+        try:
+            out, prior = camera_params(view.renderer, sigma_rotation, sigma_translation,
+                                       variance * view.weight, int(counts[i]), refine_focal)
+        except ValueError as exc:
+            raise ValueError(f"views[{i}] ({name!r}): {exc}") from None
+        for p in out:
+            p.name = f"{p.name}[{name}]"
+        params += out
+        priors.append(prior)
+    return params, CameraPriors(priors, [v.name for v in views])
 
 
 def camera_report(renderer, camera, factor=1, axes=None) -> dict:

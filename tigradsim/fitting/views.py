@@ -20,6 +20,10 @@ which the Tape differentiates like any kernel.
 Intervals over every view: `tgs.fit_report(fit.residuals, params, groups=residual_groups(
 fit.view_residual_sizes(), frames=K, blocks=...))` (views of K frames each: a frame's residuals in
 every view share its cluster).  Scene files: [[cameras]] (tigradsim/scenes/scene_views.py).
+
+Each view's camera is refinable on its own: `view_camera_params(fit.views, sigma_rotation, sigma_translation)`
+(fitting/camera_prior.py) gives one pose Param per view ("camera_pose[NAME]") and `CameraPriors`, one prior
+per view weighed against that view's residuals (forward: fit.forward(); priors(fit.loss)).
 """
 
 import math

@@ -10,6 +10,7 @@ def fit_markdown(spec, report, result, honesty_md=None) -> str:
     interval, the interval with the assumed constants, status, bounds), the camera correction, what the clip
     does not determine, how the intervals were made, the assumed constants' sensitivity and the
     identification's details.  `report`: the dict written to estimates.json."""
+    from .scene_views import camera_lines
     iou = (f"; silhouette IoU {report['iou_initial']:.3f} -> {report['iou_final']:.3f}"
            if report["iou_final"] is not None else "")
     lines = [f"# Fit of {spec.path}", "",
@@ -39,11 +40,8 @@ def fit_markdown(spec, report, result, honesty_md=None) -> str:
         status = u["status"] + (" (nuisance)" if u.get("nuisance") else "")
         lines.append(f"| {name} | {_fmt(u['initial'])} | {est} | {std} | {bias} | {ci} | {wide} | {status} | "
                      f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}] |")
-    cam = report["camera"]
-    if cam:
-        lines += ["", f"Camera correction (fitted with the unknowns): turned by {cam['rotation_deg']:.3f} degrees, "
-                      f"centre moved by {cam['camera_centre_moved_by'] * 1000:.1f} mm, focal x {cam['focal_scale']:.4f}; "
-                      "the corrected calibration (file axes) is in estimates.json under \"camera\"."]
+    for line in camera_lines(report["camera"]):
+        lines += ["", line]
     if report["undetermined"]:
         lines += ["", "Not determined by the clip (the value shown is one point of a flat valley, not an estimate):"]
         lines += [f"- {d['text']}" for d in report["undetermined"]]

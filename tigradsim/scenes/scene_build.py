@@ -28,7 +28,7 @@ import os
 import numpy as np
 
 from ..core.aliases import alias_property
-from ..fitting.camera_prior import CameraPrior, camera_params, camera_report
+from ..fitting.camera_prior import CameraPrior
 from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, predictability, \
     predictable_horizon, silhouette_disagreement
 from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
@@ -36,7 +36,8 @@ from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
-from .scene_views import build_views, fit_views, side_by_side_alpha
+from .scene_views import build_views, fit_views, on_first_camera_frames, scene_camera_params, scene_camera_report, \
+    side_by_side_alpha, view_frame_counts, view_residual_groups
 from .unknown_params import unknown_params
 
 # [fit] edge_softness = "auto": the silhouette edge's 10-90 % width in pixels, that of a camera's box-filtered
@@ -201,8 +202,9 @@ class Scene:
         # unknowns=False: the objects' and the ground's own values (no [unknowns] initial values)
         self.params = unknown_params(spec, self.model, self.handles) if unknowns else []
         self.frames_used = len(footage)
-        self.camera_prior = None
-        self.camera_params = self._camera_params() if unknowns else []
+        # [fit] refine_camera: each camera's correction as Params, and the prior (the calibration's uncertainty)
+        # that forward, loss_value and residuals include
+        self.camera_params, self.camera_prior = scene_camera_params(self) if unknowns else ([], None)
         # check_view=False: parse_scene ran the same check, in the file's terms (scene_sanity)
         self.fit = VideoFit(self.sim, fit_views(self), self.params + self.camera_params, check_view=False)
         self.make_loss()
@@ -216,10 +218,11 @@ class Scene:
         """(dt, steps): the file's dt, or 1 / (fps substeps); steps up to the last frame (or duration)."""
         spec, fo = self.spec, self.footage
         dt = spec.dt if spec.dt is not None else 1.0 / (fo.fps * spec.substeps)
-        end = spec.duration if spec.duration is not None else float(fo.times[-1])
-        if end < fo.times[-1] - 1e-9 * dt:
+        last = max(float(f.times[-1]) for f in self._footages)       # every camera's last frame
+        end = spec.duration if spec.duration is not None else last
+        if end < last - 1e-9 * dt:
             raise spec.error("simulation", "duration", f"{end:g} s ends before the last footage frame "
-                             f"(t = {fo.times[-1]:g} s)")
+                             f"(t = {last:g} s)")
         steps = max(1, int(math.ceil(end / dt - 1e-9)))
         return dt, steps
 
@@ -359,28 +362,8 @@ class Scene:
                 raise self.spec.error("footage", "background", str(exc)) from None
         return fo.background
 
-    def _camera_params(self):
-        """[fit] refine_camera: the renderer's pose correction (rotation vector, translation in
-        camera axes) and, with refine_focal, its focal-length scale, fitted with the unknowns;
-        the pose under a Gaussian prior (`self.camera_prior`, `tigradsim.fitting.camera_params`:
-        the calibration's uncertainty, [fit] camera_sigma_rotation_deg / camera_sigma_translation_m)
-        that `forward`, `loss_value` and `residuals` all include."""
-        fit = self.spec.fit
-        self.camera_prior = None
-        if not fit.refine_camera:
-            return []
-        if not hasattr(self.renderer, "camera_delta"):
-            raise self.spec.error("fit", "refine_camera", "this tigradsim's renderer has no camera correction")
-        out, self.camera_prior = camera_params(self.renderer, math.radians(fit.camera_sigma_rotation_deg),
-                                               fit.camera_sigma_translation_m, fit.camera_prior_variance,
-                                               frames=self.frames_used, refine_focal=fit.refine_focal)
-        return out
-
-    def camera_report(self) -> dict:
-        """The fitted camera correction and the corrected camera in the file's axes (OpenCV K, R, t)."""
-        if not self.camera_params:
-            return {}
-        return camera_report(self.renderer, self.camera, factor=self.footage.factor, axes=self.M)
+    # the fitted camera correction(s) and corrected camera(s) in the file's axes (OpenCV K, R, t)
+    camera_report = scene_camera_report
 
     def interval_blocks(self, frames) -> int:
         """Clusters of contiguous frames for the intervals (`residual_groups`): at least 6 and
@@ -419,7 +402,7 @@ class Scene:
         from ..renderers import BlurredImageMSE, ImageMSE
 
         sup, blur = self.spec.fit.supervision, self.spec.fit.blur
-        self._loss_parts, losses = [], []
+        self._loss_parts, self._part_views, losses = [], [], []
         for i, view in enumerate(self.views):
             fo, image = view.footage, view.renderer.image
 
@@ -434,19 +417,22 @@ class Scene:
             if sup in ("rgb", "both"):            # the renderer composites over the plate (coverage blending)
                 parts.append((one(fo.frames, [0, 1, 2]), lambda k, fo=fo: fo.frames[:k]))
             self._loss_parts += parts         # every camera's parts, view after view (residuals' order)
+            self._part_views += [i] * len(parts)
             losses.append(parts[0][0] if len(parts) == 1 else _SumLoss([p for p, _ in parts]))
             self.fit.set_image_loss(losses[-1], view=i)
         self.frames_used = len(self.footage)
         return losses[0]
 
     def use_frames(self, k):
-        """Fit the first k footage frames only (coarse to fine in time; `set_frames` on the losses)."""
+        """Fit the first k footage frames only (coarse to fine in time; `set_frames` on the losses); a
+        further camera of other frame times its frames up to that time (`view_frame_counts`)."""
         k = int(k)
-        for loss, target in self._loss_parts:
-            loss.set_frames(np.arange(k), target(k))
+        counts = view_frame_counts(self, k)
+        for (loss, target), v in zip(self._loss_parts, self._part_views):
+            loss.set_frames(np.arange(counts[v]), target(counts[v]))
         self.frames_used = k
         if self.camera_prior is not None:
-            self.camera_prior.set_frames(k)
+            self.camera_prior.set_frames(counts if len(self.views) > 1 else k)
 
     # -- predictability ([fit] horizon = "auto") --------------------------------------
     def half_step_scene(self) -> "Scene":
@@ -489,8 +475,9 @@ class Scene:
         tol = self.spec.fit.horizon_tolerance if tolerance is None else tolerance
         half = self._half_at_current_values()
         if len(self.views) > 1:         # every camera's silhouettes side by side: the edges of all of them
-            return predictability(lambda: side_by_side_alpha(self.render_views()),
-                                  lambda: side_by_side_alpha(half.render_views()), tol, self.dt)
+            return predictability(lambda: side_by_side_alpha(on_first_camera_frames(self, self.render_views())),
+                                  lambda: side_by_side_alpha(on_first_camera_frames(half, half.render_views())),
+                                  tol, self.dt)
         return predictability(self.render, half.render, tol, self.dt)
 
     def set_horizon(self, k) -> int:
@@ -524,19 +511,22 @@ class Scene:
             self.camera_prior(self.fit.loss)
 
     def residuals(self) -> np.ndarray:
-        """The image residuals (mask part, then RGB part, each frame-major), then, with
-        refine_camera, the camera prior's 6 residuals (`CameraPrior`): 1/2 |r|^2 is the
-        objective whose 2 / N multiple the Tape loss is."""
+        """The image residuals (mask part, then RGB part, each frame-major; camera after camera), then,
+        with refine_camera, the camera prior's 6 residuals (`CameraPrior`; 6 per camera, each against
+        its camera's residual count): 1/2 |r|^2 is the objective whose 2 / N multiple the Tape loss is."""
         r = np.ravel(self.fit.residuals())
         if self.camera_prior is None:
             return r
-        return np.concatenate([r.astype(np.float64), self.camera_prior.residuals(r.size / self.frames_used)])
+        per_frame = r.size / self.frames_used if len(self.views) == 1 else \
+            [n / c for n, c in zip(self.fit.view_residual_sizes(), view_frame_counts(self, self.frames_used))]
+        return np.concatenate([r.astype(np.float64), self.camera_prior.residuals(per_frame)])
 
     def residual_groups(self, count=None, per_frame=False) -> np.ndarray:
         """One cluster label per residual of `residuals()` (`fit_report(groups=...)`): the block
         of contiguous footage frames it comes from (`interval_blocks`), the same label for a
         frame's mask and RGB residuals (the parts are concatenated, each frame-major); the camera
-        prior's 6 residuals form one more cluster.  count: len(residuals()) as a check.
+        prior's 6 residuals (6 per camera) form one more cluster; cameras of other frame times are
+        clustered by time (`view_residual_groups`).  count: len(residuals()) as a check.
 
         Why blocks and not frames: a model mismatch (the time step, the edge profile, the
         contact law) moves the silhouette the same way over many neighbouring frames, so
@@ -551,7 +541,8 @@ class Scene:
         k = self.frames_used
         sizes = [int(np.prod(np.shape(loss.residuals()))) for loss, _ in self._loss_parts]
         blocks = k if per_frame else self.interval_blocks(k)
-        return residual_groups(sizes, k, blocks, extra=6 if self.camera_prior is not None else 0, count=count)
+        return view_residual_groups(self, k, blocks, sizes, self._part_views,
+                                    extra=6 * len(self.views) if self.camera_prior is not None else 0, count=count)
 
 
 def crease_fraction(vertices, faces, angle_deg: float = 30.0) -> float:

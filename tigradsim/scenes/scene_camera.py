@@ -118,16 +118,18 @@ def _parse_footage(file, base, data, section="footage"):
 
 # keys of a [[cameras]] entry besides the camera's own: its name and its footage files
 VIEW_KEYS = ("name", "frames", "masks", "background")
-# [footage] keys every camera shares when there are several (the clips are synchronised: frame k of
-# every camera shows the same time)
+# [footage] keys the cameras share when there are several; a camera's entry may give its own (its clip's
+# frame rate, the simulation time of its first frame, the frames used), which then replace the shared ones
 SHARED_FOOTAGE_KEYS = ("fps", "start_time", "first", "count")
 
 
 def _parse_cameras(file, base, entries, footage_data):
     """[[cameras]]: a list of camera tables, each as [camera] plus `name` (required, unique) and its
-    own `frames`, `masks` (and `background`) as in [footage]; [footage] then holds only what the
-    cameras share (fps, start_time, first, count).  Returns (views [ViewSpec], the first camera's
-    FootageSpec or None); every error names the camera ([cameras.NAME])."""
+    own `frames`, `masks` (and `background`) as in [footage]; [footage] then holds what the cameras
+    share (fps, start_time, first, count), which an entry may override with its own (cameras at
+    different frame rates, started at different times: each clip's frame k is drawn at that clip's
+    start_time + k / fps).  Returns (views [ViewSpec], the first camera's FootageSpec or None); every
+    error names the camera ([cameras.NAME])."""
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         raise SceneError(file, None, "cameras", f"expected an array of tables [[cameras]] (at least one), got "
                          f"{_typename(entries)}")
@@ -138,7 +140,8 @@ def _parse_cameras(file, base, entries, footage_data):
         if own:
             ft.fail(own[0], "with [[cameras]] each camera gives its own frames, masks and background in its "
                             "[[cameras]] entry; [footage] holds only what they share (fps, start_time, first, count)")
-        ft.number("fps", positive=True)
+        if ft.has("fps"):
+            ft.number("fps", positive=True)
         shared = {k: footage_data[k] for k in SHARED_FOOTAGE_KEYS if k in footage_data}
     views, names = [], []
     for i, entry in enumerate(entries):
@@ -151,26 +154,25 @@ def _parse_cameras(file, base, entries, footage_data):
             raise SceneError(file, section, "name", f"duplicate camera name {name!r} (cameras {i} and "
                              f"{names.index(name)}): every camera needs its own name")
         names.append(name)
-        camera = _parse_camera(file, {k: v for k, v in entry.items() if k != "name"}, section, extra=VIEW_KEYS[1:])
-        given = {k: entry[k] for k in VIEW_KEYS[1:] if k in entry}
+        keys = VIEW_KEYS[1:] + SHARED_FOOTAGE_KEYS
+        camera = _parse_camera(file, {k: v for k, v in entry.items() if k != "name"}, section, extra=keys)
+        given = {k: entry[k] for k in keys if k in entry}
         footage = None
-        if given:
-            if footage_data is None:
-                raise SceneError(file, "footage", "fps", f"missing: camera {name!r} has frames; add [footage] "
-                                 "with their fps (and start_time), shared by every camera")
+        if any(k in given for k in VIEW_KEYS[1:]):
             if "frames" not in given:
                 raise SceneError(file, section, "frames", "missing: masks or background without the frames")
+            if "fps" not in given and "fps" not in shared:
+                raise SceneError(file, section, "fps", f"missing: camera {name!r} has frames; give their fps here "
+                                 "or in [footage] (shared by every camera)")
             footage = _parse_footage(file, base, {**shared, **given}, section)
-        views.append(ViewSpec(name=name, camera=camera, footage=footage))
+        elif given:
+            raise SceneError(file, section, next(iter(given)), "footage timing without frames: give the camera's "
+                             "frames (and masks) too")
+        views.append(ViewSpec(name=name, camera=camera, footage=footage,
+                              own_timing=tuple(k for k in SHARED_FOOTAGE_KEYS if k in given)))
     with_frames = [v for v in views if v.footage is not None]
     if with_frames and len(with_frames) != len(views):
         v = next(v for v in views if v.footage is None)
         raise SceneError(file, f"cameras.{v.name}", "frames", f"missing: camera {with_frames[0].name!r} has footage, "
                          "so every camera needs its frames")
-    for v in with_frames[1:]:
-        first = with_frames[0]
-        if v.footage.count != first.footage.count:
-            raise SceneError(file, f"cameras.{v.name}", "frames", f"{v.footage.count} frames, but camera "
-                             f"{first.name!r} has {first.footage.count}: the cameras' clips are synchronised, "
-                             "expected the same number of frames in each")
     return views, views[0].footage

@@ -56,11 +56,13 @@ Sections (see demos/scenes/*.toml for complete examples):
                    unique: letters, digits, - and _), the keys of [camera] (K, R, t or eye,
                    target, up, fov; width, height, near, far), and that camera's own footage files
                    frames, masks, background (as in [footage]); [footage] then holds what the
-                   cameras share: fps, start_time, first, count (synchronised clips: the same
-                   number of frames, frame k of every camera at the same time).  The fit sums
+                   cameras share: fps, start_time, first, count, each of which a camera may give
+                   itself (clips at their own frame rates and start times: each camera's frame k
+                   is drawn at its own start_time + k / fps; horizons count the first camera's
+                   frames, the others fit their frames up to that time).  The fit sums
                    every camera's image loss (tigradsim/scenes/scene_views.py); errors name the
                    camera ([cameras.NAME]); the report gives each camera's IoU.  refine_camera
-                   is not supported with several cameras yet.
+                   refines each camera's own pose, under its own prior.
     [footage]      frames = "frames/frame_%04d.png" (printf pattern or glob), masks = ...,
                    fps, start_time (simulation time of the first frame, default 0),
                    background = "plate.png" | "estimate" (RGB supervision), first, count
@@ -240,9 +242,6 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
             where = "[footage]" if len(views) == 1 and view.name == "camera" else f"camera {view.name!r}"
             raise SceneError(file, "fit", "supervision", f"{fit.supervision!r} needs mask frames: add "
                              f"masks = \"...\" to {where} (or use supervision = \"rgb\")")
-    if fit.refine_camera and len(views) > 1:
-        raise SceneError(file, "fit", "refine_camera", f"not supported with several cameras ({len(views)} in "
-                         "[[cameras]]) yet: calibrate them, or fit with one camera")
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,

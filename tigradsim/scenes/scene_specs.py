@@ -102,10 +102,12 @@ class FootageSpec:
 @dataclass
 class ViewSpec:
     """One camera of a scene: its name ("camera" for a file's single [camera]), the camera and its
-    footage files (None without footage).  File axes."""
+    footage files (None without footage), and which footage timing keys (fps, start_time, first,
+    count) its [[cameras]] entry gave itself rather than taking [footage]'s.  File axes."""
     name: str
     camera: CameraSpec
     footage: Optional[FootageSpec]
+    own_timing: tuple = ()
 
 
 

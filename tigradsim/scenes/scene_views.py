@@ -18,8 +18,9 @@ import numpy as np
 
 from .scene_table import SceneError
 
-__all__ = ["SceneView", "renamed_error", "load_views_footage", "build_views", "fit_views", "view_iou", "views_iou",
-           "mean_iou", "side_by_side_alpha"]
+__all__ = ["SceneView", "renamed_error", "load_views_footage", "build_views", "fit_views", "scene_camera_params",
+           "scene_camera_report", "camera_summary", "camera_lines",
+           "view_frame_counts", "view_residual_groups", "on_first_camera_frames", "view_iou", "views_iou", "mean_iou", "side_by_side_alpha"]
 
 
 @dataclass
@@ -43,7 +44,8 @@ def renamed_error(exc: SceneError, spec, view) -> SceneError:
     head = f"{exc.file}: [{exc.section}] " + (f"{exc.key}: " if exc.key else "")
     text = str(exc)
     message = text[len(head):] if text.startswith(head) else text
-    section = spec.camera_section(view) if exc.key not in ("fps", "start_time") else "footage"
+    shared = exc.key in ("fps", "start_time", "first", "count") and exc.key not in getattr(view, "own_timing", ())
+    section = "footage" if shared else spec.camera_section(view)
     return SceneError(exc.file, section, exc.key, message)
 
 
@@ -82,15 +84,15 @@ def build_views(scene, footages) -> list:
     kept = (scene.camera, scene.footage, scene.timed, scene.plate, scene.edge_softness)
     try:
         for view, footage in zip(views[1:], footages[1:]):
-            if len(footage) != len(scene.footage) or not np.allclose(footage.times, scene.footage.times):
-                raise spec.error(spec.camera_section(view), "frames", f"{len(footage)} frames, camera "
-                                 f"{first.name!r} has {len(scene.footage)}: the cameras' clips must be synchronised")
             try:
                 camera = scene_camera(spec.view_spec(view), footage.factor)
             except SceneError as exc:
                 raise renamed_error(exc, spec, view) from None
             scene.camera, scene.footage = camera, footage
-            renderer = scene._make_renderer()
+            try:
+                renderer = scene._make_renderer()
+            except SceneError as exc:
+                raise renamed_error(exc, spec, view) from None
             out.append(SceneView(view.name, view, camera, footage, renderer, scene.timed, scene.plate))
     finally:
         scene.camera, scene.footage, scene.timed, scene.plate, scene.edge_softness = kept
@@ -105,6 +107,121 @@ def fit_views(scene):
     if not scene.spec.several_cameras:
         return scene.renderer
     return [View(v.renderer, name=v.name) for v in scene.views]
+
+
+def scene_camera_params(scene):
+    """[fit] refine_camera: (Params, prior) of the scene's camera correction(s), or ([], None).
+
+    One camera: its renderer's pose correction (rotation vector, translation in camera axes) and,
+    with refine_focal, its focal-length scale, under a Gaussian prior on the pose (`CameraPrior`,
+    `tigradsim.fitting.camera_params`: the calibration's uncertainty, [fit] camera_sigma_rotation_deg
+    / camera_sigma_translation_m / camera_prior_variance).  Several cameras: each camera's own
+    correction ("camera_pose[NAME]") and prior (`view_camera_params`, `CameraPriors`): one badly
+    calibrated camera moves alone, the others stay held by their priors and their footage."""
+    import math
+
+    from ..fitting.camera_prior import camera_params, view_camera_params
+
+    fit = scene.spec.fit
+    if not fit.refine_camera:
+        return [], None
+    if not all(hasattr(v.renderer, "camera_delta") for v in scene.views):
+        raise scene.spec.error("fit", "refine_camera", "this tigradsim's renderer has no camera correction")
+    args = (math.radians(fit.camera_sigma_rotation_deg), fit.camera_sigma_translation_m, fit.camera_prior_variance)
+    if len(scene.views) > 1:         # each prior counts its own camera's frames (cameras of other frame rates)
+        return view_camera_params(fit_views(scene), *args, frames=view_frame_counts(scene, scene.frames_used),
+                                  refine_focal=fit.refine_focal)
+    return camera_params(scene.renderer, *args, frames=scene.frames_used, refine_focal=fit.refine_focal)
+
+
+def scene_camera_report(scene) -> dict:
+    """The fitted camera correction and the corrected camera in the file's axes (OpenCV K, R, t,
+    `camera_report`); with several cameras {camera name: that}; {} without refine_camera."""
+    from ..fitting.camera_prior import camera_report
+
+    if not scene.camera_params:
+        return {}
+    if len(scene.views) > 1:
+        return {v.name: camera_report(v.renderer, v.camera, factor=v.footage.factor, axes=scene.M)
+                for v in scene.views}
+    return camera_report(scene.renderer, scene.camera, factor=scene.footage.factor, axes=scene.M)
+
+
+def camera_summary(report) -> "dict | None":
+    """A `scene_camera_report` without its K, R, t (the summary line's "camera"), per camera with several;
+    None when empty."""
+    if not report:
+        return None
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("K", "R", "t")}
+    return strip(report) if "rotation_deg" in report else {name: strip(r) for name, r in report.items()}
+
+
+def camera_lines(report) -> list:
+    """One sentence per fitted camera correction (`scene_camera_report`), for the fit's markdown report."""
+    if not report:
+        return []
+    cams = [(None, report)] if "rotation_deg" in report else list(report.items())
+    return [f"Camera correction{'' if name is None else f' of {name!r}'} (fitted with the unknowns): turned by "
+            f"{cam['rotation_deg']:.3f} degrees, centre moved by {cam['camera_centre_moved_by'] * 1000:.1f} mm, focal "
+            f"x {cam['focal_scale']:.4f}; the corrected calibration (file axes) is in estimates.json under \"camera\"."
+            for name, cam in cams]
+
+
+def view_frame_counts(scene, k) -> list:
+    """The frames each camera fits while the first camera fits its first k (horizons count the first
+    camera's frames): every frame of every camera when k is all of the first's; otherwise each further
+    camera's frames shown up to the first camera's frame k - 1 (at least one).  Synchronised cameras:
+    k each."""
+    first = scene.views[0].footage.times
+    k = int(k)
+    if k >= len(first):
+        return [len(v.footage) for v in scene.views]
+    end = float(first[k - 1]) + 1e-9
+    return [k] + [max(1, int(np.searchsorted(v.footage.times, end, side="right"))) for v in scene.views[1:]]
+
+
+def _nearest_first_frames(scene, view, count):
+    """For a camera's first `count` frames, the index of the first camera's frame nearest in time."""
+    first = np.asarray(scene.views[0].footage.times, dtype=np.float64)
+    times = np.asarray(view.footage.times[:count], dtype=np.float64)
+    return np.abs(times[:, None] - first[None, :]).argmin(axis=1)
+
+
+def view_residual_groups(scene, k, blocks, part_sizes, part_views, extra=0, count=None) -> np.ndarray:
+    """`residual_groups` for cameras of their own frame times: the residuals are parts (sizes
+    `part_sizes`, each of camera `part_views[i]`, frame-major over that camera's fitted frames,
+    `view_frame_counts`); a frame's label is the block (`frame_blocks(k, blocks)`) of the first camera's
+    frame nearest it in time (synchronised cameras: exactly `residual_groups`' labels); then `extra`
+    residuals (the camera priors') form one more cluster, label `blocks`."""
+    from ..fitting.residual_groups import frame_blocks
+
+    counts = view_frame_counts(scene, k)
+    block_of_frame = frame_blocks(k, blocks)
+    labels = []
+    for size, v in zip(part_sizes, part_views):
+        c = counts[v]
+        if size % c:
+            raise ValueError(f"part_sizes: expected each part to hold a whole number of frames' residuals, got "
+                             f"{size} residuals for {c} frames of camera {scene.views[v].name!r}")
+        nearest = np.minimum(_nearest_first_frames(scene, scene.views[v], c), k - 1)
+        labels.append(np.repeat(block_of_frame[nearest], size // c))
+    if extra:
+        labels.append(np.full(int(extra), blocks))
+    out = np.concatenate(labels)
+    if count is not None and out.size != count:
+        raise ValueError(f"residual_groups: {out.size} labels for {count} residuals")
+    return out
+
+
+def on_first_camera_frames(scene, videos) -> list:
+    """Each camera's video (K_v, H, W, C) at the first camera's frame times (its frame nearest in time to
+    each): videos of one length, for measures taken frame by frame over every camera."""
+    first = np.asarray(scene.views[0].footage.times, dtype=np.float64)
+    out = []
+    for view, video in zip(scene.views, videos):
+        times = np.asarray(view.footage.times, dtype=np.float64)
+        out.append(np.asarray(video)[np.abs(first[:, None] - times[None, :]).argmin(axis=1)])
+    return out
 
 
 def view_iou(footage, alpha):
