@@ -1,4 +1,4 @@
-"""Motion of the footage boxes simulated by engines other than tigradsim (issue 44, item 1).
+"""Motion of the footage boxes and soft cube simulated by engines other than tigradsim (issue 44, item 1).
 
 `make_footage.py --engine warp|mujoco|newton` renders these exactly as tigradsim's own clips (same box,
 camera, push, initial velocities, Mitsuba render, masks); only the motion, the truth values and

@@ -21,6 +21,11 @@ Clips (see benchmarks/footage/README.md):
     box_drop   box dropped with spin, bounces and slides, no known force: mass, ke, kd, kf, mu
     soft_drop  neo-Hookean cube (320 tets) dropped on an edge: mu, lam
 
+--engine warp | mujoco | newton: the same clips with the motion of another engine
+(benchmarks/engine_sims.py; folders ENGINE_CLIP): the boxes for every engine, soft_drop for warp
+(Warp's own add_soft_grid cube, equal node masses).  Newton runs in its own venv
+(benchmarks/requirements-newton.txt, benchmarks/newton_sim.py).
+
 Camera conversion (OpenCV -> Mitsuba), checked on every run: Mitsuba's camera
 frame has x LEFT, y up, z forward, so its camera-to-world matrix is
 [R^T diag(-1, -1, 1) | -R^T t]; `fov` is the x field of view 2 atan(W / (2 fx))
