@@ -145,6 +145,23 @@ def test_engine_clip_truths_differ_between_engines():
             assert len(set(values)) == len(values), (kind, x, values)
 
 
+def test_newton_push_slides_as_coulomb_friction_of_its_mu():
+    """truth.json calls Newton's (XPBD) mu a Coulomb coefficient comparable with tigradsim's: the pushed
+    box's slide equals the rigid Coulomb slide of that mu and mass, (F - mu m g) / m for the 0.2 s push,
+    then mu g deceleration (measured 5e-6 relative), and it stays on the floor and on its line; a mu 2 %
+    off would move it by ~2 %."""
+    truth = truth_of("newton_box_push")
+    p = np.array(truth["trajectory"]["position"])
+    m, mu, g = truth["truth"]["mass"], truth["truth"]["mu"], 9.8
+    (f,) = truth["forces"]
+    a = (f["force"][0] - mu * m * g) / m
+    v = a * (f["end"] - f["start"])
+    slide = 0.5 * a * (f["end"] - f["start"]) ** 2 + v * v / (2 * mu * g)
+    assert p[-1, 0] - p[0, 0] == pytest.approx(slide, rel=2e-3)
+    assert np.abs(p[:, 1] - p[0, 1]).max() < 1e-4 and np.abs(p[:, 2]).max() < 1e-4
+    assert np.allclose(truth["trajectory"]["quaternion_xyzw"], [0, 0, 0, 1], atol=1e-4)
+
+
 def test_warp_soft_clip_states_its_engine_masses_and_material_conversion():
     """warp_soft_drop (benchmarks/engine_sims.simulate_soft): Warp's own 125-node / 320-tet grid as TetGen
     files, every node the same mass (add_soft_grid's density x cell volume) as the known node_mass,
