@@ -41,7 +41,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from footage import FOOTAGE, noisy_folder, perturbed_camera, run_fit, write_toml  # noqa: E402
 
-CLIPS = ("box_push", "box_drop", "warp_box_push", "warp_box_drop", "mujoco_box_push", "mujoco_box_drop")
+CLIPS = ("box_push", "box_drop", "warp_box_push", "warp_box_drop", "mujoco_box_push", "mujoco_box_drop",
+         "newton_box_push", "newton_box_drop", "warp_soft_drop")
 VARIANTS = ("clean", "noisy", "camera")
 GUESS = {"box.mass": 1.0, "box.mu": 0.3}           # the same round guesses for every clip
 BOUNDS = {"box.mass": (0.1, 10.0), "box.mu": (0.05, 1.5)}
@@ -67,6 +68,9 @@ def make_scene(clip, variant, contact, scene_dir, out, quick):
     """Write scene_dir/scene.toml from the clip's user-side facts; returns (path, truths)."""
     folder = os.path.join(FOOTAGE, clip)
     truth = json.load(open(os.path.join(folder, "truth.json")))
+    if truth["object"]["type"] == "soft":     # soft clips: coverage_soft.py writes their scene files
+        from coverage_soft import make_soft_scene
+        return make_soft_scene(clip, variant, contact, scene_dir, out, quick)
     frames_folder = noisy_folder(clip, out) if variant == "noisy" else folder
     rel = lambda p: os.path.relpath(p, scene_dir)
     obj = truth["object"]
@@ -119,6 +123,9 @@ def truths_of(clip):
     """The clip's true values of the estimates a fit reports: mass and mu, and for tigradsim's own clips
     (its own contact law) the contact constants per unit mass too (the other engines' have no counterpart)."""
     truth = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))
+    if truth["object"]["type"] == "soft":
+        from coverage_soft import soft_truths
+        return soft_truths(truth)
     t = truth["truth"]
     out = {"box.mass": float(t["mass"]), "box.mu": float(t["mu"])}
     if truth["simulation"].get("simulator", "tigradsim") == "tigradsim":

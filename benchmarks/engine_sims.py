@@ -1,6 +1,6 @@
-"""Motion of the footage boxes simulated by engines other than tigradsim (issue 44, item 1).
+"""Motion of the footage boxes and soft cube simulated by engines other than tigradsim (issue 44, item 1).
 
-`make_footage.py --engine warp|mujoco` renders these exactly as tigradsim's own clips (same box,
+`make_footage.py --engine warp|mujoco|newton` renders these exactly as tigradsim's own clips (same box,
 camera, push, initial velocities, Mitsuba render, masks); only the motion, the truth values and
 the contact law differ.  Each engine runs with ITS OWN contact law and constants (below), none of
 which tigradsim has; truth.json states the law, the constants and what of them is comparable with
@@ -29,7 +29,49 @@ comparable with tigradsim only through mu (a Coulomb coefficient on a pyramidal 
 k as a stiffness per unit effective mass (about 2,800 s^-2: tigradsim's 4 ke / m would be the
 closest quantity); there is no friction regularisation (kf) at all.
 
-Force windows follow tigradsim's rule in both engines: step k (time k dt) is loaded when
+Newton 1.8 (PyPI `newton`, on warp-lang 1.19), `SolverXPBD` (extended position-based dynamics, Macklin
+et al. 2016 / Mueller et al. 2020): rigid box shape on Newton's ground plane, contacts from
+`newton.CollisionPipeline` (box-plane, reduced manifold), float32, 32 steps per 30 fps frame, 8 solver
+iterations per step, rigid_contact_relaxation 0.8, contact weighting on (the default: a body's
+correction is divided by its number of active contacts).  Newton needs warp-lang >= 1.17, so it runs
+in its own venv as a subprocess (benchmarks/newton_sim.py; recreate the venv with
+`python3 -m venv /opt/venvs/newton && /opt/venvs/newton/bin/pip install -r benchmarks/requirements-newton.txt`,
+or point TIGRADSIM_NEWTON_PYTHON at another interpreter that has newton==1.8.0).  Its law
+(newton/_src/solvers/xpbd/kernels.py, `solve_body_contact_positions`), per contact at separation
+d < 0 along the normal n, with w = m^-1 + (r x n)^T I^-1 (r x n) the generalised inverse mass:
+    normal:   a position correction removing relaxation x d of the penetration per iteration, shared
+              between the body's translation and rotation in proportion to m^-1 and I^-1 (multiplier
+              dlambda_n = -relaxation d / (dt w)), divided by the body's active contact count; the
+              velocity is the position change over dt: a hard, zero-compliance non-penetration
+              constraint, no stiffness and no damping constant
+    friction: the tangential slip of the contact points over the step, e (a length), corrected by
+              dlambda_t = -relaxation e / (dt w_t), limited to |dlambda_t| <= mu |dlambda_n| per
+              iteration (Coulomb's cone on the position level, static friction exact up to the
+              iterations, no regularisation speed)
+    restitution (enable_restitution): after the positional solve the normal velocity is set to
+              -e vn_before (Newton's velocity pass over each contact manifold), e the shapes'
+              restitution averaged.
+Material constants of two shapes are averaged.  Comparable with tigradsim: mu (a Coulomb
+coefficient); nothing else (no ke, kd or kf exists; restitution is a coefficient tigradsim's penalty
+law has only implicitly through ke and kd).
+
+Newton's semi-implicit solver (not used here) has exactly tigradsim's capped friction
+min(kf |vt|, mu fN) and an uncapped normal damping kd min(vn, 0) inside the penetration: a third clip
+with that solver would test little that the Warp clips do not.
+
+Soft body (`simulate_soft`, clip warp_soft_drop): Warp 1.9.1 `warp.sim`, `ModelBuilder.add_soft_grid`
+(4 x 4 x 4 cells of 0.075 m, 5 tets per cell: 125 particles, 320 tets), SemiImplicitIntegrator, float32,
+256 steps per frame.  Material (`eval_tetrahedra`): Warp's stable neo-Hookean with
+    P = k_mu (1 - 1/(Ic + 1)) F + k_lambda (J - alpha) cof F + k_damp (dF/dt + (dJ/dt) cof F),
+    alpha = 1 + k_mu / k_lambda - k_mu / (4 k_lambda)
+(the elastic part is tigradsim's "neo_hookean" with mu = k_mu, lam = k_lambda; the damping is
+tigradsim's damping_model "warp" with damping = k_damp).  Masses: add_soft_grid gives EVERY particle
+the mass density x cell volume (corners and faces alike: the total is 125 cell masses, not density x
+cube volume).  Ground: `eval_particle_ground_contacts` per particle (radius 0 here):
+    fN = ke |d| - kd min(vn, 0) (uncapped damping),  |ft| = min(kf |vt|, mu fN)
+(tigradsim's capped friction law with an uncapped damping; the constants are model.soft_contact_*).
+
+Force windows follow tigradsim's rule in every engine: step k (time k dt) is loaded when
 (k + 1/2) dt lies in [start, end).  A force at a body point is applied as a force at the centre of
 mass plus the torque (R p) x F.
 """
@@ -46,6 +88,11 @@ WARP_STEPS_PER_FRAME = 256
 WARP_FRICTION_SMOOTHING = 0.02          # [m/s] delta of Warp's Huber norm
 MUJOCO_TIMESTEP = 1.0 / 600.0
 MUJOCO_STEPS_PER_FRAME = 20
+NEWTON_STEPS_PER_FRAME = 32
+NEWTON_ITERATIONS = 8
+NEWTON_RELAXATION = 0.8
+# Newton lives in its own venv (it needs warp-lang >= 1.17); override with TIGRADSIM_NEWTON_PYTHON
+NEWTON_PYTHON_DEFAULT = "/opt/venvs/newton/bin/python"
 
 # Each engine's truth and contact constants per clip (the box, camera, push and initial state are
 # make_footage.CLIPS's).  The masses and friction coefficients differ from tigradsim's clips and from
@@ -60,6 +107,18 @@ ENGINE_CLIPS = {
     "mujoco": {
         "box_push": dict(mass=1.25, contact=dict(solref=(0.02, 1.0), solimp=(0.9, 0.95, 0.001, 0.5, 2.0), mu=0.45)),
         "box_drop": dict(mass=0.95, contact=dict(solref=(0.02, 1.0), solimp=(0.9, 0.95, 0.001, 0.5, 2.0), mu=0.55)),
+    },
+    "newton": {
+        "box_push": dict(mass=1.2, contact=dict(mu=0.43, restitution=0.0)),
+        "box_drop": dict(mass=0.8, contact=dict(mu=0.45, restitution=0.3)),
+    },
+}
+# Soft clips of other engines: the engine's own material, masses and damping (make_footage.CLIPS'
+# soft_drop gives the cube's size, cells, pose, velocity and camera).
+ENGINE_SOFT_CLIPS = {
+    "warp": {
+        "soft_drop": dict(k_mu=4000.0, k_lambda=9000.0, k_damp=0.8, density=80.0, radius=0.0,
+                          ground=dict(ke=1.0e4, kd=10.0, kf=100.0, mu=0.6)),
     },
 }
 ENGINES = tuple(ENGINE_CLIPS)
@@ -104,7 +163,8 @@ def simulate(engine, spec, frames, initial_rotation):
     info) with info = {"simulation": ..., "contact": ..., "truth": ..., "comparable": ...} for truth.json."""
     if engine not in ENGINE_CLIPS:
         raise ValueError(f"engine: expected one of {ENGINES}, got {engine!r}")
-    return {"warp": _simulate_warp, "mujoco": _simulate_mujoco}[engine](spec, frames, initial_rotation)
+    return {"warp": _simulate_warp, "mujoco": _simulate_mujoco, "newton": _simulate_newton}[engine](
+        spec, frames, initial_rotation)
 
 
 def _clip_name(spec):
@@ -267,3 +327,165 @@ def _simulate_mujoco(spec, frames, initial_rotation):
     }
     state0 = dict(position=np.asarray(position, dtype=np.float64), rotation=q0)
     return verts, faces, positions, quats, state0, info
+
+
+# ---------------------------------------------------------------------------- Newton (own venv)
+def newton_python():
+    """The interpreter of Newton's venv (TIGRADSIM_NEWTON_PYTHON, default /opt/venvs/newton/bin/python)."""
+    import os
+    path = os.environ.get("TIGRADSIM_NEWTON_PYTHON", NEWTON_PYTHON_DEFAULT)
+    if not os.path.exists(path):
+        raise RuntimeError(f"TIGRADSIM_NEWTON_PYTHON: no interpreter at {path!r}; create Newton's venv: python3 -m venv "
+                           "/opt/venvs/newton && /opt/venvs/newton/bin/pip install -r benchmarks/requirements-newton.txt")
+    return path
+
+
+def _simulate_newton(spec, frames, initial_rotation):
+    import json
+    import os
+    import subprocess
+    import tempfile
+    e = ENGINE_CLIPS["newton"][_clip_name(spec)]
+    m, c = e["mass"], e["contact"]
+    size = np.asarray(spec["size"], dtype=np.float64)
+    q0 = np.asarray(initial_rotation, dtype=np.float64)
+    job = {"size": size.tolist(), "mass": m, "position": list(spec["position"]), "quaternion_xyzw": q0.tolist(),
+           "velocity": list(spec["velocity"]), "angular_velocity": list(spec["angular_velocity"]),
+           "forces": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in f.items()} for f in spec["forces"]],
+           "frames": int(frames), "fps": FPS, "substeps": NEWTON_STEPS_PER_FRAME, "iterations": NEWTON_ITERATIONS,
+           "mu": c["mu"], "restitution": c["restitution"], "relaxation": NEWTON_RELAXATION}
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "newton_sim.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.npz")
+        with open(src, "w") as fh:
+            json.dump(job, fh)
+        r = subprocess.run([newton_python(), script, src, dst], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"newton_sim.py failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
+        out = dict(np.load(dst))
+    positions, quats = out["positions"], out["quats"]
+    newton_version, warp_version = (str(v) for v in out["versions"])
+    verts, faces = box_vertices(size, positions, quats)
+    dt = 1.0 / (FPS * NEWTON_STEPS_PER_FRAME)
+    info = {
+        "simulation": {"simulator": f"Newton {newton_version} (warp-lang {warp_version}, own venv; "
+                                    "benchmarks/newton_sim.py)",
+                       "integrator": f"newton.solvers.SolverXPBD(iterations={NEWTON_ITERATIONS}, "
+                                     f"rigid_contact_relaxation={NEWTON_RELAXATION}, enable_restitution="
+                                     f"{c['restitution'] > 0}), rigid_contact_con_weighting on (default)",
+                       "dt": dt, "steps_per_frame": NEWTON_STEPS_PER_FRAME, "precision": "f32",
+                       "collision": "newton.CollisionPipeline (box-plane, reduced contact manifold)",
+                       "solver": "XPBD position-level contact and friction"},
+        "contact": {"law": "Newton XPBD solve_body_contact_positions: hard non-penetration (zero compliance) corrected "
+                           "by relaxation x depth per iteration, divided by the body's contact count; position-level "
+                           "friction on the tangential slip, limited per iteration to mu x the normal multiplier "
+                           "(Coulomb cone, no regularisation speed); restitution e applied to the normal velocity "
+                           "after the positional solve (enable_restitution)",
+                    "per": "contact of the collision pipeline's manifold; shape and ground materials equal "
+                           "(Newton averages them)",
+                    "mu": c["mu"], "restitution": c["restitution"], "mu_torsional": 0.0, "mu_rolling": 0.0,
+                    "relaxation": NEWTON_RELAXATION, "iterations": NEWTON_ITERATIONS},
+        "truth": {"mass": m, "mu": c["mu"]},
+        "comparable": {
+            "mu": "a Coulomb friction coefficient (position-level cone, static friction exact up to the iterations): "
+                  "comparable with tigradsim's mu",
+            "ke": "none: XPBD contact is rigid (zero compliance); no stiffness exists",
+            "kd": "none: no contact damping; energy leaves through restitution %g (a coefficient of restitution "
+                  "on the normal velocity) and the position projection" % c["restitution"],
+            "kf": "none: no friction regularisation speed"},
+        "initial_position_rule": ("box_push: Newton's own resting height (1 s settled at rest, then velocities "
+                                  "zeroed and x, z, orientation reset)") if spec["forces"] else None,
+    }
+    state0 = dict(position=np.asarray(out["position0"], dtype=np.float64), rotation=q0)
+    return verts, faces, positions, quats, state0, info
+
+
+# ---------------------------------------------------------------------------- soft bodies
+def simulate_soft(engine, spec, frames, initial_rotation):
+    """Simulate make_footage's soft clip `spec` (the cube's size, cells, pose, velocity) in `engine`
+    with ENGINE_SOFT_CLIPS's material, masses, damping and ground.
+
+    Returns (vertices (T, V, 3), surface faces (F, 3), centroids (T, 3), rest vertices (V, 3) centred at
+    the origin, tets (T4, 4) 0-based positively oriented, node masses (V,), info)."""
+    if engine not in ENGINE_SOFT_CLIPS:
+        raise ValueError(f"engine: soft clips exist for {tuple(ENGINE_SOFT_CLIPS)}, got {engine!r}")
+    return _simulate_warp_soft(spec, frames, initial_rotation)
+
+
+def _simulate_warp_soft(spec, frames, initial_rotation):
+    import warp as wp
+    import warp.sim  # noqa: F401
+    from tigradsim.io.meshes import boundary_faces
+    wp.config.quiet = True
+    wp.init()
+    e = ENGINE_SOFT_CLIPS["warp"]["soft_drop"]
+    n, s = int(spec["cells"]), float(spec["size"])
+    cell = s / n
+    builder = wp.sim.ModelBuilder(up_vector=(0.0, 1.0, 0.0), gravity=GRAVITY[1])
+    builder.default_particle_radius = e["radius"]
+    # built at rest centred at the origin; the pose and velocity are set on the state below
+    builder.add_soft_grid(pos=wp.vec3(-s / 2, -s / 2, -s / 2), rot=wp.quat_identity(), vel=wp.vec3(0.0, 0.0, 0.0),
+                          dim_x=n, dim_y=n, dim_z=n, cell_x=cell, cell_y=cell, cell_z=cell, density=e["density"],
+                          k_mu=e["k_mu"], k_lambda=e["k_lambda"], k_damp=e["k_damp"])
+    model = builder.finalize(device="cpu")
+    # add_soft_grid also adds its boundary triangles as a membrane (tri_ke 100 by default: ~13 % of the
+    # cube's shear stiffness here); tri_ke = tri_ka = 0 makes Warp's triangle kernel divide 0 by 0
+    # (alpha = 1 + ke / ka), so the triangles are switched off by count: the clip is the tets alone
+    model.tri_count = 0
+    model.ground = True
+    g = e["ground"]
+    model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = (
+        g["ke"], g["kd"], g["kf"], g["mu"])
+    rest = model.particle_q.numpy().astype(np.float64)
+    tets = model.tet_indices.numpy().astype(np.int64)
+    masses = model.particle_mass.numpy().astype(np.float64)
+    R = _quat_matrix(initial_rotation)
+    position = np.asarray(spec["position"], dtype=np.float64)
+    x0 = rest @ R.T + position
+    v0 = np.asarray(spec["velocity"], dtype=np.float64) + np.cross(
+        np.asarray(spec["angular_velocity"], dtype=np.float64), x0 - position)
+    s0, s1 = model.state(), model.state()
+    s0.particle_q.assign(x0.astype(np.float32))
+    s0.particle_qd.assign(v0.astype(np.float32))
+    integrator = wp.sim.SemiImplicitIntegrator()
+    dt = 1.0 / (FPS * WARP_STEPS_PER_FRAME)
+    xs = [s0.particle_q.numpy().astype(np.float64)]
+    for step in range((frames - 1) * WARP_STEPS_PER_FRAME):
+        s0.clear_forces()
+        integrator.simulate(model, s0, s1, dt)
+        s0, s1 = s1, s0
+        if (step + 1) % WARP_STEPS_PER_FRAME == 0:
+            xs.append(s0.particle_q.numpy().astype(np.float64))
+    xs = np.array(xs)
+    if not np.all(np.isfinite(xs)):
+        raise RuntimeError("warp soft drop: the simulation blew up (non-finite positions)")
+    centroids = (xs * masses[None, :, None]).sum(1) / masses.sum()
+    node_mass = float(masses[0])
+    info = {
+        "simulation": {"simulator": f"NVIDIA Warp {wp.config.version} (warp.sim)",
+                       "integrator": "warp.sim.SemiImplicitIntegrator", "dt": dt,
+                       "steps_per_frame": WARP_STEPS_PER_FRAME, "precision": "f32",
+                       "builder": f"ModelBuilder.add_soft_grid(dim {n} x {n} x {n}, cell {cell:g} m, density "
+                                  f"{e['density']:g}, k_mu {e['k_mu']:g}, k_lambda {e['k_lambda']:g}, k_damp "
+                                  f"{e['k_damp']:g}); its boundary triangles (a membrane) switched off: model.tri_count = 0"},
+        "material": {"law": "Warp eval_tetrahedra: P = k_mu (1 - 1/(Ic + 1)) F + k_lambda (J - alpha) cof F + k_damp "
+                            "(dF/dt + (dJ/dt) cof F), alpha = 1 + k_mu/k_lambda - k_mu/(4 k_lambda), per tet x rest "
+                            "volume",
+                     "k_mu": e["k_mu"], "k_lambda": e["k_lambda"], "k_damp": e["k_damp"],
+                     "conversion_to_tigradsim": "material neo_hookean, mu = k_mu, lam = k_lambda (the same energy "
+                                                "and alpha); damping = k_damp with damping_model \"warp\""},
+        "masses": {"rule": "add_soft_grid: every particle density x cell volume (not lumped from the tets)",
+                   "density": e["density"], "cell_volume": cell ** 3, "node_mass": node_mass,
+                   "total_mass": float(masses.sum()), "equal": bool(np.allclose(masses, node_mass))},
+        "contact": {"law": "Warp eval_particle_ground_contacts per particle at depth d < 0 (radius below): "
+                           "fN = ke |d| - kd min(vn, 0) (damping not capped), |ft| = min(kf |vt|, mu fN) along -vt",
+                    "per": "particle", "ke": g["ke"], "kd": g["kd"], "kf": g["kf"], "mu": g["mu"],
+                    "particle_radius": e["radius"]},
+        "comparable": {
+            "mu": "the same Coulomb coefficient with the same viscous cap kf as tigradsim's capped friction",
+            "ke": "same meaning as tigradsim's ke per vertex (N/m, linear penalty)",
+            "kd": "N s/m per vertex like tigradsim's, but Warp's damping is not capped by the elastic force",
+            "kf": "same meaning as tigradsim's kf (the viscous cap of the friction, N s/m per vertex)"},
+        "truth": {"mu": e["k_mu"], "lam": e["k_lambda"]},
+    }
+    return xs, boundary_faces(tets).astype(np.int32), centroids, rest, tets, masses, info

@@ -21,6 +21,11 @@ Clips (see benchmarks/footage/README.md):
     box_drop   box dropped with spin, bounces and slides, no known force: mass, ke, kd, kf, mu
     soft_drop  neo-Hookean cube (320 tets) dropped on an edge: mu, lam
 
+--engine warp | mujoco | newton: the same clips with the motion of another engine
+(benchmarks/engine_sims.py; folders ENGINE_CLIP): the boxes for every engine, soft_drop for warp
+(Warp's own add_soft_grid cube, equal node masses).  Newton runs in its own venv
+(benchmarks/requirements-newton.txt, benchmarks/newton_sim.py).
+
 Camera conversion (OpenCV -> Mitsuba), checked on every run: Mitsuba's camera
 frame has x LEFT, y up, z forward, so its camera-to-world matrix is
 [R^T diag(-1, -1, 1) | -R^T t]; `fov` is the x field of view 2 atan(W / (2 fx))
@@ -391,10 +396,14 @@ def render_clip(name, spec, out, spp, mask_spp, engine="tigradsim"):
     engine_info = None
     if engine != "tigradsim":
         import engine_sims
-        if spec["kind"] != "rigid":
+        if spec["kind"] == "rigid":
+            verts, faces, positions, quats, state0, engine_info = engine_sims.simulate(engine, spec, frames,
+                                                                                    initial_rotation(spec))
+        elif engine in engine_sims.ENGINE_SOFT_CLIPS:
+            verts, faces, centroids, rest, tets, masses, engine_info = engine_sims.simulate_soft(
+                engine, spec, frames, initial_rotation(spec))
+        else:
             raise SystemExit(f"--engine {engine}: only the rigid clips (box_push, box_drop), not {name!r}")
-        verts, faces, positions, quats, state0, engine_info = engine_sims.simulate(engine, spec, frames,
-                                                                                initial_rotation(spec))
     elif spec["kind"] == "rigid":
         verts, faces, positions, quats, state0 = simulate_rigid(spec)
     else:
@@ -455,6 +464,8 @@ def render_clip(name, spec, out, spp, mask_spp, engine="tigradsim"):
         truth.update(_rigid_truth(spec, folder, state0, positions, quats))
         if engine_info is not None:
             _engine_truth(truth, spec, engine_info)
+    elif engine_info is not None:
+        truth.update(_engine_soft_truth(spec, folder, centroids, rest, tets, engine_info))
     else:
         truth.update(_soft_truth(spec, folder, centroids))
     with open(os.path.join(folder, "truth.json"), "w") as fh:
@@ -549,6 +560,34 @@ def _soft_truth(spec, folder, centroids):
     }
 
 
+def _engine_soft_truth(spec, folder, centroids, rest, tets, info):
+    """truth.json entries of a soft clip another engine simulated (engine_sims.simulate_soft): the
+    engine's own mesh (TetGen files), masses, material, damping and ground law; what a user has
+    (mesh, node mass, damping form and value) and the truth (the material) kept apart."""
+    out = _soft_truth(spec, folder, centroids)
+    write_tetgen(os.path.join(folder, "cube"), rest, tets)     # over tigradsim's tet_box: the engine's mesh
+    obj = out["object"]
+    obj["mesh"].update({"generator": info["simulation"]["builder"], "vertices": int(len(rest)), "tets": int(len(tets))})
+    mat, masses = info["material"], info["masses"]
+    obj["material"] = mat["law"]
+    obj["material_conversion"] = mat["conversion_to_tigradsim"]
+    for k in ("density", "damping", "masses", "particle_radius"):
+        obj.pop(k, None)
+    obj["node_mass"] = masses["node_mass"]
+    obj["masses"] = masses
+    obj["damping"] = {"form": "warp (tigradsim damping_model \"warp\")", "k_damp": mat["k_damp"]}
+    obj["particle_radius"] = info["contact"]["particle_radius"]
+    out["simulation"] = {**info["simulation"], "generator": "benchmarks/engine_sims.py"}
+    out["contact"] = {**info["contact"], "comparable_with_tigradsim": info["comparable"]}
+    mu, lam = info["truth"]["mu"], info["truth"]["lam"]
+    out["truth"] = {"mu": mu, "lam": lam}
+    out["derived"] = {"small_strain_lame": {"mu": 0.75 * mu, "lam": lam - 0.625 * mu},
+                      "mass": masses["total_mass"]}
+    out["known"] = {"node_mass": masses["node_mass"], "damping": mat["k_damp"], "damping_model": "warp",
+                    "contact": "nothing: a fit is given no contact constant and no contact law"}
+    return out
+
+
 def _provenance():
     """Which tigradsim simulated the clip: its source folder, the git commit of that folder's repository
     (or, when tigradsim was imported from a plain export, the environment variable TIGRADSIM_COMMIT, else
@@ -624,9 +663,9 @@ def main(argv=None):
     p.add_argument("--only", choices=sorted(CLIPS), action="append", help="render only this clip (repeatable)")
     p.add_argument("--spp", type=int, default=64, help="samples per pixel of the RGB frames")
     p.add_argument("--mask-spp", type=int, default=64, help="samples per pixel of the masks (8 x 8 strata)")
-    p.add_argument("--engine", choices=("tigradsim", "warp", "mujoco"), default="tigradsim",
-                   help="who simulates the motion (warp, mujoco: benchmarks/engine_sims.py, the rigid clips only; "
-                        "clip folders ENGINE_CLIP)")
+    p.add_argument("--engine", choices=("tigradsim", "warp", "mujoco", "newton"), default="tigradsim",
+                   help="who simulates the motion (warp, mujoco, newton: benchmarks/engine_sims.py, the rigid clips "
+                        "and, for warp, soft_drop; clip folders ENGINE_CLIP)")
     args = p.parse_args(argv)
     if args.spp < 1 or args.mask_spp < 1:
         raise SystemExit(f"--spp, --mask-spp: expected integers >= 1, got {args.spp}, {args.mask_spp}")
@@ -639,8 +678,12 @@ def main(argv=None):
     tgs.init(arch="cpu", precision="f64")
     start = time.time()
     summary = {}
-    names = args.only or ([n for n in CLIPS if CLIPS[n]["kind"] == "rigid"] if args.engine != "tigradsim" else list(CLIPS))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if args.engine == "tigradsim":
+        names = args.only or list(CLIPS)
+    else:
+        import engine_sims
+        names = args.only or [n for n in CLIPS if CLIPS[n]["kind"] == "rigid" or args.engine in engine_sims.ENGINE_SOFT_CLIPS]
     for name in names:
         summary[name] = render_clip(name, CLIPS[name], args.out, args.spp, args.mask_spp, args.engine)
     total = sum(os.path.getsize(p) for p in glob.glob(os.path.join(args.out, "**", "*"), recursive=True)
