@@ -281,6 +281,10 @@ def test_linear_fit_matches_textbook_standard_errors(f64):
     rep = tgs.fit_report(residuals, params, noise_floor=0.0)
     assert rep["p1"].status == "at bound" and rep["p1"].upper95 == pytest.approx(beta[1])
     assert rep["p1"].std == pytest.approx(std[1], rel=1e-3)       # one-sided difference at the bound
+    # a fit that never reached the data (here: a noise floor far below its residual) says nothing about
+    # the bound either: the estimate at the bound is reported a misfit, not "at bound"
+    quality = tgs.fit_quality(rep, noise_floor=1e-6 * rep.s2_fit)
+    assert quality.misfit and rep["p1"].status == "misfit" and rep["p0"].status == "misfit"
 
 
 def test_rigid_box_without_known_force_mass_undetermined_ratios_determined(f64):

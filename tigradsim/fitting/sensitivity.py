@@ -28,7 +28,9 @@ far above what the footage's noise allows, or a low silhouette IoU, means the mo
 reach the data (wrong basin, wrong model) and the intervals around that point are meaningless.
 `fit_quality` compares s^2_fit with a noise floor (for images, `image_noise_floor`: 8-bit
 rounding plus edges placed to within EDGE_FLOOR_PX) and the IoU with MIN_IOU; a fit beyond
-either is reported "misfit: residual N x the noise floor" and its estimates' status is "misfit".
+either is reported "misfit: residual N x the noise floor" and its estimates' status is "misfit",
+including those that sat on a bound: an estimate pushed to its bound by a fit that never reached the
+footage says nothing about the bound ("undetermined" stays: the data cannot decide it either way).
 """
 from __future__ import annotations
 
@@ -426,7 +428,7 @@ def fit_quality(report: FitReport, noise_floor: Optional[float] = None, iou: Opt
     noise_floor: the residual variance per value the footage allows (default: the report's
     floor); iou: mean silhouette IoU of the fit, or None.  A fit with s^2_fit > max_ratio *
     noise_floor or iou < min_iou is a misfit; with mark, every estimate whose status is "ok" or
-    "assumption-dominated" becomes "misfit" and the report gets a note."""
+    "assumption-dominated" or "at bound" becomes "misfit" and the report gets a note."""
     floor = report.noise_floor if noise_floor is None else noise_floor
     if not (isinstance(floor, (int, float, np.floating)) and floor > 0 and math.isfinite(floor)):
         raise ValueError(f"noise_floor: expected a positive variance per residual value, got {floor!r}")
@@ -446,7 +448,7 @@ def fit_quality(report: FitReport, noise_floor: Optional[float] = None, iou: Opt
         else f"residual {ratio:.3g} x the noise floor" + ("" if iou is None else f", silhouette IoU {iou:.3f}")
     if mark and misfit:
         for e in report.estimates:
-            if e.status in ("ok", ASSUMPTION_DOMINATED):
+            if e.status in ("ok", ASSUMPTION_DOMINATED, "at bound"):
                 e.status = MISFIT
         report.notes.append(text)
     return FitQuality(ratio, float(floor), None if iou is None else float(iou), misfit, text)
