@@ -33,6 +33,7 @@ from ..core.stability import contact_row
 from .body_contact import (BodyBodyContact, body_contact_fields, body_effective_inverse_mass, contact_groups,
                            groups_meet)
 from .body_shapes import body_shape_table
+from .box_edges import BoxEdgeContact, box_pairs
 from .rigid_pose import body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv, spatial, top
 
 
@@ -101,7 +102,8 @@ class ParticleBodyContact(StepTerm):
 
 def touch_terms(builder, model, bodies) -> list:
     """The force terms through which bodies touch each other and the particles (called by
-    `rigid.RigidBodies.finalize`): a `BodyBodyContact` when two bodies share a contact group, a
+    `rigid.RigidBodies.finalize`): a `BodyBodyContact` when two bodies share a contact group (and a
+    `box_edges.BoxEdgeContact` per contact law when two box-shaped bodies do), a
     `ParticleBodyContact` per contact law of the bodies when there are particles.  Creates the body shape
     table's fields (prefix "body_shape") and the contact-group fields.  [] when nothing can touch a body."""
     B, P = len(bodies), model.particle_count
@@ -125,6 +127,9 @@ def touch_terms(builder, model, bodies) -> list:
             for law, members in by_law.items():
                 points = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in members])
                 terms.append(BodyBodyContact(model, shapes, law, _index_field(points)))
+        kinds = [b["table_entry"][0] for b in bodies]
+        for law, pairs in box_pairs(bodies, kinds, body_groups, laws).items():
+            terms.append(BoxEdgeContact(model, shapes, law, pairs))
     if P:
         model.add_field("particle_contact_group", ti.i32, (P,), contact_groups(builder, "particles", P), param=False)
         for law, members in by_law.items():
