@@ -232,10 +232,14 @@ class Scene:
         try:
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
+                shape = dict(obj.shape)
+                if shape:
+                    from .scene_colliders import file_axes_size
+                    shape["shape_size"] = file_axes_size(shape["shape"], shape["shape_size"], M)
                 return b.add_rigid_body(obj.vertices @ M.T, obj.faces, mass=obj.mass, density=obj.density,
                                         position=M @ obj.position, rotation=q, velocity=M @ obj.velocity,
                                         angular_velocity=M @ obj.angular_velocity,
-                                        contact_radius=obj.contact_radius, **obj.contact, **obj.law)
+                                        contact_radius=obj.contact_radius, **shape, **obj.contact, **obj.law)
             x = obj.position + obj.vertices @ _quat_matrix(obj.rotation).T      # file axes, world positions
             com = _tet_centroid(x, obj.tets)
             vel = obj.velocity + np.cross(obj.angular_velocity, x - com)

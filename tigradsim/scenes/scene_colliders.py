@@ -51,6 +51,29 @@ class ColliderSpec:
     law: dict = field(default_factory=dict)
 
 
+def analytic_size(t: _Table, kind: str, required=True):
+    """The size of a "sphere" (radius), "box" (half_extents) or "capsule" (radius, half_length) from table `t`,
+    in the file's axes, as `add_collider` / `add_rigid_body(shape_size=)` take it; None when `required` is
+    False and no size key is given.  Colliders and rigid objects' `shape` tables share these keys."""
+    keys = _SHAPE_KEYS[kind]
+    if not required and not any(t.has(k) for k in keys):
+        return None
+    if kind == "sphere":
+        return np.array([t.number("radius", positive=True)])
+    if kind == "box":
+        return t.array("half_extents", (3,), positive=True)
+    return np.array([t.number("radius", positive=True), t.number("half_length", positive=True)])
+
+
+def file_axes_size(kind: str, size, M):
+    """A shape size given in the file's axes, in tigradsim's y-up axes (M: the file's axes to the world): a
+    box's half extents follow its axes (|M h|); a radius, a capsule's (radius, half length along the up axis)
+    and a scale do not change."""
+    if size is None or kind != "box":
+        return size
+    return np.abs(M @ size)
+
+
 def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
     from .scene_objects import _parse_law, _quaternion
 
@@ -72,12 +95,8 @@ def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
         if not np.linalg.norm(c.normal) > 0:
             t.fail("normal", f"expected a nonzero vector, got {c.normal.tolist()}")
     c.rotation = _quaternion(t, "rotation")
-    if kind == "sphere":
-        c.size = np.array([t.number("radius", positive=True)])
-    elif kind == "box":
-        c.size = t.array("half_extents", (3,), positive=True)
-    elif kind == "capsule":
-        c.size = np.array([t.number("radius", positive=True), t.number("half_length", positive=True)])
+    if kind in ("sphere", "box", "capsule"):
+        c.size = analytic_size(t, kind)
     elif kind == "mesh":
         from ..io.meshes import load_obj
         p = t.path("mesh", base=base)
@@ -122,8 +141,7 @@ def collider_arguments(c: ColliderSpec, M) -> dict:
         rotation = np.concatenate([M @ c.rotation[:3], c.rotation[3:]])          # M R M^T
     size = None if c.size is None else c.size.copy()
     mesh = None
-    if c.kind == "box":
-        size = np.abs(M @ size)            # half extents along the shape's own (world-mapped) axes
+    size = file_axes_size(c.kind, size, M)      # a box's half extents along its own (world-mapped) axes
     if c.kind == "mesh":
         mesh = (c.mesh[0] @ M.T, c.mesh[1])
     return dict(kind=c.kind, size=size, position=M @ c.position, rotation=rotation, mesh=mesh,

@@ -29,7 +29,12 @@ Sections (see demos/scenes/*.toml for complete examples):
     [objects.NAME] type = "rigid": mesh = "box.obj" (OBJ; duplicate vertices welded) or
                    box = [sx, sy, sz]; mass | density; scale; ke, kd, kf, mu (own contact
                    parameters, default the ground's); contact_radius; contact_law = {damping
-                   = "uncapped", friction = "huber", friction_velocity = 1e-3} (own law)
+                   = "uncapped", friction = "huber", friction_velocity = 1e-3} (own law);
+                   shape = "box" | "sphere" | "capsule" | "mesh" (the collision shape the other
+                   bodies touch, its size enclosing the mesh; default: a box for a box mesh,
+                   else the mesh) or a table with the colliders' size keys, e.g. shape =
+                   {kind = "capsule", radius = 0.05, half_length = 0.1}, {kind = "mesh",
+                   scale = 1.0, resolution = 32} (tigradsim.physics.body_shapes)
                    type = "soft": tetgen = "ball.node" (+ .ele beside it) or
                    mesh = "ball.msh" (Gmsh, .vtu, .vtk, .mesh, ...: any meshio volume format) or
                    nodes = "x.npy" | [[x, y, z], ...] with tets = "t.npy" | [[i, j, k, l], ...]
