@@ -104,7 +104,9 @@ class Colliders:
             contact[name] = float(check_positive(name, as_array(name, value, shape=()), allow_zero=name != "ke"))
         law = ContactLaw(damping, friction, friction_velocity)
         self.table.add(k, size3, grid)
-        self.colliders.append(dict(kind=kind, pose=pose, contact=contact, law=law))
+        # the mesh itself only for pictures (`collider_surfaces`); the contact reads the grid
+        self.colliders.append(dict(kind=kind, pose=pose, contact=contact, law=law,
+                                   mesh=None if mesh is None else tuple(np.asarray(a) for a in mesh)))
         return len(self.colliders) - 1
 
     # -- build-time checks -----------------------------------------------------------
@@ -149,6 +151,7 @@ class Colliders:
         f = np_float()
         self.table.finalize(model)
         model.collider_table = self.table
+        model.collider_meshes = [c["mesh"] for c in self.colliders]
         model.add_field("collider_pose", ti.types.vector(7, float), (C,),
                         np.array([c["pose"] for c in self.colliders], f))
         for name in CONTACT_NAMES:
