@@ -7,12 +7,18 @@ defaults: `scene_file.parse_scene`), no [unknowns] entry fits it ("ground.X", or
 "OBJ.X_per_mass" for every object using it) and at least one object takes the ground's value: a
 rigid object without its own X (its `body_X` entry is the ground's), or any soft object (its
 vertices touch the ground with `ground_X`).
+
+A collider's contact constant X is assumed, as "NAME.X", when its [colliders.NAME] table does not state it
+and no [unknowns] entry "NAME.X" fits it (`scene_colliders.unstated_collider_constants`): it took the
+[ground]'s value (or the library's default), a guess about the ramp's or the table's material.  Its own
+constant, apart from "ground.X": the ground and the collider are different surfaces.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..fitting.sensitivity import PRIOR_RANGES, AssumedConstant
+from .scene_colliders import collider_param, unstated_collider_constants
 from .scene_file import CONTACT_PARAMS
 
 _REASONS = {
@@ -25,14 +31,20 @@ _REASONS = {
 
 
 def assumed_constants(scene) -> list:
-    """One `AssumedConstant` "ground.X" per contact constant the scene assumed (module
-    docstring), with its value, prior range (`PRIOR_RANGES`) and a writer that sets `ground_X`
-    and the `body_X` entries of the rigid objects that take the ground's value."""
+    """One `AssumedConstant` "ground.X" per contact constant of the ground the scene assumed and one
+    "NAME.X" per collider's (module docstring), with its value, prior range (`PRIOR_RANGES`) and a
+    writer that sets `ground_X` and the `body_X` entries of the rigid objects that take the ground's
+    value, or the collider's entry of `collider_X`."""
     spec = scene.spec
-    if spec.ground is None:
-        return []
-    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
     out = []
+    for name, x, value in unstated_collider_constants(spec):
+        lower, upper = PRIOR_RANGES[x](value)
+        out.append(AssumedConstant(f"{name}.{x}", value, lower, upper,
+                                   _entry_writer(*collider_param(scene.model, scene.colliders[name], x)),
+                                   _REASONS[x]))
+    if spec.ground is None:
+        return out
+    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
     for x in CONTACT_PARAMS:
         if x in spec.ground_given or ("ground", x) in fitted:
             continue
@@ -46,6 +58,13 @@ def assumed_constants(scene) -> list:
         out.append(AssumedConstant(f"ground.{x}", value, lower, upper, _writer(scene.model, x, bodies),
                                    _REASONS[x]))
     return out
+
+
+def _entry_writer(field, entry):
+    def write(value):
+        field[entry] = value
+
+    return write
 
 
 def _writer(model, x, bodies):

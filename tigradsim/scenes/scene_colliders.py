@@ -48,6 +48,7 @@ class ColliderSpec:
     rotation: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0, 1.0]))
     normal: Optional[np.ndarray] = None
     contact: dict = field(default_factory=dict)
+    given: set = field(default_factory=set)       # the contact constants its table states
     law: dict = field(default_factory=dict)
 
 
@@ -108,6 +109,7 @@ def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
         c.resolution = t.integer("resolution", 32, minimum=4)
     defaults = {k: (ground or _DEFAULTS)[k] for k in CONTACT_PARAMS}
     c.contact = {k: t.number(k, defaults[k], positive=k == "ke", nonnegative=k != "ke") for k in CONTACT_PARAMS}
+    c.given = {k for k in CONTACT_PARAMS if t.has(k)}
     if t.has("contact_law"):
         c.law = _parse_law(_Table(file, f"{sec}.contact_law", t.table("contact_law"),
                                   ("damping", "friction", "friction_velocity")))
@@ -179,3 +181,13 @@ def collider_param(model, index, param):
     if param == "height":
         return model.collider_pose, (index, 1)
     return getattr(model, f"collider_{param}"), index
+
+
+def unstated_collider_constants(spec) -> list:
+    """(collider name, X, value) of every contact constant X in ke, kd, kf, mu that a [colliders.NAME] table
+    does not state and no [unknowns] entry ("NAME.X") fits: its value is the [ground]'s (or the library's
+    default), an assumption about the collider's material as much as the ground's own defaults are.  What
+    `assumed.assumed_constants` reports the sensitivity to and [fit] contact_constants = "nuisance" fits."""
+    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
+    return [(name, x, float(c.contact[x])) for name, c in getattr(spec, "colliders", {}).items()
+            for x in CONTACT_PARAMS if x not in c.given and (name, x) not in fitted]

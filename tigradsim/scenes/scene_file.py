@@ -103,7 +103,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    sensitivity over PRIOR_RANGES; "nuisance" adds them as log-space unknowns
                    within PRIOR_RANGES, "OBJ.X_per_mass" when the one rigid object's mass is an
                    unknown, else "ground.X", so the intervals are marginal over them, widened
-                   for those the footage leaves undetermined)
+                   for those the footage leaves undetermined; a collider's constants its
+                   [colliders.NAME] does not state are assumed, or nuisance, as "NAME.X")
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a
