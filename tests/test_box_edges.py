@@ -72,15 +72,18 @@ def test_crossed_edges_push_apart_and_conserve_momentum(crossed_edges):
     assert qd[-1, 0, 4] < -0.02 and qd[-1, 1, 4] > qd[0, 1, 4] + 0.05, "the edges should push the boxes apart"
 
 
-# friction's gradient is small here (1e-10 to 1e-8): at a step of 1e-7 central differences are at their
-# round-off (measured 6e-4 relative error), so kf takes 1e-5 as kd and mu do
+# d loss / d kf is small here (1e-10 to 1e-8: the edges slide at the Coulomb cap mu fn most of the time, and kf
+# acts only while the slip is viscous): at a step of 1e-7 central differences are at their round-off (measured
+# 6e-4 relative error), at 1e-5 within 2.3e-5 of the Tape (their truncation), so kf takes 1e-5 and 5e-5
 EDGE_EPS = dict(EPS, body_kf=1e-5)
+EDGE_RTOL = {"body_kf": 5e-5}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BODY_PARAMS)
 def test_crossed_edges_gradients(crossed_edges, name):
     model, sim, run, total = crossed_edges
-    report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=EDGE_EPS.get(name, 1e-7), rtol=1e-5)
+    report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=EDGE_EPS.get(name, 1e-7),
+                                rtol=EDGE_RTOL.get(name, 1e-5))
     report.assert_ok()
     assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient should not vanish here"
