@@ -33,7 +33,8 @@ The closest-point parameters are smooth while interior; the choice of edge is pi
 
 Cost: one flat loop over (box pair, edge of a): 12 P iterations (P = box pairs that may meet, built once),
 culled first by the two bodies' bounding spheres (`ShapeTable.cull_radius`), then by the distance of a's edge
-to b's bounding sphere; only then the 12 edges of b (unrolled) are tested.  For vs_warp.py's pile of 64 boxes:
+to b's bounding sphere; only then b's edges are tested, one candidate per axis of b (3 unrolled tests,
+`_axis_depth`).  For vs_warp.py's pile of 64 boxes:
 2,016 pairs, 24,192 sphere tests a step.
 
 Measured (2-vCPU VM shared with other jobs, load ~17, so only the ratios mean much; 8 boxes of 0.1 m dropped
@@ -125,33 +126,37 @@ class BoxEdgeContact(StepTerm):
         self.pairs.from_numpy(self.pairs_np)
 
     @ti.func
-    def _depth(self, p0, d, ua, wa, hb, j: ti.template()):
-        """Depth [m] of the crossing of a's edge (p0 + s d, its faces' normals ua, wa; in b's frame) with b's edge
-        j (a compile-time index), or 1e30 when they do not cross as edges (module docstring); comparisons only.
+    def _axis_depth(self, p0, d, ua, wa, hb, k: ti.template()):
+        """(depth [m], edge index j) of the crossing of a's edge (p0 + s d, its faces' normals ua, wa; in b's
+        frame) with the one of b's 4 edges along axis k (compile time) that it can cross as an edge; depth 1e30
+        when there is none (module docstring); comparisons only.
 
-        b's edge j runs along axis k through (c_u, c_w) = (su h_u, sw h_w) of the other two axes, so in b's
-        frame the closest points and the normal reduce to 2-D: s minimises the distance of a's line projected
-        on the (u, w) plane to (c_u, c_w), t follows from the k coordinate, and n = +-(d_w, -d_u) / |d_uw| in
-        the (u, w) plane.  One expression per local and `&` (not `and`, which compiles to a branch): a local
-        stored twice under a branch would go on an AD stack in the reverse kernel."""
-        k = ti.static(j // 4)
+        In b's frame the 4 edges along k are the corners (+-h_u, +-h_w) of the (u, w) plane, and a's line
+        projects to a line there with unit normal m = (d_w, -d_u) / |d_uw| and offset rho = p0_uw . m.  The
+        normal n of a crossing is +-m (perpendicular to both edges), out of b and into the edge's quadrant, so
+        its corner is (sign n_u h_u, sign n_w h_w), and the shallower of the two candidates (the corner on the
+        line's side, n = sign(rho) m) is the separating one.  s minimises the projected distance to that corner,
+        t follows from the k coordinate.  One expression per local and `&` (not `and`, which compiles to a
+        branch): a local stored twice under a branch would go on an AD stack in the reverse kernel."""
         u = ti.static((k + 1) % 3)
         w = ti.static((k + 2) % 3)
-        su = ti.static(1.0 if j & 1 else -1.0)
-        sw = ti.static(1.0 if j & 2 else -1.0)
         du, dw = d[u], d[w]
         duw2 = du * du + dw * dw
+        rho = p0[u] * dw - p0[w] * du                     # |d_uw| times the line's offset along m
+        inv = ti.select(rho < 0.0, -1.0, 1.0) / ti.sqrt(ti.max(duw2, 1e-30))
+        nu, nw = dw * inv, -du * inv                      # n = sign(rho) m: towards the line, out of b
+        su = ti.select(nu < 0.0, -1.0, 1.0)
+        sw = ti.select(nw < 0.0, -1.0, 1.0)
         cu, cw = su * hb[u], sw * hb[w]
         s = ((cu - p0[u]) * du + (cw - p0[w]) * dw) / ti.max(duw2, 1e-30)
         t = (p0[k] + s * d[k] + hb[k]) / (2.0 * hb[k])
-        inv = ti.select(dw * su - du * sw < 0.0, -1.0, 1.0) / ti.sqrt(ti.max(duw2, 1e-30))
-        nu, nw = dw * inv, -du * inv                     # out of b: n . (su e_u + sw e_w) >= 0
         P = p0 + s * d
         depth = (cu - P[u]) * nu + (cw - P[w]) * nw
         valid = (duw2 > _PARALLEL * _PARALLEL * d.dot(d)) & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0) & \
-            (nu * su >= -_SLACK) & (nw * sw >= -_SLACK) & (nu * ua[u] + nw * ua[w] <= _SLACK) & \
-            (nu * wa[u] + nw * wa[w] <= _SLACK) & (depth > 0.0) & _inside(P, hb)
-        return ti.select(valid, depth, 1e30)
+            (nu * ua[u] + nw * ua[w] <= _SLACK) & (nu * wa[u] + nw * wa[w] <= _SLACK) & (depth > 0.0) & \
+            _inside(P, hb)
+        j = 4 * k + ti.select(su > 0.0, 1, 0) + ti.select(sw > 0.0, 2, 0)
+        return ti.select(valid, depth, 1e30), j
 
     @ti.func
     def _edge_pair(self, state: ti.template(), s: ti.template(), a, b, i):
@@ -169,10 +174,12 @@ class BoxEdgeContact(StepTerm):
         if near.dot(near) < bound * bound:                   # a's edge reaches b's bounding sphere
             ua = quat_rotate_inv(rot_b, quat_rotate(rot_a, fa_u))
             wa = quat_rotate_inv(rot_b, quat_rotate(rot_a, fa_w))
-            depths = ti.Vector([self._depth(p0, d, ua, wa, hb, j) for j in ti.static(range(EDGE_COUNT))])
-            least = depths.min()
+            d0, j0 = self._axis_depth(p0, d, ua, wa, hb, 0)
+            d1, j1 = self._axis_depth(p0, d, ua, wa, hb, 1)
+            d2, j2 = self._axis_depth(p0, d, ua, wa, hb, 2)
+            least = ti.min(d0, d1, d2)
             if least < 1e29:
-                j = ti.Vector([ti.select(depths[k] == least, k, EDGE_COUNT) for k in ti.static(range(EDGE_COUNT))]).min()
+                j = ti.select(d0 == least, j0, ti.select(d1 == least, j1, j2))
                 # b's point of the crossing must lie inside a too
                 q0, e, _fu, _fw = _edge(hb, j)
                 _s, t, _sin2 = _closest(p0, d, q0, e)
