@@ -37,11 +37,11 @@ to b's bounding sphere; only then b's edges are tested, one candidate per axis o
 `_axis_depth`).  For vs_warp.py's pile of 64 boxes:
 2,016 pairs, 24,192 sphere tests a step.
 
-Measured (2-vCPU VM shared with other jobs, load ~17, so only the ratios mean much; 8 boxes of 0.1 m dropped
-in a 4 x 4 lattice, f32, 200 steps): forward 4.1 -> 5.8 us a step, forward + backward 78 -> 179 us a step, and
-the first taped rollout's compile 79 -> 334 s (the reverse kernel replays the 12 unrolled edge tests).  The
-compile is the cost to cut next: the 4 parallel edges of b along one axis can be decided in closed form (the
-projected line's normal picks the corner), 3 unrolled tests instead of 12.
+Measured on the 2-vCPU VM shared with other jobs (8 boxes of 0.1 m in a 4 x 4 lattice, f32, 200 steps, cached
+kernels, runs alternated, load ~5): forward 3.6-3.8 -> 5.3 us a step; forward + backward 15-21 -> 19 us a step
+(within the noise).  Compile: with 12 unrolled edge tests (before `_axis_depth`) the first taped rollout's
+compile went from 79 to 334 s (load ~17; the reverse kernel replays the tests); with the 3 of `_axis_depth`
+a forward-only crossed-ridge run (compile included) takes 18 s against 31 s with 12 and 5 s without the term.
 """
 
 import numpy as np
