@@ -34,6 +34,7 @@ from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, pr
 from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
 from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
+from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
 from .scene_views import build_views, fit_views, side_by_side_alpha
@@ -232,10 +233,8 @@ class Scene:
         try:
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
-                shape = dict(obj.shape)
-                if shape:
-                    from .scene_colliders import file_axes_size
-                    shape["shape_size"] = file_axes_size(shape["shape"], shape["shape_size"], M)
+                shape = obj.shape and dict(obj.shape, shape_size=file_axes_size(obj.shape["shape"],
+                                                                     obj.shape["shape_size"], M))
                 return b.add_rigid_body(obj.vertices @ M.T, obj.faces, mass=obj.mass, density=obj.density,
                                         position=M @ obj.position, rotation=q, velocity=M @ obj.velocity,
                                         angular_velocity=M @ obj.angular_velocity,
