@@ -288,6 +288,7 @@ def _timing(scene):
 def _render(args):
     from .io.mask_checks import check_initial_pose
     from .io.video import save_frames
+    from .scenes.scene_picture import scene_picture
 
     t0 = time.time()
     spec, footage, scene = _prepare(args, args.precision or "f32", requires_grad=False,
@@ -303,8 +304,12 @@ def _render(args):
     gif, png = os.path.join(out, "outline.gif"), os.path.join(out, "outline.png")
     picks = _write_outline(gif, png, footage, alpha, footage.fps)
     iou = _iou(footage, alpha)
-    views = _views_report(scene, out, "render")
+    picture = scene_picture(scene)               # the objects with the colliders they touch (None: no collider)
     extra_files = {}
+    if picture is not None:
+        extra_files["scene_frames"] = os.path.join(out, "scene")
+        save_frames(picture[..., :3], extra_files["scene_frames"])
+    views = _views_report(scene, out, "render")
     for view in scene.views[1:]:             # [[cameras]]: every other camera's frames and outline
         frames = view.renderer.image.to_numpy()
         extra_files[f"frames_{view.name}"] = os.path.join(out, f"render_{view.name}")

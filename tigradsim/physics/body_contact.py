@@ -13,8 +13,8 @@ shape (`body_shapes`, `shapes.ShapeTable.distance`) give
 
 so the pair's forces are equal and opposite and act at one point: linear and angular momentum are conserved
 exactly.  Both orders (a, b) and (b, a) are evaluated, so a box's corners touch the other's faces and the
-other's corners touch its faces; edge-edge crossings between corners are not seen (as in Warp's box-box
-contact by vertices).
+other's corners touch its faces; two box-shaped bodies' crossed edges, where no corner is inside the other
+box, are `box_edges.BoxEdgeContact`'s (the same law, pair means and `contact_force`).
 
 Pair parameters: ke, kd, kf and mu of a pair are the MEANS of the two bodies' (`body_ke`, ...), Warp's rule
 (`warp.sim.integrator_euler.eval_rigid_contacts` averages the two shapes' materials).  Law: each contact point

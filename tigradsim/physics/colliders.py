@@ -109,7 +109,9 @@ class Colliders:
             from .mpm_boundary import check_boundary_mode
             check_boundary_mode("mpm_boundary", mpm_boundary)
         self.table.add(k, size3, grid)
-        self.colliders.append(dict(kind=kind, pose=pose, contact=contact, law=law, mpm_boundary=mpm_boundary))
+        # the mesh itself only for pictures (`collider_surfaces`); the contact reads the grid
+        self.colliders.append(dict(kind=kind, pose=pose, contact=contact, law=law, mpm_boundary=mpm_boundary,
+                                   mesh=None if mesh is None else tuple(np.asarray(a) for a in mesh)))
         return len(self.colliders) - 1
 
     # -- build-time checks -----------------------------------------------------------
@@ -154,6 +156,7 @@ class Colliders:
         f = np_float()
         self.table.finalize(model)
         model.collider_table = self.table
+        model.collider_meshes = [c["mesh"] for c in self.colliders]
         model.add_field("collider_pose", ti.types.vector(7, float), (C,),
                         np.array([c["pose"] for c in self.colliders], f))
         for name in CONTACT_NAMES:

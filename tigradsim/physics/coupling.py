@@ -34,6 +34,7 @@ from ..core.stability import contact_row
 from .body_contact import (BodyBodyContact, body_contact_fields, body_effective_inverse_mass, contact_groups,
                            groups_meet)
 from .body_shapes import body_shape_table
+from .box_edges import BoxEdgeContact, box_pairs
 from .broadphase import BroadPhase, check_broad_phase
 from .rigid_pose import body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv, spatial, top
 
@@ -111,7 +112,8 @@ class ParticleBodyContact(StepTerm):
 
 def touch_terms(builder, model, bodies) -> list:
     """The force terms through which bodies touch each other and the particles (called by
-    `rigid.RigidBodies.finalize`): a `BodyBodyContact` when two bodies share a contact group, a
+    `rigid.RigidBodies.finalize`): a `BodyBodyContact` when two bodies share a contact group (and a
+    `box_edges.BoxEdgeContact` per contact law when two box-shaped bodies do), a
     `ParticleBodyContact` per contact law of the bodies when there are particles.  Creates the body shape
     table's fields (prefix "body_shape") and the contact-group fields.  [] when nothing can touch a body."""
     B, P = len(bodies), model.particle_count
@@ -137,6 +139,11 @@ def touch_terms(builder, model, bodies) -> list:
             broad = BroadPhase(model, shapes, "points", points, np.arange(B), capacity) if mode == "grid" else None
             terms.append(BodyBodyContact(model, shapes, law, None if len(by_law) == 1 else _index_field(points),
                                          broad))
+        # crossed box edges: a static list of the box pairs that may meet, each culled by bounding spheres
+        # every step (quadratic in the number of boxes, unlike the corners' broad phase)
+        kinds = [b["table_entry"][0] for b in bodies]
+        for law, box_pair_list in box_pairs(bodies, kinds, body_groups, laws).items():
+            terms.append(BoxEdgeContact(model, shapes, law, box_pair_list))
     if P:
         if not hasattr(model, "particle_contact_group"):     # cloth self-contact may have made it
             model.add_field("particle_contact_group", ti.i32, (P,), contact_groups(builder, "particles", P),

@@ -6,13 +6,21 @@ A contact constant X in ke, kd, kf, mu is assumed when [ground] does not state i
 defaults: `scene_file.parse_scene`), no [unknowns] entry fits it ("ground.X", or "OBJ.X" /
 "OBJ.X_per_mass" for every object using it) and at least one object takes the ground's value: a
 rigid object without its own X (its `body_X` entry is the ground's), any soft object (its
-vertices touch the ground with `ground_X`), or a collider without its own X (its `collider_X`).
+vertices touch the ground with `ground_X`), or a collider without its own X (its `collider_X`): the file
+gives one surface constant for the ground and the colliders that state none, so one assumed constant
+"ground.X" moves them together.
+
+In a scene without a [ground], a collider's contact constant X is assumed, as "NAME.X", when its
+[colliders.NAME] table does not state it and no [unknowns] entry "NAME.X" fits it
+(`scene_colliders.unstated_collider_constants`): the library's default, a guess about the ramp's or the
+table's material.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..fitting.sensitivity import PRIOR_RANGES, AssumedConstant
+from .scene_colliders import collider_param, unstated_collider_constants
 from .scene_file import CONTACT_PARAMS
 
 _REASONS = {
@@ -25,16 +33,21 @@ _REASONS = {
 
 
 def assumed_constants(scene) -> list:
-    """One `AssumedConstant` "ground.X" per contact constant the scene assumed (module
-    docstring), with its value, prior range (`PRIOR_RANGES`) and a writer that sets `ground_X`
-    and the `body_X` / `collider_X` entries of the rigid objects and colliders that take the ground's
-    value."""
-    spec = scene.spec
-    if spec.ground is None:
-        return []
+    """One `AssumedConstant` "ground.X" per contact constant the scene assumed, or "NAME.X" per collider's
+    in a scene without a [ground] (module docstring), with its value, prior range (`PRIOR_RANGES`) and a
+    writer that sets `ground_X` and the `body_X` / `collider_X` entries of the rigid objects and colliders
+    that take the ground's value, or the collider's own entry."""
     from .scene_colliders import ground_takers
-    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
+    spec = scene.spec
     out = []
+    for name, x, value in unstated_collider_constants(spec):
+        lower, upper = PRIOR_RANGES[x](value)
+        out.append(AssumedConstant(f"{name}.{x}", value, lower, upper,
+                                   _entry_writer(*collider_param(scene.model, scene.colliders[name], x)),
+                                   _REASONS[x]))
+    if spec.ground is None:
+        return out
+    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
     for x in CONTACT_PARAMS:
         if x in spec.ground_given or ("ground", x) in fitted:
             continue
@@ -49,6 +62,13 @@ def assumed_constants(scene) -> list:
         out.append(AssumedConstant(f"ground.{x}", value, lower, upper, _writer(scene.model, x, bodies, colliders),
                                    _REASONS[x]))
     return out
+
+
+def _entry_writer(field, entry):
+    def write(value):
+        field[entry] = value
+
+    return write
 
 
 def _writer(model, x, bodies, colliders=()):

@@ -34,6 +34,7 @@ from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, pr
 from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
 from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
+from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
 from .scene_views import build_views, fit_views, on_first_camera_frames, scene_camera_params, scene_camera_report, \
@@ -237,10 +238,12 @@ class Scene:
         try:
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
+                shape = obj.shape and dict(obj.shape, shape_size=file_axes_size(obj.shape["shape"],
+                                                                     obj.shape["shape_size"], M))
                 return b.add_rigid_body(obj.vertices @ M.T, obj.faces, mass=obj.mass, density=obj.density,
                                         position=M @ obj.position, rotation=q, velocity=M @ obj.velocity,
                                         angular_velocity=M @ obj.angular_velocity,
-                                        contact_radius=obj.contact_radius, **obj.contact, **obj.law)
+                                        contact_radius=obj.contact_radius, **shape, **obj.contact, **obj.law)
             x = obj.position + obj.vertices @ _quat_matrix(obj.rotation).T      # file axes, world positions
             com = _tet_centroid(x, obj.tets)
             vel = obj.velocity + np.cross(obj.angular_velocity, x - com)

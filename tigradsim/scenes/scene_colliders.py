@@ -52,6 +52,29 @@ class ColliderSpec:
     given: frozenset = frozenset()            # the contact constants the file states (the others: the ground's)
 
 
+def analytic_size(t: _Table, kind: str, required=True):
+    """The size of a "sphere" (radius), "box" (half_extents) or "capsule" (radius, half_length) from table `t`,
+    in the file's axes, as `add_collider` / `add_rigid_body(shape_size=)` take it; None when `required` is
+    False and no size key is given.  Colliders and rigid objects' `shape` tables share these keys."""
+    keys = _SHAPE_KEYS[kind]
+    if not required and not any(t.has(k) for k in keys):
+        return None
+    if kind == "sphere":
+        return np.array([t.number("radius", positive=True)])
+    if kind == "box":
+        return t.array("half_extents", (3,), positive=True)
+    return np.array([t.number("radius", positive=True), t.number("half_length", positive=True)])
+
+
+def file_axes_size(kind: str, size, M):
+    """A shape size given in the file's axes, in tigradsim's y-up axes (M: the file's axes to the world): a
+    box's half extents follow its axes (|M h|); a radius, a capsule's (radius, half length along the up axis)
+    and a scale do not change."""
+    if size is None or kind != "box":
+        return size
+    return np.abs(M @ size)
+
+
 def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
     from .scene_objects import _parse_law, _quaternion
 
@@ -73,12 +96,8 @@ def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
         if not np.linalg.norm(c.normal) > 0:
             t.fail("normal", f"expected a nonzero vector, got {c.normal.tolist()}")
     c.rotation = _quaternion(t, "rotation")
-    if kind == "sphere":
-        c.size = np.array([t.number("radius", positive=True)])
-    elif kind == "box":
-        c.size = t.array("half_extents", (3,), positive=True)
-    elif kind == "capsule":
-        c.size = np.array([t.number("radius", positive=True), t.number("half_length", positive=True)])
+    if kind in ("sphere", "box", "capsule"):
+        c.size = analytic_size(t, kind)
     elif kind == "mesh":
         from ..io.meshes import load_obj
         p = t.path("mesh", base=base)
@@ -124,8 +143,7 @@ def collider_arguments(c: ColliderSpec, M) -> dict:
         rotation = np.concatenate([M @ c.rotation[:3], c.rotation[3:]])          # M R M^T
     size = None if c.size is None else c.size.copy()
     mesh = None
-    if c.kind == "box":
-        size = np.abs(M @ size)            # half extents along the shape's own (world-mapped) axes
+    size = file_axes_size(c.kind, size, M)      # a box's half extents along its own (world-mapped) axes
     if c.kind == "mesh":
         mesh = (c.mesh[0] @ M.T, c.mesh[1])
     return dict(kind=c.kind, size=size, position=M @ c.position, rotation=rotation, mesh=mesh,
@@ -171,3 +189,17 @@ def collider_param(model, index, param):
     if param == "height":
         return model.collider_pose, (index, 1)
     return getattr(model, f"collider_{param}"), index
+
+
+def unstated_collider_constants(spec) -> list:
+    """(collider name, X, value) of every contact constant X in ke, kd, kf, mu that a [colliders.NAME] table
+    does not state and no [unknowns] entry ("NAME.X") fits, in a scene WITHOUT a [ground]: its value is the
+    library's default, an assumption about the collider's material, reported ("NAME.X") by
+    `assumed.assumed_constants` and fitted by [fit] contact_constants = "nuisance".  With a [ground], such a
+    collider takes the ground's X and moves with "ground.X" (`ground_takers`): the file gives one surface
+    constant for both, so one assumed (or nuisance) constant carries it."""
+    if spec.ground is not None:
+        return []
+    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
+    return [(name, x, float(c.contact[x])) for name, c in getattr(spec, "colliders", {}).items()
+            for x in CONTACT_PARAMS if x not in c.given and (name, x) not in fitted]

@@ -29,7 +29,12 @@ Sections (see demos/scenes/*.toml for complete examples):
     [objects.NAME] type = "rigid": mesh = "box.obj" (OBJ; duplicate vertices welded) or
                    box = [sx, sy, sz]; mass | density; scale; ke, kd, kf, mu (own contact
                    parameters, default the ground's); contact_radius; contact_law = {damping
-                   = "uncapped", friction = "huber", friction_velocity = 1e-3} (own law)
+                   = "uncapped", friction = "huber", friction_velocity = 1e-3} (own law);
+                   shape = "box" | "sphere" | "capsule" | "mesh" (the collision shape the other
+                   bodies touch, its size enclosing the mesh; default: a box for a box mesh,
+                   else the mesh) or a table with the colliders' size keys, e.g. shape =
+                   {kind = "capsule", radius = 0.05, half_length = 0.1}, {kind = "mesh",
+                   scale = 1.0, resolution = 32} (tigradsim.physics.body_shapes)
                    type = "soft": tetgen = "ball.node" (+ .ele beside it) or
                    mesh = "ball.msh" (Gmsh, .vtu, .vtk, .mesh, ...: any meshio volume format) or
                    nodes = "x.npy" | [[x, y, z], ...] with tets = "t.npy" | [[i, j, k, l], ...]
@@ -103,7 +108,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    sensitivity over PRIOR_RANGES; "nuisance" adds them as log-space unknowns
                    within PRIOR_RANGES, "OBJ.X_per_mass" when the one rigid object's mass is an
                    unknown, else "ground.X", so the intervals are marginal over them, widened
-                   for those the footage leaves undetermined)
+                   for those the footage leaves undetermined; a collider's constants its
+                   [colliders.NAME] does not state are assumed, or nuisance, as "NAME.X")
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a

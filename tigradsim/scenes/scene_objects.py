@@ -13,7 +13,7 @@ from .scene_table import SceneError, _show, _Table, _typename
 
 _COMMON_OBJ = ("type", "position", "rotation", "velocity", "angular_velocity", "color")
 
-_RIGID_KEYS = _COMMON_OBJ + ("mesh", "box", "mass", "density", "scale", "contact_radius", "contact_law") + \
+_RIGID_KEYS = _COMMON_OBJ + ("mesh", "box", "mass", "density", "scale", "contact_radius", "contact_law", "shape") + \
     CONTACT_PARAMS
 
 _SOFT_KEYS = _COMMON_OBJ + ("tetgen", "mesh", "nodes", "tets", "tet_box", "tet_ball", "material", "params", "density",
@@ -112,6 +112,37 @@ def _parse_rigid(t, base, obj):
     if t.has("contact_law"):
         obj.law = _parse_law(_Table(t.file, f"{t.section}.contact_law", t.table("contact_law"),
                                     ("damping", "friction", "friction_velocity")))
+    if t.has("shape"):
+        obj.shape = _parse_body_shape(t)
+
+
+def _parse_body_shape(t):
+    """A rigid object's collision shape (what the other bodies touch; `physics.body_shapes`), as
+    {"shape": kind, "shape_size": size in the file's axes or None, "shape_resolution": int or None}:
+
+        shape = "sphere"                                 # the default size: enclosing the mesh
+        shape = {kind = "capsule", radius = 0.05, half_length = 0.1}    # the colliders' size keys
+        shape = {kind = "mesh", scale = 1.0, resolution = 32}           # the object's own mesh
+    """
+    from ..physics.body_shapes import BODY_SHAPES
+    from .scene_colliders import _SHAPE_KEYS, analytic_size
+
+    if isinstance(t.data["shape"], str):
+        return {"shape": t.string("shape", choices=BODY_SHAPES), "shape_size": None, "shape_resolution": None}
+    raw = t.table("shape")
+    kind = raw.get("kind", None) if isinstance(raw, dict) else None
+    if kind is None:
+        t.fail("shape", f"missing kind: expected a shape name ({', '.join(BODY_SHAPES)}) or a table "
+                        f"{{kind = ..., size keys}}, got {_show(raw)}")
+    if kind not in BODY_SHAPES:
+        t.fail("shape", f"kind: expected one of {', '.join(BODY_SHAPES)}, got {_show(kind)}")
+    keys = ("scale", "resolution") if kind == "mesh" else _SHAPE_KEYS[kind]
+    g = _Table(t.file, f"{t.section}.shape", raw, ("kind",) + keys)
+    if kind == "mesh":
+        scale = g.number("scale", None, positive=True)
+        return {"shape": kind, "shape_size": None if scale is None else np.array([scale]),
+                "shape_resolution": g.integer("resolution", None, minimum=4)}
+    return {"shape": kind, "shape_size": analytic_size(g, kind, required=False), "shape_resolution": None}
 
 
 

@@ -36,6 +36,7 @@ class ObjectSpec:
     contact: dict = field(default_factory=dict)
     contact_radius: float = 0.0
     law: dict = field(default_factory=dict)       # rigid: this body's contact law (default: the ground's)
+    shape: dict = field(default_factory=dict)     # rigid: add_rigid_body's shape, shape_size (file axes), ...
     material: Optional[str] = None
     params: dict = field(default_factory=dict)
     damping: float = 0.0

@@ -143,16 +143,25 @@ def nuisance_unknowns(spec) -> list:
       (where only X / m shows in the motion) leaves the mass undetermined, as it is, instead of
       pinning it through an absolute stiffness's bound; its range is PRIOR_RANGES[X] over the
       initial mass;
-    * "ground.X" otherwise (and for mu, which has no per-mass form)."""
+    * "ground.X" otherwise (and for mu, which has no per-mass form);
+    * "NAME.X", in a scene without a [ground], for every contact constant a collider's table does not
+      state and no unknown fits (`scene_colliders.unstated_collider_constants`), on the collider's own
+      entry (with a [ground], such a collider takes the ground's X and moves with it)."""
     from ..fitting.sensitivity import PRIOR_RANGES
-    from .scene_colliders import ground_takers
-    if spec.ground is None or spec.fit.contact_constants != "nuisance":
+    from .scene_colliders import ground_takers, unstated_collider_constants
+    if spec.fit.contact_constants != "nuisance":
         return []
+    out = []
+    for name, x, value in unstated_collider_constants(spec):
+        lower, upper = PRIOR_RANGES[x](value)
+        out.append(UnknownSpec(target=f"{name}.{x}", object=name, param=x, init=value, lower=lower, upper=upper,
+                               log=True, nuisance=True))
+    if spec.ground is None:
+        return out
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
     rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
     masses = {u.object: u.init for u in spec.unknowns if u.param == "mass" and u.object in rigid}
     per_mass = rigid[0] if len(rigid) == 1 and len(spec.objects) == 1 and rigid[0] in masses else None
-    out = []
     for x in CONTACT_PARAMS:
         if x in spec.ground_given or ("ground", x) in fitted:
             continue
