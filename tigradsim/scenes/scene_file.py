@@ -138,7 +138,7 @@ __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "
            "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "RIGID_PARAMS", "TIES"]
 
 _TOP = ("world", "simulation", "ground", "colliders", "objects", "forces", "camera", "cameras", "footage", "unknowns",
-        "fit")
+        "fit", "mpm_grid")
 
 
 def _parse_world(file, data):
@@ -204,6 +204,9 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
         if name == "ground":
             raise SceneError(file, "objects", name, '"ground" is reserved for the ground plane ([ground])')
         objects[name] = _parse_object(file, base, name, od)
+    from .scene_mpm import check_mpm_scene, parse_mpm_grid
+    mpm_grid = parse_mpm_grid(file, data["mpm_grid"], up) if "mpm_grid" in data else None
+    check_mpm_scene(file, data, objects, mpm_grid)
     colliders = parse_colliders(file, base, data.get("colliders", {}), ground, objects)
     forces_data = data.get("forces", [])
     if not isinstance(forces_data, list):
@@ -246,7 +249,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,
-                     views=views, colliders=colliders)
+                     views=views, colliders=colliders, mpm_grid=mpm_grid)
     spec.unknowns = unknowns + nuisance_unknowns(spec)     # [fit] contact_constants = "nuisance"
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)
