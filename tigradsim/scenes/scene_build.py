@@ -185,8 +185,9 @@ class Scene:
             self._add_ground(b)
         from .scene_colliders import add_scene_colliders
         self.colliders = add_scene_colliders(b, spec)          # name -> collider index
-        if spec.mpm_grid is not None:
-            self.mpm_grid = self._add_mpm_grid(b)
+        if spec.mpm_grid is not None:                          # MPM matter: tigradsim/scenes/scene_mpm.py
+            from .scene_mpm import add_mpm_grid
+            self.mpm_grid = add_mpm_grid(spec, b)
         self.handles = {}
         for name, obj in spec.objects.items():
             self.handles[name] = self._add_object(b, obj)
@@ -231,33 +232,12 @@ class Scene:
         law = g.pop("law", {})
         b.add_ground(**g, **law)
 
-    def _add_mpm_grid(self, b):
-        g, M = self.spec.mpm_grid, self.M
-        corners = np.stack([g["lower"], g["upper"]]) @ M.T       # an axis-aligned box stays one under M
-        try:
-            return b.add_mpm_grid(lower=corners.min(0), upper=corners.max(0), resolution=g["resolution"], mu=g["mu"],
-                                  ground=g["ground"], boundary=g["boundary"])
-        except (ValueError, TypeError) as exc:
-            raise self.spec.error("mpm_grid", "lower / upper", str(exc)) from None
-
-    def _add_mpm(self, b, obj):
-        """An MPM object: a box (unrotated) sampled as a box, anything else as its closed surface in the world."""
-        M = self.M
-        shape = {}
-        if obj.box_size is not None and np.allclose(obj.rotation, [0.0, 0.0, 0.0, 1.0]):
-            corners = np.stack([obj.position - obj.box_size / 2, obj.position + obj.box_size / 2]) @ M.T
-            shape["box"] = (corners.min(0), corners.max(0))
-        else:
-            x = obj.position + obj.vertices @ _quat_matrix(obj.rotation).T
-            shape["mesh"] = (x @ M.T, obj.faces)
-        return b.add_mpm(**shape, material=obj.material, params=obj.params, density=obj.density,
-                         velocity=M @ obj.velocity, particles_per_cell=obj.particles_per_cell)
-
     def _add_object(self, b, obj):
         M, spec = self.M, self.spec
         try:
             if obj.kind == "mpm":
-                return self._add_mpm(b, obj)
+                from .scene_mpm import add_mpm_object
+                return add_mpm_object(spec, b, obj)
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
                 return b.add_rigid_body(obj.vertices @ M.T, obj.faces, mass=obj.mass, density=obj.density,
@@ -345,7 +325,8 @@ class Scene:
 
         spec, fit = self.spec, self.spec.fit
         if self.kind == "mpm":
-            return self._make_splatter()
+            from .scene_mpm import make_splatter
+            return make_splatter(self)
         faces, nverts, vids, colors = self._surface()
         # "auto" edge softness: silhouette edges as sharp as the footage's antialiased ones (a softer
         # edge inflates the silhouette and biases the fit; edge_softness_for_edge says how much)
@@ -370,36 +351,6 @@ class Scene:
         try:
             self.timed = render_at_times(self.sim, ren, self.footage, source={"rigid": "rigid", "soft": "particles",
                                                                                  "mixed": "both"}[self.kind])
-        except ValueError as exc:
-            raise spec.error("footage", "start_time", str(exc)) from None
-        return ren
-
-    def _make_splatter(self):
-        """MPM objects: their particles' soft-splat silhouette (`renderers.ParticleSplatter`), frame k at
-        footage time k; discs of the smallest object's splat_radius (default half its particle spacing: the
-        radius at which a sampled box splats to its mask, tests/test_splats.py).  Masks only."""
-        from ..io.footage import render_at_times
-        from ..physics.mpm_sampling import lattice_per_axis
-        from ..renderers import edge_softness_for_edge
-        from ..renderers.splats import ParticleSplatter
-
-        spec, fit = self.spec, self.spec.fit
-        if fit.supervision != "mask":
-            raise spec.error("fit", "supervision", f"{fit.supervision!r}: MPM matter is rendered as a splat "
-                             "silhouette without colour; use supervision = \"mask\"")
-        dx = self.model.mpm_grid.dx
-        radius = min(o.splat_radius if o.splat_radius is not None else dx / lattice_per_axis(o.particles_per_cell) / 2
-                     for o in spec.objects.values())
-        # the rasterizer's edge softness rule is not used by splats (their edge is the disc footprint); kept for
-        # the attributes the report reads
-        self.edge_softness = fit.edge_softness if fit.edge_softness is not None else \
-            edge_softness_for_edge(EDGE_PX, self.camera.width, self.camera.height)
-        self.plate = None
-        ren = ParticleSplatter(self.camera, self.model.mpm_particle_count, frames=len(self.footage), radius=radius,
-                               opacity=0.5)
-        self.splat_radius = radius
-        try:
-            self.timed = render_at_times(self.sim, ren, self.footage, source="mpm")
         except ValueError as exc:
             raise spec.error("footage", "start_time", str(exc)) from None
         return ren

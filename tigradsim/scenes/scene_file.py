@@ -47,6 +47,12 @@ Sections (see demos/scenes/*.toml for complete examples):
                    Rigid and soft objects may share a scene (a soft ball on a box): the soft
                    vertices touch the bodies' shapes with the reaction on the bodies
                    (tigradsim.physics.coupling) and both are rendered (TimedVertices "both")
+                   type = "mpm": MPM matter (jelly, plasticine, sand, fluid): box = [sx, sy, sz] or
+                   mesh = "blob.obj" (closed), material = "mpm_neo_hookean" | ... , params, density,
+                   particles_per_cell, velocity, splat_radius; needs [mpm_grid]; rendered as soft
+                   splats (masks only); MPM objects only in such a scene (tigradsim/scenes/scene_mpm.py)
+    [mpm_grid]     lower, upper, resolution, mu, ground, boundary: the MPM domain and grid
+                   (tigradsim/scenes/scene_mpm.py)
     [[forces]]     object, force (N, world), point (mesh coordinates; default the
                    centre of mass), torque (N m), start, end (seconds)
     [camera]       OpenCV: K (3x3), R (3x3, world to camera), t (3), width, height;
@@ -66,7 +72,9 @@ Sections (see demos/scenes/*.toml for complete examples):
                    background = "plate.png" | "estimate" (RGB supervision), first, count
     [unknowns."OBJECT.PARAM"]  init, lower, upper, log (default true); PARAM is mass, ke,
                    kd, kf, mu of a rigid object, a material parameter, damping, mass (total)
-                   or density of a soft object, ke, kd, kf, mu of "ground", ke, kd, kf, mu, height of a
+                   or density of a soft object, a material parameter (E, nu, yield_stress,
+                   friction_angle, viscosity, bulk_modulus, plastic_viscosity, ...) or density of an
+                   MPM object, ke, kd, kf, mu of "ground", ke, kd, kf, mu, height of a
                    collider, or a tie "ke_per_mass",
                    "kd_per_mass", "kf_per_mass" (the stiffness per unit mass is the unknown)
     [fit]          iterations, optimizer = "adam" | "bfgs" | "adam+bfgs", lr, polish

@@ -29,7 +29,8 @@ import numpy as np
 
 from .scene_table import SceneError, _Table
 
-__all__ = ["MPM_KEYS", "parse_mpm_object", "parse_mpm_grid", "check_mpm_scene", "mpm_unknown_params"]
+__all__ = ["MPM_KEYS", "parse_mpm_object", "parse_mpm_grid", "check_mpm_scene", "mpm_unknown_params", "add_mpm_grid",
+           "add_mpm_object", "make_splatter"]
 
 MPM_KEYS = ("type", "position", "rotation", "velocity", "color", "box", "mesh", "scale", "material", "params",
             "density", "particles_per_cell", "splat_radius")
@@ -151,3 +152,67 @@ def mpm_unknown_params(u, model, handle, kw):
     table[handle.row, col] = u.init
     model.mpm_params.from_numpy(table)
     return ColumnParam(model.mpm_params, col, rows=np.array([handle.row]), **kw)
+
+
+# ---------------------------------------------------------------------------
+# building (scene_build.Scene)
+
+def add_mpm_grid(spec, b):
+    """[mpm_grid] on the SceneBuilder `b`, in the y-up world; returns the `MPMGrid`."""
+    g, M = spec.mpm_grid, spec.axes
+    corners = np.stack([g["lower"], g["upper"]]) @ M.T       # an axis-aligned box stays one under M
+    try:
+        return b.add_mpm_grid(lower=corners.min(0), upper=corners.max(0), resolution=g["resolution"], mu=g["mu"],
+                              ground=g["ground"], boundary=g["boundary"])
+    except (ValueError, TypeError) as exc:
+        raise spec.error("mpm_grid", "lower / upper", str(exc)) from None
+
+
+def add_mpm_object(spec, b, obj):
+    """An MPM object on `b` (`SceneBuilder.add_mpm`): an unrotated box sampled as a box (the lattice points
+    inside it), anything else as its closed surface placed in the world.  Returns the `MPMObject`."""
+    from ..physics.rigid_pose import quat_to_matrix_np
+
+    M = spec.axes
+    shape = {}
+    if obj.box_size is not None and np.allclose(obj.rotation, [0.0, 0.0, 0.0, 1.0]):
+        corners = np.stack([obj.position - obj.box_size / 2, obj.position + obj.box_size / 2]) @ M.T
+        shape["box"] = (corners.min(0), corners.max(0))
+    else:
+        x = obj.position + obj.vertices @ quat_to_matrix_np(obj.rotation).T
+        shape["mesh"] = (x @ M.T, obj.faces)
+    return b.add_mpm(**shape, material=obj.material, params=obj.params, density=obj.density,
+                     velocity=M @ obj.velocity, particles_per_cell=obj.particles_per_cell)
+
+
+def make_splatter(scene):
+    """The renderer of a scene of MPM objects: their particles' soft-splat silhouette
+    (`renderers.ParticleSplatter`), frame k at footage time k (`render_at_times(source="mpm")`: blended
+    between the two steps around it), discs of the smallest object's splat_radius (default half its particle
+    spacing: the radius at which a sampled box splats to its mask, tests/test_splats.py), opacity 0.5.
+    Masks only.  Sets scene.timed, scene.plate (None), scene.edge_softness, scene.splat_radius."""
+    from ..io.footage import render_at_times
+    from ..physics.mpm_sampling import lattice_per_axis
+    from ..renderers import edge_softness_for_edge
+    from ..renderers.splats import ParticleSplatter
+    from .scene_build import EDGE_PX
+
+    spec, fit = scene.spec, scene.spec.fit
+    if fit.supervision != "mask":
+        raise spec.error("fit", "supervision", f"{fit.supervision!r}: MPM matter is rendered as a splat silhouette "
+                         "without colour; use supervision = \"mask\"")
+    dx = scene.model.mpm_grid.dx
+    scene.splat_radius = min(o.splat_radius if o.splat_radius is not None else
+                             dx / lattice_per_axis(o.particles_per_cell) / 2 for o in spec.objects.values())
+    # splats' edge is their disc footprint, not the rasterizer's edge softness; the value is kept for the
+    # attributes the report and the views read
+    scene.edge_softness = fit.edge_softness if fit.edge_softness is not None else \
+        edge_softness_for_edge(EDGE_PX, scene.camera.width, scene.camera.height)
+    scene.plate = None
+    ren = ParticleSplatter(scene.camera, scene.model.mpm_particle_count, frames=len(scene.footage),
+                           radius=scene.splat_radius, opacity=0.5)
+    try:
+        scene.timed = render_at_times(scene.sim, ren, scene.footage, source="mpm")
+    except ValueError as exc:
+        raise spec.error("footage", "start_time", str(exc)) from None
+    return ren
