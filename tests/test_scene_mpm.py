@@ -189,3 +189,15 @@ def test_z_up_file_builds_the_same_matter():
     assert got.mpm_grid.res == ref.mpm_grid.res
     np.testing.assert_allclose(got.camera.R, ref.camera.R, atol=1e-12)
     assert got.splat_radius == ref.splat_radius == 1.0 / 16 / 4
+
+
+def test_object_outside_the_grid_is_named_when_built():
+    """What needs the grid's dx (inside the domain, at least two cells across) is checked by `add_mpm` when the
+    scene is built, before any kernel runs, and named [objects.NAME]."""
+    import tigradsim as tgs
+
+    tgs.init(arch="cpu", precision="f64")
+    with pytest.raises(SceneError, match=r"\[objects.jelly\].*outside the MPM domain"):
+        _built(_edit(lambda d: d["mpm_grid"].update(upper=[1.0, 0.3, 1.0])))
+    with pytest.raises(SceneError, match=r"\[objects.jelly\].*too coarse"):
+        _built(_edit(lambda d: d["mpm_grid"].update(resolution=5)))
