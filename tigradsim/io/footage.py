@@ -354,7 +354,7 @@ def frame_steps(times, dt, mode="interpolate", max_step=None):
     return n, a
 
 
-SOURCES = ("particles", "rigid", "both")
+SOURCES = ("particles", "rigid", "both", "mpm")
 
 
 @ti.data_oriented
@@ -368,7 +368,8 @@ class TimedVertices:
             vertex_ids), "rigid" (every rigid body's world-space mesh vertices, the
             layout of `RigidSurface`) or "both" (a scene of rigid bodies and particles, e.g.
             a soft ball on a box: the rigid layout first, then every particle, particle i
-            at index rigid vertex count + i).
+            at index rigid vertex count + i) or "mpm" (every MPM particle's position, `mpm_x`:
+            render with `renderers.ParticleSplatter`).
         mode: "interpolate" or "nearest" (`frame_steps`).
         on_frame: called as `on_frame(k)` once frame k's vertices are complete (e.g.
             `lambda k: renderer.render(timed.vertices, k, k)`).
@@ -397,7 +398,10 @@ class TimedVertices:
             self.faces = np.concatenate([f + start[b] for b, f in enumerate(model.body_faces)]).astype(np.int32)
         if source in ("particles", "both") and model.particle_count == 0:
             raise ValueError(f"source={source!r}: the model has no particles")
-        self.vertex_count = self.rigid_vertex_count + (model.particle_count if source != "rigid" else 0)
+        if source == "mpm" and getattr(model, "mpm_particle_count", 0) == 0:
+            raise ValueError("source='mpm': the model has no MPM particles (use SceneBuilder.add_mpm)")
+        self.vertex_count = model.mpm_particle_count if source == "mpm" else \
+            self.rigid_vertex_count + (model.particle_count if source != "rigid" else 0)
         self.steps, self.alphas = frame_steps(times, sim.dt, mode, max_step=sim.steps)
         t = np.atleast_1d(np.asarray(times, dtype=np.float64))
         self.max_time_error = float(np.max(np.abs(self.steps * sim.dt - t))) if mode == "nearest" else 0.0
@@ -419,8 +423,11 @@ class TimedVertices:
 
     def __call__(self, state, slot, index):
         # the two state fields the vertices come from (one of them is not read, by a static branch)
-        bq = state.body_q if self.source != "particles" else state.particle_q
-        pq = state.particle_q if self.source != "rigid" else state.body_q
+        if self.source == "mpm":               # MPM particles are read like particles, from mpm_x
+            bq = pq = state.mpm_x
+        else:
+            bq = state.body_q if self.source != "particles" else state.particle_q
+            pq = state.particle_q if self.source != "rigid" else state.body_q
         for k, kind in self._events[self._obs_steps[index]]:
             if kind == "stash":
                 self._gather(bq, pq, slot, self.stash, k)
@@ -437,7 +444,7 @@ class TimedVertices:
         if ti.static(self.source == "rigid"):
             b = bq[slot, self.model.vertex_body[v]]
             p = body_position(b) + quat_rotate(body_rotation(b), self.model.body_vertex[v])
-        elif ti.static(self.source == "particles"):
+        elif ti.static(self.source in ("particles", "mpm")):
             p = pq[slot, v]
         else:
             if v < self.rigid_vertex_count:

@@ -187,13 +187,16 @@ class Scene:
             self._add_ground(b)
         from .scene_colliders import add_scene_colliders
         self.colliders = add_scene_colliders(b, spec)          # name -> collider index
+        if spec.mpm_grid is not None:                          # MPM matter: tigradsim/scenes/scene_mpm.py
+            from .scene_mpm import add_mpm_grid
+            self.mpm_grid = add_mpm_grid(spec, b)
         self.handles = {}
         for name, obj in spec.objects.items():
             self.handles[name] = self._add_object(b, obj)
         for fs in spec.forces:
             self._add_force(b, fs)
         kinds = {o.kind for o in spec.objects.values()}
-        # "rigid", "soft", or "mixed" (rigid and soft objects touching: a soft ball on a box)
+        # "rigid", "soft", "mpm" (MPM objects only), or "mixed" (rigid and soft objects touching: a soft ball on a box)
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.model = b.finalize(requires_grad=requires_grad)
         self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
@@ -236,6 +239,9 @@ class Scene:
     def _add_object(self, b, obj):
         M, spec = self.M, self.spec
         try:
+            if obj.kind == "mpm":
+                from .scene_mpm import add_mpm_object
+                return add_mpm_object(spec, b, obj)
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
                 shape = obj.shape and dict(obj.shape, shape_size=file_axes_size(obj.shape["shape"],
@@ -324,6 +330,9 @@ class Scene:
         from ..renderers import SoftRasterizer, edge_softness_for_edge
 
         spec, fit = self.spec, self.spec.fit
+        if self.kind == "mpm":
+            from .scene_mpm import make_splatter
+            return make_splatter(self)
         faces, nverts, vids, colors = self._surface()
         # "auto" edge softness: silhouette edges as sharp as the footage's antialiased ones (a softer
         # edge inflates the silhouette and biases the fit; edge_softness_for_edge says how much)

@@ -52,6 +52,12 @@ Sections (see demos/scenes/*.toml for complete examples):
                    Rigid and soft objects may share a scene (a soft ball on a box): the soft
                    vertices touch the bodies' shapes with the reaction on the bodies
                    (tigradsim.physics.coupling) and both are rendered (TimedVertices "both")
+                   type = "mpm": MPM matter (jelly, plasticine, sand, fluid): box = [sx, sy, sz] or
+                   mesh = "blob.obj" (closed), material = "mpm_neo_hookean" | ... , params, density,
+                   particles_per_cell, velocity, splat_radius; needs [mpm_grid]; rendered as soft
+                   splats (masks only); MPM objects only in such a scene (tigradsim/scenes/scene_mpm.py)
+    [mpm_grid]     lower, upper, resolution, mu, ground, boundary: the MPM domain and grid
+                   (tigradsim/scenes/scene_mpm.py)
     [[forces]]     object, force (N, world), point (mesh coordinates; default the
                    centre of mass), torque (N m), start, end (seconds)
     [camera]       OpenCV: K (3x3), R (3x3, world to camera), t (3), width, height;
@@ -73,7 +79,9 @@ Sections (see demos/scenes/*.toml for complete examples):
                    background = "plate.png" | "estimate" (RGB supervision), first, count
     [unknowns."OBJECT.PARAM"]  init, lower, upper, log (default true); PARAM is mass, ke,
                    kd, kf, mu of a rigid object, a material parameter, damping, mass (total)
-                   or density of a soft object, ke, kd, kf, mu of "ground", ke, kd, kf, mu, height of a
+                   or density of a soft object, a material parameter (E, nu, yield_stress,
+                   friction_angle, viscosity, bulk_modulus, plastic_viscosity, ...) or density of an
+                   MPM object, ke, kd, kf, mu of "ground", ke, kd, kf, mu, height of a
                    collider, or a tie "ke_per_mass",
                    "kd_per_mass", "kf_per_mass" (the stiffness per unit mass is the unknown)
     [fit]          iterations, optimizer = "adam" | "bfgs" | "adam+bfgs", lr, polish
@@ -146,7 +154,7 @@ __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "
            "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "RIGID_PARAMS", "TIES"]
 
 _TOP = ("world", "simulation", "ground", "colliders", "objects", "forces", "camera", "cameras", "footage", "unknowns",
-        "fit")
+        "fit", "mpm_grid")
 
 
 def _parse_world(file, data):
@@ -212,6 +220,9 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
         if name == "ground":
             raise SceneError(file, "objects", name, '"ground" is reserved for the ground plane ([ground])')
         objects[name] = _parse_object(file, base, name, od)
+    from .scene_mpm import check_mpm_scene, parse_mpm_grid
+    mpm_grid = parse_mpm_grid(file, data["mpm_grid"], up) if "mpm_grid" in data else None
+    check_mpm_scene(file, data, objects, mpm_grid)
     colliders = parse_colliders(file, base, data.get("colliders", {}), ground, objects)
     forces_data = data.get("forces", [])
     if not isinstance(forces_data, list):
@@ -251,7 +262,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,
-                     views=views, colliders=colliders)
+                     views=views, colliders=colliders, mpm_grid=mpm_grid)
     spec.unknowns = unknowns + nuisance_unknowns(spec)     # [fit] contact_constants = "nuisance"
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)

@@ -37,20 +37,26 @@ def _parse_object(file, base, name, data):
         raise SceneError(file, None, sec, f"expected a table, got {_typename(data)} {_show(data)}")
     kind = data.get("type", None)
     if kind is None:
-        raise SceneError(file, sec, "type", 'missing (required): "rigid" or "soft"')
-    t = _Table(file, sec, data, _RIGID_KEYS if kind == "rigid" else _SOFT_KEYS if kind == "soft" else _COMMON_OBJ)
-    t.string("type", choices=("rigid", "soft"))
+        raise SceneError(file, sec, "type", 'missing (required): "rigid", "soft" or "mpm"')
+    from .scene_mpm import MPM_KEYS
+    t = _Table(file, sec, data, {"rigid": _RIGID_KEYS, "soft": _SOFT_KEYS, "mpm": MPM_KEYS}.get(kind, _COMMON_OBJ))
+    t.string("type", choices=("rigid", "soft", "mpm"))
     obj = ObjectSpec(name=name, kind=kind, vertices=np.zeros((0, 3)))
     obj.position = t.array("position", (3,), default=np.zeros(3))
     obj.rotation = _quaternion(t, "rotation")
     obj.velocity = t.array("velocity", (3,), default=np.zeros(3))
-    obj.angular_velocity = t.array("angular_velocity", (3,), default=np.zeros(3))
+    obj.angular_velocity = t.array("angular_velocity", (3,), default=np.zeros(3)) if kind != "mpm" else np.zeros(3)
     obj.color = t.array("color", (3,), default=None)
     if obj.color is not None and (np.any(obj.color < 0) or np.any(obj.color > 1)):
         t.fail("color", f"expected RGB values in [0, 1], got {obj.color.tolist()}")
     scale = t.number("scale", 1.0, positive=True)
     if kind == "rigid":
         _parse_rigid(t, base, obj)
+    elif kind == "mpm":
+        from .scene_mpm import parse_mpm_object
+        parse_mpm_object(t, base, obj)
+        if obj.box_size is not None:
+            obj.box_size = obj.box_size * scale
     else:
         _parse_soft(t, base, obj)
     obj.vertices = obj.vertices * scale
@@ -279,7 +285,7 @@ def _parse_force(file, k, data, objects):
         t.fail("object", f"no object named {name!r}" + (f"; did you mean {close[0]!r}?" if close else "")
                + f" (objects: {', '.join(objects) or 'none'})")
     if objects[name].kind != "rigid":
-        t.fail("object", f"{name!r} is a soft object: known forces act on rigid objects only")
+        t.fail("object", f"{name!r} is a {objects[name].kind} object: known forces act on rigid objects only")
     force = t.array("force", (3,), default=np.zeros(3))
     torque = t.array("torque", (3,), default=np.zeros(3))
     if not t.has("force") and not t.has("torque"):

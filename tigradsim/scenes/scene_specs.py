@@ -48,6 +48,10 @@ class ObjectSpec:
     angular_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
     color: Optional[np.ndarray] = None     # RGB in [0, 1]; None: estimated from the footage inside the masks
     source: str = ""
+    # kind "mpm" (scene_mpm.py): `vertices`, `faces` the closed surface sampled; box_size (3,) for a box
+    box_size: Optional[np.ndarray] = None
+    particles_per_cell: int = 8
+    splat_radius: Optional[float] = None
 
 
 
@@ -190,6 +194,7 @@ class SceneSpec:
     # one view named "camera"; `camera` and `footage` above are the first view's
     views: list = field(default_factory=list)
     colliders: dict = field(default_factory=dict)   # name -> scene_colliders.ColliderSpec (file order)
+    mpm_grid: Optional[dict] = None      # [mpm_grid] (scene_mpm.parse_mpm_grid), file axes
 
     @property
     def several_cameras(self) -> bool:

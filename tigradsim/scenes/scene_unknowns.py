@@ -33,6 +33,9 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
         o = objects[obj]
         if o.kind == "rigid":
             allowed = RIGID_PARAMS + tuple(TIES)
+        elif o.kind == "mpm":                  # scene_mpm.mpm_unknown_params
+            from ..core.registry import get_material
+            allowed = tuple(get_material(o.material).params) + ("density",)
         else:
             from ..core.registry import get_material
             allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
