@@ -241,7 +241,7 @@ def _prepare(args, precision, requires_grad, unknowns=True):
 def _write_outline(path_gif, path_png, footage, alpha, fps):
     """The outline video (GIF) and a PNG of its first, middle and last frames side by side."""
     import imageio.v3 as iio
-    from .scenes.scene_build import outline_frames
+    from .io.outlines import outline_frames
     from .io.video import save_gif
 
     rgb = footage.frames if footage.channels == 3 else np.repeat(footage.frames, 3, axis=-1)

@@ -34,6 +34,7 @@ from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, pr
 from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
 from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
+from ..io.outlines import outline_frames     # re-exported (the pictures of a fit)
 from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
@@ -582,33 +583,6 @@ class _SumLoss:
 
     def residuals(self):
         return np.concatenate([np.ravel(part.residuals()) for part in self.losses])
-
-
-# ---------------------------------------------------------------------------
-# pictures
-
-def _edges(mask):
-    """Boolean (K, H, W): pixels of `mask` that have a 4-neighbour outside it."""
-    m = np.pad(mask, ((0, 0), (1, 1), (1, 1)), mode="edge")
-    inner = m[:, 1:-1, 1:-1]
-    nb = m[:, :-2, 1:-1] & m[:, 2:, 1:-1] & m[:, 1:-1, :-2] & m[:, 1:-1, 2:]
-    return inner & ~nb
-
-
-def outline_frames(frames, alpha, masks=None, upscale=1):
-    """Footage frames (K, H, W, 3) in [0, 1] with the render's outline (alpha > 0.5) in red
-    and, when given, the masks' outline in green; uint8 (K, H u, W u, 3), u = upscale."""
-    f = np.asarray(frames, dtype=np.float64)
-    a = np.asarray(alpha, dtype=np.float64)
-    if upscale > 1:
-        f = f.repeat(upscale, 1).repeat(upscale, 2)
-        a = a.repeat(upscale, 1).repeat(upscale, 2)
-        masks = None if masks is None else np.asarray(masks).repeat(upscale, 1).repeat(upscale, 2)
-    out = f.copy()
-    if masks is not None:
-        out[_edges(np.asarray(masks) > 0.5)] = (0.1, 0.9, 0.1)
-    out[_edges(a > 0.5)] = (1.0, 0.1, 0.1)
-    return (np.clip(out, 0, 1) * 255 + 0.5).astype(np.uint8)
 
 
 # ---------------------------------------------------------------------------
