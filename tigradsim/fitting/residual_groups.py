@@ -38,19 +38,26 @@ def interval_blocks(frames: int, coordinates: int, minimum: int = MIN_INTERVAL_B
     return int(min(frames, max(minimum, 2 * coordinates)))
 
 
-def residual_groups(part_sizes, frames: int, blocks: int, extra: int = 0, count=None) -> np.ndarray:
+def residual_groups(part_sizes, frames: int, blocks: int, extra: int = 0, count=None,
+                    part_frames=None) -> np.ndarray:
     """One cluster label per residual: the residuals are parts (e.g. mask, then RGB) of
     `part_sizes[i]` values each, every part frame-major over `frames` frames; a residual's label
     is its frame's block (`frame_blocks(frames, blocks)`), the same for a frame's residuals in
     every part; then `extra` residuals (e.g. a camera prior's 6) form one more cluster, label
-    `blocks`.  count: the residual count, as a check.  Returns (sum(part_sizes) + extra,) ints."""
+    `blocks`.  count: the residual count, as a check.  part_frames: for each part, the
+    index among the `frames` frames that each of its own frames belongs to (cameras with frame times of
+    their own: the nearest of the first camera's frames); None: part i is frame-major over all
+    `frames`.  Returns (sum(part_sizes) + extra,) ints."""
     block_of_frame = frame_blocks(frames, blocks)
+    if part_frames is None:
+        part_frames = [np.arange(frames)] * len(part_sizes)
     labels = []
-    for size in part_sizes:
-        if size % frames:
+    for size, frame_of in zip(part_sizes, part_frames):
+        c = len(frame_of)
+        if size % c:
             raise ValueError(f"part_sizes: expected each part to hold a whole number of frames' residuals, got "
-                             f"{size} residuals for {frames} frames")
-        labels.append(np.repeat(block_of_frame, size // frames))
+                             f"{size} residuals for {c} frames")
+        labels.append(np.repeat(block_of_frame[np.minimum(frame_of, frames - 1)], size // c))
     if extra:
         labels.append(np.full(int(extra), blocks))
     out = np.concatenate(labels)

@@ -23,7 +23,6 @@ material (E, nu; yield_stress; friction_angle; viscosity, bulk_modulus; plastic_
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
@@ -42,10 +41,10 @@ def parse_mpm_object(t: _Table, base, obj):
     """Fill `obj` (ObjectSpec, kind "mpm") from its table `t`: the shape's closed surface in object
     coordinates (vertices, faces; `box_size` for a box), material, params, density, sampling, splat radius."""
     from ..core.registry import get_material, list_materials
-    from ..io.meshes import box_surface, load_obj, weld_vertices
+    from ..io.meshes import box_surface
     from ..physics.mpm_sampling import lattice_per_axis
     from ..physics.rigid_mass import check_closed_mesh
-    from .scene_objects import _one_of
+    from .scene_objects import _one_of, read_welded_obj
 
     source = _one_of(t, ("box", "mesh"))
     if source == "box":
@@ -53,15 +52,7 @@ def parse_mpm_object(t: _Table, base, obj):
         v, f = box_surface(size)
         obj.box_size, obj.source = size, f"box {size.tolist()}"
     else:
-        p = t.path("mesh", base=base)
-        try:
-            v, f = load_obj(p)
-        except (ValueError, IndexError, OSError) as exc:
-            t.fail("mesh", f"cannot read {os.path.basename(p)} as an OBJ mesh: {exc}")
-        if len(f) == 0:
-            t.fail("mesh", f"{os.path.basename(p)} has no faces")
-        diag = float(np.linalg.norm(np.ptp(np.asarray(v, dtype=np.float64), axis=0)))
-        v, f, _ = weld_vertices(v, f, 1e-6 * diag)
+        v, f, p = read_welded_obj(t, base)
         try:
             v, f = check_closed_mesh(v, f)
         except (ValueError, IndexError, TypeError) as exc:

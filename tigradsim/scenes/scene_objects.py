@@ -73,23 +73,31 @@ def _one_of(t, keys):
 
 
 
+def read_welded_obj(t, base):
+    """The OBJ file named by key "mesh" of table `t` (relative to `base`), its per-face corners (as OBJ
+    exporters write them) welded into one surface, the same rule as add_rigid_body: (vertices, faces,
+    path).  A file that cannot be read or has no faces is an error naming the key."""
+    from ..io.meshes import load_obj, weld_vertices
+
+    p = t.path("mesh", base=base)
+    try:
+        v, f = load_obj(p)
+    except (ValueError, IndexError, OSError) as exc:
+        t.fail("mesh", f"cannot read {os.path.basename(p)} as an OBJ mesh: {exc}")
+    if len(f) == 0:
+        t.fail("mesh", f"{os.path.basename(p)} has no faces")
+    diag = float(np.linalg.norm(np.ptp(np.asarray(v, dtype=np.float64), axis=0)))
+    v, f, _ = weld_vertices(v, f, 1e-6 * diag)
+    return v, f, p
+
+
 def _parse_rigid(t, base, obj):
-    from ..io.meshes import box_surface, load_obj, weld_vertices
+    from ..io.meshes import box_surface
     from ..physics.rigid_mass import check_closed_mesh
 
     source = _one_of(t, ("mesh", "box"))
     if source == "mesh":
-        p = t.path("mesh", base=base)
-        try:
-            v, f = load_obj(p)
-        except (ValueError, IndexError, OSError) as exc:
-            t.fail("mesh", f"cannot read {os.path.basename(p)} as an OBJ mesh: {exc}")
-        if len(f) == 0:
-            t.fail("mesh", f"{os.path.basename(p)} has no faces")
-        # per-face corners (OBJ exporters) -> one closed surface, the same rule as add_rigid_body
-        diag = float(np.linalg.norm(np.ptp(np.asarray(v, dtype=np.float64), axis=0)))
-        v, f, _ = weld_vertices(v, f, 1e-6 * diag)
-        obj.source = p
+        v, f, obj.source = read_welded_obj(t, base)
     else:
         size = t.array("box", (3,), positive=True)
         v, f = box_surface(size)

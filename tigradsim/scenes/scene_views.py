@@ -193,24 +193,11 @@ def view_residual_groups(scene, k, blocks, part_sizes, part_views, extra=0, coun
     `view_frame_counts`); a frame's label is the block (`frame_blocks(k, blocks)`) of the first camera's
     frame nearest it in time (synchronised cameras: exactly `residual_groups`' labels); then `extra`
     residuals (the camera priors') form one more cluster, label `blocks`."""
-    from ..fitting.residual_groups import frame_blocks
+    from ..fitting.residual_groups import residual_groups
 
     counts = view_frame_counts(scene, k)
-    block_of_frame = frame_blocks(k, blocks)
-    labels = []
-    for size, v in zip(part_sizes, part_views):
-        c = counts[v]
-        if size % c:
-            raise ValueError(f"part_sizes: expected each part to hold a whole number of frames' residuals, got "
-                             f"{size} residuals for {c} frames of camera {scene.views[v].name!r}")
-        nearest = np.minimum(_nearest_first_frames(scene, scene.views[v], c), k - 1)
-        labels.append(np.repeat(block_of_frame[nearest], size // c))
-    if extra:
-        labels.append(np.full(int(extra), blocks))
-    out = np.concatenate(labels)
-    if count is not None and out.size != count:
-        raise ValueError(f"residual_groups: {out.size} labels for {count} residuals")
-    return out
+    part_frames = [_nearest_first_frames(scene, scene.views[v], counts[v]) for v in part_views]
+    return residual_groups(part_sizes, k, blocks, extra=extra, count=count, part_frames=part_frames)
 
 
 def on_first_camera_frames(scene, videos) -> list:
