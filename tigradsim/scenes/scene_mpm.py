@@ -23,7 +23,6 @@ material (E, nu; yield_stress; friction_angle; viscosity, bulk_modulus; plastic_
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .scene_table import SceneError, _Table
