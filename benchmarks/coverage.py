@@ -39,7 +39,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from footage import FOOTAGE, noisy_folder, perturbed_camera, run_fit, write_toml  # noqa: E402
+from footage import FOOTAGE, noisy_folder, run_fit, write_clip_scene  # noqa: E402
 
 CLIPS = ("box_push", "box_drop", "warp_box_push", "warp_box_drop", "mujoco_box_push", "mujoco_box_drop",
          "newton_box_push", "newton_box_drop", "warp_soft_drop")
@@ -85,27 +85,7 @@ def make_scene(clip, variant, contact, scene_dir, out, quick):
     for f in truth.get("forces", []):
         tables.append(("[[forces]]", {"object": "box", "force": f["force"], "point": f["point"], "start": f["start"],
                                       "end": f["end"]}))
-    cam = truth["camera"]
-    R, t = np.asarray(cam["R"], float), np.asarray(cam["t"], float)
-    if variant == "camera":
-        R, t = perturbed_camera(R, t)
-    size = truth["image_size"]
-    tables.append(("[camera]", {"K": cam["K"], "R": R, "t": t, "width": size["width"], "height": size["height"]}))
-    footage = {"frames": rel(os.path.join(frames_folder, "rgb_%04d.png")), "masks": rel(os.path.join(folder, "mask_%04d.png")),
-               "fps": truth["fps"], "start_time": truth["start_time"]}
-    if variant == "noisy":                    # the masks are not noised: supervise with the noisy RGB too
-        fit["supervision"] = "both"
-        footage["background"] = "estimate"
-    if variant == "camera":
-        fit["refine_camera"] = True
-    fit["contact_constants"] = contact
-    tables.append(("[footage]", footage))
-    for k, v in GUESS.items():
-        tables.append((f'[unknowns."{k}"]', {"init": v, "lower": BOUNDS[k][0], "upper": BOUNDS[k][1]}))
-    tables.append(("[fit]", fit))
-    os.makedirs(scene_dir, exist_ok=True)
-    path = os.path.join(scene_dir, "scene.toml")
-    write_toml(path, tables)
+    path = write_clip_scene(tables, truth, variant, fit, contact, folder, frames_folder, scene_dir, GUESS, BOUNDS)
     return path, truths_of(clip)
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
 
-from footage import FOOTAGE, SETTINGS, noisy_folder, perturbed_camera, write_toml
+from footage import FOOTAGE, SETTINGS, noisy_folder, write_clip_scene
 
 GUESS = {"cube.mu": 1500.0, "cube.lam": 3000.0}    # round guesses, the same for every soft clip
 BOUNDS = {"cube.mu": (100.0, 1e5), "cube.lam": (100.0, 1e5)}
@@ -51,27 +50,7 @@ def make_soft_scene(clip, variant, contact, scene_dir, out, quick):
     tables = [("[world]", {"up": "y", "gravity": -float(truth["world"]["gravity"][1])}), ("[simulation]", sim),
               ("[ground]", {}),                       # no contact constant, no law
               ("[objects.cube]", body)]
-    cam = truth["camera"]
-    R, t = np.asarray(cam["R"], float), np.asarray(cam["t"], float)
-    if variant == "camera":
-        R, t = perturbed_camera(R, t)
-    size = truth["image_size"]
-    tables.append(("[camera]", {"K": cam["K"], "R": R, "t": t, "width": size["width"], "height": size["height"]}))
-    footage = {"frames": rel(os.path.join(frames_folder, "rgb_%04d.png")), "masks": rel(os.path.join(folder, "mask_%04d.png")),
-               "fps": truth["fps"], "start_time": truth["start_time"]}
-    if variant == "noisy":                    # the masks are not noised: supervise with the noisy RGB too
-        fit["supervision"] = "both"
-        footage["background"] = "estimate"
-    if variant == "camera":
-        fit["refine_camera"] = True
-    fit["contact_constants"] = contact
-    tables.append(("[footage]", footage))
-    for k, v in GUESS.items():
-        tables.append((f'[unknowns."{k}"]', {"init": v, "lower": BOUNDS[k][0], "upper": BOUNDS[k][1]}))
-    tables.append(("[fit]", fit))
-    os.makedirs(scene_dir, exist_ok=True)
-    path = os.path.join(scene_dir, "scene.toml")
-    write_toml(path, tables)
+    path = write_clip_scene(tables, truth, variant, fit, contact, folder, frames_folder, scene_dir, GUESS, BOUNDS)
     return path, soft_truths(truth)
 
 

@@ -206,6 +206,37 @@ def _toml_value(v):
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
 
+def write_clip_scene(tables, truth, variant, fit, contact, folder, frames_folder, scene_dir, guess, bounds):
+    """Finish a coverage scene file: `tables` (list of (header, dict): world, simulation, ground, objects,
+    forces) get the clip's camera (perturbed for the "camera" variant, which also refines it), its footage
+    (noisy RGB frames from `frames_folder` and supervision "both" for "noisy"), [fit] with
+    contact_constants = `contact`, and one unknown per `guess` entry within `bounds`; written to
+    scene_dir/scene.toml, whose path it returns."""
+    rel = lambda p: os.path.relpath(p, scene_dir)
+    cam = truth["camera"]
+    R, t = np.asarray(cam["R"], float), np.asarray(cam["t"], float)
+    if variant == "camera":
+        R, t = perturbed_camera(R, t)
+    size = truth["image_size"]
+    tables.append(("[camera]", {"K": cam["K"], "R": R, "t": t, "width": size["width"], "height": size["height"]}))
+    footage = {"frames": rel(os.path.join(frames_folder, "rgb_%04d.png")), "masks": rel(os.path.join(folder, "mask_%04d.png")),
+               "fps": truth["fps"], "start_time": truth["start_time"]}
+    if variant == "noisy":                    # the masks are not noised: supervise with the noisy RGB too
+        fit["supervision"] = "both"
+        footage["background"] = "estimate"
+    if variant == "camera":
+        fit["refine_camera"] = True
+    fit["contact_constants"] = contact
+    tables.append(("[footage]", footage))
+    for k, v in guess.items():
+        tables.append((f'[unknowns."{k}"]', {"init": v, "lower": bounds[k][0], "upper": bounds[k][1]}))
+    tables.append(("[fit]", fit))
+    os.makedirs(scene_dir, exist_ok=True)
+    path = os.path.join(scene_dir, "scene.toml")
+    write_toml(path, tables)
+    return path
+
+
 def write_toml(path, tables):
     """tables: list of (header, dict); header "[[forces]]" style for arrays of tables is given verbatim."""
     lines = []
