@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 
-
 from footage import FOOTAGE, SETTINGS, noisy_folder, write_clip_scene
 
 GUESS = {"cube.mu": 1500.0, "cube.lam": 3000.0}    # round guesses, the same for every soft clip
