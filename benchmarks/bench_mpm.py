@@ -28,9 +28,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import run_child, time_rollout  # noqa: E402
 
-# grid resolution, cube side [m] (8 particles/cell); "small_coupled": "small" over four colliders (a sphere, a box,
+# grid resolution, cube side [m] (8 particles/cell); "pacnerf32k": 32,768 particles on 64^3 cells, the size of
+# benchmarks/vs_genesis.py's timing row; "small_coupled": "small" over four colliders (a sphere, a box,
 # a capsule and a mesh) and a free rigid box, met at the grid (`tigradsim.physics.mpm_boundary`)
-SCENES = {"small": (32, 0.25), "small_coupled": (32, 0.25), "pacnerf": (64, 0.21)}
+SCENES = {"small": (32, 0.25), "small_coupled": (32, 0.25), "pacnerf": (64, 0.21), "pacnerf32k": (64, 0.25)}
 
 
 def build(scene, tgs):
