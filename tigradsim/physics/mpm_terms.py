@@ -7,7 +7,8 @@
      (APIC's affine momentum and MLS-MPM's stress in one matrix; tau the Kirchhoff stress [Pa]).
   2. `GridUpdate` (over the grid cells): v_i = (m v)_i / m_i + dt g, then the walls and the ground
      (`boundary_velocity`: no inflow, Coulomb friction mu on the tangential velocity).
-  3. `GridGather` over the particles (27 nodes each), then `GridToParticle` (one each per object): v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
+  3. `GridGather` over the particles (27 nodes each), then `GridToParticle` (one each per object):
+     v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
      x_p += dt v_p, F_p = project((I + dt C_p) F_p), the material's return mapping.
 
 Why the grid is stored per step slot (`mpm_grid_mv[s, c]`, `mpm_grid_v[s, c]`, accumulator state kinds:
@@ -224,7 +225,8 @@ class GridUpdate(_MPMTerm):
 @ti.data_oriented
 class GridGather(ParticleStress):
     """G2P's sums of one object, one loop over its particles (the stencil unrolled, for the reason
-    `ParticleToGrid` gives): mpm_gather_v[s, q] = sum w v_i,  mpm_gather_C[s, q] = (4 / dx^2) sum w v_i (x_i - x_p)^T."""
+    `ParticleToGrid` gives): mpm_gather_v[s, q] = sum w v_i,
+    mpm_gather_C[s, q] = (4 / dx^2) sum w v_i (x_i - x_p)^T."""
     stability_limits = None      # the object's ParticleStress reports its row, once
     # a gather forward, but its reverse scatters into mpm_grid_v's adjoint: it follows `runtime.serial_scatter`
     # like P2G (measured, 32,768 particles, 2 cores: forward+backward 103 ms/step serial, 116 ms parallel)
