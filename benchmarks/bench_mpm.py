@@ -17,6 +17,12 @@ Measured 2026-12-06 on the same VM under a heavier load (load average ~16), one 
     small          27.0 ms/step forward, 142 ms/step forward+backward
     small_coupled  39.6 ms/step forward, 193 ms/step forward+backward (four colliders and a body met at every
                    one of the 54,872 nodes, the grid update serial since it scatters into body_f), peak RSS 446 MB
+Measured 2026-12-06 on the same VM (load average ~4), float32, 2 threads, before / after P2G and G2P became one
+loop over particles with the stencil unrolled and the weights computed once per particle (the two versions run
+alternately, each row the last of two such rounds):
+    small       (4,096 particles)   forward 6.6 -> 2.3 ms/step,  forward+backward 25.6 -> 14.0 ms/step
+    pacnerf     (18,252 particles)  forward 32.1 -> 15.4 ms/step, forward+backward 130 -> 87 ms/step
+    pacnerf32k  (32,768 particles)  forward 48.2 -> 20.3 ms/step, forward+backward 184 -> 102 ms/step
 """
 import argparse
 import json
