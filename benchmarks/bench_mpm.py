@@ -27,6 +27,12 @@ Measured 2026-12-06 on the same VM under a heavier load (load average ~16), one 
     small          27.0 ms/step forward, 142 ms/step forward+backward
     small_coupled  39.6 ms/step forward, 193 ms/step forward+backward (four colliders and a body met at every
                    one of the 54,872 nodes, the grid update serial since it scatters into body_f), peak RSS 446 MB
+Measured 2026-12-06 on the same VM (load average ~4), float32, 2 threads, before / after P2G and G2P became one
+loop over particles with the stencil unrolled and the weights computed once per particle (the two versions run
+alternately, each row the last of two such rounds):
+    small       (4,096 particles)   forward 6.6 -> 2.3 ms/step,  forward+backward 25.6 -> 14.0 ms/step
+    pacnerf     (18,252 particles)  forward 32.1 -> 15.4 ms/step, forward+backward 130 -> 87 ms/step
+    pacnerf32k  (32,768 particles)  forward 48.2 -> 20.3 ms/step, forward+backward 184 -> 102 ms/step
 """
 import argparse
 import json
@@ -38,9 +44,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import run_child, time_rollout  # noqa: E402
 
-# grid resolution, cube side [m] (8 particles/cell); "small_coupled": "small" over four colliders (a sphere, a box,
+# grid resolution, cube side [m] (8 particles/cell); "pacnerf32k": 32,768 particles on 64^3 cells, the size of
+# benchmarks/vs_genesis.py's timing row; "small_coupled": "small" over four colliders (a sphere, a box,
 # a capsule and a mesh) and a free rigid box, met at the grid (`tigradsim.physics.mpm_boundary`)
-SCENES = {"small": (32, 0.25), "small_coupled": (32, 0.25), "pacnerf": (64, 0.21)}
+SCENES = {"small": (32, 0.25), "small_coupled": (32, 0.25), "pacnerf": (64, 0.21), "pacnerf32k": (64, 0.25)}
 
 
 MATERIALS = {"mpm_fixed_corotated": {"E": 1e5, "nu": 0.3},

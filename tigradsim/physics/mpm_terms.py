@@ -1,13 +1,14 @@
 """The three loops of an MLS-MPM step (Hu et al. 2018), as integrators of the Simulator's step:
 
-  1. `ParticleStress`, then `ParticleToGrid` (one each per MPM object; P2G over its (particle, node) pairs):
+  1. `ParticleStress`, then `ParticleToGrid` (one each per MPM object; P2G over its particles, 27 nodes each):
      quadratic B-spline weights w_ijk of the 27 nodes around x_p, and into grid slot s
          m_i  += w m_p,      (m v)_i += w (m_p v_p + A_p (x_i - x_p)),
          A_p = m_p C_p - dt V_p (4 / dx^2) tau_p,   tau_p = P(F_p) F_p^T + viscous(F_p, C_p)
      (APIC's affine momentum and MLS-MPM's stress in one matrix; tau the Kirchhoff stress [Pa]).
   2. `GridUpdate` (over the grid cells): v_i = (m v)_i / m_i + dt g, then the walls and the ground
      (`boundary_velocity`: no inflow, Coulomb friction mu on the tangential velocity).
-  3. `GridGather` over (particle, node) pairs, then `GridToParticle` (one each per object): v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
+  3. `GridGather` over the particles (27 nodes each), then `GridToParticle` (one each per object):
+     v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
      x_p += dt v_p, F_p = project((I + dt C_p) F_p), the material's return mapping.
 
 Why the grid is stored per step slot (`mpm_grid_mv[s, c]`, `mpm_grid_v[s, c]`, accumulator state kinds:
@@ -41,9 +42,11 @@ def stencil(x, origin, inv_dx, res_hi):
 
 
 @ti.func
-def weight_1d(fx, o):
-    """The quadratic B-spline weight of node offset o (0, 1 or 2, a runtime int) at fractional position fx."""
-    return ti.select(o == 0, 0.5 * (1.5 - fx) ** 2, ti.select(o == 1, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2))
+def bspline_weights(fx):
+    """The quadratic B-spline weights at fractional position fx (vec3, in cells), once per particle: a tuple w of
+    three vec3, w[o][d] the weight of node offset o (0, 1, 2) along axis d; node base + (i, j, k) of the 27
+    (compile-time offsets) weighs w[i][0] w[j][1] w[k][2]."""
+    return 0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2
 
 
 @ti.func
@@ -58,7 +61,8 @@ def wall(v, n, mu):
 
 
 class _MPMTerm(StepTerm):
-    # Gathers (grid update, G2P) write only their own entries: parallel and deterministic on any thread count.
+    # Gathers (stress, grid update, G2P's last loop) write only their own entries: parallel and deterministic
+    # on any thread count.
     # Being parallel, they also keep an MPM step out of the fused multi-step kernel (`Simulator.fused`): its
     # reverse nests the step loop, and Taichi then keeps the many locals of a 27-node stencil on AD stacks
     # (compiling the reverse of a fused MPM step took minutes; one launch per step costs ~50 us, little
@@ -83,8 +87,8 @@ class _MPMTerm(StepTerm):
 @ti.data_oriented
 class ParticleStress(_MPMTerm):
     """The affine matrix of each particle of one object (rows [start, stop), material row `row`), into
-    `mpm_affine[s, q]`: A = m_p C_p - dt V_p (4 / dx^2) tau_p (kg/s).  A loop of its own, so that P2G's
-    loop over (particle, node) pairs evaluates the stress once per particle, not 27 times."""
+    `mpm_affine[s, q]`: A = m_p C_p - dt V_p (4 / dx^2) tau_p (kg/s).  A loop of its own: it runs in
+    parallel (the SVD is most of a step's per-particle work) where P2G, a scatter, may be serial."""
     parallel = True
 
     def __init__(self, model, obj, material):
@@ -150,27 +154,31 @@ class ParticleStress(_MPMTerm):
 
 @ti.data_oriented
 class ParticleToGrid(ParticleStress):
-    """P2G of one object: one loop over its (particle, node) pairs, 27 per particle, each adding
-    w (m_p v_p + A_p (x_i - x_p), w m_p) to its node.  Why pairs and not a stencil loop inside a particle
-    loop: Taichi 1.7.4's reverse of such an inner loop gets the adjoints of the particle's locals wrong
-    (measured: 5-14 % off the finite differences), and the stencil unrolled 27 times compiled its reverse
-    in ~30 s; a flat loop carries nothing and compiles in well under a second."""
+    """P2G of one object: one loop over its particles, each adding w (m_p v_p + A_p (x_i - x_p), w m_p) to the 27
+    nodes of its stencil, the weights computed once per particle (`bspline_weights`).  The stencil is unrolled
+    (`ti.static`): Taichi 1.7.4's reverse of a runtime inner loop gets the adjoints of the particle's locals
+    wrong (measured: 5-14 % off the finite differences); an unrolled one is straight-line code, whose reverse
+    keeps every adjoint in registers and adds each particle's gradient once."""
     stability_limits = None      # the object's ParticleStress reports its row, once
     parallel = False
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
         ti.loop_config(serialize=self.serial)
-        for q, n in ti.ndrange((self.start, self.stop), 27):
+        for q in range(self.start, self.stop):
             origin = ti.Vector(self.origin, dt=float)     # inside the loop: a launch is loops only (reverse mode)
-            x = state.mpm_x[s, q]
-            base, fx = stencil(x, origin, self.inv_dx, ti.Vector(self.res_hi))
-            offset = ti.Vector([n // 9, (n // 3) % 3, n % 3])
-            dpos = (ti.cast(offset, float) - fx) * self.dx
-            weight = weight_1d(fx[0], offset[0]) * weight_1d(fx[1], offset[1]) * weight_1d(fx[2], offset[2])
+            base, fx = stencil(state.mpm_x[s, q], origin, self.inv_dx, ti.Vector(self.res_hi))
+            w = bspline_weights(fx)
             mass = self.model.mpm_density[self.row] * self.model.mpm_particle_volume[self.row]
-            mv = weight * (mass * state.mpm_v[s, q] + matvec(state.mpm_affine[s, q], dpos))
-            state.mpm_grid_mv[s, self.cell(base + offset)] += ti.Vector([mv[0], mv[1], mv[2], weight * mass])
+            A = state.mpm_affine[s, q]
+            # m_p v_p + A_p (x_i - x_p) = (m_p v_p - A_p fx dx) + A_p offset dx: the first part once per particle
+            momentum = mass * state.mpm_v[s, q] - matvec(A, fx * self.dx)
+            first = self.cell(base)
+            for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
+                weight = w[i][0] * w[j][1] * w[k][2]
+                mv = weight * (momentum + self.dx * (i * A[:, 0] + j * A[:, 1] + k * A[:, 2]))
+                state.mpm_grid_mv[s, first + (i * self.res[1] + j) * self.res[2] + k] += \
+                    ti.Vector([mv[0], mv[1], mv[2], weight * mass])
 
 
 @ti.data_oriented
@@ -216,23 +224,31 @@ class GridUpdate(_MPMTerm):
 
 @ti.data_oriented
 class GridGather(ParticleStress):
-    """G2P's sums of one object, over its (particle, node) pairs (flat for the reason `ParticleToGrid`
-    gives): mpm_gather_v[s, q] += w v_i,  mpm_gather_C[s, q] += (4 / dx^2) w v_i (x_i - x_p)^T."""
+    """G2P's sums of one object, one loop over its particles (the stencil unrolled, for the reason
+    `ParticleToGrid` gives): mpm_gather_v[s, q] = sum w v_i,
+    mpm_gather_C[s, q] = (4 / dx^2) sum w v_i (x_i - x_p)^T."""
     stability_limits = None      # the object's ParticleStress reports its row, once
+    # a gather forward, but its reverse scatters into mpm_grid_v's adjoint: it follows `runtime.serial_scatter`
+    # like P2G (measured, 32,768 particles, 2 cores: forward+backward 103 ms/step serial, 116 ms parallel)
     parallel = False
 
     @ti.func
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
         ti.loop_config(serialize=self.serial)
-        for q, n in ti.ndrange((self.start, self.stop), 27):
+        for q in range(self.start, self.stop):
             origin = ti.Vector(self.origin, dt=float)     # inside the loop: a launch is loops only (reverse mode)
             base, fx = stencil(state.mpm_x[s, q], origin, self.inv_dx, ti.Vector(self.res_hi))
-            offset = ti.Vector([n // 9, (n // 3) % 3, n % 3])
-            dpos = ti.cast(offset, float) - fx            # in cells
-            weight = weight_1d(fx[0], offset[0]) * weight_1d(fx[1], offset[1]) * weight_1d(fx[2], offset[2])
-            gv = state.mpm_grid_v[s, self.cell(base + offset)]
-            state.mpm_gather_v[s, q] += weight * gv
-            state.mpm_gather_C[s, q] += (4.0 * self.inv_dx * weight) * gv.outer_product(dpos)
+            w = bspline_weights(fx)
+            first = self.cell(base)
+            v = ti.Vector.zero(float, 3)
+            vo = ti.Matrix.zero(float, 3, 3)          # sum w v_i offset^T (offset in cells)
+            for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
+                wv = w[i][0] * w[j][1] * w[k][2] * state.mpm_grid_v[s, first + (i * self.res[1] + j) * self.res[2] + k]
+                v += wv
+                vo += wv.outer_product(ti.Vector([i, j, k], dt=float))
+            # x_i - x_p = (offset - fx) dx: the fx part once per particle
+            state.mpm_gather_v[s, q] += v
+            state.mpm_gather_C[s, q] += (4.0 * self.inv_dx) * (vo - v.outer_product(fx))
 
 
 @ti.data_oriented
