@@ -50,6 +50,31 @@ def time_rollout(sim, loss, repeats=2):
 PIN_THREADS = {"auto": "auto", "off": False}
 
 
+def mpm_centroid_loss(sim, steps, axis):
+    """The mean of the MPM particles' coordinate `axis` after `steps` steps (the rollout's last), as the loss
+    `time_rollout` differentiates (observed once, at the end: the backward pass is the whole rollout's)."""
+    import taichi as ti
+
+    n = sim.model.mpm_particle_count
+
+    @ti.data_oriented
+    class Centroid:
+        def __init__(self):
+            self.value = ti.field(float, shape=(), needs_grad=True)
+
+        @ti.kernel
+        def observe(self, state: ti.template(), s: ti.i32):
+            for i in range(n):
+                self.value[None] += state.mpm_x[s, i][axis] / n
+
+        def __call__(self):
+            pass
+
+    loss = Centroid()
+    sim.observe(lambda state, slot, frame: loss.observe(state, slot), every=steps)
+    return loss
+
+
 def add_pin_threads_argument(parser):
     parser.add_argument("--pin-threads", choices=tuple(PIN_THREADS), default="auto",
                         help="pin Taichi's CPU worker threads one per CPU where possible (tgs.init(pin_threads=)); "

@@ -42,7 +42,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import run_child, time_rollout  # noqa: E402
+from _harness import mpm_centroid_loss, run_child, time_rollout  # noqa: E402
 
 # grid resolution, cube side [m] (8 particles/cell); "pacnerf32k": 32,768 particles on 64^3 cells, the size of
 # benchmarks/vs_genesis.py's timing row; "small_coupled": "small" over four colliders (a sphere, a box,
@@ -82,22 +82,7 @@ def run_scene(scene, arch, precision, steps, material="mpm_fixed_corotated"):
     ck = 10
     sim = tgs.Simulator(model, dt=1e-4, steps=steps, checkpoint_every=ck)
     n = model.mpm_particle_count
-
-    @ti.data_oriented
-    class Centroid:
-        def __init__(self):
-            self.value = ti.field(float, shape=(), needs_grad=True)
-
-        @ti.kernel
-        def observe(self, state: ti.template(), s: ti.i32):
-            for i in range(n):
-                self.value[None] += state.mpm_x[s, i][1] / n
-
-        def __call__(self):
-            pass
-
-    loss = Centroid()
-    sim.observe(lambda state, slot, frame: loss.observe(state, slot), every=steps)
+    loss = mpm_centroid_loss(sim, steps, axis=1)
     timing = time_rollout(sim, loss)
     g = model.mpm_grid
     return {"scene": scene, "material": material, "precision": precision, "particles": n, "grid_nodes": list(g.res), "steps": steps,

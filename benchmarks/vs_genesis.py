@@ -213,29 +213,13 @@ def trajectory_rows(materials, sizes, genesis_python, reference_path=None):
 
 def tigradsim_timing(spec, steps, precision, checkpoint_every=CHECKPOINT_EVERY):
     """Child process: forward and forward+backward per step of tigradsim on the spec (elastic drop)."""
-    import taichi as ti
     import tigradsim as tgs
-    from _harness import time_rollout
+    from _harness import mpm_centroid_loss, time_rollout
     tgs.init(arch="cpu", precision=precision)
     model, obj = build_tigradsim(spec, tgs, requires_grad=True)
     sim = tgs.Simulator(model, dt=spec["dt"], steps=steps, checkpoint_every=checkpoint_every)
     n = model.mpm_particle_count
-
-    @ti.data_oriented
-    class Centroid:
-        def __init__(self):
-            self.value = ti.field(float, shape=(), needs_grad=True)
-
-        @ti.kernel
-        def observe(self, state: ti.template(), s: ti.i32):
-            for i in range(n):
-                self.value[None] += state.mpm_x[s, i][2] / n
-
-        def __call__(self):
-            pass
-
-    loss = Centroid()
-    sim.observe(lambda state, slot, frame: loss.observe(state, slot), every=steps)
+    loss = mpm_centroid_loss(sim, steps, axis=2)
     t = time_rollout(sim, loss)
     return dict(particles=n, grid_nodes=list(model.mpm_grid.res), steps=steps,
                 checkpoint_every=checkpoint_every, ms_per_step_forward=round(t["us_per_step_forward"] / 1e3, 2),
