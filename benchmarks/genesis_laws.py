@@ -23,10 +23,16 @@ import taichi as ti
 from tigradsim.core.linalg import cofactor3, det3, polar_rotation
 from tigradsim.core.registry import register_material
 from tigradsim.core.svd3 import svd3
-from tigradsim.materials.mpm_plastic import DruckerPrager, _diag
+from tigradsim.materials.mpm_plastic import DruckerPrager
 from tigradsim.physics.mpm_material import MPMMaterial, check_young_poisson, lame
 
 NORM_EPS = 1e-15
+
+
+@ti.func
+def _diag(U, d, V):
+    """U diag(d) V^T: F rebuilt from its singular vectors and new singular values."""
+    return U @ ti.Matrix([[d[0], 0.0, 0.0], [0.0, d[1], 0.0], [0.0, 0.0, d[2]]]) @ V.transpose()
 
 
 @register_material("genesis_von_mises", override=True)
