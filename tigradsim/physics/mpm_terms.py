@@ -83,6 +83,15 @@ class _MPMTerm(StepTerm):
     def cell(self, node):
         return (node[0] * self.res[1] + node[1]) * self.res[2] + node[2]
 
+    @ti.func
+    def particle_stencil(self, x):
+        """Of a particle at x [m]: the flat index of its 3 x 3 x 3 stencil's first node, its offset fx from
+        that node [cells] and its quadratic B-spline weights (`bspline_weights`), computed once per particle.
+        Called inside the particle loop (the origin vector built there: a launch is loops only, reverse mode)."""
+        origin = ti.Vector(self.origin, dt=float)
+        base, fx = stencil(x, origin, self.inv_dx, ti.Vector(self.res_hi))
+        return self.cell(base), fx, bspline_weights(fx)
+
 
 @ti.data_oriented
 class ParticleStress(_MPMTerm):
@@ -166,14 +175,11 @@ class ParticleToGrid(ParticleStress):
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
         ti.loop_config(serialize=self.serial)
         for q in range(self.start, self.stop):
-            origin = ti.Vector(self.origin, dt=float)     # inside the loop: a launch is loops only (reverse mode)
-            base, fx = stencil(state.mpm_x[s, q], origin, self.inv_dx, ti.Vector(self.res_hi))
-            w = bspline_weights(fx)
+            first, fx, w = self.particle_stencil(state.mpm_x[s, q])
             mass = self.model.mpm_density[self.row] * self.model.mpm_particle_volume[self.row]
             A = state.mpm_affine[s, q]
             # m_p v_p + A_p (x_i - x_p) = (m_p v_p - A_p fx dx) + A_p offset dx: the first part once per particle
             momentum = mass * state.mpm_v[s, q] - matvec(A, fx * self.dx)
-            first = self.cell(base)
             for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
                 weight = w[i][0] * w[j][1] * w[k][2]
                 mv = weight * (momentum + self.dx * (i * A[:, 0] + j * A[:, 1] + k * A[:, 2]))
@@ -236,10 +242,7 @@ class GridGather(ParticleStress):
     def integrate(self, state: ti.template(), s: ti.template(), t: ti.template(), dt: ti.template()):
         ti.loop_config(serialize=self.serial)
         for q in range(self.start, self.stop):
-            origin = ti.Vector(self.origin, dt=float)     # inside the loop: a launch is loops only (reverse mode)
-            base, fx = stencil(state.mpm_x[s, q], origin, self.inv_dx, ti.Vector(self.res_hi))
-            w = bspline_weights(fx)
-            first = self.cell(base)
+            first, fx, w = self.particle_stencil(state.mpm_x[s, q])
             v = ti.Vector.zero(float, 3)
             vo = ti.Matrix.zero(float, 3, 3)          # sum w v_i offset^T (offset in cells)
             for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
