@@ -24,6 +24,28 @@ def tet_volumes(vertices, tets) -> np.ndarray:
     return np.einsum("ij,ij->i", b - a, np.cross(c - a, d - a)) / 6.0
 
 
+def _checked_arrays(vertices, cells, arity, name, cell_word):
+    """The shape, dtype, finiteness and index-range checks that tets and triangles share; returns
+    (vertices float64 (V, 3), cells as given (N, arity)).  `name` / `cell_word` word the errors."""
+    x = np.asarray(vertices, dtype=np.float64)
+    c = np.asarray(cells)
+    shape = f"({'T' if arity == 4 else 'F'}, {arity})"
+    if x.ndim != 2 or x.shape[1] != 3:
+        raise ValueError(f"vertices must have shape (V, 3), got {x.shape}")
+    if c.ndim != 2 or c.shape[1] != arity:
+        raise ValueError(f"{name} must have shape {shape}, got {c.shape}")
+    if not np.issubdtype(c.dtype, np.integer):
+        raise ValueError(f"{name} must be integer indices, got dtype {c.dtype}")
+    bad = np.nonzero(~np.isfinite(x).all(axis=1))[0]
+    if bad.size:
+        raise ValueError(f"vertex {bad[0]} is not finite: {x[bad[0]].tolist()} ({bad.size} non-finite vertices)")
+    out = (c < 0) | (c >= len(x))
+    if out.any():
+        k, j = np.argwhere(out)[0]
+        raise ValueError(f"{cell_word} {k} has vertex index {int(c[k, j])} out of range [0, {len(x)})")
+    return x, c
+
+
 def validate_tets(vertices, tets, rel_tol: float = 1e-12) -> np.ndarray:
     """Check a tetrahedral mesh; return the rest volumes (T,).
 
@@ -31,21 +53,7 @@ def validate_tets(vertices, tets, rel_tol: float = 1e-12) -> np.ndarray:
     an index out of range (names the tet and the value), or an inverted or
     degenerate tet (volume <= rel_tol * bounding-box diagonal^3).
     """
-    x = np.asarray(vertices, dtype=np.float64)
-    t = np.asarray(tets)
-    if x.ndim != 2 or x.shape[1] != 3:
-        raise ValueError(f"vertices must have shape (V, 3), got {x.shape}")
-    if t.ndim != 2 or t.shape[1] != 4:
-        raise ValueError(f"tets must have shape (T, 4), got {t.shape}")
-    if not np.issubdtype(t.dtype, np.integer):
-        raise ValueError(f"tets must be integer indices, got dtype {t.dtype}")
-    bad = np.nonzero(~np.isfinite(x).all(axis=1))[0]
-    if bad.size:
-        raise ValueError(f"vertex {bad[0]} is not finite: {x[bad[0]].tolist()} ({bad.size} non-finite vertices)")
-    out = (t < 0) | (t >= len(x))
-    if out.any():
-        k, j = np.argwhere(out)[0]
-        raise ValueError(f"tet {k} has vertex index {int(t[k, j])} out of range [0, {len(x)})")
+    x, t = _checked_arrays(vertices, tets, 4, "tets", "tet")
     dup = (np.sort(t, axis=1)[:, 1:] == np.sort(t, axis=1)[:, :-1]).any(axis=1)
     if dup.any():
         k = int(np.nonzero(dup)[0][0])
@@ -62,19 +70,7 @@ def validate_tets(vertices, tets, rel_tol: float = 1e-12) -> np.ndarray:
 
 def validate_triangles(vertices, triangles, rel_tol: float = 1e-12) -> np.ndarray:
     """Check a triangle mesh like `validate_tets` (indices, NaN, zero area); return the areas (F,)."""
-    x = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(triangles)
-    if x.ndim != 2 or x.shape[1] != 3:
-        raise ValueError(f"vertices must have shape (V, 3), got {x.shape}")
-    if f.ndim != 2 or f.shape[1] != 3:
-        raise ValueError(f"triangles must have shape (F, 3), got {f.shape}")
-    bad = np.nonzero(~np.isfinite(x).all(axis=1))[0]
-    if bad.size:
-        raise ValueError(f"vertex {bad[0]} is not finite: {x[bad[0]].tolist()}")
-    out = (f < 0) | (f >= len(x))
-    if out.any():
-        k, j = np.argwhere(out)[0]
-        raise ValueError(f"triangle {k} has vertex index {int(f[k, j])} out of range [0, {len(x)})")
+    x, f = _checked_arrays(vertices, triangles, 3, "triangles", "triangle")
     area = 0.5 * np.linalg.norm(np.cross(x[f[:, 1]] - x[f[:, 0]], x[f[:, 2]] - x[f[:, 0]]), axis=1)
     diag = float(np.linalg.norm(x.max(axis=0) - x.min(axis=0))) if len(x) else 0.0
     bad = np.nonzero(area <= rel_tol * diag ** 2)[0]
