@@ -13,6 +13,8 @@ from tigradsim.renderers import (BlurredImageMSE, Camera, ImageMSE, SilhouetteMS
                                   gaussian_blur, icosphere)
 from tigradsim.renderers.losses import to_silhouette
 
+from pushed_box import body_surface, pushed_box
+
 RTOL = 1e-6
 
 
@@ -185,19 +187,10 @@ def test_losses_compile_without_taichi_warnings(capfd):
 def _pushed_box(fps=40.0):
     """A box pushed along +x by a known force on the ground, filmed in colour at 40 fps
     (dt = 1/480 s: 12 steps per frame, so frames at t0 + k / fps fall between steps)."""
-    from tigradsim.io.meshes import box_surface
-    v, f = box_surface((0.2, 0.2, 0.2))
-    b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
-    b.add_ground(ke=1e4, kd=20.0, kf=30.0, mu=0.3)
-    body = b.add_rigid_body(v, f, mass=1.0, position=(-0.3, 0.1, 0.0), ke=5e3, kd=10.0, kf=15.0)
-    b.component(tgs.rigid.RigidBodies).add_force(b, body, force=(20.0, 0.0, 0.0), start=0.0, end=0.05)
-    model = b.finalize(requires_grad=True)
-    sim = tgs.Simulator(model, dt=1 / 480, steps=120, checkpoint_every=50)
+    model, sim, faces, nverts = pushed_box(steps=120, checkpoint_every=50)
     times = 0.011 + np.arange(9) / fps
     cam = Camera(eye=(-0.1, 0.8, 1.7), target=(-0.1, 0.1, 0.0), fov=45, width=24, height=24)
-    faces = ren_faces(model)
-    start = model.body_vertex_start
-    ren = SoftRasterizer(cam, faces, int(start[-1]), frames=len(times), sigma=2e-3, gamma=1e-4, shading="color",
+    ren = SoftRasterizer(cam, faces, nverts, frames=len(times), sigma=2e-3, gamma=1e-4, shading="color",
                          color_mode="face", face_colors=np.random.default_rng(0).uniform(0.3, 1, (len(faces), 3)))
     timed = render_at_times(sim, ren, times, source="rigid")
     return model, sim, ren, timed, times
@@ -234,7 +227,7 @@ def test_rgb_footage_gradient_wrt_rigid_mass(f64):
     with pytest.raises(ValueError, match=r"neither masks nor a plate"):
         fit.set_target(tgs.Footage(frames, fps=40, start_time=0.011))
     # a silhouette renderer takes the masks; RGB footage without masks is explained
-    sil = SoftRasterizer(ren.camera, ren_faces(model), int(model.body_vertex_start[-1]), frames=9, shading="silhouette")
+    sil = SoftRasterizer(ren.camera, *body_surface(model), frames=9, shading="silhouette")
     sfit = tgs.VideoFit(sim, sil, [])
     sfit.set_target(clip)
     np.testing.assert_allclose(sfit._image_loss.target.to_numpy()[..., 0], clip.masks)
@@ -254,6 +247,3 @@ def test_rgb_footage_gradient_wrt_rigid_mass(f64):
     np.testing.assert_allclose(blurred.target.to_numpy()[..., 0], clip.masks)
 
 
-def ren_faces(model):
-    start = model.body_vertex_start
-    return np.concatenate([fc + start[i] for i, fc in enumerate(model.body_faces)])

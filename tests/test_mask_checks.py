@@ -130,7 +130,8 @@ def test_videofit_checks_silhouette_targets_and_the_initial_pose(f64):
     """VideoFit.fit: an all-zero silhouette target is an error before any rollout; a first mask
     far from the render at the initial guess warns with the IoU after the first rollout (before
     any step); the true masks do not warn."""
-    from test_losses_targets import _pushed_box, ren_faces
+    from pushed_box import body_surface
+    from test_losses_targets import _pushed_box
 
     model, sim, ren, timed, times = _pushed_box()
     fit = tgs.VideoFit(sim, ren, [tgs.Param(model.body_mass, "mass", log_space=True)])
@@ -139,7 +140,7 @@ def test_videofit_checks_silhouette_targets_and_the_initial_pose(f64):
     assert (alpha[0] > 0.5).sum() > 10
     plate = np.full((24, 24, 3), 0.5)
     frames = rgba[..., 3:4] * np.clip(rgba[..., :3], 0, 1) + (1 - rgba[..., 3:4]) * plate
-    sil = tgs.VideoFit(sim, tgs.renderers.SoftRasterizer(ren.camera, ren_faces(model), int(model.body_vertex_start[-1]),
+    sil = tgs.VideoFit(sim, tgs.renderers.SoftRasterizer(ren.camera, *body_surface(model),
                                                          frames=9, shading="silhouette"), [])
     with pytest.raises(FootageError, match=r"^target: every mask is empty"):
         sil.fit(np.zeros((9, 24, 24)), iters=0, log_every=0)

@@ -9,28 +9,17 @@ from tigradsim.fitting.views import View
 from tigradsim.io.footage import render_at_times
 from tigradsim.renderers import BlurredImageMSE, Camera, SoftRasterizer
 
+from pushed_box import body_surface, pushed_box
+
 FRAMES = 8
 SIZE = 20
-
-
-def _faces(model):
-    start = model.body_vertex_start
-    return np.concatenate([fc + start[i] for i, fc in enumerate(model.body_faces)]), int(start[-1])
 
 
 def pushed_box_two_views(shading="silhouette"):
     """A box pushed along +x on the ground, filmed from the side along the push (camera "along": the
     motion is depth for it) and from above ("above"), SIZE px, FRAMES frames between steps."""
-    from tigradsim.io.meshes import box_surface
-    v, f = box_surface((0.2, 0.2, 0.2))
-    b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
-    b.add_ground(ke=1e4, kd=20.0, kf=30.0, mu=0.3)
-    body = b.add_rigid_body(v, f, mass=1.0, position=(-0.3, 0.1, 0.0), ke=5e3, kd=10.0, kf=15.0)
-    b.component(tgs.rigid.RigidBodies).add_force(b, body, force=(20.0, 0.0, 0.0), start=0.0, end=0.05)
-    model = b.finalize(requires_grad=True)
-    sim = tgs.Simulator(model, dt=1 / 480, steps=100, checkpoint_every=50)
+    model, sim, faces, nverts = pushed_box(steps=100, checkpoint_every=50)
     times = 0.011 + np.arange(FRAMES) / 40.0
-    faces, nverts = _faces(model)
     cams = {"along": Camera(eye=(-1.9, 0.35, 0.05), target=(0.0, 0.1, 0.0), fov=30, width=SIZE, height=SIZE),
             "above": Camera(eye=(-0.15, 1.8, 0.01), target=(-0.15, 0.1, 0.0), up=(0.0, 0.0, -1.0), fov=40,
                             width=SIZE, height=SIZE)}
@@ -115,6 +104,6 @@ def test_views_bad_input_names_the_camera(f64):
         tgs.VideoFit(sim, [], params)
     # a camera looking away from the box: the view check names the view
     away = SoftRasterizer(Camera(eye=(-1.9, 0.35, 0.05), target=(-4.0, 0.35, 0.0), fov=30, width=SIZE, height=SIZE),
-                          *_faces(model), frames=FRAMES, sigma=2e-3)
+                          *body_surface(model), frames=FRAMES, sigma=2e-3)
     with pytest.raises(ValueError, match=r"VideoFit view 'away'"):
         tgs.VideoFit(sim, [View(ren["along"], name="along"), View(away, name="away")], params)

@@ -13,6 +13,8 @@ from tigradsim.fitting.views import View
 from tigradsim.io.footage import render_at_times
 from tigradsim.renderers import Camera, SoftRasterizer
 
+from pushed_box import pushed_box
+
 FRAMES = 6
 # the wrong calibration of camera "above": turned by ~0.9 degree and moved by ~2.3 cm (camera axes)
 ABOVE_ERROR = np.array([0.012, -0.008, 0.006, 0.015, -0.012, 0.012])
@@ -21,23 +23,14 @@ ABOVE_ERROR = np.array([0.012, -0.008, 0.006, 0.015, -0.012, 0.012])
 def _two_views(size, sigma):
     """A box pushed along +x on the ground, seen from the side ("along") and from above ("above"),
     `size` px, FRAMES frames; returns (model, sim, {name: renderer})."""
-    from tigradsim.io.meshes import box_surface
-    v, f = box_surface((0.2, 0.2, 0.2))
-    b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
-    b.add_ground(ke=1e4, kd=20.0, kf=30.0, mu=0.3)
-    body = b.add_rigid_body(v, f, mass=1.0, position=(-0.3, 0.1, 0.0), ke=5e3, kd=10.0, kf=15.0)
-    b.component(tgs.rigid.RigidBodies).add_force(b, body, force=(20.0, 0.0, 0.0), start=0.0, end=0.05)
-    model = b.finalize(requires_grad=True)
-    sim = tgs.Simulator(model, dt=1 / 480, steps=80, checkpoint_every=40)
+    model, sim, faces, nverts = pushed_box(steps=80, checkpoint_every=40)
     times = 0.011 + np.arange(FRAMES) / 40.0
-    start = model.body_vertex_start
-    faces = np.concatenate([fc + start[i] for i, fc in enumerate(model.body_faces)])
     cams = {"along": Camera(eye=(-1.2, 0.6, 1.1), target=(-0.2, 0.1, 0.0), fov=30, width=size, height=size),
             "above": Camera(eye=(-0.15, 1.6, 0.01), target=(-0.15, 0.1, 0.0), up=(0.0, 0.0, -1.0), fov=30,
                             width=size, height=size)}
     renderers = {}
     for name, cam in cams.items():
-        renderers[name] = SoftRasterizer(cam, faces, int(start[-1]), frames=FRAMES, sigma=sigma, gamma=1e-4,
+        renderers[name] = SoftRasterizer(cam, faces, nverts, frames=FRAMES, sigma=sigma, gamma=1e-4,
                                          shading="silhouette")
         render_at_times(sim, renderers[name], times, source="rigid")
     return model, sim, renderers
