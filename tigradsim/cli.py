@@ -539,13 +539,16 @@ def _laws(args):
 def _search_summary(result, honesty) -> str:
     """The identification's summary, and when its best minimum is a misfit (`fit_quality`: residual far
     above the footage's noise floor, or a low IoU) that it is the best the search found, not the answer:
-    "one best minimum" alone would read as success."""
+    "one best minimum" alone would read as success; otherwise the best fit's residual against the noise
+    floor (and its IoU)."""
     text = result.summary()
     quality = (honesty or {}).get("fit_quality")
     if quality and quality.get("misfit") and result.minima:
         why = quality["text"].split(": the model")[0]
         text += (f"; but the best of the {len(result.runs)} local fits is a misfit ({why}): the search may have "
                  "missed the basin that follows the footage, or the model cannot follow it")
+    elif quality and result.minima:                 # the best loss against the noise floor, said every time
+        text += f" ({quality['text']})"
     return text
 
 
