@@ -58,8 +58,13 @@ def settings(clip, quick):
                "refine": 6 if quick else 10}
     else:
         sim = {"substeps": 64 if quick else 128}
+        # the search (issue 44 item 4): 16 / 24 Latin-hypercube starts scored on the first 10 frames (the
+        # first contact is at frame ~8 in every drop clip; tied starts are scored again on 15), the best 8
+        # fitted on that horizon, and at most 3 distinct ones, none clearly worse (> 2 x the best loss on
+        # the same frames), go on to the next (identify's breadth-first continuation)
         fit = {"iterations": 40 if quick else 60, "optimizer": "adam+bfgs", "polish": 20 if quick else 30,
-               "starts": 4 if quick else 8, "local_starts": 2, "horizons": [15], "horizon": "auto",
+               "starts": 16 if quick else 24, "local_starts": 8, "keep": 3, "drop_ratio": 2.0,
+               "horizons": [10, 15], "horizon": "auto",
                "supervision": "mask", "resolution": 64, "blur": [0.0, 1.0, 2.0], "refine": 6 if quick else 10}
     return sim, fit
 

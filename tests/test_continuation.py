@@ -111,3 +111,29 @@ def test_identify_checks_keep_and_drop_ratio(f64):
         problem.identify(keep=0)
     with pytest.raises(ValueError, match=r"drop_ratio: must be a finite number > 1.*got 0.5"):
         problem.identify(drop_ratio=0.5)
+
+
+def test_minima_within_tie_rtol_of_the_best_loss_are_equally_good(f64):
+    """Two basins (a ~ 1 and a ~ 3) whose losses differ by ~2 %, on 2,000 residuals that are mostly a
+    constant model error: the pixel likelihood-ratio test calls them distinct (2 dL / s^2 ~ 40), but a loss
+    within tie_rtol (5 %) of the best is a tie, the result is ambiguous and the envelope spans both."""
+    a = ti.field(float, shape=(), needs_grad=True)
+    a[None] = 0.5
+    p = tgs.Param(a, "a", lower=0.0, upper=4.0)
+
+    def residuals():
+        v = a[None]
+        return np.concatenate([[2.0 * (v - 1.0) * (v - 3.0), 0.38 * (v - 1.0)], np.full(2000, 0.12)])
+
+    res = tgs.identify([p], residuals=residuals, starts=8, local_starts=8, seed=0, lm_iters=25, noise_floor=0.0,
+                       log_every=0)
+    assert len(res.minima) == 2 and res.ambiguous and res.tied == [0, 1]
+    second = res.minima[1]
+    assert 0.005 < second.objective / res.minima[0].objective - 1.0 < 0.05
+    assert 2.0 * (second.report.loss - res.best.loss) / res.best.s2 > 3.84     # distinct by the pixel test alone
+    lo, hi = res.envelope("a")
+    assert lo <= 1.0 and hi >= second.values["a"] > 2.5
+    assert res.summary().startswith("ambiguous: 2 distinct minima fit equally well")
+    strict = tgs.identify([p], residuals=residuals, starts=8, local_starts=8, seed=0, lm_iters=25, noise_floor=0.0,
+                          tie_rtol=1e-3, log_every=0)
+    assert not strict.ambiguous and strict.envelope("a") == (strict.best["a"].lower95, strict.best["a"].upper95)

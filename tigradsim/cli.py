@@ -463,6 +463,9 @@ def _fit(args):
             "ci95_with_discrepancy": (list(honesty["intervals_with_discrepancy"][u.target])
                                       if honesty and (honesty.get("intervals_with_discrepancy") or {}).get(u.target)
                                       else None),
+            # several minima fit equally well (identify's tie rules): the range their intervals span
+            "ci95_over_minima": (list(result.envelope(u.target)) if result is not None and result.ambiguous
+                                 and result.envelope(u.target) is not None else None),
             "nuisance": u.nuisance,
             "model_bias": None if e is None or not e.determined else _finite(e.bias),
             "status": ("stopped early" if stopped is not None else "no uncertainty") if e is None else e.status,

@@ -42,8 +42,12 @@ Steps:
    minima: a valley is one minimum).  Distinct minima that fit equally well:
    2 (L_i - L_best) / s^2 <= `tie_chi2` with L = 1/2 |r|^2 (default 3.84, the 95%
    point of chi^2 with 1 degree of freedom: a likelihood-ratio test cannot tell
-   them apart), or, without residuals, a loss within `tie_rtol` of the best, make
-   the result "ambiguous" and every such minimum is reported.
+   them apart), or a loss within `tie_rtol` of the best (default 5 %, with or
+   without residuals: where the model is not the world's, the residual is mostly
+   model error, its pixels are not independent, and the likelihood-ratio test
+   alone would call any two different fits distinguishable), make the result
+   "ambiguous" and every such minimum is reported (`Identification.envelope`:
+   the range their 95 % intervals span).
    Starts that tie on the search (scores within `tie_rtol` of the best: e.g. a
    free-fall prefix that every value of a contact parameter fits alike) are scored
    again on the next horizons, one after the other, until they differ
@@ -158,6 +162,26 @@ class Identification:
     def best(self) -> Optional[FitReport]:
         """The best minimum's FitReport (None without residuals)."""
         return self.minima[0].report if self.minima else None
+
+    def envelope(self, name: str):
+        """(lower, upper): the range of `name` over the equally good minima (`tied`): their 95 %
+        intervals' envelope, or their values where a minimum has no interval; None without minima."""
+        lows, highs = [], []
+        for i in self.tied:
+            m = self.minima[i]
+            e = None
+            if m.report is not None:
+                try:
+                    e = m.report[name]
+                except KeyError:
+                    e = None
+            if e is not None and e.lower95 is not None:
+                lows.append(e.lower95)
+                highs.append(e.upper95)
+            elif name in m.values:
+                lows.append(m.values[name])
+                highs.append(m.values[name])
+        return (min(lows), max(highs)) if lows else None
 
     @property
     def values(self) -> dict:
@@ -485,11 +509,11 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         for k, m in enumerate(minima):
             if k == 0:
                 tied.append(k)
+            elif m.objective - best.objective <= tie_rtol * max(abs(best.objective), 1e-300):
+                tied.append(k)          # within tie_rtol of the best loss: equally good whatever the pixel count
             elif best.report is not None and m.report is not None:
                 if 2.0 * (m.report.loss - best.report.loss) / max(best.report.s2, 1e-300) <= tie_chi2:
                     tied.append(k)
-            elif m.objective - best.objective <= tie_rtol * max(abs(best.objective), 1e-300):
-                tied.append(k)
         unpack(params, best.x)
     else:
         unpack(params, x_user)
