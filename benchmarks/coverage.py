@@ -213,12 +213,13 @@ def finish(results, args_dict):
                   f"{_f(row['excess_wide'], 3)} | {_ci(row.get('ci95_with_discrepancy'))} | {yn(row.get('in_disc'))} | "
                   f"{_f(row.get('excess_disc'), 3)} | {row['status']} |")
     print()
-    print("| clip | variant | nuisance estimates | IoU | residual / noise floor | search | CPU s | wall s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| clip | variant | nuisance estimates | IoU | IoU fitted frames | residual / noise floor | search | CPU s "
+          "| wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         nu = ", ".join(f"{k.split('.')[1]} {_f(v['estimate'], 3)} ({v['status']})" for k, v in r.get("nuisance", {}).items())
         print(f"| {r['clip']} | {r['variant']} | {nu or '-'} | {_f(r.get('iou_final'), 3)} | "
-              f"{_f(r.get('residual_over_noise'), 3)} | {r.get('search', '-')} | {r['cpu_s']} | {r['wall_s']} |")
+              f"{_f(r.get('iou_fitted_frames'), 3)} | {_f(r.get('residual_over_noise'), 3)} | {r.get('search', '-')} | {r['cpu_s']} | {r['wall_s']} |")
     print()
     summary = {}
     for key, label, skip in (("in_ci95", "95% interval", False), ("in_wide", "with assumed constants", False),
@@ -273,7 +274,8 @@ def main(argv=None):
                 report = json.load(open(rep_path))
                 r["rows"], r["nuisance"] = score(truths_of(r["clip"]), report)
                 r.update(ambiguous=report.get("ambiguous"), search=search_path(report),
-                         residual_over_noise=(report.get("fit_quality") or {}).get("ratio"))
+                         residual_over_noise=(report.get("fit_quality") or {}).get("ratio"),
+                         iou_fitted_frames=report.get("iou_final_fitted_frames"))
         return finish(list(latest.values()), {"merge": args.merge})
     clips, variants = args.clips.split(","), args.variants.split(",")
     for c in clips:
@@ -298,7 +300,8 @@ def main(argv=None):
                 res.update(iou_final=report.get("iou_final"), summary=report.get("summary"),
                            frames_fitted=report.get("frames_fitted"), ambiguous=report.get("ambiguous"),
                            search=search_path(report),
-                           residual_over_noise=(report.get("fit_quality") or {}).get("ratio"))
+                           residual_over_noise=(report.get("fit_quality") or {}).get("ratio"),
+                           iou_fitted_frames=report.get("iou_final_fitted_frames"))
             else:
                 res["error"] = (last or {}).get("error") or "\n".join(tail)
             print(f"# {clip}/{variant}: rc {rc}, {wall:.0f} s wall, {cpu:.0f} s CPU", file=sys.stderr, flush=True)

@@ -435,6 +435,10 @@ def _fit(args):
         "size": [footage.width, footage.height], **timing, "rollouts": len(history.loss), "quick": bool(args.quick),
         "loss_initial": _finite(loss0), "loss_final": _finite(loss1),
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
+        # IoU on the fitted frames (a misfit there: the search's or the model's; past them: its prediction)
+        "iou_final_fitted_frames": (None if iou1 is None or "per_frame" not in iou1 else
+                                    float(np.mean(iou1["per_frame"][:horizon["frames_fitted"]]))),
+        "iou_final_per_frame": None if iou1 is None else iou1.get("per_frame"),
         **({"cameras": views1} if views1 else {}),
         "ambiguous": None if result is None else result.ambiguous,
         "summary": (f"stopped early ({type(stopped).__name__}): the best rollout so far, no uncertainty"
