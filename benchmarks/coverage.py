@@ -58,8 +58,13 @@ def settings(clip, quick):
                "refine": 6 if quick else 10}
     else:
         sim = {"substeps": 64 if quick else 128}
+        # the search (issue 44 item 4): 16 / 24 Latin-hypercube starts scored on the first 10 frames (the
+        # first contact is at frame ~8 in every drop clip; tied starts are scored again on 15), the best 8
+        # fitted on that horizon, and at most 3 distinct ones, none clearly worse (> 2 x the best loss on
+        # the same frames), go on to the next (identify's breadth-first continuation)
         fit = {"iterations": 40 if quick else 60, "optimizer": "adam+bfgs", "polish": 20 if quick else 30,
-               "starts": 4 if quick else 8, "local_starts": 2, "horizons": [15], "horizon": "auto",
+               "starts": 16 if quick else 24, "local_starts": 8, "keep": 3, "drop_ratio": 2.0,
+               "horizons": [10, 15], "horizon": "auto",
                "supervision": "mask", "resolution": 64, "blur": [0.0, 1.0, 2.0], "refine": 6 if quick else 10}
     return sim, fit
 
@@ -129,7 +134,8 @@ def score(truths, report):
                      "excess_wide": excess(wide, tv),
                      "ci95_with_discrepancy": disc,
                      "in_disc": None if disc is None else bool(disc[0] <= tv <= disc[1]),
-                     "excess_disc": excess(disc, tv)})
+                     "excess_disc": excess(disc, tv),
+                     "ci95_over_minima": u.get("ci95_over_minima")})
     nuisance = {k: {"estimate": u["estimate"], "status": u["status"], "ci95": u["ci95"]}
                 for k, u in report["unknowns"].items() if u.get("nuisance")}
     return rows, nuisance
@@ -168,6 +174,20 @@ def half_widths(results, key, skip_misfit=False):
     return {k: float(np.median(v)) for k, v in per.items()}
 
 
+def search_path(report):
+    """The search of a fit in a few words (identify's breadth-first continuation, issue 44 item 4): starts
+    scored, candidates per horizon ("8 on 10 fr -> 3 on 15 fr -> 3 on 26 fr"), equally good minima."""
+    idn = report.get("identification") or {}
+    stages = idn.get("stages") or []
+    if not stages:
+        return f"{len(idn.get('search', []))} starts, {len(idn.get('runs', []))} fitted"
+    parts = [f"{len(d['objectives'])} on {d['frames']} fr" for d in stages]
+    parts.append(f"{len(stages[-1]['kept'])} on {report.get('frames_fitted')} fr")
+    tied = len(idn.get("tied") or [])
+    return (f"{len(idn.get('search', []))} starts: " + " -> ".join(parts)
+            + (f"; {tied} minima equally good" if idn.get("ambiguous") else ""))
+
+
 def _f(v, n=4):
     return "-" if v is None else f"{v:.{n}g}"
 
@@ -193,11 +213,13 @@ def finish(results, args_dict):
                   f"{_f(row['excess_wide'], 3)} | {_ci(row.get('ci95_with_discrepancy'))} | {yn(row.get('in_disc'))} | "
                   f"{_f(row.get('excess_disc'), 3)} | {row['status']} |")
     print()
-    print("| clip | variant | nuisance estimates | IoU | CPU s | wall s |")
-    print("|---|---|---|---|---|---|")
+    print("| clip | variant | nuisance estimates | IoU | IoU fitted frames | residual / noise floor | search | CPU s "
+          "| wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         nu = ", ".join(f"{k.split('.')[1]} {_f(v['estimate'], 3)} ({v['status']})" for k, v in r.get("nuisance", {}).items())
-        print(f"| {r['clip']} | {r['variant']} | {nu or '-'} | {_f(r.get('iou_final'), 3)} | {r['cpu_s']} | {r['wall_s']} |")
+        print(f"| {r['clip']} | {r['variant']} | {nu or '-'} | {_f(r.get('iou_final'), 3)} | "
+              f"{_f(r.get('iou_fitted_frames'), 3)} | {_f(r.get('residual_over_noise'), 3)} | {r.get('search', '-')} | {r['cpu_s']} | {r['wall_s']} |")
     print()
     summary = {}
     for key, label, skip in (("in_ci95", "95% interval", False), ("in_wide", "with assumed constants", False),
@@ -249,7 +271,11 @@ def main(argv=None):
         for r in latest.values():         # re-scored from the saved reports (this file's truths_of)
             rep_path = os.path.join(os.path.dirname(r["log"]), "estimates.json")
             if r["rc"] == 0 and os.path.exists(rep_path):
-                r["rows"], r["nuisance"] = score(truths_of(r["clip"]), json.load(open(rep_path)))
+                report = json.load(open(rep_path))
+                r["rows"], r["nuisance"] = score(truths_of(r["clip"]), report)
+                r.update(ambiguous=report.get("ambiguous"), search=search_path(report),
+                         residual_over_noise=(report.get("fit_quality") or {}).get("ratio"),
+                         iou_fitted_frames=report.get("iou_final_fitted_frames"))
         return finish(list(latest.values()), {"merge": args.merge})
     clips, variants = args.clips.split(","), args.variants.split(",")
     for c in clips:
@@ -272,7 +298,10 @@ def main(argv=None):
                 report = json.load(open(rep_path))
                 res["rows"], res["nuisance"] = score(truths, report)
                 res.update(iou_final=report.get("iou_final"), summary=report.get("summary"),
-                           frames_fitted=report.get("frames_fitted"))
+                           frames_fitted=report.get("frames_fitted"), ambiguous=report.get("ambiguous"),
+                           search=search_path(report),
+                           residual_over_noise=(report.get("fit_quality") or {}).get("ratio"),
+                           iou_fitted_frames=report.get("iou_final_fitted_frames"))
             else:
                 res["error"] = (last or {}).get("error") or "\n".join(tail)
             print(f"# {clip}/{variant}: rc {rc}, {wall:.0f} s wall, {cpu:.0f} s CPU", file=sys.stderr, flush=True)

@@ -435,6 +435,10 @@ def _fit(args):
         "size": [footage.width, footage.height], **timing, "rollouts": len(history.loss), "quick": bool(args.quick),
         "loss_initial": _finite(loss0), "loss_final": _finite(loss1),
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
+        # IoU on the fitted frames (a misfit there: the search's or the model's; past them: its prediction)
+        "iou_final_fitted_frames": (None if iou1 is None or "per_frame" not in iou1 else
+                                    float(np.mean(iou1["per_frame"][:horizon["frames_fitted"]]))),
+        "iou_final_per_frame": None if iou1 is None else iou1.get("per_frame"),
         **({"cameras": views1} if views1 else {}),
         "ambiguous": None if result is None else result.ambiguous,
         "summary": (f"stopped early ({type(stopped).__name__}): the best rollout so far, no uncertainty"
@@ -463,6 +467,9 @@ def _fit(args):
             "ci95_with_discrepancy": (list(honesty["intervals_with_discrepancy"][u.target])
                                       if honesty and (honesty.get("intervals_with_discrepancy") or {}).get(u.target)
                                       else None),
+            # several minima fit equally well (identify's tie rules): the range their intervals span
+            "ci95_over_minima": (list(result.envelope(u.target)) if result is not None and result.ambiguous
+                                 and result.envelope(u.target) is not None else None),
             "nuisance": u.nuisance,
             "model_bias": None if e is None or not e.determined else _finite(e.bias),
             "status": ("stopped early" if stopped is not None else "no uncertainty") if e is None else e.status,
@@ -539,13 +546,16 @@ def _laws(args):
 def _search_summary(result, honesty) -> str:
     """The identification's summary, and when its best minimum is a misfit (`fit_quality`: residual far
     above the footage's noise floor, or a low IoU) that it is the best the search found, not the answer:
-    "one best minimum" alone would read as success."""
+    "one best minimum" alone would read as success; otherwise the best fit's residual against the noise
+    floor (and its IoU)."""
     text = result.summary()
     quality = (honesty or {}).get("fit_quality")
     if quality and quality.get("misfit") and result.minima:
         why = quality["text"].split(": the model")[0]
         text += (f"; but the best of the {len(result.runs)} local fits is a misfit ({why}): the search may have "
                  "missed the basin that follows the footage, or the model cannot follow it")
+    elif quality and result.minima:                 # the best loss against the noise floor, said every time
+        text += f" ({quality['text']})"
     return text
 
 

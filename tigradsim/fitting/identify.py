@@ -16,15 +16,25 @@ Steps:
    loss is given (`forward` + `loss`); Levenberg-Marquardt (`least_squares`,
    `lm_iters`) on `residuals` after them, or instead of them when only residuals
    are given.  A start whose rollout blows up is recorded and skipped.
-3. **Coarse to fine in time.**  With `horizons` (an increasing schedule of frame
-   counts) and `set_horizon(k)` (a caller function that makes the loss and the
-   residuals use the first k frames: an image loss's frame selection,
-   `lambda k: image_loss.set_frames(range(k), target[:k])`, or an `MSELoss`'s
-   frame weights, as tests/test_identify.py does), the search runs at the first
-   horizon and each local fit runs through every horizon in turn; the reports
-   are made at the last one (make it the whole clip).  The rollout itself keeps
-   its length (a Simulator's step count is fixed), so a short horizon makes the
-   loss smoother (fewer bounces to match), not cheaper.
+3. **Coarse to fine in time, several candidates.**  With `horizons` (an increasing
+   schedule of frame counts) and `set_horizon(k)` (a caller function that makes
+   the loss and the residuals use the first k frames: an image loss's frame
+   selection, `lambda k: image_loss.set_frames(range(k), target[:k])`, or an
+   `MSELoss`'s frame weights, as tests/test_identify.py does), the search runs at
+   the first horizon and the local fits run breadth first: the M candidates are
+   all fitted on a horizon, compared on its frames, and those that continue are
+   fitted on the next (tigradsim/fitting/continuation.py): a candidate is dropped
+   only when its loss exceeds `drop_ratio` (default 2) times the best's on the
+   same frames or it reached the same point as a better one (within 1 % of the
+   search box), and at most `keep` continue (default: all M; the report says when
+   competitive ones were cut by keep).  `set_horizon` is called once per horizon,
+   at the best candidate's values (an "auto" horizon is chosen there), so all
+   candidates are compared on the same frames.  The stages begin at the horizon
+   where the search ranked the starts (step 1b): the earlier ones, where all tied,
+   tell nothing apart.  The reports are made at the last horizon (make it the
+   whole clip).  The rollout itself keeps its length (a Simulator's step count is
+   fixed), so a short horizon makes the loss smoother (fewer bounces to match),
+   not cheaper.
 4. **Report.**  At each local minimum: `fit_report` (Gauss-Newton covariance from
    `residuals`, tigradsim/fitting/uncertainty.py).  Minima whose values differ by no more
    than `distinct_sigma` combined standard errors in every determined coordinate
@@ -32,8 +42,12 @@ Steps:
    minima: a valley is one minimum).  Distinct minima that fit equally well:
    2 (L_i - L_best) / s^2 <= `tie_chi2` with L = 1/2 |r|^2 (default 3.84, the 95%
    point of chi^2 with 1 degree of freedom: a likelihood-ratio test cannot tell
-   them apart), or, without residuals, a loss within `tie_rtol` of the best, make
-   the result "ambiguous" and every such minimum is reported.
+   them apart), or a loss within `tie_rtol` of the best (default 5 %, with or
+   without residuals: where the model is not the world's, the residual is mostly
+   model error, its pixels are not independent, and the likelihood-ratio test
+   alone would call any two different fits distinguishable), make the result
+   "ambiguous" and every such minimum is reported (`Identification.envelope`:
+   the range their 95 % intervals span).
    Starts that tie on the search (scores within `tie_rtol` of the best: e.g. a
    free-fall prefix that every value of a contact parameter fits alike) are scored
    again on the next horizons, one after the other, until they differ
@@ -63,6 +77,7 @@ from ..core.aliases import renamed_keyword
 from ..core.errors import SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, optimize, pack, param_summary,
                     unpack)
+from .continuation import KEEP_DROP_RATIO, keep_candidates
 from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, json_safe, coordinate_names, fit_report
 
 
@@ -136,6 +151,7 @@ class Identification:
     search_tied: list = dc_field(default_factory=list)    # starts (search indices) tied with the best score
     search_fitted: list = dc_field(default_factory=list)  # the starts the local fits ran from
     search_rescored: list = dc_field(default_factory=list)  # [{"frames": h, "scores": {start: loss}}] of tied starts
+    stages: list = dc_field(default_factory=list)  # continuation.StageDecision after each horizon but the last
 
     @property
     def untried_ties(self) -> list:
@@ -147,6 +163,26 @@ class Identification:
         """The best minimum's FitReport (None without residuals)."""
         return self.minima[0].report if self.minima else None
 
+    def envelope(self, name: str):
+        """(lower, upper): the range of `name` over the equally good minima (`tied`): their 95 %
+        intervals' envelope, or their values where a minimum has no interval; None without minima."""
+        lows, highs = [], []
+        for i in self.tied:
+            m = self.minima[i]
+            e = None
+            if m.report is not None:
+                try:
+                    e = m.report[name]
+                except KeyError:
+                    e = None
+            if e is not None and e.lower95 is not None:
+                lows.append(e.lower95)
+                highs.append(e.upper95)
+            elif name in m.values:
+                lows.append(m.values[name])
+                highs.append(m.values[name])
+        return (min(lows), max(highs)) if lows else None
+
     @property
     def values(self) -> dict:
         return dict(self.minima[0].values) if self.minima else {}
@@ -157,7 +193,8 @@ class Identification:
                       "runs": [r.to_dict() for r in self.runs], "seconds": self.seconds, "notes": self.notes,
                       "search_tied": self.search_tied, "search_fitted": self.search_fitted,
                       "search_rescored": [{"frames": r["frames"], "scores": {str(k): v for k, v in r["scores"].items()}}
-                                          for r in self.search_rescored]})
+                                          for r in self.search_rescored],
+                      "stages": [d.to_dict() for d in self.stages]})
 
     def summary(self) -> str:
         if not self.minima:
@@ -168,8 +205,16 @@ class Identification:
         if self.untried_ties:
             return (f"one best minimum of the {len(self.search_fitted)} starts fitted; {len(self.search_tied)} "
                     f"starts tied on the search and {len(self.untried_ties)} of them were not fitted (another "
-                    "basin may have been missed)")
-        return "one best minimum"
+                    "basin may have been missed)" + self._capped_clause())
+        return "one best minimum" + self._capped_clause()
+
+    def _capped_clause(self) -> str:
+        capped = sorted({i for d in self.stages for i in d.capped})
+        if not capped:
+            return ""
+        return (f"; {len(capped)} candidate(s) were dropped between horizons while still within "
+                f"{self.stages[0].drop_ratio:g} x the best loss, only because at most {self.stages[0].keep} continue "
+                "(another basin may have been missed: raise keep)")
 
     def to_markdown(self, title="Identification"):
         out = [f"## {title}", "", f"**{self.summary()}** ({len(self.runs)} local fits from {len(self.search)} "
@@ -200,7 +245,7 @@ class Identification:
         return "\n".join(lines)
 
 
-def _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon):
+def _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio):
     if not params or not all(isinstance(p, Param) for p in params):
         raise ValueError(f"params: expected a non-empty list of tgs.Param, got {params!r}")
     names = [p.name for p in params]
@@ -224,6 +269,12 @@ def _check_args(params, forward, loss, residuals, starts, local_starts, horizons
             raise ValueError("set_horizon: a function set_horizon(k) is needed with horizons")
     elif set_horizon is not None:
         raise ValueError("set_horizon: given without horizons (the schedule of frame counts)")
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, (int, np.integer)) or keep < 1):
+        raise ValueError(f"keep: must be an integer >= 1 (candidates that go on to the next horizon), got {keep!r}")
+    if isinstance(drop_ratio, bool) or not isinstance(drop_ratio, (int, float)) or not (
+            math.isfinite(drop_ratio) and drop_ratio > 1):
+        raise ValueError(f"drop_ratio: must be a finite number > 1 (a candidate whose loss exceeds drop_ratio x "
+                         f"the best's on the same frames is dropped), got {drop_ratio!r}")
 
 
 def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = None, loss=None,
@@ -234,7 +285,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
              set_horizon: Optional[Callable[[int], None]] = None, noise_floor: float = PIXEL_8BIT_VARIANCE,
              fd_step: Optional[float] = None, undetermined_std: float = 0.5, distinct_sigma: float = 3.0,
              same_tol: float = 1e-3, tie_chi2: float = 3.84, tie_rtol: float = 0.05, log_every: int = 10,
-             printer=print, groups=None, systematics=None) -> Identification:
+             printer=print, groups=None, systematics=None, keep: Optional[int] = None,
+             drop_ratio: float = KEEP_DROP_RATIO) -> Identification:
     """Multi-start, coarse-to-fine identification with uncertainties (module docstring).
 
     params: Params with finite bounds (needed when starts > include_current).
@@ -255,13 +307,16 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         a refined model, extrapolation factor)}) at the current values, called at each
         local fit's end before its report: the intervals then cover the model bias it
         estimates (e.g. the time step's, `tigradsim.fitting.time_step_bias.time_step_systematics`).
+    keep: candidates that go on to each next horizon at most (None: all local_starts);
+        drop_ratio: a candidate whose loss on a horizon's frames exceeds drop_ratio x the
+        best's is dropped there (`continuation.keep_candidates`; `Identification.stages`).
     distinct_sigma, same_tol: minima closer than distinct_sigma combined std in every
         determined coordinate (or than same_tol in internal units without residuals)
         are the same.  tie_chi2, tie_rtol: equally good minima (module docstring);
         tie_rtol also judges starts tied on the search (`Identification.search_tied`).
     """
     params = list(params)
-    _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon)
+    _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio)
     t0 = time.time()
     deadline = math.inf if time_budget is None else t0 + float(time_budget)
     horizons = list(horizons) if horizons is not None else None
@@ -322,6 +377,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     for h in (horizons or [])[1:]:
         if len(search_tied) <= len(chosen) or time.time() > deadline:
             break
+        unpack(params, search[chosen[0]][0])      # the frames (an "auto" horizon) are chosen at the best start
         set_horizon(h)
         tied_scores = {}
         for i in search_tied:
@@ -355,42 +411,85 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                      "only from the others may be missed (raise local_starts, or begin the horizons where the "
                      "starts differ)")
 
-    # 2.-3. local fits, coarse to fine
-    runs, finals = [], []
-    for rank, i in enumerate(chosen):
+    # 2.-3. local fits, coarse to fine, breadth first: every candidate is fitted on a horizon before any
+    # goes on to the next, and only those not clearly worse on the frames all have seen continue
+    # (tigradsim/fitting/continuation.py).  The stages begin at the horizon the search ranked the starts
+    # on: earlier horizons, where the starts tied, show nothing that tells them apart
+    first_stage = len(rescored) if horizons else 0
+    stage_horizons = horizons[first_stage:] if horizons else [None]
+    if first_stage:
+        notes.append(f"the local fits begin at the {stage_horizons[0]}-frame horizon, where the search ranked the "
+                     f"starts (on the first {horizons[first_stage - 1]} frames they tied)")
+    keep = len(chosen) if keep is None else int(keep)
+    # the search box's span per internal coordinate (for "the same point"); unbounded ones: 1 internal unit
+    spans = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
+    runs = [Run(i, values_dict(search[i][0]), search[i][1]) for i in chosen]
+    live = [(run, np.array(search[run.start][0], dtype=np.float64)) for run in runs]
+    stages = []
+    for s, h in enumerate(stage_horizons):
         if time.time() > deadline:
-            notes.append(f"time budget spent: {len(chosen) - rank} of {len(chosen)} local fits skipped")
+            notes.append(f"time budget spent before the {h}-frame horizon: {len(live)} candidates end there")
             break
-        run = Run(i, values_dict(search[i][0]), search[i][1])
-        started = time.time()
-        unpack(params, search[i][0])
-        if log_every:
-            printer(f"local fit {rank + 1}/{len(chosen)} from start {i + 1} (search loss {search[i][1]:.6e})")
-        try:
-            for h in (horizons or [None]):
-                if h is not None:
-                    set_horizon(h)
-                    if log_every:
-                        printer(f"horizon {h} frames")
+        if h is not None:
+            unpack(params, live[0][1])           # the stage's frames are chosen at the leading candidate
+            set_horizon(h)
+            if log_every:
+                printer(f"horizon {h} frames: {len(live)} candidate(s)")
+        fitted = []
+        for rank, (run, x) in enumerate(live):
+            if time.time() > deadline:
+                notes.append(f"time budget spent: {len(live) - rank} of {len(live)} fits skipped at the "
+                             f"{h}-frame horizon")
+                break
+            started = time.time()
+            unpack(params, x)
+            if log_every:
+                printer(f"local fit of start {run.start + 1} ({rank + 1}/{len(live)})" +
+                        (f" on {h} frames" if h is not None else "") + f" (search loss {run.search_loss:.6e})")
+            try:
                 run.stop_reason = _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters,
                                              bfgs_lr, lm_iters, stop, deadline, log_every, printer)
-            run.objective = objective()
-        except SimulationError as exc:
-            run.stop_reason = f"failed: {exc}"
-            if log_every:
-                printer(f"local fit {rank + 1} failed: {exc}")
-        run.seconds = time.time() - started
-        runs.append(run)
-        if math.isfinite(run.objective):
-            report = None
-            if residuals is not None:
-                try:
-                    report = fit_report(residuals, params, noise_floor=noise_floor, fd_step=fd_step,
-                                        undetermined_std=undetermined_std, groups=groups,
-                                        systematics=systematics() if systematics is not None else None)
-                except (ValueError, SimulationError) as exc:      # a rollout near the minimum blew up
-                    notes.append(f"no uncertainty for the fit from start {i + 1}: {exc}")
-            finals.append((run, pack(params).astype(np.float64), report))
+                run.objective = objective()
+            except SimulationError as exc:
+                run.stop_reason, run.objective = f"failed: {exc}", math.nan
+                if log_every:
+                    printer(f"local fit of start {run.start + 1} failed: {exc}")
+            run.seconds += time.time() - started
+            fitted.append((run, pack(params).astype(np.float64)))
+        if s == len(stage_horizons) - 1 or not fitted:
+            live = fitted
+            break
+        decision = keep_candidates({run.start: run.objective for run, _x in fitted}, keep, drop_ratio,
+                                   points={run.start: x for run, x in fitted}, spans=spans)
+        decision.frames = h
+        stages.append(decision)
+        for run, _x in fitted:
+            if run.start not in decision.kept:
+                why = ("failed" if run.start in decision.failed else "clearly worse" if run.start in decision.worse
+                       else "the same point as a better one" if run.start in decision.same
+                       else f"more than keep = {keep} competitive")
+                run.stop_reason += f"; dropped after the {h}-frame horizon ({why}, loss {run.objective:.4g})"
+        if log_every:
+            printer(decision.sentence())
+        by_start = {run.start: (run, x) for run, x in fitted}
+        live = [by_start[i] for i in decision.kept]
+        if not live:
+            break
+    finals = []
+    for run, x in live:
+        if not math.isfinite(run.objective):
+            continue
+        unpack(params, x)
+        report = None
+        if residuals is not None:
+            try:
+                report = fit_report(residuals, params, noise_floor=noise_floor, fd_step=fd_step,
+                                    undetermined_std=undetermined_std, groups=groups,
+                                    systematics=systematics() if systematics is not None else None)
+            except (ValueError, SimulationError) as exc:      # a rollout near the minimum blew up
+                notes.append(f"no uncertainty for the fit from start {run.start + 1}: {exc}")
+        finals.append((run, x, report))
+    notes += [d.sentence() for d in stages if d.capped or len(d.objectives) > 1]
 
     # 4. group into distinct minima, find ties
     finals.sort(key=lambda f: f[0].objective)
@@ -410,11 +509,11 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         for k, m in enumerate(minima):
             if k == 0:
                 tied.append(k)
+            elif m.objective - best.objective <= tie_rtol * max(abs(best.objective), 1e-300):
+                tied.append(k)          # within tie_rtol of the best loss: equally good whatever the pixel count
             elif best.report is not None and m.report is not None:
                 if 2.0 * (m.report.loss - best.report.loss) / max(best.report.s2, 1e-300) <= tie_chi2:
                     tied.append(k)
-            elif m.objective - best.objective <= tie_rtol * max(abs(best.objective), 1e-300):
-                tied.append(k)
         unpack(params, best.x)
     else:
         unpack(params, x_user)
@@ -423,7 +522,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if residuals is None:
         notes.append("no residuals: estimates have no uncertainty (pass residuals=, e.g. VideoFit.residuals)")
     result = Identification(minima, ambiguous, tied, [(values_dict(x), v) for x, v in search], runs,
-                            time.time() - t0, notes, search_tied, list(chosen), rescored)
+                            time.time() - t0, notes, search_tied, list(chosen), rescored, stages)
     if log_every:
         printer(str(result))
     return result

@@ -86,8 +86,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    "kd_per_mass", "kf_per_mass" (the stiffness per unit mass is the unknown)
     [fit]          iterations, optimizer = "adam" | "bfgs" | "adam+bfgs", lr, polish
                    (BFGS steps of adam+bfgs), starts (multi-start: points scored),
-                   local_starts (the best ones fitted), seed, horizons (coarse to fine:
-                   frame counts fitted in turn), horizon = "all" | "auto" ("auto": each stage
+                   local_starts (the best ones fitted), keep (at most this many of them go on
+                   from each horizon to the next; default all), drop_ratio (default 2: one whose
+                   loss on a horizon's frames exceeds drop_ratio x the best's is dropped there),
+                   seed, horizons (coarse to fine: frame counts fitted in turn), horizon = "all" | "auto" ("auto": each stage
                    fits at most the frames the model can follow at the values it starts from:
                    the leading frames where the rollouts at dt and dt/2, rendered, differ by
                    an estimated model error (Richardson, 2x the difference for the first-order

@@ -20,9 +20,11 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
 
     With [fit] horizon = "auto" every stage's frame count is clamped to the predictable horizon
     at the values the stage starts from (`Scene.set_horizon`; without a horizons schedule the
-    one stage asks for the whole clip).  The last stage's count is fixed by the first local fit
-    that reaches it and kept for the others, so that their objectives and uncertainty reports
-    are over the same frames and compare.  Afterwards `scene.horizon_info` says how many frames
+    one stage asks for the whole clip).  The last stage's count is fixed by the first call at it
+    (`identify` calls set_horizon once per horizon, at the leading candidate's values) and kept
+    for every candidate, so that their objectives and uncertainty reports are over the same
+    frames and compare.  [fit] keep / drop_ratio: how many candidates go on from horizon to
+    horizon (tigradsim/fitting/continuation.py).  Afterwards `scene.horizon_info` says how many frames
     were fitted and why (`Scene.predictability` at the estimate included), and the scene is
     back on every frame (renders and `loss_value` cover the whole clip).
 
@@ -85,7 +87,7 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
     result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.residuals,
                       groups=scene.residual_groups,
                       systematics=scene.time_step_systematics if f.time_step_bias else None,
-                      starts=starts, local_starts=local_starts, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
+                      starts=starts, local_starts=local_starts, keep=f.keep, drop_ratio=f.drop_ratio, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
                       horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,
                       printer=printer)

@@ -142,6 +142,8 @@ class FitSpec:
     polish_lr: float = 0.05
     starts: int = 1
     local_starts: int = 1
+    keep: Optional[int] = None            # candidates that go on to each next horizon (None: all local_starts)
+    drop_ratio: float = 2.0               # a candidate > drop_ratio x the best loss on a horizon is dropped
     seed: int = 0
     horizons: Optional[tuple] = None      # coarse to fine: frame counts fitted in turn (the clip last)
     horizon: str = "all"                  # "auto": no stage fits past the predictable horizon (Scene.set_horizon)

@@ -75,7 +75,7 @@ def _check_ties(file, unknowns):
 
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
-                                    "local_starts", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "rtol",
+                                    "local_starts", "keep", "drop_ratio", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "rtol",
                                     "time_budget", "supervision", "resolution", "edge_softness", "sigma", "gamma",
                                     "blur",
                                     "refine_camera", "refine_focal",
@@ -94,6 +94,11 @@ def _parse_fit(file, data):
     f.local_starts = t.integer("local_starts", min(f.starts, 2), minimum=1)
     if f.local_starts > f.starts:
         t.fail("local_starts", f"expected at most starts ({f.starts}), got {f.local_starts}")
+    f.keep = t.integer("keep", None, minimum=1)
+    f.drop_ratio = t.number("drop_ratio", f.drop_ratio, positive=True)
+    if f.drop_ratio <= 1.0:
+        t.fail("drop_ratio", f"expected a number > 1 (a candidate whose loss exceeds drop_ratio x the best's is "
+                             f"dropped), got {f.drop_ratio}")
     f.seed = t.integer("seed", 0)
     h = t.array("horizons", (None,), default=None)
     if h is not None:

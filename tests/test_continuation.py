@@ -1,0 +1,139 @@
+"""Continuation over horizons with several candidates (tigradsim/fitting/continuation.py, issue 44 item 4):
+the rule that keeps candidates from one horizon to the next, and `tgs.identify` fitting them breadth first.
+"""
+import math
+
+import numpy as np
+import pytest
+import taichi as ti
+
+import tigradsim as tgs
+from tigradsim.fitting.continuation import KEEP_DROP_RATIO, keep_candidates
+
+
+def test_clearly_worse_candidates_are_dropped_and_the_rest_kept_best_first():
+    d = keep_candidates({4: 0.012, 0: 0.010, 7: 0.0199, 2: 0.0201, 5: 0.5}, keep=5)
+    assert d.kept == [0, 4, 7]                     # within 2 x the best (0.010), best first
+    assert d.worse == [2, 5] and d.capped == [] and d.failed == []
+    assert d.best == 0.010 and d.drop_ratio == KEEP_DROP_RATIO == 2.0
+    # a looser ratio keeps the 0.0201 one too
+    assert keep_candidates({4: 0.012, 0: 0.010, 2: 0.0201}, keep=5, drop_ratio=3.0).kept == [0, 4, 2]
+
+
+def test_keep_caps_the_competitive_candidates_and_says_so():
+    d = keep_candidates({0: 1.0, 1: 1.1, 2: 1.2, 3: 5.0}, keep=2)
+    assert d.kept == [0, 1] and d.capped == [2] and d.worse == [3]
+    d.frames = 15
+    text = d.sentence()
+    assert "after the 15-frame horizon 2 of 4 candidates continue (starts 1, 2" in text
+    assert "clearly worse (loss > 2 x the best): starts 4" in text
+    assert "only because at most 2 continue: starts 3" in text and "raise keep" in text
+    assert d.to_dict()["capped"] == [2] and d.to_dict()["objectives"]["3"] == 5.0
+
+
+def test_ties_are_broken_by_start_and_failed_fits_dropped():
+    d = keep_candidates({3: 0.5, 1: 0.5, 2: math.nan, 0: math.inf}, keep=1)
+    assert d.kept == [1] and d.capped == [3] and d.failed == [0, 2]
+    assert keep_candidates({0: math.nan}, keep=1).kept == []
+    # a perfect best (loss 0) makes every positive loss clearly worse
+    assert keep_candidates({0: 0.0, 1: 1e-12}, keep=3).worse == [1]
+
+
+def test_a_candidate_at_the_point_of_a_better_one_does_not_take_a_place():
+    points = {0: np.array([0.0, 1.0]), 1: np.array([0.005, 1.0]), 2: np.array([0.5, 1.0]), 3: np.array([0.0, 1.5])}
+    d = keep_candidates({0: 1.0, 1: 1.01, 2: 1.2, 3: 1.3}, keep=2, points=points, spans=[1.0, 2.0])
+    assert d.kept == [0, 2] and d.same == [1] and d.capped == [3]     # 0.005 <= 1 % of span 1.0
+    assert "the same point as a better one: starts 2" in d.sentence()
+    with pytest.raises(ValueError, match="points, spans"):
+        keep_candidates({0: 1.0, 5: 2.0}, keep=2, points=points, spans=[1.0, 2.0])
+
+
+@pytest.mark.parametrize("kwargs, match", [({"keep": 0}, "keep: expected an integer >= 1"),
+                                           ({"keep": True}, "keep: expected an integer >= 1"),
+                                           ({"keep": 2, "drop_ratio": 1.0}, "drop_ratio: expected a finite number > 1"),
+                                           ({"keep": 2, "drop_ratio": math.inf}, "drop_ratio"),
+                                           ({"keep": 2, "drop_ratio": "2"}, "drop_ratio")])
+def test_keep_candidates_checks_its_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        keep_candidates({0: 1.0}, **kwargs)
+
+
+class TwoBasins:
+    """A parameter a in [0, 4] with two basins, a ~ 3 and a ~ 1.  On the first 5 frames (what a short horizon
+    sees) the a ~ 3 basin fits better, by a factor ~1.7 (within the drop ratio of 2); the later frames show
+    the truth, a = 1, and there a ~ 3 is ~25 x worse.  Each frame's residuals: (a - 1)(a - 3) / 2 (both
+    basins fit it), 0.05 (a - 3) early / 0.3 (a - 1) late (which basin is right), 0.12 (a constant
+    misfit, as model mismatch gives)."""
+
+    def __init__(self):
+        self.a = ti.field(float, shape=(), needs_grad=True)
+        self.frames = 10
+        self.param = tgs.Param(self.a, "a", lower=0.0, upper=4.0)
+
+    def residuals(self):
+        v = self.a[None]
+        per = [np.array([0.5 * (v - 1.0) * (v - 3.0), 0.05 * (v - 3.0) if k < 5 else 0.3 * (v - 1.0), 0.12])
+               for k in range(self.frames)]
+        return np.concatenate(per)
+
+    def set_horizon(self, k):
+        self.frames = k
+
+    def identify(self, **kw):
+        self.a[None] = 3.4
+        return tgs.identify([self.param], residuals=self.residuals, starts=8, local_starts=8, seed=0, lm_iters=25,
+                            horizons=[5, 10], set_horizon=self.set_horizon, noise_floor=0.0, log_every=0, **kw)
+
+
+def test_keeping_several_candidates_finds_the_basin_the_first_horizon_ranks_second(f64):
+    problem = TwoBasins()
+    kept = problem.identify(keep=2)
+    assert kept.values["a"] == pytest.approx(1.0, abs=0.05)
+    stage = kept.stages[0]
+    assert stage.frames == 5 and len(stage.objectives) == 8
+    # on 5 frames the a ~ 3 candidate led; both basins went on (the ratio is < 2), the truth won on 10
+    # the 8 fits reached two points: one of each goes on, the 6 others are the same points again
+    assert len(stage.kept) == 2 and not stage.worse and len(stage.same) == 6 and not stage.capped
+    assert {round(m.values["a"]) for m in kept.minima} == {1, 3}
+    assert kept.summary() == "one best minimum"
+    # keeping only the leader of the 5-frame horizon ends in the other basin: keeping several is what found it
+    one = problem.identify(keep=1)
+    assert one.values["a"] == pytest.approx(3.0, abs=0.1) and one.stages[0].kept == [stage.kept[0]]
+    assert one.stages[0].capped == [stage.kept[1]] and "raise keep" in one.summary()
+    dropped = [r for r in one.runs if "dropped after the 5-frame horizon" in r.stop_reason]
+    assert len(dropped) == 7 and all(r.minimum is None for r in dropped)
+    assert one.to_dict()["stages"][0]["keep"] == 1
+
+
+def test_identify_checks_keep_and_drop_ratio(f64):
+    problem = TwoBasins()
+    with pytest.raises(ValueError, match=r"keep: must be an integer >= 1.*got 0"):
+        problem.identify(keep=0)
+    with pytest.raises(ValueError, match=r"drop_ratio: must be a finite number > 1.*got 0.5"):
+        problem.identify(drop_ratio=0.5)
+
+
+def test_minima_within_tie_rtol_of_the_best_loss_are_equally_good(f64):
+    """Two basins (a ~ 1 and a ~ 3) whose losses differ by ~2 %, on 2,000 residuals that are mostly a
+    constant model error: the pixel likelihood-ratio test calls them distinct (2 dL / s^2 ~ 40), but a loss
+    within tie_rtol (5 %) of the best is a tie, the result is ambiguous and the envelope spans both."""
+    a = ti.field(float, shape=(), needs_grad=True)
+    a[None] = 0.5
+    p = tgs.Param(a, "a", lower=0.0, upper=4.0)
+
+    def residuals():
+        v = a[None]
+        return np.concatenate([[2.0 * (v - 1.0) * (v - 3.0), 0.38 * (v - 1.0)], np.full(2000, 0.12)])
+
+    res = tgs.identify([p], residuals=residuals, starts=8, local_starts=8, seed=0, lm_iters=25, noise_floor=0.0,
+                       log_every=0)
+    assert len(res.minima) == 2 and res.ambiguous and res.tied == [0, 1]
+    second = res.minima[1]
+    assert 0.005 < second.objective / res.minima[0].objective - 1.0 < 0.05
+    assert 2.0 * (second.report.loss - res.best.loss) / res.best.s2 > 3.84     # distinct by the pixel test alone
+    lo, hi = res.envelope("a")
+    assert lo <= 1.0 and hi >= second.values["a"] > 2.5
+    assert res.summary().startswith("ambiguous: 2 distinct minima fit equally well")
+    strict = tgs.identify([p], residuals=residuals, starts=8, local_starts=8, seed=0, lm_iters=25, noise_floor=0.0,
+                          tie_rtol=1e-3, log_every=0)
+    assert not strict.ambiguous and strict.envelope("a") == (strict.best["a"].lower95, strict.best["a"].upper95)
