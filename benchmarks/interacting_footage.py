@@ -3,6 +3,7 @@
 
     warp_ramp_boxes  box A slides down a ramp into box B: the ramp's mu ("ramp.mu") and the mass ratio m_B / m_A
     warp_ball_box    a soft ball thrown onto a resting box: the ball's neo-Hookean mu and lam (and its damping)
+    warp_cloth_sphere  a cloth dropped over a sphere: its membrane mu, lam and bending stiffness
 
 Each clip's scene.toml (in its folder; `--write-scenes` rewrites it from truth.json's USER-SIDE facts: camera,
 fps, meshes, the ramp plane, initial poses and velocities, and for the ball the masses a scale gives) states NO
@@ -34,7 +35,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from footage import FOOTAGE, run_fit, write_toml  # noqa: E402
 
-CLIPS = ("warp_ramp_boxes", "warp_ball_box")
+CLIPS = ("warp_ramp_boxes", "warp_ball_box", "warp_cloth_sphere")
 TARGETS = {"ramp.mu": 0.03, "box_b.mass": 0.05, "ball.mu": 0.10, "ball.lam": 0.10}   # issue 46's acceptance
 
 HEADERS = {
@@ -55,6 +56,18 @@ HEADERS = {
         "at 64 the vertices' contact (5 g each, ke 1e4 N/m, kd 10 N s/m) is past the explicit limit.",
         "Written by benchmarks/interacting_footage.py --write-scenes.",
         "  tigradsim fit benchmarks/footage/warp_ball_box/scene.toml --out out/warp_ball_box_fit"],
+    "warp_cloth_sphere": [
+        "tigradsim scene for the warp_cloth_sphere clip (motion by NVIDIA Warp 1.9.1, rendered by Mitsuba 3.9.1; see",
+        "README.md here, truth.json holds the truth, which the fit never reads): a square cloth dropped flat from",
+        "rest over a ball standing on the ground.  Known: the cloth's rest mesh (its initial pose), its total mass",
+        "(weighed) and half-thickness (the contact radius), the ball's centre and radius, the camera.  Unknowns: the",
+        "cloth's membrane mu, lam [N/m] and bending stiffness per edge [N m/rad^2].  No contact constant of the",
+        "engine is given: ke, kd, kf below are the round values tigradsim documents for light cloth",
+        "(tigradsim/scenes/cloth_drape.py; the library's ground defaults, ke 1e4, kd 10, kf 10, are far past the",
+        "explicit limit of 0.14 g vertices), a user's guess; mu is left unstated: [fit] contact_constants =",
+        "\"assume\" holds it at the default and widens the intervals by its effect over [0.1, 1].",
+        "Written by benchmarks/interacting_footage.py --write-scenes.",
+        "  tigradsim fit benchmarks/footage/warp_cloth_sphere/scene.toml --out out/warp_cloth_sphere_fit"],
 }
 
 
@@ -67,6 +80,13 @@ HEADERS = {
 # box-box contact at 32 steps per frame, and the adjoint check stopped the fit (measured, 2026-12-06).
 # 20 Levenberg-Marquardt steps and the time step's bias in the intervals: with 6 steps the ramp fit's report said
 # "not at a minimum: a Gauss-Newton step would move a value by 1.2 std" (mu -2.9 %, ratio +11.7 %, 59 s CPU).
+# The cloth: 64 steps a frame (dt 0.52 ms): its lightest vertices (the corners, 0.14 g) within the explicit limits
+# of the guessed contact (friction kf 0.3: 2 m / kf = 0.93 ms, ke 500: 2 / sqrt(ke / m) = 1.06 ms) and of the
+# membrane over the unknowns' bounds; 64 px; settings measured in RESULTS.md.
+CLOTH_SUBSTEPS = 64
+CLOTH_FIT = {"iterations": 30, "optimizer": "adam+bfgs", "lr": 0.1, "polish": 15, "supervision": "mask",
+             "resolution": 64, "blur": [1.0, 0.0], "refine": 10, "horizons": [12, 24, 36], "horizon": "auto",
+             "time_step_bias": True}
 FIT = {"iterations": 40, "optimizer": "adam+bfgs", "lr": 0.05, "polish": 20, "supervision": "mask",
        "blur": [0.0, 1.0, 2.0], "refine": 20, "horizon": "auto", "time_step_bias": True}
 # [fit] contact_constants per clip: the boxes "nuisance" (fitted within PRIOR_RANGES, the intervals marginal over
@@ -74,7 +94,10 @@ FIT = {"iterations": 40, "optimizer": "adam+bfgs", "lr": 0.05, "polish": 20, "su
 # fitted, the ball's kf rose to 49 N s/m, past the explicit limit of its 5 g vertices' friction (2 m / kf =
 # 2.1e-4 s < dt = 2.6e-4 s at 128 steps per frame; PRIOR_RANGES reaches kf = 1000), and the adjoint check
 # stopped the fit at frame 22 (measured, 2026-12-06).
-CONTACT = {"warp_ramp_boxes": "nuisance", "warp_ball_box": "assume"}
+CONTACT = {"warp_ramp_boxes": "nuisance", "warp_ball_box": "assume", "warp_cloth_sphere": "assume"}
+# the cloth's ground (and ball) contact as a user states it: tigradsim's documented light-cloth values
+# (scenes/cloth_drape.py CONTACT), not Warp's (ke 800, kd 0.2, kf 0.25, mu 0.4)
+CLOTH_GROUND_GUESS = {"ke": 500.0, "kd": 0.1, "kf": 0.3}
 
 
 # Frames fitted per clip (None: all; else [footage] count).  The ball: its first two bounces (frames 0-23).
@@ -83,7 +106,7 @@ CONTACT = {"warp_ramp_boxes": "nuisance", "warp_ball_box": "assume"}
 # (Warp: the closest point on the box and the cap mu ke |c|; tigradsim: the box's signed distance and mu fn)
 # after 0.7 s of accumulated differences.  A choice made after seeing that fit, stated as such.  (horizons
 # [12, 24] alone do not do it: the fit's last stage still takes every frame.)
-FRAMES = {"warp_ramp_boxes": None, "warp_ball_box": 24}
+FRAMES = {"warp_ramp_boxes": None, "warp_ball_box": 24, "warp_cloth_sphere": None}
 
 
 def fit_table(clip, truth, resolution):
@@ -147,13 +170,31 @@ def ball_tables(truth):
             fit_table("warp_ball_box", truth, 128)]
 
 
-TABLES = {"warp_ramp_boxes": ramp_tables, "warp_ball_box": ball_tables}
+def cloth_tables(truth):
+    cloth, sphere = truth["objects"]["cloth"], truth["colliders"]["sphere"]
+    return [("[world]", {"up": "y", "gravity": -float(truth["world"]["gravity"][1])}),
+            ("[simulation]", {"substeps": CLOTH_SUBSTEPS}),
+            ("[ground]", dict(CLOTH_GROUND_GUESS)),
+            ("[colliders.sphere]", {"kind": "sphere", "position": sphere["position"], "radius": sphere["radius"]}),
+            ("[objects.cloth]", {"type": "cloth", "mesh": cloth["mesh"], "material": "membrane",
+                                 "params": {"mu": 20.0, "lam": 50.0}, "bending": 3e-3, "mass": cloth["mass"],
+                                 "radius": cloth["contact_radius"], "color": cloth["colour_linear_rgb"]}),
+            _camera(truth), _footage(truth),
+            ('[unknowns."cloth.mu"]', {"init": 20.0, "lower": 2.0, "upper": 300.0}),
+            ('[unknowns."cloth.lam"]', {"init": 50.0, "lower": 2.0, "upper": 300.0}),
+            ('[unknowns."cloth.bending"]', {"init": 3e-3, "lower": 1e-5, "upper": 1e-1}),
+            ("[fit]", dict(CLOTH_FIT, contact_constants=CONTACT["warp_cloth_sphere"]))]
+
+
+TABLES = {"warp_ramp_boxes": ramp_tables, "warp_ball_box": ball_tables, "warp_cloth_sphere": cloth_tables}
 
 
 def truths_of(clip, truth):
     t = truth["truth"]
     if clip == "warp_ramp_boxes":
         return {"ramp.mu": t["ramp.mu"], "box_b.mass": t["mass_ratio_b_over_a"]}
+    if clip == "warp_cloth_sphere":
+        return {"cloth.mu": t["cloth.mu"], "cloth.lam": t["cloth.lam"], "cloth.bending": t["cloth.bending"]}
     return {"ball.mu": t["ball.mu"], "ball.lam": t["ball.lam"], "ball.damping": t["ball.damping"]}
 
 

@@ -196,7 +196,8 @@ class Scene:
             self.handles[name] = self._add_object(b, obj)
         for fs in spec.forces:
             self._add_force(b, fs)
-        kinds = {o.kind for o in spec.objects.values()}
+        # a cloth is drawn and recorded as a soft object is (its particles and triangles)
+        kinds = {"soft" if o.kind == "cloth" else o.kind for o in spec.objects.values()}
         # "rigid", "soft", "mpm" (MPM objects only), or "mixed" (rigid and soft objects touching: a soft ball on a box)
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.model = b.finalize(requires_grad=requires_grad)
@@ -243,6 +244,9 @@ class Scene:
             if obj.kind == "mpm":
                 from .scene_mpm import add_mpm_object
                 return add_mpm_object(spec, b, obj)
+            if obj.kind == "cloth":
+                from .scene_cloth import add_cloth_object
+                return add_cloth_object(b, obj, spec, M)
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
                 shape = obj.shape and dict(obj.shape, shape_size=file_axes_size(obj.shape["shape"],
@@ -288,7 +292,7 @@ class Scene:
                 return faces, int(start[-1]), None, colors
             # source="both": the bodies' vertices, then every particle (interior ones unreferenced by faces)
             nr = int(start[-1])
-            soft = [(c, o) for c, o in zip(palette, spec.objects.values()) if o.kind == "soft"]
+            soft = [(c, o) for c, o in zip(palette, spec.objects.values()) if o.kind in ("soft", "cloth")]
             owner = np.zeros((m.particle_count, 3))
             for (c, _), h in zip(soft, [self.handles[o.name] for _, o in soft]):
                 owner[h.particle_start:h.particle_start + h.particle_count] = c
