@@ -61,7 +61,9 @@ HEADERS = {
         "README.md here, truth.json holds the truth, which the fit never reads): a square cloth dropped flat from",
         "rest over a ball standing on the ground.  Known: the cloth's rest mesh (its initial pose), its total mass",
         "(weighed) and half-thickness (the contact radius), the ball's centre and radius, the camera.  Unknowns: the",
-        "cloth's membrane mu, lam [N/m] and bending stiffness per edge [N m/rad^2].  No contact constant of the",
+        "cloth's membrane mu, lam [N/m], bending stiffness per edge [N m/rad^2] and membrane damping [N s/m] (undamped,",
+        "the membrane's ripples make the drape chaotic: at the true stiffnesses IoU 0.78 against 0.95 with Warp's",
+        "damping, benchmarks/RESULTS.md).  No contact constant of the",
         "engine is given: ke, kd, kf below are the round values tigradsim documents for light cloth",
         "(tigradsim/scenes/cloth_drape.py; the library's ground defaults, ke 1e4, kd 10, kf 10, are far past the",
         "explicit limit of 0.14 g vertices), a user's guess; mu is left unstated: [fit] contact_constants =",
@@ -177,12 +179,14 @@ def cloth_tables(truth):
             ("[ground]", dict(CLOTH_GROUND_GUESS)),
             ("[colliders.sphere]", {"kind": "sphere", "position": sphere["position"], "radius": sphere["radius"]}),
             ("[objects.cloth]", {"type": "cloth", "mesh": cloth["mesh"], "material": "membrane",
-                                 "params": {"mu": 20.0, "lam": 50.0}, "bending": 3e-3, "mass": cloth["mass"],
+                                 "params": {"mu": 20.0, "lam": 50.0}, "bending": 3e-3, "damping": 0.1,
+                                 "mass": cloth["mass"],
                                  "radius": cloth["contact_radius"], "color": cloth["colour_linear_rgb"]}),
             _camera(truth), _footage(truth),
             ('[unknowns."cloth.mu"]', {"init": 20.0, "lower": 2.0, "upper": 300.0}),
             ('[unknowns."cloth.lam"]', {"init": 50.0, "lower": 2.0, "upper": 300.0}),
             ('[unknowns."cloth.bending"]', {"init": 3e-3, "lower": 1e-5, "upper": 1e-1}),
+            ('[unknowns."cloth.damping"]', {"init": 0.1, "lower": 5e-3, "upper": 2.0}),
             ("[fit]", dict(CLOTH_FIT, contact_constants=CONTACT["warp_cloth_sphere"]))]
 
 
@@ -194,7 +198,8 @@ def truths_of(clip, truth):
     if clip == "warp_ramp_boxes":
         return {"ramp.mu": t["ramp.mu"], "box_b.mass": t["mass_ratio_b_over_a"]}
     if clip == "warp_cloth_sphere":
-        return {"cloth.mu": t["cloth.mu"], "cloth.lam": t["cloth.lam"], "cloth.bending": t["cloth.bending"]}
+        return {"cloth.mu": t["cloth.mu"], "cloth.lam": t["cloth.lam"], "cloth.bending": t["cloth.bending"],
+                "cloth.damping": t["cloth.damping"]}
     return {"ball.mu": t["ball.mu"], "ball.lam": t["ball.lam"], "ball.damping": t["ball.damping"]}
 
 
@@ -215,10 +220,11 @@ def score(truths, report):
         u = report["unknowns"].get(k)
         if u is None:
             continue
-        est, ci, wide = u["estimate"], u["ci95"], u.get("ci95_with_assumptions")
+        est, ci, wide, disc = u["estimate"], u["ci95"], u.get("ci95_with_assumptions"), u.get("ci95_with_discrepancy")
         inside = lambda c: None if c is None else bool(c[0] <= tv <= c[1])
         rows.append({"unknown": k, "truth": tv, "estimate": est, "rel_error": (est - tv) / tv, "status": u["status"],
                      "ci95": ci, "in_ci95": inside(ci), "ci95_with_assumptions": wide, "in_wide": inside(wide),
+                     "ci95_with_discrepancy": disc, "in_disc": inside(disc),
                      "target": TARGETS.get(k),
                      "meets_target": None if k not in TARGETS else abs(est - tv) / tv <= TARGETS[k]})
     est = {k: u["estimate"] for k, u in report["unknowns"].items()}
@@ -226,7 +232,7 @@ def score(truths, report):
         e, tv = young_modulus(est["ball.mu"], est["ball.lam"]), young_modulus(truths["ball.mu"], truths["ball.lam"])
         rows.append({"unknown": "ball.E (derived)", "truth": tv, "estimate": e, "rel_error": (e - tv) / tv,
                      "status": "derived", "ci95": None, "in_ci95": None, "ci95_with_assumptions": None,
-                     "in_wide": None, "target": 0.10, "meets_target": abs(e - tv) / tv <= 0.10})
+                     "in_wide": None, "ci95_with_discrepancy": None, "in_disc": None, "target": 0.10, "meets_target": abs(e - tv) / tv <= 0.10})
     nuisance = {k: {"estimate": u["estimate"], "status": u["status"], "ci95": u["ci95"]}
                 for k, u in report["unknowns"].items() if u.get("nuisance")}
     return rows, nuisance
@@ -250,17 +256,18 @@ def _ci(c):
 def finish(results):
     yn = lambda b: "-" if b is None else ("yes" if b else "**no**")
     print("| clip | unknown | truth | estimate | error | target | 95% interval | in | with assumed constants | in | "
-          "status |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "with discrepancy | in | status |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if "rows" not in r:
-            print(f"| {r['clip']} | (fit failed, rc {r['rc']}: {str(r.get('error'))[:160]}) | | | | | | | | | |")
+            print(f"| {r['clip']} | (fit failed, rc {r['rc']}: {str(r.get('error'))[:160]}) | | | | | | | | | | | |")
             continue
         for row in r["rows"]:
             tgt = "-" if row["target"] is None else f"{100 * row['target']:.0f}% {yn(row['meets_target'])}"
             print(f"| {r['clip']} | {row['unknown']} | {_f(row['truth'])} | {_f(row['estimate'])} | "
                   f"{100 * row['rel_error']:+.2f}% | {tgt} | {_ci(row['ci95'])} | {yn(row['in_ci95'])} | "
-                  f"{_ci(row['ci95_with_assumptions'])} | {yn(row['in_wide'])} | {row['status']} |")
+                  f"{_ci(row['ci95_with_assumptions'])} | {yn(row['in_wide'])} | "
+                  f"{_ci(row.get('ci95_with_discrepancy'))} | {yn(row.get('in_disc'))} | {row['status']} |")
     print()
     print("| clip | nuisance estimates | IoU | frames fitted | CPU s | wall s |")
     print("|---|---|---|---|---|---|")

@@ -127,7 +127,7 @@ def test_scene_files_state_what_a_user_has():
         names = {u.target for u in spec.unknowns if not u.nuisance}
         assert names == {"warp_ramp_boxes": {"ramp.mu", "box_b.mass"},
                          "warp_ball_box": {"ball.mu", "ball.lam", "ball.damping"},
-                         "warp_cloth_sphere": {"cloth.mu", "cloth.lam", "cloth.bending"}}[clip]
+                         "warp_cloth_sphere": {"cloth.mu", "cloth.lam", "cloth.bending", "cloth.damping"}}[clip]
         for u in spec.unknowns:
             assert u.init not in [v for v in truth["truth"].values() if isinstance(v, float)]
     ramp = load_scene(os.path.join(FOOTAGE, "warp_ramp_boxes", "scene.toml"))
