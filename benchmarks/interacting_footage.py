@@ -3,12 +3,14 @@
 
     warp_ramp_boxes  box A slides down a ramp into box B: the ramp's mu ("ramp.mu") and the mass ratio m_B / m_A
     warp_ball_box    a soft ball thrown onto a resting box: the ball's neo-Hookean mu and lam (and its damping)
-    warp_cloth_sphere  a cloth dropped over a sphere: its membrane mu, lam and bending stiffness
+    warp_cloth_sphere  a cloth dropped over a sphere: its membrane mu, lam, bending stiffness and membrane damping
 
 Each clip's scene.toml (in its folder; `--write-scenes` rewrites it from truth.json's USER-SIDE facts: camera,
 fps, meshes, the ramp plane, initial poses and velocities, and for the ball the masses a scale gives) states NO
-contact constant and no contact law: [fit] contact_constants = "nuisance" fits every contact constant within
-its prior range (tigradsim.fitting.sensitivity.PRIOR_RANGES; the ramp's ke, kd, kf move with the ground's:
+contact constant and no contact law (the cloth: the ground's ke, kd, kf as the library documents them for light
+cloth, CLOTH_GROUND_GUESS, since its defaults are past the explicit limit of 0.14 g vertices; none of Warp's):
+[fit] contact_constants = "nuisance" fits every contact constant within its prior range
+(tigradsim.fitting.sensitivity.PRIOR_RANGES; the ramp's ke, kd, kf move with the ground's:
 scenes/scene_colliders.ground_takers), so the intervals are marginal over them.  Guesses are round numbers not
 derived from any truth.
 
