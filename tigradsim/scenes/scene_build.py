@@ -34,6 +34,7 @@ from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, pr
 from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
 from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
+from .scene_cloth import add_cloth_object
 from ..io.outlines import outline_frames     # re-exported (the pictures of a fit)
 from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
@@ -196,9 +197,8 @@ class Scene:
             self.handles[name] = self._add_object(b, obj)
         for fs in spec.forces:
             self._add_force(b, fs)
-        # a cloth is drawn and recorded as a soft object is (its particles and triangles)
+        # "rigid", "soft" (cloths too: drawn as particles), "mpm" (MPM objects only), or "mixed" (rigid and soft)
         kinds = {"soft" if o.kind == "cloth" else o.kind for o in spec.objects.values()}
-        # "rigid", "soft", "mpm" (MPM objects only), or "mixed" (rigid and soft objects touching: a soft ball on a box)
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.model = b.finalize(requires_grad=requires_grad)
         self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
@@ -244,8 +244,7 @@ class Scene:
             if obj.kind == "mpm":
                 from .scene_mpm import add_mpm_object
                 return add_mpm_object(spec, b, obj)
-            if obj.kind == "cloth":
-                from .scene_cloth import add_cloth_object
+            if obj.kind == "cloth":                 # scene_cloth.py
                 return add_cloth_object(b, obj, spec, M)
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
