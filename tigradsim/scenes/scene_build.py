@@ -34,8 +34,8 @@ from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, pr
 from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
 from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
-from .scene_cloth import add_cloth_object
 from ..io.outlines import outline_frames     # re-exported (the pictures of a fit)
+from .scene_cloth import add_cloth_object
 from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
