@@ -1,6 +1,6 @@
 """Coverage of the 95 % intervals, measured (issue 44, items 2 and 6): `tigradsim fit` on footage whose
 motion tigradsim made (box_push, box_drop) and footage whose motion other engines made (warp_*,
-mujoco_*: benchmarks/engine_sims.py), clean / noisy (sigma 0.02) / camera 1 cm and 0.5 degree off,
+mujoco_*: benchmarks/engine_sims.py; the cloth over a ball, warp_cloth_sphere: coverage_cloth.py), clean / noisy (sigma 0.02) / camera 1 cm and 0.5 degree off,
 with NO contact constant and NO contact law given to the fit.
 
 The scene file of each fit is written from what a user of the clip has (truth.json's camera, fps,
@@ -42,7 +42,7 @@ sys.path.insert(0, HERE)
 from footage import FOOTAGE, noisy_folder, run_fit, write_clip_scene  # noqa: E402
 
 CLIPS = ("box_push", "box_drop", "warp_box_push", "warp_box_drop", "mujoco_box_push", "mujoco_box_drop",
-         "newton_box_push", "newton_box_drop", "warp_soft_drop")
+         "newton_box_push", "newton_box_drop", "warp_soft_drop", "warp_cloth_sphere")
 VARIANTS = ("clean", "noisy", "camera")
 GUESS = {"box.mass": 1.0, "box.mu": 0.3}           # the same round guesses for every clip
 BOUNDS = {"box.mass": (0.1, 10.0), "box.mu": (0.05, 1.5)}
@@ -73,6 +73,10 @@ def make_scene(clip, variant, contact, scene_dir, out, quick):
     """Write scene_dir/scene.toml from the clip's user-side facts; returns (path, truths)."""
     folder = os.path.join(FOOTAGE, clip)
     truth = json.load(open(os.path.join(folder, "truth.json")))
+    from coverage_cloth import is_cloth_clip
+    if is_cloth_clip(truth):                  # the cloth over a ball: coverage_cloth.py writes its scene files
+        from coverage_cloth import make_cloth_scene
+        return make_cloth_scene(clip, variant, contact, scene_dir, out, quick)
     if truth["object"]["type"] == "soft":     # soft clips: coverage_soft.py writes their scene files
         from coverage_soft import make_soft_scene
         return make_soft_scene(clip, variant, contact, scene_dir, out, quick)
@@ -108,6 +112,9 @@ def truths_of(clip):
     """The clip's true values of the estimates a fit reports: mass and mu, and for tigradsim's own clips
     (its own contact law) the contact constants per unit mass too (the other engines' have no counterpart)."""
     truth = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))
+    from coverage_cloth import cloth_truths, is_cloth_clip
+    if is_cloth_clip(truth):
+        return cloth_truths(truth)
     if truth["object"]["type"] == "soft":
         from coverage_soft import soft_truths
         return soft_truths(truth)

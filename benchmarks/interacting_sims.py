@@ -28,7 +28,28 @@ warp_ball_box
     (density x volume / 4 per adjacent tet), as tigradsim's add_soft_mesh(density=...).
     Truth: the ball's mu and lam [Pa] (small-strain Lame 3/4 mu, lam - 5/8 mu; E from those).
 
-Both: float32, WARP_STEPS_PER_FRAME steps per 30 fps frame, `SemiImplicitIntegrator(angular_damping=0)`,
+warp_cloth_sphere
+    A square cloth (Warp `add_cloth_grid`: CLOTH["cells"] x CLOTH["cells"] cells, Warp's own triangle membrane
+    `eval_triangles` with tri_ke, tri_ka, tri_kd and its dihedral bending `eval_bending` with edge_ke) is dropped
+    flat from rest over a static sphere (`add_shape_sphere` on no body) standing on the ground; it lands on the
+    ball, drapes down around it and its corners reach the ground.  Contacts: Warp's particle-shape contact
+    (`eval_particle_contacts`, the sphere's material averaged with model.soft_contact_*, set equal) and
+    particle-ground contact (`eval_particle_ground_contacts`): fn = -ke c - kd min(vn, 0) (c = the gap less the
+    particle radius), friction min(kf |vt|, mu ke |c|); no particle-particle contact (particle_max_radius 0).
+    Masses: add_cloth_grid gives every particle the same mass; a real cloth has a uniform areal density, so
+    the particles get a uniform sheet's lumped masses instead (a third of density x area of each adjacent
+    triangle, density = CLOTH["mass"] / side^2): what tigradsim's add_cloth(density=...) does, and what a user
+    who weighed the cloth can state.
+    Conversion to tigradsim (`cloth_conversion`): Warp's triangle force is P = k_mu F + k_damp dF/dt plus the
+    area term k_lambda (J - alpha) dJ/dx with alpha = 1 + k_mu / k_lambda, scaled by the rest area: tigradsim's
+    "membrane" material with mu = tri_ke, lam = tri_ka [N/m] (the same law, benchmarks/vs_warp.py); its
+    damping on dF/dt = tri_kd, but Warp adds an area damping tri_kd dJ/dt dJ/dx that tigradsim has not.
+    Bending: Warp's force is -edge_ke (theta - theta0) |e| dtheta/dx with |e| the CURRENT edge length,
+    tigradsim's -k (theta - theta0) dtheta/dx with one k per cloth: k = edge_ke x (rest edge length), which is
+    cell for the grid's axis edges and sqrt(2) cell for its diagonals (one k cannot be both: the truth states
+    k at the axis edges and the edge-length-weighted mean; the clip's check measures the difference).
+
+All: float32, WARP_STEPS_PER_FRAME (the cloth: CLOTH_STEPS_PER_FRAME) steps per 30 fps frame, `SemiImplicitIntegrator(angular_damping=0)`,
 gravity 9.8 along -y.  Run: `python3 benchmarks/make_interacting_footage.py` (needs warp-lang 1.9.1 and
 mitsuba 3.9.1: `pip install -e ".[engines,footage]"`).
 """
@@ -57,6 +78,16 @@ BALL = dict(
     box_size=(0.32, 0.12, 0.24), box_mass=0.9, box_position=(0.05, None, 0.0),
     contact=dict(ke=1.0e4, kd=10.0, kf=100.0, mu=0.5),          # soft contact and the box / ground shapes
     particle_radius=0.0)
+CLOTH_STEPS_PER_FRAME = 128
+CLOTH = dict(
+    frames=36, cells=19, side=0.9,           # 20 x 20 vertices, a 0.9 m square
+    height=0.6, offset=(0.06, 0.0, 0.04),    # [m] the flat cloth's plane; its centre's offset from the ball's axis
+    mass=0.3,                                # [kg] the whole cloth (0.37 kg/m^2)
+    sphere_radius=0.22,                      # [m], standing on the ground at (0, r, 0)
+    tri_ke=60.0, tri_ka=120.0, tri_kd=0.05,  # Warp's membrane [N/m], [N/m], [N s/m]
+    edge_ke=0.02, edge_kd=0.0,               # Warp's bending [N/rad^2] (x the edge length: N m/rad^2)
+    particle_radius=0.005,                   # [m] the contact radius (half the cloth's thickness)
+    contact=dict(ke=800.0, kd=0.2, kf=0.25, mu=0.4))  # particle-ground and particle-sphere, per particle
 
 
 def _quat_z(deg):
@@ -250,3 +281,100 @@ def simulate_ball_box(spec=BALL):
               "box_quat": np.array([0.0, 0.0, 0.0, 1.0])}
     return dict(particles=np.array(particles), box_positions=np.array(box_p), box_quats=np.array(box_q), rest=rest,
                 tets=tets, masses=masses, state0=state0, info=info)
+
+
+def cloth_lumped_masses(vertices, triangles, density):
+    """(V,) vertex masses of a uniform sheet: a third of density x area of each adjacent triangle [kg]."""
+    x = vertices[triangles]
+    area = 0.5 * np.linalg.norm(np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0]), axis=1)
+    m = np.zeros(len(vertices))
+    np.add.at(m, triangles.ravel(), np.repeat(density * area / 3.0, 3))
+    return m
+
+
+def cloth_conversion(spec=CLOTH):
+    """Warp's cloth constants as tigradsim's: membrane mu, lam [N/m] and damping, bending k per edge [N m/rad^2]
+    (at the axis edges, and the edge-length mean over Warp's bending edges), the density [kg/m^2]."""
+    cell = spec["side"] / spec["cells"]
+    n = spec["cells"]
+    axis_edges, diagonal_edges = 2 * n * (n - 1), n * n          # interior edges of an n x n grid
+    mean_len = cell * (axis_edges + np.sqrt(2.0) * diagonal_edges) / (axis_edges + diagonal_edges)
+    return {"mu": spec["tri_ke"], "lam": spec["tri_ka"], "damping": spec["tri_kd"],
+            "bending": spec["edge_ke"] * cell, "bending_mean_edge": float(spec["edge_ke"] * mean_len),
+            "bending_damping": spec["edge_kd"] * cell, "density": spec["mass"] / spec["side"] ** 2}
+
+
+def simulate_cloth_sphere(spec=CLOTH, steps_per_frame=CLOTH_STEPS_PER_FRAME):
+    """Warp rollout of warp_cloth_sphere.  Returns dict(particles (T, V, 3), rest (V, 3), triangles (F, 3),
+    masses (V,), info)."""
+    wp = _warp()
+    s = spec
+    n, side = s["cells"], s["side"]
+    cell = side / n
+    c = s["contact"]
+    # the grid in Warp's x-y plane turned -90 degrees about x: x -> x, y -> -z, normal +z -> +y
+    h = -math.pi / 4
+    rot = (math.sin(h), 0.0, 0.0, math.cos(h))
+    origin = np.array([s["offset"][0] - side / 2, s["height"], s["offset"][2] + side / 2])
+    b = wp.sim.ModelBuilder(up_vector=(0.0, 1.0, 0.0), gravity=-GRAVITY)
+    b.add_cloth_grid(pos=wp.vec3(*origin), rot=wp.quat(*rot), vel=wp.vec3(0.0, 0.0, 0.0), dim_x=n, dim_y=n,
+                     cell_x=cell, cell_y=cell, mass=1.0, tri_ke=s["tri_ke"], tri_ka=s["tri_ka"], tri_kd=s["tri_kd"],
+                     tri_drag=0.0, tri_lift=0.0, edge_ke=s["edge_ke"], edge_kd=s["edge_kd"],
+                     particle_radius=s["particle_radius"])
+    rest = np.array(b.particle_q, dtype=np.float64)
+    tris = np.array(b.tri_indices, dtype=np.int64)
+    density = s["mass"] / side ** 2
+    masses = cloth_lumped_masses(rest, tris, density)
+    b.particle_mass = [float(m) for m in masses]
+    r = s["sphere_radius"]
+    b.add_shape_sphere(-1, pos=(0.0, r, 0.0), radius=r, thickness=0.0, has_ground_collision=False,
+                       has_shape_collision=False, **c)
+    b.set_ground_plane(**c)
+    b.soft_contact_max = 2 * len(rest)
+    model = b.finalize(device="cpu")
+    model.ground = True
+    model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = (
+        c["ke"], c["kd"], c["kf"], c["mu"])
+    model.particle_max_radius = 0.0          # no particle-particle contact (tigradsim's cloth has none here)
+    integrator = wp.sim.SemiImplicitIntegrator()
+    control = model.control()
+    s0, s1 = model.state(), model.state()
+    dt = 1.0 / (FPS * steps_per_frame)
+    particles = [s0.particle_q.numpy().astype(np.float64)]
+    for step in range((s["frames"] - 1) * steps_per_frame):
+        s0.clear_forces()
+        wp.sim.collide(model, s0)
+        integrator.simulate(model, s0, s1, dt, control)
+        s0, s1 = s1, s0
+        if (step + 1) % steps_per_frame == 0:
+            particles.append(s0.particle_q.numpy().astype(np.float64))
+    conv = cloth_conversion(s)
+    info = {
+        "simulation": {"simulator": f"NVIDIA Warp {wp.config.version} (warp.sim)",
+                       "integrator": "warp.sim.SemiImplicitIntegrator()", "dt": dt, "steps_per_frame": steps_per_frame,
+                       "precision": "f32",
+                       "collision": "wp.sim.collide every step: particle-sphere (soft contacts); particle-ground in "
+                                    "the integrator; no particle-particle contact",
+                       "cloth": f"add_cloth_grid({n} x {n} cells of {cell:.6g} m), tri_ke {s['tri_ke']}, tri_ka "
+                                f"{s['tri_ka']}, tri_kd {s['tri_kd']}, edge_ke {s['edge_ke']}, edge_kd {s['edge_kd']}, "
+                                "no drag / lift; particle masses: a uniform sheet's lumped masses",
+                       "generator": "benchmarks/interacting_sims.py"},
+        "contact": {"law": "Warp eval_particle_contacts / eval_particle_ground_contacts: fn = -ke c - kd min(vn, 0) "
+                           "(c: the gap less the particle radius; damping not capped), friction min(kf |vt|, "
+                           "mu ke |c|) (the sphere's material averaged with model.soft_contact_*, set equal)",
+                    **c, "particle_radius": s["particle_radius"]},
+        "truth": {"cloth.mu": conv["mu"], "cloth.lam": conv["lam"], "cloth.damping": conv["damping"],
+                  "cloth.bending": conv["bending"], "cloth.bending_mean_edge": conv["bending_mean_edge"],
+                  "cloth.density": conv["density"], "cloth.mass": s["mass"],
+                  "warp": {k: s[k] for k in ("tri_ke", "tri_ka", "tri_kd", "edge_ke", "edge_kd")}},
+        "comparable": {
+            "mu, lam": "Warp's tri_ke, tri_ka ARE tigradsim's \"membrane\" mu, lam [N/m] (the same law: P = mu F + "
+                       "lam (J - alpha) dJ/dF, alpha = 1 + mu / lam, times the rest area)",
+            "damping": "tri_kd = tigradsim's membrane damping on dF/dt; Warp also damps the area (tri_kd dJ/dt), "
+                       "tigradsim does not",
+            "bending": "tigradsim k per edge = edge_ke x rest edge length: edge_ke x cell at the axis edges (the "
+                       "truth cloth.bending), x sqrt(2) cell at the diagonals; Warp scales by the current length",
+            "contact": "ke, kd per particle as tigradsim's with damping = \"uncapped\"; friction: Warp's cap mu ke |c| "
+                       "vs tigradsim's mu fn (vs_warp.py)"},
+    }
+    return dict(particles=np.array(particles), rest=rest, triangles=tris, masses=masses, info=info)

@@ -4,9 +4,11 @@ rollouts of benchmarks/interacting_sims.py:
 
     warp_ramp_boxes  box A slides down a ramp into box B resting at the foot: ramp mu, mass ratio m_B / m_A
     warp_ball_box    a soft neo-Hookean ball thrown onto a box resting on the ground: the ball's mu, lam
+    warp_cloth_sphere  a square cloth dropped over a static sphere: its stretch (and bending) stiffness
 
 Each clip folder: rgb_%04d.png, mask_%04d.png (the union of the MOVING objects' coverage: both boxes, or the ball
-and the box; the ramp is scenery and not in the masks), floor.png, the objects' files (box_a.obj, box_b.obj;
+and the box, or the cloth; the ramp and the sphere are scenery and not in the masks: a mask is the moving objects'
+whole silhouette, also where the scenery hides them), floor.png, the objects' files (box_a.obj, box_b.obj;
 ball.node / ball.ele, box.obj, ball_vertices.npz), scene.toml (what a user has; written by
 benchmarks/interacting_footage.py --write-scenes, not here) and
 truth.json (camera, timing, objects, initial state, the engine's law and constants, the truth, the true
@@ -34,9 +36,12 @@ from make_footage import (FPS, HEIGHT, LIGHT, MITSUBA_VARIANT, SKY, WIDTH, _mesh
 CAMERAS = {
     "warp_ramp_boxes": dict(eye=(-0.05, 0.62, 1.45), target=(-0.12, 0.1, 0.0), focal=118.0, offset=(1.0, -0.5)),
     "warp_ball_box": dict(eye=(0.1, 0.62, 1.3), target=(0.06, 0.2, 0.0), focal=150.0, offset=(-0.5, 1.0)),
+    "warp_cloth_sphere": dict(eye=(0.35, 0.95, 1.75), target=(0.04, 0.22, 0.0), focal=140.0, offset=(0.5, -1.0)),
 }
 COLOURS = {"box_a": (0.75, 0.18, 0.08), "box_b": (0.15, 0.35, 0.75), "ball": (0.12, 0.55, 0.15),
-           "box": (0.80, 0.45, 0.05), "ramp": (0.55, 0.55, 0.5)}
+           "box": (0.80, 0.45, 0.05), "ramp": (0.55, 0.55, 0.5),
+           "cloth": (0.10, 0.30, 0.70), "sphere": (0.60, 0.50, 0.35)}
+TWO_SIDED = {"warp_cloth_sphere"}          # clips whose moving object is a sheet: seen from both sides
 RAMP_SLAB = dict(length=1.1, width=0.7, thickness=0.04)     # [m] the ramp as drawn: a slab under its plane
 
 
@@ -146,7 +151,71 @@ def ball_clip(folder):
     return moving, [], r["info"], extra, centroids
 
 
-CLIPS = {"warp_ramp_boxes": ramp_clip, "warp_ball_box": ball_clip}
+def facing(vertices, faces, eye):
+    """`faces` (F, 3) with each triangle's winding reversed where its normal points away from `eye` (3,)."""
+    x = vertices[faces]
+    n = np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0])
+    away = np.einsum("ij,ij->i", n, eye - x.mean(axis=1)) < 0
+    out = faces.copy()
+    out[away] = faces[away][:, ::-1]
+    return out
+
+
+def write_cloth_obj(path, vertices, triangles):
+    """The cloth's rest mesh as an OBJ (metres, 1-based faces, Warp's vertex order and triangles)."""
+    with open(path, "w") as fh:
+        fh.write("# warp_cloth_sphere: the cloth's rest mesh (flat), Warp add_cloth_grid's vertices and triangles\n")
+        for p in vertices:
+            fh.write("v %.9g %.9g %.9g\n" % tuple(p))
+        for t in triangles:
+            fh.write("f %d %d %d\n" % tuple(np.asarray(t) + 1))
+
+
+def cloth_clip(folder):
+    spec = sims.CLOTH
+    r = sims.simulate_cloth_sphere(spec)
+    from tigradsim.io.meshes import icosphere
+    radius = spec["sphere_radius"]
+    vs, fs = icosphere(3, radius=radius, center=(0.0, radius, 0.0))
+    tris = r["triangles"].astype(np.int32)
+    T = len(r["particles"])
+    moving = [[(r["particles"][k], tris, COLOURS["cloth"])] for k in range(T)]
+    static = [(np.asarray(vs, dtype=np.float64), np.asarray(fs, dtype=np.int32), COLOURS["sphere"])]
+    rest = r["rest"]
+    write_cloth_obj(os.path.join(folder, "cloth.obj"), rest, r["triangles"])
+    centre = rest.mean(axis=0)
+    m = r["masses"]
+    centroids = (r["particles"] * m[None, :, None]).sum(1) / m.sum()
+    objects = {
+        "cloth": {"type": "cloth", "mesh": "cloth.obj", "mesh_frame": "world: the rest mesh IS the initial pose",
+                  "vertices": int(len(rest)), "triangles": int(len(tris)), "rest_centre": centre.tolist(),
+                  "initial_pose": {"position": [0.0, 0.0, 0.0], "quaternion_xyzw": [0.0, 0.0, 0.0, 1.0],
+                                   "rule": "x0 = the OBJ's vertices (flat, at rest)"},
+                  "initial_velocity": {"linear": [0.0, 0.0, 0.0], "angular": [0.0, 0.0, 0.0]},
+                  "mass": spec["mass"], "masses": "a uniform sheet's lumped masses (a third of density x area of "
+                                                  "each adjacent triangle)",
+                  "contact_radius": spec["particle_radius"],
+                  "material": "Warp's triangle membrane (tri_ke, tri_ka, tri_kd) and dihedral bending (edge_ke); "
+                              "conversion in interacting_sims.py",
+                  "material_conversion": sims.cloth_conversion(spec),
+                  "colour_linear_rgb": list(COLOURS["cloth"])}}
+    extra = {
+        "colliders": {"sphere": {"kind": "sphere", "position": [0.0, radius, 0.0], "radius": radius,
+                                 "drawn_as": "an icosphere (level 3) of the same radius, scenery (not in the masks)"}},
+        "objects": objects,
+        "unknowns": ["cloth.mu", "cloth.lam", "cloth.bending", "cloth.damping",
+                     "every contact constant (the engine's own law)"],
+        "known": {"cloth": "its rest mesh (flat, the initial pose), total mass (weighed), contact radius (half its "
+                           "thickness)", "sphere": "its centre and radius", "initial_state": "at rest"},
+        "trajectory": {"times": [k / FPS for k in range(T)], "cloth_centroid": np.round(centroids, 9).tolist(),
+                       "cloth_vertices_npz": "cloth_vertices.npz: x (T, V, 3) float32, every vertex at each frame",
+                       "note": "the cloth's mass-weighted centroid (Warp's)"},
+    }
+    np.savez_compressed(os.path.join(folder, "cloth_vertices.npz"), x=r["particles"].astype(np.float32))
+    return moving, static, r["info"], extra, centroids
+
+
+CLIPS = {"warp_ramp_boxes": ramp_clip, "warp_ball_box": ball_clip, "warp_cloth_sphere": cloth_clip}
 
 
 def render(name, out, spp, mask_spp):
@@ -169,6 +238,9 @@ def render(name, out, spp, mask_spp):
     for k in range(T):
         (v0, f0, c0), rest = moving[k][0], moving[k][1:]
         scene = rgb_scene(K, R, t, v0, f0, c0, floor_png, spp, seed=k)
+        if name in TWO_SIDED:                   # a sheet: diffuse on both faces
+            scene["object"] = _mesh("object", v0, f0, bsdf={"type": "twosided", "bsdf": {
+                "type": "diffuse", "reflectance": {"type": "rgb", "value": list(c0)}}})
         for j, (v, f, c) in enumerate(rest + static):
             scene[f"object{j + 1}"] = _mesh(f"object{j + 1}", v, f, bsdf={"type": "diffuse", "reflectance":
                                                                            {"type": "rgb", "value": list(c)}})
@@ -177,6 +249,8 @@ def render(name, out, spp, mask_spp):
         mask = {"type": "scene", "integrator": {"type": "path", "max_depth": 1},
                 "sensor": mitsuba_sensor(K, R, t, WIDTH, HEIGHT, mask_spp, k)}
         for j, (v, f, _) in enumerate(moving[k]):
+            if name in TWO_SIDED:           # area emitters emit from the front face only: a sheet's triangles
+                f = facing(v, f, -R.T @ t)  # are each wound to face the camera
             mask[f"object{j}"] = _mesh(f"object{j}", v, f, bsdf={"type": "diffuse", "reflectance":
                                                                  {"type": "rgb", "value": [0, 0, 0]}},
                                        emitter={"type": "area", "radiance": {"type": "rgb", "value": [1.0] * 3}})

@@ -14,7 +14,7 @@ FOOTAGE = os.path.join(ROOT, "benchmarks", "footage")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import make_footage  # noqa: E402
 
-CLIPS = ("warp_ramp_boxes", "warp_ball_box")
+CLIPS = ("warp_ramp_boxes", "warp_ball_box", "warp_cloth_sphere")
 SUB = 4                      # samples per pixel side of the reference coverage
 
 
@@ -56,6 +56,9 @@ def posed_surfaces(clip, truth, k):
         v, f = box_surface(corners.max(0) - corners.min(0))
         return (v @ quat_to_matrix_np(quat).T + position)[f]
 
+    if clip == "warp_cloth_sphere":          # the cloth alone (the sphere is scenery): Warp's vertices, its triangles
+        x = np.load(os.path.join(folder, "cloth_vertices.npz"))["x"][k].astype(np.float64)
+        return x[load_obj(os.path.join(folder, truth["objects"]["cloth"]["mesh"]))[1]]
     if clip == "warp_ramp_boxes":
         for j, name in enumerate(traj["objects"]):
             out.append(box(truth["objects"][name], traj["position"][k][j], traj["quaternion_xyzw"][k][j]))
@@ -101,20 +104,30 @@ def test_masks_match_truth_projection(clip):
 
 
 def test_scene_files_state_what_a_user_has():
-    """The scene files give no contact constant (fitted as nuisances, or assumed), the initial states of truth.json, and never a
-    true unknown: box A's mass is the unit (1), so box B's is the ratio."""
+    """The scene files give no contact constant of the engine (fitted as nuisances, or assumed; the cloth's ground
+    states the library's documented light-cloth guess, none of Warp's values), the initial states of truth.json, and
+    never a true unknown: box A's mass is the unit (1), so box B's is the ratio."""
     from tigradsim.scenes.scene_file import load_scene
     for clip in CLIPS:
         spec = load_scene(os.path.join(FOOTAGE, clip, "scene.toml"))
         truth = truth_of(clip)
-        assert not spec.ground_given
-        assert spec.fit.contact_constants == {"warp_ramp_boxes": "nuisance", "warp_ball_box": "assume"}[clip]
+        if clip == "warp_cloth_sphere":
+            guess = {"ke": 500.0, "kd": 0.1, "kf": 0.3}
+            assert set(spec.ground_given) == set(guess) and all(spec.ground[k] == v for k, v in guess.items())
+            assert all(spec.ground[k] != truth["contact"][k] for k in guess)
+            assert spec.objects["cloth"].mass == truth["objects"]["cloth"]["mass"]
+            assert spec.colliders["sphere"].given == frozenset()
+        else:
+            assert not spec.ground_given
+        assert spec.fit.contact_constants == {"warp_ramp_boxes": "nuisance", "warp_ball_box": "assume",
+                                              "warp_cloth_sphere": "assume"}[clip]
         for name, o in spec.objects.items():
             assert np.allclose(o.position, truth["objects"][name]["initial_pose"]["position"])
             assert not o.contact
         names = {u.target for u in spec.unknowns if not u.nuisance}
-        assert names == ({"ramp.mu", "box_b.mass"} if clip == "warp_ramp_boxes"
-                         else {"ball.mu", "ball.lam", "ball.damping"})
+        assert names == {"warp_ramp_boxes": {"ramp.mu", "box_b.mass"},
+                         "warp_ball_box": {"ball.mu", "ball.lam", "ball.damping"},
+                         "warp_cloth_sphere": {"cloth.mu", "cloth.lam", "cloth.bending", "cloth.damping"}}[clip]
         for u in spec.unknowns:
             assert u.init not in [v for v in truth["truth"].values() if isinstance(v, float)]
     ramp = load_scene(os.path.join(FOOTAGE, "warp_ramp_boxes", "scene.toml"))

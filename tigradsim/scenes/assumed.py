@@ -53,7 +53,7 @@ def assumed_constants(scene) -> list:
             continue
         bodies = [scene.handles[n] for n, o in spec.objects.items()
                   if o.kind == "rigid" and x not in o.contact and (n, x) not in fitted]
-        soft = any(o.kind == "soft" for o in spec.objects.values())
+        soft = any(o.kind in ("soft", "cloth") for o in spec.objects.values())     # particles: the ground's X
         colliders = ground_takers(spec, x, fitted)
         if not bodies and not soft and not colliders:
             continue

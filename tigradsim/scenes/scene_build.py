@@ -35,6 +35,7 @@ from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interva
 from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
 from ..io.outlines import outline_frames     # re-exported (the pictures of a fit)
+from .scene_cloth import add_cloth_object
 from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
@@ -196,8 +197,8 @@ class Scene:
             self.handles[name] = self._add_object(b, obj)
         for fs in spec.forces:
             self._add_force(b, fs)
-        kinds = {o.kind for o in spec.objects.values()}
-        # "rigid", "soft", "mpm" (MPM objects only), or "mixed" (rigid and soft objects touching: a soft ball on a box)
+        # "rigid", "soft" (cloths too: drawn as particles), "mpm" (MPM objects only), or "mixed" (rigid and soft)
+        kinds = {"soft" if o.kind == "cloth" else o.kind for o in spec.objects.values()}
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.model = b.finalize(requires_grad=requires_grad)
         self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
@@ -243,6 +244,8 @@ class Scene:
             if obj.kind == "mpm":
                 from .scene_mpm import add_mpm_object
                 return add_mpm_object(spec, b, obj)
+            if obj.kind == "cloth":                 # scene_cloth.py
+                return add_cloth_object(b, obj, spec, M)
             if obj.kind == "rigid":
                 q = np.concatenate([M @ obj.rotation[:3], obj.rotation[3:]])       # M R M^T
                 shape = obj.shape and dict(obj.shape, shape_size=file_axes_size(obj.shape["shape"],
@@ -288,7 +291,7 @@ class Scene:
                 return faces, int(start[-1]), None, colors
             # source="both": the bodies' vertices, then every particle (interior ones unreferenced by faces)
             nr = int(start[-1])
-            soft = [(c, o) for c, o in zip(palette, spec.objects.values()) if o.kind == "soft"]
+            soft = [(c, o) for c, o in zip(palette, spec.objects.values()) if o.kind in ("soft", "cloth")]
             owner = np.zeros((m.particle_count, 3))
             for (c, _), h in zip(soft, [self.handles[o.name] for _, o in soft]):
                 owner[h.particle_start:h.particle_start + h.particle_count] = c

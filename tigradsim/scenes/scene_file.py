@@ -46,7 +46,12 @@ Sections (see demos/scenes/*.toml for complete examples):
                    "deformation_rate" | "warp" | "rayleigh_stiffness" | "rayleigh_mass"
                    (tigradsim.physics.damping);
                    radius (contact radius of the vertices)
-                   both: position, rotation (unit quaternion x y z w, mesh to world),
+                   type = "cloth": mesh = "cloth.obj" (a triangle mesh, its rest and initial shape),
+                   material = "membrane" | "stvk_membrane" | ..., params = {mu, lam} [N/m], damping,
+                   bending, bending_damping (per edge), mass (total kg) or density (kg/m^2), radius;
+                   it touches the ground and the colliders as soft vertices do
+                   (tigradsim/scenes/scene_cloth.py)
+                   all: position, rotation (unit quaternion x y z w, mesh to world),
                    velocity, angular_velocity (rad/s about the centre), color (RGB in
                    [0, 1] for RGB supervision; default: the footage's mean inside the masks)
                    Rigid and soft objects may share a scene (a soft ball on a box): the soft

@@ -1,5 +1,5 @@
-"""The [objects.NAME] sections of a scene file (rigid bodies and soft solids: shape, mesh, mass, material,
-contact law, initial pose and velocity) and the [[forces]] it applies to them."""
+"""The [objects.NAME] sections of a scene file (rigid bodies, soft solids and cloths: shape, mesh, mass, material,
+contact law, initial pose and velocity) and the [[forces]] it applies to them.  Cloths: scene_cloth.py."""
 from __future__ import annotations
 
 import difflib
@@ -37,10 +37,12 @@ def _parse_object(file, base, name, data):
         raise SceneError(file, None, sec, f"expected a table, got {_typename(data)} {_show(data)}")
     kind = data.get("type", None)
     if kind is None:
-        raise SceneError(file, sec, "type", 'missing (required): "rigid", "soft" or "mpm"')
+        raise SceneError(file, sec, "type", 'missing (required): "rigid", "soft", "cloth" or "mpm"')
+    from .scene_cloth import CLOTH_KEYS
     from .scene_mpm import MPM_KEYS
-    t = _Table(file, sec, data, {"rigid": _RIGID_KEYS, "soft": _SOFT_KEYS, "mpm": MPM_KEYS}.get(kind, _COMMON_OBJ))
-    t.string("type", choices=("rigid", "soft", "mpm"))
+    t = _Table(file, sec, data, {"rigid": _RIGID_KEYS, "soft": _SOFT_KEYS, "mpm": MPM_KEYS,
+                                 "cloth": CLOTH_KEYS}.get(kind, _COMMON_OBJ))
+    t.string("type", choices=("rigid", "soft", "cloth", "mpm"))
     obj = ObjectSpec(name=name, kind=kind, vertices=np.zeros((0, 3)))
     obj.position = t.array("position", (3,), default=np.zeros(3))
     obj.rotation = _quaternion(t, "rotation")
@@ -57,6 +59,9 @@ def _parse_object(file, base, name, data):
         parse_mpm_object(t, base, obj)
         if obj.box_size is not None:
             obj.box_size = obj.box_size * scale
+    elif kind == "cloth":
+        from .scene_cloth import parse_cloth_object
+        parse_cloth_object(t, base, obj)
     else:
         _parse_soft(t, base, obj)
     obj.vertices = obj.vertices * scale

@@ -25,7 +25,8 @@ SOFT_MASS_PARAMS = ("mass", "density")
 @dataclass
 class ObjectSpec:
     """One object.  kind "rigid": `vertices`, `faces` (closed surface, welded); kind "soft":
-    `vertices`, `tets`.  Vectors are in the file's axes."""
+    `vertices`, `tets`; kind "cloth": `vertices`, `faces` (triangles, open or closed; its density [kg/m^2] or
+    total mass).  Vectors are in the file's axes."""
     name: str
     kind: str
     vertices: np.ndarray
@@ -42,6 +43,8 @@ class ObjectSpec:
     damping: float = 0.0
     damping_model: str = "deformation_rate"
     node_mass: Optional[np.ndarray] = None   # soft: per-vertex masses [kg] (instead of mass / density)
+    bending: float = 0.0                     # cloth: bending stiffness per edge [N m/rad^2] (scene_cloth.py)
+    bending_damping: float = 0.0             # cloth: [N m s/rad^2]
     position: np.ndarray = field(default_factory=lambda: np.zeros(3))
     rotation: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0, 1.0]))
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))

@@ -33,6 +33,9 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
         o = objects[obj]
         if o.kind == "rigid":
             allowed = RIGID_PARAMS + tuple(TIES)
+        elif o.kind == "cloth":                # scene_cloth.cloth_unknown_param
+            from .scene_cloth import cloth_allowed_unknowns
+            allowed = cloth_allowed_unknowns(o)
         elif o.kind == "mpm":                  # scene_mpm.mpm_unknown_params
             from ..core.registry import get_material
             allowed = tuple(get_material(o.material).params) + ("density",)
@@ -143,7 +146,7 @@ def _parse_fit(file, data):
 def nuisance_unknowns(spec) -> list:
     """[fit] contact_constants = "nuisance": one nuisance UnknownSpec per contact constant X that
     [ground] does not state, no unknown fits, and some object takes from the ground (a rigid object
-    without its own X, any soft object, or a collider without its own X), fitted in log space within the prior range
+    without its own X, any soft object or cloth, or a collider without its own X), fitted in log space within the prior range
     `PRIOR_RANGES[X]` around the default:
 
     * "OBJ.X_per_mass" (X in ke, kd, kf) when the scene's one rigid object has its mass as an
@@ -174,7 +177,7 @@ def nuisance_unknowns(spec) -> list:
         if x in spec.ground_given or ("ground", x) in fitted:
             continue
         takers = [n for n, o in spec.objects.items()
-                  if (o.kind == "rigid" and x not in o.contact and (n, x) not in fitted) or o.kind == "soft"]
+                  if (o.kind == "rigid" and x not in o.contact and (n, x) not in fitted) or o.kind in ("soft", "cloth")]
         takers += [f"colliders.{i}" for i in ground_takers(spec, x, fitted)]
         if not takers:
             continue

@@ -43,6 +43,7 @@ def unknown_params(spec, model, handles) -> list:
       the mass Param when the mass is an unknown too (one rigid body per scene);
     * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params;
     * a soft object's mass (total) or density: `SoftMassParam` scaling its vertex masses;
+    * a cloth's material parameter, damping, bending or bending damping: `scene_cloth.cloth_unknown_param`;
     * an MPM object's material parameter or density: `scene_mpm.mpm_unknown_params`;
     * a collider's ke, kd, kf, mu: `TiedParam` on its entry of collider_X; its height: on the y entry of
       its collider_pose.
@@ -70,6 +71,9 @@ def unknown_params(spec, model, handles) -> list:
             if colliders:
                 ties.append(_entries(getattr(model, f"collider_{u.param}"), colliders))
             made[u.target] = TiedParam(ties, value=[u.init], **kw)
+        elif spec.objects[u.object].kind == "cloth":
+            from .scene_cloth import cloth_unknown_param
+            made[u.target] = cloth_unknown_param(u, model, handles[u.object], spec.objects[u.object], kw)
         elif spec.objects[u.object].kind == "mpm":
             from .scene_mpm import mpm_unknown_params
             made[u.target] = mpm_unknown_params(u, model, handles[u.object], kw)
