@@ -157,11 +157,12 @@ def main(argv=None):
                                        loss=loss, cpu_s=time.process_time() - t0, **extra)), flush=True)
         return
     import subprocess
-    jobs = [(name, edges, "{}") for name in args.laws.split(",")
+    jobs = [(name, edges, args.over) for name in args.laws.split(",")
             for edges in ((True, False) if args.no_edges else (True,))]
     if args.profile:
         key = "ratio" if args.clip == "warp_ramp_boxes" else "lam"
-        jobs += [(args.profile_law, True, json.dumps({key: float(v)})) for v in args.profile.split(",")]
+        jobs += [(args.profile_law, True, json.dumps(dict(json.loads(args.over), **{key: float(v)})))
+                 for v in args.profile.split(",")]
     rows = []
     for name, edges, over in jobs:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", "--clip", args.clip, "--laws", name, "--over", over]

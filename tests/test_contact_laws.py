@@ -143,7 +143,7 @@ def test_warp_friction_limits(f64):
     ft = -probe.f.to_numpy()[:, 0]
     assert ft[0] == pytest.approx(mu * fn, rel=1e-3)
     assert ft[1] == pytest.approx(mu * fn * 0.2 / 0.19, rel=1e-9)
-    assert ft[2] == pytest.approx(2 * mu * fn, rel=1e-9)
+    assert ft[2] == pytest.approx(2 * mu * fn, rel=1e-7)       # |v_t| = sqrt(delta^2 + 1e-12): just past d
     assert ft[3] == pytest.approx(kf * 1e-4, rel=1e-9)
 
 
