@@ -64,8 +64,9 @@ def truth_spec(clip, law, edges=True, **over):
         ramp = spec.colliders["ramp"]
         ramp.contact = dict(ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=over.get("ramp_mu", mu["box-ramp"]))
         ramp.law = dict(law)
-        spec.objects["box_a"].mass = 1.0
-        spec.objects["box_b"].mass = over.get("ratio", truth["truth"]["mass_ratio_b_over_a"])
+        m_a = truth["truth"]["box_a.mass"]       # Warp's masses: its contact constants are per kg of these
+        spec.objects["box_a"].mass = m_a
+        spec.objects["box_b"].mass = m_a * over.get("ratio", truth["truth"]["mass_ratio_b_over_a"])
         for o in spec.objects.values():
             o.contact = dict(ke=over.get("box_ke", c["ke"]), kd=over.get("box_kd", c["kd"]), kf=c["kf"],
                              mu=over.get("box_mu", mu["box-box"]))
@@ -93,6 +94,8 @@ def run(clip, law, edges=True, frames=None, **over):
     from tigradsim.scenes.scene_build import Scene, load_scene_footage
 
     spec, truth = truth_spec(clip, law, edges, **over)
+    if "substeps" in over:          # steps per frame (Warp's clips: 256)
+        spec.substeps = int(over["substeps"])
     if frames is not None:
         spec.footage.count = frames
     footage = load_scene_footage(spec)
