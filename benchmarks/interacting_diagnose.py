@@ -75,6 +75,8 @@ def truth_spec(clip, law, edges=True, **over):
         # "assumed": the library's defaults that the fits of 2026-12-06 held ([fit] contact_constants = "assume")
         k = dict(ke=1e4, kd=10.0, kf=10.0, mu=0.5) if over.get("assumed") else \
             dict(ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=c["mu"])
+        if "kf" in over:            # the particles' and the box's friction viscosity alone
+            k["kf"] = float(over["kf"])
         spec.ground.update(k)
         spec.ground["law"] = dict(law)
         ball, box = spec.objects["ball"], spec.objects["box"]
