@@ -14,10 +14,14 @@ Then a profile along one unknown (ramp: box B's mass m_B / m_A; ball: lam) with 
 the value whose trajectory (or mask loss) is closest to Warp's says where a perfect fit under that law would
 land; a minimum away from the truth is model discrepancy, not the optimiser.
 
-    python3 benchmarks/interacting_diagnose.py [--clip warp_ramp_boxes|warp_ball_box] [--profile]
-                                               [--laws capped,uncapped,...]
+    python3 benchmarks/interacting_diagnose.py [--clip warp_ramp_boxes|warp_ball_box] [--laws capped,uncapped,...]
+        [--friction-velocity D] [--no-edges] [--frames K] [--over JSON] [--profile V1,V2,... --profile-law LAW]
 
-Prints one line per run and a JSON line at the end.
+--over sets truth_spec's overrides: ratio, ramp_mu, box_ke, box_kd, box_mu (ramp); mu, lam, damping, kf, assumed
+(ball: "assumed": the contact constants the first fits held); substeps (steps per frame).  Each run is its own
+process (a second Scene in one Taichi runtime may fail to compile).  Prints one JSON line per run and a JSON line
+of every row at the end.  The measurements and what they show: benchmarks/RESULTS.md, "Interacting scenes from
+Warp footage", the subsection "why the ratio and lam miss".
 """
 from __future__ import annotations
 
