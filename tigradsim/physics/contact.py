@@ -52,7 +52,7 @@ friction="warp" (Warp 1.9.1 / dflex `eval_rigid_contacts`, the friction of their
   Coulomb for |v_t| >> d, but more than mu fn at slow slip (2 mu fn at |v_t| = d, 2 mu fn d / |v_t| below,
   until kf |v_t| caps it): a static excess, as Stribeck friction has, over speeds of order d.  A box that
   slides to rest stops sooner than under "capped" with the same mu (measured on Warp's ramp clip at Warp's
-  constants, d = 0.02 m/s: box B, knocked 126.5 mm under "uncapped", slides 120.4 mm, Warp's own 96.9 mm;
+  constants, d = 0.02 m/s: box B, knocked 131.7 mm under "uncapped", slides 125.8 mm, Warp's own 96.9 mm;
   benchmarks/interacting_diagnose.py).  Continuous in v_t, fn, kf, mu
   (the Huber norm is C1 at |v_t| = d), with the capped law's kink where the two branches of the min meet.
   The force is not inside the Coulomb cone mu fn: |ft| <= mu fn max(|v_t| / (|v_t| - d / 2), 2 d / |v_t|).
