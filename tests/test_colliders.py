@@ -493,3 +493,15 @@ def test_soft_mesh_and_cloth_rest_on_colliders(f64):
     middle = cloth[np.argmin(np.linalg.norm(cv[:, [0, 2]] - [2.0, 0.0], axis=1))]
     corners = cloth[[0, 8, 72, 80]]
     assert middle[1] == pytest.approx(0.5 + 0.005, abs=0.01) and np.all(corners[:, 1] < middle[1] - 0.1), "drapes"
+
+
+def test_scene_file_takes_every_friction_law(tmp_path):
+    """contact_law's friction choices are the library's (capped, huber, warp); friction_velocity goes with huber or
+    warp only (named in the error)."""
+    from tigradsim.scenes.scene_file import parse_scene
+    ramp = {"kind": "plane", "normal": [-0.3, 1.0, 0.0], "position": [3.0, 0.0, 0.0],
+            "contact_law": {"damping": "uncapped", "friction": "warp", "friction_velocity": 0.02}}
+    spec = parse_scene(_table_scene(tmp_path, **{"colliders.ramp": ramp}), str(tmp_path / "scene.toml"))
+    assert spec.colliders["ramp"].law == {"damping": "uncapped", "friction": "warp", "friction_velocity": 0.02}
+    bad = dict(ramp, contact_law={"friction": "capped", "friction_velocity": 0.02})
+    assert 'only used with friction = "huber" or "warp"' in _scene_error(tmp_path, **{"colliders.ramp": bad})

@@ -18,7 +18,7 @@ from rigid_tracks import rigid_track_loss
 from tigradsim.physics.rigid import quat_to_matrix_np
 
 LAWS = [ContactLaw(), ContactLaw("uncapped"), ContactLaw(friction="huber", friction_velocity=0.05),
-        ContactLaw("uncapped", "huber")]
+        ContactLaw("uncapped", "huber"), ContactLaw("uncapped", "warp", 0.05), ContactLaw(friction="warp")]
 RADIUS = 0.01
 
 
@@ -35,6 +35,10 @@ def reference_force(x, v, ke, kd, kf, mu, law, radius=RADIUS):
     fn = fe + fd
     if law.friction == "capped":
         k = min(kf, mu * fn / np.sqrt(vt @ vt + 1e-12))
+    elif law.friction == "warp":       # Warp's eval_rigid_contacts: vt / H * min(kf H, mu_w fn), mu_w = mu delta
+        speed, delta = np.sqrt(vt @ vt + 1e-12), law.friction_velocity
+        huber = 0.5 * speed ** 2 if speed <= delta else delta * (speed - 0.5 * delta)
+        k = min(kf * huber, mu * delta * fn) / huber
     else:
         s = np.sqrt(vt @ vt + law.friction_velocity ** 2)
         k = kf * mu * fn / (kf * s + mu * fn + 1e-30)
@@ -94,7 +98,13 @@ def test_force_matches_the_documented_formula(f64, law):
         assert f[0, 1] < 1e-4
     fn = f[:, 1]
     ft = np.linalg.norm(f[:, [0, 2]], axis=1)
-    assert np.all(ft <= mu * 0 + params[:, 3] * fn * (1 + 1e-12)), "inside the Coulomb cone"
+    if law.friction == "warp":        # above mu fn at low slip: the cone of the slip speed's Huber factor
+        speed = np.linalg.norm(v[:, [0, 2]], axis=1)
+        delta = law.friction_velocity
+        factor = np.where(speed <= delta, 2 * delta / np.maximum(speed, 1e-6), speed / (speed - 0.5 * delta))
+        assert np.all(ft <= params[:, 3] * fn * factor * (1 + 1e-9)), "inside the Huber-widened cone"
+    else:
+        assert np.all(ft <= mu * 0 + params[:, 3] * fn * (1 + 1e-12)), "inside the Coulomb cone"
 
 
 def test_huber_friction_limits(f64):
@@ -116,6 +126,27 @@ def test_huber_friction_limits(f64):
     assert ft[2] == pytest.approx(mu * fn * 0.01 / np.hypot(0.01, 1e-3), rel=1e-9)
 
 
+def test_warp_friction_limits(f64):
+    """friction="warp": the Coulomb value mu fn |v_t| / (|v_t| - delta / 2) for fast slides (-> mu fn), twice
+    mu fn at |v_t| = delta, viscous kf v_t for slow ones, and the default delta is Warp's 1 m/s."""
+    assert ContactLaw(friction="warp").friction_velocity == 1.0
+    delta = 0.02
+    law = ContactLaw("uncapped", "warp", delta)
+    ke, kd, kf, mu = 1e4, 0.0, 1000.0, 0.3        # kf |v_t| above the cap down to 3 mm/s
+    fn = ke * 0.001
+    speeds = np.array([100.0, 0.2, delta, 1e-4])
+    x = np.array([[0.0, RADIUS - 0.001, 0.0]] * 4)
+    v = np.zeros((4, 3))
+    v[:, 0] = speeds
+    probe = ForceProbe(law, x, v, np.array([[ke, kd, kf, mu]] * 4), np.zeros((4, 3)))
+    probe.run()
+    ft = -probe.f.to_numpy()[:, 0]
+    assert ft[0] == pytest.approx(mu * fn, rel=1e-3)
+    assert ft[1] == pytest.approx(mu * fn * 0.2 / 0.19, rel=1e-9)
+    assert ft[2] == pytest.approx(2 * mu * fn, rel=1e-7)       # |v_t| = sqrt(delta^2 + 1e-12): just past d
+    assert ft[3] == pytest.approx(kf * 1e-4, rel=1e-9)
+
+
 @pytest.mark.parametrize("law", LAWS, ids=str)
 def test_force_gradient_matches_finite_differences(f64, law):
     rng = np.random.default_rng(1)
@@ -130,13 +161,16 @@ def test_force_gradient_matches_finite_differences(f64, law):
 
 
 # -- rollouts ------------------------------------------------------------------------------
-VARIANTS = [("uncapped", "capped"), ("capped", "huber")]
+VARIANTS = [("uncapped", "capped"), ("capped", "huber"), ("uncapped", "warp")]
+# the rigid rollout's bodies (one law each, one model): the first two; friction "warp" is FD-tested on the force
+# and in the particle rollout (a third body did not finish compiling within 28 min on the loaded 2-vCPU VM)
+RIGID_VARIANTS = VARIANTS[:2]
 
 
 def _particle_scene(damping, friction):
     b = tgs.SceneBuilder()
     b.add_ground(ke=200.0, kd=0.5, kf=5.0, mu=0.4, damping=damping, friction=friction,
-                 friction_velocity=0.02 if friction == "huber" else None)
+                 friction_velocity=0.02 if friction != "capped" else None)
     masses = np.array([0.1, 0.2, 0.15, 0.25])
     radius = 0.05
     sink = masses * 9.8 / 200.0                   # static sink 5-12 mm, vertical oscillation at 28-45 rad/s
@@ -187,15 +221,15 @@ def _rigid_scene():
     v, f = meshes.box_surface(BOX)
     ke = 500.0
     sink = 9.8 / (4 * ke)                         # 4.9 mm; a 2 mm vertical oscillation at 45 rad/s
-    for k, (damping, friction) in enumerate(VARIANTS):
+    for k, (damping, friction) in enumerate(RIGID_VARIANTS):
         # no corner with v_n = 0 exactly at the start (a kink of max(-v_n, 0), where the Tape takes one side)
         b.add_rigid_body(v, f, mass=1.0 + 0.2 * k, position=(2.0 * k, BOX[1] / 2 - 1.1 * sink, 0.0),
                          velocity=(0.8, -0.1, 0.3 - 0.5 * k), angular_velocity=(0.05, 2.0 - 3.0 * k, -0.03), ke=ke,
                          kd=5.0, kf=10.0, mu=0.4, damping=damping, friction=friction,
-                         friction_velocity=0.02 if friction == "huber" else None)
+                         friction_velocity=0.02 if friction != "capped" else None)
     model = b.finalize()
     sim = tgs.Simulator(model, dt=1e-3, steps=300)
-    run, total = rigid_track_loss(sim, 2, 30, 60, seed=3)
+    run, total = rigid_track_loss(sim, len(RIGID_VARIANTS), 30, 60, seed=3)
 
     return model, sim, run, total
 
@@ -209,10 +243,10 @@ def _corner_heights(model, sim, body):
 def test_rigid_rollout_gradient(f64):
     model, sim, run, total = _rigid_scene()
     laws = sorted(str(t.law) for t in model.force_terms if type(t).__name__ == "RigidGroundContact")
-    assert laws == sorted(str(ContactLaw(*v, **({"friction_velocity": 0.02} if v[1] == "huber" else {})))
-                          for v in VARIANTS)
+    assert laws == sorted(str(ContactLaw(*v, **({"friction_velocity": 0.02} if v[1] != "capped" else {})))
+                          for v in RIGID_VARIANTS)
     run()
-    for body in range(2):
+    for body in range(len(RIGID_VARIANTS)):
         y = _corner_heights(model, sim, body)
         bottom = y[0] < 0
         assert bottom.sum() == 4 and np.all(y[:, bottom] < 0) and np.all(y[:, ~bottom] > 0), \
@@ -222,9 +256,9 @@ def test_rigid_rollout_gradient(f64):
     names = ["body_mass", "body_ke", "body_kd", "body_kf", "body_mu", "body_qd0"]
     fields = [model.parameters()[n] for n in names]
     tgs.check_gradient(run, total, fields, n_dirs=2, eps=1e-5, rtol=1e-5).assert_ok()
-    for body, law in enumerate(VARIANTS):       # each parameter of each body (law) on its own
+    for body, law in enumerate(RIGID_VARIANTS):       # each parameter of each body (law) on its own
         for name, fld in zip(names[:5], fields[:5]):
-            mask = np.arange(2) == body
+            mask = np.arange(len(RIGID_VARIANTS)) == body
             report = tgs.check_gradient(run, total, [fld], n_dirs=1, eps=1e-5, rtol=1e-5, masks=[mask])
             assert report.ok, f"{law} {name}: {report}"
             assert abs(report.analytic[0]) > 1e-8, f"{law} {name} should matter here"

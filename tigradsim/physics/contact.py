@@ -44,6 +44,19 @@ friction="huber" (pseudo-Huber-smoothed Coulomb friction, smooth everywhere in v
   function of v_t, fn, kf and mu (no min, no kink), so rollouts that move between sliding and sticking
   keep smooth losses.  Default v_s = 1e-3 m/s: below the speeds that matter, so kf sets the sticking regime.
 
+friction="warp" (Warp 1.9.1 / dflex `eval_rigid_contacts`, the friction of their rigid bodies):
+    H   = |v_t|^2 / 2 if |v_t| <= d else d (|v_t| - d / 2)      the Huber norm of v_t, d = friction_velocity
+    k_t = min(kf, mu fn d / H)
+  Warp writes it ft = v_t / H min(kf H, mu_w fn) with its own coefficient mu_w = mu d (a Warp shape's mu is
+  tigradsim's mu times its friction_smoothing d).  Above the cap the friction is mu fn |v_t| / (|v_t| - d/2):
+  Coulomb for |v_t| >> d, but more than mu fn at slow slip (2 mu fn at |v_t| = d, 2 mu fn d / |v_t| below,
+  until kf |v_t| caps it): a static excess, as Stribeck friction has, over speeds of order d.  A box that
+  slides to rest stops sooner than under "capped" with the same mu (measured on Warp's ramp clip at Warp's
+  constants, d = 0.02 m/s: box B, knocked 131.7 mm under "uncapped", slides 125.8 mm, Warp's own 96.9 mm;
+  benchmarks/interacting_diagnose.py).  Continuous in v_t, fn, kf, mu
+  (the Huber norm is C1 at |v_t| = d), with the capped law's kink where the two branches of the min meet.
+  The force is not inside the Coulomb cone mu fn: |ft| <= mu fn max(|v_t| / (|v_t| - d / 2), 2 d / |v_t|).
+
 A law is chosen per ground (`SceneBuilder.add_ground(damping=..., friction=..., friction_velocity=...)`,
 used by every particle and by default by every rigid body) and per rigid body (`add_rigid_body(...,
 damping=..., friction=...)`).  The law is compiled into the kernels with `ti.static` (one kernel per
@@ -61,8 +74,10 @@ from ..core.model import StepTerm
 
 FRICTION_EPS = 1e-12
 DAMPING_LAWS = ("capped", "uncapped")
-FRICTION_LAWS = ("capped", "huber")
+FRICTION_LAWS = ("capped", "huber", "warp")
 DEFAULT_FRICTION_VELOCITY = 1e-3
+# friction="warp": Warp's own default friction_smoothing (`SemiImplicitIntegrator(friction_smoothing=1.0)`)
+DEFAULT_WARP_FRICTION_VELOCITY = 1.0
 # Floor of the huber blend's denominator: only matters when kf = 0 and fn = 0 at once (0 / 0).
 _HUBER_TINY = 1e-30
 
@@ -72,8 +87,10 @@ class ContactLaw:
     """Which contact law a ground or rigid body uses (see the module docstring for the formulas).
 
     damping: "capped" (default, continuous at touchdown) or "uncapped" (dflex / Warp).
-    friction: "capped" (default, min(kf, mu fn / |v_t|)) or "huber" (pseudo-Huber, smooth).
-    friction_velocity: v_s [m/s] > 0 of the "huber" law (None: 1e-3); must be None with "capped".
+    friction: "capped" (default, min(kf, mu fn / |v_t|)), "huber" (pseudo-Huber, smooth) or "warp" (Warp's
+        rigid contact: Coulomb widened at slow slip by the Huber norm).
+    friction_velocity: v_s [m/s] > 0 of the "huber" law (None: 1e-3) or delta of the "warp" law (None: 1 m/s,
+        Warp's default friction_smoothing); must be None with "capped".
     Hashable and compared by value: terms with equal laws share kernels.
     """
 
@@ -89,10 +106,11 @@ class ContactLaw:
         fv = self.friction_velocity
         if self.friction == "capped":
             if fv is not None:
-                raise ValueError(f"friction_velocity: only used by friction='huber', got {fv!r} with "
+                raise ValueError(f"friction_velocity: only used by friction='huber' or 'warp', got {fv!r} with "
                                  "friction='capped'")
         else:
-            fv = DEFAULT_FRICTION_VELOCITY if fv is None else fv
+            if fv is None:
+                fv = DEFAULT_WARP_FRICTION_VELOCITY if self.friction == "warp" else DEFAULT_FRICTION_VELOCITY
             if isinstance(fv, bool) or not isinstance(fv, numbers.Real) or not (math.isfinite(fv) and fv > 0):
                 raise ValueError(f"friction_velocity: expected a finite number > 0 [m/s], got {fv!r}")
             object.__setattr__(self, "friction_velocity", float(fv))
@@ -158,6 +176,11 @@ def _friction_coefficient(vt, fn, kf, mu, law: ti.template()):
         s = ti.sqrt(vt.dot(vt) + ti.static(law.friction_velocity * law.friction_velocity))
         b = mu * fn
         return kf * b / (kf * s + b + _HUBER_TINY)
+    elif ti.static(law.friction == "warp"):
+        delta = ti.static(law.friction_velocity)
+        speed = ti.sqrt(vt.dot(vt) + FRICTION_EPS)
+        huber = ti.select(speed <= delta, 0.5 * speed * speed, delta * (speed - 0.5 * delta))
+        return ti.min(kf, mu * fn * delta / huber)
     else:
         return ti.min(kf, mu * fn / ti.sqrt(vt.dot(vt) + FRICTION_EPS))
 

@@ -21,7 +21,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    checkpoint_every = steps per checkpointed segment (optional)
     [ground]       ke, kd, kf, mu (penalty contact; the ground is the plane through the
                    origin normal to `up`); damping = "capped" | "uncapped", friction =
-                   "capped" | "huber", friction_velocity (the contact law, tigradsim.physics.contact)
+                   "capped" | "huber" | "warp", friction_velocity (the contact law,
+                   tigradsim.physics.contact)
     [colliders.NAME] kind = "plane" | "sphere" | "box" | "capsule" | "mesh": static shapes the objects
                    touch (a ramp, a wall, a table); position, rotation or (planes) normal; radius,
                    half_extents, half_length, mesh + scale + resolution; ke, kd, kf, mu (default
