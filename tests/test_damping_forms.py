@@ -113,3 +113,40 @@ def test_compare_fit_outputs_bad_input():
         compare_fit_outputs({"a": good}, shared=["cube.E"])
     with pytest.raises(ValueError, match="tie_chi2"):
         compare_fit_outputs({"a": good}, tie_chi2=-2)
+
+
+def test_soft_nuisance_contact_ranges_stop_at_the_steps_safe_limit(tmp_path):
+    """[fit] contact_constants = "nuisance" with a soft object: ke, kd, kf's ranges end where the lightest
+    vertex (a total mass spread by volume: the 1-cell box's corners hold a quarter of their tets' masses)
+    is at the stability pre-flight's safe limit with all three at their ends; mu keeps its range; a step
+    small enough leaves the library's ranges alone."""
+    from tigradsim.core.stability import SAFETY, explicit_dt_limit
+    from tigradsim.fitting.sensitivity import PRIOR_RANGES
+    from tigradsim.scenes.scene_unknowns import _soft_vertex_masses, soft_contact_caps
+    v, t = tgs.meshes.tet_box(1, 1, 1, size=(0.1, 0.1, 0.1), origin=(0.0, 0.03, 0.0))
+    np.save(tmp_path / "x.npy", v)
+    np.save(tmp_path / "t.npy", t)
+    data = soft_scene(tmp_path, {"nodes": "x.npy", "tets": "t.npy", "mass": 0.3, "params": {"mu": 3e3, "lam": 5e3}},
+                      {"cube.mu": {"init": 2e3}})
+    data["ground"] = {}
+    data["fit"]["contact_constants"] = "nuisance"
+    spec = parse_scene(data, str(tmp_path / "scene.toml"))
+    m = _soft_vertex_masses(spec.objects["cube"])
+    # 5 tets: 4 corners in one corner tet (1/6 of the volume) only, 4 in three of them and the middle one (1/3)
+    assert m.sum() == pytest.approx(0.3) and np.allclose(np.sort(m / 0.3), [1 / 24] * 4 + [5 / 24] * 4, rtol=1e-12)
+    dt = 1.0 / (30.0 * 4)
+    caps = soft_contact_caps(spec)
+    mmin = m.min()
+    assert caps == pytest.approx({"ke": 0.5 * mmin / dt ** 2, "kd": 0.5 * mmin / dt, "kf": 0.5 * mmin / dt})
+    limit = explicit_dt_limit(np.sqrt(caps["ke"] / mmin), (caps["kd"] + 0 * caps["kf"]) / mmin)
+    assert SAFETY * limit == pytest.approx(dt, rel=1e-12)           # exactly at the safe limit
+    ranges = {u.param: (u.init, u.lower, u.upper) for u in spec.unknowns if u.nuisance}
+    for x in ("ke", "kd", "kf"):
+        lo, hi = PRIOR_RANGES[x](10.0 if x != "ke" else 1e4)
+        init, lower, upper = ranges[x]
+        assert upper == pytest.approx(min(hi, caps[x])) and lower <= init <= upper and lower < upper, x
+    assert ranges["kd"][2] < PRIOR_RANGES["kd"](10.0)[1]           # this coarse step does cap kd
+    assert ranges["mu"][1:] == PRIOR_RANGES["mu"](0.5)
+    data["simulation"] = {"substeps": 4000}                      # a fine step: the library's ranges
+    fine = {u.param: (u.lower, u.upper) for u in parse_scene(data, str(tmp_path / "scene.toml")).unknowns if u.nuisance}
+    assert fine["kd"] == PRIOR_RANGES["kd"](10.0) and fine["ke"] == PRIOR_RANGES["ke"](1e4)
