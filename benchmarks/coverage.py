@@ -21,7 +21,7 @@ overall, and the median half-width of each kind of interval (to show they stay u
 apart (it is what the report should say of a box's mass with no known force).
 
     python3 benchmarks/coverage.py [--clips a,b] [--variants clean,noisy,camera] [--contact nuisance]
-                                   [--quick] [--timeout S] [--out DIR] [--merge FILE ...]
+                                   [--quick] [--timeout S] [--out DIR] [--merge FILE ...] [--rescore]
 
 --quick: 64 px renders, fewer steps per frame and iterations (the settings are printed with the
 table).  Soft clips (warp_soft_drop, newton_soft_drop) are given no damping value or form: one fit per
@@ -243,6 +243,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=1200.0)
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "coverage"))
     ap.add_argument("--merge", nargs="+", metavar="FILE", help="print the table of saved outputs of this script")
+    ap.add_argument("--rescore", action="store_true",
+                    help="soft clips: no fitting, combine the per-form fits already under --out again")
     args = ap.parse_args(argv)
     if args.merge:
         results = []
@@ -272,7 +274,8 @@ def main(argv=None):
         for variant in variants:
             if json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))["object"]["type"] == "soft":
                 from coverage_soft import run_soft_clip
-                res = run_soft_clip(clip, variant, args.contact, out, args.quick, args.timeout, score)
+                res = run_soft_clip(clip, variant, args.contact, out, args.quick, args.timeout, score,
+                                    fit=not args.rescore)
                 print(f"# {clip}/{variant}: {res['wall_s']:.0f} s wall, {res['cpu_s']:.0f} s CPU (all damping forms)",
                       file=sys.stderr, flush=True)
                 results.append(res)

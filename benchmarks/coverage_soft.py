@@ -75,31 +75,44 @@ def soft_truths(truth):
     return {"cube.mu": float(truth["truth"]["mu"]), "cube.lam": float(truth["truth"]["lam"])}
 
 
-def run_soft_clip(clip, variant, contact, out, quick, timeout, score):
+def run_soft_clip(clip, variant, contact, out, quick, timeout, score, fit=True):
     """Fit a soft clip under every damping form and combine (module docstring).  `score(truths, report)`
-    is coverage.py's scorer of one estimates.json dict.  Returns coverage.py's result dict: "rows" (the
-    combined estimates of mu and lam, scored), "forms" (per form: rc, CPU, wall, loss, 2 dL / s^2,
-    IoU, equally good, rows scored, the damping coefficient's estimate), "comparison"."""
+    is coverage.py's scorer of one estimates.json dict.  fit=False: no fitting, the fits already in `out`
+    are combined again (coverage.py --rescore).  Returns coverage.py's result dict: "rows" (the combined
+    estimates of mu and lam, scored), "forms" (per form: rc, CPU, wall, loss, 2 dL / s^2, IoU, equally
+    good, rows scored, the damping coefficient's estimate), "comparison"."""
     outputs, forms, truths = {}, {}, None
     cpu_total = wall_total = 0.0
     for form in FORMS:
         scene_dir = os.path.join(out, f"{clip}_{variant}_{contact}", form)
         scene, truths = make_soft_scene(clip, variant, contact, scene_dir, out, quick, form)
-        rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), timeout, False)
-        cpu_total, wall_total = cpu_total + cpu, wall_total + wall
-        entry = {"rc": rc, "cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "log": log}
+        run_json = os.path.join(scene_dir, "fit", "run.json")
+        if fit:
+            rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), timeout, False)
+            entry = {"rc": rc, "cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "log": log}
+            with open(run_json, "w") as fh:
+                json.dump(entry, fh)
+        else:
+            entry = json.load(open(run_json)) if os.path.exists(run_json) else {"rc": None, "cpu_s": None,
+                                                                                   "wall_s": None, "log": None}
+            last, tail = None, []
+        cpu_total += entry["cpu_s"] or 0.0
+        wall_total += entry["wall_s"] or 0.0
         rep_path = os.path.join(scene_dir, "fit", "estimates.json")
-        if rc == 0 and os.path.exists(rep_path):
-            report = json.load(open(rep_path))
+        report = json.load(open(rep_path)) if os.path.exists(rep_path) else None
+        if report is not None and not report.get("stopped_early"):
+            entry["rc"] = 0 if entry["rc"] is None else entry["rc"]
             entry["rows"], entry["nuisance"] = score(truths, report)
             entry["iou_final"] = report.get("iou_final")
             entry["damping"] = {k: report["unknowns"]["cube.damping"].get(k) for k in ("estimate", "status", "ci95")}
             if (report.get("identification") or {}).get("minima"):
                 outputs[form] = report
         else:
-            entry["error"] = (last or {}).get("error") or "\n".join(tail)
-        print(f"#   {clip}/{variant} damping {form}: rc {rc}, {wall:.0f} s wall, {cpu:.0f} s CPU", file=sys.stderr,
-              flush=True)
+            entry["error"] = ((report or {}).get("error") or (last or {}).get("error") or "\n".join(tail)
+                              or "no estimates.json")
+        if fit:
+            print(f"#   {clip}/{variant} damping {form}: rc {entry['rc']}, {entry['wall_s']:.0f} s wall, "
+                  f"{entry['cpu_s']:.0f} s CPU", file=sys.stderr, flush=True)
         forms[form] = entry
     res = {"clip": clip, "variant": variant, "contact": contact, "rc": 0 if outputs else 1, "cpu_s": round(cpu_total, 1),
            "wall_s": round(wall_total, 1), "log": None, "forms": forms}

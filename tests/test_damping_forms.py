@@ -96,6 +96,10 @@ def test_compare_fit_outputs_envelopes_every_interval_kind():
     # a stricter test keeps the best form alone: its own intervals
     strict = compare_fit_outputs(outputs, shared=["cube.mu", "cube.lam"], tie_chi2=1.0)
     assert strict["equally_good"] == ["warp"] and strict["combined"]["cube.lam"]["ci95"] == [8900, 9100]
+    # the best form's misfit is the combination's
+    outputs["warp"]["unknowns"]["cube.mu"]["status"] = "misfit"
+    assert compare_fit_outputs(outputs, shared=["cube.mu"])["combined"]["cube.mu"]["status"] == "misfit"
+    outputs["warp"]["unknowns"]["cube.mu"]["status"] = "ok"
     # an equally good form without an interval makes the combination undetermined
     outputs["deformation_rate"]["unknowns"]["cube.mu"]["ci95"] = None
     assert compare_fit_outputs(outputs, shared=["cube.mu"])["combined"]["cube.mu"]["status"] == "undetermined"

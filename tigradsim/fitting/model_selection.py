@@ -160,7 +160,7 @@ def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = 3.84, inte
     iou, unknowns: {name: {estimate, status, KEY: [lo, hi] | None ...}}}] best first,
     "combined": {name: {estimate (the best model's), spread (max - min over the equally good),
     status ("ok", "model-dominated": the spread exceeds the best model's ci95 half-width,
-    "undetermined": some equally good model has no interval), KEY: the envelope of the equally
+    "undetermined": some equally good model has no interval, "misfit": the best model's fit is one), KEY: the envelope of the equally
     good models' intervals of that kind, or None}}}.
     """
     if not isinstance(outputs, dict) or not outputs:
@@ -202,6 +202,8 @@ def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = 3.84, inte
             entry["status"] = "undetermined"
         else:
             entry["status"] = "model-dominated" if entry["spread"] > 0.5 * (best_ci[1] - best_ci[0]) else "ok"
+        if us[0]["status"] == "misfit":         # the best model did not reach the footage: neither does this
+            entry["status"] = "misfit"
         combined[n] = entry
     return json_safe({"best": order[0], "equally_good": good, "tie_chi2": float(tie_chi2), "rows": rows,
                       "combined": combined})
