@@ -21,10 +21,12 @@ overall, and the median half-width of each kind of interval (to show they stay u
 apart (it is what the report should say of a box's mass with no known force).
 
     python3 benchmarks/coverage.py [--clips a,b] [--variants clean,noisy,camera] [--contact nuisance]
-                                   [--quick] [--timeout S] [--out DIR] [--merge FILE ...]
+                                   [--quick] [--timeout S] [--out DIR] [--merge FILE ...] [--rescore]
 
 --quick: 64 px renders, fewer steps per frame and iterations (the settings are printed with the
-table).  Prints a Markdown table and, last, a JSON line with every number.
+table).  Soft clips (warp_soft_drop, newton_soft_drop) are given no damping value or form: one fit per
+damping form, combined by model selection (benchmarks/coverage_soft.py); their rows are the combined
+estimates, followed by a table per form.  Prints a Markdown table and, last, a JSON line with every number.
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ sys.path.insert(0, HERE)
 from footage import FOOTAGE, noisy_folder, run_fit, write_clip_scene  # noqa: E402
 
 CLIPS = ("box_push", "box_drop", "warp_box_push", "warp_box_drop", "mujoco_box_push", "mujoco_box_drop",
-         "newton_box_push", "newton_box_drop", "warp_soft_drop", "warp_cloth_sphere")
+         "newton_box_push", "newton_box_drop", "warp_soft_drop", "newton_soft_drop", "warp_cloth_sphere")
 VARIANTS = ("clean", "noisy", "camera")
 GUESS = {"box.mass": 1.0, "box.mu": 0.3}           # the same round guesses for every clip
 BOUNDS = {"box.mass": (0.1, 10.0), "box.mu": (0.05, 1.5)}
@@ -77,9 +79,8 @@ def make_scene(clip, variant, contact, scene_dir, out, quick):
     if is_cloth_clip(truth):                  # the cloth over a ball: coverage_cloth.py writes its scene files
         from coverage_cloth import make_cloth_scene
         return make_cloth_scene(clip, variant, contact, scene_dir, out, quick)
-    if truth["object"]["type"] == "soft":     # soft clips: coverage_soft.py writes their scene files
-        from coverage_soft import make_soft_scene
-        return make_soft_scene(clip, variant, contact, scene_dir, out, quick)
+    if truth["object"]["type"] == "soft":
+        raise ValueError(f"{clip}: a soft clip is fitted once per damping form: coverage_soft.run_soft_clip")
     frames_folder = noisy_folder(clip, out) if variant == "noisy" else folder
     rel = lambda p: os.path.relpath(p, scene_dir)
     obj = truth["object"]
@@ -228,6 +229,11 @@ def finish(results, args_dict):
         print(f"| {r['clip']} | {r['variant']} | {nu or '-'} | {_f(r.get('iou_final'), 3)} | "
               f"{_f(r.get('iou_fitted_frames'), 3)} | {_f(r.get('residual_over_noise'), 3)} | {r.get('search', '-')} | {r['cpu_s']} | {r['wall_s']} |")
     print()
+    if any(r.get("forms") for r in results):
+        from coverage_soft import forms_table
+        print("Soft clips, one fit per damping form (the rows above are their combined estimates):\n")
+        print(forms_table(results))
+        print()
     summary = {}
     for key, label, skip in (("in_ci95", "95% interval", False), ("in_wide", "with assumed constants", False),
                              ("in_wide", "with assumed constants, estimates not marked misfit", True),
@@ -266,6 +272,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=1200.0)
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "coverage"))
     ap.add_argument("--merge", nargs="+", metavar="FILE", help="print the table of saved outputs of this script")
+    ap.add_argument("--rescore", action="store_true",
+                    help="soft clips: no fitting, combine the per-form fits already under --out again")
     args = ap.parse_args(argv)
     if args.merge:
         results = []
@@ -276,6 +284,8 @@ def main(argv=None):
             results += json.loads(lines[-1])["fits"]
         latest = {(r["clip"], r["variant"], r.get("contact")): r for r in results}
         for r in latest.values():         # re-scored from the saved reports (this file's truths_of)
+            if r.get("forms") or not r.get("log"):
+                continue                  # soft clips: combined over the damping forms when they ran
             rep_path = os.path.join(os.path.dirname(r["log"]), "estimates.json")
             if r["rc"] == 0 and os.path.exists(rep_path):
                 report = json.load(open(rep_path))
@@ -295,6 +305,14 @@ def main(argv=None):
     results = []
     for clip in clips:
         for variant in variants:
+            if json.load(open(os.path.join(FOOTAGE, clip, "truth.json"))).get("object", {}).get("type") == "soft":
+                from coverage_soft import run_soft_clip
+                res = run_soft_clip(clip, variant, args.contact, out, args.quick, args.timeout, score,
+                                    fit=not args.rescore)
+                print(f"# {clip}/{variant}: {res['wall_s']:.0f} s wall, {res['cpu_s']:.0f} s CPU (all damping forms)",
+                      file=sys.stderr, flush=True)
+                results.append(res)
+                continue
             scene_dir = os.path.join(out, f"{clip}_{variant}_{args.contact}")
             scene, truths = make_scene(clip, variant, args.contact, scene_dir, out, args.quick)
             rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), args.timeout, False)

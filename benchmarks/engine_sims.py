@@ -120,7 +120,14 @@ ENGINE_SOFT_CLIPS = {
         "soft_drop": dict(k_mu=4000.0, k_lambda=9000.0, k_damp=0.8, density=80.0, radius=0.0,
                           ground=dict(ke=1.0e4, kd=10.0, kf=100.0, mu=0.6)),
     },
+    # Newton: tigradsim's tet_box mesh with 6 tets per cell (384 tets, not Warp's 5-tet grid), masses
+    # lumped from the tets by Newton, its own material, damping and ground constants
+    "newton": {
+        "soft_drop": dict(k_mu=3500.0, k_lambda=12000.0, k_damp=3.0, density=90.0, tets_per_cell=6,
+                          contact_gap=0.01, ground=dict(ke=1.5e4, kd=20.0, kf=150.0, mu=0.7)),
+    },
 }
+NEWTON_SOFT_STEPS_PER_FRAME = 256
 ENGINES = tuple(ENGINE_CLIPS)
 
 
@@ -409,7 +416,85 @@ def simulate_soft(engine, spec, frames, initial_rotation):
     the origin, tets (T4, 4) 0-based positively oriented, node masses (V,), info)."""
     if engine not in ENGINE_SOFT_CLIPS:
         raise ValueError(f"engine: soft clips exist for {tuple(ENGINE_SOFT_CLIPS)}, got {engine!r}")
+    if engine == "newton":
+        return _simulate_newton_soft(spec, frames, initial_rotation)
     return _simulate_warp_soft(spec, frames, initial_rotation)
+
+
+def _soft_initial_state(rest, spec, initial_rotation):
+    """x0 = position + R rest, v0 = linear + angular x (x0 - position): (V, 3) each."""
+    R = _quat_matrix(initial_rotation)
+    position = np.asarray(spec["position"], dtype=np.float64)
+    x0 = rest @ R.T + position
+    v0 = np.asarray(spec["velocity"], dtype=np.float64) + np.cross(
+        np.asarray(spec["angular_velocity"], dtype=np.float64), x0 - position)
+    return x0, v0
+
+
+def _simulate_newton_soft(spec, frames, initial_rotation):
+    """Newton 1.8 SolverSemiImplicit soft cube (benchmarks/newton_soft_sim.py in Newton's venv)."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+    from tigradsim.io.meshes import boundary_faces, tet_box
+    e = ENGINE_SOFT_CLIPS["newton"]["soft_drop"]
+    n, s = int(spec["cells"]), float(spec["size"])
+    rest, tets = tet_box(n, n, n, size=(s, s, s), origin=(-s / 2,) * 3, tets_per_cell=e["tets_per_cell"])
+    x0, v0 = _soft_initial_state(rest, spec, initial_rotation)
+    job = {"vertices": rest.tolist(), "tets": np.asarray(tets).tolist(), "x0": x0.tolist(), "v0": v0.tolist(),
+           "density": e["density"], "k_mu": e["k_mu"], "k_lambda": e["k_lambda"], "k_damp": e["k_damp"],
+           "ground": e["ground"], "contact_gap": e["contact_gap"], "frames": int(frames), "fps": FPS,
+           "substeps": NEWTON_SOFT_STEPS_PER_FRAME}
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "newton_soft_sim.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.npz")
+        with open(src, "w") as fh:
+            json.dump(job, fh)
+        r = subprocess.run([newton_python(), script, src, dst], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"newton_soft_sim.py failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
+        out = dict(np.load(dst))
+    xs, masses = out["positions"], out["masses"]
+    if not np.all(np.isfinite(xs)):
+        raise RuntimeError("newton soft drop: the simulation blew up (non-finite positions)")
+    newton_version, warp_version = (str(v) for v in out["versions"])
+    centroids = (xs * masses[None, :, None]).sum(1) / masses.sum()
+    g = e["ground"]
+    info = {
+        "simulation": {"simulator": f"Newton {newton_version} (warp-lang {warp_version}, own venv; "
+                                    "benchmarks/newton_soft_sim.py)",
+                       "integrator": "newton.solvers.SolverSemiImplicit", "dt": 1.0 / (FPS * NEWTON_SOFT_STEPS_PER_FRAME),
+                       "steps_per_frame": NEWTON_SOFT_STEPS_PER_FRAME, "precision": "f32",
+                       "collision": f"newton.CollisionPipeline(soft_contact_gap={e['contact_gap']}) particle-shape "
+                                    "contacts against add_ground_plane",
+                       "builder": f"ModelBuilder.add_soft_mesh(tigradsim tet_box {n} x {n} x {n}, "
+                                  f"{e['tets_per_cell']} tets per cell, density {e['density']:g}, k_mu {e['k_mu']:g}, "
+                                  f"k_lambda {e['k_lambda']:g}, k_damp {e['k_damp']:g}, tri_ke = tri_ka = 0)"},
+        "material": {"law": "Newton eval_tetrahedra (as Warp's): P = k_mu (1 - 1/(Ic + 1)) F + k_lambda (J - alpha) "
+                            "cof F + k_damp (dF/dt + (dJ/dt) cof F), alpha = 1 + k_mu/k_lambda - k_mu/(4 k_lambda), "
+                            "per tet x rest volume",
+                     "k_mu": e["k_mu"], "k_lambda": e["k_lambda"], "k_damp": e["k_damp"],
+                     "conversion_to_tigradsim": "material neo_hookean, mu = k_mu, lam = k_lambda (the same energy "
+                                                "and alpha); damping = k_damp with damping_model \"warp\""},
+        "masses": {"rule": "add_soft_mesh: each tet gives a quarter of density x its volume to each corner (lumped, "
+                           "as tigradsim's density / total mass)",
+                   "density": e["density"], "node_mass": None, "total_mass": float(masses.sum()),
+                   "equal": bool(np.allclose(masses, masses[0]))},
+        "contact": {"law": "Newton eval_particle_body_contact per particle at signed distance c <= 0 (radius 0): "
+                           "f = -(n c ke + n kd min(vn, 0) + t min(kf |vt|, mu |c| ke)) (damping uncapped, the "
+                           "friction cap from the elastic part only); particle and ground constants averaged (equal)",
+                    "per": "particle", "ke": g["ke"], "kd": g["kd"], "kf": g["kf"], "mu": g["mu"],
+                    "particle_radius": 0.0},
+        "comparable": {
+            "mu": "a Coulomb coefficient capping a viscous kf friction, as tigradsim's capped law (the cap without "
+                  "the normal damping)",
+            "ke": "same meaning as tigradsim's ke per vertex (N/m, linear penalty)",
+            "kd": "N s/m per vertex, not capped by the elastic force",
+            "kf": "same meaning as tigradsim's kf (the viscous cap of the friction, N s/m per vertex)"},
+        "truth": {"mu": e["k_mu"], "lam": e["k_lambda"], "damping": e["k_damp"], "damping_model": "warp"},
+    }
+    return xs, boundary_faces(tets).astype(np.int32), centroids, rest, np.asarray(tets, dtype=np.int64), masses, info
 
 
 def _simulate_warp_soft(spec, frames, initial_rotation):
@@ -486,6 +571,6 @@ def _simulate_warp_soft(spec, frames, initial_rotation):
             "ke": "same meaning as tigradsim's ke per vertex (N/m, linear penalty)",
             "kd": "N s/m per vertex like tigradsim's, but Warp's damping is not capped by the elastic force",
             "kf": "same meaning as tigradsim's kf (the viscous cap of the friction, N s/m per vertex)"},
-        "truth": {"mu": e["k_mu"], "lam": e["k_lambda"]},
+        "truth": {"mu": e["k_mu"], "lam": e["k_lambda"], "damping": e["k_damp"], "damping_model": "warp"},
     }
     return xs, boundary_faces(tets).astype(np.int32), centroids, rest, tets, masses, info

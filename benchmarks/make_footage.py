@@ -23,8 +23,9 @@ Clips (see benchmarks/footage/README.md):
 
 --engine warp | mujoco | newton: the same clips with the motion of another engine
 (benchmarks/engine_sims.py; folders ENGINE_CLIP): the boxes for every engine, soft_drop for warp
-(Warp's own add_soft_grid cube, equal node masses).  Newton runs in its own venv
-(benchmarks/requirements-newton.txt, benchmarks/newton_sim.py).
+(Warp's own add_soft_grid cube, equal node masses) and newton (SolverSemiImplicit on tigradsim's
+tet_box with 6 tets per cell, masses lumped by Newton).  Newton runs in its own venv
+(benchmarks/requirements-newton.txt, benchmarks/newton_sim.py, benchmarks/newton_soft_sim.py).
 
 Camera conversion (OpenCV -> Mitsuba), checked on every run: Mitsuba's camera
 frame has x LEFT, y up, z forward, so its camera-to-world matrix is
@@ -562,8 +563,10 @@ def _soft_truth(spec, folder, centroids):
 
 def _engine_soft_truth(spec, folder, centroids, rest, tets, info):
     """truth.json entries of a soft clip another engine simulated (engine_sims.simulate_soft): the
-    engine's own mesh (TetGen files), masses, material, damping and ground law; what a user has
-    (mesh, node mass, damping form and value) and the truth (the material) kept apart."""
+    engine's own mesh (TetGen files), masses, material, damping and ground law.  What a user of the
+    clip has ("known": the mesh, the total mass, as weighed) is kept apart from what the fit must not
+    read (the material, the damping form and value, the per-node masses' rule: "truth", "object.masses",
+    "object.damping")."""
     out = _soft_truth(spec, folder, centroids)
     write_tetgen(os.path.join(folder, "cube"), rest, tets)     # over tigradsim's tet_box: the engine's mesh
     obj = out["object"]
@@ -573,18 +576,20 @@ def _engine_soft_truth(spec, folder, centroids, rest, tets, info):
     obj["material_conversion"] = mat["conversion_to_tigradsim"]
     for k in ("density", "damping", "masses", "particle_radius"):
         obj.pop(k, None)
-    obj["node_mass"] = masses["node_mass"]
+    if masses.get("node_mass") is not None:
+        obj["node_mass"] = masses["node_mass"]
     obj["masses"] = masses
     obj["damping"] = {"form": "warp (tigradsim damping_model \"warp\")", "k_damp": mat["k_damp"]}
     obj["particle_radius"] = info["contact"]["particle_radius"]
     out["simulation"] = {**info["simulation"], "generator": "benchmarks/engine_sims.py"}
     out["contact"] = {**info["contact"], "comparable_with_tigradsim": info["comparable"]}
+    out["truth"] = dict(info["truth"])
     mu, lam = info["truth"]["mu"], info["truth"]["lam"]
-    out["truth"] = {"mu": mu, "lam": lam}
     out["derived"] = {"small_strain_lame": {"mu": 0.75 * mu, "lam": lam - 0.625 * mu},
                       "mass": masses["total_mass"]}
-    out["known"] = {"node_mass": masses["node_mass"], "damping": mat["k_damp"], "damping_model": "warp",
-                    "contact": "nothing: a fit is given no contact constant and no contact law"}
+    out["known"] = {"total_mass": masses["total_mass"],
+                    "contact": "nothing: a fit is given no contact constant and no contact law",
+                    "damping": "nothing: a fit is given no damping value and no damping form"}
     return out
 
 
@@ -665,7 +670,7 @@ def main(argv=None):
     p.add_argument("--mask-spp", type=int, default=64, help="samples per pixel of the masks (8 x 8 strata)")
     p.add_argument("--engine", choices=("tigradsim", "warp", "mujoco", "newton"), default="tigradsim",
                    help="who simulates the motion (warp, mujoco, newton: benchmarks/engine_sims.py, the rigid clips "
-                        "and, for warp, soft_drop; clip folders ENGINE_CLIP)")
+                        "and, for warp and newton, soft_drop; clip folders ENGINE_CLIP)")
     args = p.parse_args(argv)
     if args.spp < 1 or args.mask_spp < 1:
         raise SystemExit(f"--spp, --mask-spp: expected integers >= 1, got {args.spp}, {args.mask_spp}")

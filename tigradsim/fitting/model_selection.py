@@ -16,6 +16,11 @@ module compares them as `identify` compares minima:
 
     comparison = compare_models({"capped": report_a, "huber": report_b}, quality={"capped": 0.97, ...})
     print(comparison.to_markdown())
+
+`compare_fit_outputs` does the same from the reports `tigradsim fit` writes (estimates.json, one per
+model, e.g. one per material-damping form), for every kind of interval the report has (statistical,
+with the assumed constants, with the model discrepancy), so that the combined interval of each kind
+covers the equally good models' intervals of that kind.
 """
 from __future__ import annotations
 
@@ -24,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .uncertainty import FitReport, json_safe
+
+__all__ = ["CombinedEstimate", "ModelComparison", "compare_models", "compare_fit_outputs", "FIT_INTERVAL_KEYS"]
 
 
 @dataclass
@@ -84,6 +91,16 @@ class ModelComparison:
         return "\n".join(out) + "\n"
 
 
+def _ties(losses: dict, s2: float, tie_chi2: float):
+    """(labels sorted by loss, {label: 2 (L - L_best) / s2}, labels within tie_chi2 of the best)."""
+    if not (isinstance(tie_chi2, (int, float)) and tie_chi2 >= 0):
+        raise ValueError(f"tie_chi2: expected a number >= 0, got {tie_chi2!r}")
+    order = sorted(losses, key=lambda k: losses[k])
+    s2 = s2 if s2 > 0 and math.isfinite(s2) else 1e-300
+    delta = {k: 2.0 * (losses[k] - losses[order[0]]) / s2 for k in order}
+    return order, delta, [k for k in order if delta[k] <= tie_chi2]
+
+
 def compare_models(reports: dict, tie_chi2: float = 3.84, quality: Optional[dict] = None) -> ModelComparison:
     """Compare fits of the same data under several models (module docstring).
 
@@ -96,24 +113,17 @@ def compare_models(reports: dict, tie_chi2: float = 3.84, quality: Optional[dict
     for label, rep in reports.items():
         if not isinstance(rep, FitReport):
             raise TypeError(f"reports[{label!r}]: expected a FitReport, got {type(rep).__name__}")
-    if not (isinstance(tie_chi2, (int, float)) and tie_chi2 >= 0):
-        raise ValueError(f"tie_chi2: expected a number >= 0, got {tie_chi2!r}")
     names = [e.name for e in next(iter(reports.values())).estimates]
     for label, rep in reports.items():
         if [e.name for e in rep.estimates] != names:
             raise ValueError(f"reports[{label!r}]: estimates {[e.name for e in rep.estimates]} differ from the "
                              f"first report's {names}: models compared must share their parameters")
-    order = sorted(reports, key=lambda k: reports[k].loss)
-    best = reports[order[0]]
-    s2 = best.s2 if best.s2 > 0 and math.isfinite(best.s2) else 1e-300
-    rows, good = [], []
+    losses = {k: r.loss for k, r in reports.items()}
+    order, deltas, good = _ties(losses, min(reports.items(), key=lambda kv: kv[1].loss)[1].s2, tie_chi2)
+    rows = []
     for label in order:
         rep = reports[label]
-        delta = 2.0 * (rep.loss - best.loss) / s2
-        equal = delta <= tie_chi2
-        if equal:
-            good.append(label)
-        rows.append({"label": label, "loss": rep.loss, "delta_chi2": delta, "equally_good": equal,
+        rows.append({"label": label, "loss": rep.loss, "delta_chi2": deltas[label], "equally_good": label in good,
                      "quality": None if quality is None else quality.get(label),
                      "estimates": {e.name: (e.value, e.lower95, e.upper95, e.status) for e in rep.estimates}})
     combined = {}
@@ -131,3 +141,69 @@ def compare_models(reports: dict, tie_chi2: float = 3.84, quality: Optional[dict
             status = "law-dominated" if spread > half else "ok"
         combined[name] = CombinedEstimate(name, b.value, lower, upper, spread, status, list(good))
     return ModelComparison(rows, order[0], good, combined, float(tie_chi2))
+
+
+FIT_INTERVAL_KEYS = ("ci95", "ci95_with_assumptions", "ci95_with_discrepancy")
+
+
+def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = 3.84, interval_keys=FIT_INTERVAL_KEYS) -> dict:
+    """Compare fits of the same footage under several models from the reports `tigradsim fit` wrote.
+
+    outputs: {label: the estimates.json dict of that model's fit}.  Each must have finished with a
+        best minimum (identification.minima[0].report: its loss 1/2 |r|^2 and residual variance s2)
+        on the same residuals (the same residual count: the same frames and pixels).
+    shared: the unknowns to combine (default: those every output has); an unknown whose meaning
+        differs between models (a damping coefficient whose units depend on the form) is left out by
+        the caller and stays in the per-model rows only.
+    interval_keys: the interval kinds of the report's unknowns to combine.
+    Returns {"best", "equally_good", "tie_chi2", "rows": [{label, loss, delta_chi2, equally_good,
+    iou, unknowns: {name: {estimate, status, KEY: [lo, hi] | None ...}}}] best first,
+    "combined": {name: {estimate (the best model's), spread (max - min over the equally good),
+    status ("ok", "model-dominated": the spread exceeds the best model's ci95 half-width,
+    "undetermined": some equally good model has no interval, "misfit": the best model's fit is one), KEY: the envelope of the equally
+    good models' intervals of that kind, or None}}}.
+    """
+    if not isinstance(outputs, dict) or not outputs:
+        raise ValueError("outputs: expected at least one {label: estimates.json dict}")
+    fits = {}
+    for label, out in outputs.items():
+        minima = ((out or {}).get("identification") or {}).get("minima") or []
+        rep = minima[0].get("report") if minima else None
+        if rep is None or not isinstance(out.get("unknowns"), dict):
+            raise ValueError(f"outputs[{label!r}]: expected a finished fit's report (identification.minima[0].report "
+                             "and unknowns), got none")
+        fits[label] = rep
+    counts = {k: int(r["residual_count"]) for k, r in fits.items()}
+    if len(set(counts.values())) > 1:
+        raise ValueError(f"outputs: residual counts differ between models ({counts}): fits compared must share "
+                         "their residuals (the same frames)")
+    names = [n for n in next(iter(outputs.values()))["unknowns"] if all(n in o["unknowns"] for o in outputs.values())]
+    if shared is not None:
+        missing = [n for n in shared if n not in names]
+        if missing:
+            raise ValueError(f"shared: {missing} are not unknowns of every output (common: {names})")
+        names = list(shared)
+    losses = {k: float(r["loss"]) for k, r in fits.items()}
+    order, deltas, good = _ties(losses, float(fits[min(losses, key=losses.get)]["s2"]), tie_chi2)
+    rows = [{"label": k, "loss": losses[k], "delta_chi2": deltas[k], "equally_good": k in good,
+             "iou": outputs[k].get("iou_final"),
+             "unknowns": {n: {"estimate": u["estimate"], "status": u["status"], **{key: u.get(key) for key in interval_keys}}
+                          for n, u in outputs[k]["unknowns"].items()}} for k in order]
+    combined = {}
+    for n in names:
+        us = [outputs[k]["unknowns"][n] for k in good]
+        values = [u["estimate"] for u in us]
+        entry = {"estimate": values[0], "spread": max(values) - min(values), "models": list(good)}
+        for key in interval_keys:
+            cis = [u.get(key) for u in us]
+            entry[key] = None if any(c is None for c in cis) else [min(c[0] for c in cis), max(c[1] for c in cis)]
+        best_ci = us[0].get(interval_keys[0])
+        if entry[interval_keys[0]] is None:
+            entry["status"] = "undetermined"
+        else:
+            entry["status"] = "model-dominated" if entry["spread"] > 0.5 * (best_ci[1] - best_ci[0]) else "ok"
+        if us[0]["status"] == "misfit":         # the best model did not reach the footage: neither does this
+            entry["status"] = "misfit"
+        combined[n] = entry
+    return json_safe({"best": order[0], "equally_good": good, "tie_chi2": float(tie_chi2), "rows": rows,
+                      "combined": combined})

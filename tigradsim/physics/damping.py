@@ -50,6 +50,18 @@ Piola-Kirchhoff damping stress P_d [Pa], added to the elastic stress (`fem.TetFo
 A mesh has one damping model and one coefficient (the table's one damping column): the full
 Rayleigh alpha M + beta K is not expressible; take the term that dominates at the frequencies
 the footage shows (alpha at low ones, beta at high ones).
+
+Prior ranges (`DAMPING_PRIORS`): footage never states a material's damping, so a fit that is not
+given it fits the coefficient within a range that spans what soft solids show, per form (the
+coefficient's units differ between forms).  Each range is wide on purpose (four to five decades:
+it is a search range, not a guess); its geometric centre is where such a fit starts.
+  deformation_rate, warp: c in [1e-3, 1e2] Pa s.  c / mu is the material's relaxation time; for
+      shear moduli of 1e3-1e5 Pa (gels, foams, rubbers) and relaxation times of 1e-5 to 1e-1 s the
+      coefficient lies in this range (Warp's and Newton's examples use k_damp 0 to 10).
+  rayleigh_stiffness, beta in [1e-5, 1e-1] s: a damping ratio zeta = beta omega / 2 of 0.3 % to
+      30 % at omega ~ 2 pi x 10-100 Hz, the first modes of a hand-sized soft object.
+  rayleigh_mass, alpha in [1e-2, 1e2] 1/s: a drag time 1 / alpha from 100 s (none over a clip)
+      to 10 ms (an object stopped within a frame or two).
 """
 import taichi as ti
 
@@ -61,7 +73,12 @@ DAMPING_MODELS = {"deformation_rate": DEFORMATION_RATE, "warp": WARP, "rayleigh_
 # how far from the rest state the tangent's central difference reaches (|s E_dot|)
 TANGENT_STEP = 1e-3
 
-__all__ = ["DAMPING_MODELS", "damping_model_code", "damping_stress"]
+# each form's search range of its coefficient (module docstring: why these)
+DAMPING_PRIORS = {"deformation_rate": (1e-3, 1e2), "warp": (1e-3, 1e2), "rayleigh_stiffness": (1e-5, 1e-1),
+                  "rayleigh_mass": (1e-2, 1e2)}
+DAMPING_UNITS = {"deformation_rate": "Pa s", "warp": "Pa s", "rayleigh_stiffness": "s", "rayleigh_mass": "1/s"}
+
+__all__ = ["DAMPING_MODELS", "DAMPING_PRIORS", "DAMPING_UNITS", "damping_model_code", "damping_stress"]
 
 
 def damping_model_code(name) -> int:

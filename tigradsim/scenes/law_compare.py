@@ -44,17 +44,32 @@ def compare_contact_laws(spec, footage, laws=None, printer=print, tie_chi2=3.84,
     fit_overrides: passed to `fit_scene` (iterations, starts, local_starts, refine, horizons).
     Returns (ModelComparison, {label: (Identification, iou mean or None)}).
     """
-    from .scene_build import Scene, fit_scene, silhouette_iou
-
     laws = dict(LAWS if laws is None else laws)
     if not laws:
         raise ValueError("laws: expected at least one {label: ContactLaw}")
-    reports, quality, results = {}, {}, {}
+    specs = {}
     for label, law in laws.items():
         if not isinstance(law, ContactLaw):
             raise TypeError(f"laws[{label!r}]: expected a tigradsim ContactLaw, got {type(law).__name__}")
-        printer(f"== contact law {label}: damping {law.damping}, friction {law.friction}")
-        scene = Scene(law_spec(spec, law), footage)
+        specs[label] = (f"contact law {label}: damping {law.damping}, friction {law.friction}", law_spec(spec, law))
+    return compare_scene_variants(specs, footage, "Contact laws compared (quality: silhouette IoU)", printer,
+                                  tie_chi2, **fit_overrides)
+
+
+def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=3.84, shared=None, **fit_overrides):
+    """Fit each variant of a scene (one model choice each: a contact law, a damping form) and compare them
+    with `compare_models`.
+
+    specs: {label: (description printed before its fit, SceneSpec)}; shared: the unknowns compared and
+    combined (default: all; leave out one whose meaning differs between variants).
+    Returns (ModelComparison, {label: (Identification, iou mean or None)}).
+    """
+    from .scene_build import Scene, fit_scene, silhouette_iou
+
+    reports, quality, results = {}, {}, {}
+    for label, (description, variant) in specs.items():
+        printer(f"== {description}")
+        scene = Scene(variant, footage)
         result, _history = fit_scene(scene, printer=printer, **fit_overrides)
         iou = None
         clips = footage if isinstance(footage, list) else [footage]       # [[cameras]]: one clip per camera
@@ -63,11 +78,20 @@ def compare_contact_laws(spec, footage, laws=None, printer=print, tie_chi2=3.84,
                                  for v, c in zip(scene.render_views(), clips)]))
         results[label] = (result, iou)
         if result.best is None:
-            printer(f"contact law {label}: no fit report (no local fit finished); left out of the comparison")
+            printer(f"{label}: no fit report (no local fit finished); left out of the comparison")
             continue
         reports[label], quality[label] = result.best, iou
     if not reports:
-        raise ValueError("compare_contact_laws: no law's fit finished")
+        raise ValueError(f"compare_scene_variants: no variant's fit finished ({', '.join(specs)})")
+    if shared is not None:
+        reports = {k: _only(rep, shared) for k, rep in reports.items()}
     comparison = compare_models(reports, tie_chi2=tie_chi2, quality=quality)
-    printer(comparison.to_markdown("Contact laws compared (quality: silhouette IoU)"))
+    printer(comparison.to_markdown(title))
     return comparison, results
+
+
+def _only(report, names):
+    """A copy of a FitReport with only the estimates `names` (for comparing the shared ones)."""
+    out = copy.copy(report)
+    out.estimates = [e for e in report.estimates if e.name in names]
+    return out

@@ -157,7 +157,11 @@ def nuisance_unknowns(spec) -> list:
     * "ground.X" otherwise (and for mu, which has no per-mass form);
     * "NAME.X", in a scene without a [ground], for every contact constant a collider's table does not
       state and no unknown fits (`scene_colliders.unstated_collider_constants`), on the collider's own
-      entry (with a [ground], such a collider takes the ground's X and moves with it)."""
+      entry (with a [ground], such a collider takes the ground's X and moves with it).
+
+    With soft objects taking the ground's constants, each of ke, kd, kf's ranges is capped where the
+    scene's step could not integrate it (`soft_contact_caps`): a range the step cannot follow would let
+    the search wander into rollouts whose gradients are meaningless (GradientError)."""
     from ..fitting.sensitivity import PRIOR_RANGES
     from .scene_colliders import ground_takers, unstated_collider_constants
     if spec.fit.contact_constants != "nuisance":
@@ -173,6 +177,7 @@ def nuisance_unknowns(spec) -> list:
     rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
     masses = {u.object: u.init for u in spec.unknowns if u.param == "mass" and u.object in rigid}
     per_mass = rigid[0] if len(rigid) == 1 and len(spec.objects) == 1 and rigid[0] in masses else None
+    caps = soft_contact_caps(spec)
     for x in CONTACT_PARAMS:
         if x in spec.ground_given or ("ground", x) in fitted:
             continue
@@ -183,6 +188,10 @@ def nuisance_unknowns(spec) -> list:
             continue
         value = float(spec.ground[x])
         lower, upper = PRIOR_RANGES[x](value)
+        if x in caps and caps[x] < upper:             # what the step can integrate on the lightest soft vertex
+            upper = caps[x]
+            lower = min(lower, upper / 10.0)
+            value = min(max(value, lower), upper)
         tie = f"{x}_per_mass"
         if per_mass is not None and tie in TIES and per_mass in takers:
             m = float(masses[per_mass])
@@ -192,3 +201,33 @@ def nuisance_unknowns(spec) -> list:
             out.append(UnknownSpec(target=f"ground.{x}", object="ground", param=x, init=value, lower=lower,
                                    upper=upper, log=True, nuisance=True))
     return out
+
+
+def soft_contact_caps(spec) -> dict:
+    """{"ke": N/m, "kd": N s/m, "kf": N s/m}: the largest ground constants a soft object's lightest vertex
+    (mass m, as the builder lumps it: from `mass` or `density` by the tets' volumes, or `node_mass`) can
+    take at the scene's step dt within the stability pre-flight's safe limit (`tigradsim.core.stability`:
+    dt <= 0.5 x 4 / (gamma + sqrt(gamma^2 + 4 omega^2))) with all three at their cap at once:
+    ke = 0.5 m / dt^2 and kd = kf = 0.5 m / dt (omega = 0.71 / dt, gamma = 0.5 / dt: the safe limit is
+    then exactly dt).  Empty without soft objects or without a known step (no dt, substeps or fps)."""
+    soft = [o for o in spec.objects.values() if o.kind == "soft"]
+    fps = getattr(spec.footage, "fps", None) if spec.footage is not None else None
+    dt = spec.dt if spec.dt is not None else (1.0 / (fps * spec.substeps) if fps and spec.substeps else None)
+    if not soft or dt is None:
+        return {}
+    m = min(float(np.min(_soft_vertex_masses(o))) for o in soft)
+    return {"ke": 0.5 * m / dt ** 2, "kd": 0.5 * m / dt, "kf": 0.5 * m / dt}
+
+
+def _soft_vertex_masses(obj):
+    """(V,) vertex masses [kg] of a soft ObjectSpec: node_mass, or a quarter of each adjacent tet's mass
+    (density x volume; a total mass spread by volume), as the builder lumps them."""
+    if obj.node_mass is not None:
+        return np.asarray(obj.node_mass, dtype=np.float64)
+    x = np.asarray(obj.vertices, dtype=np.float64)
+    t = np.asarray(obj.tets, dtype=np.int64)
+    vol = np.abs(np.linalg.det(x[t[:, 1:]] - x[t[:, :1]])) / 6.0
+    share = np.zeros(len(x))
+    np.add.at(share, t.ravel(), np.repeat(vol / 4.0, 4))
+    density = obj.density if obj.density is not None else obj.mass / vol.sum()
+    return density * share
