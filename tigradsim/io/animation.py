@@ -131,7 +131,7 @@ class Animation:
         if edges is not None:
             edges = _color_rgb(edges, "edges")[0]
         self.layers.append(dict(kind="mesh", data=data, per_frame=per_frame, faces=faces, color=hex_color,
-                                rgb=rgb, edges=edges))
+                                rgb=rgb, edges=edges, collider=False))
         return self
 
     def colliders(self, model, color=None, center=None, extent=None, edges=None):
@@ -139,7 +139,8 @@ class Animation:
         mesh layer, with the surfaces `tigradsim render` draws (`physics.collider_surfaces`): each at its current
         pose and size (fitted values included); a sphere, box, capsule or mesh as itself, a plane (infinite) as a
         square of half side `extent` [m] (default: `ground_extent`) centred on the foot of `center` [m] (default:
-        the camera's target) on the plane.  With the ground drawn, the pieces wholly under it are left out.  color: 0xRRGGBB or (r, g, b) (default: the scene renders' collider
+        the camera's target) on the plane.  With the ground drawn, the pieces wholly under it are left out.  The 2D
+        viewer draws the colliders behind the objects (`draw_2d`).  color: 0xRRGGBB or (r, g, b) (default: the scene renders' collider
         colour, `COLLIDER_RGB`); edges as in `mesh`.  A model without colliders adds nothing.  Returns self."""
         from ..physics.collider_surfaces import COLLIDER_RGB, collider_surfaces
         if not hasattr(model, "force_terms"):
@@ -153,13 +154,14 @@ class Animation:
             raise ValueError(f"extent={extent!r}: expected a positive half side in metres (a plane's drawn square)")
         for vertices, faces in collider_surfaces(model, center=c, extent=float(extent)):
             # the 2D viewer sorts triangles by their centres: a plane's two triangles or a wall's big faces would
-            # sort as one piece against the objects in front of them, so they are cut into pieces first
+            # sort as one piece against the other colliders, so they are cut into pieces first
             vertices, faces = refine_triangles(vertices, faces, REFINE_FRACTION * float(extent))
             if self.ground:     # the ground hides what lies under it (a wall's square reaches below y = 0)
                 faces = faces[(vertices[faces][:, :, 1] > -1e-9).any(axis=1)]
                 if not len(faces):
                     continue
             self.mesh(vertices, faces, color=COLLIDER_RGB if color is None else color, edges=edges)
+            self.layers[-1]["collider"] = True
         return self
 
     def particles(self, points, radius=0.01, color=0x2060C0):
@@ -226,8 +228,13 @@ class Animation:
         """Draw frame k with a `Viewer` (the 2D ti.GUI renderer)."""
         if self.ground:
             viewer.ground(extent=self.ground_extent)
-        meshes = [layer for layer in self.layers if layer["kind"] == "mesh"]
-        if meshes:       # one painter sort over every mesh (a box in front of a collider hides it, and behind it not)
+        # the colliders first, then the objects, each in one painter sort over its meshes: the sort orders triangles
+        # by their centres, and a cloth or a box lying on a collider's surface would poke through it in one sort
+        # with the collider (an object behind a collider is drawn over it: the 3D window has a depth buffer)
+        for colliders in (True, False):
+            meshes = [layer for layer in self.layers if layer["kind"] == "mesh" and layer["collider"] == colliders]
+            if not meshes:
+                continue
             points, faces, colors, start = [], [], [], 0
             for layer in meshes:
                 pts = self.at(layer, k)
@@ -238,8 +245,7 @@ class Animation:
             viewer.triangles(np.concatenate(points), np.concatenate(faces), color=np.concatenate(colors), edges=None)
             for layer in meshes:
                 if layer["edges"] is not None:
-                    pts = self.at(layer, k)
-                    viewer.edges(pts, layer["faces"], color=layer["edges"])
+                    viewer.edges(self.at(layer, k), layer["faces"], color=layer["edges"])
         for layer in self.layers:
             pts = self.at(layer, k)
             if layer["kind"] == "mesh":
