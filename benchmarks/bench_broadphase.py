@@ -1,5 +1,6 @@
 """Broad phase scaling: time per step, forward and forward+backward, of piles of 64, 256 and 1024 boxes dropped
-into a bin, with the flat (point, body) loop and with the grid broad phase (`tigradsim.physics.broadphase`).
+into a bin, with the flat loops (every (contact point, body) pair for the corners, every box pair for the crossed
+edges) and with the grid broad phase (`tigradsim.physics.broadphase`, both terms' pairs).
 
 The scene is vs_warp.py's pile64 grown: 0.1 m boxes (density 100, random orientations, seed 1) on a lattice of
 side ceil(count^(1/3)), 0.18 m apart, dropped from 0.1 m up into a bin of four static box walls around the
@@ -9,7 +10,8 @@ Gradients: body_qd0 only (as vs_warp.py), loss = MSE of the body positions at th
 
     python benchmarks/bench_broadphase.py [--counts 64,256,1024] [--steps 200] [--repeats 2] [--modes flat,grid]
 
-Prints a JSON line per configuration as it is measured, then one JSON line with all of them (us per step;
+Prints a JSON line per configuration as it is measured, then one JSON line with all of them (us per step; the
+grid's pairs at the last step by term: BodyBodyContact (contact point, body), BoxEdgeContact (box, box);
 timings only, no test asserts them).
 """
 import argparse
@@ -62,14 +64,14 @@ def main():
         for mode in args.modes.split(","):
             sim, loss = pile(count, mode, args.steps)
             t = time_rollout(sim, loss, repeats=args.repeats)
-            pairs = []
+            pairs = {}
             for term in sim.force_terms:            # the last step's pairs (the backward pass left step 0's)
                 if getattr(term, "broad", None) is not None:
                     term.broad.build(sim.state, args.steps, args.steps)
-                    pairs.append(int(term.broad.pair_count[None]))
+                    pairs[type(term).__name__] = int(term.broad.pair_count[None])
             row = {"boxes": count, "broad_phase": mode, "us_per_step_forward": t["us_per_step_forward"],
                    "us_per_step_forward_backward": t["us_per_step_forward_backward"],
-                   "last_step_candidate_pairs": pairs[0] if pairs else None}
+                   "last_step_candidate_pairs": pairs or None}
             rows.append(row)
             print(json.dumps(row), flush=True)
     print(json.dumps({"benchmark": "broadphase", "arch": args.arch, "precision": args.precision,

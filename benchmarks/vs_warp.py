@@ -2,7 +2,7 @@
 
     pip install -e .[bench]          # warp-lang==1.9.1
     python benchmarks/vs_warp.py [--scenes fem16,fem32,cloth32,cloth64,rigid1,rigid64,pile64,cloth64_sphere,
-                                  ball3k_box] [--repeat 3]
+                                  ball3k_box,ball5k_box] [--repeat 3]
                                  [--arch cpu] [--scale 1] [--tiny] [--libraries tigradsim,warp]
                                  [--grads named|all]
 
@@ -33,10 +33,12 @@ Scenes (f32; sizes, dt, steps and constants of bench_fem.py / bench_cloth.py / b
                  cloth lands here, unlike cloth64's on the ground).
   ball3k_box     a static box collider, half extents (0.5, 0.1, 0.5) m at (0, 0.1, 0) (Warp: add_shape_box),
                  no ground; `meshes.tet_ball(0.2, 3)` (2,880 tets, 847 vertices: tet_ball's levels give 2,880
-                 or 11,840 tets, none near 5k) centred at (0, 0.45, 0), fem16's material (stable neo-Hookean mu =
+                 or 11,840 tets) centred at (0, 0.45, 0), fem16's material (stable neo-Hookean mu =
                  lam = 1e4 Pa, density 1000, undamped), thrown at (0.5, -1, 0) m/s onto the box (ke 1e4, kd 1,
                  kf 10, mu 0.5, uncapped damping): it lands at about step 45 and slides; 200 steps of 1 ms.
                  --scale s: tet_ball level 3 + round(log4 s).
+  ball5k_box     ball3k_box with the 5k-tet ball of issue 46 item 7: `meshes.tet_ball(0.2, 3, prism_layers=2)`
+                 (the same surface, 1,280 triangles; 4,800 tets, 1,171 vertices: two more level-2 shells inside).
 Both libraries get the same mesh (Warp's particles, tets, triangles and bending edges are built from
 tigradsim's arrays: same vertex order, same lumped masses, same contact radius), so their
 trajectories are comparable vertex by vertex.
@@ -69,7 +71,7 @@ Where the laws are the same, and where they are made the same:
     gives 2 mu fn / |vt| (more than mu fn), and a small friction_smoothing makes it viscous
     (kf vt) with no practical cap; tigradsim's is min(kf |vt|, mu fn) along vt.  The rigid scenes'
     position difference is printed, flagged laws_agree = false: it is a different law's answer.
-  * Collider contact (cloth64_sphere, ball3k_box): Warp's particle-shape contact takes, once per step in
+  * Collider contact (cloth64_sphere, ball3k_box, ball5k_box): Warp's particle-shape contact takes, once per step in
     `wp.sim.collide`, the closest point on the shape and its normal, and computes c = n.(x - p) - r: at the
     step's positions that is tigradsim's signed distance of the shape less the radius (sphere and box alike, so
     the same c and n); Warp averages the shape's ke, kd, kf, mu with model.soft_contact_*, set to the same
@@ -125,7 +127,8 @@ import numpy as np
 
 from _harness import PIN_THREADS, add_pin_threads_argument, run_child
 
-SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64", "pile64", "cloth64_sphere", "ball3k_box")
+SCENES = ("fem16", "fem32", "cloth32", "cloth64", "rigid1", "rigid64", "pile64", "cloth64_sphere", "ball3k_box",
+          "ball5k_box")
 GRAVITY = 9.8
 
 
@@ -161,9 +164,10 @@ def scene_spec(scene, scale=1.0, tiny=False):
     if scene == "cloth64_sphere":
         n = 4 if tiny else max(2, int(round(64 * scale ** 0.5)))
         return dict(kind="cloth_sphere", n=n, dt=1e-3, steps=10 if tiny else 200, scale=scale)
-    if scene == "ball3k_box":        # tet_ball resolution 3: 2,880 tets; each level more is x 4
+    if scene in ("ball3k_box", "ball5k_box"):  # tet_ball resolution 3: 2,880 tets (4,800 with 2 prism layers)
         level = 1 if tiny else max(1, 3 + int(round(np.log(scale) / np.log(4))))
-        return dict(kind="ball_box", resolution=level, dt=1e-3, steps=10 if tiny else 200, scale=scale)
+        return dict(kind="ball_box", resolution=level, prism_layers=2 if scene == "ball5k_box" else 0, dt=1e-3,
+                    steps=10 if tiny else 200, scale=scale)
     kind = scene.rstrip("0123456789")
     if kind not in ("fem", "cloth", "rigid", "pile") or not scene[len(kind):]:
         raise ValueError(f"unknown scene {scene!r}; known: {SCENES}")
@@ -280,7 +284,8 @@ class TigradsimCase:
             c = BALL_BOX
             b.add_collider("box", c["half"], c["box_centre"], ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=c["mu"],
                            damping="uncapped")
-            mesh = tgs.meshes.tet_ball(c["radius"], spec["resolution"], center=c["centre"])
+            mesh = tgs.meshes.tet_ball(c["radius"], spec["resolution"], center=c["centre"],
+                                       prism_layers=spec["prism_layers"])
             b.add_soft_mesh(mesh, params={"mu": 1e4, "lam": 1e4, "damping": 0.0}, density=1000.0,
                             velocity=c["velocity"])
         elif kind == "pile":

@@ -18,11 +18,6 @@ from tigradsim.scenes.cloth_sphere import VIEW, ClothSphere
 from tigradsim.io.viz import Animation, add_view_args, show
 
 
-def sphere_mesh(radius, resolution=3):
-    """An icosphere of `radius` [m] on the ground at the origin: (vertices (V, 3), faces (F, 3)) to draw."""
-    return tgs.meshes.icosphere(resolution, radius=radius, center=(0.0, radius, 0.0))
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nx", type=int, default=16, help="cloth cells per side")
@@ -46,7 +41,7 @@ def main(argv=None):
     frames, seconds = scene.run()
     frame_dt = args.every * scene.sim.dt
     anim = Animation(frame_dt, eye=VIEW[0], target=VIEW[1], ground=True, ground_extent=1.5)
-    anim.mesh(*sphere_mesh(args.radius), color=0xB08850)
+    anim.colliders(scene.model)                  # the sphere, as the viewer draws every collider
     anim.mesh(frames, scene.faces, color=0x60A0E0)
     anim.caption(lambda k: f"t = {k * frame_dt:.2f} s   cloth over a ball")
     shown = show(anim, "cloth_sphere", args)

@@ -39,7 +39,7 @@ def main(argv=None):
     pool, blob = x[:, start:start + count], x[:, start + count:]
     centre, radius = scene.info["sphere"]
     anim = Animation(scene.frame_dt, eye=(0.5, 0.5, 1.9), target=(0.5, 0.1, 0.5), ground=True, ground_extent=1.0)
-    anim.mesh(*tgs.meshes.icosphere(2, radius=radius, center=centre), color=0x8090A0)
+    anim.colliders(scene.model, color=0x8090A0)  # the sphere, as the viewer draws every collider
     anim.particles(pool, radius=0.5 / (resolution * 2), color=0x3070C0)
     anim.particles(blob, radius=0.5 / (resolution * 2), color=0x60C0F0)
     anim.caption(lambda k: f"t = {k * scene.frame_dt:.2f} s   Newtonian fluid, viscosity {args.viscosity:g} Pa s")

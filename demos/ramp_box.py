@@ -18,7 +18,7 @@ import json
 import numpy as np
 
 import tigradsim as tgs
-from tigradsim.scenes.ramp_slide import PARTICLE_RADIUS, RampScene, fit_ramp_mu, ramp_mesh
+from tigradsim.scenes.ramp_slide import PARTICLE_RADIUS, RAMP_LENGTH, RampScene, fit_ramp_mu, ramp_frame
 from tigradsim.io.viz import Animation, add_view_args, show
 
 
@@ -50,7 +50,9 @@ def main(argv=None):
         fit = fit_ramp_mu(scene, args.mu * args.guess_factor, iters=5 if args.quick else args.iters)
         fit = {k: round(v, 6) if isinstance(v, float) else v for k, v in fit.items()}
     anim = Animation(r.frame_dt, eye=(0.3, 1.6, 4.2), target=(-0.4, 0.4, 0.0), ground=True, ground_extent=2.5)
-    anim.mesh(*ramp_mesh(scene.angle), color=0xB08850)
+    # the ramp (a plane collider) as a square from its foot RAMP_LENGTH up the slope, as the viewer draws colliders
+    down = ramp_frame(scene.angle)[2]
+    anim.colliders(scene.model, center=-down * RAMP_LENGTH / 2, extent=RAMP_LENGTH / 2)
     anim.mesh(r.vertices, r.faces)
     if r.particles.shape[1]:
         anim.particles(r.particles, radius=PARTICLE_RADIUS, color=0xD04040)

@@ -68,8 +68,8 @@ def test_pile_with_particles_matches_flat(f64):
     flat.run(), grid.run()
     q_flat, q_grid = flat.state.body_q.to_numpy(), grid.state.body_q.to_numpy()
     touching = [t for t in grid.force_terms if getattr(t, "broad", None) is not None]
-    assert len(touching) == 2 and min(int(t.broad.pair_count[None]) for t in touching) > 0, \
-        "boxes should touch boxes, and particles boxes, at the end"
+    assert len(touching) == 3 and min(int(t.broad.pair_count[None]) for t in touching) > 0, \
+        "boxes should touch boxes (corners and edges), and particles boxes, at the end"
     np.testing.assert_allclose(q_grid, q_flat, rtol=0, atol=1e-10)
     np.testing.assert_allclose(grid.state.particle_q.to_numpy(), flat.state.particle_q.to_numpy(), rtol=0, atol=1e-10)
 
@@ -108,6 +108,22 @@ def test_capacity_error_names_the_capacity(f64):
     sim = tgs.Simulator(b.finalize(requires_grad=False), dt=1e-3, steps=2)
     with pytest.raises(BroadPhaseCapacityError, match=r"8 candidate \(particle, body\) pairs at step 0 exceed the "
                                                       r"pair list's capacity 4 \(1 per particle x 4\); raise "
+                                                      r"SceneBuilder.broad_phase_capacity .* to at least 2"):
+        sim.run()
+
+
+def test_box_pair_capacity_error_names_the_builder_setting(f64):
+    """64 boxes of 0.1 m on a lattice 0.15 m apart: each box's bounding sphere (radius 0.087 m) meets its face
+    neighbours' only (144 pairs) and no corner lies in another's sphere; the box-pair list holds BODY_PAIR_SCALE
+    (2) x broad_phase_capacity per box: 128 at 1, so the error asks for 2."""
+    v, f = meshes.box_surface((0.1, 0.1, 0.1))
+    b = tgs.SceneBuilder(gravity=(0.0, 0.0, 0.0))
+    for k in range(64):
+        b.add_rigid_body(v, f, position=(0.15 * (k % 4), 1.0 + 0.15 * (k // 4 % 4), 0.15 * (k // 16)))
+    b.broad_phase_capacity = 1
+    sim = tgs.Simulator(b.finalize(requires_grad=False), dt=1e-3, steps=2)
+    with pytest.raises(BroadPhaseCapacityError, match=r"144 candidate \(body, body\) pairs at step 0 exceed the "
+                                                      r"pair list's capacity 128 \(2 per body x 64\); raise "
                                                       r"SceneBuilder.broad_phase_capacity .* to at least 2"):
         sim.run()
 

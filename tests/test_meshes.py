@@ -86,6 +86,27 @@ def test_tet_ball():
         assert len(meshes.boundary_faces(t)) == 20 * 4 ** res
 
 
+def test_tet_ball_prism_layers():
+    """Two prism layers under a level-3 surface: 4,800 tets (the 5k ball of benchmarks/vs_warp.py's ball5k_box),
+    conforming (the boundary is the surface's 1,280 triangles only), closed, the ball's volume, no slivers."""
+    v, t = meshes.tet_ball(radius=0.2, resolution=3, prism_layers=2)
+    assert len(t) == 4800 and len(v) == 1171
+    vol = meshes.validate_tets(v, t)
+    assert np.isclose(vol.sum(), meshes.tet_volumes(*meshes.tet_ball(radius=0.2, resolution=3)).sum(), rtol=1e-12)
+    x = v[t]
+    l2 = sum(((x[:, i] - x[:, j]) ** 2).sum(1) for i, j in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]) / 6
+    assert (6 * np.sqrt(2) * vol / l2 ** 1.5).min() > 0.4
+    b = meshes.boundary_faces(t)
+    assert len(b) == 1280 and np.allclose(np.linalg.norm(v[np.unique(b)], axis=1), 0.2)
+    _closed_and_outward(v, b, vol.sum())
+    assert _connected(len(v), t) and len(np.unique(t)) == len(v)
+    v, t = meshes.tet_ball(resolution=1, prism_layers=1)                  # a prism layer at level 0
+    assert len(t) == 160 + 3 * 20 and len(meshes.boundary_faces(t)) == 80
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="prism_layers must be a whole number >= 0"):
+            meshes.tet_ball(prism_layers=bad)
+
+
 def test_surfaces():
     v, f = meshes.icosphere(2, radius=1.5)
     assert v.shape == (162, 3) and f.shape == (320, 3) and f.dtype == np.int32

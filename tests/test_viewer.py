@@ -449,3 +449,82 @@ def test_play_video_window_under_xvfb(xvfb, tmp_path):
     assert "the video is 300 x 1200 pixels: shown at 79% (full size: clip.gif)" in out
     y0, y1, x0, x1 = _window_box(shot)
     assert y1 - y0 <= 950 and abs((x1 - x0) - 237) <= 2, (y0, y1, x0, x1)
+
+
+# -- colliders --------------------------------------------------------------------
+def _collider_model():
+    """A box, a sphere, a capsule and a mesh (an icosphere) collider in a row on the ground, a wall (a plane with
+    normal +z) behind them, and one particle: the model a scene file with [colliders] builds."""
+    b = tgs.SceneBuilder()
+    b.add_collider("box", (0.2, 0.2, 0.2), (-0.9, 0.2, 0.0))
+    b.add_collider("sphere", 0.2, (-0.3, 0.2, 0.0))
+    b.add_collider("capsule", (0.12, 0.12), (0.3, 0.24, 0.0))
+    b.add_collider("mesh", position=(0.9, 0.2, 0.0), mesh=tgs.meshes.icosphere(1, radius=0.2))
+    b.add_collider("plane", position=(0.0, 0.0, -1.0), rotation=tgs.quat_from_normal((0.0, 0.0, 1.0)))
+    b.add_particles([[0.0, 1.0, 0.0]])
+    return b.finalize(requires_grad=False)
+
+
+def test_colliders_are_drawn_with_their_surfaces(f32):
+    """`Animation.colliders` draws every collider kind where it is, in the scene renders' colour, a plane as a
+    finite square; an object's mesh in front of a collider hides it though it was added first (the 2D viewer
+    draws the colliders first), and so does a finer sheet lying 5 mm above a sphere collider (in one painter sort
+    with the sphere's triangles, measured: 8 % of the sheet's pixels at the sphere's centre showed the sphere)."""
+    model = _collider_model()
+    eye, target = (0.0, 1.0, 3.0), (0.0, 0.3, 0.0)
+    anim = viz.Animation(0.05, eye=eye, target=target, ground=False, ground_extent=1.5, res=(320, 240))
+    front_v, front_f = tgs.meshes.box_surface((0.2, 0.2, 0.05))
+    anim.mesh(front_v + [-0.3, 0.2, 0.35], front_f, color=0x3060E0)          # in front of the sphere
+    anim.colliders(model)
+    assert len(anim.layers) == 6
+    image = anim.render_frames()[0].astype(np.int64)
+    project = viz.look_at_projection(eye, target, aspect=320 / 240)
+
+    def pixel(p):
+        x, y = project(np.array([p]))[0]
+        return image[int(round((1 - y) * 240)), int(round(x * 320))]
+
+    def collider_coloured(rgb):          # COLLIDER_RGB (0.69, 0.53, 0.31) under the 2D viewer's flat shading
+        r, g, b = rgb
+        return r > g > b and r - b > 40
+
+    for name, centre in (("box", (-0.9, 0.2, 0.2)), ("capsule", (0.3, 0.24, 0.12)), ("mesh", (0.9, 0.2, 0.2)),
+                         ("wall", (0.0, 1.2, -1.0)), ("sphere", (-0.3, 0.35, 0.1))):
+        assert collider_coloured(pixel(centre)), f"{name}: {pixel(centre)} at its surface, expected the collider colour"
+    r, g, b = pixel((-0.3, 0.2, 0.375))
+    assert b - r > 60, f"the blue box in front of the sphere is hidden by it: {(r, g, b)}"
+    sheet_v, sheet_f = tgs.meshes.icosphere(3, radius=0.205, center=(-0.3, 0.2, 0.0))
+    anim.mesh(sheet_v, sheet_f[sheet_v[sheet_f].mean(axis=1)[:, 2] > -0.3], color=0x3060E0)   # over the sphere
+    image = anim.render_frames()[0].astype(np.int64)
+    lit = image[:, :, 2] - image[:, :, 0] > 60
+    x, y = project(np.array([[-0.3, 0.2, 0.0]]))[0]
+    cx, cy = int(round(x * 320)), int(round((1 - y) * 240))
+    disc = image[cy - 12:cy + 12, cx - 12:cx + 12]
+    assert lit[cy - 12:cy + 12, cx - 12:cx + 12].all(), f"the sphere shows through the sheet over it: {disc}"
+    # the wall is a finite square: half side ground_extent (1.5 m) about the camera's target's foot on it
+    assert not collider_coloured(pixel((1.8, 0.3, -1.0)))
+    assert collider_coloured(pixel((1.3, 0.3, -1.0)))
+
+
+def test_colliders_bad_input_and_refined_surfaces(f32):
+    anim = viz.Animation(0.05)
+    with pytest.raises(TypeError, match="model: expected a tigradsim Model"):
+        anim.colliders("scene.toml")
+    model = _collider_model()
+    with pytest.raises(ValueError, match=r"extent=0: expected a positive half side"):
+        anim.colliders(model, extent=0)
+    with pytest.raises(ValueError, match=r"center=\(1, 2\): expected a finite point"):
+        anim.colliders(model, center=(1, 2))
+    # with the ground drawn, the wall's pieces wholly under it are left out (those across y = 0 stay)
+    walls = [viz.Animation(0.05, ground=g).colliders(model).layers[-1] for g in (False, True)]
+    top_y = [layer["data"][0][layer["faces"]][:, :, 1].max(axis=1) for layer in walls]
+    assert top_y[0].min() < -1.0 and top_y[1].min() > -1e-9 and top_y[1].max() == top_y[0].max()
+    from tigradsim.io.animation import refine_triangles
+    v, f = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), np.array([[0, 1, 2]])
+    rv, rf = refine_triangles(v, f, 0.3)
+    tri = rv[rf]
+    edges = np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2)
+    assert edges.max() <= 0.3 and len(rf) == 4 ** 3           # the longest edge, sqrt(5) m, cut 3 times
+    normals = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    assert np.allclose(normals[:, 1], normals[0, 1]) and normals[0, 1] < 0    # same winding as the original
+    assert np.isclose(0.5 * np.linalg.norm(normals, axis=1).sum(), 1.0)      # the same area

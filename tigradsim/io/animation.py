@@ -7,6 +7,28 @@ import numpy as np
 from .viewer import Viewer
 
 
+# colliders' triangles are cut until no edge is longer than this fraction of the drawn ground's half side
+REFINE_FRACTION = 0.1
+_REFINE_LEVELS = 6
+
+
+def refine_triangles(vertices, faces, max_edge):
+    """(vertices, faces) of the same surface with every triangle cut in four (at its edges' midpoints) until no
+    edge is longer than `max_edge` [m] (at most 6 times); for the painter sort of the 2D viewer."""
+    v = np.asarray(vertices, dtype=np.float64)
+    tri = v[np.asarray(faces, dtype=np.int64)]                    # (F, 3, 3)
+    for _ in range(_REFINE_LEVELS):
+        length = np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2).max(axis=1)
+        cut = length > max_edge
+        if not cut.any():
+            break
+        a, b, c = tri[cut, 0], tri[cut, 1], tri[cut, 2]
+        ab, bc, ca = (a + b) / 2, (b + c) / 2, (c + a) / 2
+        pieces = np.stack([np.stack(t, axis=1) for t in ((a, ab, ca), (ab, b, bc), (ca, bc, c), (ab, bc, ca))], 1)
+        tri = np.concatenate([tri[~cut], pieces.reshape(-1, 3, 3)])
+    return tri.reshape(-1, 3), np.arange(3 * len(tri), dtype=np.int64).reshape(-1, 3)
+
+
 def _color_rgb(color, name):
     """0xRRGGBB int or (r, g, b) floats in [0, 1] -> (0xRRGGBB, (r, g, b))."""
     if isinstance(color, (int, np.integer)) and 0 <= int(color) <= 0xFFFFFF:
@@ -109,7 +131,37 @@ class Animation:
         if edges is not None:
             edges = _color_rgb(edges, "edges")[0]
         self.layers.append(dict(kind="mesh", data=data, per_frame=per_frame, faces=faces, color=hex_color,
-                                rgb=rgb, edges=edges))
+                                rgb=rgb, edges=edges, collider=False))
+        return self
+
+    def colliders(self, model, color=None, center=None, extent=None, edges=None):
+        """Every static collider of `model` (`SceneBuilder.add_collider`, a scene file's [colliders]) as a static
+        mesh layer, with the surfaces `tigradsim render` draws (`physics.collider_surfaces`): each at its current
+        pose and size (fitted values included); a sphere, box, capsule or mesh as itself, a plane (infinite) as a
+        square of half side `extent` [m] (default: `ground_extent`) centred on the foot of `center` [m] (default:
+        the camera's target) on the plane.  With the ground drawn, the pieces wholly under it are left out.  The 2D
+        viewer draws the colliders behind the objects (`draw_2d`).  color: 0xRRGGBB or (r, g, b) (default: the scene renders' collider
+        colour, `COLLIDER_RGB`); edges as in `mesh`.  A model without colliders adds nothing.  Returns self."""
+        from ..physics.collider_surfaces import COLLIDER_RGB, collider_surfaces
+        if not hasattr(model, "force_terms"):
+            raise TypeError(f"model: expected a tigradsim Model (SceneBuilder.finalize()), got {type(model).__name__}")
+        center = self.target if center is None else center
+        c = np.asarray(center, dtype=np.float64)
+        if c.shape != (3,) or not np.all(np.isfinite(c)):
+            raise ValueError(f"center={center!r}: expected a finite point (x, y, z) in metres")
+        extent = self.ground_extent if extent is None else extent
+        if not (isinstance(extent, (int, float, np.number)) and math.isfinite(extent) and extent > 0):
+            raise ValueError(f"extent={extent!r}: expected a positive half side in metres (a plane's drawn square)")
+        for vertices, faces in collider_surfaces(model, center=c, extent=float(extent)):
+            # the 2D viewer sorts triangles by their centres: a plane's two triangles or a wall's big faces would
+            # sort as one piece against the other colliders, so they are cut into pieces first
+            vertices, faces = refine_triangles(vertices, faces, REFINE_FRACTION * float(extent))
+            if self.ground:     # the ground hides what lies under it (a wall's square reaches below y = 0)
+                faces = faces[(vertices[faces][:, :, 1] > -1e-9).any(axis=1)]
+                if not len(faces):
+                    continue
+            self.mesh(vertices, faces, color=COLLIDER_RGB if color is None else color, edges=edges)
+            self.layers[-1]["collider"] = True
         return self
 
     def particles(self, points, radius=0.01, color=0x2060C0):
@@ -176,10 +228,28 @@ class Animation:
         """Draw frame k with a `Viewer` (the 2D ti.GUI renderer)."""
         if self.ground:
             viewer.ground(extent=self.ground_extent)
+        # the colliders first, then the objects, each in one painter sort over its meshes: the sort orders triangles
+        # by their centres, and a cloth or a box lying on a collider's surface would poke through it in one sort
+        # with the collider (an object behind a collider is drawn over it: the 3D window has a depth buffer)
+        for colliders in (True, False):
+            meshes = [layer for layer in self.layers if layer["kind"] == "mesh" and layer["collider"] == colliders]
+            if not meshes:
+                continue
+            points, faces, colors, start = [], [], [], 0
+            for layer in meshes:
+                pts = self.at(layer, k)
+                points.append(pts)
+                faces.append(layer["faces"] + start)
+                colors.append(np.full(len(layer["faces"]), layer["color"], dtype=np.int64))
+                start += len(pts)
+            viewer.triangles(np.concatenate(points), np.concatenate(faces), color=np.concatenate(colors), edges=None)
+            for layer in meshes:
+                if layer["edges"] is not None:
+                    viewer.edges(self.at(layer, k), layer["faces"], color=layer["edges"])
         for layer in self.layers:
             pts = self.at(layer, k)
             if layer["kind"] == "mesh":
-                viewer.triangles(pts, layer["faces"], color=layer["color"], edges=layer["edges"])
+                continue
             elif layer["kind"] == "particles":
                 viewer.particles(pts, radius=self.pixel_radius(layer["radius"], pts), color=layer["color"])
             else:

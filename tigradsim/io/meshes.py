@@ -115,7 +115,7 @@ def icosphere(subdivisions: int = 2, radius: float = 1.0, center=(0.0, 0.0, 0.0)
     return _verts(v * radius + np.asarray(center, dtype=np.float64)), index_rows(f, 3)
 
 
-def tet_ball(radius: float = 1.0, resolution: int = 2, shell_ratio=None, center=(0.0, 0.0, 0.0)):
+def tet_ball(radius: float = 1.0, resolution: int = 2, shell_ratio=None, center=(0.0, 0.0, 0.0), prism_layers: int = 0):
     """A tetrahedralised ball with an icosphere surface, built from concentric shells.
 
     The surface is an icosphere of level `resolution` (>= 1).  Inside it lie
@@ -128,15 +128,22 @@ def tet_ball(radius: float = 1.0, resolution: int = 2, shell_ratio=None, center=
     the centre.  Default (resolution 2): 205 vertices, 640 tets, 320 boundary
     triangles, all tets of quality 6 sqrt(2) V / l_rms^3 >= 0.65 (the paper's
     TetGen'd icosphere had about 160 vertices / 430 tets; resolution 1 gives 55 / 160).
+    prism_layers: that many more shells of level resolution-1 under the first one, each joined to the
+    next by 3 tets per triangle (a prism per triangle, cut along the diagonal from each side's lower vertex
+    index, so neighbouring prisms share their cuts): sizes between the levels' (resolution 3: 2,880 tets; with
+    2 prism layers 4,800).
     Returns (vertices, tets), positively oriented.
     """
     s = int(resolution)
     if s < 1:
         raise ValueError(f"tet_ball: resolution must be >= 1, got {resolution}")
+    if isinstance(prism_layers, bool) or not isinstance(prism_layers, (int, np.integer)) or prism_layers < 0:
+        raise ValueError(f"tet_ball: prism_layers must be a whole number >= 0, got {prism_layers!r}")
     if shell_ratio is not None and not 0.2 < shell_ratio < 0.95:
         raise ValueError(f"tet_ball: shell_ratio must lie in (0.2, 0.95), got {shell_ratio}")
     unit, levels, mids = _icosphere_levels(s)
     shell_levels = list(range(s, 0, -1)) if s > 1 else [1, 0]
+    shell_levels[1:1] = [shell_levels[1]] * int(prism_layers)
     offsets, parts, off, r = [], [], 0, 1.0
     for k in shell_levels:                       # level k: its first 10*4^k + 2 unit vertices
         n = 10 * 4 ** k + 2
@@ -154,6 +161,12 @@ def tet_ball(radius: float = 1.0, resolution: int = 2, shell_ratio=None, center=
     tets = []
     for j in range(len(shell_levels) - 1):
         k = shell_levels[j]
+        if shell_levels[j + 1] == k:             # two shells of one level: a prism per triangle
+            Oo, Oi = offsets[j], offsets[j + 1]
+            for A, B, C in np.sort(levels[k], axis=1):
+                tets += [(Oi + A, Oi + B, Oi + C, Oo + C), (Oi + A, Oi + B, Oo + B, Oo + C),
+                         (Oi + A, Oo + A, Oo + B, Oo + C)]
+            continue
         mid, Oo, Oi = mids[k - 1], offsets[j], offsets[j + 1]
         for A, B, C in levels[k - 1]:
             a, b, c = Oi + A, Oi + B, Oi + C

@@ -98,7 +98,8 @@ class Viewer:
         self.gui.lines(self.project(a), self.project(b), radius=radius, color=color)
 
     def triangles(self, vertices, faces, color=0x60A0E0, edges=0x305070, light=(0.3, 0.8, 0.5)):
-        """Flat-shaded triangles, painter-sorted back to front."""
+        """Flat-shaded triangles, painter-sorted back to front.  color: one 0xRRGGBB, or (F,) one per triangle
+        (several meshes sorted together: `Animation.draw_2d`)."""
         v = np.asarray(vertices, dtype=np.float64)
         f = np.asarray(faces)
         p = self.project(v)
@@ -106,15 +107,22 @@ class Viewer:
         normals = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
         normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
         shade = 0.35 + 0.65 * np.abs(normals @ (np.asarray(light) / np.linalg.norm(light)))
-        base = np.array([(color >> 16) & 255, (color >> 8) & 255, color & 255], dtype=np.float64)
-        rgb = np.clip(base[None] * shade[:, None], 0, 255).astype(np.int64)
+        color = np.broadcast_to(np.asarray(color, dtype=np.int64), (len(f),))
+        base = np.stack([(color >> 16) & 255, (color >> 8) & 255, color & 255], axis=1).astype(np.float64)
+        rgb = np.clip(base * shade[:, None], 0, 255).astype(np.int64)
         colors = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
         depth = np.linalg.norm(tri.mean(axis=1) - self.eye, axis=1)
         order = np.argsort(depth)[::-1]                 # farthest first
         self.gui.triangles(p[f[order, 0]], p[f[order, 1]], p[f[order, 2]], color=colors[order])
         if edges is not None:
-            e = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
-            self.gui.lines(p[e[:, 0]], p[e[:, 1]], radius=0.5, color=edges)
+            self.edges(vertices, faces, color=edges)
+
+    def edges(self, vertices, faces, color=0x305070):
+        """The edges of triangles (vertices (V, 3) [m], faces (F, 3)) as thin lines."""
+        p = self.project(np.asarray(vertices, dtype=np.float64))
+        f = np.asarray(faces)
+        e = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+        self.gui.lines(p[e[:, 0]], p[e[:, 1]], radius=0.5, color=color)
 
     def text(self, content, pos=(0.02, 0.97), color=0x202020, font_size=18):
         self.gui.text(content, pos, font_size=font_size, color=color)

@@ -31,11 +31,18 @@ The differentiable arithmetic (closest points, normal, force) is recomputed once
 from the step's state and `body_shape_size` (so gradients reach poses, velocities, sizes, ke, kd, kf and mu).
 The closest-point parameters are smooth while interior; the choice of edge is piecewise constant.
 
-Cost: one flat loop over (box pair, edge of a): 12 P iterations (P = box pairs that may meet, built once),
-culled first by the two bodies' bounding spheres (`ShapeTable.cull_radius`), then by the distance of a's edge
-to b's bounding sphere; only then b's edges are tested, one candidate per axis of b (3 unrolled tests,
-`_axis_depth`).  For vs_warp.py's pile of 64 boxes:
-2,016 pairs, 24,192 sphere tests a step.
+Pairs (`SceneBuilder.broad_phase`, as `body_contact`'s corners): "grid" (default), the box pairs whose bounding
+spheres overlap at the step, from `broadphase.BroadPhase` with bodies as touchers (each pair once, a < b; a
+uniform grid rebuilt every step outside the AD, O(boxes) work, and rebuilt from the stored state before the
+step's reverse); or "flat", the static list of every box pair that may meet (contact groups, `box_pairs`), each
+culled by the bounding spheres every step: O(boxes^2) (vs_warp.py's pile of 64 boxes: 2,016 pairs, 24,192
+iterations a step).  Both give the same set of pairs past the sphere test, in the same order where loops are
+serial (tests/test_box_edges.py compares the trajectories).
+
+Cost: one flat loop over (box pair, edge of a): 12 P iterations (P listed pairs), culled first by the two
+bodies' bounding spheres (`ShapeTable.cull_radius`; the grid's pairs pass it already), then by the distance of
+a's edge to b's bounding sphere; only then b's edges are tested, one candidate per axis of b (3 unrolled tests,
+`_axis_depth`).
 
 Measured on the 2-vCPU VM shared with other jobs (8 boxes of 0.1 m in a 4 x 4 lattice, f32, 200 steps, cached
 kernels, runs alternated, load ~5): forward 3.6-3.8 -> 5.3 us a step; forward + backward 15-21 -> 19 us a step
@@ -61,16 +68,21 @@ _PARALLEL = 1e-3
 _SLACK = 1e-6
 
 
-def box_pairs(bodies, kinds, groups, laws):
-    """{law: (P, 2) int32 array of (a, b), a < b}: the pairs of box-shaped bodies that can meet (contact
-    groups), by the law of a.  `kinds` (B,) shape kind ids, `groups` (B,) contact groups, `laws` (B,)."""
-    boxes = [k for k in range(len(bodies)) if kinds[k] == BOX]
+def box_pairs(kinds, groups, laws):
+    """{law: (P, 2) int32 array of (a, b), a < b, ascending}: the pairs of box-shaped bodies that can meet
+    (contact groups), by the law of a.  `kinds` (B,) shape kind ids, `groups` (B,) contact groups, `laws` (B,)."""
+    boxes = np.flatnonzero(np.asarray(kinds) == BOX)
+    groups = np.asarray(groups)
+    ia, ib = np.triu_indices(len(boxes), 1)
+    a, b = boxes[ia], boxes[ib]
+    meet = groups_meet(groups[a], groups[b])
+    a, b = a[meet], b[meet]
     out = {}
-    for ia, a in enumerate(boxes):
-        for b in boxes[ia + 1:]:
-            if groups_meet(groups[a], groups[b]):
-                out.setdefault(laws[a], []).append((a, b))
-    return {law: np.array(p, dtype=np.int32) for law, p in out.items()}
+    for law in dict.fromkeys(laws[k] for k in boxes):          # the laws of the boxes, in order
+        of_law = np.array([laws[k] == law for k in a], dtype=bool)
+        if of_law.any():
+            out[law] = np.stack([a[of_law], b[of_law]], axis=1).astype(np.int32)
+    return out
 
 
 @ti.func
@@ -113,17 +125,22 @@ def _closest(p0, d, q0, e):
 
 @ti.data_oriented
 class BoxEdgeContact(StepTerm):
-    """Edge-edge contact of the box pairs `pairs` ((P, 2) int array, a < b) by contact law `law` (module
-    docstring).  shapes: the finalized body ShapeTable (prefix "body_shape")."""
+    """Edge-edge contact by contact law `law` of the box pairs `pairs` ((P, 2) int array, a < b: every pair that
+    may meet, `box_pairs`) (module docstring).  shapes: the finalized body ShapeTable (prefix "body_shape").
+    broad: a `broadphase.BroadPhase` with touchers "bodies" (the boxes of law `law` against every box) whose
+    step's pairs the term evaluates, or None: the flat loop over `pairs`.  The stability limits cover `pairs`."""
 
-    def __init__(self, model, shapes, law: ContactLaw, pairs):
+    def __init__(self, model, shapes, law: ContactLaw, pairs, broad=None):
         super().__init__(model)
         self.shapes = shapes
         self.law = law
         self.pair_count = len(pairs)
         self.pairs_np = np.asarray(pairs, dtype=np.int32).reshape(-1, 2)
-        self.pairs = ti.Vector.field(2, ti.i32, shape=(self.pair_count,))
-        self.pairs.from_numpy(self.pairs_np)
+        self.use_broad = broad is not None     # compile-time switch
+        self.broad = broad
+        self.pairs = ti.Vector.field(2, ti.i32, shape=(1 if self.use_broad else self.pair_count,))
+        if not self.use_broad:
+            self.pairs.from_numpy(self.pairs_np)
 
     @ti.func
     def _axis_depth(self, p0, d, ua, wa, hb, k: ti.template()):
@@ -220,19 +237,27 @@ class BoxEdgeContact(StepTerm):
         state.body_f[s_, b] += spatial(-r_b.cross(f), -f)
 
     @ti.func
+    def _pair_edge(self, state: ti.template(), s: ti.template(), a, b, i):
+        """Edge i of a against b, when the bodies' bounding spheres overlap."""
+        gap = body_position(state.body_q[s, a]) - body_position(state.body_q[s, b])
+        reach = self.shapes.cull_radius(a) + self.shapes.cull_radius(b)
+        if gap.dot(gap) < reach * reach:
+            self._edge_pair(state, s, a, b, i)
+
+    @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        ti.loop_config(serialize=self.serial)
-        for k in range(self.pair_count * EDGE_COUNT):
-            p = k // EDGE_COUNT
-            i = k - p * EDGE_COUNT
-            a = self.pairs[p][0]
-            b = self.pairs[p][1]
-            qa = state.body_q[s, a]
-            qb = state.body_q[s, b]
-            gap = body_position(qa) - body_position(qb)
-            reach = self.shapes.cull_radius(a) + self.shapes.cull_radius(b)
-            if gap.dot(gap) < reach * reach:                 # the bodies' bounding spheres overlap
-                self._edge_pair(state, s, a, b, i)
+        if ti.static(self.use_broad):          # the step's pairs (built before the step)
+            ti.loop_config(serialize=self.serial)
+            for k in range(self.broad.pair_count[None] * EDGE_COUNT):
+                p = k // EDGE_COUNT
+                pair = self.broad.pairs[p]
+                self._pair_edge(state, s, pair[0], pair[1], k - p * EDGE_COUNT)
+        else:
+            ti.loop_config(serialize=self.serial)
+            for k in range(self.pair_count * EDGE_COUNT):
+                p = k // EDGE_COUNT
+                pair = self.pairs[p]
+                self._pair_edge(state, s, pair[0], pair[1], k - p * EDGE_COUNT)
 
     def stability_limits(self):
         """Per box pair: the normal and friction modes with the pair's mean ke, kd, kf on the inverse effective

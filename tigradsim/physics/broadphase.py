@@ -9,7 +9,9 @@ and hands them to the differentiable narrow phase as a list, so the contact term
 
 The same mechanism lists particle-particle pairs (cloth self-contact, `cloth_self_contact`): the targets are then
 particles with a radius of their own (half the contact thickness), each pair is listed once (i < j), and the pairs
-the caller leaves out (neighbours at rest) are skipped.
+the caller leaves out (neighbours at rest) are skipped.  And body-body pairs (the crossed edges of two boxes,
+`box_edges`): the touchers are then bodies, each at its centre with its bounding radius (`cull_radius`) as contact
+radius, so a pair is listed when the two bounding spheres overlap, once (a < b).
 
 Build (`build(s, t)`: one Taichi kernel, NOT differentiated; it reads the state of slot s):
   1. the grid: the box around every body's sphere inflated by the largest toucher radius r_max, cut into cubic
@@ -20,7 +22,8 @@ Build (`build(s, t)`: one Taichi kernel, NOT differentiated; it reads the state 
      cell) and lists (i, b) for the bodies there that pass the sphere test, the contact-group test
      (`body_contact.contact_groups`) and, for a body's own contact points, b != its body.
 The pair list (`pairs`, `pair_count`) has a bounded capacity: `capacity_per_toucher` pairs per toucher
-(`SceneBuilder.broad_phase_capacity`, default DEFAULT_PAIRS_PER_TOUCHER).  A step that needs more raises
+(`SceneBuilder.broad_phase_capacity`, default DEFAULT_PAIRS_PER_TOUCHER; BODY_PAIR_SCALE times that per body for
+body pairs).  A step that needs more raises
 `BroadPhaseCapacityError` naming the capacity and the count.
 
 Cell size h (chosen every build from the radii): h = 2 x the MEAN inflated bounding radius (R_b + r_max) of the
@@ -49,6 +52,10 @@ from ..core.runtime import serial_scatter
 from .rigid_pose import body_position, body_rotation, quat_rotate
 
 DEFAULT_PAIRS_PER_TOUCHER = 8
+# body-pair lists hold this many times `broad_phase_capacity` pairs per body: in a dense pile of equal boxes a
+# box's bounding sphere (radius sqrt(3) h, h the half side) meets those of its 18 face and edge neighbours on a
+# lattice and more when they are staggered, about half of them listed once per pair (a < b)
+BODY_PAIR_SCALE = 2
 CELLS_PER_BODY = 8
 ITEMS_PER_BODY = 16
 MIN_CELLS = 1024
@@ -83,18 +90,20 @@ class BroadPhase:
     """Candidate (toucher, body) pairs of one contact term (module docstring).
 
     model: the Model; shapes: the body ShapeTable (prefix "body_shape").
-    touchers: "points" (body contact points: `contact_point`, `contact_body`, `body_contact_radius`) or
-        "particles" (`particle_q` of the state, `particle_radius`); toucher_indices: (U,) the touchers of the
-        term (indices of contact points or particles).
+    touchers: "points" (body contact points: `contact_point`, `contact_body`, `body_contact_radius`),
+        "particles" (`particle_q` of the state, `particle_radius`) or "bodies" (a body's centre and bounding radius
+        `shapes.cull_radius`; each pair (a, b) listed once, a < b); toucher_indices: (U,) the touchers of the term
+        (indices of contact points, particles or bodies).
     bodies: (T,) the body indices the touchers may touch.  capacity_per_toucher: pairs per toucher.
     After `build(s, t)`: `pair_count[None]` pairs (toucher index, body index) in `pairs[0 .. pair_count)`.
     """
 
     def __init__(self, model, shapes, touchers: str, toucher_indices, bodies, capacity_per_toucher: int,
-                 particle_pairs=None):
-        if touchers not in ("points", "particles") or (particle_pairs is not None and touchers != "particles"):
-            raise ValueError(f"touchers: expected 'points' or 'particles' ('particles' for particle pairs), got "
-                             f"{touchers!r}")
+                 particle_pairs=None, capacity_scale: int = 1):
+        if touchers not in ("points", "particles", "bodies") or \
+                (particle_pairs is not None and touchers != "particles"):
+            raise ValueError(f"touchers: expected 'points', 'particles' or 'bodies' ('particles' for particle pairs), "
+                             f"got {touchers!r}")
         self.model, self.shapes, self.kind = model, shapes, touchers
         # particle-particle pairs (cloth self-contact): the targets are particles too; `particle_pairs` gives
         # their radius (half the contact thickness) and which pairs are left out (`ParticlePairs`)
@@ -102,8 +111,11 @@ class BroadPhase:
         self.bodies = particle_pairs is None     # compile-time switch: the targets are bodies
         self.toucher_count = len(toucher_indices)
         self.target_count = len(bodies)
-        self.capacity = max(1, capacity_per_toucher * self.toucher_count)
-        self.capacity_per_toucher = capacity_per_toucher
+        # capacity_scale: pairs per toucher per unit of `SceneBuilder.broad_phase_capacity` (BODY_PAIR_SCALE for
+        # body pairs), so the error can name the builder's setting
+        self.capacity_scale = capacity_scale
+        self.capacity_per_toucher = capacity_per_toucher * capacity_scale
+        self.capacity = max(1, self.capacity_per_toucher * self.toucher_count)
         self.cell_capacity = max(MIN_CELLS, CELLS_PER_BODY * self.target_count)
         self.item_capacity = max(MIN_CELLS, ITEMS_PER_BODY * self.target_count)
         self.touchers = _index_field(toucher_indices)
@@ -136,6 +148,11 @@ class BroadPhase:
             r = self.model.body_contact_radius[a]
             group = self.model.body_contact_group[a]
             own = a
+        elif ti.static(self.kind == "bodies"):
+            x = body_position(state.body_q[s, i])
+            r = self.shapes.cull_radius(i)
+            group = self.model.body_contact_group[i]
+            own = i
         else:
             x = state.particle_q[s, i]
             r = self._toucher_radius(i)
@@ -160,10 +177,12 @@ class BroadPhase:
 
     @ti.func
     def _left_out(self, i, own, j):
-        """Whether the pair (toucher i, target j) is not a contact: a body's own points; for particle pairs each
-        pair once (i < j) and the pairs `ParticlePairs` leaves out."""
+        """Whether the pair (toucher i, target j) is not a contact: a body's own points; for body pairs each pair
+        once (i < j); for particle pairs each pair once (i < j) and the pairs `ParticlePairs` leaves out."""
         out = False
-        if ti.static(self.bodies):
+        if ti.static(self.kind == "bodies"):
+            out = j <= i
+        elif ti.static(self.bodies):
             out = j == own
         else:
             out = j <= i or self.particle_pairs.left_out(i, j)
@@ -174,6 +193,8 @@ class BroadPhase:
         r = 0.0
         if ti.static(self.kind == "points"):
             r = self.model.body_contact_radius[self.model.contact_body[i]]
+        elif ti.static(self.kind == "bodies"):
+            r = self.shapes.cull_radius(i)
         elif ti.static(self.bodies):
             r = self.model.particle_radius[i]
         else:
@@ -289,10 +310,11 @@ class BroadPhase:
         self._build(state, s)
         count = int(self.pair_count[None])
         if count > self.capacity:
-            what = "(contact point, body)" if self.kind == "points" else "(particle, body)" if self.bodies \
-                else "(particle, particle)"
+            what, one = {"points": ("(contact point, body)", "contact point"), "bodies": ("(body, body)", "body")}.get(
+                self.kind, ("(particle, body)" if self.bodies else "(particle, particle)", "particle"))
+            per = -(-count // self.toucher_count)
             raise BroadPhaseCapacityError(
                 f"broad phase: {count} candidate {what} pairs at step {t} exceed the pair list's capacity "
-                f"{self.capacity} ({self.capacity_per_toucher} per {'contact point' if self.kind == 'points' else 'particle'}"
-                f" x {self.toucher_count}); raise SceneBuilder.broad_phase_capacity (pairs per toucher) to at least "
-                f"{-(-count // self.toucher_count)}")
+                f"{self.capacity} ({self.capacity_per_toucher} per {one} x {self.toucher_count}); raise "
+                f"SceneBuilder.broad_phase_capacity (pairs per toucher) to at least "
+                f"{-(-per // self.capacity_scale)}")

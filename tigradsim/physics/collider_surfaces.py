@@ -1,5 +1,5 @@
 """Triangle surfaces of a model's static colliders, for pictures (the scene renders of `tigradsim render`, the
-viewer's mesh layers); the contact itself never reads them (it asks `shapes.ShapeTable.distance`).
+viewer's collider layers, `Animation.colliders`); the contact itself never reads them (it asks `shapes.ShapeTable.distance`).
 
 `collider_surfaces(model, center, extent)` gives one (vertices (V, 3) [m], faces (F, 3)) per collider, in the
 world at the collider's CURRENT pose and size (`collider_pose`, `collider_size`: fitted values included):
@@ -17,6 +17,10 @@ import numpy as np
 from ..io.meshes import box_surface, icosphere
 from .rigid_pose import quat_to_matrix_np
 from .shapes import BOX, CAPSULE, MESH, PLANE, SPHERE
+
+# the colour colliders are drawn in (r, g, b in [0, 1]): the scene renders (`scenes.scene_picture`) and the
+# viewer's collider layers (`io.animation.Animation.colliders`)
+COLLIDER_RGB = (0.69, 0.53, 0.31)
 
 
 def local_surface(kind, size, mesh=None, center_local=(0.0, 0.0, 0.0), extent=1.0):

@@ -35,8 +35,9 @@ from .body_contact import (BodyBodyContact, body_contact_fields, body_effective_
                            groups_meet)
 from .body_shapes import body_shape_table
 from .box_edges import BoxEdgeContact, box_pairs
-from .broadphase import BroadPhase, check_broad_phase
+from .broadphase import BODY_PAIR_SCALE, BroadPhase, check_broad_phase
 from .rigid_pose import body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv, spatial, top
+from .shapes import BOX
 
 
 @ti.data_oriented
@@ -139,11 +140,14 @@ def touch_terms(builder, model, bodies) -> list:
             broad = BroadPhase(model, shapes, "points", points, np.arange(B), capacity) if mode == "grid" else None
             terms.append(BodyBodyContact(model, shapes, law, None if len(by_law) == 1 else _index_field(points),
                                          broad))
-        # crossed box edges: a static list of the box pairs that may meet, each culled by bounding spheres
-        # every step (quadratic in the number of boxes, unlike the corners' broad phase)
-        kinds = [b["table_entry"][0] for b in bodies]
-        for law, box_pair_list in box_pairs(bodies, kinds, body_groups, laws).items():
-            terms.append(BoxEdgeContact(model, shapes, law, box_pair_list))
+        # crossed box edges: the box pairs of each step from a broad phase over the boxes (bodies as touchers),
+        # or the flat loop over every box pair that may meet
+        kinds = np.array([b["table_entry"][0] for b in bodies])
+        boxes = np.flatnonzero(kinds == BOX)
+        for law, box_pair_list in box_pairs(kinds, body_groups, laws).items():
+            broad = BroadPhase(model, shapes, "bodies", [b for b in boxes if laws[b] == law], boxes, capacity,
+                               capacity_scale=BODY_PAIR_SCALE) if mode == "grid" else None
+            terms.append(BoxEdgeContact(model, shapes, law, box_pair_list, broad))
     if P:
         if not hasattr(model, "particle_contact_group"):     # cloth self-contact may have made it
             model.add_field("particle_contact_group", ti.i32, (P,), contact_groups(builder, "particles", P),

@@ -28,7 +28,7 @@ CAMERA = dict(eye=(-0.7, 0.9, 3.2), target=(-0.7, 0.35, 0.0), fov=45)
 
 BOX = (0.3, 0.2, 0.25)           # box size [m]
 START = 1.6                      # distance of the box's start up the ramp from its foot [m]
-RAMP_LENGTH, RAMP_WIDTH = 2.4, 1.4
+RAMP_LENGTH = 2.4                # the length of ramp the pictures show, from its foot up [m]
 PARTICLE_RADIUS, PARTICLE_MASS = 0.05, 0.05
 
 
@@ -58,14 +58,6 @@ def ramp_model(angle=np.radians(25.0), mu=0.2, *, mass=1.0, ke=1e4, kd=10.0, kf=
              for k in range(particles)]
         b.add_particles(np.array(q), None, PARTICLE_MASS, radius=PARTICLE_RADIUS)
     return b.finalize(requires_grad=requires_grad)
-
-
-def ramp_mesh(angle):
-    """A slab (vertices, faces) under the ramp's surface, from its foot RAMP_LENGTH up, for drawing."""
-    rot, normal, down = ramp_frame(angle)
-    v, f = meshes.box_surface((RAMP_LENGTH, 0.04, RAMP_WIDTH))
-    centre = -down * RAMP_LENGTH / 2 - normal * 0.02
-    return v @ quat_to_matrix_np(rot).T + centre, f
 
 
 def slide_acceleration(times, positions, down, on_ramp):

@@ -11,7 +11,8 @@ on a light grey background.  Not differentiable (no Tape): a picture, not a loss
 """
 import numpy as np
 
-COLLIDER_RGB = (0.69, 0.53, 0.31)
+from ..physics.collider_surfaces import COLLIDER_RGB
+
 BACKGROUND_RGB = (0.92, 0.92, 0.92)
 
 
