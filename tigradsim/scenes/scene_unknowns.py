@@ -22,6 +22,7 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
     if target.count(".") != 1:
         raise SceneError(file, "unknowns", target, 'expected "OBJECT.PARAM", e.g. "box.mass" or "ground.mu"')
     obj, param = target.split(".")
+    linear = ()                  # parameters fitted in linear space by default (negative values make sense)
     if obj == "ground":
         if ground is None:
             raise SceneError(file, "unknowns", target, "the scene has no [ground]")
@@ -35,7 +36,9 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
             allowed = RIGID_PARAMS + tuple(TIES)
         elif o.kind == "mpm":                  # scene_mpm.mpm_unknown_params
             from ..core.registry import get_material
-            allowed = tuple(get_material(o.material).params) + ("density",)
+            from .scene_mpm import VELOCITY_PARAMS
+            allowed = tuple(get_material(o.material).params) + ("density",) + VELOCITY_PARAMS
+            linear = VELOCITY_PARAMS
         else:
             from ..core.registry import get_material
             allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
@@ -50,7 +53,7 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
         raise SceneError(file, "unknowns", target, f"{obj!r} has no parameter {param!r}" +
                          (f"; did you mean {obj}.{close[0]!r}?" if close else "") +
                          f" (parameters: {', '.join(allowed)})")
-    log = t.boolean("log", True)
+    log = t.boolean("log", param not in linear)
     init = t.number("init", positive=log)
     lower = t.number("lower", None, positive=log)
     upper = t.number("upper", None, positive=log)
