@@ -89,10 +89,29 @@ def test_grid_without_mpm_objects_is_an_error():
 def test_each_family_takes_its_material_unknowns(material, params, unknowns):
     data = _jelly()
     data["objects"]["jelly"].update(material=material, params=params)
-    data["unknowns"] = {f"jelly.{p}": {"init": 0.3 if p == "nu" else 1.0, "log": p != "nu"} for p in unknowns}
+    given = {"nu": {"init": 0.3, "log": False, "lower": 0.0, "upper": 0.45},      # capped: an upper bound
+             "friction_angle": {"init": 30.0, "lower": 10.0, "upper": 45.0}}
+    data["unknowns"] = {f"jelly.{p}": given.get(p, {"init": 1.0}) for p in unknowns}
     spec = _parse(data)
     assert [u.param for u in spec.unknowns] == list(unknowns)
     assert spec.objects["jelly"].material == material
+
+
+@pytest.mark.parametrize("unknown, where, words", [
+    ({"init": 0.3}, "upper", "missing: material 'mpm_neo_hookean' caps 'nu'"),       # log space, no cap
+    ({"init": 0.3, "upper": 0.5}, "upper", "0.5 is outside the range"),
+    ({"init": 0.3, "log": False, "upper": 0.45}, "lower", "missing"),                  # linear: -1 < nu
+    ({"init": 0.55, "upper": 0.6}, "init", "outside the range"),
+])
+def test_capped_material_unknowns_need_bounds_inside_the_range(unknown, where, words):
+    """An MPM material parameter its material caps (nu < 0.5, -1 < nu) is fitted within bounds the material
+    accepts: the parser says which bound is missing or outside, naming the unknown."""
+    data = _jelly()
+    data["unknowns"] = {"jelly.nu": unknown}
+    with pytest.raises(SceneError) as info:
+        _parse(data)
+    msg = str(info.value)
+    assert 'unknowns."jelly.nu"' in msg and where in msg and words in msg, msg
 
 
 @pytest.mark.slow
@@ -227,6 +246,7 @@ def test_velocity_unknowns_set_the_file_axis_component():
     np.testing.assert_allclose(scene.model.get("mpm_v0")[:, 1], 0.5, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_scene_loss_gradient_in_initial_velocity_matches_finite_differences():
     """d loss / d (vx, vy) of an MPM object's initial velocity through the whole scene-file path (rollout,
     splats, mask loss) against central differences in float64: a jelly thrown sideways, falling, 4 frames."""

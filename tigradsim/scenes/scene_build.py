@@ -34,6 +34,7 @@ from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, pr
 from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
 from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
+from .scene_mpm import mpm_checkpoint_every      # MPM: checkpointed by default
 from ..io.outlines import outline_frames     # re-exported (the pictures of a fit)
 from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
@@ -200,7 +201,8 @@ class Scene:
         # "rigid", "soft", "mpm" (MPM objects only), or "mixed" (rigid and soft objects touching: a soft ball on a box)
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.model = b.finalize(requires_grad=requires_grad)
-        self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
+        every = mpm_checkpoint_every(spec, self.steps) if self.kind == "mpm" else spec.checkpoint_every
+        self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=every)
         self.camera = scene_camera(spec, footage.factor)
         self.renderer = self._make_renderer()
         self.views = build_views(self, footages)         # every camera's renderer (the first is self.renderer)

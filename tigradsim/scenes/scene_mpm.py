@@ -28,8 +28,9 @@ import numpy as np
 
 from .scene_table import SceneError, _Table
 
-__all__ = ["MPM_KEYS", "parse_mpm_object", "parse_mpm_grid", "check_mpm_scene", "mpm_unknown_params", "add_mpm_grid",
-           "add_mpm_object", "make_splatter"]
+__all__ = ["MPM_KEYS", "VELOCITY_PARAMS", "parse_mpm_object", "parse_mpm_grid", "check_mpm_scene",
+           "mpm_unknown_params", "velocity_tie", "mpm_checkpoint_every", "add_mpm_grid", "add_mpm_object",
+           "make_splatter"]
 
 MPM_KEYS = ("type", "position", "rotation", "velocity", "color", "box", "mesh", "scale", "material", "params",
             "density", "particles_per_cell", "splat_radius")
@@ -170,6 +171,16 @@ def mpm_unknown_params(u, model, handle, kw, model_axes=np.eye(3)):
 
 # ---------------------------------------------------------------------------
 # building (scene_build.Scene)
+
+def mpm_checkpoint_every(spec, steps) -> int:
+    """The Simulator's checkpoint_every for an MPM scene: the file's [simulation] checkpoint_every, else
+    ceil(sqrt(steps)) (as many segments as steps in one: the fewest stored steps, ~2 sqrt(steps), for one
+    extra forward pass in the backward).  An MPM step's state holds the grid (7 values per node, and their
+    gradients) beside the particles: kept at every step, a PAC-NeRF-sized rollout (~500 steps of a 27^3-node
+    grid) takes GBs."""
+    if spec.checkpoint_every is not None:
+        return spec.checkpoint_every
+    return max(1, int(np.ceil(np.sqrt(steps))))
 
 def add_mpm_grid(spec, b):
     """[mpm_grid] on the SceneBuilder `b`, in the y-up world; returns the `MPMGrid`."""
