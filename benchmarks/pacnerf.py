@@ -37,7 +37,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOOTAGE = os.path.join(ROOT, "benchmarks", "footage", "pacnerf")
-CONTROL = os.path.join(ROOT, "benchmarks", "footage", "pacnerf_control")
+CONTROL = os.path.join(ROOT, "benchmarks", "out", "pacnerf_control_clips")     # made by --control, not kept
 
 # issue 47's acceptance
 REL_TARGET = 0.05                # median relative error on these parameters
@@ -368,7 +368,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--control", action="store_true", help="make and fit own-model control clips")
     parser.add_argument("--root", default=None, help="clip folders' parent (default: the PAC-NeRF footage, or "
-                                                     "benchmarks/footage/pacnerf_control with --control)")
+                                                     "benchmarks/out/pacnerf_control_clips with --control)")
     parser.add_argument("--families", default=None, help="comma-separated clip folder names (default: all)")
     parser.add_argument("--no-make", action="store_true", help="--control: fit the control clips already made")
     parser.add_argument("--frames", type=int, default=FRAME_COUNT, help="--control: frames per clip")
