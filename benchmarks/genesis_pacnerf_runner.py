@@ -152,6 +152,11 @@ def main(spec_path, out_path):
                                           upper_bound=tuple(spec["upper_bound"]),
                                           grid_density=spec["grid_density"], particle_size=spec["particle_size"]),
         show_viewer=False)
+    if spec.get("floor_friction") is not None:
+        # a fixed rigid plane y = 0 coupled to the MPM grid (Genesis's legacy coupler: a node near or inside it
+        # loses its approaching normal velocity and, Coulomb-like, coup_friction times that from its tangential one)
+        scene.add_entity(morph=gs.morphs.Plane(pos=(0.0, 0.0, 0.0), normal=(0.0, 1.0, 0.0), fixed=True),
+                         material=gs.materials.Rigid(coup_friction=spec["floor_friction"]))
     entity = scene.add_entity(material=material(gs, qd, spec),
                               morph=gs.morphs.Box(pos=tuple(spec["box_center"]), size=tuple(spec["box_size"]),
                                                   quat=tuple(spec["box_quat"])))

@@ -25,7 +25,12 @@ genesis_pacnerf_runner.py's docstring and in FAMILIES below):
     sand         Genesis MPM.Sand                     <-> mpm_drucker_prager    E, nu, friction_angle identical
                  (Genesis keeps Klar et al.'s volume correction Jp; tigradsim has none)
     newtonian    Genesis MPM.Liquid(viscous=True)     <-> mpm_newtonian         eta = mu_G dt, K = lam_G + 2 mu_G / 3
+                 (dt = the substep: 1/2400 s)
     bingham      Genesis user material BinghamLiquid  <-> mpm_bingham           identical (Papanastasiou-regularised)
+Floor: elastic and plasticine fall on Genesis's frictionless domain wall (scene: [mpm_grid] mu = 0); sand and the
+two fluids on a floor with Coulomb friction 0.5 (Genesis: a fixed rigid plane coupled to the grid; scene: mu = 0.5),
+without which they spread into single-particle sheets.  Time step: elastic, plasticine 1/4800 s (PAC-NeRF's);
+sand (E 3e5 known), fluids 1/2400 s (their stable step at Genesis's grid); the scene files use the same.
 The initial velocity is zero: every object is released from rest at the first frame (t = 0), its lowest point
 LIFT above the floor; the scene file says so (no velocity unknown).
 
@@ -65,7 +70,6 @@ OUT = os.path.join(HERE, "footage", "pacnerf")
 FPS = 24.0
 FRAMES = 14                      # PAC-NeRF's clips: 13-16 frames at 24 fps
 STEPS_PER_FRAME = 200            # dt = 1 / 4800 s, PAC-NeRF's
-DT = 1.0 / (FPS * STEPS_PER_FRAME)
 GRAVITY = 9.8
 DENSITY = 1000.0                 # kg / m^3, PAC-NeRF's rho; known (weighed)
 LIFT = 0.15                      # m: the lowest point of the object above the floor at release
@@ -116,20 +120,20 @@ FAMILIES = {
         law="von_mises", genesis=lambda t: dict(E=t["E"], nu=t["nu"], yield_stress=t["yield_stress"])),
     "sand": dict(
         name="sand", box=(0.16, 0.26, 0.16), tilt=((1.0, 0.0, 1.0), 10.0), colour=(0.80, 0.62, 0.30),
-        material="mpm_drucker_prager", truth={"friction_angle": 35.0}, known={"E": 1e6, "nu": 0.3},
-        unknowns={"friction_angle": (10.0, 2.0, 60.0)},
-        law="sand", genesis=lambda t: dict(E=1e6, nu=0.3, friction_angle=t["friction_angle"])),
+        material="mpm_drucker_prager", truth={"friction_angle": 35.0}, known={"E": 3e5, "nu": 0.3},
+        unknowns={"friction_angle": (10.0, 2.0, 60.0)}, floor_mu=0.5, steps_per_frame=100,
+        law="sand", genesis=lambda t: dict(E=3e5, nu=0.3, friction_angle=t["friction_angle"])),
     "newtonian": dict(
         name="fluid", box=(0.20, 0.20, 0.20), tilt=((1.0, 0.0, 1.0), 20.0), colour=(0.15, 0.60, 0.35),
         material="mpm_newtonian", truth={"viscosity": 25.0, "bulk_modulus": 1.0e5}, known={},
-        unknowns={"viscosity": (10.0, 0.1, 1e4), "bulk_modulus": (1e4, 1e3, 1e7)},
+        unknowns={"viscosity": (10.0, 0.1, 1e4), "bulk_modulus": (1e4, 1e3, 1e7)}, floor_mu=0.5, steps_per_frame=100,
         law="newtonian", genesis=lambda t: dict(viscosity=t["viscosity"], bulk_modulus=t["bulk_modulus"])),
     "bingham": dict(
         name="paste", box=(0.20, 0.20, 0.20), tilt=((0.0, 0.0, 1.0), 10.0), colour=(0.85, 0.80, 0.70),
-        material="mpm_bingham", truth={"yield_stress": 400.0, "plastic_viscosity": 4.0, "bulk_modulus": 1.0e5},
+        material="mpm_bingham", truth={"yield_stress": 400.0, "plastic_viscosity": 4.0, "bulk_modulus": 3.0e5},
         known={"regularization_rate": 1.0},
         unknowns={"yield_stress": (10.0, 1.0, 1e5), "plastic_viscosity": (1.0, 0.01, 1e3),
-                  "bulk_modulus": (1e5, 1e3, 1e7)},
+                  "bulk_modulus": (1e5, 1e3, 1e7)}, floor_mu=0.5, steps_per_frame=100,
         law="bingham", genesis=lambda t: dict(yield_stress=t["yield_stress"], plastic_viscosity=t["plastic_viscosity"],
                                               bulk_modulus=t["bulk_modulus"], regularization_rate=1.0)),
 }
@@ -184,14 +188,23 @@ def cameras():
 
 
 # -- the engine ------------------------------------------------------------------------------------------
+def steps_per_frame(fam):
+    return fam.get("steps_per_frame", STEPS_PER_FRAME)
+
+
 def simulate(family, fam, work):
-    """Run Genesis (its venv) on the family's clip; returns the runner's npz as a dict and the spec."""
+    """Run Genesis (its venv) on the family's clip; returns the runner's npz as a dict and the spec.  Without
+    floor friction the floor is Genesis's own domain wall (frictionless, 3 cells inside its bounds: y = 0); with
+    it (fam["floor_mu"]) a fixed rigid plane y = 0 coupled to the grid with coup_friction = floor_mu, the domain's
+    wall then 3 cells below it."""
     centre, q = initial_pose(fam)
     dx = 1.0 / GENESIS_GRID
-    spec = dict(law=fam["law"], rho=DENSITY, grid_density=float(GENESIS_GRID), lower_bound=[-3 * dx] * 3,
+    lower = [-3 * dx, -6 * dx if fam.get("floor_mu") else -3 * dx, -3 * dx]
+    spec = dict(law=fam["law"], rho=DENSITY, grid_density=float(GENESIS_GRID), lower_bound=lower,
                 upper_bound=[1 + 3 * dx] * 3, particle_size=dx / 2, box_size=list(fam["box"]),
                 box_center=centre.tolist(), box_quat=[q[3], q[0], q[1], q[2]], gravity=[0.0, -GRAVITY, 0.0],
-                dt=DT, steps_per_frame=STEPS_PER_FRAME, frames=FRAMES, surface_voxel=dx / 4,
+                dt=1.0 / (FPS * steps_per_frame(fam)), steps_per_frame=steps_per_frame(fam), frames=FRAMES,
+                floor_friction=fam.get("floor_mu"), surface_voxel=dx / 4,
                 surface_sigma=0.6 * dx / 2, threads=2, **fam["genesis"](fam["truth"]))
     spec_path, out_path = os.path.join(work, f"{family}.json"), os.path.join(work, f"{family}.npz")
     with open(spec_path, "w") as fh:
@@ -268,9 +281,9 @@ def write_scene(folder, family, fam, cams):
     params = dict(fam["known"])
     tables = [
         ("[world]", {"up": "y", "gravity": GRAVITY}),
-        ("[simulation]", {"substeps": STEPS_PER_FRAME}),
+        ("[simulation]", {"substeps": steps_per_frame(fam)}),
         ("[mpm_grid]", {"lower": [0.0, 0.0, 0.0], "upper": [1.0, 1.0, 1.0], "resolution": SCENE_RESOLUTION,
-                        "mu": 0.0, "boundary": "separate"}),
+                        "mu": fam.get("floor_mu") or 0.0, "boundary": "separate"}),
         (f"[objects.{name}]", {"type": "mpm", "box": list(fam["box"]), "position": centre.round(6).tolist(),
                                "rotation": q.round(9).tolist(), "velocity": [0.0, 0.0, 0.0],
                                "material": fam["material"], **({"params": params} if params else {}),
@@ -288,9 +301,9 @@ def write_scene(folder, family, fam, cams):
     write_toml(path, tables)
     head = (f"# PAC-NeRF-protocol clip ({family}), made by benchmarks/make_pacnerf_footage.py: the motion is Genesis "
             f"1.4.5's MPM, the images Mitsuba 3's;\n# tigradsim did not make it.  What a user knows: the box and its "
-            f"place at release (at rest, t = 0 = frame 0), its density\n# (weighed), the frictionless floor and walls "
-            f"of the 1 m domain, 11 calibrated cameras.  The unknowns start at PAC-NeRF's\n# configs' guesses.  "
-            f"The truth is elsewhere (truth.json, which no fit reads).\n\n")
+            f"place at release (at rest, t = 0 = frame 0), its density\n# (weighed), the floor's friction (mu) and the "
+            f"frictionless walls of the 1 m domain, 11 calibrated cameras.  The unknowns start at PAC-NeRF's\n# configs' guesses.  "
+            f"The truth is kept in a file beside this one that no fit reads.\n\n")
     with open(path) as fh:
         body = fh.read()
     with open(path, "w") as fh:
@@ -326,13 +339,16 @@ def make_family(family, out, work):
         "truth": {"material": fam["material"], **fam["truth"]},
         "known": {"density": DENSITY, **fam["known"], "initial_velocity": [0.0, 0.0, 0.0],
                   "box": list(fam["box"]), "position": centre.tolist(), "rotation_xyzw": q.tolist(),
-                  "floor_and_walls": "the faces of [0, 1]^3 (floor y = 0), frictionless (Genesis's slip walls)"},
+                  "floor_and_walls": ("the faces of [0, 1]^3 (floor y = 0), frictionless (Genesis's slip walls)"
+                                      if not fam.get("floor_mu") else
+                                      f"floor y = 0 with Coulomb friction {fam['floor_mu']} (Genesis: a fixed rigid "
+                                      "plane, coup_friction); the other faces of [0, 1]^3 frictionless walls")},
         "unknowns": {f"{fam['name']}.{p}": {"init": v[0], "lower": v[1], "upper": v[2]} for p, v in fam["unknowns"].items()},
         "conversion": CONVERSIONS[family],
         "engine": {"name": "Genesis", "version": "1.4.5", "backend": "cpu", "precision": "32", "law": fam["law"],
                    "genesis_spec": {k: v for k, v in spec.items() if k not in ("surface_voxel", "surface_sigma", "threads")},
                    "particles": int(res["particles"]), "grid_nodes": res["grid_nodes"].tolist(),
-                   "dt": DT, "steps_per_frame": STEPS_PER_FRAME, "sampler": "regular",
+                   "dt": spec["dt"], "steps_per_frame": spec["steps_per_frame"], "sampler": "regular",
                    "seconds_stepping": float(res["seconds_simulate"]), "seconds_wall": wall_sim},
         "surface": {"method": "level 1/2 of the particles' density (trilinear deposit, Gaussian smoothing), marching "
                               "cubes (scikit-image in the Genesis venv)", "voxel_m": spec["surface_voxel"],
@@ -355,9 +371,10 @@ def make_family(family, out, work):
 
 
 # -- the check: tigradsim at the truth ---------------------------------------------------------------------
-def check_family(family, out, precision="f32"):
+def check_family(family, out, precision="f32", resolution=None):
     """Parse the clip's scene file, set its object's parameters to truth.json's, roll tigradsim out and render its
-    splat silhouette from every camera: {camera: mean IoU with the masks}, the mean, and the seconds."""
+    splat silhouette from every camera: {camera: mean IoU with the masks}, their mean, the per-frame mean over the
+    cameras, and the seconds.  `resolution` replaces the file's [mpm_grid] resolution (a what-if)."""
     import tigradsim as tgs
     from tigradsim.scenes.scene_build import Scene
     from tigradsim.scenes.scene_file import load_scene
@@ -368,15 +385,21 @@ def check_family(family, out, precision="f32"):
         truth = json.load(fh)
     obj = spec.objects[truth["object"]]
     obj.params = {**obj.params, **{k: v for k, v in truth["truth"].items() if k != "material"}}
+    if resolution is not None:
+        spec.mpm_grid["resolution"] = int(resolution)
     tgs.init(arch="cpu", precision=precision)
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     scene = Scene(spec, load_views_footage(spec), requires_grad=False, unknowns=False)
     videos = scene.render_views()
     report = views_iou(scene, videos)
     ious = {k: round(v["iou"], 3) for k, v in report.items()}
-    return {"family": family, "iou_per_camera": ious, "iou_mean": round(float(np.mean(list(ious.values()))), 3),
+    per_frame = np.mean([v["iou_per_frame"] for v in report.values()], axis=0)
+    return {"family": family, "resolution": spec.mpm_grid["resolution"], "iou_per_camera": ious,
+            "iou_mean": round(float(np.mean(list(ious.values()))), 3),
+            "iou_per_frame": per_frame.round(3).tolist(),
             "iou_min_frame": round(float(min(min(v["iou_per_frame"]) for v in report.values())), 3),
-            "particles": int(scene.model.mpm_particle_count), "steps": scene.steps, "seconds": round(time.time() - t0, 1)}
+            "particles": int(scene.model.mpm_particle_count), "steps": scene.steps, "seconds": round(time.time() - t0, 1),
+            "cpu_seconds": round(time.process_time() - c0, 1)}
 
 
 def main(argv=None):
@@ -384,6 +407,7 @@ def main(argv=None):
     parser.add_argument("--only", action="append", choices=list(FAMILIES))
     parser.add_argument("--out", default=OUT)
     parser.add_argument("--check", action="store_true", help="tigradsim at the truth: IoU per camera")
+    parser.add_argument("--resolution", type=int, help="with --check: replace the scene's [mpm_grid] resolution")
     args = parser.parse_args(argv)
     sys.path.insert(0, HERE)
     families = args.only or list(FAMILIES)
@@ -391,7 +415,7 @@ def main(argv=None):
     if args.check:
         sys.path.insert(0, ROOT)
         for fam in families:
-            results.append(check_family(fam, args.out))
+            results.append(check_family(fam, args.out, resolution=args.resolution))
             print(json.dumps(results[-1]), flush=True)
     else:
         with tempfile.TemporaryDirectory() as work:
