@@ -36,7 +36,8 @@ def test_control_scene_parses_and_its_copy_keeps_every_table(family, tmp_path):
     assert set(truth["params"]) == {u.target for u in spec.unknowns}
     copy = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "out"), 50), "rb"))
     assert copy["simulation"] == {"substeps": 50}
-    for key in ("objects", "unknowns", "fit", "mpm_grid", "world", "footage"):
+    assert copy["fit"] == {**data["fit"], **pacnerf.FIT_OVERRIDES}
+    for key in ("objects", "unknowns", "mpm_grid", "world", "footage"):
         assert copy[key] == data[key], key
     assert copy["cameras"][3]["masks"] == str(clip / "view03" / "mask_%04d.png")
     assert [c["eye"] for c in copy["cameras"]] == [c["eye"] for c in data["cameras"]]
