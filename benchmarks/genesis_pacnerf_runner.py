@@ -35,7 +35,9 @@ SPEC keys: law; E, nu (elastic, von_mises, sand), yield_stress (von_mises, bingh
 viscosity, bulk_modulus (newtonian, bingham), plastic_viscosity, regularization_rate (bingham); rho [kg/m^3];
 grid_density [1/m]; lower_bound, upper_bound [m] (Genesis's domain: its walls stand 3 cells inside); particle_size
 [m] (the regular sampler's spacing; particle volume particle_size^3); box_size, box_center [m], box_quat (w, x, y,
-z); gravity (3,); dt [s]; steps_per_frame; frames; surface_voxel [m] and surface_sigma [m] (the implicit surface:
+z); gravity (3,); dt [s]; steps_per_frame; frames; floor_friction (None: the floor is the domain's own
+frictionless wall; a number: a fixed rigid plane y = 0 coupled to the grid by Genesis's legacy coupler with that
+coup_friction, Coulomb-like on the nodes it touches); surface_voxel [m] and surface_sigma [m] (the implicit surface:
 `particle_surface`); threads.
 """
 import json
