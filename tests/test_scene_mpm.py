@@ -89,10 +89,29 @@ def test_grid_without_mpm_objects_is_an_error():
 def test_each_family_takes_its_material_unknowns(material, params, unknowns):
     data = _jelly()
     data["objects"]["jelly"].update(material=material, params=params)
-    data["unknowns"] = {f"jelly.{p}": {"init": 0.3 if p == "nu" else 1.0, "log": p != "nu"} for p in unknowns}
+    given = {"nu": {"init": 0.3, "log": False, "lower": 0.0, "upper": 0.45},      # capped: an upper bound
+             "friction_angle": {"init": 30.0, "lower": 10.0, "upper": 45.0}}
+    data["unknowns"] = {f"jelly.{p}": given.get(p, {"init": 1.0}) for p in unknowns}
     spec = _parse(data)
     assert [u.param for u in spec.unknowns] == list(unknowns)
     assert spec.objects["jelly"].material == material
+
+
+@pytest.mark.parametrize("unknown, where, words", [
+    ({"init": 0.3}, "upper", "missing: material 'mpm_neo_hookean' caps 'nu'"),       # log space, no cap
+    ({"init": 0.3, "upper": 0.5}, "upper", "0.5 is outside the range"),
+    ({"init": 0.3, "log": False, "upper": 0.45}, "lower", "missing"),                  # linear: -1 < nu
+    ({"init": 0.55, "upper": 0.6}, "init", "outside the range"),
+])
+def test_capped_material_unknowns_need_bounds_inside_the_range(unknown, where, words):
+    """An MPM material parameter its material caps (nu < 0.5, -1 < nu) is fitted within bounds the material
+    accepts: the parser says which bound is missing or outside, naming the unknown."""
+    data = _jelly()
+    data["unknowns"] = {"jelly.nu": unknown}
+    with pytest.raises(SceneError) as info:
+        _parse(data)
+    msg = str(info.value)
+    assert 'unknowns."jelly.nu"' in msg and where in msg and words in msg, msg
 
 
 @pytest.mark.slow
@@ -151,7 +170,7 @@ def test_scene_loss_gradient_in_E_nu_density_matches_finite_differences():
         assert report.ok and abs(report.analytic[0]) > 1e-8, (p.name, str(report))
 
 
-def _built(data):
+def _built(data, unknowns=False):
     import numpy as np
 
     from tigradsim.io.footage import Footage
@@ -163,7 +182,7 @@ def _built(data):
     blank = np.zeros((3, 64, 64))
     footage = Footage(blank, 50.0, masks=blank, check_masks=False)
     footage.factor, footage.full_size = 1, (64, 64)
-    return Scene(spec, footage, requires_grad=False)
+    return Scene(spec, footage, requires_grad=False, unknowns=unknowns)
 
 
 def test_z_up_file_builds_the_same_matter():
@@ -201,3 +220,61 @@ def test_object_outside_the_grid_is_named_when_built():
         _built(_edit(lambda d: d["mpm_grid"].update(upper=[1.0, 0.3, 1.0])))
     with pytest.raises(SceneError, match=r"\[objects.jelly\].*too coarse"):
         _built(_edit(lambda d: d["mpm_grid"].update(resolution=5)))
+
+
+def test_velocity_unknowns_set_the_file_axis_component():
+    """"NAME.vx/vy/vz" are the object's initial velocity along the file's axes, linear by default (negative
+    values allowed): in a z-up file, vz is the world's y (up) component of every particle's mpm_v0, the other
+    components keep the file's velocity."""
+    import numpy as np
+
+    import tigradsim as tgs
+
+    tgs.init(arch="cpu", precision="f64")
+    z = _jelly()
+    z["world"]["up"] = "z"
+    z["mpm_grid"].update(lower=[0.0, -1.0, 0.0], upper=[1.0, 0.0, 1.0])
+    z["objects"]["jelly"].update(position=[0.5, -0.5, 0.225], velocity=[0.1, -0.2, -0.5])
+    z["camera"].update(eye=[0.5, -2.0, 0.55], target=[0.5, -0.5, 0.3], up=[0.0, 0.0, 1.0])
+    z["unknowns"] = {"jelly.vz": {"init": -1.25}, "jelly.vx": {"init": 0.3, "lower": -1.0, "upper": 1.0}}
+    scene = _built(z, unknowns=True)
+    assert [p.name for p in scene.params] == ["jelly.vz", "jelly.vx"]
+    assert not any(u.log for u in scene.spec.unknowns)
+    v = scene.model.get("mpm_v0")
+    np.testing.assert_allclose(v, np.tile([0.3, -1.25, 0.2], (len(v), 1)), atol=1e-12)   # file (x, -z, y) -> world
+    scene.params[0].write(np.array([0.5]))
+    np.testing.assert_allclose(scene.model.get("mpm_v0")[:, 1], 0.5, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_scene_loss_gradient_in_initial_velocity_matches_finite_differences():
+    """d loss / d (vx, vy) of an MPM object's initial velocity through the whole scene-file path (rollout,
+    splats, mask loss) against central differences in float64: a jelly thrown sideways, falling, 4 frames."""
+    import numpy as np
+
+    import tigradsim as tgs
+    from tigradsim.io.footage import Footage
+    from tigradsim.scenes.scene_build import Scene
+
+    tgs.init(arch="cpu", precision="f64")
+    data = _jelly()
+    data.pop("footage")
+    data["objects"]["jelly"].update(position=[0.5, 0.4, 0.5], velocity=[0.0, 0.0, 0.1])
+    data["unknowns"] = {"jelly.vx": {"init": 0.4}, "jelly.vy": {"init": -0.3}}
+    data["simulation"]["duration"] = 0.072
+    spec = _parse(data)
+    fps, K = 50.0, 4
+    rng = np.random.default_rng(2)
+    masks = np.zeros((K, 64, 64))
+    masks[:, 14:40, 24:46] = 1.0
+    masks = np.clip(masks + 0.1 * rng.random(masks.shape), 0, 1)
+    footage = Footage(np.repeat(masks[..., None], 3, -1), fps, masks=masks, start_time=0.0105, check_masks=False)
+    footage.factor, footage.full_size = 1, (64, 64)
+    scene = Scene(spec, footage)
+    for p in scene.params:
+        def run():
+            scene.fit.loss[None] = 0.0
+            scene.fit.forward()
+
+        report = tgs.check_param_gradient(run, scene.fit.loss, p, n_dirs=1)
+        assert report.ok and abs(report.analytic[0]) > 1e-8, (p.name, str(report))

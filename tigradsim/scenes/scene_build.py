@@ -36,6 +36,7 @@ from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
 from ..io.outlines import outline_frames     # re-exported (the pictures of a fit)
 from .scene_cloth import add_cloth_object
+from .scene_mpm import mpm_checkpoint_every      # MPM: checkpointed by default
 from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
@@ -201,7 +202,8 @@ class Scene:
         kinds = {"soft" if o.kind == "cloth" else o.kind for o in spec.objects.values()}
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
         self.model = b.finalize(requires_grad=requires_grad)
-        self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=spec.checkpoint_every)
+        every = mpm_checkpoint_every(spec, self.steps) if self.kind == "mpm" else spec.checkpoint_every
+        self.sim = Simulator(self.model, dt=self.dt, steps=self.steps, checkpoint_every=every)
         self.camera = scene_camera(spec, footage.factor)
         self.renderer = self._make_renderer()
         self.views = build_views(self, footages)         # every camera's renderer (the first is self.renderer)

@@ -86,7 +86,9 @@ Sections (see demos/scenes/*.toml for complete examples):
     [unknowns."OBJECT.PARAM"]  init, lower, upper, log (default true); PARAM is mass, ke,
                    kd, kf, mu of a rigid object, a material parameter, damping, mass (total)
                    or density of a soft object, a material parameter (E, nu, yield_stress,
-                   friction_angle, viscosity, bulk_modulus, plastic_viscosity, ...) or density of an
+                   friction_angle [degrees], viscosity, bulk_modulus, plastic_viscosity, ...; bounds
+                   within the material's range, an upper one where it caps the value: nu < 0.5),
+                   density or initial velocity vx, vy, vz (file axes; linear by default) of an
                    MPM object, ke, kd, kf, mu of "ground", ke, kd, kf, mu, height of a
                    collider, or a tie "ke_per_mass",
                    "kd_per_mass", "kf_per_mass" (the stiffness per unit mass is the unknown)

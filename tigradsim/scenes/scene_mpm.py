@@ -18,8 +18,9 @@ plasticine, sand, fluids: `tigradsim.physics.mpm`), parsed and validated before 
 
 An MPM scene has MPM objects only (no rigid or soft objects, no [ground], no [colliders], no [[forces]]
 yet): its floor and walls are the grid's.  Its unknowns are "NAME.PARAM" for any parameter of the object's
-material (E, nu; yield_stress; friction_angle; viscosity, bulk_modulus; plastic_viscosity, ...) and
-"NAME.density"; its footage is fitted through masks (the splats' silhouette; supervision = "mask").
+material (E, nu; yield_stress; friction_angle [degrees]; viscosity, bulk_modulus; plastic_viscosity, ...),
+"NAME.density" and "NAME.vx", "NAME.vy", "NAME.vz" (the object's initial velocity [m/s] along the file's axes,
+fitted in linear space by default: a throw's speed is not known in PAC-NeRF's clips either); its footage is fitted through masks (the splats' silhouette; supervision = "mask").
 """
 from __future__ import annotations
 
@@ -27,11 +28,15 @@ import numpy as np
 
 from .scene_table import SceneError, _Table
 
-__all__ = ["MPM_KEYS", "parse_mpm_object", "parse_mpm_grid", "check_mpm_scene", "mpm_unknown_params", "add_mpm_grid",
-           "add_mpm_object", "make_splatter"]
+__all__ = ["MPM_KEYS", "VELOCITY_PARAMS", "parse_mpm_object", "parse_mpm_grid", "check_mpm_scene",
+           "mpm_unknown_params", "velocity_tie", "mpm_checkpoint_every", "add_mpm_grid", "add_mpm_object",
+           "make_splatter"]
 
 MPM_KEYS = ("type", "position", "rotation", "velocity", "color", "box", "mesh", "scale", "material", "params",
             "density", "particles_per_cell", "splat_radius")
+
+# an MPM object's initial velocity components as unknowns, along the file's x, y, z axes
+VELOCITY_PARAMS = ("vx", "vy", "vz")
 
 GRID_KEYS = ("lower", "upper", "resolution", "mu", "ground", "boundary")
 
@@ -121,12 +126,32 @@ def check_mpm_scene(file, data, objects, grid):
             raise SceneError(file, None, f"[{key}]", what)
 
 
-def mpm_unknown_params(u, model, handle, kw):
+def velocity_tie(field, handle, axis, M):
+    """A `TiedParam` tie setting the initial velocity of the MPM object `handle` (its rows of `field`, mpm_v0
+    (N,) vec3 [m/s], y-up world) along the file's axis `axis` (0, 1, 2: x, y, z; the world direction M[:, axis],
+    M the file-to-world rotation) to theta [m/s], keeping the other two components: every particle of the object
+    moves as one at the start.  Its gradient: the sum over the object's particles of d loss / d v0 . M[:, axis]."""
+    rows = slice(handle.particle_start, handle.particle_start + handle.particle_count)
+    d = np.asarray(M, dtype=np.float64)[:, axis]
+
+    def forward(t):
+        v = field.to_numpy().astype(np.float64)
+        v[rows] += np.outer(t[0] - v[rows] @ d, d)
+        return v
+
+    return (field, forward, lambda t, g: np.asarray(g)[rows].sum(axis=0) @ d)
+
+
+def mpm_unknown_params(u, model, handle, kw, model_axes=np.eye(3)):
     """The Param of an MPM object's unknown `u` (UnknownSpec): a material parameter -> `ColumnParam` on the
-    object's row of mpm_params; density -> `TiedParam` on its entry of mpm_density; the file's initial
-    value written.  kw: name, lower, upper, log_space."""
+    object's row of mpm_params; density -> `TiedParam` on its entry of mpm_density; vx, vy, vz ->
+    `TiedParam` on its particles' rows of mpm_v0 (`velocity_tie`); the file's initial value written.
+    kw: name, lower, upper, log_space."""
     from ..fitting.optim import ColumnParam, TiedParam
 
+    if u.param in VELOCITY_PARAMS:
+        return TiedParam([velocity_tie(model.mpm_v0, handle, VELOCITY_PARAMS.index(u.param), model_axes)],
+                         value=[u.init], **kw)
     if u.param == "density":
         field, row = model.mpm_density, handle.row
 
@@ -146,6 +171,16 @@ def mpm_unknown_params(u, model, handle, kw):
 
 # ---------------------------------------------------------------------------
 # building (scene_build.Scene)
+
+def mpm_checkpoint_every(spec, steps) -> int:
+    """The Simulator's checkpoint_every for an MPM scene: the file's [simulation] checkpoint_every, else
+    ceil(sqrt(steps)) (as many segments as steps in one: the fewest stored steps, ~2 sqrt(steps), for one
+    extra forward pass in the backward).  An MPM step's state holds the grid (7 values per node, and their
+    gradients) beside the particles: kept at every step, a PAC-NeRF-sized rollout (~500 steps of a 27^3-node
+    grid) takes GBs."""
+    if spec.checkpoint_every is not None:
+        return spec.checkpoint_every
+    return max(1, int(np.ceil(np.sqrt(steps))))
 
 def add_mpm_grid(spec, b):
     """[mpm_grid] on the SceneBuilder `b`, in the y-up world; returns the `MPMGrid`."""

@@ -22,6 +22,7 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
     if target.count(".") != 1:
         raise SceneError(file, "unknowns", target, 'expected "OBJECT.PARAM", e.g. "box.mass" or "ground.mu"')
     obj, param = target.split(".")
+    linear = ()                  # parameters fitted in linear space by default (negative values make sense)
     if obj == "ground":
         if ground is None:
             raise SceneError(file, "unknowns", target, "the scene has no [ground]")
@@ -38,7 +39,9 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
             allowed = cloth_allowed_unknowns(o)
         elif o.kind == "mpm":                  # scene_mpm.mpm_unknown_params
             from ..core.registry import get_material
-            allowed = tuple(get_material(o.material).params) + ("density",)
+            from .scene_mpm import VELOCITY_PARAMS
+            allowed = tuple(get_material(o.material).params) + ("density",) + VELOCITY_PARAMS
+            linear = VELOCITY_PARAMS
         else:
             from ..core.registry import get_material
             allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
@@ -53,7 +56,7 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
         raise SceneError(file, "unknowns", target, f"{obj!r} has no parameter {param!r}" +
                          (f"; did you mean {obj}.{close[0]!r}?" if close else "") +
                          f" (parameters: {', '.join(allowed)})")
-    log = t.boolean("log", True)
+    log = t.boolean("log", param not in linear)
     init = t.number("init", positive=log)
     lower = t.number("lower", None, positive=log)
     upper = t.number("upper", None, positive=log)
@@ -61,10 +64,42 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
         t.fail("upper", f"expected upper > lower ({lower}), got {upper}")
     if lower is not None and init < lower or upper is not None and init > upper:
         t.fail("init", f"expected init within [lower, upper] = [{lower}, {upper}], got {init}")
+    if obj in objects and objects[obj].kind == "mpm" and param not in linear + ("density",):
+        _check_material_bounds(t, objects[obj], param, init, lower, upper, log)
     return UnknownSpec(target=target, object=obj, param=param, init=init, lower=lower, upper=upper, log=log,
                        tie=TIES.get(param) if obj != "ground" and objects.get(obj) is not None
                        and objects[obj].kind == "rigid" else None)
 
+
+
+def _check_material_bounds(t, obj, param, init, lower, upper, log):
+    """An MPM material parameter's init and bounds must be values its material accepts (nu < 0.5, a friction
+    angle in (0, 90) degrees, ...), and where the material caps the parameter (any value past some limit is
+    refused) the fit needs a bound within the cap: else a step of the optimiser leaves the material's range."""
+    from ..core.registry import get_material
+
+    mat = get_material(obj.material)
+
+    def accepted(value):
+        try:
+            mat.param_vector({**obj.params, param: value})
+            return None
+        except (ValueError, TypeError) as exc:
+            return str(exc)
+
+    for key, value in (("init", init), ("lower", lower), ("upper", upper)):
+        why = None if value is None else accepted(value)
+        if why is not None:
+            t.fail(key, f"{value:g} is outside the range of material {obj.material!r}: {why}")
+    def rule(value):                    # the material's message without the probe value
+        return accepted(value).rsplit(", got", 1)[0]
+
+    if upper is None and accepted(1e30) is not None:
+        t.fail("upper", f"missing: material {obj.material!r} caps {param!r} ({rule(1e30)}); give an upper "
+                        "bound within that range (e.g. nu: upper = 0.49)")
+    if lower is None and not log and accepted(-1e30) is not None:
+        t.fail("lower", f"missing: material {obj.material!r} bounds {param!r} below ({rule(-1e30)}); give a "
+                        "lower bound within that range")
 
 
 def _check_ties(file, unknowns):

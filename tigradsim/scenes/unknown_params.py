@@ -44,7 +44,8 @@ def unknown_params(spec, model, handles) -> list:
     * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params;
     * a soft object's mass (total) or density: `SoftMassParam` scaling its vertex masses;
     * a cloth's material parameter, damping, bending or bending damping: `scene_cloth.cloth_unknown_param`;
-    * an MPM object's material parameter or density: `scene_mpm.mpm_unknown_params`;
+    * an MPM object's material parameter, density or initial velocity component (vx, vy, vz):
+      `scene_mpm.mpm_unknown_params`;
     * a collider's ke, kd, kf, mu: `TiedParam` on its entry of collider_X; its height: on the y entry of
       its collider_pose.
     """
@@ -76,7 +77,7 @@ def unknown_params(spec, model, handles) -> list:
             made[u.target] = cloth_unknown_param(u, model, handles[u.object], spec.objects[u.object], kw)
         elif spec.objects[u.object].kind == "mpm":
             from .scene_mpm import mpm_unknown_params
-            made[u.target] = mpm_unknown_params(u, model, handles[u.object], kw)
+            made[u.target] = mpm_unknown_params(u, model, handles[u.object], kw, spec.axes)
         elif spec.objects[u.object].kind == "rigid":
             b = handles[u.object]
             if u.tie is None:

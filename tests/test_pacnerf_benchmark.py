@@ -1,0 +1,71 @@
+"""benchmarks/pacnerf.py without running a fit (no kernel): the copy of a clip's scene file it fits (same
+tables, absolute footage paths, its substeps), the control scene files parse, the truth formats and the
+acceptance rows (coverage, friction angle in degrees, missing intervals counted as misses)."""
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import pacnerf  # noqa: E402
+
+try:
+    import tomllib
+except ModuleNotFoundError:            # pragma: no cover
+    import tomli as tomllib
+
+
+@pytest.mark.parametrize("family", sorted(pacnerf.FAMILIES))
+def test_control_scene_parses_and_its_copy_keeps_every_table(family, tmp_path):
+    from tigradsim.scenes.scene_file import parse_scene
+
+    text, truth = pacnerf.control_scene(family)
+    clip = tmp_path / "clip"
+    clip.mkdir()
+    (clip / "scene.toml").write_text(text)
+    data = tomllib.loads(text)
+    bare = tomllib.loads(text)                # without footage files (the clip is not made here)
+    bare.pop("footage")
+    for entry in bare["cameras"]:
+        entry.pop("frames"), entry.pop("masks")
+    bare["simulation"]["duration"] = 0.5
+    spec = parse_scene(bare, str(clip / "scene.toml"))
+    assert len(spec.views) == pacnerf.VIEW_COUNT and spec.objects[family].kind == "mpm"
+    assert set(truth["params"]) == {u.target for u in spec.unknowns}
+    copy = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "out"), 50), "rb"))
+    assert copy["simulation"] == {"substeps": 50}
+    assert copy["fit"] == {**data["fit"], **pacnerf.FIT_OVERRIDES}
+    for key in ("objects", "unknowns", "mpm_grid", "world", "footage"):
+        assert copy[key] == data[key], key
+    assert copy["cameras"][3]["masks"] == str(clip / "view03" / "mask_%04d.png")
+    assert [c["eye"] for c in copy["cameras"]] == [c["eye"] for c in data["cameras"]]
+
+
+def test_truth_formats(tmp_path):
+    (tmp_path / "truth.json").write_text(json.dumps({"object": "jelly", "truth": {"material": "m", "E": 1e5}}))
+    assert pacnerf.read_truth(str(tmp_path)) == {"jelly.E": 1e5}
+    (tmp_path / "truth.json").write_text(json.dumps({"params": {"jelly.nu": 0.3}}))
+    assert pacnerf.read_truth(str(tmp_path)) == {"jelly.nu": 0.3}
+
+
+def test_scores_and_acceptance():
+    report = {"unknowns": {
+        "a.E": {"initial": 2e5, "estimate": 1.04e5, "ci95": [0.9e5, 1.1e5], "ci95_with_discrepancy": [0.8e5, 1.2e5]},
+        "a.nu": {"initial": 0.2, "estimate": 0.2, "ci95": [0.15, 0.25], "ci95_with_discrepancy": None},
+        "s.friction_angle": {"initial": 40.0, "estimate": 37.0, "ci95": [36.0, 38.0],
+                             "ci95_with_discrepancy": [30.0, 38.0]}},
+        "iou_final": 0.9, "cpu_s": 100.0, "peak_rss_mb": 500.0}
+    clip = pacnerf.score("x", report, {"a.E": 1e5, "nu": 0.3, "s.friction_angle": 35.0})
+    rows = {r["param"]: r for r in clip["rows"]}
+    assert rows["E"]["rel_error"] == pytest.approx(0.04) and rows["E"]["ci95_holds"]
+    assert rows["nu"]["truth"] == 0.3 and rows["nu"]["ci95_holds"] is False and rows["nu"]["ci95_disc_holds"] is None
+    assert rows["friction_angle"]["abs_error_deg"] == pytest.approx(2.0)
+    accept = {a[0].split(" (")[0]: a for a in pacnerf.acceptance([clip])}
+    assert accept["median relative error, E"][3] is True and accept["median relative error, nu"][3] is False
+    assert accept["friction angle error [deg]"][3] is False
+    assert accept["95 % intervals holding the truth"][1] == pytest.approx(1 / 3)
+    held = accept["95 % intervals with discrepancy holding the truth"]
+    assert held[1] == pytest.approx(1.0) and held[3] is False          # one estimate has no interval: not passed
+    assert accept["CPU of one fit [s]"][3] and accept["peak RSS of one fit [MB]"][3]
