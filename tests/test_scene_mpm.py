@@ -140,8 +140,6 @@ def test_scene_loss_gradient_in_E_nu_density_matches_finite_differences():
     import numpy as np
 
     import tigradsim as tgs
-    from tigradsim.io.footage import Footage
-    from tigradsim.scenes.scene_build import Scene
 
     tgs.init(arch="cpu", precision="f64")
     data = _jelly()
@@ -151,16 +149,33 @@ def test_scene_loss_gradient_in_E_nu_density_matches_finite_differences():
                                                                  "upper": 0.45},
                         "jelly.density": {"init": 500.0}}
     data["simulation"]["duration"] = 0.072
-    spec = _parse(data)
-    fps, K = 50.0, 4
-    rng = np.random.default_rng(1)
-    masks = np.zeros((K, 64, 64))
-    masks[:, 30:52, 20:44] = 1.0
+    scene = _scene_on_noisy_box(_parse(data), (slice(30, 52), slice(20, 44)), seed=1)
+    assert np.count_nonzero(scene.timed.alphas) == 4           # every frame between two steps: blended
+    _assert_param_gradients(scene)
+
+
+def _scene_on_noisy_box(spec, box, seed):
+    """A Scene of `spec` against 4 frames (50 fps, from t = 10.5 ms: between steps) of 64 px masks: the pixel
+    block `box` (rows, cols) set, plus 10 % uniform noise from numpy seed `seed`."""
+    import numpy as np
+
+    from tigradsim.io.footage import Footage
+    from tigradsim.scenes.scene_build import Scene
+
+    rng = np.random.default_rng(seed)
+    masks = np.zeros((4, 64, 64))
+    masks[(slice(None),) + tuple(box)] = 1.0
     masks = np.clip(masks + 0.1 * rng.random(masks.shape), 0, 1)
-    footage = Footage(np.repeat(masks[..., None], 3, -1), fps, masks=masks, start_time=0.0105, check_masks=False)
+    footage = Footage(np.repeat(masks[..., None], 3, -1), 50.0, masks=masks, start_time=0.0105, check_masks=False)
     footage.factor, footage.full_size = 1, (64, 64)
-    scene = Scene(spec, footage)
-    assert np.count_nonzero(scene.timed.alphas) == K           # every frame between two steps: blended
+    return Scene(spec, footage)
+
+
+def _assert_param_gradients(scene):
+    """Each of the scene's Params: the Tape gradient of its fit loss against float64 central differences
+    along one random direction, and not zero."""
+    import tigradsim as tgs
+
     for p in scene.params:
         def run():
             scene.fit.loss[None] = 0.0
@@ -250,11 +265,7 @@ def test_velocity_unknowns_set_the_file_axis_component():
 def test_scene_loss_gradient_in_initial_velocity_matches_finite_differences():
     """d loss / d (vx, vy) of an MPM object's initial velocity through the whole scene-file path (rollout,
     splats, mask loss) against central differences in float64: a jelly thrown sideways, falling, 4 frames."""
-    import numpy as np
-
     import tigradsim as tgs
-    from tigradsim.io.footage import Footage
-    from tigradsim.scenes.scene_build import Scene
 
     tgs.init(arch="cpu", precision="f64")
     data = _jelly()
@@ -262,19 +273,4 @@ def test_scene_loss_gradient_in_initial_velocity_matches_finite_differences():
     data["objects"]["jelly"].update(position=[0.5, 0.4, 0.5], velocity=[0.0, 0.0, 0.1])
     data["unknowns"] = {"jelly.vx": {"init": 0.4}, "jelly.vy": {"init": -0.3}}
     data["simulation"]["duration"] = 0.072
-    spec = _parse(data)
-    fps, K = 50.0, 4
-    rng = np.random.default_rng(2)
-    masks = np.zeros((K, 64, 64))
-    masks[:, 14:40, 24:46] = 1.0
-    masks = np.clip(masks + 0.1 * rng.random(masks.shape), 0, 1)
-    footage = Footage(np.repeat(masks[..., None], 3, -1), fps, masks=masks, start_time=0.0105, check_masks=False)
-    footage.factor, footage.full_size = 1, (64, 64)
-    scene = Scene(spec, footage)
-    for p in scene.params:
-        def run():
-            scene.fit.loss[None] = 0.0
-            scene.fit.forward()
-
-        report = tgs.check_param_gradient(run, scene.fit.loss, p, n_dirs=1)
-        assert report.ok and abs(report.analytic[0]) > 1e-8, (p.name, str(report))
+    _assert_param_gradients(_scene_on_noisy_box(_parse(data), (slice(14, 40), slice(24, 46)), seed=2))
