@@ -144,10 +144,11 @@ def dump_toml(data) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fit_copy(scene_path, out, substeps=None) -> str:
+def fit_copy(scene_path, out, substeps=None, resolution=None) -> str:
     """The scene file `scene_path` as the benchmark fits it: a copy in `out` with its files (footage patterns,
-    meshes) as absolute paths, [fit] updated by FIT_OVERRIDES and, with `substeps`, [simulation] substeps =
-    substeps (the file's dt dropped).  Returns the copy's path."""
+    meshes) as absolute paths, [fit] updated by FIT_OVERRIDES, with `substeps` [simulation] substeps =
+    substeps (the file's dt dropped) and with `resolution` [mpm_grid] resolution = resolution (the fit's grid,
+    the same for every clip).  Returns the copy's path."""
     try:
         import tomllib
     except ModuleNotFoundError:            # pragma: no cover
@@ -169,12 +170,15 @@ def fit_copy(scene_path, out, substeps=None) -> str:
     if substeps:
         sim = {k: v for k, v in data.get("simulation", {}).items() if k != "dt"}
         data["simulation"] = {**sim, "substeps": int(substeps)}
+    if resolution:
+        data["mpm_grid"] = {**data.get("mpm_grid", {}), "resolution": int(resolution)}
     data["fit"] = {**data.get("fit", {}), **FIT_OVERRIDES}
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "scene.toml")
     with open(path, "w") as fh:
         fh.write(f"# {os.path.abspath(scene_path)} as benchmarks/pacnerf.py fits it"
-                 + (f" (substeps = {substeps})" if substeps else "") + "\n" + dump_toml(data))
+                 + (f" (substeps = {substeps})" if substeps else "")
+                 + (f" (grid resolution = {resolution})" if resolution else "") + "\n" + dump_toml(data))
     return path
 
 
@@ -382,6 +386,8 @@ def main(argv=None):
     parser.add_argument("--substeps", type=int, default=None,
                         help=f"[simulation] substeps of the fit (default {FIT_SUBSTEPS}; with --control, and 0: the "
                              "file's, the control clips' own step)")
+    parser.add_argument("--resolution", type=int, default=None,
+                        help="[mpm_grid] resolution of the fit (default: the file's); needs --substeps")
     parser.add_argument("--jobs", type=int, default=1, help="fits run side by side (default 1)")
     parser.add_argument("--fit-args", default="", help="extra arguments of `tigradsim fit` (e.g. --quick)")
     args = parser.parse_args(argv)
@@ -406,7 +412,7 @@ def main(argv=None):
         print(f"fitting {family} ({os.path.join(root, family)}) ...", flush=True)
         scene = os.path.join(root, family, "scene.toml")
         if args.substeps:                     # the benchmark's fit settings: a copy of the file in out/<family>
-            scene = fit_copy(scene, os.path.join(out, family), args.substeps)
+            scene = fit_copy(scene, os.path.join(out, family), args.substeps, args.resolution)
         return run_fit(scene, os.path.join(out, family), args.fit_args.split())
 
     # --jobs > 1: fits side by side, each its own process (CPU seconds and peak RSS stay per fit)

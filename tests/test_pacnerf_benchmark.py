@@ -41,6 +41,8 @@ def test_control_scene_parses_and_its_copy_keeps_every_table(family, tmp_path):
         assert copy[key] == data[key], key
     assert copy["cameras"][3]["masks"] == str(clip / "view03" / "mask_%04d.png")
     assert [c["eye"] for c in copy["cameras"]] == [c["eye"] for c in data["cameras"]]
+    finer = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "finer"), 70, 32), "rb"))
+    assert finer["mpm_grid"] == {**data["mpm_grid"], "resolution": 32} and finer["simulation"] == {"substeps": 70}
 
 
 def test_truth_formats(tmp_path):
