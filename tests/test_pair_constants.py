@@ -58,3 +58,35 @@ def test_reserved_name():
     data["unknowns"]["bodies.mass"] = data["unknowns"].pop("box_b.mass")
     with pytest.raises(SceneError, match="reserved"):
         parse_scene(data, RAMP)
+
+
+@pytest.mark.slow
+def test_pair_constants_move_the_pair_fields_only():
+    """Built (about 10 s): the nuisance "bodies.ke" writes body_pair_ke of both boxes (the pair means'
+    field, `body_contact`) and not their body_ke; "ground.ke" writes ground_ke, the ramp's and the boxes' body_ke
+    and not body_pair_ke.  With contact_constants = "assume" the same two are separate assumed constants."""
+    import numpy as np
+
+    import tigradsim as tgs
+    from tigradsim.scenes.assumed import assumed_constants
+    from tigradsim.scenes.scene_build import Scene, load_scene_footage
+
+    tgs.init(arch="cpu", precision="f64")
+    spec = parse_scene(_ramp(), RAMP)
+    scene = Scene(spec, load_scene_footage(spec))
+    params, m = {p.name: p for p in scene.params}, scene.model
+    params["bodies.ke"].write([2e4])
+    assert np.allclose(m.body_pair_ke.to_numpy(), 2e4) and np.allclose(m.body_ke.to_numpy(), 1e4)
+    params["ground.ke"].write([3e3])
+    assert np.allclose(m.body_ke.to_numpy(), 3e3) and np.allclose(m.body_pair_ke.to_numpy(), 2e4)
+    assert float(m.ground_ke[None]) == 3e3 and np.allclose(m.collider_ke.to_numpy(), 3e3)
+    data = _ramp()
+    data["fit"]["contact_constants"] = "assume"
+    spec = parse_scene(data, RAMP)
+    scene = Scene(spec, load_scene_footage(spec))
+    found = {c.name: c for c in assumed_constants(scene)}
+    assert set(found) == {f"{o}.{x}" for o in ("ground", "bodies") for x in ("ke", "kd", "kf", "mu")}
+    found["bodies.mu"].write(0.9)
+    assert np.allclose(scene.model.body_pair_mu.to_numpy(), 0.9) and np.allclose(scene.model.body_mu.to_numpy(), 0.5)
+    found["ground.mu"].write(0.2)
+    assert np.allclose(scene.model.body_mu.to_numpy(), 0.2) and np.allclose(scene.model.body_pair_mu.to_numpy(), 0.9)
