@@ -11,7 +11,7 @@ from tigradsim import meshes
 from tigradsim.physics.body_overlap import InterpenetrationError
 from tigradsim.physics.body_shapes import is_box_mesh
 from tigradsim.physics.shapes import BOX, MESH, SPHERE
-from touch_tracks import BODY_PARAMS, EPS, f64, touch_loss  # noqa: F401 (f64: a fixture)
+from touch_tracks import PAIR_PARAMS, EPS, f64, touch_loss  # noqa: F401 (f64: a fixture)
 
 
 
@@ -160,13 +160,21 @@ def test_box_on_box_touches_throughout(box_on_box):
     assert q[-1, 0] > 0.015, "and slide on it"
 
 
+# The top box slides on the lower one at the Coulomb cap mu fn throughout: the pair's kf does not act (its
+# gradient is exactly 0; kf is checked by the sphere and the crossed edges, test_box_edges.py), and the pair's kd
+# only through the small vertical rocking (d loss / d kd 4.4e-7 measured, where body_kd, also the ground's, gave
+# more than 1e-6).
+BOX_ON_BOX_FLOOR = {"body_pair_kd": 1e-7}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", BODY_PARAMS)
+@pytest.mark.parametrize("name", [n for n in PAIR_PARAMS if n != "body_pair_kf"])
 def test_box_on_box_gradients(box_on_box, name):
     model, sim, run, total = box_on_box
     report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=EPS.get(name, 1e-7), rtol=1e-5)
     report.assert_ok()
-    assert max(abs(a) for a in report.analytic) > 1e-6, f"{name}: gradient should not vanish here"
+    assert max(abs(a) for a in report.analytic) > BOX_ON_BOX_FLOOR.get(name, 1e-6), \
+        f"{name}: gradient should not vanish here"
 
 
 @pytest.fixture(scope="module")
@@ -197,9 +205,12 @@ def test_sphere_pushes_box(sphere_box):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", BODY_PARAMS)
+@pytest.mark.parametrize("name", PAIR_PARAMS)
 def test_sphere_box_gradients(sphere_box, name):
     model, sim, run, total = sphere_box
     report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=EPS.get(name, 1e-7), rtol=1e-5)
     report.assert_ok()
-    assert max(abs(a) for a in report.analytic) > 1e-6, f"{name}: gradient should not vanish here"
+    # the sphere hits the box's side nearly head on: the pair's mu acts little (5.4e-7 measured; body_mu, also the
+    # ground's under the pushed box, gave more than 1e-6)
+    floor = 1e-7 if name == "body_pair_mu" else 1e-6
+    assert max(abs(a) for a in report.analytic) > floor, f"{name}: gradient should not vanish here"

@@ -10,7 +10,7 @@ import pytest
 import tigradsim as tgs
 from tigradsim import meshes
 from tigradsim.physics.rigid_pose import quat_from_axis_angle
-from touch_tracks import BODY_PARAMS, EPS, f64, touch_loss  # noqa: F401 (f64: a fixture)
+from touch_tracks import PAIR_PARAMS, EPS, f64, touch_loss  # noqa: F401 (f64: a fixture)
 
 H = 0.1                                  # half side of the boxes' square cross-sections [m]
 RIDGE = np.sqrt(2.0) * H                 # centre height of a box standing on an edge [m]
@@ -77,12 +77,12 @@ def test_crossed_edges_push_apart_and_conserve_momentum(crossed_edges):
 # d loss / d kf is small here (1e-10 to 1e-8: the edges slide at the Coulomb cap mu fn most of the time, and kf
 # acts only while the slip is viscous): at a step of 1e-7 central differences are at their round-off (measured
 # 6e-4 relative error), at 1e-5 within 2.3e-5 of the Tape (their truncation), so kf takes 1e-5 and 5e-5
-EDGE_EPS = dict(EPS, body_kf=1e-5)
-EDGE_RTOL = {"body_kf": 5e-5}
+EDGE_EPS = dict(EPS, body_pair_kf=1e-5)
+EDGE_RTOL = {"body_pair_kf": 5e-5}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", BODY_PARAMS)
+@pytest.mark.parametrize("name", PAIR_PARAMS)
 def test_crossed_edges_gradients(crossed_edges, name):
     model, sim, run, total = crossed_edges
     report = tgs.check_gradient(run, total, [model.parameters()[name]], n_dirs=2, eps=EDGE_EPS.get(name, 1e-7),

@@ -166,7 +166,7 @@ def test_gradients_through_the_grid(f64, sim_kwargs):
     assert all(t.broad is not None for t in sim.force_terms if hasattr(t, "broad"))
     run, total = touch_loss(sim, 2, 10, seed=3, particles=True)
     params = model.parameters()
-    names = ("body_q0", "body_qd0", "particle_q0", "body_ke", "body_shape_size") if not sim_kwargs else \
+    names = ("body_q0", "body_qd0", "particle_q0", "body_ke", "body_pair_ke", "body_shape_size") if not sim_kwargs else \
         ("body_qd0", "particle_q0", "body_shape_size")
     for name in names:
         report = tgs.check_gradient(run, total, [params[name]], n_dirs=2, eps=EPS.get(name, 1e-7), rtol=1e-5)

@@ -132,6 +132,8 @@ def test_scene_files_state_what_a_user_has():
             assert u.init not in [v for v in truth["truth"].values() if isinstance(v, float)]
     ramp = load_scene(os.path.join(FOOTAGE, "warp_ramp_boxes", "scene.toml"))
     assert ramp.objects["box_a"].mass == 1.0
-    # the ramp takes the ground's contact constants, so the ground's nuisance constants move it too
-    assert {u.target for u in ramp.unknowns if u.nuisance} == {"ground.ke", "ground.kd", "ground.kf", "ground.mu"}
+    # the ramp takes the ground's contact constants, so the ground's nuisance constants move it too; the two boxes'
+    # contact with each other has its own ("bodies.X", tigradsim/scenes/pair_constants.py)
+    assert {u.target for u in ramp.unknowns if u.nuisance} == {f"{o}.{x}" for o in ("ground", "bodies")
+                                                               for x in ("ke", "kd", "kf", "mu")}
     assert ramp.colliders["ramp"].given == frozenset()

@@ -16,8 +16,11 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim.physics.rigid import BodyRecorder, RigidSurface
 
-EPS = {"body_kd": 1e-5, "body_mu": 1e-5, "particle_mass": 1e-5}
+EPS = {"body_kd": 1e-5, "body_mu": 1e-5, "body_pair_kd": 1e-5, "body_pair_mu": 1e-5, "particle_mass": 1e-5}
 BODY_PARAMS = ["body_mass", "body_q0", "body_qd0", "body_ke", "body_kd", "body_kf", "body_mu", "body_shape_size"]
+# body against body: the pair's constants are the means of body_pair_X (body_X is the ground's and particles')
+PAIR_PARAMS = ["body_mass", "body_q0", "body_qd0", "body_pair_ke", "body_pair_kd", "body_pair_kf", "body_pair_mu",
+               "body_shape_size"]
 
 
 @pytest.fixture(scope="module")

@@ -110,6 +110,7 @@ NONNEGATIVE_PARAMS = frozenset({
     "particle_mass", "spring_stiffness", "spring_damping",
     "ground_ke", "ground_kd", "ground_kf", "ground_mu",
     "body_ke", "body_kd", "body_kf", "body_mu", "mpm_mu",
+    "body_pair_ke", "body_pair_kd", "body_pair_kf", "body_pair_mu",
     "cloth_drag", "cloth_bending_stiffness", "cloth_bending_damping",
     "cloth_anchor_stiffness", "cloth_anchor_damping",
     "collider_ke", "collider_kd", "collider_kf", "collider_mu", "collider_size",

@@ -16,8 +16,12 @@ exactly.  Both orders (a, b) and (b, a) are evaluated, so a box's corners touch 
 other's corners touch its faces; two box-shaped bodies' crossed edges, where no corner is inside the other
 box, are `box_edges.BoxEdgeContact`'s (the same law, pair means and `contact_force`).
 
-Pair parameters: ke, kd, kf and mu of a pair are the MEANS of the two bodies' (`body_ke`, ...), Warp's rule
-(`warp.sim.integrator_euler.eval_rigid_contacts` averages the two shapes' materials).  Law: each contact point
+Pair parameters: ke, kd, kf and mu of a pair are the MEANS of the two bodies' (`body_pair_ke`, ...), Warp's rule
+(`warp.sim.integrator_euler.eval_rigid_contacts` averages the two shapes' materials).  `body_pair_X` is each
+body's constant against other bodies, a field of its own beside its constant against the ground and colliders
+(`body_X`): both start at the value the body was given (`rigid.RigidBodies`), and a fit may move them apart
+(a scene file's "bodies.X" nuisance or assumed constant, `scenes.pair_constants`), since a box-box contact's
+point count (4 corners here, about 8 points in Warp) changes the stiffness per point it takes.  Law: each contact point
 uses the contact law of ITS body (its own or the ground's, `rigid.RigidBodies.add`), as it does against the
 ground, so two bodies with the same law (the usual case: both take the ground's) touch by that law.  Bodies
 with different laws may share a scene (tests/test_contact_laws.py has two far apart) and may even touch: a's
@@ -149,9 +153,9 @@ class BodyBodyContact(StepTerm):
                 qda = state.body_qd[s, a]
                 qdb = state.body_qd[s, b]
                 v = (bottom(qda) + top(qda).cross(r_a)) - (bottom(qdb) + top(qdb).cross(r_b))
-                f = contact_force(ti.min(d - radius, 0.0), n, v, _mean(self.model.body_ke, a, b),
-                                  _mean(self.model.body_kd, a, b), _mean(self.model.body_kf, a, b),
-                                  _mean(self.model.body_mu, a, b), self.law)
+                f = contact_force(ti.min(d - radius, 0.0), n, v, _mean(self.model.body_pair_ke, a, b),
+                                  _mean(self.model.body_pair_kd, a, b), _mean(self.model.body_pair_kf, a, b),
+                                  _mean(self.model.body_pair_mu, a, b), self.law)
                 state.body_f[s, a] += spatial(r_a.cross(f), f)
                 state.body_f[s, b] += spatial(-r_b.cross(f), -f)
 
@@ -200,7 +204,7 @@ class BodyBodyContact(StepTerm):
         bound = np.minimum(m.body_shape_bound.to_numpy().astype(np.float64), 1e6)
         w_other = inv_m + bound ** 2 * inv_i                                        # (B,)
         groups = m.body_contact_group.to_numpy()
-        k = {n: getattr(m, f"body_{n}").to_numpy().astype(np.float64) for n in ("ke", "kd", "kf")}
+        k = {n: getattr(m, f"body_pair_{n}").to_numpy().astype(np.float64) for n in ("ke", "kd", "kf")}
         meet = groups_meet(groups[body][:, None], groups[None, :]) & (body[:, None] != np.arange(m.body_count))
         w = (w_point[:, None] + w_other[None, :])
         pair = {n: 0.5 * (v[body][:, None] + v[None, :]) for n, v in k.items()}

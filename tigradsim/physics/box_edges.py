@@ -230,9 +230,9 @@ class BoxEdgeContact(StepTerm):
         qda = state.body_qd[s_, a]
         qdb = state.body_qd[s_, b]
         v = (bottom(qda) + top(qda).cross(r_a)) - (bottom(qdb) + top(qdb).cross(r_b))
-        f = contact_force(ti.min((P - Q).dot(n), 0.0), n, v, _mean(self.model.body_ke, a, b),
-                          _mean(self.model.body_kd, a, b), _mean(self.model.body_kf, a, b),
-                          _mean(self.model.body_mu, a, b), self.law)
+        f = contact_force(ti.min((P - Q).dot(n), 0.0), n, v, _mean(self.model.body_pair_ke, a, b),
+                          _mean(self.model.body_pair_kd, a, b), _mean(self.model.body_pair_kf, a, b),
+                          _mean(self.model.body_pair_mu, a, b), self.law)
         state.body_f[s_, a] += spatial(r_a.cross(f), f)
         state.body_f[s_, b] += spatial(-r_b.cross(f), -f)
 

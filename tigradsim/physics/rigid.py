@@ -90,7 +90,11 @@ class RigidBodies:
       body_inertia (B,) mat3 [m^2]                     inertia PER UNIT MASS about the
                                                        centre of mass, body frame (differentiable;
                                                        the inertia used is body_mass * body_inertia)
-      body_ke, body_kd, body_kf, body_mu (B,)          contact parameters (differentiable)
+      body_ke, body_kd, body_kf, body_mu (B,)          contact parameters against the ground, colliders and
+                                                       particles (differentiable)
+      body_pair_ke, ..., body_pair_mu (B,)             contact parameters against other bodies (a pair takes
+                                                       the mean of its two bodies'; differentiable; initially
+                                                       equal to body_ke, ...)
       body_contact_radius (B,) [m]                     not differentiable
       body_force (A,) vec3 [N], body_force_point (A,) vec3 [m, body frame], body_torque (A,) vec3 [N m]
                                                        applied loads (differentiable), active in their windows
@@ -235,6 +239,8 @@ class RigidBodies:
         for name in _CONTACT_NAMES:
             values = [b["contact"].get(name, ground.get(name, _CONTACT_DEFAULTS[name])) for b in bodies]
             model.add_field(f"body_{name}", float, (B,), np.array(values, f))
+            # the constant against other bodies (`body_contact`'s pair means): its own field, equal at the start
+            model.add_field(f"body_pair_{name}", float, (B,), np.array(values, f))
         model.add_field("body_contact_radius", float, (B,), np.array([b["radius"] for b in bodies], f), param=False)
         counts = [len(b["vertices"]) for b in bodies]
         model.body_vertex_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)

@@ -10,6 +10,10 @@ vertices touch the ground with `ground_X`), or a collider without its own X (its
 gives one surface constant for the ground and the colliders that state none, so one assumed constant
 "ground.X" moves them together.
 
+The rigid bodies' constant X against each other is its own assumed constant "bodies.X" (writing their
+`body_pair_X`) when two or more rigid objects take the shared X and the file states none
+(`pair_constants`); "ground.X" then leaves their `body_pair_X` alone.
+
 In a scene without a [ground], a collider's contact constant X is assumed, as "NAME.X", when its
 [colliders.NAME] table does not state it and no [unknowns] entry "NAME.X" fits it
 (`scene_colliders.unstated_collider_constants`): the library's default, a guess about the ramp's or the
@@ -38,16 +42,25 @@ def assumed_constants(scene) -> list:
     writer that sets `ground_X` and the `body_X` / `collider_X` entries of the rigid objects and colliders
     that take the ground's value, or the collider's own entry."""
     from .scene_colliders import ground_takers
+    from .pair_constants import PAIR_OBJECT, separate_pair_constant
     spec = scene.spec
     out = []
+    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
     for name, x, value in unstated_collider_constants(spec):
         lower, upper = PRIOR_RANGES[x](value)
         out.append(AssumedConstant(f"{name}.{x}", value, lower, upper,
                                    _entry_writer(*collider_param(scene.model, scene.colliders[name], x)),
                                    _REASONS[x]))
+    separate = {x: separate_pair_constant(spec, x) for x in CONTACT_PARAMS}
+    for x, pair in separate.items():
+        if pair is not None and (PAIR_OBJECT, x) not in fitted:
+            rows = [scene.handles[n] for n in pair[0]]
+            lower, upper = PRIOR_RANGES[x](pair[1])
+            out.append(AssumedConstant(f"{PAIR_OBJECT}.{x}", pair[1], lower, upper,
+                                       _rows_writer(getattr(scene.model, f"body_pair_{x}"), rows),
+                                       _REASONS[x] + "; the bodies' contact with each other, apart from the ground's"))
     if spec.ground is None:
         return out
-    fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
     for x in CONTACT_PARAMS:
         if x in spec.ground_given or ("ground", x) in fitted:
             continue
@@ -59,7 +72,8 @@ def assumed_constants(scene) -> list:
             continue
         value = float(spec.ground[x])
         lower, upper = PRIOR_RANGES[x](value)
-        out.append(AssumedConstant(f"ground.{x}", value, lower, upper, _writer(scene.model, x, bodies, colliders),
+        out.append(AssumedConstant(f"ground.{x}", value, lower, upper,
+                                   _writer(scene.model, x, bodies, colliders, pairs=separate[x] is None),
                                    _REASONS[x]))
     return out
 
@@ -71,13 +85,25 @@ def _entry_writer(field, entry):
     return write
 
 
-def _writer(model, x, bodies, colliders=()):
+def _rows_writer(field, rows):
+    def write(value):
+        a = field.to_numpy()
+        a[list(rows)] = value
+        field.from_numpy(a)
+
+    return write
+
+
+def _writer(model, x, bodies, colliders=(), pairs=True):
+    """Writes ground_X, body_X of `bodies` (and their body_pair_X when `pairs`: no separate "bodies.X") and
+    collider_X of `colliders`."""
     ground, body = getattr(model, f"ground_{x}"), getattr(model, f"body_{x}", None)
     collider = getattr(model, f"collider_{x}", None)
+    pair = getattr(model, f"body_pair_{x}", None) if pairs else None
 
     def write(value):
         ground[None] = value
-        for field, rows in ((body, bodies), (collider, colliders)):
+        for field, rows in ((body, bodies), (pair, bodies), (collider, colliders)):
             if len(rows) and field is not None:
                 a = field.to_numpy()
                 a[list(rows)] = value
@@ -140,7 +166,10 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     if nuisance:
         md += ("\nNuisance constants (not stated in [ground], fitted within their prior ranges: "
                + ", ".join(f"{u.target} in [{u.lower:.4g}, {u.upper:.4g}]" for u in scene.spec.unknowns if u.nuisance)
-               + "); the other intervals are marginal over them.\n")
+               + "); the other intervals are marginal over them."
+               + (" bodies.X: the rigid bodies' contact constant against each other, fitted apart from the "
+                  "ground's and colliders' (`tgs.scenes.pair_constants`)."
+                  if any(u.object == "bodies" for u in scene.spec.unknowns if u.nuisance) else "") + "\n")
     md += f"\nFit quality: {quality.text}.\n"
     if discrepancy.notes:
         md += ("\nModel discrepancy (refits leaving out the beginning, middle or end of the fitted frames; "

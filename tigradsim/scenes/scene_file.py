@@ -127,7 +127,12 @@ Sections (see demos/scenes/*.toml for complete examples):
                    within PRIOR_RANGES, "OBJ.X_per_mass" when the one rigid object's mass is an
                    unknown, else "ground.X", so the intervals are marginal over them, widened
                    for those the footage leaves undetermined; a collider's constants its
-                   [colliders.NAME] does not state are assumed, or nuisance, as "NAME.X")
+                   [colliders.NAME] does not state are assumed, or nuisance, as "NAME.X";
+                   with two or more rigid objects taking the shared X (none of their own, not
+                   fitted) and X not stated in [ground], their contact with EACH OTHER is its
+                   own constant "bodies.X", assumed or nuisance apart from "ground.X", within
+                   the same PRIOR_RANGES: tigradsim/scenes/pair_constants.py; the name
+                   "bodies" is then reserved)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a

@@ -192,13 +192,17 @@ def nuisance_unknowns(spec) -> list:
     * "ground.X" otherwise (and for mu, which has no per-mass form);
     * "NAME.X", in a scene without a [ground], for every contact constant a collider's table does not
       state and no unknown fits (`scene_colliders.unstated_collider_constants`), on the collider's own
-      entry (with a [ground], such a collider takes the ground's X and moves with it).
+      entry (with a [ground], such a collider takes the ground's X and moves with it);
+    * "bodies.X", the rigid bodies' constant against each other, separate from "ground.X", when two or
+      more rigid objects take the shared X and the file states none (`pair_constants`: the same rule for
+      every scene), within PRIOR_RANGES[X] around the value they take.
 
     With soft objects taking the ground's constants, each of ke, kd, kf's ranges is capped where the
     scene's step could not integrate it (`soft_contact_caps`): a range the step cannot follow would let
     the search wander into rollouts whose gradients are meaningless (GradientError)."""
     from ..fitting.sensitivity import PRIOR_RANGES
     from .scene_colliders import ground_takers, unstated_collider_constants
+    from .pair_constants import PAIR_OBJECT, check_pair_name, separate_pair_constant
     if spec.fit.contact_constants != "nuisance":
         return []
     out = []
@@ -206,6 +210,13 @@ def nuisance_unknowns(spec) -> list:
         lower, upper = PRIOR_RANGES[x](value)
         out.append(UnknownSpec(target=f"{name}.{x}", object=name, param=x, init=value, lower=lower, upper=upper,
                                log=True, nuisance=True))
+    for x in CONTACT_PARAMS:
+        pair = separate_pair_constant(spec, x)
+        if pair is not None:
+            check_pair_name(spec)
+            lower, upper = PRIOR_RANGES[x](pair[1])
+            out.append(UnknownSpec(target=f"{PAIR_OBJECT}.{x}", object=PAIR_OBJECT, param=x, init=pair[1],
+                                   lower=lower, upper=upper, log=True, nuisance=True))
     if spec.ground is None:
         return out
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}

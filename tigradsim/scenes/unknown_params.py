@@ -37,8 +37,11 @@ def unknown_params(spec, model, handles) -> list:
 
     * a rigid object's mass, ke, kd, kf, mu: `TiedParam` on its entry of body_mass, body_ke, ...
     * "ground.X": `TiedParam` on ground_X, on body_X of every body that takes the ground's
-      value (a body with its own X in the file keeps it) and on collider_X of every collider that
-      does (`scene_colliders.ground_takers`);
+      value (a body with its own X in the file keeps it), on their body_pair_X unless the bodies'
+      contact with each other is a separate "bodies.X" (`pair_constants`), and on collider_X of every
+      collider that does (`scene_colliders.ground_takers`);
+    * "bodies.X" (nuisance): `TiedParam` on body_pair_X of the bodies taking the shared value;
+    * a rigid object's ke, kd, kf, mu move its body_X and body_pair_X together (its own constant);
     * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
       the mass Param when the mass is an unknown too (one rigid body per scene);
     * a soft object's material parameter or damping: `ColumnParam` on its rows of tet_params;
@@ -51,6 +54,7 @@ def unknown_params(spec, model, handles) -> list:
     """
     from ..physics.fem import param_column
     from ..fitting.optim import ColumnParam, RatioParam, TiedParam
+    from .pair_constants import PAIR_OBJECT, separate_pair_constant
 
     rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
     made = {}
@@ -61,11 +65,17 @@ def unknown_params(spec, model, handles) -> list:
             from .scene_colliders import collider_param
             fld, entry = collider_param(model, list(spec.colliders).index(u.object), u.param)
             made[u.target] = TiedParam([_entry(fld, entry)], value=[u.init], **kw)
+        elif u.object == PAIR_OBJECT:
+            takers = separate_pair_constant(spec, u.param)[0]
+            made[u.target] = TiedParam([_entries(getattr(model, f"body_pair_{u.param}"),
+                                                 [handles[n] for n in takers])], value=[u.init], **kw)
         elif u.object == "ground":
             ties = [_entry(getattr(model, f"ground_{u.param}"), None)]
             uses = [handles[n] for n in rigid if u.param not in spec.objects[n].contact]
             if uses:
                 ties.append(_entries(getattr(model, f"body_{u.param}"), uses))
+                if separate_pair_constant(spec, u.param) is None:
+                    ties.append(_entries(getattr(model, f"body_pair_{u.param}"), uses))
             from .scene_colliders import ground_takers
             fitted = {(v.object, v.param) for v in spec.unknowns}
             colliders = ground_takers(spec, u.param, fitted)
@@ -81,7 +91,10 @@ def unknown_params(spec, model, handles) -> list:
         elif spec.objects[u.object].kind == "rigid":
             b = handles[u.object]
             if u.tie is None:
-                made[u.target] = TiedParam([_entry(getattr(model, f"body_{u.param}"), b)], value=[u.init], **kw)
+                ties = [_entry(getattr(model, f"body_{u.param}"), b)]
+                if u.param != "mass":          # the object's own contact constant: against bodies too
+                    ties.append(_entry(getattr(model, f"body_pair_{u.param}"), b))
+                made[u.target] = TiedParam(ties, value=[u.init], **kw)
                 continue
             if len(rigid) != 1:
                 raise spec.error("unknowns", u.target, "a stiffness per unit mass needs a scene with one rigid object "
