@@ -347,6 +347,19 @@ def newton_python():
     return path
 
 
+def run_in_newton(script_name, job) -> dict:
+    """Run benchmarks/`script_name` in Newton's venv on the JSON-able `job`; returns the arrays it saved (npz)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), script_name)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.npz")
+        with open(src, "w") as fh:
+            json.dump(job, fh)
+        r = subprocess.run([newton_python(), script, src, dst], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{script_name} failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
+        return dict(np.load(dst))
+
+
 def _simulate_newton(spec, frames, initial_rotation):
     import json
     import os
@@ -361,15 +374,7 @@ def _simulate_newton(spec, frames, initial_rotation):
            "forces": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in f.items()} for f in spec["forces"]],
            "frames": int(frames), "fps": FPS, "substeps": NEWTON_STEPS_PER_FRAME, "iterations": NEWTON_ITERATIONS,
            "mu": c["mu"], "restitution": c["restitution"], "relaxation": NEWTON_RELAXATION}
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "newton_sim.py")
-    with tempfile.TemporaryDirectory() as tmp:
-        src, dst = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.npz")
-        with open(src, "w") as fh:
-            json.dump(job, fh)
-        r = subprocess.run([newton_python(), script, src, dst], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"newton_sim.py failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
-        out = dict(np.load(dst))
+    out = run_in_newton("newton_sim.py", job)
     positions, quats = out["positions"], out["quats"]
     newton_version, warp_version = (str(v) for v in out["versions"])
     verts, faces = box_vertices(size, positions, quats)
@@ -446,15 +451,7 @@ def _simulate_newton_soft(spec, frames, initial_rotation):
            "density": e["density"], "k_mu": e["k_mu"], "k_lambda": e["k_lambda"], "k_damp": e["k_damp"],
            "ground": e["ground"], "contact_gap": e["contact_gap"], "frames": int(frames), "fps": FPS,
            "substeps": NEWTON_SOFT_STEPS_PER_FRAME}
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "newton_soft_sim.py")
-    with tempfile.TemporaryDirectory() as tmp:
-        src, dst = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.npz")
-        with open(src, "w") as fh:
-            json.dump(job, fh)
-        r = subprocess.run([newton_python(), script, src, dst], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"newton_soft_sim.py failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
-        out = dict(np.load(dst))
+    out = run_in_newton("newton_soft_sim.py", job)
     xs, masses = out["positions"], out["masses"]
     if not np.all(np.isfinite(xs)):
         raise RuntimeError("newton soft drop: the simulation blew up (non-finite positions)")

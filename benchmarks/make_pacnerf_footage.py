@@ -64,6 +64,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RUNNER = os.path.join(HERE, "genesis_pacnerf_runner.py")
+sys.path.insert(0, HERE)
+from make_footage import axis_angle_quat, quat_matrix  # noqa: E402  (the other clips' pose helpers)
 GENESIS_PYTHON = "/opt/venvs/genesis/bin/python"
 OUT = os.path.join(HERE, "footage", "pacnerf")
 
@@ -85,21 +87,6 @@ SPP, MASK_SPP = 16, 16
 LIGHT = dict(center=(-0.3, 2.0, 0.9), size=1.0, radiance=14.0)
 SKY = 0.3
 FLOOR_ALBEDO = 0.45
-
-
-def axis_angle_quat(axis, degrees):
-    """Unit quaternion (x, y, z, w) of a rotation by `degrees` about `axis`."""
-    a = np.asarray(axis, dtype=np.float64)
-    a = a / np.linalg.norm(a)
-    h = math.radians(degrees) / 2
-    return np.concatenate([a * math.sin(h), [math.cos(h)]])
-
-
-def quat_matrix(q):
-    x, y, z, w = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 # Per family: the box (size [m], tilt axis, degrees), the tigradsim material and its TRUE values (PAC-NeRF's
