@@ -250,3 +250,35 @@ def test_scene_file_implicit_ground_lifts_the_soft_caps_on_kd_and_kf(tmp_path):
     data["ground"] = {"damping_integration": "backward"}
     with pytest.raises(SceneError, match="damping_integration.*expected one of 'explicit', 'implicit'"):
         parse_scene(data, str(tmp_path / "scene.toml"))
+
+
+def _sliding_vertex(where, integration):
+    """The 4 g vertex of `_light_vertex` on the ground (`where="ground"`) or on a plane collider y = 0 with the
+    same constants and law (no ground)."""
+    b = tgs.SceneBuilder()
+    constants = dict(ke=1e3, kd=150.0, kf=150.0, mu=0.5, damping_integration=integration)
+    if where == "ground":
+        b.add_ground(**constants)
+    else:
+        b.add_collider("plane", **constants)
+    m = 0.004
+    b.add_particles(np.array([[0.0, RADIUS - m * 9.8 / 1e3, 0.0]]), np.array([[0.05, -0.01, 0.0]]),
+                    np.array([m]), radius=RADIUS)
+    model = b.finalize(requires_grad=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        sim = tgs.Simulator(model, dt=1.0 / (30 * 112), steps=200)
+    sim.run()
+    return sim.state.particle_qd.to_numpy()[:, 0], sim.stability_report()
+
+
+@pytest.mark.slow
+def test_collider_contact_takes_the_implicit_option_as_the_ground_does(f64):
+    """A plane collider y = 0 with the ground's constants and damping_integration gives the ground's motion, and
+    its pre-flight row the same verdict: the option reaches the collider term and its stability row."""
+    ground, ground_report = _sliding_vertex("ground", "implicit")
+    plane, plane_report = _sliding_vertex("collider", "implicit")
+    np.testing.assert_allclose(plane, ground, rtol=1e-9, atol=1e-12)
+    assert plane_report.ok and ground_report.ok
+    explicit, explicit_report = _sliding_vertex("collider", "explicit")
+    assert not explicit_report.ok and np.abs(explicit - plane).max() > 1e-3
