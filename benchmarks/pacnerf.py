@@ -4,13 +4,16 @@ the public path (`tigradsim fit`, one process per clip), then compare the estima
     python benchmarks/pacnerf.py                      # every clip under benchmarks/footage/pacnerf/
     python benchmarks/pacnerf.py --families elastic   # some of them
     python benchmarks/pacnerf.py --control            # own-model CONTROL clips (made here, then fitted)
+    python benchmarks/pacnerf.py --rescore --out DIR  # score the fits already in DIR again (no fitting)
 
 A clip is a folder `ROOT/<family>/` holding `scene.toml` (a tigradsim scene file: [[cameras]] with each view's
 frames and masks, an MPM object, [unknowns], [fit]) and `truth.json` (the values the clip was made with), which
 only this script reads, after the fit, to score it.  truth.json: {"params": {"OBJECT.PARAM": value, ...}} (or
 the same mapping at its top level; a bare "PARAM" key matches any object's PARAM).
 
-Per clip: each estimate, its truth, relative error (friction angle: error in degrees), 95 % interval and the one
+Per clip: each estimate, its truth, relative error (friction angle: error in degrees), the MPM grid's systematic
+shift ([fit] grid_bias, on by default: the linearised refit onto the 4/3 finer grid times its Richardson factor, in
+the optimiser's coordinates) and the 95 % interval without it (`without_systematic`), the 95 % interval and the one
 widened by the model discrepancy (`ci95_with_discrepancy`, tigradsim/fitting/discrepancy.py), whether each holds
 the truth, the mean IoU over the cameras, the CPU seconds of the fit process (user + system of all its threads:
 the machine is shared, so wall time says little) and its peak RSS (`os.wait4`'s rusage of the child).  Then
@@ -265,6 +268,22 @@ def run_fit(scene_path, out, extra=()) -> dict:
     return report
 
 
+def rescored(out, family) -> dict:
+    """`run_fit`'s report of a fit already made in out/<family> (--rescore): its estimates.json, with the CPU,
+    peak RSS, wall time and exit status out/pacnerf.json recorded for it (None where it has none)."""
+    with open(os.path.join(out, family, "estimates.json")) as fh:
+        report = json.load(fh)
+    usage = dict.fromkeys(("cpu_s", "peak_rss_mb", "wall_s", "returncode"))
+    path = os.path.join(out, "pacnerf.json")
+    if os.path.isfile(path):
+        with open(path) as fh:
+            for clip in json.load(fh).get("clips", []):
+                if clip.get("family") == family:
+                    usage.update({k: clip.get(k) for k in usage})
+    report.update(usage)
+    return report
+
+
 def read_truth(folder) -> dict:
     """{"OBJECT.PARAM" or "PARAM": value} of a clip's truth.json: its "params" mapping, or the footage maker's
     {"object": NAME, "truth": {PARAM: value, ...}} (benchmarks/make_pacnerf_footage.py), or the top level."""
@@ -427,6 +446,8 @@ def main(argv=None):
                         help="[mpm_grid] resolution of the fit (default: the file's); needs --substeps")
     parser.add_argument("--jobs", type=int, default=1, help="fits run side by side (default 1)")
     parser.add_argument("--fit-args", default="", help="extra arguments of `tigradsim fit` (e.g. --quick)")
+    parser.add_argument("--rescore", action="store_true", help="score the fits already in OUT (OUT/<family>/"
+                        "estimates.json; CPU, RSS and wall from OUT/pacnerf.json) without fitting again")
     args = parser.parse_args(argv)
     root = args.root or (CONTROL if args.control else FOOTAGE)
     if args.substeps is None:
@@ -446,6 +467,8 @@ def main(argv=None):
     clips = []
 
     def fit(family):
+        if args.rescore:
+            return rescored(out, family)
         print(f"fitting {family} ({os.path.join(root, family)}) ...", flush=True)
         scene = os.path.join(root, family, "scene.toml")
         if args.substeps:                     # the benchmark's fit settings: a copy of the file in out/<family>
