@@ -102,20 +102,16 @@ def _jelly_data(resolution, E):
 
 
 @pytest.mark.slow
-def test_mpm_report_has_the_grid_systematic_and_it_points_at_the_truth():
+def test_mpm_report_has_the_grid_systematic_and_it_points_at_the_truth(f64):
     """Footage made by the jelly file at the finer grid (resolution 16, E = 2e4 Pa) and fitted at 12.  The
     refined scene the mechanism builds is that file (its residuals at the truth are zero: particles resampled
     at the finer cells, splats of the finer lattice); at the coarse grid's own estimate of E (a scan of the
     coarse loss) the report carries both systematics, and the grid's shift without its Richardson factor, the
     linearised refit onto the finer model, takes log E from the coarse estimate at least half the way to the
     truth and not far past it; the 95 % interval covers the estimate moved by it (factor included).  ~40 s of CPU (2 cores)."""
-    import taichi as ti
-
-    import tigradsim as tgs
     from tigradsim.fitting.uncertainty import fit_report
     from tigradsim.scenes.scene_build import Scene
 
-    tgs.init(arch="cpu", default_fp=ti.f64)
     truth = 2e4
     fine = Scene(parse_scene(_jelly_data(16, truth), JELLY), _footage(np.zeros((6, 64, 64)), 25.0),
                  requires_grad=False)
@@ -169,3 +165,32 @@ def test_rigid_report_has_no_grid_systematic():
     with pytest.raises(ValueError) as err:
         scene.grid_systematics()
     assert "no [mpm_grid]" in str(err.value), str(err.value)
+
+
+def test_two_systematics_of_opposite_sign_do_not_narrow_the_interval(f64):
+    """Linear least squares y = X beta with two refined models (the time step's and the grid's, shifts +d and
+    -2 d with factors 2 and 4): `Estimate.bias` is their sum, and the 95 % interval covers the estimate moved
+    by either of them alone, not only by the sum (one bias estimate of the wrong sign must not cancel another)."""
+    import taichi as ti
+
+    import tigradsim as tgs
+    from tigradsim.fitting.uncertainty import Z95
+
+    rng = np.random.default_rng(5)
+    X = np.stack([np.ones(200), rng.normal(size=200)], axis=1)
+    y = X @ np.array([1.0, 2.0]) + rng.normal(0.0, 0.01, 200)
+    p = tgs.Param(ti.field(float, shape=2, needs_grad=True), "beta")
+    b = np.linalg.lstsq(X, y, rcond=None)[0]
+    p.write(b)
+    r = X @ b - y
+    d = np.array([0.05, -0.02])
+    systematics = {**time_step_systematics(X @ b - (y + X @ d), 1e-3),           # shift 2 d
+                   **grid_systematics(X @ b - (y - X @ d / 2), 24)}              # shift 4 (-d / 2) = -2 d
+    rep = tgs.fit_report(None, [p], noise_floor=0.0, jacobian=(X, r), systematics=systematics)
+    for i in range(2):
+        e = rep[f"beta[{i}]"]
+        shifts = [v[i] for v in rep.systematics.values()]
+        assert sorted(shifts) == pytest.approx(sorted([2 * d[i], -2 * d[i]]), rel=1e-9)
+        assert e.bias == pytest.approx(0.0, abs=1e-12)
+        assert e.lower95 == pytest.approx(e.value - 2 * abs(d[i]) - Z95 * e.std, rel=1e-9)
+        assert e.upper95 == pytest.approx(e.value + 2 * abs(d[i]) + Z95 * e.std, rel=1e-9)

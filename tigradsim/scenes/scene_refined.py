@@ -14,6 +14,9 @@ built on first use (no gradients), given the fit's current values and run once a
                  resolution would get; the systematic is the bias of all three.
 
 The footage, cameras, unknowns (with their values copied in) and the frames fitted are the scene's.
+The finer grid keeps the scene's time step, whose stability limit shrinks with dx: a finer-grid rollout that
+blows up at the estimate raises as the scene's own would, and `tgs.identify` then reports the fit without
+intervals, saying why (more substeps, or grid_bias = false, is the way out).
 """
 from __future__ import annotations
 
