@@ -206,7 +206,8 @@ def control_scene(family) -> tuple:
         lines += [f'frames = "{cam["name"]}/frame_%04d.png"', f'masks = "{cam["name"]}/mask_%04d.png"', ""]
     for p, (init, lo, hi) in unknowns.items():
         lines += [f'[unknowns."{family}.{p}"]', f"init = {init}", f"lower = {lo}", f"upper = {hi}", ""]
-    lines += ["[fit]", 'optimizer = "bfgs"', "iterations = 12", "polish_lr = 0.5", ""]
+    # made by this very model at this grid: no grid bias to cover ([fit] grid_bias, tigradsim/fitting/grid_bias.py)
+    lines += ["[fit]", 'optimizer = "bfgs"', "iterations = 12", "polish_lr = 0.5", "grid_bias = false", ""]
     truth = {"params": {f"{family}.{p}": params[p] for p in unknowns},
              "made_by": "tigradsim (own model: CONTROL)", "material": material, "all_params": params}
     return "\n".join(lines), truth

@@ -67,6 +67,7 @@ def test_labels_and_richardson_factors():
 
 def test_grid_bias_option_in_scene_files():
     jelly, box = _toml(JELLY), _toml(BOX_PUSH)
+    assert jelly["fit"].pop("grid_bias") is False                     # the demo: a clip made at its own grid
     assert parse_scene(jelly, JELLY).fit.grid_bias is True            # on by default with MPM matter
     jelly["fit"]["grid_bias"] = False
     assert parse_scene(jelly, JELLY).fit.grid_bias is False

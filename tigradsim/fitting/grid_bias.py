@@ -11,17 +11,23 @@ particles: sampled per cell, they are resampled at the finer cells).
 
 Why 4/3 and not 2: the refined scene keeps the fit's time step (the time step has its own systematic),
 and the explicit MPM step's stability limit shrinks with dx (dt <= dx / (2 c)); at 4/3 the finer grid
-keeps 3/4 of the coarse one's margin, at 2 only half (the PAC-NeRF benchmark's 50 substeps at 1/24 m
-would then be past the safe step for E ~ 1e5 Pa).  It also costs (4/3)^3 = 2.4x one coarse rollout (the
+keeps 3/4 of the coarse one's margin, at 2 only half (the PAC-NeRF elastic fit's estimate, E 9.7e4 Pa at
+nu 0.44, has a P-wave speed of 17 m/s: within the safe step of its 50 substeps at 32 cells, 18.8 m/s, and
+past it at 48, 12.5 m/s).  It also costs (4/3)^3 = 2.4x one coarse rollout (the
 particles are sampled per cell) instead of 8x.
 
-GRID_ORDER, measured (benchmarks/RESULTS.md, "grid bias"): MLS-MPM with quadratic B-splines is
-second order in dx for smooth fields in theory, but what a fit sees is the silhouette of particles
-sampled on a per-cell lattice (its boundary staircase is O(dx)) moving through a grid whose wall and
-contact conditions act cell-wise (O(dx)).  On the PAC-NeRF elastic clip at the truth (E 1e5 Pa,
-nu 0.3, 50 substeps, 11 views), the linearised refit's shift of log E / nu from resolution 24 to 16,
-32 and 48 gave the ratios of a first-order method, not of a second-order one (see RESULTS.md): p = 1,
-so the factor at q = 4/3 is 4.
+GRID_ORDER = 1, and what was measured: MLS-MPM with quadratic B-splines is second order in dx for smooth
+fields in theory, but a silhouette fit sees particles sampled on a per-cell lattice (their boundary's
+staircase, and the splats' footprint, are O(dx)) moving through a grid whose wall and contact conditions act
+cell-wise (O(dx)).  On the PAC-NeRF elastic clip (Genesis footage, 11 views, 50 substeps) at the truth
+(E 1e5 Pa, nu 0.3), the linearised refit from resolution 24 (Jacobian by central differences) moves
+(log E, log nu) by (+0.066, -0.213) to resolution 16, (-0.092, +0.164) to 32 and (-0.048, +0.049) to 48.
+The signs agree (a finer grid lowers E and raises nu) but the sequence is not monotone (32 moves the
+estimate twice as far as 48), so these resolutions are not in the asymptotic range where an order can be
+read off: a rotated box's lattice gains or loses whole rows of particles from one resolution to the next.
+p = 1 is the order of the O(dx) parts and the more cautious of the two (factor 4 at q = 4/3, against 2.29
+for p = 2); against the 48 grid it over-estimates (4 x the 24 -> 32 shift is 4-7x the 24 -> 48 one
+times 2).  benchmarks/RESULTS.md ("MPM grid bias") has the fits with it.
 """
 from __future__ import annotations
 
