@@ -455,31 +455,22 @@ class Scene:
 
     # -- refined models: the time step's and the MPM grid's bias (scene_refined.py) -----------
     def half_step_scene(self) -> "Scene":
-        """This scene at dt / 2 (same file, footage, camera and unknowns; no gradients), built on
-        the first call and kept: the reference of `predictability` and `time_step_systematics`."""
+        """This scene at dt / 2 (same file, footage, camera, unknowns; no gradients), built once."""
         return refined_scene(self, "time_step")
 
     def finer_grid_scene(self) -> "Scene":
-        """This MPM scene at a 4/3 finer grid (particles resampled at its cells: scene_refined.py),
-        built on the first call and kept: the reference of `grid_systematics`."""
+        """This MPM scene at a 4/3 finer grid (particles resampled at its cells: scene_refined.py)."""
         return refined_scene(self, "grid")
 
-    def _half_at_current_values(self) -> "Scene":
-        return refined_at_current_values(self, "time_step")
-
     def time_step_systematics(self) -> dict:
-        """`fit_report`'s systematics for the time step ([fit] time_step_bias): the residuals,
-        at the current values and on the frames fitted now, of this scene at dt / 2
-        (`half_step_scene`), with the Richardson factor 2^p / (2^p - 1) (p = INTEGRATOR_ORDER):
-        the linearised refit on them, times the factor, estimates how far the dt model's
-        estimate sits from the exact model's.  One forward rollout at dt / 2."""
+        """`fit_report`'s systematics for the time step ([fit] time_step_bias): the residuals at the
+        current values, on the frames fitted now, of `half_step_scene`, with the Richardson factor
+        2^p / (2^p - 1) (p = INTEGRATOR_ORDER; fitting/refined_model.py).  One rollout at dt / 2."""
         return refined_systematics(self, "time_step")
 
     def grid_systematics(self) -> dict:
-        """`fit_report`'s systematics for the MPM grid ([fit] grid_bias): the residuals of this
-        scene at the finer grid (`finer_grid_scene`) at the current values, with the Richardson
-        factor q^p / (q^p - 1) (q = 4/3, p = GRID_ORDER: tigradsim/fitting/grid_bias.py).  One
-        forward rollout at the finer grid (2.4x the particles)."""
+        """The same for the MPM grid ([fit] grid_bias): at the 4/3 finer grid (`finer_grid_scene`), factor
+        q^p / (q^p - 1) (fitting/grid_bias.py).  One rollout at the finer grid (2.4x the particles)."""
         return refined_systematics(self, "grid")
 
     def model_systematics(self) -> dict:
@@ -501,7 +492,7 @@ class Scene:
         the leading frames whose estimated error is within `tolerance` px (default [fit]
         horizon_tolerance).  Runs two forward rollouts (no Tape)."""
         tol = self.spec.fit.horizon_tolerance if tolerance is None else tolerance
-        half = self._half_at_current_values()
+        half = refined_at_current_values(self, "time_step")
         if len(self.views) > 1:         # every camera's silhouettes side by side: the edges of all of them
             return predictability(lambda: side_by_side_alpha(on_first_camera_frames(self, self.render_views())),
                                   lambda: side_by_side_alpha(on_first_camera_frames(half, half.render_views())),
