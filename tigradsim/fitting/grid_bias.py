@@ -25,6 +25,7 @@ cell-wise (O(dx)).  On the PAC-NeRF elastic clip (Genesis footage, 11 views, 50 
 The signs agree (a finer grid lowers E and raises nu) but the sequence is not monotone (32 moves the
 estimate twice as far as 48), so these resolutions are not in the asymptotic range where an order can be
 read off: a rotated box's lattice gains or loses whole rows of particles from one resolution to the next.
+The plasticine clip agrees: its nu moves the same way from 24 to 16 and to 32.
 p = 1 is the order of the O(dx) parts and the more cautious of the two (factor 4 at q = 4/3, against 2.29
 for p = 2); against the 48 grid it over-estimates (4 x the 24 -> 32 shift is 4-7x the 24 -> 48 one
 times 2).  benchmarks/RESULTS.md ("MPM grid bias") has the fits with it.
