@@ -1,6 +1,7 @@
 """benchmarks/pacnerf.py without running a fit (no kernel): the copy of a clip's scene file it fits (same
 tables, absolute footage paths, its substeps), the control scene files parse, the truth formats and the
-acceptance rows (coverage, friction angle in degrees, missing intervals counted as misses)."""
+acceptance rows (coverage, friction angle in degrees, missing intervals counted as misses), the intervals
+with and without the MPM grid's systematic."""
 import json
 import os
 import sys
@@ -71,3 +72,41 @@ def test_scores_and_acceptance():
     held = accept["95 % intervals with discrepancy holding the truth"]
     assert held[1] == pytest.approx(1.0) and held[3] is False          # one estimate has no interval: not passed
     assert accept["CPU of one fit [s]"][3] and accept["peak RSS of one fit [MB]"][3]
+
+
+def test_intervals_with_and_without_the_grid_systematic_match_fit_report(f64):
+    """`without_systematic` rebuilds fit_report's 95 % interval from a report's parts: with every systematic it is
+    fit_report's own, without the grid's it is fit_report's given the time step's only (a linear model, no
+    kernel beyond a field), and reports without a grid systematic give None."""
+    import math
+
+    import numpy as np
+    import taichi as ti
+
+    import tigradsim as tgs
+    from tigradsim.fitting.grid_bias import grid_systematics
+    from tigradsim.fitting.time_step_bias import time_step_systematics
+
+    rng = np.random.default_rng(2)
+    X = np.stack([np.ones(120), rng.normal(size=120)], axis=1)
+    y = X @ np.array([0.5, -1.0]) + rng.normal(0.0, 0.02, 120)
+    p = tgs.Param(ti.field(float, shape=2, needs_grad=True), "beta", lower=-3.0, upper=3.0)
+    b = np.linalg.lstsq(X, y, rcond=None)[0]
+    p.write(b)
+    r = X @ b - y
+    groups = np.repeat(np.arange(6), 20)
+    step = time_step_systematics(X @ b - (y + X @ np.array([0.01, 0.03])), 1e-3)
+    both = {**step, **grid_systematics(X @ b - (y - X @ np.array([0.02, 0.01])), 24)}
+    full = tgs.fit_report(None, [p], noise_floor=0.0, jacobian=(X, r), groups=groups, systematics=both)
+    alone = tgs.fit_report(None, [p], noise_floor=0.0, jacobian=(X, r), groups=groups, systematics=step)
+    names = [e.name for e in full.estimates]
+    report = {"identification": {"minima": [{"report": full.to_dict()}]},
+              "unknowns": {n: {"lower": -3.0, "upper": 3.0} for n in names}}
+    for i, n in enumerate(names):
+        shift, without, with_grid = pacnerf.without_systematic(report, n)
+        assert shift == pytest.approx(full.systematics[list(both)[1]][i], rel=1e-12)
+        assert with_grid == pytest.approx([full.estimates[i].lower95, full.estimates[i].upper95], rel=1e-9)
+        assert without == pytest.approx([alone.estimates[i].lower95, alone.estimates[i].upper95], rel=1e-9)
+        assert math.isfinite(without[0]) and without[1] - without[0] < with_grid[1] - with_grid[0]
+    report["identification"]["minima"][0]["report"] = alone.to_dict()
+    assert pacnerf.without_systematic(report, names[0]) == (None, None, None)

@@ -55,9 +55,11 @@ from .fitting.sensitivity import (assumption_sensitivity, fit_quality, image_noi
                                   intervals_with_assumptions)
 from .fitting.discrepancy import (frame_statistics, block_jackknife, discrepancy_intervals, FrameStatistics,
                                   Discrepancy, DISCREPANCY_BLOCKS)
-# the footage-fit engine (step-doubling horizons, time-step bias, residual clusters, camera correction)
+# the footage-fit engine (step-doubling horizons, time-step and MPM-grid bias, residual clusters, camera correction)
 from .fitting.horizons import predictability, Predictability, silhouette_disagreement, copy_values
 from .fitting.time_step_bias import time_step_systematics
+from .fitting.grid_bias import grid_systematics
+from .fitting.refined_model import Refinement
 from .fitting.residual_groups import residual_groups, frame_blocks, interval_blocks
 from .fitting.camera_prior import CameraPrior, CameraPriors, camera_params, camera_report, view_camera_params
 from .core.registry import (register_material, get_material, list_materials, Material, TetMaterial,

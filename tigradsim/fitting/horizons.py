@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .refined_model import richardson_factor as refined_factor
+
 __all__ = ["INTEGRATOR_ORDER", "richardson_factor", "silhouette_disagreement", "predictable_horizon",
            "Predictability", "predictability", "copy_values"]
 
@@ -28,10 +30,10 @@ INTEGRATOR_ORDER = 1
 
 def richardson_factor(order: int = INTEGRATOR_ORDER) -> float:
     """2^p / (2^p - 1): the error of a rollout at dt over its difference from the rollout at dt / 2, for an
-    integrator of order p >= 1 (2 for semi-implicit Euler)."""
+    integrator of order p >= 1 (2 for semi-implicit Euler); other ratios: `refined_model.richardson_factor`."""
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
         raise ValueError(f"order: expected an integrator order >= 1, got {order!r}")
-    return 2.0 ** order / (2.0 ** order - 1.0)
+    return refined_factor(order, 2.0)
 
 
 def silhouette_disagreement(alpha_a, alpha_b) -> np.ndarray:

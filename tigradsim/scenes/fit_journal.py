@@ -7,8 +7,8 @@ was killed can be resumed bit-identically (`tigradsim fit --resume`), and a fit 
     result, history = fit_scene(scene, ...)
     journal.detach()
 
-How: `attach` routes the scene's four rollout methods (`forward`, `residuals`,
-`time_step_systematics`, `predictability`: every rollout `fit_scene` and `tgs.identify` run goes
+How: `attach` routes the scene's five rollout methods (`forward`, `residuals`,
+`time_step_systematics`, `grid_systematics`, `predictability`: every rollout `fit_scene` and `tgs.identify` run goes
 through one of them) through the journal.  Live, each call runs and its outcome is appended to
 the file as one record, written whole and flushed (a process killed while writing leaves a torn
 last record, which the next reader drops).  Resumed, the fit runs again from its start: being
@@ -52,7 +52,7 @@ JOURNAL_VERSION = 1
 # For tests of resuming: the process kills itself (SIGKILL, as `kill -9`) once the journal holds
 # this many records.
 KILL_AFTER_ENV = "TIGRADSIM_JOURNAL_KILL_AFTER"
-ROLLOUT_METHODS = ("forward", "residuals", "time_step_systematics", "predictability")
+ROLLOUT_METHODS = ("forward", "residuals", "time_step_systematics", "grid_systematics", "predictability")
 # outcomes of a rollout that the fit handles, recorded and raised again on replay
 RECORDED_ERRORS = (SimulationError, GradientError, ValueError)
 _HEAD = struct.Struct("<QI")        # record framing: payload length, CRC-32 of the payload

@@ -6,7 +6,7 @@ def _fmt(v):
 
 
 def fit_markdown(spec, report, result, honesty_md=None) -> str:
-    """estimates.md of `tigradsim fit`: the summary, one row per unknown (estimate, std, time-step bias, 95 %
+    """estimates.md of `tigradsim fit`: the summary, one row per unknown (estimate, std, model bias, 95 %
     interval, the interval with the assumed constants, status, bounds), the camera correction, what the clip
     does not determine, how the intervals were made, the assumed constants' sensitivity and the
     identification's details.  `report`: the dict written to estimates.json."""
@@ -17,7 +17,7 @@ def fit_markdown(spec, report, result, honesty_md=None) -> str:
              f"{report['frames']} frames at {report['size'][0]}x{report['size'][1]} px, supervision "
              f"{report['supervision']}, {report['rollouts']} rollouts, {report['seconds']} s.  "
              f"Loss {_fmt(report['loss_initial'])} -> {_fmt(report['loss_final'])}{iou}.  **{report['summary']}**", "",
-             "| unknown | initial | estimate | std | time-step bias | 95% interval | with assumed constants | status "
+             "| unknown | initial | estimate | std | model bias | 95% interval | with assumed constants | status "
              "| bounds |",
              "|---|---|---|---|---|---|---|---|---|"]
     if report.get("cameras"):       # [[cameras]]: the IoU of each camera
@@ -50,7 +50,8 @@ def fit_markdown(spec, report, result, honesty_md=None) -> str:
                       "(see Frames above); they have no uncertainty."]
     lines += ["", "Intervals: Gauss-Newton at the optimum (local, linearised), in the optimiser's coordinates (log "
                   "for log-space unknowns), residuals clustered by blocks of frames; with [fit] time_step_bias they "
-                  "also cover the time step's bias (the estimate's shift at dt/2, times 2: the column above).  "
+                  "also cover the time step's bias (the estimate's shift at dt/2, times 2), and in MPM scenes with [fit] "
+                  "grid_bias the grid's (the shift at a 4/3 finer grid, times 4): their sum is the model bias column.  "
                   "They assume the rest of the model (camera, contact law, shapes) is right; the constants the "
                   "scene did not state are held at defaults, and how far each estimate moves over their prior "
                   "ranges is below (an estimate moved further than its interval is \"assumption-dominated\")."]

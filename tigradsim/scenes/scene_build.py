@@ -16,7 +16,8 @@ Each library piece the scene needs is reached through one small function
 (`scene_camera`, `Scene._make_renderer`, `unknown_params` in unknown_params.py, `fit_scene` in
 scene_fit.py), so that a newer library version changes one place.  The fit engine itself is
 tigradsim/fitting/'s, public to any `VideoFit` / `identify` user: horizons from step doubling
-(fitting/horizons.py), the time step's bias (fitting/time_step_bias.py), residual clusters
+(fitting/horizons.py), the time step's and the MPM grid's bias (fitting/refined_model.py, built by
+scene_refined.py), residual clusters
 (fitting/residual_groups.py) and the camera correction's Params, prior and report
 (fitting/camera_prior.py); `Scene` adapts the scene file to them.
 """
@@ -32,11 +33,11 @@ from ..fitting.camera_prior import CameraPrior
 from ..fitting.horizons import INTEGRATOR_ORDER, Predictability, copy_values, predictability, \
     predictable_horizon, silhouette_disagreement
 from ..fitting.residual_groups import MIN_INTERVAL_BLOCKS, frame_blocks, interval_blocks, residual_groups
-from ..fitting.time_step_bias import time_step_systematics
 from ..io.mask_checks import silhouette_iou     # re-exported (cli)
 from ..io.outlines import outline_frames     # re-exported (the pictures of a fit)
 from .scene_cloth import add_cloth_object
 from .scene_mpm import mpm_checkpoint_every      # MPM: checkpointed by default
+from .scene_refined import refined_at_current_values, refined_scene, refined_systematics
 from .scene_colliders import file_axes_size
 from .scene_file import SceneSpec
 from .scene_fit import fit_scene
@@ -217,7 +218,7 @@ class Scene:
         self.fit = VideoFit(self.sim, fit_views(self), self.params + self.camera_params, check_view=False)
         self.make_loss()
         self._with_unknowns = unknowns
-        self._half = None             # the same scene at dt / 2 ([fit] horizon = "auto"), built when first needed
+        self._refined = {}            # refined models by name (scene_refined.py), built when first needed
         self.horizons_used = []       # set_horizon's record: one dict per call (asked, used, predictability)
         self.horizon_info = None      # fit_scene: the frames fitted and why
 
@@ -452,35 +453,35 @@ class Scene:
         if self.camera_prior is not None:
             self.camera_prior.set_frames(counts if len(self.views) > 1 else k)
 
-    # -- predictability ([fit] horizon = "auto") --------------------------------------
+    # -- refined models: the time step's and the MPM grid's bias (scene_refined.py) -----------
     def half_step_scene(self) -> "Scene":
-        """This scene at dt / 2 (same file, footage, camera and unknowns; no gradients), built on
-        the first call and kept: the reference of `predictability`."""
-        if self._half is None:
-            import dataclasses
-            import warnings
+        """This scene at dt / 2 (same file, footage, camera, unknowns; no gradients), built once."""
+        return refined_scene(self, "time_step")
 
-            spec = dataclasses.replace(self.spec, dt=self.dt / 2.0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")    # half the step: within every limit the scene itself met
-                footage = self._footages if len(self._footages) > 1 else self.footage
-                self._half = Scene(spec, footage, requires_grad=False, unknowns=self._with_unknowns)
-        return self._half
-
-    def _half_at_current_values(self) -> "Scene":
-        half = self.half_step_scene()
-        copy_values(self.params + self.camera_params, half.params + half.camera_params)
-        return half
+    def finer_grid_scene(self) -> "Scene":
+        """This MPM scene at a 4/3 finer grid (particles resampled at its cells: scene_refined.py)."""
+        return refined_scene(self, "grid")
 
     def time_step_systematics(self) -> dict:
-        """`fit_report`'s systematics for the time step ([fit] time_step_bias): the residuals,
-        at the current values and on the frames fitted now, of this scene at dt / 2
-        (`half_step_scene`), with the Richardson factor 2^p / (2^p - 1) (p = INTEGRATOR_ORDER):
-        the linearised refit on them, times the factor, estimates how far the dt model's
-        estimate sits from the exact model's.  One forward rollout at dt / 2."""
-        half = self._half_at_current_values()
-        half.use_frames(self.frames_used)
-        return time_step_systematics(half.residuals, self.dt)
+        """`fit_report`'s systematics for the time step ([fit] time_step_bias): the residuals at the
+        current values, on the frames fitted now, of `half_step_scene`, with the Richardson factor
+        2^p / (2^p - 1) (p = INTEGRATOR_ORDER; fitting/refined_model.py).  One rollout at dt / 2."""
+        return refined_systematics(self, "time_step")
+
+    def grid_systematics(self) -> dict:
+        """The same for the MPM grid ([fit] grid_bias): at the 4/3 finer grid (`finer_grid_scene`), factor
+        q^p / (q^p - 1) (fitting/grid_bias.py).  One rollout at the finer grid (2.4x the particles)."""
+        return refined_systematics(self, "grid")
+
+    def model_systematics(self) -> dict:
+        """Every systematic the file's [fit] asks for (time_step_bias, grid_bias), in one dict."""
+        out = {}
+        if self.spec.fit.time_step_bias:
+            out.update(self.time_step_systematics())
+        grid = self.spec.fit.grid_bias           # None (a spec made in Python): on with MPM matter
+        if grid or (grid is None and self.spec.mpm_grid is not None):
+            out.update(self.grid_systematics())
+        return out
 
     def predictability(self, tolerance=None) -> "Predictability":
         """Step doubling at the current values: the rollout at dt and the rollout at dt / 2
@@ -491,7 +492,7 @@ class Scene:
         the leading frames whose estimated error is within `tolerance` px (default [fit]
         horizon_tolerance).  Runs two forward rollouts (no Tape)."""
         tol = self.spec.fit.horizon_tolerance if tolerance is None else tolerance
-        half = self._half_at_current_values()
+        half = refined_at_current_values(self, "time_step")
         if len(self.views) > 1:         # every camera's silhouettes side by side: the edges of all of them
             return predictability(lambda: side_by_side_alpha(on_first_camera_frames(self, self.render_views())),
                                   lambda: side_by_side_alpha(on_first_camera_frames(half, half.render_views())),

@@ -106,7 +106,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    how many frames were fitted and why; Scene.predictability),
                    time_step_bias (true: the 95 % intervals also cover the time step's bias,
                    estimated by step doubling at the estimate: one rollout at dt/2 per local
-                   fit; Scene.time_step_systematics), rtol (stop a
+                   fit; Scene.time_step_systematics), grid_bias (MPM scenes only, true by default
+                   there: the intervals also cover the MPM grid's bias, estimated from one rollout
+                   at a 4/3 finer grid at the estimate; Scene.grid_systematics, fitting/grid_bias.py),
+                   rtol (stop a
                    stage when the loss falls by less over 5 iterations), time_budget (seconds),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
                    the footage is averaged down to it), edge_softness (NDC^2; "auto",
@@ -264,6 +267,10 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     unknowns = [_parse_unknown(file, k, v, objects, ground, colliders) for k, v in unk.items()]
     _check_ties(file, unknowns)
     fit = _parse_fit(file, data.get("fit", {}))
+    if fit.grid_bias and mpm_grid is None:
+        raise SceneError(file, "fit", "grid_bias", "true, but the scene has no MPM grid ([mpm_grid]): the grid's bias "
+                         "is that of MPM matter; remove grid_bias (it is on by default in MPM scenes)")
+    fit.grid_bias = mpm_grid is not None if fit.grid_bias is None else fit.grid_bias
     unbounded = [u.target for u in unknowns if u.lower is None or u.upper is None]
     if fit.starts > 1 and unbounded:
         raise SceneError(file, "fit", "starts", f"a multi-start search draws starts within the bounds: give lower "

@@ -86,7 +86,7 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
     stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
     result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.residuals,
                       groups=scene.residual_groups,
-                      systematics=scene.time_step_systematics if f.time_step_bias else None,
+                      systematics=scene.model_systematics,
                       starts=starts, local_starts=local_starts, keep=f.keep, drop_ratio=f.drop_ratio, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
                       horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,

@@ -155,6 +155,8 @@ class FitSpec:
     # the model's own error (its dt), which the unknowns would be bent to explain
     horizon_tolerance: float = 0.5
     time_step_bias: bool = True           # intervals cover the step-doubling bias estimate
+    # intervals cover the MPM grid's bias (a rollout at a finer grid); None: true in scenes of MPM matter
+    grid_bias: Optional[bool] = None
     rtol: Optional[float] = None          # stop a stage when the loss falls by less over 5 iterations
     time_budget: Optional[float] = None   # seconds for the whole fit
     supervision: str = "mask"

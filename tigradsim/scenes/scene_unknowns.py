@@ -113,7 +113,7 @@ def _check_ties(file, unknowns):
 
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
-                                    "local_starts", "keep", "drop_ratio", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "rtol",
+                                    "local_starts", "keep", "drop_ratio", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "grid_bias", "rtol",
                                     "time_budget", "supervision", "resolution", "edge_softness", "sigma", "gamma",
                                     "blur",
                                     "refine_camera", "refine_focal",
@@ -146,6 +146,7 @@ def _parse_fit(file, data):
     f.horizon = t.string("horizon", f.horizon, choices=("all", "auto"))
     f.horizon_tolerance = t.number("horizon_tolerance", f.horizon_tolerance, positive=True)
     f.time_step_bias = t.boolean("time_step_bias", f.time_step_bias)
+    f.grid_bias = t.boolean("grid_bias", None)
     f.rtol = t.number("rtol", None, positive=True)
     f.time_budget = t.number("time_budget", None, positive=True)
     f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
