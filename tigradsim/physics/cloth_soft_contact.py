@@ -17,8 +17,10 @@ Narrow phase, point p (velocity v_p, contact radius r_p) against triangle (a, b,
     one-sided (soft boundary, outward normal n_t = (b - a) x (c - a) / |.|, s = (p - a).n_t):
         s >= 0 (in front):                       as two-sided (n = n_t over the face, towards the edge or corner
                                                  beyond it: no gaps over convex edges)
-        s < 0 (behind) with x_c inside the face: c = s - h, n = n_t  (a vertex that got in is pushed OUT, not on
-                                                 through: the solid has an inside, the cloth has not)
+        -h < s < 0 (behind) with x_c inside the face: c = s - h, n = n_t  (a vertex that got in is pushed OUT,
+                                                 not on through: the solid has an inside, the cloth has not; no
+                                                 deeper than h, where the far faces of a thin solid would pull
+                                                 a vertex above its top face down through it)
     f = contact_force(c, n, v_p - (w_a v_a + w_b v_b + w_c v_c), ke, kd, kf, mu, law)
     p gets f;  a, b, c get -w_a f, -w_b f, -w_c f
 
@@ -41,8 +43,8 @@ touching point, as for the ground.
 What it does not catch: edge-edge crossings (a cloth edge sliding over a solid's edge with no vertex of either
 within h of the other's triangle, possible only where both meshes are coarse compared with h); a vertex moving
 more than about h + its penetration in one step through a cloth triangle (keep v dt well below h); a cloth
-vertex that got deeper into the solid than the broad phase's reach (the triangle's bounding radius + h) is no
-longer pushed out.  The closest-point region changes make the force's derivative jump (its value is continuous
+vertex that got more than h into the solid (2 h of penetration: ke too soft for the load) is no longer pushed
+out and falls through.  The closest-point region changes make the force's derivative jump (its value is continuous
 in front of a face); central differences that do not cross such a boundary agree with the Tape (tests).
 
 Broad phase: `broadphase.BroadPhase` with triangles as targets (`TriangleTargets`: each triangle's centroid with
@@ -86,10 +88,19 @@ def check_cloth_soft_params(params: dict) -> dict:
 
 
 @ti.func
+def _nonzero(x):
+    """x, or 1 where x is 0: a denominator of a region that is not selected (`ti.select` evaluates both sides, and
+    an inf there would turn the unselected side's zero adjoint into NaN)."""
+    return ti.select(ti.abs(x) > 1e-300, x, 1.0)
+
+
+@ti.func
 def closest_barycentric(p, a, b, c):
     """Barycentric weights (w_a, w_b, w_c) of the point of triangle (a, b, c) closest to p, and 1 where that point
     is inside the face (0 on an edge or corner).  Ericson, Real-Time Collision Detection, 5.1.5: the Voronoi
-    region from the signs of six dot products (comparisons only), then the weights of that region."""
+    region from the signs of six dot products (comparisons only), then the weights of that region.  Written with
+    `ti.select` and no local assigned twice, as the step runs nested in the serial step loop (`Simulator`), where
+    Taichi 1.7.4's reverse of locals carried through branches is not to be trusted (DESIGN.md section 5, rule 4)."""
     ab = b - a
     ac = c - a
     d1 = ab.dot(p - a)
@@ -101,38 +112,22 @@ def closest_barycentric(p, a, b, c):
     vc = d1 * d4 - d3 * d2
     vb = d5 * d2 - d1 * d6
     va = d3 * d6 - d5 * d4
-    wa = 1.0
-    wb = 0.0
-    wc = 0.0
-    face = 0
-    if d1 <= 0.0 and d2 <= 0.0:                              # corner a
-        wa = 1.0
-    elif d3 >= 0.0 and d4 <= d3:                             # corner b
-        wa = 0.0
-        wb = 1.0
-    elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:              # edge ab
-        t = d1 / (d1 - d3)
-        wa = 1.0 - t
-        wb = t
-    elif d6 >= 0.0 and d5 <= d6:                             # corner c
-        wa = 0.0
-        wc = 1.0
-    elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:              # edge ac
-        t = d2 / (d2 - d6)
-        wa = 1.0 - t
-        wc = t
-    elif va <= 0.0 and d4 - d3 >= 0.0 and d5 - d6 >= 0.0:    # edge bc
-        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        wa = 0.0
-        wb = 1.0 - t
-        wc = t
-    else:                                                    # the face
-        inv = 1.0 / (va + vb + vc)
-        wb = vb * inv
-        wc = vc * inv
-        wa = 1.0 - wb - wc
-        face = 1
-    return wa, wb, wc, face
+    # regions 0 corner a, 1 corner b, 2 edge ab, 3 corner c, 4 edge ac, 5 edge bc, 6 the face (Ericson's order)
+    region = ti.select((d1 <= 0.0) & (d2 <= 0.0), 0,
+             ti.select((d3 >= 0.0) & (d4 <= d3), 1,
+             ti.select((vc <= 0.0) & (d1 >= 0.0) & (d3 <= 0.0), 2,
+             ti.select((d6 >= 0.0) & (d5 <= d6), 3,
+             ti.select((vb <= 0.0) & (d2 >= 0.0) & (d6 <= 0.0), 4,
+             ti.select((va <= 0.0) & (d4 - d3 >= 0.0) & (d5 - d6 >= 0.0), 5, 6))))))
+    t_ab = d1 / _nonzero(d1 - d3)
+    t_ac = d2 / _nonzero(d2 - d6)
+    t_bc = (d4 - d3) / _nonzero((d4 - d3) + (d5 - d6))
+    inv = 1.0 / _nonzero(va + vb + vc)
+    wb = ti.select(region == 1, 1.0, ti.select(region == 2, t_ab, ti.select(region == 5, 1.0 - t_bc,
+                   ti.select(region == 6, vb * inv, 0.0))))
+    wc = ti.select(region == 3, 1.0, ti.select(region == 4, t_ac, ti.select(region == 5, t_bc,
+                   ti.select(region == 6, vc * inv, 0.0))))
+    return 1.0 - wb - wc, wb, wc, ti.select(region == 6, 1, 0)
 
 
 @ti.data_oriented
@@ -184,57 +179,53 @@ class ClothSoftContact(StepTerm):
     @ti.func
     def _row(self, i, t0):
         """The constants' row of the pair (particle i, triangle whose first vertex is t0)."""
-        cloth = self.model.cloth_soft_cloth[i]
-        mesh = self.model.cloth_soft_mesh[t0]
-        if ti.static(not self.one_sided):
-            cloth = self.model.cloth_soft_cloth[t0]
-            mesh = self.model.cloth_soft_mesh[i]
-        return cloth * ti.static(self.mesh_count) + mesh
+        row = 0
+        if ti.static(self.one_sided):         # i a cloth vertex, the triangle a soft mesh's
+            row = self.model.cloth_soft_cloth[i] * ti.static(self.mesh_count) + self.model.cloth_soft_mesh[t0]
+        else:                                 # i a soft mesh's vertex, the triangle a cloth's
+            row = self.model.cloth_soft_cloth[t0] * ti.static(self.mesh_count) + self.model.cloth_soft_mesh[i]
+        return row
+
+    @ti.func
+    def _apply(self, state: ti.template(), s: ti.template(), i, t, depth, n, wa, wb, wc):
+        """The contact force of penetration `depth` along `n` on particle i, and its reaction on triangle t's
+        vertices by the weights."""
+        row = self._row(i, t[0])
+        v = state.particle_qd[s, i] - (wa * state.particle_qd[s, t[0]] + wb * state.particle_qd[s, t[1]]
+                                       + wc * state.particle_qd[s, t[2]])
+        f = contact_force(depth, n, v, self.model.cloth_soft_ke[row], self.model.cloth_soft_kd[row],
+                          self.model.cloth_soft_kf[row], self.model.cloth_soft_mu[row], self.law)
+        state.particle_f[s, i] += f
+        state.particle_f[s, t[0]] -= wa * f
+        state.particle_f[s, t[1]] -= wb * f
+        state.particle_f[s, t[2]] -= wc * f
 
     @ti.func
     def _pair(self, state: ti.template(), s: ti.template(), i, j):
+        # no local is assigned twice (see `closest_barycentric`): each case is a branch of its own
         t = self.triangles.indices[j]
         p = state.particle_q[s, i]
         a = state.particle_q[s, t[0]]
         b = state.particle_q[s, t[1]]
         c = state.particle_q[s, t[2]]
-        h = self.model.particle_radius[i] + (self.model.particle_radius[t[0]] + self.model.particle_radius[t[1]] + self.model.particle_radius[t[2]]) / 3.0
+        h = self.model.particle_radius[i] + (self.model.particle_radius[t[0]] + self.model.particle_radius[t[1]]
+                                             + self.model.particle_radius[t[2]]) / 3.0
         wa, wb, wc, face = closest_barycentric(p, a, b, c)
         gap = p - (wa * a + wb * b + wc * c)
         d2 = gap.dot(gap)
-        depth = 0.0
-        n = ti.Vector([0.0, 0.0, 0.0], dt=float)
-        touching = False
         if ti.static(self.one_sided):
-            normal = (b - a).cross(c - a)
-            normal = normal / ti.sqrt(normal.dot(normal))
+            area2 = (b - a).cross(c - a)
+            normal = area2 / ti.sqrt(area2.dot(area2))
             side = (p - a).dot(normal)
-            if side >= 0.0:
-                if d2 < h * h and d2 > _TINY * _TINY:
-                    d = ti.sqrt(d2)
-                    depth = d - h
-                    n = gap / d
-                    touching = True
-            elif face == 1:
-                depth = side - h
-                n = normal
-                touching = True
+            if side >= 0.0 and d2 < h * h and d2 > _TINY * _TINY:              # in front, closer than h
+                d = ti.sqrt(d2)
+                self._apply(state, s, i, t, d - h, gap / d, wa, wb, wc)
+            if side < 0.0 and side > -h and face == 1:                         # behind the face, at most h in
+                self._apply(state, s, i, t, side - h, normal, wa, wb, wc)
         else:
             if d2 < h * h and d2 > _TINY * _TINY:
                 d = ti.sqrt(d2)
-                depth = d - h
-                n = gap / d
-                touching = True
-        if touching:
-            row = self._row(i, t[0])
-            v = state.particle_qd[s, i] - (wa * state.particle_qd[s, t[0]] + wb * state.particle_qd[s, t[1]]
-                                           + wc * state.particle_qd[s, t[2]])
-            f = contact_force(depth, n, v, self.model.cloth_soft_ke[row], self.model.cloth_soft_kd[row], self.model.cloth_soft_kf[row],
-                              self.model.cloth_soft_mu[row], self.law)
-            state.particle_f[s, i] += f
-            state.particle_f[s, t[0]] -= wa * f
-            state.particle_f[s, t[1]] -= wb * f
-            state.particle_f[s, t[2]] -= wc * f
+                self._apply(state, s, i, t, d - h, gap / d, wa, wb, wc)
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
