@@ -39,7 +39,8 @@ def main(argv=None):
 
     start = time.time()
     tgs.init(arch=args.arch, precision="f32")
-    model, cloth, ball = cloth_soft_drape.towel_on_ball(args.cells, args.resolution, args.prism_layers, args.youngs)
+    model, cloth, ball = cloth_soft_drape.towel_on_ball(args.cells, args.resolution, args.prism_layers, args.youngs,
+                                                         dt=args.dt)
     frames, ball_frames, sim_seconds = cloth_soft_drape.simulate(model, cloth, ball, dt=args.dt, steps=args.steps,
                                                                  every=args.every)
     anim = Animation(args.every * args.dt, eye=cloth_soft_drape.VIEW[0], target=cloth_soft_drape.VIEW[1])

@@ -30,15 +30,19 @@ law, as for cloth self-contact; the thickness comes from the contact radii the v
 the ground and bodies (`add_cloth(radius=)`, `add_soft_mesh(radius=)`), so it is not a new knob.
 
 Why point-triangle (and not the vertex-vertex thickness of `cloth_self_contact`): a soft body's boundary is
-usually coarser or finer than the cloth by a large factor (a 64 x 64 cloth of 3 cm cells on a ball of 6 cm
-faces), and vertex-vertex contact needs a thickness above the coarser mesh's triangle circumradius to stop
+usually coarser or finer than the cloth by a large factor (a 64 x 64 cloth of 1.4 cm cells on a ball of 4 cm
+edges), and vertex-vertex contact needs a thickness above the coarser mesh's triangle circumradius to stop
 crossings, which a drape shows as a visible gap; point-triangle contact holds at any thickness on either mesh,
 and the solid's orientation gives a side, which makes it one-sided and recovers vertices that got in.  Both
 directions are evaluated because each misses what the other catches: a fine cloth's vertices cannot hold a sharp
 corner of a coarse solid that pokes between them (the solid's vertex against the cloth triangle does), and a
 coarse cloth's triangles would let a fine solid's vertices through in the same way.  Where both fire on one
 contact (a cloth vertex on a face whose vertex is under a cloth triangle) the stiffness adds up: ke is per
-touching point, as for the ground.
+touching pair, as for the ground per point.  Likewise every triangle within h of a point pushes it (the
+closest-point contacts are summed, as in Warp's `eval_triangles_contact`): a point within h of an edge or a
+vertex of a flat patch takes up to 2 (an edge) or k (a vertex of k triangles) times ke, so the resting depth
+m g / ke varies over the surface by that factor (sub-millimetre at the constants of the demo).  Keeping only the
+nearest feature per point would make ke uniform but the force discontinuous where the nearest one changes.
 
 What it does not catch: edge-edge crossings (a cloth edge sliding over a solid's edge with no vertex of either
 within h of the other's triangle, possible only where both meshes are coarse compared with h); a vertex moving
@@ -50,9 +54,10 @@ in front of a face); central differences that do not cross such a boundary agree
 Broad phase: `broadphase.BroadPhase` with triangles as targets (`TriangleTargets`: each triangle's centroid with
 its current bounding radius + the mean radius of its vertices), rebuilt every step outside the AD: O(touchers +
 triangles) a step.  The builder's broad_phase = "flat" does not apply here (an all-pairs loop over a cloth and a
-solid's surface would be millions of tests): this contact always uses the grid.  Pair capacity:
-PAIRS_SCALE x `SceneBuilder.broad_phase_capacity` per toucher (a point near a fine mesh's vertex lies in the
-bounding spheres of its whole fan of triangles).
+solid's surface would be millions of tests): this contact always uses the grid.  Pair capacity: a multiple of
+`SceneBuilder.broad_phase_capacity` per toucher, at least PAIRS_SCALE, more where the other mesh is fine against
+the reach of its triangles' spheres (`pairs_scale`: a soft ball's vertex under a fine cloth lies in the spheres
+of some tens of its triangles).
 
 Gradients: differentiable in the positions, velocities, masses (through the dynamics) and the constants
 `cloth_soft_ke`, `cloth_soft_kd`, `cloth_soft_kf`, `cloth_soft_mu` ((C x M,) rows, row = cloth x M + mesh);
@@ -74,6 +79,7 @@ from .contact import DEFAULT_LAW, ContactLaw, contact_force
 
 DEFAULT_PARAMS = {"ke": 100.0, "kd": 0.01, "kf": 0.1, "mu": 0.3}
 PAIRS_SCALE = 4
+FOLD_MARGIN = 4.0
 _TINY = 1e-12                 # [m] below this distance the direction p - x_c is undefined: no force
 
 
@@ -164,7 +170,8 @@ class ClothSoftContact(StepTerm):
     fields: cloth_soft_cloth (P,) i32 (the particle's cloth, -1: none), cloth_soft_mesh (P,) i32 (its soft mesh,
     -1: none), cloth_soft_mesh_count (int), cloth_soft_ke/kd/kf/mu (C x M,) (differentiable)."""
 
-    def __init__(self, model, law: ContactLaw, touchers, triangles, one_sided: bool, capacity: int, name: str):
+    def __init__(self, model, law: ContactLaw, touchers, triangles, one_sided: bool, capacity: int, name: str,
+                 capacity_scale: int = PAIRS_SCALE):
         super().__init__(model)
         self.law = law
         self.one_sided = one_sided
@@ -174,7 +181,7 @@ class ClothSoftContact(StepTerm):
         self.triangle_indices = np.asarray(triangles)
         self.triangles = TriangleTargets(model, triangles)
         self.broad = BroadPhase(model, None, "particles", touchers, np.arange(len(triangles)), capacity,
-                                triangles=self.triangles, capacity_scale=PAIRS_SCALE)
+                                triangles=self.triangles, capacity_scale=capacity_scale)
 
     @ti.func
     def _row(self, i, t0):
@@ -298,5 +305,23 @@ def cloth_soft_terms(builder, model, cloths) -> list:
         model.add_field(f"cloth_soft_{name}", float, (C * M,), table[name].reshape(-1))
     _, capacity = check_broad_phase("grid", getattr(builder, "broad_phase_capacity", None))
     law = getattr(builder, "ground_law", DEFAULT_LAW)
-    return [ClothSoftContact(model, law, cloth_particles, faces, True, capacity, "cloth on soft"),
-            ClothSoftContact(model, law, soft_vertices, cloth_triangles, False, capacity, "soft on cloth")]
+    x = model.particle_q0.to_numpy().astype(np.float64)
+    radius = model.particle_radius.to_numpy().astype(np.float64)
+    return [ClothSoftContact(model, law, cloth_particles, faces, True, capacity, "cloth on soft",
+                             pairs_scale(x, radius, faces, radius[cloth_particles].max(), capacity)),
+            ClothSoftContact(model, law, soft_vertices, cloth_triangles, False, capacity, "soft on cloth",
+                             pairs_scale(x, radius, cloth_triangles, radius[soft_vertices].max(), capacity))]
+
+
+def pairs_scale(x, radius, triangles, toucher_radius, capacity) -> int:
+    """Pairs per toucher, in units of `capacity` (`SceneBuilder.broad_phase_capacity`), that a term's list holds:
+    PAIRS_SCALE, or more where the triangles are small against their reach: a point near a mesh touches the
+    triangles whose spheres (`TriangleTargets`) hold it, about pi rho^2 / A of them on a flat sheet (rho: the
+    largest sphere radius at rest + the toucher's radius, A: the smallest triangle area), and FOLD_MARGIN times
+    that where the sheet folds or layers (a cloth draped in pleats).  x (P, 3), radius (P,): the particles at rest."""
+    a, b, c = (x[triangles[:, k]] for k in range(3))
+    centre = (a + b + c) / 3.0
+    reach = np.sqrt(np.max([((p - centre) ** 2).sum(1) for p in (a, b, c)], axis=0)) + radius[triangles].mean(1)
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    per_point = FOLD_MARGIN * np.pi * (reach.max() + toucher_radius) ** 2 / area.min()
+    return max(PAIRS_SCALE, int(np.ceil(per_point / capacity)))
