@@ -179,3 +179,29 @@ def test_demo_quick(tmp_path, capsys):
     assert out["finite"] and out["gif"] and (tmp_path / "cloth_soft_drape.gif").exists()
     assert 0.0 < out["cloth_centre_y"] - out["ball_top"] < 0.02, out
     assert out["cloth_lowest_y"] < 0.25, out
+
+
+@pytest.mark.slow          # ~25 s cold (7 s with its kernels cached): a scene file's cloth and soft box
+def test_scene_file_with_cloth_and_soft_object(tmp_path, f64):
+    """A scene file with a cloth and a soft object gets the contact without saying so: the cloth (0.3 m, 3 x 3
+    cells) dropped from 3.5 cm above a soft box 0.18 m high stays on its top."""
+    from test_scene_cloth import _cloth_scene
+    from tigradsim.scenes.scene_build import Scene, load_scene_footage
+    from tigradsim.scenes.scene_file import parse_scene
+    data = _cloth_scene(tmp_path, unknowns={"cloth.mu": {"init": 40.0, "lower": 2.0, "upper": 300.0}})
+    del data["colliders"]
+    data["objects"]["box"] = {"type": "soft", "tet_box": {"cells": [2, 1, 2], "size": [0.24, 0.18, 0.24]},
+                              "material": "neo_hookean", "params": {"mu": 1e3, "lam": 2e3}, "density": 100.0,
+                              "position": [0.0, 0.09, 0.0]}
+    data["simulation"]["duration"] = 0.25
+    spec = parse_scene(data, str(tmp_path / "scene.toml"))
+    scene = Scene(spec, load_scene_footage(spec))
+    terms = [t for t in scene.sim.force_terms if type(t).__name__ == "ClothSoftContact"]
+    assert len(terms) == 2
+    scene.sim.run()
+    q = scene.sim.state.particle_q.to_numpy()
+    cloth = np.nonzero(scene.model.cloth_soft_cloth.to_numpy() >= 0)[0]
+    box = np.nonzero(scene.model.cloth_soft_mesh.to_numpy() >= 0)[0]
+    top = q[-1, box, 1].max()
+    assert q[-1, cloth, 1].mean() < q[0, cloth, 1].mean() - 0.01, "the cloth should have come down onto the box"
+    assert q[:, cloth, 1].min() > top - 0.01, "the cloth should rest on the soft box, not pass through it"
