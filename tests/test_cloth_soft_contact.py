@@ -23,13 +23,13 @@ def f64():
 
 
 def _drape(touch=True, steps=600, dt=5e-4, ground=True, cloth_y=0.13, cloth_velocity=(0.0, 0.0, 0.0),
-           block=(2, 1, 2), cloth_cells=8, requires_grad=True, shift=(0.0, 0.0)):
+           block=(2, 1, 2), cloth_cells=8, requires_grad=True, shift=(0.0, 0.0), integration="explicit"):
     """A cloth of cloth_cells^2 4 cm cells (1 kg/m^2) held flat `cloth_y` m up over a soft block 0.2 x 0.1 x 0.2 m
     (block cells, neo-Hookean, 100 kg/m^3); contact radii 5 mm each, so the thickness is 1 cm.  touch=False puts the
     cloth and the block in different contact groups.  ground=False: no ground and no gravity."""
     b = tgs.SceneBuilder(gravity=(0.0, -9.8 if ground else 0.0, 0.0))
     if ground:
-        b.add_ground(ke=100.0, kd=0.1, kf=0.1, mu=0.5)
+        b.add_ground(ke=100.0, kd=0.1, kf=0.1, mu=0.5, damping_integration=integration)
     v, t = meshes.tet_box(*block, size=(0.2, 0.1, 0.2), origin=(-0.1, 0.0, -0.1))
     soft = b.add_soft_mesh((v, t), params={"mu": 2e3, "lam": 2e3}, density=100.0, damping=1.0, radius=0.005)
     half = cloth_cells * 0.02
@@ -67,6 +67,21 @@ def test_cloth_rests_on_the_block(f64):
     _, sim, _, cloth = _drape(touch=False)
     sim.run()
     assert _centre_height(sim, cloth).min() < 0.03, "in different contact groups the cloth should fall through"
+
+
+def test_implicit_damping_rests_and_reports(f64):
+    """damping_integration="implicit" (the ground's law): the cloth still rests on the block, and the pre-flight's
+    contact row says its kd, kf are stepped implicitly (unconditionally stable) and allows a step at least as long
+    as the explicit row's."""
+    model, sim, soft, cloth = _drape(integration="implicit", requires_grad=False)
+    rows = [r for r in sim.stability_report().rows if r.term == "ClothSoftContact[cloth on soft]"]
+    m = model.particle_mass.to_numpy()
+    w = 1.0 / m[cloth.particles].min() + 1.0 / m[soft.particle_start:soft.particle_start + soft.particle_count].min()
+    explicit = explicit_dt_limit(np.sqrt(CONSTANTS["ke"] * w), CONSTANTS["kd"] * w)
+    assert rows and "unconditionally stable" in str(rows[0]) and rows[0].dt_limit >= explicit * (1 - 1e-12)
+    sim.run()
+    top = sim.state.particle_q.to_numpy()[-1, soft.particle_start:soft.particle_start + soft.particle_count, 1].max()
+    assert abs(_centre_height(sim, cloth)[-1] - (top + 0.01)) < 0.004
 
 
 def test_momentum_is_conserved(f64):

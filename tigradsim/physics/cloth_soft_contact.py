@@ -26,7 +26,8 @@ Narrow phase, point p (velocity v_p, contact radius r_p) against triangle (a, b,
 
 The weights sum to 1, so the forces of a pair sum to zero: linear momentum is conserved exactly (angular momentum
 up to the friction's moment about the offset p - x_c, of order h).  `law` is the scene's (the ground's) contact
-law, as for cloth self-contact; the thickness comes from the contact radii the vertices already have against
+law, as for cloth self-contact (with damping_integration="implicit" its kd, kf stepped at the pair's reduced
+mass 1 / (1/m_p + sum w_k^2 / m_k), `contact.dt_over_mass`); the thickness comes from the contact radii the vertices already have against
 the ground and bodies (`add_cloth(radius=)`, `add_soft_mesh(radius=)`), so it is not a new knob.
 
 Why point-triangle (and not the vertex-vertex thickness of `cloth_self_contact`): a soft body's boundary is
@@ -75,7 +76,7 @@ from ..core.model import StepTerm
 from ..core.stability import contact_row
 from .body_contact import contact_groups, groups_meet
 from .broadphase import BroadPhase, check_broad_phase
-from .contact import DEFAULT_LAW, ContactLaw, contact_force
+from .contact import DEFAULT_LAW, ContactLaw, contact_force, dt_over_mass
 
 DEFAULT_PARAMS = {"ke": 100.0, "kd": 0.01, "kf": 0.1, "mu": 0.3}
 PAIRS_SCALE = 4
@@ -200,8 +201,12 @@ class ClothSoftContact(StepTerm):
         row = self._row(i, t[0])
         v = state.particle_qd[s, i] - (wa * state.particle_qd[s, t[0]] + wb * state.particle_qd[s, t[1]]
                                        + wc * state.particle_qd[s, t[2]])
+        # damping_integration="implicit": dt over the pair's reduced mass along the relative velocity, 1/m_p +
+        # sum w_k^2 / m_k (the triangle's point moves by w_k of each vertex's velocity); 0 when explicit
+        dt_inv_mass = dt_over_mass(self.model, i, self.law) + wa * wa * dt_over_mass(self.model, t[0], self.law) \
+            + wb * wb * dt_over_mass(self.model, t[1], self.law) + wc * wc * dt_over_mass(self.model, t[2], self.law)
         f = contact_force(depth, n, v, self.model.cloth_soft_ke[row], self.model.cloth_soft_kd[row],
-                          self.model.cloth_soft_kf[row], self.model.cloth_soft_mu[row], self.law)
+                          self.model.cloth_soft_kf[row], self.model.cloth_soft_mu[row], self.law, dt_inv_mass)
         state.particle_f[s, i] += f
         state.particle_f[s, t[0]] -= wa * f
         state.particle_f[s, t[1]] -= wb * f
@@ -241,9 +246,10 @@ class ClothSoftContact(StepTerm):
             pair = self.broad.pairs[k]
             self._pair(state, s, pair[0], pair[1])
 
-    def stability_limits(self):
+    def stability_limits(self, dt=None):
         """Per toucher (module docstring): its pairs' largest ke, kd, kf on 1/m_p + the largest inverse mass of the
-        triangles' vertices in a contact group it meets (pinned vertices: 1/m = 0)."""
+        triangles' vertices in a contact group it meets (pinned vertices: 1/m = 0); with
+        damping_integration="implicit", at the step dt [s] (kd, kf unconditionally stable)."""
         m = self.model
         pm = m.particle_mass.to_numpy().astype(np.float64)
         inv = np.where(pm > 0, 1.0 / np.where(pm > 0, pm, 1.0), 0.0)
@@ -263,7 +269,8 @@ class ClothSoftContact(StepTerm):
         w = inv[idx] + w_other
         return [contact_row(f"{type(self).__name__}[{self.description}]", "particle", idx, w, k["ke"], k["kd"],
                             k["kf"], lambda j: f"particle mass {pm[idx[j]]:.4g} kg, effective mass "
-                                               f"{1 / w[j]:.4g} kg" if w[j] > 0 else "pinned")]
+                                               f"{1 / w[j]:.4g} kg" if w[j] > 0 else "pinned",
+                            implicit_dt=dt if self.law.implicit else None)]
 
 
 def cloth_soft_terms(builder, model, cloths) -> list:
