@@ -69,6 +69,7 @@ def test_cloth_rests_on_the_block(f64):
     assert _centre_height(sim, cloth).min() < 0.03, "in different contact groups the cloth should fall through"
 
 
+@pytest.mark.slow          # ~13 s: its own kernels (the implicit law compiles apart)
 def test_implicit_damping_rests_and_reports(f64):
     """damping_integration="implicit" (the ground's law): the cloth still rests on the block, and the pre-flight's
     contact row says its kd, kf are stepped implicitly (unconditionally stable) and allows a step at least as long
