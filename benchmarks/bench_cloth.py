@@ -19,6 +19,10 @@ one process, alternating, so that load on the machine hits all alike.
 
     python benchmarks/bench_cloth.py [--sizes 32 64] [--steps 200] [--repeat 3] [--compare] [--grads all|named]
     python benchmarks/bench_cloth.py --threads-compare [--sizes 64] [--rounds 5] [--paths parts] [--grads all|named]
+    python benchmarks/bench_cloth.py --on-ball --sizes 64 --steps 50 --repeat 2    # 64x64 on a 4,800-tet ball
+
+--on-ball: a cloth draped on a soft ball (cloth-FEM contact, `physics.cloth_soft_contact`), ms per step forward
+and forward + backward, with the contact on and off (`on_ball`).
 
 --threads-compare: the serial path on 1 and 2 threads against element loops on both cores
 (--paths: "parts" (default), "parallel", or "auto": what `tgs.init()` picks) on 2 and 1 threads,
@@ -117,6 +121,77 @@ def bench(n, steps, repeat, compare, grads="all"):
     return results
 
 
+DT_ON_BALL = 2e-4      # [s]: the 64 x 64 cloth's membrane and the 4,800-tet ball within their explicit limits
+
+
+def on_ball(n, resolution, prism_layers, steps, repeat, land_steps=1000):
+    """A n x n cloth on a soft ball (`scenes.cloth_soft_drape.towel_on_ball`, tet_ball(0.25, resolution,
+    prism_layers=...)): the cloth is first dropped for `land_steps` steps of DT_ON_BALL (forward only) so that it lies
+    on the ball, then `steps` steps from that state are timed forward and forward + backward (a Tape on the sum
+    of the final heights; every parameter has a gradient), best of `repeat`; and the same with the cloth-ball
+    contact off (the cloth and the ball in different contact groups), so the contact's share shows."""
+    from tigradsim.scenes.cloth_soft_drape import towel_on_ball
+    model, cloth, ball = towel_on_ball(n, resolution, prism_layers, dt=DT_ON_BALL)
+    sim = tgs.Simulator(model, dt=DT_ON_BALL, steps=land_steps)
+    sim.run()
+    q, qd = sim.state.particle_q.to_numpy()[land_steps], sim.state.particle_qd.to_numpy()[land_steps]
+    out = {"benchmark": "cloth_on_soft_ball", "grid": f"{n}x{n}", "cloth_vertices": cloth.particle_count,
+           "tets": ball.tet_count, "ball_boundary_triangles": len(ball.faces), "steps": steps, "dt": DT_ON_BALL}
+    for label, touch in (("contact", True), ("no_contact", False)):
+        import tigradsim.scenes.cloth_soft_drape as scene
+        builder_groups = None if touch else {"particles": np.r_[np.zeros(ball.particle_count, int),
+                                                                np.ones(cloth.particle_count, int)]}
+        m = _towel_model(scene, n, resolution, prism_layers, builder_groups)
+        m.particle_q0.from_numpy(q)
+        m.particle_qd0.from_numpy(qd)
+        s = tgs.Simulator(m, dt=DT_ON_BALL, steps=steps)
+        loss = ti.field(float, shape=(), needs_grad=True)
+        slot = s.slot(steps)
+
+        @ti.kernel
+        def objective():
+            for i in range(m.particle_count):
+                loss[None] += s.state.particle_q[slot, i].y
+
+        def taped():
+            with ti.ad.Tape(loss):
+                s.run()
+                objective()
+        s.run()
+        taped()                                      # compile both
+        fwd, bwd = [], []
+        for _ in range(repeat):
+            for fn, times in ((s.run, fwd), (taped, bwd)):
+                ti.sync()
+                t0 = time.perf_counter()
+                fn()
+                ti.sync()
+                times.append(time.perf_counter() - t0)
+        assert np.all(np.isfinite(m.particle_qd0.grad.to_numpy())), "non-finite gradient"
+        out[label] = {"forward_ms_per_step": round(min(fwd) / steps * 1e3, 2),
+                      "forward_backward_ms_per_step": round(min(bwd) / steps * 1e3, 2)}
+        if touch:
+            terms = [t for t in s.force_terms if type(t).__name__ == "ClothSoftContact"]
+            out["contact_pairs_listed"] = [int(t.broad.pair_count[None]) for t in terms]
+    return out
+
+
+def _towel_model(scene, n, resolution, prism_layers, groups):
+    """`towel_on_ball`'s model, with the builder's contact groups set to `groups` (None: one group)."""
+    from tigradsim.sim import builder as builder_module
+    original = builder_module.SceneBuilder.finalize
+
+    def finalize(self, *a, **k):
+        if groups is not None:
+            self.contact_groups = groups
+        return original(self, *a, **k)
+    builder_module.SceneBuilder.finalize = finalize
+    try:
+        return scene.towel_on_ball(n, resolution, prism_layers, requires_grad=True, dt=DT_ON_BALL)[0]
+    finally:
+        builder_module.SceneBuilder.finalize = original
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", type=int, nargs="+", default=[32, 64])
@@ -131,8 +206,18 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=5, help="rounds for --threads-compare (best of)")
     p.add_argument("--grads", choices=("all", "named"), default="all",
                    help="every parameter has a gradient (all), or only the initial velocities (named)")
+    p.add_argument("--on-ball", action="store_true",
+                   help="a --sizes cloth on a soft ball (tet_ball level --ball-resolution, --prism-layers), "
+                        "cloth-FEM contact on and off")
+    p.add_argument("--ball-resolution", type=int, default=3)
+    p.add_argument("--prism-layers", type=int, default=2, help="tet_ball prism layers (3 and 2: 4,800 tets)")
     add_pin_threads_argument(p)
     args = p.parse_args(argv)
+    if args.on_ball:
+        tgs.init(arch=args.arch, precision="f32", pin_threads=PIN_THREADS[args.pin_threads])
+        for n in args.sizes:
+            print(json.dumps(on_ball(n, args.ball_resolution, args.prism_layers, args.steps, args.repeat)), flush=True)
+        return
     if args.threads_compare:
         from bench_fem import threads_compare
         for n in args.sizes:

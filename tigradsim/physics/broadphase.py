@@ -7,6 +7,10 @@ size (`shapes.ShapeTable.cull_radius`).  A pair can touch only if |x_i - X_b| < 
 all U x T pairs every step (U touchers, T bodies); this module finds the pairs that pass that test in O(U + T)
 and hands them to the differentiable narrow phase as a list, so the contact terms do work only over the list.
 
+Particle-triangle pairs (cloth against soft bodies, `cloth_soft_contact`) are listed the same way: the targets
+are triangles, each the sphere about its centroid that reaches its corners (recomputed at every build, the
+triangles deform), inflated by its vertices' mean contact radius.
+
 The same mechanism lists particle-particle pairs (cloth self-contact, `cloth_self_contact`): the targets are then
 particles with a radius of their own (half the contact thickness), each pair is listed once (i < j), and the pairs
 the caller leaves out (neighbours at rest) are skipped.  And body-body pairs (the crossed edges of two boxes,
@@ -99,16 +103,20 @@ class BroadPhase:
     """
 
     def __init__(self, model, shapes, touchers: str, toucher_indices, bodies, capacity_per_toucher: int,
-                 particle_pairs=None, capacity_scale: int = 1):
+                 particle_pairs=None, capacity_scale: int = 1, triangles=None):
         if touchers not in ("points", "particles", "bodies") or \
-                (particle_pairs is not None and touchers != "particles"):
-            raise ValueError(f"touchers: expected 'points', 'particles' or 'bodies' ('particles' for particle pairs), "
-                             f"got {touchers!r}")
+                ((particle_pairs is not None or triangles is not None) and touchers != "particles"):
+            raise ValueError(f"touchers: expected 'points', 'particles' or 'bodies' ('particles' for particle pairs "
+                             f"and triangles), got {touchers!r}")
         self.model, self.shapes, self.kind = model, shapes, touchers
         # particle-particle pairs (cloth self-contact): the targets are particles too; `particle_pairs` gives
         # their radius (half the contact thickness) and which pairs are left out (`ParticlePairs`)
         self.particle_pairs = particle_pairs
-        self.bodies = particle_pairs is None     # compile-time switch: the targets are bodies
+        # particle-triangle pairs (cloth-soft contact, `cloth_soft_contact`): the targets are triangles, each a
+        # sphere around its corners (`cloth_soft_contact.TriangleTargets.sphere`); the touchers' radii are theirs
+        self.triangles = triangles
+        self.on_triangles = triangles is not None                          # compile-time switches
+        self.bodies = particle_pairs is None and triangles is None         # the targets are bodies
         self.toucher_count = len(toucher_indices)
         self.target_count = len(bodies)
         # capacity_scale: pairs per toucher per unit of `SceneBuilder.broad_phase_capacity` (BODY_PAIR_SCALE for
@@ -169,6 +177,8 @@ class BroadPhase:
             c = body_position(state.body_q[s, j])
             radius = self.shapes.cull_radius(j)
             group = self.model.body_contact_group[j]
+        elif ti.static(self.on_triangles):
+            c, radius, group = self.triangles.sphere(state, s, j)
         else:
             c = state.particle_q[s, j]
             radius = self.particle_pairs.radius[j]
@@ -184,6 +194,8 @@ class BroadPhase:
             out = j <= i
         elif ti.static(self.bodies):
             out = j == own
+        elif ti.static(self.on_triangles):
+            out = False                          # a toucher and a triangle of another object (the caller's lists)
         else:
             out = j <= i or self.particle_pairs.left_out(i, j)
         return out
@@ -195,7 +207,7 @@ class BroadPhase:
             r = self.model.body_contact_radius[self.model.contact_body[i]]
         elif ti.static(self.kind == "bodies"):
             r = self.shapes.cull_radius(i)
-        elif ti.static(self.bodies):
+        elif ti.static(self.bodies or self.on_triangles):
             r = self.model.particle_radius[i]
         else:
             r = self.particle_pairs.radius[i]
@@ -311,7 +323,8 @@ class BroadPhase:
         count = int(self.pair_count[None])
         if count > self.capacity:
             what, one = {"points": ("(contact point, body)", "contact point"), "bodies": ("(body, body)", "body")}.get(
-                self.kind, ("(particle, body)" if self.bodies else "(particle, particle)", "particle"))
+                self.kind, ("(particle, body)" if self.bodies else "(particle, triangle)" if self.on_triangles
+                            else "(particle, particle)", "particle"))
             per = -(-count // self.toucher_count)
             raise BroadPhaseCapacityError(
                 f"broad phase: {count} candidate {what} pairs at step {t} exceed the pair list's capacity "

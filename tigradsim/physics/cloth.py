@@ -79,6 +79,7 @@ from ..exec.lane_ports import LaneGroupPorts, virtual_work_field
 from ..exec.lanes import LANES
 from ..exec.loops import element_path, make_ports, wrap_terms
 from .cloth_self_contact import check_self_contact, self_contact_terms
+from .cloth_soft_contact import cloth_soft_terms
 from ..exec.simd import lane_count
 from .cloth_bending import EDGE_EPS, ClothBendingForces, dihedral
 from .cloth_membrane import AERO_EPS, NORMAL_EPS, ClothMembraneForces, aerodynamics, columns, list3
@@ -462,6 +463,8 @@ class Cloths:
             model.add_field("cloth_anchor_damping", float, (na,), cat[3])
             model.force_terms.append(ClothAnchorForces(model))
         model.force_terms.extend(self_contact_terms(builder, model, self._self_contact))
+        # against the soft meshes (`cloth_soft_contact`): the builder's TetMeshes, if any, in a shared contact group
+        model.force_terms.extend(cloth_soft_terms(builder, model, self.handles))
 
 
 def forward_lanes(triangle_count: int) -> int:

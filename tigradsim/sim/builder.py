@@ -165,6 +165,30 @@ class SceneBuilder:
         """Add a cloth (triangle mesh shell); see `tigradsim.physics.cloth.Cloths.add`."""
         return self.component(Cloths).add(self, *args, **kwargs)
 
+    def set_cloth_soft_contact(self, cloth=None, soft=None, **constants):
+        """Constants of the contact between cloths and soft meshes (`tigradsim.physics.cloth_soft_contact`; it is
+        on wherever a cloth and a soft mesh share a contact group, with `cloth_soft_contact.DEFAULT_PARAMS`).
+
+        cloth: a ClothHandle (`add_cloth`) or None (every cloth); soft: a SoftMesh (`add_soft_mesh`) or None
+            (every soft mesh).  constants: some of ke [N/m] > 0, kd [N s/m], kf [N s/m], mu >= 0.
+        Later calls override earlier ones where they overlap.  The fitted fields are `cloth_soft_ke`, ... with one
+        row per (cloth, soft mesh) pair, row = cloth.index x (soft mesh count) + soft.index.
+        """
+        from ..physics.cloth import ClothHandle
+        from ..physics.cloth_soft_contact import check_cloth_soft_params
+        from ..physics.fem import SoftMesh
+        if cloth is not None and not isinstance(cloth, ClothHandle):
+            raise TypeError(f"cloth: expected a ClothHandle from add_cloth or None (every cloth), got {cloth!r}")
+        if soft is not None and not isinstance(soft, SoftMesh):
+            raise TypeError(f"soft: expected a SoftMesh from add_soft_mesh or None (every soft mesh), got {soft!r}")
+        constants = check_cloth_soft_params(constants)
+        if not hasattr(self, "cloth_soft_params"):
+            self.cloth_soft_params = {}
+        key = (None if cloth is None else cloth.index, None if soft is None else soft.index)
+        self.cloth_soft_params.setdefault(key, {}).update(constants)
+        # re-insert so that this call's entry comes after the earlier ones it overrides
+        self.cloth_soft_params[key] = self.cloth_soft_params.pop(key)
+
     def add_rigid_body(self, *args, **kwargs):
         """Add a rigid body; see `tigradsim.physics.rigid.RigidBodies.add`."""
         return self.component(RigidBodies).add(self, *args, **kwargs)
