@@ -16,8 +16,9 @@ grid's pairs at the last step by term: BodyBodyContact (contact point, body), Bo
 first_pass_s / first_pass_cpu_s: wall and process CPU seconds of the first forward + taped pass, which compile
 the configuration's kernels (a new (count, mode) compiles again: the fields' shapes are in the kernels); timings
 only, no test asserts them).  Progress goes to stderr as it happens: the defaults' six configurations compile
-six times, each about 1-2 CPU minutes here, so on a machine shared at load 30 (this process getting a tenth of a
-core) the first figure comes after tens of minutes of silence; --quick compiles four.
+six times, each about 100-115 CPU seconds on the 2-vCPU AMD VM (measured at 64 boxes, benchmarks/RESULTS.md), so
+on a machine shared at load 30 (this process getting a tenth of a core) the first figure comes after ~20 minutes
+of silence and the whole run takes hours; --quick compiles four.
 """
 import argparse
 import json
