@@ -42,8 +42,10 @@ def soft_settings(quick):
     return sim, fit
 
 
-def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form):
-    """Write scene_dir/scene.toml for a soft clip fitted under damping form `form`; returns (path, truths)."""
+def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form, ground=None):
+    """Write scene_dir/scene.toml for a soft clip fitted under damping form `form`; returns (path, truths).
+    ground: [ground] keys that are numerics, not facts about the clip (e.g. {"damping_integration": "implicit"},
+    benchmarks/implicit_damping_fit.py); default none."""
     folder = os.path.join(FOOTAGE, clip)
     truth = json.load(open(os.path.join(folder, "truth.json")))
     frames_folder = noisy_folder(clip, out) if variant == "noisy" else folder
@@ -61,7 +63,7 @@ def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form):
     if any(vel["angular"]):
         body["angular_velocity"] = vel["angular"]
     tables = [("[world]", {"up": "y", "gravity": -float(truth["world"]["gravity"][1])}), ("[simulation]", sim),
-              ("[ground]", {}),                       # no contact constant, no law
+              ("[ground]", dict(ground or {})),       # no contact constant, no law
               ("[objects.cube]", body)]
     guess, bounds = dict(GUESS), dict(BOUNDS)
     guess["cube.damping"], bounds["cube.damping"] = centre, (lower, upper)

@@ -77,7 +77,11 @@ mass plus the torque (R p) x F.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import tempfile
 
 import numpy as np
 
@@ -339,7 +343,6 @@ def _simulate_mujoco(spec, frames, initial_rotation):
 # ---------------------------------------------------------------------------- Newton (own venv)
 def newton_python():
     """The interpreter of Newton's venv (TIGRADSIM_NEWTON_PYTHON, default /opt/venvs/newton/bin/python)."""
-    import os
     path = os.environ.get("TIGRADSIM_NEWTON_PYTHON", NEWTON_PYTHON_DEFAULT)
     if not os.path.exists(path):
         raise RuntimeError(f"TIGRADSIM_NEWTON_PYTHON: no interpreter at {path!r}; create Newton's venv: python3 -m venv "
@@ -361,10 +364,6 @@ def run_in_newton(script_name, job) -> dict:
 
 
 def _simulate_newton(spec, frames, initial_rotation):
-    import json
-    import os
-    import subprocess
-    import tempfile
     e = ENGINE_CLIPS["newton"][_clip_name(spec)]
     m, c = e["mass"], e["contact"]
     size = np.asarray(spec["size"], dtype=np.float64)
@@ -438,10 +437,6 @@ def _soft_initial_state(rest, spec, initial_rotation):
 
 def _simulate_newton_soft(spec, frames, initial_rotation):
     """Newton 1.8 SolverSemiImplicit soft cube (benchmarks/newton_soft_sim.py in Newton's venv)."""
-    import json
-    import os
-    import subprocess
-    import tempfile
     from tigradsim.io.meshes import boundary_faces, tet_box
     e = ENGINE_SOFT_CLIPS["newton"]["soft_drop"]
     n, s = int(spec["cells"]), float(spec["size"])

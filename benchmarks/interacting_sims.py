@@ -115,6 +115,31 @@ def _poses(state, count):
     return q[:, :3], q[:, 3:7] / np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
 
 
+def _soft_ground(model, contact):
+    """Ground on, and Warp's particle ("soft") contact constants set to `contact`'s ke, kd, kf, mu, with no
+    particle-particle contact (tigradsim has none within a body or a cloth)."""
+    model.ground = True
+    model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = (
+        contact["ke"], contact["kd"], contact["kf"], contact["mu"])
+    model.particle_max_radius = 0.0
+
+
+def _warp_frames(wp, model, integrator, dt, steps_per_frame, frames, record):
+    """Warp's semi-implicit rollout with `wp.sim.collide` every step: `record(state)` at the start and after
+    every `steps_per_frame` steps, `frames` records in all (a list)."""
+    control = model.control()
+    s0, s1 = model.state(), model.state()
+    out = [record(s0)]
+    for step in range((frames - 1) * steps_per_frame):
+        s0.clear_forces()
+        wp.sim.collide(model, s0)
+        integrator.simulate(model, s0, s1, dt, control)
+        s0, s1 = s1, s0
+        if (step + 1) % steps_per_frame == 0:
+            out.append(record(s0))
+    return out
+
+
 def simulate_ramp_boxes(spec=RAMP):
     """Warp rollout of warp_ramp_boxes.  Returns dict(positions (T, 2, 3), quats (T, 2, 4) xyzw, state0 (initial
     positions (2, 3), quats (2, 4)), info {simulation, contact, truth, comparable})."""
@@ -148,20 +173,9 @@ def simulate_ramp_boxes(spec=RAMP):
     model = b.finalize(device="cpu")
     model.ground = True
     integrator = wp.sim.SemiImplicitIntegrator(angular_damping=0.0, friction_smoothing=delta)
-    control = model.control()
-    s0, s1 = model.state(), model.state()
     dt = 1.0 / (FPS * WARP_STEPS_PER_FRAME)
-    pos, quat = _poses(s0, 2)
-    positions, quats = [pos], [quat]
-    for step in range((s["frames"] - 1) * WARP_STEPS_PER_FRAME):
-        s0.clear_forces()
-        wp.sim.collide(model, s0)
-        integrator.simulate(model, s0, s1, dt, control)
-        s0, s1 = s1, s0
-        if (step + 1) % WARP_STEPS_PER_FRAME == 0:
-            pos, quat = _poses(s0, 2)
-            positions.append(pos)
-            quats.append(quat)
+    poses = _warp_frames(wp, model, integrator, dt, WARP_STEPS_PER_FRAME, s["frames"], lambda st: _poses(st, 2))
+    positions, quats = [p for p, _ in poses], [q for _, q in poses]
     info = {
         "simulation": {"simulator": f"NVIDIA Warp {wp.config.version} (warp.sim)",
                        "integrator": f"warp.sim.SemiImplicitIntegrator(angular_damping=0, friction_smoothing={delta})",
@@ -231,27 +245,13 @@ def simulate_ball_box(spec=BALL):
     b.set_ground_plane(**mat)
     b.soft_contact_max = len(x0) * 2
     model = b.finalize(device="cpu")
-    model.ground = True
-    model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = (
-        c["ke"], c["kd"], c["kf"], c["mu"])
-    model.particle_max_radius = 0.0          # no particle-particle contact (tigradsim has none within a body)
+    _soft_ground(model, c)
     integrator = wp.sim.SemiImplicitIntegrator(angular_damping=0.0)
-    control = model.control()
-    s0, s1 = model.state(), model.state()
     dt = 1.0 / (FPS * WARP_STEPS_PER_FRAME)
-    particles = [s0.particle_q.numpy().astype(np.float64)]
-    pos, quat = _poses(s0, 1)
-    box_p, box_q = [pos[0]], [quat[0]]
-    for step in range((s["frames"] - 1) * WARP_STEPS_PER_FRAME):
-        s0.clear_forces()
-        wp.sim.collide(model, s0)
-        integrator.simulate(model, s0, s1, dt, control)
-        s0, s1 = s1, s0
-        if (step + 1) % WARP_STEPS_PER_FRAME == 0:
-            particles.append(s0.particle_q.numpy().astype(np.float64))
-            pos, quat = _poses(s0, 1)
-            box_p.append(pos[0])
-            box_q.append(quat[0])
+    frames = _warp_frames(wp, model, integrator, dt, WARP_STEPS_PER_FRAME, s["frames"],
+                          lambda st: (st.particle_q.numpy().astype(np.float64), _poses(st, 1)))
+    particles = [x for x, _ in frames]
+    box_p, box_q = [p[0] for _, (p, _) in frames], [q[0] for _, (_, q) in frames]
     mu, lam = s["mu"], s["lam"]
     mu_l, lam_l = 0.75 * mu, lam - 0.625 * mu
     young = mu_l * (3 * lam_l + 2 * mu_l) / (lam_l + mu_l)
@@ -332,22 +332,11 @@ def simulate_cloth_sphere(spec=CLOTH, steps_per_frame=CLOTH_STEPS_PER_FRAME):
     b.set_ground_plane(**c)
     b.soft_contact_max = 2 * len(rest)
     model = b.finalize(device="cpu")
-    model.ground = True
-    model.soft_contact_ke, model.soft_contact_kd, model.soft_contact_kf, model.soft_contact_mu = (
-        c["ke"], c["kd"], c["kf"], c["mu"])
-    model.particle_max_radius = 0.0          # no particle-particle contact (tigradsim's cloth has none here)
+    _soft_ground(model, c)
     integrator = wp.sim.SemiImplicitIntegrator()
-    control = model.control()
-    s0, s1 = model.state(), model.state()
     dt = 1.0 / (FPS * steps_per_frame)
-    particles = [s0.particle_q.numpy().astype(np.float64)]
-    for step in range((s["frames"] - 1) * steps_per_frame):
-        s0.clear_forces()
-        wp.sim.collide(model, s0)
-        integrator.simulate(model, s0, s1, dt, control)
-        s0, s1 = s1, s0
-        if (step + 1) % steps_per_frame == 0:
-            particles.append(s0.particle_q.numpy().astype(np.float64))
+    particles = _warp_frames(wp, model, integrator, dt, steps_per_frame, s["frames"],
+                             lambda st: st.particle_q.numpy().astype(np.float64))
     conv = cloth_conversion(s)
     info = {
         "simulation": {"simulator": f"NVIDIA Warp {wp.config.version} (warp.sim)",

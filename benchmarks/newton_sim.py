@@ -99,9 +99,11 @@ def simulate(spec):
                 versions=np.array([newton.__version__, wp.config.version]))
 
 
-def main(argv):
+def main(argv, simulate=simulate, script="newton_sim.py"):
+    """The runners' command line, `script IN.json OUT.npz`: simulate(spec from IN.json) saved to OUT.npz
+    (newton_soft_sim.py uses it with its own simulate)."""
     if len(argv) != 2:
-        raise SystemExit("usage: newton_sim.py IN.json OUT.npz")
+        raise SystemExit(f"usage: {script} IN.json OUT.npz")
     with open(argv[0]) as fh:
         spec = json.load(fh)
     np.savez(argv[1], **simulate(spec))

@@ -22,7 +22,6 @@ particle-shape contacts against the ground plane (`eval_particle_body_contact`).
 OUT.npz: "positions" (frames, V, 3) node positions at the frame times, "masses" (V,) Newton's particle
 masses, "versions" (newton, warp) as a string array.
 """
-import json
 import sys
 
 import numpy as np
@@ -66,13 +65,6 @@ def simulate(spec):
                 versions=np.array([newton.__version__, wp.config.version]))
 
 
-def main(argv):
-    if len(argv) != 2:
-        raise SystemExit("usage: newton_soft_sim.py IN.json OUT.npz")
-    with open(argv[0]) as fh:
-        spec = json.load(fh)
-    np.savez(argv[1], **simulate(spec))
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from newton_sim import main     # the same command line (this script's folder is on sys.path)
+    main(sys.argv[1:], simulate=simulate, script="newton_soft_sim.py")

@@ -236,67 +236,36 @@ def test_newton_soft_clip_states_its_engine_masses_and_material_conversion():
         assert masks[k, int(round(v_)), int(round(u))] > 200, k
 
 
-@pytest.mark.slow          # ~10 s with compiled kernels, ~20 s without
-def test_warp_soft_clip_conversion_reproduces_warp():
-    """The conversion truth.json states (neo_hookean mu = k_mu, lam = k_lambda; damping_model "warp" with
-    damping = k_damp; node_mass = Warp's equal particle mass; Warp's ground law = tigradsim's capped
-    friction with uncapped damping) makes tigradsim follow Warp's trajectory: the centroid through the
-    fall, the edge impact and the first bounce (12 frames, 112 steps per frame, f64) within 1 mm, while
-    lam 10 % off misses by more than 2.5 mm (measured 0.21 mm and 3.67 mm; over the whole clip 1.6 mm at
-    112 steps, 2.4 mm at Warp's own dt, and 18 mm with the default capped damping law instead)."""
+def soft_clip_centroid_errors(clip, steps_per_frame, soft_kwargs, expect_warning=False, frames=12):
+    """Centroid errors [m] of tigradsim against another engine's soft-drop clip `clip`, at the truth and at lam
+    10 % off: the conversion its truth.json states (neo_hookean mu = k_mu, lam = k_lambda; damping_model "warp";
+    the engine's particle-ground law ~ tigradsim's capped friction with uncapped damping), f64, `frames` frames of
+    `steps_per_frame` steps.  soft_kwargs(truth) -> the add_soft_mesh arguments that differ between engines (the
+    node masses and the damping coefficient); expect_warning: the step is past the explicit limit (the engine's
+    own step is too).  The centroid weighs the nodes by their masses."""
     import tigradsim as tgs
     from tigradsim.io.meshes import load_tetgen
     tgs.init(arch="cpu", precision="f64")
-    truth = truth_of("warp_soft_drop")
+    truth = truth_of(clip)
     obj, c = truth["object"], truth["contact"]
-    v, t = load_tetgen(os.path.join(FOOTAGE, "warp_soft_drop", obj["mesh"]["node"]))
+    v, t = load_tetgen(os.path.join(FOOTAGE, clip, obj["mesh"]["node"]))
     x0 = v @ np.array(make_footage.quat_matrix(obj["initial_pose"]["quaternion_xyzw"])).T + obj["initial_pose"]["position"]
-    ref = np.array(truth["trajectory"]["centroid"])[:13]
+    ref = np.array(truth["trajectory"]["centroid"])[:frames + 1]
 
     def centroids(lam):
         b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
         b.add_ground(ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=c["mu"], damping="uncapped")
         b.add_soft_mesh((x0, t), material="neo_hookean", params={"mu": truth["truth"]["mu"], "lam": lam},
-                        node_mass=obj["node_mass"], damping=obj["damping"]["k_damp"], damping_model="warp",
-                        velocity=np.array(obj["initial_velocity"]["linear"]) + 0.0 * x0, radius=obj["particle_radius"])
-        sim = tgs.Simulator(b.finalize(requires_grad=False), dt=1.0 / (30 * 112), steps=112 * 12)
-        rec = tgs.ParticleRecorder(sim, every=112)
-        sim.run()
-        return rec.numpy().mean(1)                  # equal node masses: the plain mean is the centroid
-
-    err = np.linalg.norm(centroids(truth["truth"]["lam"]) - ref, axis=1).max()
-    off = np.linalg.norm(centroids(1.1 * truth["truth"]["lam"]) - ref, axis=1).max()
-    print(f"centroid error {err * 1e3:.2f} mm at the truth, {off * 1e3:.2f} mm at lam + 10 %")
-    assert err < 1e-3 and off > 2.5e-3, (err, off)
-
-
-@pytest.mark.slow          # ~30 s
-def test_newton_soft_clip_conversion_reproduces_newton():
-    """The conversion newton_soft_drop's truth.json states (neo_hookean mu = k_mu, lam = k_lambda; damping_model
-    "warp" with damping = k_damp; masses lumped from the total mass by volume, as Newton's add_soft_mesh does;
-    Newton's particle-ground law ~ tigradsim's capped friction with uncapped damping) makes tigradsim follow
-    Newton's centroid through the fall, the edge impact and the first bounce (12 frames at Newton's own step,
-    256 per frame, f64) within 1.5 mm, while lam 10 % off misses by more (measured: 0.96 mm at the truth; over
-    the whole clip 9.0 mm, the tumbling amplifying the friction laws' difference)."""
-    import tigradsim as tgs
-    from tigradsim.io.meshes import load_tetgen
-    tgs.init(arch="cpu", precision="f64")
-    truth = truth_of("newton_soft_drop")
-    obj, c = truth["object"], truth["contact"]
-    v, t = load_tetgen(os.path.join(FOOTAGE, "newton_soft_drop", obj["mesh"]["node"]))
-    x0 = v @ np.array(make_footage.quat_matrix(obj["initial_pose"]["quaternion_xyzw"])).T + obj["initial_pose"]["position"]
-    ref = np.array(truth["trajectory"]["centroid"])[:13]
-
-    def centroids(lam):
-        b = tgs.SceneBuilder(gravity=(0.0, -9.8, 0.0))
-        b.add_ground(ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=c["mu"], damping="uncapped")
-        b.add_soft_mesh((x0, t), material="neo_hookean", params={"mu": truth["truth"]["mu"], "lam": lam},
-                        mass=truth["known"]["total_mass"], damping=truth["truth"]["damping"], damping_model="warp",
-                        velocity=np.array(obj["initial_velocity"]["linear"]) + 0.0 * x0, radius=0.0)
+                        damping_model="warp", velocity=np.array(obj["initial_velocity"]["linear"]) + 0.0 * x0,
+                        **soft_kwargs(truth))
         model = b.finalize(requires_grad=False)
-        with pytest.warns(tgs.StabilityWarning):     # kf 150 on a 3 g corner: Newton's own step is past it too
-            sim = tgs.Simulator(model, dt=1.0 / (30 * 256), steps=256 * 12)
-        rec = tgs.ParticleRecorder(sim, every=256)
+        dt, steps = 1.0 / (30 * steps_per_frame), steps_per_frame * frames
+        if expect_warning:
+            with pytest.warns(tgs.StabilityWarning):
+                sim = tgs.Simulator(model, dt=dt, steps=steps)
+        else:
+            sim = tgs.Simulator(model, dt=dt, steps=steps)
+        rec = tgs.ParticleRecorder(sim, every=steps_per_frame)
         sim.run()
         x = rec.numpy()
         w = model.get("particle_mass")[:x.shape[1]]
@@ -305,6 +274,34 @@ def test_newton_soft_clip_conversion_reproduces_newton():
     err = np.linalg.norm(centroids(truth["truth"]["lam"]) - ref, axis=1).max()
     off = np.linalg.norm(centroids(1.1 * truth["truth"]["lam"]) - ref, axis=1).max()
     print(f"centroid error {err * 1e3:.2f} mm at the truth, {off * 1e3:.2f} mm at lam + 10 %")
+    return err, off
+
+
+@pytest.mark.slow          # ~10 s with compiled kernels, ~20 s without
+def test_warp_soft_clip_conversion_reproduces_warp():
+    """The conversion truth.json states (node_mass = Warp's equal particle mass, damping = k_damp) makes
+    tigradsim follow Warp's trajectory: the centroid through the fall, the edge impact and the first bounce
+    (12 frames, 112 steps per frame, f64) within 1 mm, while lam 10 % off misses by more than 2.5 mm (measured
+    0.21 mm and 3.67 mm; over the whole clip 1.6 mm at 112 steps, 2.4 mm at Warp's own dt, and 18 mm with the
+    default capped damping law instead)."""
+    err, off = soft_clip_centroid_errors(
+        "warp_soft_drop", 112,
+        lambda truth: dict(node_mass=truth["object"]["node_mass"], damping=truth["object"]["damping"]["k_damp"],
+                           radius=truth["object"]["particle_radius"]))
+    assert err < 1e-3 and off > 2.5e-3, (err, off)
+
+
+@pytest.mark.slow          # ~30 s
+def test_newton_soft_clip_conversion_reproduces_newton():
+    """The conversion newton_soft_drop's truth.json states (masses lumped from the total mass by volume, as
+    Newton's add_soft_mesh does) makes tigradsim follow Newton's centroid through the fall, the edge impact and
+    the first bounce (12 frames at Newton's own step, 256 per frame, f64) within 1.5 mm, while lam 10 % off
+    misses by more (measured: 0.96 mm at the truth; over the whole clip 9.0 mm, the tumbling amplifying the
+    friction laws' difference).  kf 150 on a 3 g corner: Newton's own step is past the explicit limit too."""
+    err, off = soft_clip_centroid_errors(
+        "newton_soft_drop", 256,
+        lambda truth: dict(mass=truth["known"]["total_mass"], damping=truth["truth"]["damping"], radius=0.0),
+        expect_warning=True)
     assert err < 1.5e-3 and off > 1.5 * err, (err, off)
 
 

@@ -226,7 +226,7 @@ class Model:
         spring_indices (S,) ivec2, spring_stiffness (S,) [N/m],
         spring_damping (S,) [N s/m], spring_rest_length (S,) [m]
     Ground (0-D): ground_ke [N/m], ground_kd [N s/m], ground_kf [N s/m], ground_mu [-]
-    gravity (0-D vec3) [m/s^2]
+    gravity (0-D vec3) [m/s^2]; step_dt (0-D) [s]: the running Simulator's dt (`use_dt`, not a parameter)
     "Differentiable" means: has a gradient when the model was finalized with requires_grad=True, or
     with requires_grad naming it (`SceneBuilder.finalize`; `has_grad(model.<name>)` tells).
     """
@@ -245,6 +245,15 @@ class Model:
         self._params: dict[str, Any] = {}
         self.version = 0                     # bumped by `set` (stability pre-flight, tigradsim.core.stability)
         self.runtime = runtime_tag()         # the Taichi runtime (tgs.init) whose fields these are
+
+    def use_dt(self, dt: float):
+        """Write the running Simulator's step dt [s] into `step_dt` (read by contact laws with
+        damping_integration="implicit"); a write only when it changes (the Simulator calls this before every
+        forward and backward launch, so Simulators of different dt may share the model)."""
+        step = getattr(self, "step_dt", None)
+        if step is not None and getattr(self, "_step_dt_value", None) != dt:
+            step[None] = dt
+            self._step_dt_value = dt
 
     # -- fields -----------------------------------------------------------
     def add_field(self, name, dtype, shape, values=None, param=True, grad=False):

@@ -15,6 +15,11 @@ dt <= SAFETY * dt_limit (SAFETY = 0.5) for the worst element of every term:
 
 * ground contact, per free particle of mass m: omega^2 = ke / m, gamma = kd / m (normal), and
   gamma = kf / m (the viscous friction branch, tangential);
+  Under a contact law with damping_integration="implicit" (`tigradsim.physics.contact`: kd and kf applied as
+  k_eff = k / (1 + dt k / m), local backward Euler) the kd and kf modes are unconditionally stable
+  (gamma_eff dt = x / (1 + x) < 1, x = dt k / m): the friction mode has no limit and the normal row is the
+  ke mode's alone, omega dt < sqrt(4 - 2 gamma_eff dt) (Jury's a + 2 b < 4 with b = gamma_eff dt fixed by
+  the law, not growing with dt past 1), reported with gamma = gamma_eff at the report's dt;
 * static colliders (`tigradsim.physics.colliders`): the same as the ground's, with each collider's ke, kd, kf
   (a row per collider);
 * rigid contact, per contact point r (from the centre of mass): the same with the body's
@@ -44,6 +49,7 @@ and lift and per-step external forces have no fixed limit and are not checked.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from dataclasses import dataclass
@@ -174,14 +180,16 @@ def stability_report(model, dt: float, force_terms=None, safety: float = SAFETY)
     for term in list(model.force_terms if force_terms is None else force_terms) + limited:
         own = getattr(term, "stability_limits", None)
         if own is not None:
-            found = [r for r in own() if r is not None]
+            # a term whose limit depends on dt itself (implicit contact damping) takes it as `dt=`
+            takes_dt = "dt" in inspect.signature(own).parameters
+            found = [r for r in (own(dt=float(dt)) if takes_dt else own()) if r is not None]
         else:
             fn = _FORMULAS.get(type(term).__name__)
             if fn is None:
                 if type(term).__name__ not in _NO_LIMIT:
                     unchecked.append(type(term).__name__)
                 continue
-            found = [r for r in fn(model, term) if r is not None]
+            found = [r for r in fn(model, term, float(dt)) if r is not None]
         rows.extend(found)
     return StabilityReport(float(dt), rows, unchecked, safety)
 
@@ -211,18 +219,37 @@ def _scalar(model, name):
     return float(np.asarray(getattr(model, name).to_numpy(), dtype=np.float64))
 
 
-def _ground(model, term):
+def _implicit_dt(term, dt):
+    """dt [s] where the term's contact law steps kd and kf implicitly (`ContactLaw.implicit`), else None."""
+    law = getattr(term, "law", None)
+    return dt if law is not None and getattr(law, "implicit", False) else None
+
+
+def _ground(model, term, dt=None):
     w, m = _inv_mass(model)
     free = np.nonzero(w > 0)[0]
     ke, kd, kf = (_scalar(model, f"ground_{k}") for k in ("ke", "kd", "kf"))
-    return [_contact_row(type(term).__name__, "particle", free, w[free], ke, kd, kf, lambda k: f"mass {m[free[k]]:.4g} kg")]
+    return [_contact_row(type(term).__name__, "particle", free, w[free], ke, kd, kf, lambda k: f"mass {m[free[k]]:.4g} kg",
+                         implicit_dt=_implicit_dt(term, dt))]
 
 
-def _contact_row(name, what, index, w, ke, kd, kf, describe):
-    """Normal (ke, kd) and tangential (kf) modes per point of inverse (effective) mass w."""
+def _contact_row(name, what, index, w, ke, kd, kf, describe, implicit_dt=None):
+    """Normal (ke, kd) and tangential (kf) modes per point of inverse (effective) mass w.  implicit_dt: the step
+    [s] of a law with damping_integration="implicit" (module docstring: kd, kf unconditionally stable, the ke
+    mode's limit sqrt(4 - 2 gamma_eff dt) / omega), None for explicit."""
     if len(index) == 0:
         return None
     ke, kd, kf = (np.broadcast_to(np.asarray(x, dtype=np.float64), w.shape) for x in (ke, kd, kf))
+    if implicit_dt is not None:
+        x = implicit_dt * kd * w
+        b = x / (1.0 + x)                             # gamma_eff dt < 1 for every kd
+        omega = np.sqrt(ke * w)
+        with np.errstate(divide="ignore"):
+            lim = np.where(omega > 0, np.sqrt(4.0 - 2.0 * b) / np.where(omega > 0, omega, 1.0), np.inf)
+        k = int(np.argmin(lim))
+        return StabilityRow(name, f"{what} {int(index[k])}", float(omega[k]), float(b[k] / implicit_dt), float(lim[k]),
+                            f"ke = {ke[k]:.4g} N/m; kd = {kd[k]:.4g}, kf = {kf[k]:.4g} N s/m implicit (unconditionally "
+                            f"stable, kd_eff = {kd[k] / (1.0 + x[k]):.4g} N s/m at this dt), {describe(k)}")
     omega, gamma_n, gamma_t = np.sqrt(ke * w), kd * w, kf * w
     tangential = explicit_dt_limit(0.0, gamma_t) < explicit_dt_limit(omega, gamma_n)
     omega = np.where(tangential, 0.0, omega)
@@ -239,7 +266,7 @@ def _contact_row(name, what, index, w, ke, kd, kf, describe):
 contact_row = _contact_row
 
 
-def _springs(model, term):
+def _springs(model, term, dt=None):
     w, _ = _inv_mass(model)
     idx = model.spring_indices.to_numpy()
     wsum = w[idx[:, 0]] + w[idx[:, 1]]
@@ -250,7 +277,7 @@ def _springs(model, term):
                                                  f"reduced mass {1 / wsum[e] if wsum[e] > 0 else math.inf:.4g} kg")]
 
 
-def _anchors(model, term):
+def _anchors(model, term, dt=None):
     w, m = _inv_mass(model)
     i = model.cloth_anchor_indices.to_numpy()
     k = model.cloth_anchor_stiffness.to_numpy().astype(np.float64)
@@ -315,21 +342,21 @@ def _material_elements(model, term, prefix, grads, measure, indices):
                                        detail, verts)]
 
 
-def _tets(model, term):
+def _tets(model, term, dt=None):
     Dm_inv = model.tet_Dm_inv.to_numpy().astype(np.float64)          # rows k = grad N_{k+1}
     grads = np.concatenate([-Dm_inv.sum(axis=1, keepdims=True), Dm_inv], axis=1)       # (E, 4, 3)
     vol = model.tet_volume.to_numpy().astype(np.float64)
     return _material_elements(model, term, "tet", grads, vol, model.tet_indices.to_numpy())
 
 
-def _membrane(model, term):
+def _membrane(model, term, dt=None):
     B = model.cloth_rest_inv.to_numpy().astype(np.float64)            # 2x2 Dm^-1: rows = grad N_1, grad N_2
     grads = np.concatenate([-B.sum(axis=1, keepdims=True), B], axis=1)                  # (T, 3, 2)
     area = model.cloth_area.to_numpy().astype(np.float64)
     return _material_elements(model, term, "cloth", grads, area, model.cloth_indices.to_numpy())
 
 
-def _bending(model, term):
+def _bending(model, term, dt=None):
     w, m = _inv_mass(model)
     q = model.cloth_bend_indices.to_numpy()
     x = model.particle_q0.to_numpy().astype(np.float64)
@@ -373,7 +400,7 @@ def _contact_point_inv_mass(model):
     return body, 1.0 / mass[body] + r2 / lam_min[body], mass, r2
 
 
-def _rigid_contact(model, term):
+def _rigid_contact(model, term, dt=None):
     body, w, mass, r2 = _contact_point_inv_mass(model)
     ke, kd, kf = (getattr(model, f"body_{k}").to_numpy().astype(np.float64)[body] for k in ("ke", "kd", "kf"))
     return [_contact_row(type(term).__name__, "contact point", np.arange(len(body)), w, ke, kd, kf,
@@ -385,15 +412,16 @@ def _collider_params(model, c):
     return [float(model.get(f"collider_{k}")[c]) for k in ("ke", "kd", "kf")]
 
 
-def _particle_colliders(model, term):
+def _particle_colliders(model, term, dt=None):
     """As the ground's, with each collider's ke, kd, kf (one row per collider of the term)."""
     w, m = _inv_mass(model)
     free = np.nonzero(w > 0)[0]
     return [_contact_row(f"{type(term).__name__}[collider {c}]", "particle", free, w[free], *_collider_params(model, c),
-                         lambda k: f"mass {m[free[k]]:.4g} kg") for c in term.member_ids]
+                         lambda k: f"mass {m[free[k]]:.4g} kg", implicit_dt=_implicit_dt(term, dt))
+            for c in term.member_ids]
 
 
-def _rigid_colliders(model, term):
+def _rigid_colliders(model, term, dt=None):
     """As the rigid ground contact's, with each collider's ke, kd, kf (one row per collider of the term)."""
     body, w, mass, r2 = _contact_point_inv_mass(model)
     return [_contact_row(f"{type(term).__name__}[collider {c}]", "contact point", np.arange(len(body)), w,

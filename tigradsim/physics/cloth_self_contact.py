@@ -37,7 +37,7 @@ from ..core.model import StepTerm
 from ..core.stability import contact_row
 from .body_contact import contact_groups
 from .broadphase import BroadPhase, check_broad_phase
-from .contact import DEFAULT_LAW, ContactLaw, contact_force
+from .contact import DEFAULT_LAW, ContactLaw, contact_force, dt_over_mass
 
 REST_FACTOR = 2.0
 DEFAULT_PARAMS = {"ke": 100.0, "kd": 0.01, "kf": 0.1, "mu": 0.3}
@@ -124,7 +124,9 @@ class ClothSelfContact(StepTerm):
                               0.5 * (self.model.cloth_self_ke[ri] + self.model.cloth_self_ke[rj]),
                               0.5 * (self.model.cloth_self_kd[ri] + self.model.cloth_self_kd[rj]),
                               0.5 * (self.model.cloth_self_kf[ri] + self.model.cloth_self_kf[rj]),
-                              0.5 * (self.model.cloth_self_mu[ri] + self.model.cloth_self_mu[rj]), self.law)
+                              0.5 * (self.model.cloth_self_mu[ri] + self.model.cloth_self_mu[rj]), self.law,
+                              # the pair's relative velocity: its reduced mass, dt (1/m_i + 1/m_j)
+                              dt_over_mass(self.model, i, self.law) + dt_over_mass(self.model, j, self.law))
             state.particle_f[s, i] += f
             state.particle_f[s, j] -= f
 
@@ -135,9 +137,10 @@ class ClothSelfContact(StepTerm):
             pair = self.broad.pairs[k]
             self._pair(state, s, pair[0], pair[1])
 
-    def stability_limits(self):
+    def stability_limits(self, dt=None):
         """Per self-contact vertex: normal and friction modes with its cloth's ke, kd, kf on 1/m_i + 1/m_min
-        (m_min: the lightest self-contact vertex of its contact group; pinned vertices have 1/m = 0)."""
+        (m_min: the lightest self-contact vertex of its contact group; pinned vertices have 1/m = 0); with
+        damping_integration="implicit", at the step dt [s] (kd, kf unconditionally stable)."""
         m = self.model
         idx = self.vertices
         pm = m.particle_mass.to_numpy().astype(np.float64)[idx]
@@ -149,7 +152,7 @@ class ClothSelfContact(StepTerm):
         wt = w + w_other
         return [contact_row(type(self).__name__, "particle", idx, wt, k["ke"], k["kd"], k["kf"],
                             lambda j: f"self-contact, particle mass {pm[j]:.4g} kg, effective mass "
-                                      f"{1 / wt[j]:.4g} kg")]
+                                      f"{1 / wt[j]:.4g} kg", implicit_dt=dt if self.law.implicit else None)]
 
 
 def self_contact_terms(builder, model, cloths) -> list:

@@ -40,7 +40,7 @@ kernel loop each, compile time), as the ground's rigid contact is by law.
 import numpy as np
 import taichi as ti
 
-from .contact import ContactLaw, contact_force
+from .contact import ContactLaw, contact_force, dt_over_mass
 from .rigid_pose import (body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv,
                          quat_to_matrix_np, spatial, top, world_point)
 from .shapes import PLANE, KIND_NAMES, ShapeTable, check_shape
@@ -75,7 +75,7 @@ class Colliders:
 
     def add(self, builder, kind, size=None, position=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0, 1.0), mesh=None,
             ke=1e4, kd=10.0, kf=10.0, mu=0.5, damping="capped", friction="capped", friction_velocity=None,
-            resolution=32, mpm_boundary=None) -> int:
+            resolution=32, mpm_boundary=None, damping_integration="explicit") -> int:
         """Add a static collider; returns its index.
 
         kind: "plane" (the plane y = 0 of its frame, normal +y; no size), "sphere" (size: radius [m]), "box"
@@ -87,7 +87,8 @@ class Colliders:
         rotation: (4,) unit quaternion (x, y, z, w) of its frame; for a plane `tgs.quat_from_normal(normal)` or
             `tgs.quat_from_axis_angle(axis, angle)` (a ramp).
         ke [N/m] > 0, kd [N s/m] >= 0, kf [N s/m] >= 0, mu >= 0: its penalty contact (defaults as add_ground);
-        damping, friction, friction_velocity: its `ContactLaw` (`tigradsim.physics.contact`).
+        damping, friction, friction_velocity, damping_integration: its `ContactLaw` (`tigradsim.physics.contact`;
+            "implicit" damping for the particles touching it, rigid bodies' contact points stay explicit).
         mpm_boundary: how MPM matter meets it at the grid, "sticky", "slip" or "separate" (with friction mu);
             None: the MPM grid's `boundary` (`tigradsim.physics.mpm_boundary`).
         """
@@ -104,7 +105,7 @@ class Colliders:
         contact = {}
         for name, value in zip(CONTACT_NAMES, (ke, kd, kf, mu)):
             contact[name] = float(check_positive(name, as_array(name, value, shape=()), allow_zero=name != "ke"))
-        law = ContactLaw(damping, friction, friction_velocity)
+        law = ContactLaw(damping, friction, friction_velocity, damping_integration)
         if mpm_boundary is not None:
             from .mpm_boundary import check_boundary_mode
             check_boundary_mode("mpm_boundary", mpm_boundary)
@@ -218,14 +219,15 @@ class ColliderContactBase(StepTerm):
             return gap.dot(gap) < reach * reach
 
     @ti.func
-    def _force(self, c, x, v, radius):
+    def _force(self, c, x, v, radius, dt_inv_mass):
         """Force [N] on a point at x [m] moving at v [m/s] with `radius` [m] from collider c: exactly 0, with zero
-        derivatives, where it does not penetrate (`tigradsim.physics.contact.touches_ground` says why)."""
+        derivatives, where it does not penetrate (`tigradsim.physics.contact.touches_ground` says why).
+        dt_inv_mass = dt / m [s/kg]: the implicit damping's (`contact.implicit_coefficient`; 0: explicit)."""
         pos, rot = self._frame(c)
         d, nl = self.table.distance(c, quat_rotate_inv(rot, x - pos))
         n = quat_rotate(rot, nl)
         return contact_force(ti.min(d - radius, 0.0), n, v, self.model.collider_ke[c], self.model.collider_kd[c],
-                             self.model.collider_kf[c], self.model.collider_mu[c], self.law)
+                             self.model.collider_kf[c], self.model.collider_mu[c], self.law, dt_inv_mass)
 
 
 @ti.data_oriented
@@ -239,7 +241,8 @@ class ParticleColliderContact(ColliderContactBase):
             c = self.members[j]
             radius = self.model.particle_radius[i]
             if self._near(c, state.particle_q[s, i], radius):
-                state.particle_f[s, i] += self._force(c, state.particle_q[s, i], state.particle_qd[s, i], radius)
+                state.particle_f[s, i] += self._force(c, state.particle_q[s, i], state.particle_qd[s, i], radius,
+                                                      dt_over_mass(self.model, i, self.law))
 
 
 @ti.data_oriented
@@ -260,7 +263,7 @@ class RigidColliderContact(ColliderContactBase):
                 r = quat_rotate(body_rotation(q), self.model.contact_point[p])
                 x = body_position(q) + r
                 v = bottom(qd) + top(qd).cross(r)
-                f = self._force(c, x, v, radius)
+                f = self._force(c, x, v, radius, 0.0)     # rigid contact points stay explicit (contact.py)
                 state.body_f[s, b] += spatial(r.cross(f), f)
 
 

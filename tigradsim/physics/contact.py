@@ -57,6 +57,34 @@ friction="warp" (Warp 1.9.1 / dflex `eval_rigid_contacts`, the friction of their
   (the Huber norm is C1 at |v_t| = d), with the capped law's kink where the two branches of the min meet.
   The force is not inside the Coulomb cone mu fn: |ft| <= mu fn max(|v_t| / (|v_t| - d / 2), 2 d / |v_t|).
 
+damping_integration="explicit" (the default) or "implicit": how the velocity-linear parts are stepped.
+  The damping kd (fd = kd |v_n| while compressing, both damping laws) and the viscous friction branch kf (k_t = kf,
+  every friction law) act on the contact point's velocity like a dashpot on a point of mass m.  Under the
+  Simulator's semi-implicit (symplectic) Euler step dt, v+ = v (1 - dt k / m) for that mode alone: stable only
+  for dt k / m < 2, and the pre-flight asks for < 1 (`tigradsim.core.stability`).  On a 3-5 g FEM corner vertex
+  at 112 steps a frame that caps kd and kf at 5-9 N s/m, where other engines (Warp, Newton: more substeps) use
+  100-150.  "implicit" treats that mode by backward Euler, locally at each contact point:
+      m (v+ - v) = -dt k v+    =>    v+ = v / (1 + dt k / m),
+  which is the explicit force with the effective coefficient
+      k_eff = k / (1 + dt k w) = k m / (m + dt k),      w = 1 / m  (0 for a pinned particle: k_eff = k),
+  used for kd and for kf wherever the law's formula has them (in `min(kd |v_n|, fe)`, in `min(kf, ...)`, in
+  the huber blend); the elastic ke and the Coulomb branches (mu fn) are unchanged.  k_eff -> k as dt -> 0 (the
+  same continuous physics; the two agree to O(dt k / m)), and dt k_eff w = x / (1 + x) < 1 for every k and dt
+  (x = dt k w), so the damping mode cannot overshoot: it is unconditionally stable, and at a huge k it stops
+  the normal (or sliding) velocity within one step, the overdamped limit a stiff dashpot has.  Only the ke
+  mode keeps an explicit limit, omega dt < sqrt(4 - 2 dt k_eff w) in (sqrt 2, 2) (the pre-flight's row).
+  It needs the point's mass and dt inside the force: the Simulator writes its dt into `model.step_dt` before
+  every forward and backward launch, and the particle terms (ground, colliders, cloth self-contact with the
+  pair's reduced mass, w = w_i + w_j) read `particle_mass`.  The rigid-body pairings (a body's ground and
+  collider contact points, body-body, particle-body) pass w = 0 and stay explicit: a contact point's effective
+  mass there depends on the body's orientation and the force's direction (their pre-flight rows stay
+  explicit too).  Opt-in, default "explicit": the implicit coefficient is the explicit one times
+  1 / (1 + dt k / m), 33-50 % less at the largest kd, kf the explicit pre-flight accepts (dt k / m = 0.5-1),
+  so switching the default would move every existing result and test tolerance; "implicit" is what a scene
+  needs where the step cannot resolve the damping (soft or cloth vertices of a few grams against another
+  engine's kd, kf of 100+ N s/m: [ground] damping_integration = "implicit" in a scene file).  Where the two
+  differ, neither is "the" continuous dashpot; both converge to it as dt -> 0 (implicit from below, stably).
+
 A law is chosen per ground (`SceneBuilder.add_ground(damping=..., friction=..., friction_velocity=...)`,
 used by every particle and by default by every rigid body) and per rigid body (`add_rigid_body(...,
 damping=..., friction=...)`).  The law is compiled into the kernels with `ti.static` (one kernel per
@@ -74,6 +102,7 @@ from ..core.model import StepTerm
 
 FRICTION_EPS = 1e-12
 DAMPING_LAWS = ("capped", "uncapped")
+DAMPING_INTEGRATIONS = ("explicit", "implicit")
 FRICTION_LAWS = ("capped", "huber", "warp")
 DEFAULT_FRICTION_VELOCITY = 1e-3
 # friction="warp": Warp's own default friction_smoothing (`SemiImplicitIntegrator(friction_smoothing=1.0)`)
@@ -91,16 +120,22 @@ class ContactLaw:
         rigid contact: Coulomb widened at slow slip by the Huber norm).
     friction_velocity: v_s [m/s] > 0 of the "huber" law (None: 1e-3) or delta of the "warp" law (None: 1 m/s,
         Warp's default friction_smoothing); must be None with "capped".
+    damping_integration: "explicit" (default) or "implicit" (kd and kf by local backward Euler: k / (1 + dt k / m),
+        unconditionally stable; module docstring).
     Hashable and compared by value: terms with equal laws share kernels.
     """
 
     damping: str = "capped"
     friction: str = "capped"
     friction_velocity: Optional[float] = None
+    damping_integration: str = "explicit"
 
     def __post_init__(self):
         if self.damping not in DAMPING_LAWS:
             raise ValueError(f"damping: expected one of {DAMPING_LAWS}, got {self.damping!r}")
+        if self.damping_integration not in DAMPING_INTEGRATIONS:
+            raise ValueError(f"damping_integration: expected one of {DAMPING_INTEGRATIONS}, got "
+                             f"{self.damping_integration!r}")
         if self.friction not in FRICTION_LAWS:
             raise ValueError(f"friction: expected one of {FRICTION_LAWS}, got {self.friction!r}")
         fv = self.friction_velocity
@@ -119,31 +154,41 @@ class ContactLaw:
     def is_default(self) -> bool:
         return self == ContactLaw()
 
-    def merged(self, damping=None, friction=None, friction_velocity=None) -> "ContactLaw":
+    @property
+    def implicit(self) -> bool:
+        """Whether kd and kf are stepped implicitly (damping_integration="implicit")."""
+        return self.damping_integration == "implicit"
+
+    def merged(self, damping=None, friction=None, friction_velocity=None, damping_integration=None) -> "ContactLaw":
         """This law with the given fields replaced (None keeps this law's).  A new `friction`
         drops this law's friction_velocity unless one is given."""
         new_friction = self.friction if friction is None else friction
         fv = friction_velocity
         if fv is None and friction is None:
             fv = self.friction_velocity
-        return ContactLaw(self.damping if damping is None else damping, new_friction, fv)
+        return ContactLaw(self.damping if damping is None else damping, new_friction, fv,
+                          self.damping_integration if damping_integration is None else damping_integration)
 
 
 DEFAULT_LAW = ContactLaw()
 
 
-def check_law_options(damping=None, friction=None, friction_velocity=None) -> dict:
+def check_law_options(damping=None, friction=None, friction_velocity=None, damping_integration=None) -> dict:
     """Validate contact-law options given on their own (None: not given); returns the given ones by name.
     Whether friction_velocity fits the friction law is checked when the law is resolved (`ContactLaw`)."""
     if damping is not None and damping not in DAMPING_LAWS:
         raise ValueError(f"damping: expected one of {DAMPING_LAWS} (or None), got {damping!r}")
     if friction is not None and friction not in FRICTION_LAWS:
         raise ValueError(f"friction: expected one of {FRICTION_LAWS} (or None), got {friction!r}")
+    if damping_integration is not None and damping_integration not in DAMPING_INTEGRATIONS:
+        raise ValueError(f"damping_integration: expected one of {DAMPING_INTEGRATIONS} (or None), got "
+                         f"{damping_integration!r}")
     if friction_velocity is not None:
         fv = friction_velocity
         if isinstance(fv, bool) or not isinstance(fv, numbers.Real) or not (math.isfinite(fv) and fv > 0):
             raise ValueError(f"friction_velocity: expected a finite number > 0 [m/s] (or None), got {fv!r}")
-    given = dict(damping=damping, friction=friction, friction_velocity=friction_velocity)
+    given = dict(damping=damping, friction=friction, friction_velocity=friction_velocity,
+                 damping_integration=damping_integration)
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -160,8 +205,20 @@ def body_laws(ground_law: ContactLaw, bodies) -> list:
 
 
 @ti.func
+def implicit_coefficient(k, dt_inv_mass, law: ti.template()):
+    """The coefficient [N s/m] a velocity-linear force -k v is applied with: k itself ("explicit"), or the
+    backward-Euler k / (1 + dt k / m) ("implicit"; dt_inv_mass = dt / m [s/kg], 0 for a pinned point or a
+    pairing that stays explicit).  Module docstring: damping_integration."""
+    if ti.static(law.damping_integration == "implicit"):
+        return k / (1.0 + dt_inv_mass * k)
+    else:
+        return k
+
+
+@ti.func
 def _normal_force(c, vn, ke, kd, law: ti.template()):
-    """fn = fe + fd [N] of the module docstring (c <= 0 the penetration, vn the normal velocity)."""
+    """fn = fe + fd [N] of the module docstring (c <= 0 the penetration, vn the normal velocity; kd the
+    coefficient as applied, `implicit_coefficient`)."""
     elastic = -ke * c
     if ti.static(law.damping == "uncapped"):
         return elastic + ti.select(c < 0.0, kd * ti.max(-vn, 0.0), 0.0)
@@ -171,7 +228,7 @@ def _normal_force(c, vn, ke, kd, law: ti.template()):
 
 @ti.func
 def _friction_coefficient(vt, fn, kf, mu, law: ti.template()):
-    """k_t [N s/m] of the module docstring: the friction force is -k_t v_t."""
+    """k_t [N s/m] of the module docstring: the friction force is -k_t v_t (kf as applied)."""
     if ti.static(law.friction == "huber"):
         s = ti.sqrt(vt.dot(vt) + ti.static(law.friction_velocity * law.friction_velocity))
         b = mu * fn
@@ -197,23 +254,35 @@ def touches_ground(x, radius):
 
 
 @ti.func
-def ground_contact_force(x, v, radius, ke, kd, kf, mu, law: ti.template()):
+def ground_contact_force(x, v, radius, ke, kd, kf, mu, law: ti.template(), dt_inv_mass=0.0):
     """Force [N] on a point at `x` [m] moving with `v` [m/s] from the ground y = 0, by `law`
-    (a `ContactLaw`, compile time)."""
+    (a `ContactLaw`, compile time); dt_inv_mass = dt / m [s/kg] for damping_integration="implicit"."""
     n = ti.Vector([0.0, 1.0, 0.0], dt=float)
-    return contact_force(ti.min(x.dot(n) - radius, 0.0), n, v, ke, kd, kf, mu, law)
+    return contact_force(ti.min(x.dot(n) - radius, 0.0), n, v, ke, kd, kf, mu, law, dt_inv_mass)
 
 
 @ti.func
-def contact_force(c, n, v, ke, kd, kf, mu, law: ti.template()):
+def contact_force(c, n, v, ke, kd, kf, mu, law: ti.template(), dt_inv_mass=0.0):
     """Force [N] of one penalty contact by `law`: penetration c <= 0 [m] along the unit normal n (pointing
     out of the surface touched), v [m/s] the point's velocity relative to that surface.  The module
     docstring's formulas with a general normal: every pairing (ground, colliders, body-body, particle-body)
-    calls this one function."""
+    calls this one function.  dt_inv_mass = dt / m [s/kg] (m the point's mass, or the pair's reduced mass):
+    used by damping_integration="implicit" only (0: the explicit coefficients)."""
     vn = v.dot(n)
     vt = v - n * vn
-    fn = _normal_force(c, vn, ke, kd, law)
-    return n * fn - vt * _friction_coefficient(vt, fn, kf, mu, law)
+    fn = _normal_force(c, vn, ke, implicit_coefficient(kd, dt_inv_mass, law), law)
+    return n * fn - vt * _friction_coefficient(vt, fn, implicit_coefficient(kf, dt_inv_mass, law), mu, law)
+
+
+@ti.func
+def dt_over_mass(model: ti.template(), i, law: ti.template()):
+    """dt / m_i [s/kg] of particle i at the Simulator's step (`model.step_dt`), 0 for a pinned particle; 0 under
+    damping_integration="explicit" (compile time: the explicit kernels read neither field)."""
+    if ti.static(law.implicit):
+        mass = model.particle_mass[i]
+        return ti.select(mass > 0.0, 1.0, 0.0) / ti.max(mass, 1e-30) * model.step_dt[None]
+    else:
+        return 0.0
 
 
 @ti.data_oriented
@@ -233,4 +302,5 @@ class ParticleGroundContact(StepTerm):
             if touches_ground(x, radius):
                 state.particle_f[s, i] += ground_contact_force(
                     x, state.particle_qd[s, i], radius, self.model.ground_ke[None], self.model.ground_kd[None],
-                    self.model.ground_kf[None], self.model.ground_mu[None], self.law)
+                    self.model.ground_kf[None], self.model.ground_mu[None], self.law,
+                    dt_over_mass(self.model, i, self.law))

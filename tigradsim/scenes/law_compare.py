@@ -30,7 +30,10 @@ def law_spec(spec, law: ContactLaw):
     options = {"damping": law.damping, "friction": law.friction}
     if law.friction == "huber":
         options["friction_velocity"] = law.friction_velocity
-    out.ground["law"] = options
+    # how kd and kf are integrated is numerics, not the law compared: the scene's choice stays (ground only:
+    # rigid bodies' contacts stay explicit, contact.py)
+    integration = spec.ground.get("law", {}).get("damping_integration")
+    out.ground["law"] = dict(options, **({"damping_integration": integration} if integration else {}))
     for obj in out.objects.values():
         if getattr(obj, "law", None):
             obj.law = dict(options)

@@ -112,7 +112,7 @@ def _parse_collider(file, base, name, data, ground) -> ColliderSpec:
     c.given = frozenset(k for k in CONTACT_PARAMS if t.has(k))
     if t.has("contact_law"):
         c.law = _parse_law(_Table(file, f"{sec}.contact_law", t.table("contact_law"),
-                                  ("damping", "friction", "friction_velocity")))
+                                  ("damping", "friction", "friction_velocity", "damping_integration")))
     elif ground is not None:                  # as a rigid object: the ground's law unless it has its own
         c.law = dict(ground.get("law", {}))
     return c

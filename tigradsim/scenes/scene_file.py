@@ -22,7 +22,8 @@ Sections (see demos/scenes/*.toml for complete examples):
     [ground]       ke, kd, kf, mu (penalty contact; the ground is the plane through the
                    origin normal to `up`); damping = "capped" | "uncapped", friction =
                    "capped" | "huber" | "warp", friction_velocity (the contact law,
-                   tigradsim.physics.contact)
+                   tigradsim.physics.contact); damping_integration = "explicit" | "implicit"
+                   (kd, kf by local backward Euler: stable on light soft/cloth vertices)
     [bodies]       ke, kd, kf, mu (>= 0): the rigid objects' contact constants against EACH OTHER
                    (their body_pair_X), for the rigid objects without their own X; needs two or
                    more of them; default: the ground's (or fitted / assumed as "bodies.X" below);
@@ -227,7 +228,8 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     up, gravity = _parse_world(file, data.get("world", {}))
     ground, ground_given = None, ()
     if "ground" in data:
-        g = _Table(file, "ground", data["ground"], CONTACT_PARAMS + ("damping", "friction", "friction_velocity"))
+        g = _Table(file, "ground", data["ground"], CONTACT_PARAMS + ("damping", "friction", "friction_velocity",
+                                                                     "damping_integration"))
         defaults = dict(ke=1e4, kd=10.0, kf=10.0, mu=0.5)
         ground = {k: g.number(k, defaults[k], nonnegative=True) for k in CONTACT_PARAMS}
         ground_given = tuple(k for k in CONTACT_PARAMS if g.has(k))

@@ -166,11 +166,13 @@ def _parse_body_shape(t):
 
 
 def _parse_law(g):
-    """damping = "capped" | "uncapped", friction = "capped" | "huber" | "warp", friction_velocity (m/s)."""
-    from ..physics.contact import DAMPING_LAWS, FRICTION_LAWS
+    """damping = "capped" | "uncapped", friction = "capped" | "huber" | "warp", friction_velocity (m/s), and, where
+    the table allows it ([ground], a collider's contact_law), damping_integration = "explicit" | "implicit"."""
+    from ..physics.contact import DAMPING_INTEGRATIONS, DAMPING_LAWS, FRICTION_LAWS
     law = {"damping": g.string("damping", None, choices=DAMPING_LAWS),
            "friction": g.string("friction", None, choices=FRICTION_LAWS),
-           "friction_velocity": g.number("friction_velocity", None, positive=True)}
+           "friction_velocity": g.number("friction_velocity", None, positive=True),
+           "damping_integration": g.string("damping_integration", None, choices=DAMPING_INTEGRATIONS)}
     if law["friction_velocity"] is not None and law["friction"] in (None, "capped"):
         g.fail("friction_velocity", 'only used with friction = "huber" or "warp"')
     return {k: v for k, v in law.items() if v is not None}

@@ -258,13 +258,19 @@ def soft_contact_caps(spec) -> dict:
     take at the scene's step dt within the stability pre-flight's safe limit (`tigradsim.core.stability`:
     dt <= 0.5 x 4 / (gamma + sqrt(gamma^2 + 4 omega^2))) with all three at their cap at once:
     ke = 0.5 m / dt^2 and kd = kf = 0.5 m / dt (omega = 0.71 / dt, gamma = 0.5 / dt: the safe limit is
-    then exactly dt).  Empty without soft objects or without a known step (no dt, substeps or fps)."""
+    then exactly dt).  Empty without soft objects or without a known step (no dt, substeps or fps).
+    With [ground] damping_integration = "implicit" (kd and kf by local backward Euler, unconditionally stable:
+    `tigradsim.physics.contact`) only ke is capped, at the same 0.5 m / dt^2 (the ke mode's safe limit is then
+    0.5 sqrt(4 - 2 gamma_eff dt) / omega >= 0.71 / omega): kd and kf keep their whole prior ranges, the
+    100-150 N s/m that other engines use included."""
     soft = [o for o in spec.objects.values() if o.kind == "soft"]
     fps = getattr(spec.footage, "fps", None) if spec.footage is not None else None
     dt = spec.dt if spec.dt is not None else (1.0 / (fps * spec.substeps) if fps and spec.substeps else None)
     if not soft or dt is None:
         return {}
     m = min(float(np.min(_soft_vertex_masses(o))) for o in soft)
+    if (spec.ground or {}).get("law", {}).get("damping_integration") == "implicit":
+        return {"ke": 0.5 * m / dt ** 2}
     return {"ke": 0.5 * m / dt ** 2, "kd": 0.5 * m / dt, "kf": 0.5 * m / dt}
 
 

@@ -115,7 +115,7 @@ class SceneBuilder:
 
     # -- ground -------------------------------------------------------------
     def add_ground(self, ke=1e4, kd=10.0, kf=10.0, mu=0.5, damping="capped", friction="capped",
-                   friction_velocity=None):
+                   friction_velocity=None, damping_integration="explicit"):
         """Ground plane y = 0 with penalty stiffness ke [N/m], damping kd [N s/m],
         friction regularisation kf [N s/m] and Coulomb coefficient mu.
 
@@ -123,12 +123,14 @@ class SceneBuilder:
             from the first penetrating step; gradients disagree with finite differences across
             touchdowns).  friction: "capped" (default; min(kf, mu fn / |v_t|)) or "huber"
             (pseudo-Huber-smoothed Coulomb friction, smooth everywhere) with `friction_velocity`
-            [m/s] > 0 (default 1e-3).  Formulas: `tigradsim.physics.contact`.  The law applies to every
-            particle and to every rigid body that does not set its own.
+            [m/s] > 0 (default 1e-3).  damping_integration: "explicit" (default) or "implicit" (kd and kf
+            stepped by local backward Euler, k / (1 + dt k / m): unconditionally stable on light vertices; the
+            particles' contacts only, rigid bodies' stay explicit).  Formulas: `tigradsim.physics.contact`.
+            The law applies to every particle and to every rigid body that does not set its own.
         The ground is the plane collider y = 0 (`add_collider("plane")`) with fields of its own (ground_ke,
         ground_kd, ground_kf, ground_mu) and a fast path of its own (one comparison per point).
         """
-        self.ground_law = ContactLaw(damping, friction, friction_velocity)
+        self.ground_law = ContactLaw(damping, friction, friction_velocity, damping_integration)
         self.ground = {name: float(check_positive(name, as_array(name, v, shape=()), allow_zero=True))
                        for name, v in dict(ke=ke, kd=kd, kf=kf, mu=mu).items()}
 
@@ -247,6 +249,8 @@ class SceneBuilder:
         model.particle_count = n
         f = np_float()
         model.add_field("gravity", vec3, (), self.gravity.astype(f))
+        # the running Simulator's dt [s] (`Model.use_dt`): contact laws with damping_integration="implicit" read it
+        model.add_field("step_dt", float, (), 0.0, param=False)
         if n:
             model.add_field("particle_q0", vec3, (n,), np.concatenate(self._q))
             model.add_field("particle_qd0", vec3, (n,), np.concatenate(self._qd))

@@ -402,6 +402,7 @@ class Simulator:
 
     def _segment_forward(self, seg, check=True):
         start, end = self._segment_range(seg)
+        self.model.use_dt(self.dt)       # implicit contact damping reads it (also in a checkpointed recompute)
         self._clear_op()
         if seg == 0:
             self._load_initial()
@@ -462,6 +463,7 @@ class Simulator:
         """Reverse of `count` fused steps from slot s0 (step t0): the fused kernel's own reverse, or, where a
         term's reverse runs on threads (`reverse_per_step`), each step's reverse launched on its own, last
         step first (the same derivatives: every step reads its state at its own slot)."""
+        self.model.use_dt(self.dt)       # another Simulator of the model may have run since the forward pass
         if self.reverse_per_step:
             for k in reversed(range(count)):         # the fused kernel's taps, read around each step
                 if self._taps is not None and self._taps.is_watched(s0 + k + 1, tap_end):
@@ -474,6 +476,7 @@ class Simulator:
 
     def _broad_then(self, launch, s, t, *rest):
         """Every broad phase's pairs from slot s (step t), then `launch(s, t, *rest)`: a step, or its reverse."""
+        self.model.use_dt(self.dt)
         for broad in self._broad_phases:
             broad.build(self.state, s, t)
         launch(s, t, *rest)
