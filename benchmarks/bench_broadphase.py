@@ -9,13 +9,21 @@ from the drop (the lower layers land within the first 100 steps, so most of the 
 Gradients: body_qd0 only (as vs_warp.py), loss = MSE of the body positions at the last step.
 
     python benchmarks/bench_broadphase.py [--counts 64,256,1024] [--steps 200] [--repeats 2] [--modes flat,grid]
+    python benchmarks/bench_broadphase.py --quick      # 64 and 256 boxes, 100 steps, 1 repeat
 
 Prints a JSON line per configuration as it is measured, then one JSON line with all of them (us per step; the
 grid's pairs at the last step by term: BodyBodyContact (contact point, body), BoxEdgeContact (box, box);
-timings only, no test asserts them).
+first_pass_s / first_pass_cpu_s: wall and process CPU seconds of the first forward + taped pass, which compile
+the configuration's kernels (a new (count, mode) compiles again: the fields' shapes are in the kernels); timings
+only, no test asserts them).  Progress goes to stderr as it happens: the defaults' six configurations compile
+six times, each about 100-115 CPU seconds on the 2-vCPU AMD VM (measured at 64 boxes, benchmarks/RESULTS.md), so
+on a machine shared at load 30 (this process getting a tenth of a core) the first figure comes after ~20 minutes
+of silence and the whole run takes hours; --quick compiles four.
 """
 import argparse
 import json
+import sys
+import time
 
 import numpy as np
 
@@ -56,13 +64,30 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--arch", default="cpu")
     p.add_argument("--precision", default="f32")
+    p.add_argument("--quick", action="store_true", help="64 and 256 boxes, 100 steps, 1 repeat (overrides "
+                                                            "--counts, --steps, --repeats)")
     args = p.parse_args()
+    if args.quick:
+        args.counts, args.steps, args.repeats = "64,256", 100, 1
+    import taichi as ti
     import tigradsim as tgs
     tgs.init(arch=args.arch, precision=args.precision)
     rows = []
     for count in (int(c) for c in args.counts.split(",")):
         for mode in args.modes.split(","):
+            t0, c0 = time.perf_counter(), time.process_time()
             sim, loss = pile(count, mode, args.steps)
+            print(f"{count} boxes, {mode}: built in {time.perf_counter() - t0:.1f} s; compiling (first forward and "
+                  "taped pass)", file=sys.stderr, flush=True)
+            t1, c1 = time.perf_counter(), time.process_time()
+            loss.value[None] = 0.0
+            with ti.ad.Tape(loss.value):                # the first pass: compiles forward and backward kernels
+                sim.run()
+                loss()
+            ti.sync()
+            first = (round(time.perf_counter() - t1, 1), round(time.process_time() - c1, 1))
+            print(f"{count} boxes, {mode}: first pass {first[0]} s wall, {first[1]} s CPU; timing "
+                  f"{args.repeats} repeat(s)", file=sys.stderr, flush=True)
             t = time_rollout(sim, loss, repeats=args.repeats)
             pairs = {}
             for term in sim.force_terms:            # the last step's pairs (the backward pass left step 0's)
@@ -71,7 +96,8 @@ def main():
                     pairs[type(term).__name__] = int(term.broad.pair_count[None])
             row = {"boxes": count, "broad_phase": mode, "us_per_step_forward": t["us_per_step_forward"],
                    "us_per_step_forward_backward": t["us_per_step_forward_backward"],
-                   "last_step_candidate_pairs": pairs or None}
+                   "last_step_candidate_pairs": pairs or None, "first_pass_s": first[0],
+                   "first_pass_cpu_s": first[1], "peak_rss_mb": t["peak_rss_mb"]}
             rows.append(row)
             print(json.dumps(row), flush=True)
     print(json.dumps({"benchmark": "broadphase", "arch": args.arch, "precision": args.precision,

@@ -157,3 +157,23 @@ def test_small_pile_grid_matches_flat(f64):
     want = {(i, j) for i, j in zip(a, b) if np.linalg.norm(x[i] - x[j]) < bound[i] + bound[j]}
     assert len(want) >= 2, "the bars should be touching"
     assert len(got) == len(set(map(tuple, got))) and set(map(tuple, got.tolist())) == want
+
+
+def test_stability_limits_read_the_pair_constants(f64):
+    """The pre-flight's box-pair row uses the constants the edge force reads, body_pair_X (the bodies' against
+    each other), not body_X (against the ground): raising body_pair_ke alone moves its omega by sqrt(ke ratio),
+    raising body_ke alone leaves it."""
+    b = tgs.SceneBuilder()
+    b.add_ground(ke=1e4, kd=10.0, kf=10.0, mu=0.5)
+    _ridges(b, 3 * RIDGE + 0.01, ke=1e4, kd=10.0, kf=10.0, mu=0.5)
+    model = b.finalize(requires_grad=False)
+    edges = next(t for t in model.force_terms if type(t).__name__ == "BoxEdgeContact")
+
+    def omega():
+        return max(r.omega for r in edges.stability_limits())
+
+    before = omega()
+    model.body_ke.from_numpy(np.full(2, 1e6))
+    assert omega() == pytest.approx(before)
+    model.body_pair_ke.from_numpy(np.full(2, 4e4))
+    assert omega() == pytest.approx(2.0 * before)

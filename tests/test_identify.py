@@ -168,6 +168,32 @@ def test_tied_starts_are_ranked_where_they_differ(f64):
     assert abs(alone.values["a"] - 1.0) > 1.0
 
 
+def test_a_candidate_the_adjoint_check_rejects_fails_alone(f64):
+    """A local fit whose backward pass raises GradientError (the adjoint check: a start past the step's stability
+    limit) fails like one whose rollout blew up: the other candidates go on and the fit ends at their minimum.
+    When every candidate fails so, the GradientError reaches the caller (its "stopped early" report)."""
+    from taichi.lang import impl
+
+    p, kernel, loss, residuals = _symmetric_problem()
+    limit = {"a": 0.0}
+
+    def forward():          # under a Tape (the local fits' gradient), a <= limit stands for an exploding adjoint
+        if impl.get_runtime().target_tape is not None and float(p.value()) <= limit["a"]:
+            raise tgs.GradientError(f"adjoint exploded at a = {float(p.value()):.3g}")
+        kernel()
+
+    kw = dict(forward=forward, loss=loss, residuals=residuals, starts=8, local_starts=4, seed=1, adam_iters=20,
+              adam_lr=0.1, bfgs_iters=40, bfgs_lr=0.1, stop=tgs.StopCriteria(gtol=1e-10), noise_floor=0.0,
+              log_every=0)
+    res = tgs.identify([p], **kw)
+    failed = [r for r in res.runs if r.stop_reason.startswith("failed: adjoint exploded")]
+    assert failed and len(failed) < len(res.runs)
+    assert not res.ambiguous and res.values["a"] == pytest.approx(1.0, abs=0.02)
+    limit["a"] = 10.0                       # every candidate's gradient rejected
+    with pytest.raises(tgs.GradientError, match="adjoint exploded"):
+        tgs.identify([p], **kw)
+
+
 def test_identify_checks_its_arguments(f64):
     a = ti.field(float, shape=(), needs_grad=True)
     a[None] = 1.0

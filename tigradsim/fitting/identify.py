@@ -15,7 +15,8 @@ Steps:
    (`bfgs_iters`) through the existing `optimize` with `stop` criteria, when a Tape
    loss is given (`forward` + `loss`); Levenberg-Marquardt (`least_squares`,
    `lm_iters`) on `residuals` after them, or instead of them when only residuals
-   are given.  A start whose rollout blows up is recorded and skipped.
+   are given.  A start whose rollout blows up, or whose gradient the adjoint check rejects
+   (GradientError; raised on when no candidate is left), is recorded and skipped.
 3. **Coarse to fine in time, several candidates.**  With `horizons` (an increasing
    schedule of frame counts) and `set_horizon(k)` (a caller function that makes
    the loss and the residuals use the first k frames: an image loss's frame
@@ -74,7 +75,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..core.aliases import renamed_keyword
-from ..core.errors import SimulationError
+from ..core.errors import GradientError, SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, optimize, pack, param_summary,
                     unpack)
 from .continuation import KEEP_DROP_RATIO, keep_candidates
@@ -417,6 +418,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     # on: earlier horizons, where the starts tied, show nothing that tells them apart
     first_stage = len(rescored) if horizons else 0
     stage_horizons = horizons[first_stage:] if horizons else [None]
+    gradient_errors = []          # candidates stopped by the adjoint check (GradientError)
     if first_stage:
         notes.append(f"the local fits begin at the {stage_horizons[0]}-frame horizon, where the search ranked the "
                      f"starts (on the first {horizons[first_stage - 1]} frames they tied)")
@@ -450,8 +452,12 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                 run.stop_reason = _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters,
                                              bfgs_lr, lm_iters, stop, deadline, log_every, printer)
                 run.objective = objective()
-            except SimulationError as exc:
+            except (SimulationError, GradientError) as exc:
+                # a candidate whose rollout blew up, or whose gradient the adjoint check cannot trust (a start
+                # past the step's stability limit), fails alone: the other candidates go on
                 run.stop_reason, run.objective = f"failed: {exc}", math.nan
+                if isinstance(exc, GradientError):
+                    gradient_errors.append(exc)
                 if log_every:
                     printer(f"local fit of start {run.start + 1} failed: {exc}")
             run.seconds += time.time() - started
@@ -475,6 +481,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         live = [by_start[i] for i in decision.kept]
         if not live:
             break
+    if gradient_errors and not any(math.isfinite(run.objective) for run, _x in live):
+        raise gradient_errors[-1]           # no candidate left: the caller's "stopped early" (best rollout so far)
     finals = []
     for run, x in live:
         if not math.isfinite(run.objective):

@@ -268,7 +268,8 @@ class BoxEdgeContact(StepTerm):
         bound = m.body_shape_bound.to_numpy().astype(np.float64)
         w_body = inv_m + bound ** 2 * inv_i
         a, b = self.pairs_np[:, 0], self.pairs_np[:, 1]
-        k = {n: getattr(m, f"body_{n}").to_numpy().astype(np.float64) for n in ("ke", "kd", "kf")}
+        # the constants the force reads (`_pair_edge`): the bodies' against each other, not the ground's
+        k = {n: getattr(m, f"body_pair_{n}").to_numpy().astype(np.float64) for n in ("ke", "kd", "kf")}
         pair = {n: 0.5 * (v[a] + v[b]) for n, v in k.items()}
         w = w_body[a] + w_body[b]
         return [contact_row(type(self).__name__, "box pair", np.arange(len(a)), w, pair["ke"], pair["kd"],

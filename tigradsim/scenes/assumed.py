@@ -12,7 +12,8 @@ gives one surface constant for the ground and the colliders that state none, so 
 
 The rigid bodies' constant X against each other is its own assumed constant "bodies.X" (writing their
 `body_pair_X`) when two or more rigid objects take the shared X and the file states none
-(`pair_constants`); "ground.X" then leaves their `body_pair_X` alone.
+(`pair_constants`); "ground.X" then leaves their `body_pair_X` alone, as it does when the file states
+X in [bodies] or fits "bodies.X".
 
 In a scene without a [ground], a collider's contact constant X is assumed, as "NAME.X", when its
 [colliders.NAME] table does not state it and no [unknowns] entry "NAME.X" fits it
@@ -42,7 +43,7 @@ def assumed_constants(scene) -> list:
     writer that sets `ground_X` and the `body_X` / `collider_X` entries of the rigid objects and colliders
     that take the ground's value, or the collider's own entry."""
     from .scene_colliders import ground_takers
-    from .pair_constants import PAIR_OBJECT, separate_pair_constant
+    from .pair_constants import PAIR_OBJECT, pair_is_separate, separate_pair_constant
     spec = scene.spec
     out = []
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
@@ -73,7 +74,7 @@ def assumed_constants(scene) -> list:
         value = float(spec.ground[x])
         lower, upper = PRIOR_RANGES[x](value)
         out.append(AssumedConstant(f"ground.{x}", value, lower, upper,
-                                   _writer(scene.model, x, bodies, colliders, pairs=separate[x] is None),
+                                   _writer(scene.model, x, bodies, colliders, pairs=not pair_is_separate(spec, x)),
                                    _REASONS[x]))
     return out
 

@@ -24,6 +24,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    "capped" | "huber" | "warp", friction_velocity (the contact law,
                    tigradsim.physics.contact); damping_integration = "explicit" | "implicit"
                    (kd, kf by local backward Euler: stable on light soft/cloth vertices)
+    [bodies]       ke, kd, kf, mu (>= 0): the rigid objects' contact constants against EACH OTHER
+                   (their body_pair_X), for the rigid objects without their own X; needs two or
+                   more of them; default: the ground's (or fitted / assumed as "bodies.X" below);
+                   an unknown "bodies.X" in [unknowns] fits it instead (tigradsim/scenes/pair_constants.py)
     [colliders.NAME] kind = "plane" | "sphere" | "box" | "capsule" | "mesh": static shapes the objects
                    touch (a ramp, a wall, a table); position, rotation or (planes) normal; radius,
                    half_extents, half_length, mesh + scale + resolution; ke, kd, kf, mu (default
@@ -85,7 +89,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    fps, start_time (simulation time of the first frame, default 0),
                    background = "plate.png" | "estimate" (RGB supervision), first, count
     [unknowns."OBJECT.PARAM"]  init, lower, upper, log (default true); PARAM is mass, ke,
-                   kd, kf, mu of a rigid object, a material parameter, damping, mass (total)
+                   kd, kf, mu of a rigid object, ke, kd, kf, mu of "bodies" (the rigid
+                   objects against each other), a material parameter, damping, mass (total)
                    or density of a soft object, a material parameter (E, nu, yield_stress,
                    friction_angle [degrees], viscosity, bulk_modulus, plastic_viscosity, ...; bounds
                    within the material's range, an upper one where it caps the value: nu < 0.5),
@@ -133,7 +138,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    for those the footage leaves undetermined; a collider's constants its
                    [colliders.NAME] does not state are assumed, or nuisance, as "NAME.X";
                    with two or more rigid objects taking the shared X (none of their own, not
-                   fitted) and X not stated in [ground], their contact with EACH OTHER is its
+                   fitted) and X stated neither in [ground] nor in [bodies] nor as an unknown
+                   "bodies.X", their contact with EACH OTHER is its
                    own constant "bodies.X", assumed or nuisance apart from "ground.X", within
                    the same PRIOR_RANGES: tigradsim/scenes/pair_constants.py; the name
                    "bodies" is then reserved)
@@ -167,12 +173,13 @@ from .scene_specs import (CONTACT_PARAMS, RIGID_PARAMS, TIES, Z_UP_TO_Y_UP, Came
 from .scene_specs import SOFT_MASS_PARAMS  # noqa: F401
 from .scene_table import SceneError, _Table, _typename
 from .scene_unknowns import _check_ties, _parse_fit, _parse_unknown, nuisance_unknowns
+from .pair_constants import check_pair_statements, parse_bodies
 from .scene_unknowns import OPTIMIZERS, SUPERVISIONS  # noqa: F401
 
 __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "FootageSpec", "UnknownSpec",
            "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "RIGID_PARAMS", "TIES"]
 
-_TOP = ("world", "simulation", "ground", "colliders", "objects", "forces", "camera", "cameras", "footage", "unknowns",
+_TOP = ("world", "simulation", "ground", "bodies", "colliders", "objects", "forces", "camera", "cameras", "footage", "unknowns",
         "fit", "mpm_grid")
 
 
@@ -286,7 +293,9 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,
-                     views=views, colliders=colliders, mpm_grid=mpm_grid)
+                     views=views, colliders=colliders, mpm_grid=mpm_grid,
+                     bodies=parse_bodies(file, data["bodies"]) if "bodies" in data else {})
+    check_pair_statements(spec)             # [bodies] / "bodies.X": two rigid objects taking them, ...
     spec.unknowns = unknowns + nuisance_unknowns(spec)     # [fit] contact_constants = "nuisance"
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)

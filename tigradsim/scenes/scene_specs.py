@@ -202,6 +202,7 @@ class SceneSpec:
     views: list = field(default_factory=list)
     colliders: dict = field(default_factory=dict)   # name -> scene_colliders.ColliderSpec (file order)
     mpm_grid: Optional[dict] = None      # [mpm_grid] (scene_mpm.parse_mpm_grid), file axes
+    bodies: dict = field(default_factory=dict)      # [bodies]: the rigid bodies' X against each other (pair_constants)
 
     @property
     def several_cameras(self) -> bool:

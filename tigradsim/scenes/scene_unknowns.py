@@ -6,6 +6,7 @@ import difflib
 
 import numpy as np
 
+from .pair_constants import PAIR_OBJECT
 from .scene_specs import CONTACT_PARAMS, RIGID_PARAMS, SOFT_MASS_PARAMS, TIES, FitSpec, UnknownSpec
 from .scene_table import SceneError, _show, _Table
 
@@ -27,6 +28,8 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
         if ground is None:
             raise SceneError(file, "unknowns", target, "the scene has no [ground]")
         allowed = CONTACT_PARAMS
+    elif obj == PAIR_OBJECT and obj not in objects and obj not in (colliders or {}):
+        allowed = CONTACT_PARAMS            # the rigid bodies' X against each other (pair_constants)
     elif obj in (colliders or {}):
         from .scene_colliders import COLLIDER_PARAMS
         allowed = COLLIDER_PARAMS
@@ -47,10 +50,10 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
             allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
     else:
         names = list(objects) + list(colliders or {})
-        close = difflib.get_close_matches(obj, names + ["ground"], n=1)
+        close = difflib.get_close_matches(obj, names + ["ground", PAIR_OBJECT], n=1)
         raise SceneError(file, "unknowns", target, f"no object named {obj!r}" +
                          (f"; did you mean {close[0]!r}?" if close else "") +
-                         f" (objects: {', '.join(names + (['ground'] if ground else []))})")
+                         f" (objects: {', '.join(names + (['ground'] if ground else []) + [PAIR_OBJECT])})")
     if param not in allowed:
         close = difflib.get_close_matches(param, list(allowed), n=1)
         raise SceneError(file, "unknowns", target, f"{obj!r} has no parameter {param!r}" +

@@ -38,9 +38,11 @@ def unknown_params(spec, model, handles) -> list:
     * a rigid object's mass, ke, kd, kf, mu: `TiedParam` on its entry of body_mass, body_ke, ...
     * "ground.X": `TiedParam` on ground_X, on body_X of every body that takes the ground's
       value (a body with its own X in the file keeps it), on their body_pair_X unless the bodies'
-      contact with each other is a separate "bodies.X" (`pair_constants`), and on collider_X of every
+      contact with each other is a separate "bodies.X" (stated in [bodies], an unknown, or nuisance:
+      `pair_constants`), and on collider_X of every
       collider that does (`scene_colliders.ground_takers`);
-    * "bodies.X" (nuisance): `TiedParam` on body_pair_X of the bodies taking the shared value;
+    * "bodies.X" (the user's or a nuisance): `TiedParam` on body_pair_X of the bodies taking it
+      (`pair_constants.stated_pair_takers`);
     * a rigid object's ke, kd, kf, mu move its body_X and body_pair_X together (its own constant);
     * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
       the mass Param when the mass is an unknown too (one rigid body per scene);
@@ -54,7 +56,7 @@ def unknown_params(spec, model, handles) -> list:
     """
     from ..physics.fem import param_column
     from ..fitting.optim import ColumnParam, RatioParam, TiedParam
-    from .pair_constants import PAIR_OBJECT, separate_pair_constant
+    from .pair_constants import PAIR_OBJECT, pair_is_separate, stated_pair_takers
 
     rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
     made = {}
@@ -66,7 +68,7 @@ def unknown_params(spec, model, handles) -> list:
             fld, entry = collider_param(model, list(spec.colliders).index(u.object), u.param)
             made[u.target] = TiedParam([_entry(fld, entry)], value=[u.init], **kw)
         elif u.object == PAIR_OBJECT:
-            takers = separate_pair_constant(spec, u.param)[0]
+            takers = stated_pair_takers(spec, u.param)
             made[u.target] = TiedParam([_entries(getattr(model, f"body_pair_{u.param}"),
                                                  [handles[n] for n in takers])], value=[u.init], **kw)
         elif u.object == "ground":
@@ -74,7 +76,7 @@ def unknown_params(spec, model, handles) -> list:
             uses = [handles[n] for n in rigid if u.param not in spec.objects[n].contact]
             if uses:
                 ties.append(_entries(getattr(model, f"body_{u.param}"), uses))
-                if separate_pair_constant(spec, u.param) is None:
+                if not pair_is_separate(spec, u.param):
                     ties.append(_entries(getattr(model, f"body_pair_{u.param}"), uses))
             from .scene_colliders import ground_takers
             fitted = {(v.object, v.param) for v in spec.unknowns}
