@@ -239,7 +239,9 @@ def test_laws_compares_every_contact_law(clip, tmp_path, capsys):
     assert "capped" in result["equally_good"]
     with open(result["files"]["laws_json"]) as fh:
         table = json.load(fh)
-    assert sorted(r["label"] for r in table["rows"]) == ["capped", "capped+huber", "uncapped", "uncapped+huber"]
+    from tigradsim.scenes.law_compare import LAWS
+    assert sorted(r["label"] for r in table["rows"]) == sorted(LAWS)
+    assert {"capped+warp(0.01)", "capped+warp(0.1)"} <= set(LAWS)          # Warp's rigid friction, its grid
     mass = result["combined"]["box.mass"]
     assert abs(mass["value"] - TRUE_MASS) / TRUE_MASS < 0.05
     if mass["ci95"] is not None:

@@ -74,7 +74,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..core.aliases import renamed_keyword
-from ..core.errors import SimulationError
+from ..core.errors import GradientError, SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, optimize, pack, param_summary,
                     unpack)
 from .continuation import KEEP_DROP_RATIO, keep_candidates
@@ -426,6 +426,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     runs = [Run(i, values_dict(search[i][0]), search[i][1]) for i in chosen]
     live = [(run, np.array(search[run.start][0], dtype=np.float64)) for run in runs]
     stages = []
+    gradient_error = None       # a candidate whose gradient could not be trusted: dropped like one that blew up
     for s, h in enumerate(stage_horizons):
         if time.time() > deadline:
             notes.append(f"time budget spent before the {h}-frame horizon: {len(live)} candidates end there")
@@ -450,8 +451,11 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                 run.stop_reason = _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters,
                                              bfgs_lr, lm_iters, stop, deadline, log_every, printer)
                 run.objective = objective()
-            except SimulationError as exc:
+            except (SimulationError, GradientError) as exc:
+                # one candidate's failure ends that candidate, not the fit: the others still compete
                 run.stop_reason, run.objective = f"failed: {exc}", math.nan
+                if isinstance(exc, GradientError):
+                    gradient_error = exc
                 if log_every:
                     printer(f"local fit of start {run.start + 1} failed: {exc}")
             run.seconds += time.time() - started
@@ -489,6 +493,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             except (ValueError, SimulationError) as exc:      # a rollout near the minimum blew up
                 notes.append(f"no uncertainty for the fit from start {run.start + 1}: {exc}")
         finals.append((run, x, report))
+    if not finals and gradient_error is not None:
+        raise gradient_error        # no candidate finished: the caller's handling of the error (the CLI's best so far)
     notes += [d.sentence() for d in stages if d.capped or len(d.objectives) > 1]
 
     # 4. group into distinct minima, find ties
