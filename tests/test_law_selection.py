@@ -34,13 +34,14 @@ def _scene(ground=None, horizon="auto"):
 
 def test_laws_include_warp_friction_at_each_friction_velocity_of_its_grid():
     warp = {k: v for k, v in LAWS.items() if v.friction == "warp"}
-    assert sorted(v.friction_velocity for v in warp.values()) == sorted(WARP_FRICTION_VELOCITIES)
-    assert set(warp) == {f"capped+warp({d:g})" for d in WARP_FRICTION_VELOCITIES}
+    assert set(warp) == {f"{damping}+warp({d:g})" for damping in ("capped", "uncapped") for d in WARP_FRICTION_VELOCITIES}
+    assert all(LAWS[f"uncapped+warp({d:g})"] == ContactLaw("uncapped", "warp", d) for d in WARP_FRICTION_VELOCITIES)
     # the grid is not Warp's default friction_smoothing (1 m/s: viscous up to walking speed) nor a value
     # near zero (there "warp" is "capped"): slip speeds between
     assert all(1e-3 < d < 1.0 for d in WARP_FRICTION_VELOCITIES)
     assert {"capped", "uncapped", "capped+huber", "uncapped+huber"} <= set(LAWS)
     assert law_label(ContactLaw("uncapped", "warp", 0.02)) == "uncapped+warp(0.02)"
+    assert law_label(ContactLaw("uncapped", "huber")) == "uncapped+huber" and law_label(ContactLaw()) == "capped"
     spec = law_spec(parse_scene(_scene()), LAWS["capped+warp(0.1)"])
     assert spec.ground["law"] == {"damping": "capped", "friction": "warp", "friction_velocity": 0.1}
 

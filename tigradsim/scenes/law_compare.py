@@ -37,7 +37,7 @@ def law_label(law: ContactLaw) -> str:
 # WARP_FRICTION_VELOCITIES: delta is a compile-time constant of the kernels, compared as discrete models)
 LAWS = {law_label(law): law for law in
         [ContactLaw(), ContactLaw("uncapped"), ContactLaw(friction="huber"), ContactLaw("uncapped", "huber")]
-        + [ContactLaw(friction="warp", friction_velocity=d) for d in WARP_FRICTION_VELOCITIES]}
+        + [ContactLaw(damping, "warp", d) for damping in ("capped", "uncapped") for d in WARP_FRICTION_VELOCITIES]}
 
 
 def law_spec(spec, law: ContactLaw):
