@@ -299,8 +299,8 @@ def main(argv=None):
                     help="soft clips and law comparisons: no fitting, combine the fits already under --out again "
                          "(a law whose fit is missing is fitted)")
     ap.add_argument("--laws", default="drops",
-                    help="contact laws compared on the rigid clips (coverage_laws.py): comma-separated labels of "
-                         "tigradsim.scenes.law_compare.LAWS, the first setting the horizon; 'drops' (default): the "
+                    help="contact laws compared on the rigid clips (coverage_laws.py): comma-separated law labels "
+                         "('capped', 'uncapped+warp(0.01)': law_compare.parse_law_label), the first setting the horizon; 'drops' (default): the "
                          "drop clips under coverage_laws.DROP_LAWS, the pushes under the default law only; 'capped': "
                          "one fit per clip under the default law, no comparison")
     args = ap.parse_args(argv)

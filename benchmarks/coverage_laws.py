@@ -5,9 +5,10 @@ soft clips are over damping forms (coverage_soft.py).
 Footage does not say which law made it, so none is given: the scene file of each fit is coverage.py's
 (no contact constant, the unknowns' round guesses, [fit] contact_constants) with only [ground]'s law keys
 (damping, friction, friction_velocity) set to the law's (tigradsim/scenes/law_compare.law_spec does the
-same for `tigradsim laws`).  The laws are labelled as in `LAWS` (tigradsim/scenes/law_compare.py):
-"capped", "uncapped", "capped+huber", "capped+warp(0.01)", ...; friction = "warp" comes once per friction
-velocity of its documented grid (physics/contact.py WARP_FRICTION_VELOCITIES), never the clip's own.
+same for `tigradsim laws`).  The laws are labelled as `law_compare.law_label` writes them ("capped",
+"uncapped", "capped+huber", "capped+warp(0.01)", "uncapped+warp(0.1)", ...); friction = "warp" comes once per
+friction velocity of its documented grid (physics/contact.py WARP_FRICTION_VELOCITIES), never the clip's own.
+Each law is fitted in a process of its own (`tigradsim fit`).
 
 Models compare on the same residuals only: the first law listed fits with [fit] horizon = "auto" (its
 predictable horizon), every other law on the frames that fit chose ([fit] horizon = N), as
@@ -21,7 +22,7 @@ import os
 import sys
 
 from tigradsim.fitting.model_selection import FIT_INTERVAL_KEYS, compare_fit_outputs
-from tigradsim.scenes.law_compare import LAWS
+from tigradsim.scenes.law_compare import parse_law_label
 
 # The laws a drop clip is fitted under by default: the library's default law, Warp's rigid friction at the
 # two friction velocities of its grid, and uncapped damping (the only damping that reaches a restitution
@@ -31,10 +32,8 @@ DROP_LAWS = ("capped", "capped+warp(0.01)", "capped+warp(0.1)", "uncapped")
 
 
 def law_options(label):
-    """[ground]'s law keys of the law `label` (a key of LAWS)."""
-    if label not in LAWS:
-        raise ValueError(f"laws: {label!r} is not one of the library's laws {list(LAWS)}")
-    law = LAWS[label]
+    """[ground]'s law keys of the law `label` ("capped", "uncapped+warp(0.01)": law_compare.parse_law_label)."""
+    law = parse_law_label(label)
     out = {"damping": law.damping, "friction": law.friction}
     if law.friction in ("huber", "warp"):
         out["friction_velocity"] = law.friction_velocity

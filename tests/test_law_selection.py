@@ -9,6 +9,7 @@ for by their reports (tests/test_cli.py::test_laws_compares_every_contact_law ru
   chose; coverage_laws.run_law_clip does the same through the scene files it writes ([fit] horizon = N), and
   its law table and combined rows show every law."""
 import json
+import re
 import os
 import sys
 import types
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from tigradsim.physics.contact import WARP_FRICTION_VELOCITIES, ContactLaw
-from tigradsim.scenes.law_compare import LAWS, law_label, law_spec
+from tigradsim.scenes.law_compare import LAWS, law_label, law_spec, parse_law_label
 from tigradsim.scenes.scene_file import parse_scene
 
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
@@ -34,8 +35,15 @@ def _scene(ground=None, horizon="auto"):
 
 def test_laws_include_warp_friction_at_each_friction_velocity_of_its_grid():
     warp = {k: v for k, v in LAWS.items() if v.friction == "warp"}
-    assert set(warp) == {f"{damping}+warp({d:g})" for damping in ("capped", "uncapped") for d in WARP_FRICTION_VELOCITIES}
-    assert all(LAWS[f"uncapped+warp({d:g})"] == ContactLaw("uncapped", "warp", d) for d in WARP_FRICTION_VELOCITIES)
+    assert set(warp) == {f"capped+warp({d:g})" for d in WARP_FRICTION_VELOCITIES}
+    for label, law in LAWS.items():          # labels read back as their laws
+        assert parse_law_label(label) == law
+    assert parse_law_label("uncapped+warp(0.02)") == ContactLaw("uncapped", "warp", 0.02)
+    for bad, match in (("soft", "law 'soft': damping: expected one of"), ("capped+warp(x)", "'x' is not a number"),
+                       ("capped+warp(-1)", "friction_velocity: expected a finite number > 0"),
+                       ("capped+stick", "friction: expected one of")):
+        with pytest.raises(ValueError, match=re.escape(match) if "(" in match else match):
+            parse_law_label(bad)
     # the grid is not Warp's default friction_smoothing (1 m/s: viscous up to walking speed) nor a value
     # near zero (there "warp" is "capped"): slip speeds between
     assert all(1e-3 < d < 1.0 for d in WARP_FRICTION_VELOCITIES)
@@ -125,7 +133,7 @@ def test_coverage_law_clip_hands_the_horizon_on_and_tables_every_law(tmp_path):
         sys.path.remove(BENCH)
     assert "capped+warp(0.01)" in cl.DROP_LAWS and cl.DROP_LAWS[0] == "capped"
     assert cl.law_options("capped+warp(0.1)") == {"damping": "capped", "friction": "warp", "friction_velocity": 0.1}
-    with pytest.raises(ValueError, match="laws: 'warp' is not one of the library's laws"):
+    with pytest.raises(ValueError, match="law 'warp': damping: expected one of"):
         cl.law_options("warp")
     calls = []
     fits = {"capped": (26, 5.0, 1.05, 0.917), "capped+warp_0.01": (26, 4.0, 0.62, 0.93),
