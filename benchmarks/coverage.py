@@ -26,7 +26,10 @@ apart (it is what the report should say of a box's mass with no known force).
 --quick: 64 px renders, fewer steps per frame and iterations (the settings are printed with the
 table).  Soft clips (warp_soft_drop, newton_soft_drop) are given no damping value or form: one fit per
 damping form, combined by model selection (benchmarks/coverage_soft.py); their rows are the combined
-estimates, followed by a table per form.  Prints a Markdown table and, last, a JSON line with every number.
+estimates, followed by a table per form.  Rigid drop clips are given no contact law either: one fit per
+law of --laws (default coverage_laws.DROP_LAWS, including Warp's rigid friction), combined by model
+selection (benchmarks/coverage_laws.py); their rows are the combined estimates, followed by a table per
+law.  Prints a Markdown table and, last, a JSON line with every number.
 """
 from __future__ import annotations
 
@@ -71,8 +74,10 @@ def settings(clip, quick):
     return sim, fit
 
 
-def make_scene(clip, variant, contact, scene_dir, out, quick):
-    """Write scene_dir/scene.toml from the clip's user-side facts; returns (path, truths)."""
+def make_scene(clip, variant, contact, scene_dir, out, quick, law=None, horizon=None):
+    """Write scene_dir/scene.toml from the clip's user-side facts; returns (path, truths).  law: [ground]'s
+    law keys of one model of a law comparison (coverage_laws.py; None: the library's default law);
+    horizon: [fit] horizon = that frame count (the frames the comparison's first law fitted)."""
     folder = os.path.join(FOOTAGE, clip)
     truth = json.load(open(os.path.join(folder, "truth.json")))
     from coverage_cloth import is_cloth_clip
@@ -86,8 +91,10 @@ def make_scene(clip, variant, contact, scene_dir, out, quick):
     obj = truth["object"]
     pose, vel = obj["initial_pose"], obj["initial_velocity"]
     sim, fit = settings(clip, quick)
+    if horizon is not None:
+        fit["horizon"] = int(horizon)
     tables = [("[world]", {"up": "y", "gravity": -float(truth["world"]["gravity"][1])}), ("[simulation]", sim),
-              ("[ground]", {}),                       # no contact constant, no law: the library's defaults
+              ("[ground]", dict(law or {})),          # no contact constant; the law of this model, if any
               ("[objects.box]", {"type": "rigid", "mesh": rel(os.path.join(folder, obj["mesh"])),
                                  "mass": GUESS["box.mass"], "mu": GUESS["box.mu"],
                                  "position": pose["position"], "rotation": pose["quaternion_xyzw"],
@@ -97,6 +104,17 @@ def make_scene(clip, variant, contact, scene_dir, out, quick):
                                       "end": f["end"]}))
     path = write_clip_scene(tables, truth, variant, fit, contact, folder, frames_folder, scene_dir, GUESS, BOUNDS)
     return path, truths_of(clip)
+
+
+def law_set(clip, laws):
+    """The contact laws a clip is fitted under (--laws; module docstring of coverage_laws.py)."""
+    from coverage_laws import DROP_LAWS, law_options
+    if laws == "drops":
+        return list(DROP_LAWS) if clip.endswith("box_drop") else ["capped"]
+    out = [x.strip() for x in laws.split(",") if x.strip()]
+    for x in out:
+        law_options(x)
+    return out
 
 
 def excess(interval, truth):
@@ -229,6 +247,11 @@ def finish(results, args_dict):
         print(f"| {r['clip']} | {r['variant']} | {nu or '-'} | {_f(r.get('iou_final'), 3)} | "
               f"{_f(r.get('iou_fitted_frames'), 3)} | {_f(r.get('residual_over_noise'), 3)} | {r.get('search', '-')} | {r['cpu_s']} | {r['wall_s']} |")
     print()
+    if any(r.get("laws") for r in results):
+        from coverage_laws import laws_table
+        print("Rigid clips, one fit per contact law (the rows above are their combined estimates):\n")
+        print(laws_table(results))
+        print()
     if any(r.get("forms") for r in results):
         from coverage_soft import forms_table
         print("Soft clips, one fit per damping form (the rows above are their combined estimates):\n")
@@ -273,7 +296,13 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "coverage"))
     ap.add_argument("--merge", nargs="+", metavar="FILE", help="print the table of saved outputs of this script")
     ap.add_argument("--rescore", action="store_true",
-                    help="soft clips: no fitting, combine the per-form fits already under --out again")
+                    help="soft clips and law comparisons: no fitting, combine the fits already under --out again "
+                         "(a law whose fit is missing is fitted)")
+    ap.add_argument("--laws", default="drops",
+                    help="contact laws compared on the rigid clips (coverage_laws.py): comma-separated law labels "
+                         "('capped', 'uncapped+warp(0.01)': law_compare.parse_law_label), the first setting the horizon; 'drops' (default): the "
+                         "drop clips under coverage_laws.DROP_LAWS, the pushes under the default law only; 'capped': "
+                         "one fit per clip under the default law, no comparison")
     args = ap.parse_args(argv)
     if args.merge:
         results = []
@@ -284,7 +313,7 @@ def main(argv=None):
             results += json.loads(lines[-1])["fits"]
         latest = {(r["clip"], r["variant"], r.get("contact")): r for r in results}
         for r in latest.values():         # re-scored from the saved reports (this file's truths_of)
-            if r.get("forms") or not r.get("log"):
+            if r.get("forms") or r.get("laws") or not r.get("log"):
                 continue                  # soft clips: combined over the damping forms when they ran
             rep_path = os.path.join(os.path.dirname(r["log"]), "estimates.json")
             if r["rc"] == 0 and os.path.exists(rep_path):
@@ -311,6 +340,15 @@ def main(argv=None):
                                     fit=not args.rescore)
                 print(f"# {clip}/{variant}: {res['wall_s']:.0f} s wall, {res['cpu_s']:.0f} s CPU (all damping forms)",
                       file=sys.stderr, flush=True)
+                results.append(res)
+                continue
+            laws = law_set(clip, args.laws)
+            if len(laws) > 1:
+                from coverage_laws import run_law_clip
+                res = run_law_clip(clip, variant, args.contact, out, args.quick, args.timeout, laws, make_scene,
+                                   score, run_fit, fit=not args.rescore)
+                print(f"# {clip}/{variant}: {res['wall_s']:.0f} s wall, {res['cpu_s']:.0f} s CPU (all laws; "
+                      f"{res.get('summary') or res.get('error')})", file=sys.stderr, flush=True)
                 results.append(res)
                 continue
             scene_dir = os.path.join(out, f"{clip}_{variant}_{args.contact}")

@@ -236,10 +236,14 @@ def test_laws_compares_every_contact_law(clip, tmp_path, capsys):
     folder, _ = clip
     code, result, out, _ = _run(["laws", folder / "scene_y.toml", "--out", tmp_path / "laws", "--quick"], capsys)
     assert code == 0 and result["ok"] and result["command"] == "laws"
-    assert "capped" in result["equally_good"]
+    # the clip's own law, or Warp's friction at 0.01 m/s, which differs from it only below 1 cm/s of slip (with
+    # --quick's one start and few iterations the likelihood-ratio test on pixels may call either one better)
+    assert result["best"] in ("capped", "capped+warp(0.01)")
     with open(result["files"]["laws_json"]) as fh:
         table = json.load(fh)
-    assert sorted(r["label"] for r in table["rows"]) == ["capped", "capped+huber", "uncapped", "uncapped+huber"]
+    from tigradsim.scenes.law_compare import LAWS
+    assert sorted(r["label"] for r in table["rows"]) == sorted(LAWS)
+    assert {"capped+warp(0.01)", "capped+warp(0.1)"} <= set(LAWS)          # Warp's rigid friction, its grid
     mass = result["combined"]["box.mass"]
     assert abs(mass["value"] - TRUE_MASS) / TRUE_MASS < 0.05
     if mass["ci95"] is not None:

@@ -137,3 +137,27 @@ def test_minima_within_tie_rtol_of_the_best_loss_are_equally_good(f64):
     strict = tgs.identify([p], residuals=residuals, starts=8, local_starts=8, seed=0, lm_iters=25, noise_floor=0.0,
                           tie_rtol=1e-3, log_every=0)
     assert not strict.ambiguous and strict.envelope("a") == (strict.best["a"].lower95, strict.best["a"].upper95)
+
+
+def test_a_candidate_whose_gradient_fails_is_dropped_not_the_fit(f64):
+    """A GradientError in one candidate's local fit (an adjoint that cannot be trusted, e.g. a rollout past
+    the explicit limit) ends that candidate, as a rollout that blew up does; the others still compete.  Only
+    when no candidate finishes does identify raise it (the CLI then reports the best rollout so far)."""
+    problem = TwoBasins()
+    residuals = problem.residuals
+
+    def failing_near_3(every=False):
+        def r():
+            if problem.frames == 10 and (every or problem.a[None] > 2.0):
+                raise tgs.GradientError("the adjoint grew by 1e9 (test)")
+            return residuals()
+        return r
+
+    problem.residuals = failing_near_3()
+    res = problem.identify(keep=2)
+    assert res.values["a"] == pytest.approx(1.0, abs=0.05)
+    failed = [r for r in res.runs if r.stop_reason.startswith("failed: the adjoint grew")]
+    assert len(failed) == 1 and failed[0].minimum is None
+    problem.residuals = failing_near_3(every=True)
+    with pytest.raises(tgs.GradientError, match="the adjoint grew"):
+        problem.identify(keep=2)

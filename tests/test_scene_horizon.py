@@ -125,10 +125,25 @@ def test_fit_scene_never_fits_past_the_predictable_horizon(coarse):
         assert coarse.horizon_info["frames_fitted"] == K
     finally:
         coarse.spec.fit.horizon = "auto"
+    # horizon = N (a model comparison's later models: the frames the first one's "auto" chose): the schedule
+    # ends at N frames, whatever the predictable horizon
+    coarse.spec.fit.horizon = 7
+    try:
+        fit_scene(coarse, iterations=1, printer=lambda *a, **k: None)
+        assert coarse.horizon_info["frames_fitted"] == 7 and coarse.frames_used == K
+        assert [s["asked"] for s in coarse.horizons_used[-2:]] == [4, 7]
+        assert "fitted frames 0..6 of 12 ([fit] horizon = 7)" == coarse.horizon_info["horizon_reason"]
+        coarse.spec.fit.horizon = K + 1
+        with pytest.raises(SceneError, match=r"\[fit\] horizon: expected a frame count of at most the footage's 12"):
+            fit_scene(coarse, iterations=1, printer=lambda *a, **k: None)
+    finally:
+        coarse.spec.fit.horizon = "auto"
 
 
 def test_horizon_keys_are_checked():
     for key, value, expected in (("horizon", "sometimes", "[fit] horizon"),
+                                 ("horizon", 0, "[fit] horizon: expected an integer >= 1, got 0"),
+                                 ("horizon", 2.5, "[fit] horizon: expected an integer"),
                                  ("horizon_tolerance", -0.5, "[fit] horizon_tolerance")):
         data = _scene_dict(FINE)
         data["fit"][key] = value
@@ -136,3 +151,4 @@ def test_horizon_keys_are_checked():
             parse_scene(data)
         assert expected in str(info.value)
     assert parse_scene(_scene_dict(FINE)).fit.horizon_tolerance == 0.5
+    assert parse_scene(_scene_dict(FINE, horizon=7)).fit.horizon == 7

@@ -52,16 +52,26 @@ def _decade_each_side(value):
 
 # Prior ranges of the constants a scene file may leave at the library's defaults: value -> (lower, upper).
 # Why these:
-# * ke, kd (penalty stiffness N/m, contact damping N s/m): the default is a numerical choice, not a
-#   measurement; a decade either side spans soft rubber mats to stiff floors at the time steps the
-#   simulator runs stably.
+# * ke (penalty stiffness N/m): the default is a numerical choice, not a measurement; a decade either
+#   side spans soft rubber mats to stiff floors at the time steps the simulator runs stably.
+# * kd (contact damping N s/m per contact point): a decade below the default to 30 x above it.  What kd
+#   means physically is the damping ratio zeta = kd / (2 sqrt(ke m_c)) of a contact point carrying mass m_c;
+#   engines span zeta ~ 0 (elastic bounce) to 1 (MuJoCo's default solref dampratio: critically damped, no
+#   bounce).  With the defaults (ke 1e4, kd 10) on a 1 kg box resting on 4 corners (m_c = m / 4), a decade
+#   above kd reaches zeta = 1 only at ke itself; 30 x reaches zeta = 0.95 at ke's upper bound 1e5, i.e. a
+#   critically damped contact anywhere in ke's range.  Further would not integrate: the explicit damping
+#   needs kd dt / m_eff < 2, and a corner of a tumbling 1 kg box has an effective mass m_eff down to about
+#   0.13 kg (the stability check's figure), so kd 300 already gives 1.2 at 64 substeps per 30 fps frame (the
+#   stability pre-flight warns where a coarser step cannot follow).
+#   (Under damping = "capped" the damping is at most the elastic force, so a point's restitution cannot
+#   fall below 1 / sqrt(2) however large kd is: only "uncapped" damping uses the upper part of the range.)
 # * kf (friction regularisation, N s/m per contact point): below a slip speed of about mu fn / kf the
 #   friction is viscous; [1, 1000] spans "viscous up to walking speed" (1 N s/m on a 1 kg box: ~5 m/s)
 #   to "Coulomb above 5 mm/s" (1000), the regime every other engine uses.
 # * mu (Coulomb friction, when assumed): [0.1, 1], the range of dry contact between everyday materials.
 PRIOR_RANGES = {
     "ke": _decade_each_side,
-    "kd": _decade_each_side,
+    "kd": lambda value: (value / 10.0, value * 30.0),
     "kf": lambda value: (1.0, 1000.0),
     "mu": lambda value: (0.1, 1.0),
 }

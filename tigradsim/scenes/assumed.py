@@ -30,7 +30,8 @@ from .scene_file import CONTACT_PARAMS
 
 _REASONS = {
     "ke": "a decade either side of the default: the penalty stiffness is a numerical choice, not a measurement",
-    "kd": "a decade either side of the default: contact damping is a numerical choice, not a measurement",
+    "kd": "a decade below to 30 x above the default: up to a critically damped contact over ke's range "
+          "(fitting/sensitivity.py PRIOR_RANGES)",
     "kf": "friction is viscous below a slip speed of about mu fn / kf: from viscous up to walking speed (1) to "
           "Coulomb above millimetres per second (1000), as other engines have it",
     "mu": "dry contact between everyday materials",

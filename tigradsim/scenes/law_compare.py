@@ -1,11 +1,14 @@
 """The contact law as a model choice: fit a scene file's unknowns under each contact law and compare.
 
 Footage does not say which law made it (tigradsim's capped damping, the dflex / Warp uncapped damping, the
-capped or the pseudo-Huber friction of `tigradsim.physics.contact`).  `compare_contact_laws` builds the scene
+capped, the pseudo-Huber or Warp's Huber-norm friction of `tigradsim.physics.contact`, the last once per
+friction velocity of its documented grid).  `compare_contact_laws` builds the scene
 once per law (the ground's law, which every object without a law of its own then uses; a law the file gives an
 object is replaced too), fits each with the file's [fit] settings (`fit_scene`), and compares the fits with
 `tigradsim.fitting.model_selection.compare_models`: a table of estimates, intervals, loss and silhouette IoU per
 law, and a combined estimate whose interval covers every law that fits as well as the best.
+Models compare on the same residuals only: with [fit] horizon = "auto", every variant after the first
+finished one fits the frames that one's predictable horizon chose ([fit] horizon = N).
 The `tigradsim laws SCENE --out DIR` command runs it.
 """
 from __future__ import annotations
@@ -15,11 +18,46 @@ import copy
 import numpy as np
 
 from ..fitting.model_selection import compare_models
-from ..physics.contact import ContactLaw
+from ..physics.contact import WARP_FRICTION_VELOCITIES, ContactLaw
 
-# every law the library has: (damping, friction); "huber" with its default friction velocity
-LAWS = {"capped": ContactLaw(), "uncapped": ContactLaw("uncapped"), "capped+huber": ContactLaw(friction="huber"),
-        "uncapped+huber": ContactLaw("uncapped", "huber")}
+
+def law_label(law: ContactLaw) -> str:
+    """The label of a law in the comparison tables: "damping+friction", the default friction "capped" left
+    out, and "warp" friction with its friction velocity (its delta, m/s): "capped+warp(0.01)"."""
+    label = law.damping
+    if law.friction == "warp":
+        label += f"+warp({law.friction_velocity:g})"
+    elif law.friction != "capped":
+        label += f"+{law.friction}"
+    return label
+
+
+def parse_law_label(label: str) -> ContactLaw:
+    """The law of a label written as `law_label` writes it: "capped", "uncapped+huber", "uncapped+warp(0.02)"."""
+    damping, _, friction = str(label).partition("+")
+    velocity = None
+    if friction.startswith("warp(") and friction.endswith(")"):
+        friction, text = "warp", friction[5:-1]
+        try:
+            velocity = float(text)
+        except ValueError:
+            raise ValueError(f"law {label!r}: the friction velocity {text!r} is not a number [m/s]") from None
+    try:
+        return ContactLaw(damping, friction or "capped", velocity)
+    except ValueError as exc:
+        raise ValueError(f"law {label!r}: {exc} (labels: 'DAMPING' or 'DAMPING+FRICTION', 'DAMPING+warp(V)')") from None
+
+
+# the laws `tigradsim laws` compares: (damping, friction); "huber" with its default friction velocity, "warp"
+# (Warp 1.9.1's rigid friction) with capped damping once per friction velocity of its documented grid
+# (physics/contact.py WARP_FRICTION_VELOCITIES: delta is a compile-time constant of the kernels, compared as
+# discrete models).  Every variant is fitted in one Taichi process, whose fields are never freed: at 7 laws
+# the CLI test's scene ends in a segmentation fault in Taichi's field allocation (measured), so "uncapped+warp"
+# is not in the default set; any label `parse_law_label` reads can be compared (benchmarks/coverage_laws.py
+# fits each law in a process of its own).
+LAWS = {law_label(law): law for law in
+        [ContactLaw(), ContactLaw("uncapped"), ContactLaw(friction="huber"), ContactLaw("uncapped", "huber")]
+        + [ContactLaw("capped", "warp", d) for d in WARP_FRICTION_VELOCITIES]}
 
 
 def law_spec(spec, law: ContactLaw):
@@ -28,7 +66,7 @@ def law_spec(spec, law: ContactLaw):
     if out.ground is None:
         raise ValueError(f"{spec.path}: the scene has no [ground]: there is no contact law to compare")
     options = {"damping": law.damping, "friction": law.friction}
-    if law.friction == "huber":
+    if law.friction in ("huber", "warp"):
         options["friction_velocity"] = law.friction_velocity
     # how kd and kf are integrated is numerics, not the law compared: the scene's choice stays (ground only:
     # rigid bodies' contacts stay explicit, contact.py)
@@ -70,10 +108,18 @@ def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=3.84, 
     from .scene_build import Scene, fit_scene, silhouette_iou
 
     reports, quality, results = {}, {}, {}
+    pinned = None          # [fit] horizon = "auto": the frames the first finished variant's fit chose
     for label, (description, variant) in specs.items():
         printer(f"== {description}")
+        if pinned is not None and variant.fit.horizon == "auto":
+            # models compare on the same residuals only: every later variant fits the same frames
+            variant = copy.deepcopy(variant)
+            variant.fit.horizon = pinned
+            printer(f"horizon: the {pinned} frames the first variant's fit chose (\"auto\"), so that the fits compare")
         scene = Scene(variant, footage)
         result, _history = fit_scene(scene, printer=printer, **fit_overrides)
+        if pinned is None and variant.fit.horizon == "auto" and result.best is not None:
+            pinned = int(scene.horizon_info["frames_fitted"])
         iou = None
         clips = footage if isinstance(footage, list) else [footage]       # [[cameras]]: one clip per camera
         if all(c.masks is not None for c in clips):      # the mean over the cameras

@@ -103,12 +103,14 @@ Sections (see demos/scenes/*.toml for complete examples):
                    local_starts (the best ones fitted), keep (at most this many of them go on
                    from each horizon to the next; default all), drop_ratio (default 2: one whose
                    loss on a horizon's frames exceeds drop_ratio x the best's is dropped there),
-                   seed, horizons (coarse to fine: frame counts fitted in turn), horizon = "all" | "auto" ("auto": each stage
+                   seed, horizons (coarse to fine: frame counts fitted in turn), horizon = "all" | "auto" | N ("auto": each stage
                    fits at most the frames the model can follow at the values it starts from:
                    the leading frames where the rollouts at dt and dt/2, rendered, differ by
                    an estimated model error (Richardson, 2x the difference for the first-order
                    integrator) within horizon_tolerance = 0.5 render pixels; the report says
-                   how many frames were fitted and why; Scene.predictability),
+                   how many frames were fitted and why; Scene.predictability; an integer N:
+                   the schedule ends at the first N frames, as a model comparison fits every
+                   model on the frames the first one's "auto" horizon chose),
                    time_step_bias (true: the 95 % intervals also cover the time step's bias,
                    estimated by step doubling at the estimate: one rollout at dt/2 per local
                    fit; Scene.time_step_systematics), grid_bias (MPM scenes only, true by default

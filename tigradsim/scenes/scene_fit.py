@@ -49,9 +49,15 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
         adam = iterations - bfgs
     K = len(scene.footage)
     auto = f.horizon == "auto"
+    last = K                         # the last stage's frame count: the clip, or [fit] horizon = N
+    if not isinstance(f.horizon, str):
+        if f.horizon > K:
+            raise scene.spec.error("fit", "horizon", f"expected a frame count of at most the footage's {K} frames, "
+                                   f"got {f.horizon}")
+        last = f.horizon
     schedule = None
-    if horizons or auto:
-        schedule = [h for h in (horizons or ()) if h < K] + [K]
+    if horizons or auto or last < K:
+        schedule = [h for h in (horizons or ()) if h < last] + [last]
     final = {}                       # auto: the last stage's frame count, fixed by the first local fit
 
     def set_horizon(k):
@@ -105,8 +111,9 @@ def _horizon_info(scene, fitted, auto, reason, printer) -> dict:
     K = len(scene.footage)
     info = {"frames_fitted": int(fitted), "frames_total": K, "horizon": scene.spec.fit.horizon}
     if not auto:
-        info["horizon_reason"] = (f"fitted frames 0..{fitted - 1} of {K}" + (" (the horizons schedule ends there)"
-                                                                             if fitted < K else ""))
+        ends = f" ([fit] horizon = {fitted})" if not isinstance(scene.spec.fit.horizon, str) else \
+            " (the horizons schedule ends there)"
+        info["horizon_reason"] = f"fitted frames 0..{fitted - 1} of {K}" + (ends if fitted < K else "")
         return info
     pred = scene.predictability()
     reason = reason or pred.reason()

@@ -149,7 +149,8 @@ class FitSpec:
     drop_ratio: float = 2.0               # a candidate > drop_ratio x the best loss on a horizon is dropped
     seed: int = 0
     horizons: Optional[tuple] = None      # coarse to fine: frame counts fitted in turn (the clip last)
-    horizon: str = "all"                  # "auto": no stage fits past the predictable horizon (Scene.set_horizon)
+    horizon: object = "all"               # "auto": no stage fits past the predictable horizon (Scene.set_horizon);
+                                          # an int N: the last stage fits frames 0..N-1
     # the largest estimated error of the model's silhouette edges in a fitted frame [render px]: half a
     # pixel, the resolution of an edge's position on the pixel grid; beyond it a frame's residual is
     # the model's own error (its dt), which the unknowns would be bent to explain

@@ -146,7 +146,12 @@ def _parse_fit(file, data):
         if len(h) == 0 or np.any(h < 1) or np.any(h != np.round(h)) or np.any(np.diff(h) <= 0):
             t.fail("horizons", f"expected an increasing list of frame counts >= 1, got {h.tolist()}")
         f.horizons = tuple(int(k) for k in h)
-    f.horizon = t.string("horizon", f.horizon, choices=("all", "auto"))
+    if t.has("horizon") and not isinstance(t.data["horizon"], str):
+        # a frame count: the schedule ends there (a model comparison fits every model on the frames the
+        # first model's "auto" horizon chose: scenes/law_compare.compare_scene_variants)
+        f.horizon = t.integer("horizon", None, minimum=1)
+    else:
+        f.horizon = t.string("horizon", f.horizon, choices=("all", "auto"))
     f.horizon_tolerance = t.number("horizon_tolerance", f.horizon_tolerance, positive=True)
     f.time_step_bias = t.boolean("time_step_bias", f.time_step_bias)
     f.grid_bias = t.boolean("grid_bias", None)
