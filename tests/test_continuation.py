@@ -111,6 +111,8 @@ def test_identify_checks_keep_and_drop_ratio(f64):
         problem.identify(keep=0)
     with pytest.raises(ValueError, match=r"drop_ratio: must be a finite number > 1.*got 0.5"):
         problem.identify(drop_ratio=0.5)
+    with pytest.raises(ValueError, match=r"tie_rtol: expected a finite number >= 0, got -0.1"):
+        problem.identify(tie_rtol=-0.1)
 
 
 def test_minima_within_tie_rtol_of_the_best_loss_are_equally_good(f64):

@@ -78,14 +78,15 @@ def test_compare_fit_outputs_envelopes_every_interval_kind():
         # 2 dL / s2 = 3.0: as good; its lam intervals lie above warp's
         "deformation_rate": _output(0.05015, (3990, [3940, 4040], [3930, 4050], [3700, 4100]),
                                     (9600, [9500, 9700], [9450, 9800], [9200, 9900])),
-        # 2 dL / s2 = 20: worse, not combined however far off
-        "rayleigh_mass": _output(0.0510, (2000, [1900, 2100], [1800, 2200], [1500, 2500]),
+        # 20 % above the best (2 dL / s2 = 200): worse, not combined however far off
+        "rayleigh_mass": _output(0.0600, (2000, [1900, 2100], [1800, 2200], [1500, 2500]),
                                  (20000, [19000, 21000], [18000, 22000], [15000, 25000])),
     }
     c = compare_fit_outputs(outputs, shared=["cube.mu", "cube.lam"])
     assert c["best"] == "warp" and c["equally_good"] == ["warp", "deformation_rate"]
     assert [r["label"] for r in c["rows"]] == ["warp", "deformation_rate", "rayleigh_mass"]
-    assert c["rows"][1]["delta_chi2"] == pytest.approx(3.0) and c["rows"][2]["delta_chi2"] == pytest.approx(20.0)
+    assert c["rows"][1]["delta_chi2"] == pytest.approx(3.0) and c["rows"][2]["delta_chi2"] == pytest.approx(200.0)
+    assert c["rows"][2]["loss_excess"] == pytest.approx(0.2) and c["tie_rtol"] == 0.05
     assert c["rows"][0]["iou"] == 0.9 and c["rows"][2]["unknowns"]["cube.damping"]["estimate"] == 1.0
     mu, lam = c["combined"]["cube.mu"], c["combined"]["cube.lam"]
     assert mu["estimate"] == 4000 and mu["ci95"] == [3940, 4050] and mu["ci95_with_assumptions"] == [3900, 4080]
@@ -93,8 +94,8 @@ def test_compare_fit_outputs_envelopes_every_interval_kind():
     assert lam["ci95"] == [8900, 9700] and lam["ci95_with_discrepancy"] == [8500, 9900]
     assert lam["spread"] == 600 and lam["status"] == "model-dominated"         # 600 > half-width 100
     assert set(c["combined"]) == {"cube.mu", "cube.lam"}       # the coefficient: per form only
-    # a stricter test keeps the best form alone: its own intervals
-    strict = compare_fit_outputs(outputs, shared=["cube.mu", "cube.lam"], tie_chi2=1.0)
+    # a stricter rule (no relative tie, the likelihood-ratio test at 1.0) keeps the best form alone: its own intervals
+    strict = compare_fit_outputs(outputs, shared=["cube.mu", "cube.lam"], tie_chi2=1.0, tie_rtol=0.0)
     assert strict["equally_good"] == ["warp"] and strict["combined"]["cube.lam"]["ci95"] == [8900, 9100]
     # the best form's misfit is the combination's
     outputs["warp"]["unknowns"]["cube.mu"]["status"] = "misfit"

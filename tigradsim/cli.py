@@ -122,8 +122,9 @@ def _parser():
     c = sub.add_parser("laws", help="fit under every contact law and compare: a table per law and one estimate "
                                     "whose interval covers the laws that fit equally well",
                        description="Fit the scene's [unknowns] once per contact law of the library (capped or "
-                                   "uncapped damping, capped or pseudo-Huber friction), compare the fits by a "
-                                   "likelihood-ratio test, and write laws.md / laws.json with the combined estimate.")
+                                   "uncapped damping, capped or pseudo-Huber friction), compare the fits (equally good: a "
+                                   "loss within 5 % of the best's, as the multi-start search ties minima), and "
+                                   "write laws.md / laws.json with the combined estimate.")
     common(c)
     c.add_argument("--quick", action="store_true", help=f"a smoke run per law: at most {QUICK_ITERATIONS} "
                                                         "iterations, one start, no Levenberg-Marquardt refinement")

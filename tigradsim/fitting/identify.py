@@ -48,7 +48,8 @@ Steps:
    model error, its pixels are not independent, and the likelihood-ratio test
    alone would call any two different fits distinguishable), make the result
    "ambiguous" and every such minimum is reported (`Identification.envelope`:
-   the range their 95 % intervals span).
+   the range their 95 % intervals span).  The rule is fitting/ties.py's, which
+   `compare_models` shares: laws and minima are called equally good alike.
    Starts that tie on the search (scores within `tie_rtol` of the best: e.g. a
    free-fall prefix that every value of a contact parameter fits alike) are scored
    again on the next horizons, one after the other, until they differ
@@ -79,6 +80,7 @@ from ..core.errors import GradientError, SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, optimize, pack, param_summary,
                     unpack)
 from .continuation import KEEP_DROP_RATIO, keep_candidates
+from .ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds, loss_tied, tied_with_best
 from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, json_safe, coordinate_names, fit_report
 
 
@@ -285,7 +287,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
              time_budget: Optional[float] = None, horizons: Optional[Sequence[int]] = None,
              set_horizon: Optional[Callable[[int], None]] = None, noise_floor: float = PIXEL_8BIT_VARIANCE,
              fd_step: Optional[float] = None, undetermined_std: float = 0.5, distinct_sigma: float = 3.0,
-             same_tol: float = 1e-3, tie_chi2: float = 3.84, tie_rtol: float = 0.05, log_every: int = 10,
+             same_tol: float = 1e-3, tie_chi2: float = TIE_CHI2, tie_rtol: float = TIE_RTOL, log_every: int = 10,
              printer=print, groups=None, systematics=None, keep: Optional[int] = None,
              drop_ratio: float = KEEP_DROP_RATIO) -> Identification:
     """Multi-start, coarse-to-fine identification with uncertainties (module docstring).
@@ -318,6 +320,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     """
     params = list(params)
     _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio)
+    check_tie_thresholds(tie_chi2, tie_rtol)
     t0 = time.time()
     deadline = math.inf if time_budget is None else t0 + float(time_budget)
     horizons = list(horizons) if horizons is not None else None
@@ -515,13 +518,13 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if minima:
         best = minima[0]
         for k, m in enumerate(minima):
-            if k == 0:
+            # the rule model_selection shares (fitting/ties.py): within tie_rtol of the best objective, or
+            # the likelihood-ratio test on the reports' losses
+            if k == 0 or loss_tied(m.objective, best.objective, tie_rtol):
                 tied.append(k)
-            elif m.objective - best.objective <= tie_rtol * max(abs(best.objective), 1e-300):
-                tied.append(k)          # within tie_rtol of the best loss: equally good whatever the pixel count
-            elif best.report is not None and m.report is not None:
-                if 2.0 * (m.report.loss - best.report.loss) / max(best.report.s2, 1e-300) <= tie_chi2:
-                    tied.append(k)
+            elif best.report is not None and m.report is not None and tied_with_best(
+                    m.report.loss, best.report.loss, best.report.s2, tie_chi2, tie_rtol=0.0):
+                tied.append(k)
         unpack(params, best.x)
     else:
         unpack(params, x_user)
@@ -544,7 +547,7 @@ def _rank_starts(scores: dict, local_starts: int, tie_rtol: float):
     if not chosen:
         return [], []
     best = scores[chosen[0]]
-    return chosen, [i for i in order if scores[i] - best <= tie_rtol * max(abs(best), 1e-300)]
+    return chosen, [i for i in order if loss_tied(scores[i], best, tie_rtol)]
 
 
 def _log_flags(params):

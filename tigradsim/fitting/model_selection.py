@@ -4,9 +4,13 @@ The footage of a real object does not say which contact law made it.  Fitting it
 has (or any other set of model variants: a damping form, a time step) gives one `FitReport` per model; this
 module compares them as `identify` compares minima:
 
-* model i fits as well as the best when 2 (L_i - L_best) / s^2 <= tie_chi2, with L = 1/2 |r|^2 on the same
-  residuals and s^2 the best model's residual variance (default 3.84: the 95 % point of chi^2 with one degree
-  of freedom; a likelihood-ratio test cannot tell such models apart);
+* model i fits as well as the best when its loss L = 1/2 |r|^2 on the same residuals is within tie_rtol of
+  the best's (default 5 %), or when 2 (L_i - L_best) / s^2 <= tie_chi2 (s^2 the best model's residual
+  variance; default 3.84, the 95 % point of chi^2 with one degree of freedom): the rule `identify` uses for
+  equally good minima, tigradsim/fitting/ties.py, which says why the likelihood-ratio test alone does not
+  decide (footage residuals are correlated over neighbouring pixels and frames: between contact laws whose
+  losses differed by 0.15-5.8 % it gave 600-6,400 against 3.84).  The statistic stays in the table for
+  information;
 * the combined estimate of a parameter is the best model's value with the interval that covers every
   equally good model's 95 % interval (their envelope): the spread between laws that fit equally well is
   part of what the footage cannot say, so it enters the interval rather than being hidden by a choice;
@@ -24,10 +28,10 @@ covers the equally good models' intervals of that kind.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds, likelihood_ratio, tied_with_best
 from .uncertainty import FitReport, json_safe
 
 __all__ = ["CombinedEstimate", "ModelComparison", "compare_models", "compare_fit_outputs", "FIT_INTERVAL_KEYS"]
@@ -53,27 +57,31 @@ class CombinedEstimate:
 
 @dataclass
 class ModelComparison:
-    """What `compare_models` found: `rows` (one dict per model, best first: label, loss, delta_chi2,
-    equally_good, quality, estimates {name: (value, lower95, upper95, status)}), `best` (label),
-    `equally_good` (labels), `combined` {name: CombinedEstimate}, `tie_chi2`."""
+    """What `compare_models` found: `rows` (one dict per model, best first: label, loss, loss_excess
+    ((L - L_best) / |L_best|), delta_chi2 (2 dL / s^2, for information), equally_good, quality,
+    estimates {name: (value, lower95, upper95, status)}), `best` (label), `equally_good` (labels),
+    `combined` {name: CombinedEstimate}, `tie_chi2`, `tie_rtol`."""
 
     rows: list
     best: str
     equally_good: list
     combined: dict
     tie_chi2: float
+    tie_rtol: float = TIE_RTOL
 
     def to_dict(self):
         return json_safe({"rows": self.rows, "best": self.best, "equally_good": self.equally_good,
-                          "combined": {k: v.to_dict() for k, v in self.combined.items()}, "tie_chi2": self.tie_chi2})
+                          "combined": {k: v.to_dict() for k, v in self.combined.items()}, "tie_chi2": self.tie_chi2,
+                          "tie_rtol": self.tie_rtol})
 
     def to_markdown(self, title="Models compared") -> str:
         names = list(self.combined)
         out = [f"## {title}", "",
-               f"Models that fit as well as the best ({self.best}) by a likelihood-ratio test "
-               f"(2 dL / s^2 <= {self.tie_chi2:g}): {', '.join(self.equally_good)}.", "",
-               "| model | loss | 2 dL / s^2 | quality | " + " | ".join(names) + " |",
-               "|---|---|---|---|" + "---|" * len(names)]
+               f"Models that fit as well as the best ({self.best}): a loss within {100 * self.tie_rtol:g} % of the "
+               f"best's, or 2 dL / s^2 <= {self.tie_chi2:g} (pixels counted as independent: for information "
+               f"otherwise): {', '.join(self.equally_good)}.", "",
+               "| model | loss | dL / L_best | 2 dL / s^2 | quality | " + " | ".join(names) + " |",
+               "|---|---|---|---|---|" + "---|" * len(names)]
         for row in self.rows:
             cells = []
             for n in names:
@@ -82,7 +90,8 @@ class ModelComparison:
                 cells.append(f"{v:.4g}{interval}" + ("" if status == "ok" else f" ({status})"))
             quality = "" if row["quality"] is None else f"{row['quality']:.3f}"
             mark = " (equally good)" if row["equally_good"] else ""
-            out.append(f"| {row['label']}{mark} | {row['loss']:.4g} | {row['delta_chi2']:.3g} | {quality} | "
+            out.append(f"| {row['label']}{mark} | {row['loss']:.4g} | {100 * row['loss_excess']:.2f} % | "
+                       f"{row['delta_chi2']:.3g} | {quality} | "
                        + " | ".join(cells) + " |")
         out += ["", "Combined (the best model's value, the envelope of the equally good models' intervals):", ""]
         for c in self.combined.values():
@@ -91,21 +100,24 @@ class ModelComparison:
         return "\n".join(out) + "\n"
 
 
-def _ties(losses: dict, s2: float, tie_chi2: float):
-    """(labels sorted by loss, {label: 2 (L - L_best) / s2}, labels within tie_chi2 of the best)."""
-    if not (isinstance(tie_chi2, (int, float)) and tie_chi2 >= 0):
-        raise ValueError(f"tie_chi2: expected a number >= 0, got {tie_chi2!r}")
+def _ties(losses: dict, s2: float, tie_chi2: float, tie_rtol: float):
+    """(labels sorted by loss, {label: (L - L_best) / |L_best|}, {label: 2 (L - L_best) / s2}, the labels
+    tied with the best by fitting/ties.py's rule)."""
+    check_tie_thresholds(tie_chi2, tie_rtol)
     order = sorted(losses, key=lambda k: losses[k])
-    s2 = s2 if s2 > 0 and math.isfinite(s2) else 1e-300
-    delta = {k: 2.0 * (losses[k] - losses[order[0]]) / s2 for k in order}
-    return order, delta, [k for k in order if delta[k] <= tie_chi2]
+    best = losses[order[0]]
+    excess = {k: (losses[k] - best) / max(abs(best), 1e-300) for k in order}
+    delta = {k: likelihood_ratio(losses[k], best, s2) for k in order}
+    return order, excess, delta, [k for k in order if tied_with_best(losses[k], best, s2, tie_chi2, tie_rtol)]
 
 
-def compare_models(reports: dict, tie_chi2: float = 3.84, quality: Optional[dict] = None) -> ModelComparison:
+def compare_models(reports: dict, tie_chi2: float = TIE_CHI2, quality: Optional[dict] = None,
+                   tie_rtol: float = TIE_RTOL) -> ModelComparison:
     """Compare fits of the same data under several models (module docstring).
 
     reports: {label: FitReport} over the same residuals and parameters (e.g. one per contact law).
-    tie_chi2: the likelihood-ratio threshold of "equally good".
+    tie_chi2, tie_rtol: the thresholds of "equally good" (fitting/ties.py): 2 dL / s^2 <= tie_chi2 or
+        dL <= tie_rtol |L_best|.
     quality: optional {label: a fit-quality figure shown in the table, e.g. the silhouette IoU}.
     """
     if not reports:
@@ -119,11 +131,13 @@ def compare_models(reports: dict, tie_chi2: float = 3.84, quality: Optional[dict
             raise ValueError(f"reports[{label!r}]: estimates {[e.name for e in rep.estimates]} differ from the "
                              f"first report's {names}: models compared must share their parameters")
     losses = {k: r.loss for k, r in reports.items()}
-    order, deltas, good = _ties(losses, min(reports.items(), key=lambda kv: kv[1].loss)[1].s2, tie_chi2)
+    order, excess, deltas, good = _ties(losses, min(reports.items(), key=lambda kv: kv[1].loss)[1].s2, tie_chi2,
+                                        tie_rtol)
     rows = []
     for label in order:
         rep = reports[label]
-        rows.append({"label": label, "loss": rep.loss, "delta_chi2": deltas[label], "equally_good": label in good,
+        rows.append({"label": label, "loss": rep.loss, "loss_excess": excess[label], "delta_chi2": deltas[label],
+                     "equally_good": label in good,
                      "quality": None if quality is None else quality.get(label),
                      "estimates": {e.name: (e.value, e.lower95, e.upper95, e.status) for e in rep.estimates}})
     combined = {}
@@ -140,13 +154,14 @@ def compare_models(reports: dict, tie_chi2: float = 3.84, quality: Optional[dict
             half = 0.5 * (b.upper95 - b.lower95)
             status = "law-dominated" if spread > half else "ok"
         combined[name] = CombinedEstimate(name, b.value, lower, upper, spread, status, list(good))
-    return ModelComparison(rows, order[0], good, combined, float(tie_chi2))
+    return ModelComparison(rows, order[0], good, combined, float(tie_chi2), float(tie_rtol))
 
 
 FIT_INTERVAL_KEYS = ("ci95", "ci95_with_assumptions", "ci95_with_discrepancy")
 
 
-def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = 3.84, interval_keys=FIT_INTERVAL_KEYS) -> dict:
+def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = TIE_CHI2, interval_keys=FIT_INTERVAL_KEYS,
+                        tie_rtol: float = TIE_RTOL) -> dict:
     """Compare fits of the same footage under several models from the reports `tigradsim fit` wrote.
 
     outputs: {label: the estimates.json dict of that model's fit}.  Each must have finished with a
@@ -156,7 +171,8 @@ def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = 3.84, inte
         differs between models (a damping coefficient whose units depend on the form) is left out by
         the caller and stays in the per-model rows only.
     interval_keys: the interval kinds of the report's unknowns to combine.
-    Returns {"best", "equally_good", "tie_chi2", "rows": [{label, loss, delta_chi2, equally_good,
+    tie_chi2, tie_rtol: "equally good" as in `compare_models`.
+    Returns {"best", "equally_good", "tie_chi2", "tie_rtol", "rows": [{label, loss, loss_excess, delta_chi2, equally_good,
     iou, unknowns: {name: {estimate, status, KEY: [lo, hi] | None ...}}}] best first,
     "combined": {name: {estimate (the best model's), spread (max - min over the equally good),
     status ("ok", "model-dominated": the spread exceeds the best model's ci95 half-width,
@@ -184,8 +200,8 @@ def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = 3.84, inte
             raise ValueError(f"shared: {missing} are not unknowns of every output (common: {names})")
         names = list(shared)
     losses = {k: float(r["loss"]) for k, r in fits.items()}
-    order, deltas, good = _ties(losses, float(fits[min(losses, key=losses.get)]["s2"]), tie_chi2)
-    rows = [{"label": k, "loss": losses[k], "delta_chi2": deltas[k], "equally_good": k in good,
+    order, excess, deltas, good = _ties(losses, float(fits[min(losses, key=losses.get)]["s2"]), tie_chi2, tie_rtol)
+    rows = [{"label": k, "loss": losses[k], "loss_excess": excess[k], "delta_chi2": deltas[k], "equally_good": k in good,
              "iou": outputs[k].get("iou_final"),
              "unknowns": {n: {"estimate": u["estimate"], "status": u["status"], **{key: u.get(key) for key in interval_keys}}
                           for n, u in outputs[k]["unknowns"].items()}} for k in order]
@@ -205,5 +221,6 @@ def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = 3.84, inte
         if us[0]["status"] == "misfit":         # the best model did not reach the footage: neither does this
             entry["status"] = "misfit"
         combined[n] = entry
-    return json_safe({"best": order[0], "equally_good": good, "tie_chi2": float(tie_chi2), "rows": rows,
+    return json_safe({"best": order[0], "equally_good": good, "tie_chi2": float(tie_chi2), "tie_rtol": float(tie_rtol),
+                      "rows": rows,
                       "combined": combined})

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 
 from ..physics.damping import DAMPING_MODELS, DAMPING_PRIORS, DAMPING_UNITS
+from ..fitting.ties import TIE_CHI2, TIE_RTOL
 from .law_compare import compare_scene_variants
 from .scene_specs import UnknownSpec
 
@@ -60,7 +61,8 @@ def damping_form_spec(spec, form):
     return out
 
 
-def compare_damping_forms(spec, footage, forms=None, printer=print, tie_chi2=3.84, **fit_overrides):
+def compare_damping_forms(spec, footage, forms=None, printer=print, tie_chi2=TIE_CHI2, tie_rtol=TIE_RTOL,
+                          **fit_overrides):
     """Fit `spec` under each damping form and compare (module docstring).
 
     forms: labels of `tigradsim.physics.damping.DAMPING_MODELS` (default: all four).
@@ -78,4 +80,4 @@ def compare_damping_forms(spec, footage, forms=None, printer=print, tie_chi2=3.8
         specs[form] = (f"damping form {form}: coefficient in [{lo:g}, {hi:g}] {DAMPING_UNITS[form]}", variant)
     shared = [u.target for u in next(iter(specs.values()))[1].unknowns if u.target not in coefficients]
     return compare_scene_variants(specs, footage, "Damping forms compared (quality: silhouette IoU)", printer,
-                                  tie_chi2, shared=shared, **fit_overrides)
+                                  tie_chi2, shared=shared, tie_rtol=tie_rtol, **fit_overrides)

@@ -6,7 +6,8 @@ friction velocity of its documented grid).  `compare_contact_laws` builds the sc
 once per law (the ground's law, which every object without a law of its own then uses; a law the file gives an
 object is replaced too), fits each with the file's [fit] settings (`fit_scene`), and compares the fits with
 `tigradsim.fitting.model_selection.compare_models`: a table of estimates, intervals, loss and silhouette IoU per
-law, and a combined estimate whose interval covers every law that fits as well as the best.
+law, and a combined estimate whose interval covers every law that fits as well as the best (a loss within
+tie_rtol = 5 % of the best's, the rule the multi-start search uses for equally good minima: fitting/ties.py).
 Models compare on the same residuals only: with [fit] horizon = "auto", every variant after the first
 finished one fits the frames that one's predictable horizon chose ([fit] horizon = N).
 The `tigradsim laws SCENE --out DIR` command runs it.
@@ -18,6 +19,7 @@ import copy
 import numpy as np
 
 from ..fitting.model_selection import compare_models
+from ..fitting.ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds
 from ..physics.contact import WARP_FRICTION_VELOCITIES, ContactLaw
 
 
@@ -78,10 +80,12 @@ def law_spec(spec, law: ContactLaw):
     return out
 
 
-def compare_contact_laws(spec, footage, laws=None, printer=print, tie_chi2=3.84, **fit_overrides):
+def compare_contact_laws(spec, footage, laws=None, printer=print, tie_chi2=TIE_CHI2, tie_rtol=TIE_RTOL,
+                         **fit_overrides):
     """Fit `spec`'s unknowns under each law and compare (module docstring).
 
     laws: {label: ContactLaw} (default: `LAWS`, every law the library has).
+    tie_chi2, tie_rtol: "equally good" (`compare_models`).
     fit_overrides: passed to `fit_scene` (iterations, starts, local_starts, refine, horizons).
     Returns (ModelComparison, {label: (Identification, iou mean or None)}).
     """
@@ -94,10 +98,11 @@ def compare_contact_laws(spec, footage, laws=None, printer=print, tie_chi2=3.84,
             raise TypeError(f"laws[{label!r}]: expected a tigradsim ContactLaw, got {type(law).__name__}")
         specs[label] = (f"contact law {label}: damping {law.damping}, friction {law.friction}", law_spec(spec, law))
     return compare_scene_variants(specs, footage, "Contact laws compared (quality: silhouette IoU)", printer,
-                                  tie_chi2, **fit_overrides)
+                                  tie_chi2, tie_rtol=tie_rtol, **fit_overrides)
 
 
-def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=3.84, shared=None, **fit_overrides):
+def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=TIE_CHI2, shared=None, tie_rtol=TIE_RTOL,
+                           **fit_overrides):
     """Fit each variant of a scene (one model choice each: a contact law, a damping form) and compare them
     with `compare_models`.
 
@@ -107,6 +112,7 @@ def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=3.84, 
     """
     from .scene_build import Scene, fit_scene, silhouette_iou
 
+    check_tie_thresholds(tie_chi2, tie_rtol)          # before any fit
     reports, quality, results = {}, {}, {}
     pinned = None          # [fit] horizon = "auto": the frames the first finished variant's fit chose
     for label, (description, variant) in specs.items():
@@ -134,7 +140,7 @@ def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=3.84, 
         raise ValueError(f"compare_scene_variants: no variant's fit finished ({', '.join(specs)})")
     if shared is not None:
         reports = {k: _only(rep, shared) for k, rep in reports.items()}
-    comparison = compare_models(reports, tie_chi2=tie_chi2, quality=quality)
+    comparison = compare_models(reports, tie_chi2=tie_chi2, quality=quality, tie_rtol=tie_rtol)
     printer(comparison.to_markdown(title))
     return comparison, results
 
