@@ -100,7 +100,8 @@ def run_law_clip(clip, variant, contact, out, quick, timeout, laws, make_scene, 
         res.update(rc=1, error=str(exc))
         return res
     for row in comparison["rows"]:
-        entries[row["label"]].update(loss=row["loss"], delta_chi2=row["delta_chi2"], equally_good=row["equally_good"])
+        entries[row["label"]].update(loss=row["loss"], loss_excess=row["loss_excess"], delta_chi2=row["delta_chi2"],
+                                     equally_good=row["equally_good"])
     res["comparison"] = comparison
     combined = {"unknowns": {n: {"estimate": c["estimate"], "status": c["status"], **{k: c[k] for k in FIT_INTERVAL_KEYS}}
                              for n, c in comparison["combined"].items()}}
@@ -115,9 +116,10 @@ def run_law_clip(clip, variant, contact, out, quick, timeout, laws, make_scene, 
 
 
 def laws_table(results):
-    """Markdown rows of the per-law fits in `results` (coverage.py's result dicts with "laws"): 2 dL / s^2
-    against the best law, whether it is equally good, IoU, and each estimate with its error and intervals."""
-    out = ["| clip | variant | law | 2 dL / s^2 | equally good | IoU (all / fitted) | estimates: value (error) "
+    """Markdown rows of the per-law fits in `results` (coverage.py's result dicts with "laws"): the loss
+    above the best law's (relative; within tie_rtol = 5 % is equally good, fitting/ties.py) and 2 dL / s^2 (for
+    information: it counts correlated pixels as independent), whether it is equally good, IoU, and each estimate with its error and intervals."""
+    out = ["| clip | variant | law | dL / L_best (2 dL / s^2) | equally good | IoU (all / fitted) | estimates: value (error) "
            "[95 %; with discrepancy] status | CPU s |", "|---|---|---|---|---|---|---|---|"]
     fmt = lambda c: "-" if c is None else f"{c[0]:.4g}-{c[1]:.4g}"
     for r in results:
@@ -135,9 +137,11 @@ def laws_table(results):
                 if not any(row["unknown"] == k for row in e["rows"]):      # no truth for it (another engine)
                     cells.append(f"{k.split('.')[1]} {v['estimate']:.4g} {v['status']}")
             delta = e.get("delta_chi2")
+            excess = e.get("loss_excess")
+            delta = None if delta is None else (f"{delta:.3g}" if excess is None else f"{100 * excess:+.2f} % ({delta:.3g})")
             iou = e.get("iou_final")
             fitted = e.get("iou_fitted_frames")
-            out.append(f"| {r['clip']} | {r['variant']} | {label} | {'-' if delta is None else f'{delta:.3g}'} | "
+            out.append(f"| {r['clip']} | {r['variant']} | {label} | {'-' if delta is None else delta} | "
                        f"{'yes' if e.get('equally_good') else 'no'} | {'-' if iou is None else f'{iou:.3f}'} / "
                        f"{'-' if fitted is None else f'{fitted:.3f}'} ({e.get('frames_fitted')} fr) | "
                        + "; ".join(cells) + f" | {e['cpu_s']} |")

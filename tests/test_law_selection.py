@@ -137,7 +137,7 @@ def test_coverage_law_clip_hands_the_horizon_on_and_tables_every_law(tmp_path):
         cl.law_options("warp")
     calls = []
     fits = {"capped": (26, 5.0, 1.05, 0.917), "capped+warp_0.01": (26, 4.0, 0.62, 0.93),
-            "capped+warp_0.1": (26, 9.0, 0.7, 0.91)}
+            "capped+warp_0.1": (26, 4.1, 0.7, 0.91)}      # 2.5 % above the best: equally good; capped 25 %: not
 
     def make_scene(clip, variant, contact, scene_dir, out, quick, law=None, horizon=None):
         calls.append((os.path.basename(scene_dir), law, horizon))
@@ -156,12 +156,14 @@ def test_coverage_law_clip_hands_the_horizon_on_and_tables_every_law(tmp_path):
     assert [c[2] for c in calls] == [None, 26, 26]
     assert calls[1][1] == {"damping": "capped", "friction": "warp", "friction_velocity": 0.01}
     comp = res["comparison"]
-    assert comp["best"] == "capped+warp(0.01)" and comp["equally_good"] == ["capped+warp(0.01)"]
+    assert comp["best"] == "capped+warp(0.01)" and comp["equally_good"] == ["capped+warp(0.01)", "capped+warp(0.1)"]
+    assert comp["combined"]["box.mu"]["ci95"] == pytest.approx([0.558, 0.77])     # both laws' intervals
     mu = next(r for r in res["rows"] if r["unknown"] == "box.mu")
     assert mu["estimate"] == pytest.approx(0.62) and mu["in_ci95"]
     table = cl.laws_table([res])
     assert all(f"| {label} |" in table for label in laws)
     assert "mu 0.62 (+3.3 %)" in table and "kd_per_mass 40 ok" in table
+    assert "| capped+warp(0.1) | +2.50 % (20) | yes |" in table and "| capped | +25.00 % (200) | no |" in table
     # read back without fitting: the same comparison
     again = cl.run_law_clip("warp_box_drop", "clean", "nuisance", str(tmp_path), True, 60, laws, make_scene, score,
                             lambda *a: pytest.fail("refitted"), fit=False)
