@@ -48,8 +48,8 @@ Steps:
    model error, its pixels are not independent, and the likelihood-ratio test
    alone would call any two different fits distinguishable), make the result
    "ambiguous" and every such minimum is reported (`Identification.envelope`:
-   the range their 95 % intervals span).  The rule is fitting/ties.py's, which
-   `compare_models` shares: laws and minima are called equally good alike.
+   the range their 95 % intervals span; the rule is fitting/ties.py's, shared
+   with `compare_models`).
    Starts that tie on the search (scores within `tie_rtol` of the best: e.g. a
    free-fall prefix that every value of a contact parameter fits alike) are scored
    again on the next horizons, one after the other, until they differ
