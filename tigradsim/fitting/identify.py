@@ -48,8 +48,7 @@ Steps:
    model error, its pixels are not independent, and the likelihood-ratio test
    alone would call any two different fits distinguishable), make the result
    "ambiguous" and every such minimum is reported (`Identification.envelope`:
-   the range their 95 % intervals span; the rule is fitting/ties.py's, shared
-   with `compare_models`).
+   the range their 95 % intervals span; fitting/ties.py, shared with `compare_models`).
    Starts that tie on the search (scores within `tie_rtol` of the best: e.g. a
    free-fall prefix that every value of a contact parameter fits alike) are scored
    again on the next horizons, one after the other, until they differ
@@ -518,12 +517,10 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if minima:
         best = minima[0]
         for k, m in enumerate(minima):
-            # the rule model_selection shares (fitting/ties.py): within tie_rtol of the best objective, or
-            # the likelihood-ratio test on the reports' losses
-            if k == 0 or loss_tied(m.objective, best.objective, tie_rtol):
-                tied.append(k)
-            elif best.report is not None and m.report is not None and tied_with_best(
-                    m.report.loss, best.report.loss, best.report.s2, tie_chi2, tie_rtol=0.0):
+            # fitting/ties.py's rule: within tie_rtol of the best objective, or the reports' likelihood ratio
+            if k == 0 or loss_tied(m.objective, best.objective, tie_rtol) or (
+                    best.report is not None and m.report is not None
+                    and tied_with_best(m.report.loss, best.report.loss, best.report.s2, tie_chi2, tie_rtol=0.0)):
                 tied.append(k)
         unpack(params, best.x)
     else:
