@@ -42,8 +42,10 @@ def test_control_scene_parses_and_its_copy_keeps_every_table(family, tmp_path):
         assert copy[key] == data[key], key
     assert copy["cameras"][3]["masks"] == str(clip / "view03" / "mask_%04d.png")
     assert [c["eye"] for c in copy["cameras"]] == [c["eye"] for c in data["cameras"]]
-    finer = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "finer"), 70, 32), "rb"))
+    finer = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "finer"), 70, 32,
+                                               {"starts": 8, "local_starts": 2}), "rb"))
     assert finer["mpm_grid"] == {**data["mpm_grid"], "resolution": 32} and finer["simulation"] == {"substeps": 70}
+    assert finer["fit"] == {**data["fit"], **pacnerf.FIT_OVERRIDES, "starts": 8, "local_starts": 2}
 
 
 def test_truth_formats(tmp_path):
@@ -110,3 +112,11 @@ def test_intervals_with_and_without_the_grid_systematic_match_fit_report(f64):
         assert math.isfinite(without[0]) and without[1] - without[0] < with_grid[1] - with_grid[0]
     report["identification"]["minima"][0]["report"] = alone.to_dict()
     assert pacnerf.without_systematic(report, names[0]) == (None, None, None)
+
+
+@pytest.mark.parametrize("argv", [["--fit", "starts"], ["--fit", "=8"], ["--fit", "starts=eight"],
+                                  ["--control", "--substeps", "0", "--no-make", "--fit", "starts=8"]])
+def test_bad_fit_settings_are_refused_before_any_fit(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        pacnerf.main(argv)
+    assert exc.value.code == 2 and "--fit" in capsys.readouterr().err
