@@ -120,3 +120,15 @@ def test_bad_fit_settings_are_refused_before_any_fit(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         pacnerf.main(argv)
     assert exc.value.code == 2 and "--fit" in capsys.readouterr().err
+
+
+def test_multi_start_by_default_only_for_fluid_clips_with_three_unknowns(tmp_path):
+    footage = os.path.join(ROOT, "benchmarks", "footage", "pacnerf")
+    for family, starts in (("bingham", pacnerf.MULTI_START), ("elastic", {}), ("newtonian", {})):
+        copy = tomllib.load(open(pacnerf.fit_copy(os.path.join(footage, family, "scene.toml"),
+                                                  str(tmp_path / family), 50), "rb"))
+        assert {k: copy["fit"][k] for k in ("starts", "local_starts") if k in copy["fit"]} == starts, family
+    # --fit wins over the default
+    one = tomllib.load(open(pacnerf.fit_copy(os.path.join(footage, "bingham", "scene.toml"), str(tmp_path / "one"),
+                                             50, None, {"starts": 1, "local_starts": 1}), "rb"))
+    assert one["fit"]["starts"] == 1 and one["fit"]["local_starts"] == 1
