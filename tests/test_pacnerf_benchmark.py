@@ -42,8 +42,10 @@ def test_control_scene_parses_and_its_copy_keeps_every_table(family, tmp_path):
         assert copy[key] == data[key], key
     assert copy["cameras"][3]["masks"] == str(clip / "view03" / "mask_%04d.png")
     assert [c["eye"] for c in copy["cameras"]] == [c["eye"] for c in data["cameras"]]
-    finer = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "finer"), 70, 32), "rb"))
+    finer = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "finer"), 70, 32,
+                                               {"starts": 8, "local_starts": 2}), "rb"))
     assert finer["mpm_grid"] == {**data["mpm_grid"], "resolution": 32} and finer["simulation"] == {"substeps": 70}
+    assert finer["fit"] == {**data["fit"], **pacnerf.FIT_OVERRIDES, "starts": 8, "local_starts": 2}
 
 
 def test_truth_formats(tmp_path):
@@ -110,3 +112,23 @@ def test_intervals_with_and_without_the_grid_systematic_match_fit_report(f64):
         assert math.isfinite(without[0]) and without[1] - without[0] < with_grid[1] - with_grid[0]
     report["identification"]["minima"][0]["report"] = alone.to_dict()
     assert pacnerf.without_systematic(report, names[0]) == (None, None, None)
+
+
+@pytest.mark.parametrize("argv", [["--fit", "starts"], ["--fit", "=8"], ["--fit", "starts=eight"],
+                                  ["--control", "--substeps", "0", "--no-make", "--fit", "starts=8"]])
+def test_bad_fit_settings_are_refused_before_any_fit(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        pacnerf.main(argv)
+    assert exc.value.code == 2 and "--fit" in capsys.readouterr().err
+
+
+def test_multi_start_by_default_only_for_fluid_clips_with_three_unknowns(tmp_path):
+    footage = os.path.join(ROOT, "benchmarks", "footage", "pacnerf")
+    for family, starts in (("bingham", pacnerf.MULTI_START), ("elastic", {}), ("newtonian", {})):
+        copy = tomllib.load(open(pacnerf.fit_copy(os.path.join(footage, family, "scene.toml"),
+                                                  str(tmp_path / family), 50), "rb"))
+        assert {k: copy["fit"][k] for k in ("starts", "local_starts") if k in copy["fit"]} == starts, family
+    # --fit wins over the default
+    one = tomllib.load(open(pacnerf.fit_copy(os.path.join(footage, "bingham", "scene.toml"), str(tmp_path / "one"),
+                                             50, None, {"starts": 1, "local_starts": 1}), "rb"))
+    assert one["fit"]["starts"] == 1 and one["fit"]["local_starts"] == 1
