@@ -76,6 +76,18 @@ def test_scores_and_acceptance():
     assert accept["CPU of one fit [s]"][3] and accept["peak RSS of one fit [MB]"][3]
 
 
+def test_plastic_viscosity_counts_in_the_viscosity_row():
+    """The Bingham fluid's plastic viscosity is a viscosity: its error enters the acceptance's viscosity median."""
+    report = {"unknowns": {
+        "b.plastic_viscosity": {"initial": 5.0, "estimate": 8.0, "ci95": [7.0, 9.0], "ci95_with_discrepancy": None},
+        "f.viscosity": {"initial": 5.0, "estimate": 4.4, "ci95": [4.0, 5.0], "ci95_with_discrepancy": None}},
+        "iou_final": 0.9, "cpu_s": 100.0, "peak_rss_mb": 500.0}
+    clip = pacnerf.score("x", report, {"b.plastic_viscosity": 4.0, "f.viscosity": 4.0})
+    accept = {a[0].split(" (")[0]: a for a in pacnerf.acceptance([clip])}
+    row = accept["median relative error, viscosity"]
+    assert "(2 estimates)" in row[0] and row[1] == pytest.approx((0.1 + 1.0) / 2) and row[3] is False
+
+
 def test_intervals_with_and_without_the_grid_systematic_match_fit_report(f64):
     """`without_systematic` rebuilds fit_report's 95 % interval from a report's parts: with every systematic it is
     fit_report's own, without the grid's it is fit_report's given the time step's only (a linear model, no
