@@ -267,6 +267,14 @@ def perturbed_camera(R, t):
     return R2, -R2 @ C
 
 
+def camera_pose_error(R, t, R_true, t_true):
+    """(degrees, metres): the angle of the rotation taking R_true to R and the distance between the two
+    camera centres (-R^T t); R, R_true (3, 3) world-to-camera, t, t_true (3,) in metres."""
+    R, t, R_true, t_true = (np.asarray(x, float) for x in (R, t, R_true, t_true))
+    cos = np.clip((np.trace(R @ R_true.T) - 1.0) / 2.0, -1.0, 1.0)
+    return math.degrees(math.acos(cos)), float(np.linalg.norm(R.T @ t - R_true.T @ t_true))
+
+
 def truth_values(clip, truth):
     """The true value of every unknown the generated scene file names."""
     t = truth["truth"]

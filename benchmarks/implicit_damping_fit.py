@@ -11,6 +11,8 @@ The scene is coverage_soft.py's (the same mesh, total mass, camera, --quick sett
 nuisances, no law), with one damping form (default "warp", the clip's true form: the quickest comparison with
 that form's explicit row) and [ground] damping_integration = "implicit".  Prints one JSON line: rows of
 cube.mu and cube.lam (estimate, error, intervals), the nuisance estimates, IoU, CPU and wall seconds.
+--variant noisy / camera are coverage_soft.py's (footage.write_clip_scene); for "camera" the line also gives
+camera_error: the scene's perturbed camera and the fit's refined one against the true camera (degrees, metres).
 
     python3 benchmarks/implicit_damping_fit.py [--clip warp_soft_drop] [--variant clean] [--form warp]
         [--integration implicit] [--out out/implicit_damping] [--timeout 3000]
@@ -27,7 +29,17 @@ sys.path.insert(0, HERE)
 
 from coverage import score                                   # noqa: E402
 from coverage_soft import make_soft_scene                    # noqa: E402
-from footage import ROOT, run_fit                            # noqa: E402
+from footage import FOOTAGE, ROOT, camera_pose_error, perturbed_camera, run_fit   # noqa: E402
+
+
+def camera_errors(clip, report):
+    """{"scene": (deg, m), "fitted": (deg, m)}: the "camera" variant's perturbed camera and the fit's refined
+    one (estimates.json "camera") against the clip's true camera (camera_pose_error)."""
+    cam = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))["camera"]
+    out = {"scene": camera_pose_error(*perturbed_camera(cam["R"], cam["t"]), cam["R"], cam["t"])}
+    if report.get("camera"):
+        out["fitted"] = camera_pose_error(report["camera"]["R"], report["camera"]["t"], cam["R"], cam["t"])
+    return out
 
 
 def main(argv=None):
@@ -51,6 +63,8 @@ def main(argv=None):
         res["rows"], res["nuisance"] = score(truths, report)
         res["iou_final"] = report.get("iou_final")
         res["damping"] = {k: report["unknowns"]["cube.damping"].get(k) for k in ("estimate", "status", "ci95")}
+        if a.variant == "camera":            # how far the scene's camera and the refined one are from the truth
+            res["camera_error"] = camera_errors(a.clip, report)
     else:
         res["error"] = (last or {}).get("error") or "\n".join(tail)
     print(json.dumps(res))

@@ -341,3 +341,19 @@ def test_mitsuba_camera_matches_opencv():
                                     width=96, height=72, spp=64)
     # a flipped offset sign would be off by 8 / 6 px, a mirrored x axis by tens of px
     assert np.abs(err).max() < 0.15
+
+
+def test_camera_pose_error_measures_the_camera_variants_perturbation():
+    """benchmarks/footage.camera_pose_error: 0 for the same pose, the stated 0.5 degree and 1 cm for the
+    "camera" variant's perturbed camera, and a turn about the camera's own centre moves no centre."""
+    import footage
+    cam = truth_of("soft_drop")["camera"]
+    R, t = np.asarray(cam["R"], float), np.asarray(cam["t"], float)
+    assert footage.camera_pose_error(R, t, R, t) == pytest.approx((0.0, 0.0), abs=1e-9)
+    deg, dist = footage.camera_pose_error(*footage.perturbed_camera(R, t), R, t)
+    assert deg == pytest.approx(footage.CAM_TURN_DEG, rel=1e-6)
+    assert dist == pytest.approx(footage.CAM_SHIFT, rel=1e-6)
+    turn = footage._rotation([0.0, 0.0, 1.0], 2.0)          # about the optical axis, centre kept
+    R2 = turn @ R
+    deg, dist = footage.camera_pose_error(R2, -R2 @ (-R.T @ t), R, t)
+    assert deg == pytest.approx(2.0, rel=1e-6) and dist == pytest.approx(0.0, abs=1e-12)
