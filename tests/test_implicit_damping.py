@@ -21,6 +21,7 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim.core.errors import StabilityWarning
 from tigradsim.physics.contact import ContactLaw, check_law_options, ground_contact_force
+from test_contact_laws import sliding_particles, trajectory_loss  # noqa: E402  (the same sliding particles)
 
 RADIUS = 0.01
 LAWS = [ContactLaw(damping_integration="implicit"),
@@ -99,24 +100,12 @@ ROLLOUT_LAWS = [("capped", "capped"), ("uncapped", "huber"), ("capped", "warp")]
 
 
 def _scene(damping, friction, integration, kd=30.0, kf=80.0, dt=1e-3, steps=300):
-    """Four particles of 0.1-0.25 kg sliding on the ground: dt kd / m = 0.12-0.3, dt kf / m = 0.3-0.8 (a
-    visible implicit correction; kf 80 at dt 1 ms is past the pre-flight's safe limit on 0.1 kg explicitly)."""
-    b = tgs.SceneBuilder()
-    b.add_ground(ke=200.0, kd=kd, kf=kf, mu=0.4, damping=damping, friction=friction,
-                 friction_velocity=0.02 if friction != "capped" else None, damping_integration=integration)
-    masses = np.array([0.1, 0.2, 0.15, 0.25])
-    radius = 0.05
-    sink = masses * 9.8 / 200.0
-    q = np.zeros((4, 3))
-    q[:, 0] = np.arange(4) * 0.5
-    q[:, 1] = radius - 1.2 * sink                 # start near the static sink: they stay in contact
-    qd = np.array([[0.5, 0.05, 0.0], [-0.3, 0.08, 0.6], [0.05, -0.06, 0.02], [0.9, -0.04, -0.9]])
-    b.add_particles(q, qd, masses, radius=radius)
-    model = b.finalize()
+    """test_contact_laws' four sliding particles of 0.1-0.25 kg with kd 30, kf 80: dt kd / m = 0.12-0.3,
+    dt kf / m = 0.3-0.8 (a visible implicit correction; kf 80 at dt 1 ms is past the pre-flight's safe limit on
+    0.1 kg explicitly)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StabilityWarning)       # the explicit twin of the dt -> 0 test
-        sim = tgs.Simulator(model, dt=dt, steps=steps)
-    return model, sim
+        return sliding_particles(damping, friction, kd=kd, kf=kf, integration=integration, dt=dt, steps=steps)
 
 
 @pytest.mark.slow
@@ -124,22 +113,15 @@ def _scene(damping, friction, integration, kd=30.0, kf=80.0, dt=1e-3, steps=300)
 def test_implicit_rollout_gradient(f64, damping, friction):
     model, sim = _scene(damping, friction, "implicit")
     assert sim.stability_report().ok, "implicit: within the pre-flight"
-    rec = tgs.ParticleRecorder(sim, 30)
-    loss = tgs.MSELoss(rec.values, np.random.default_rng(2).normal(size=(rec.frames, 4, 3)) * 0.3)
-
-    def run():
-        loss.value[None] = 0
-        sim.run()
-        loss()
-
+    run, loss = trajectory_loss(sim)
     run()
     q = sim.state.particle_q.to_numpy()
     assert np.all(q[:, :, 1] < 0.05), "every particle stays in contact (no touchdown inside an FD step)"
     names = ["ground_ke", "ground_kd", "ground_kf", "ground_mu", "particle_q0", "particle_qd0", "particle_mass"]
     fields = [model.parameters()[n] for n in names]
-    tgs.check_gradient(run, loss.value, fields, n_dirs=3, eps=1e-5, rtol=1e-5).assert_ok()
+    tgs.check_gradient(run, loss, fields, n_dirs=3, eps=1e-5, rtol=1e-5).assert_ok()
     for name, fld in zip(names[:4], fields[:4]):
-        report = tgs.check_gradient(run, loss.value, [fld], n_dirs=1, eps=1e-5, rtol=1e-5)
+        report = tgs.check_gradient(run, loss, [fld], n_dirs=1, eps=1e-5, rtol=1e-5)
         report.assert_ok()
         assert abs(report.analytic[0]) > 1e-7, f"{name} should matter here"
 
