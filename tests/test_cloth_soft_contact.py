@@ -23,14 +23,16 @@ def f64():
 
 
 def _drape(touch=True, steps=600, dt=5e-4, ground=True, cloth_y=0.13, cloth_velocity=(0.0, 0.0, 0.0),
-           block=(2, 1, 2), cloth_cells=8, requires_grad=True, shift=(0.0, 0.0), integration="explicit"):
+           block=(2, 1, 2), cloth_cells=8, requires_grad=True, shift=(0.0, 0.0), integration="explicit",
+           block_y=0.0):
     """A cloth of cloth_cells^2 4 cm cells (1 kg/m^2) held flat `cloth_y` m up over a soft block 0.2 x 0.1 x 0.2 m
     (block cells, neo-Hookean, 100 kg/m^3); contact radii 5 mm each, so the thickness is 1 cm.  touch=False puts the
-    cloth and the block in different contact groups.  ground=False: no ground and no gravity."""
+    cloth and the block in different contact groups.  ground=False: no ground and no gravity.  block_y: the block's
+    bottom [m]."""
     b = tgs.SceneBuilder(gravity=(0.0, -9.8 if ground else 0.0, 0.0))
     if ground:
         b.add_ground(ke=100.0, kd=0.1, kf=0.1, mu=0.5, damping_integration=integration)
-    v, t = meshes.tet_box(*block, size=(0.2, 0.1, 0.2), origin=(-0.1, 0.0, -0.1))
+    v, t = meshes.tet_box(*block, size=(0.2, 0.1, 0.2), origin=(-0.1, block_y, -0.1))
     soft = b.add_soft_mesh((v, t), params={"mu": 2e3, "lam": 2e3}, density=100.0, damping=1.0, radius=0.005)
     half = cloth_cells * 0.02
     cv, ct = meshes.cloth_grid(cloth_cells, cloth_cells, cell=0.04, origin=(shift[0] - half, cloth_y, shift[1] - half),
@@ -122,6 +124,45 @@ def test_cloth_soft_gradients(f64):
     params = model.parameters()
     for name, eps in (("cloth_soft_ke", 1e-4), ("cloth_soft_kd", 1e-6), ("cloth_soft_kf", 1e-6),
                       ("cloth_soft_mu", 1e-6), ("particle_q0", 1e-6), ("particle_qd0", 1e-5), ("tet_params", 1e-5)):
+        report = tgs.check_gradient(run, loss.value, [params[name]], n_dirs=2, eps=eps, rtol=1e-5)
+        report.assert_ok()
+        assert max(abs(a) for a in report.analytic) > 1e-12, f"{name}: gradient should not vanish here"
+
+
+@pytest.mark.slow
+def test_cloth_soft_gradients_both_ways_implicit(f64):
+    """Both directions of the contact and its implicit damping under the Tape: a 24 cm cloth (wider than the
+    20 cm block, so the block's top corners lie under cloth triangles: "soft on cloth" as well as "cloth on
+    soft") thrown down onto the block resting on an implicit-damping ground (whose law the contact takes), 40
+    steps with gravity; the Tape against central differences along random directions for the contact
+    constants, the initial state and the FEM material."""
+    # the block starts 1 cm up, falling from rest: resting on the ground its vertices would start at v_n = 0, the
+    # kink of the damping's max(-v_n, 0), where the Tape takes one side (the ground's own tests avoid it too)
+    model, sim, soft, cloth = _drape(cloth_y=0.1234, cloth_velocity=(0.05, -0.3, 0.02), steps=40, block=(1, 1, 1),
+                                     cloth_cells=6, shift=(0.013, 0.007), integration="implicit", block_y=0.01)
+    terms = {getattr(t, "description", None): t for t in sim.force_terms}
+    assert terms["cloth on soft"].law.implicit and terms["soft on cloth"].law.implicit
+    rec = tgs.ParticleRecorder(sim, every=10)
+    sim.run()
+    q = sim.state.particle_q.to_numpy()[-1]
+    top = [i for i in range(soft.particle_start, soft.particle_start + soft.particle_count) if q[i, 1] > 0.1]
+    assert len(top) == 4 and terms["soft on cloth"].broad.pair_count[None] > 0
+    # every top corner of the block is within the thickness (1 cm) below the cloth: "soft on cloth" pushes there
+    cl = np.asarray(cloth.particles)
+    for i in top:
+        near = cl[np.argmin(np.linalg.norm(q[cl][:, [0, 2]] - q[i, [0, 2]], axis=1))]
+        assert 0.0 < q[near, 1] - q[i, 1] < 0.01, (i, q[near, 1] - q[i, 1])
+    rng = np.random.default_rng(8)
+    loss = tgs.MSELoss(rec.values, rec.values.to_numpy() + rng.normal(size=rec.values.shape + (3,)) * 0.01)
+
+    def run():
+        sim.run()
+        loss()
+
+    params = model.parameters()
+    # gradients of 1e-9..1e-7 on a loss of ~1e-4: central differences with steps below ~1e-4 are in round-off
+    for name, eps in (("cloth_soft_ke", 1e-4), ("cloth_soft_kd", 1e-4), ("cloth_soft_kf", 1e-4),
+                      ("cloth_soft_mu", 1e-4), ("particle_q0", 1e-6), ("particle_qd0", 1e-4), ("tet_params", 1e-5)):
         report = tgs.check_gradient(run, loss.value, [params[name]], n_dirs=2, eps=eps, rtol=1e-5)
         report.assert_ok()
         assert max(abs(a) for a in report.analytic) > 1e-12, f"{name}: gradient should not vanish here"
