@@ -167,14 +167,19 @@ VARIANTS = [("uncapped", "capped"), ("capped", "huber"), ("uncapped", "warp")]
 RIGID_VARIANTS = VARIANTS[:2]
 
 
-def sliding_particles(damping, friction, kd=0.5, kf=5.0, integration="explicit", dt=1e-3, steps=300):
+def sliding_particles(damping, friction, kd=0.5, kf=5.0, integration="explicit", dt=1e-3, steps=300, on="ground"):
     """Four particles of 0.1-0.25 kg sliding on the ground under one contact law (ke 200, mu 0.4): (model,
     Simulator).  They start near their static sink (5-12 mm; vertical oscillation at 28-45 rad/s), so they stay in
     contact, and with no v_n = 0 exactly at the start (max(-v_n, 0) has a kink there, where the Tape takes one
-    side).  A StabilityWarning (kd, kf past the explicit pre-flight) is the caller's to expect."""
+    side).  A StabilityWarning (kd, kf past the explicit pre-flight) is the caller's to expect.  on: "ground", or
+    "collider" (a plane collider y = 0 with the same constants and law, and no ground)."""
     b = tgs.SceneBuilder()
-    b.add_ground(ke=200.0, kd=kd, kf=kf, mu=0.4, damping=damping, friction=friction,
-                 friction_velocity=0.02 if friction != "capped" else None, damping_integration=integration)
+    contact = dict(ke=200.0, kd=kd, kf=kf, mu=0.4, damping=damping, friction=friction,
+                   friction_velocity=0.02 if friction != "capped" else None, damping_integration=integration)
+    if on == "ground":
+        b.add_ground(**contact)
+    else:
+        b.add_collider("plane", **contact)
     masses = np.array([0.1, 0.2, 0.15, 0.25])
     radius = 0.05
     sink = masses * 9.8 / 200.0

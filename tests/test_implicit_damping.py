@@ -99,13 +99,14 @@ def test_implicit_force_gradient_matches_finite_differences(f64, law):
 ROLLOUT_LAWS = [("capped", "capped"), ("uncapped", "huber"), ("capped", "warp")]
 
 
-def _scene(damping, friction, integration, kd=30.0, kf=80.0, dt=1e-3, steps=300):
+def _scene(damping, friction, integration, kd=30.0, kf=80.0, dt=1e-3, steps=300, on="ground"):
     """test_contact_laws' four sliding particles of 0.1-0.25 kg with kd 30, kf 80: dt kd / m = 0.12-0.3,
     dt kf / m = 0.3-0.8 (a visible implicit correction; kf 80 at dt 1 ms is past the pre-flight's safe limit on
     0.1 kg explicitly)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StabilityWarning)       # the explicit twin of the dt -> 0 test
-        return sliding_particles(damping, friction, kd=kd, kf=kf, integration=integration, dt=dt, steps=steps)
+        return sliding_particles(damping, friction, kd=kd, kf=kf, integration=integration, dt=dt, steps=steps,
+                                 on=on)
 
 
 @pytest.mark.slow
@@ -264,3 +265,22 @@ def test_collider_contact_takes_the_implicit_option_as_the_ground_does(f64):
     assert plane_report.ok and ground_report.ok
     explicit, explicit_report = _sliding_vertex("collider", "explicit")
     assert not explicit_report.ok and np.abs(explicit - plane).max() > 1e-3
+
+
+@pytest.mark.slow
+def test_implicit_collider_rollout_gradient(f64):
+    """The plane collider's contact with damping_integration="implicit" (its own kernel path, colliders._force with
+    the vertex's dt / m): the Tape against central differences along random directions through 300 steps of the
+    four sliding particles, for the collider's ke, kd, kf, mu and the particles' initial state and masses."""
+    model, sim = _scene("capped", "capped", "implicit", on="collider")
+    assert sim.stability_report().ok, "implicit: within the pre-flight"
+    run, loss = trajectory_loss(sim)
+    run()
+    assert np.all(sim.state.particle_q.to_numpy()[:, :, 1] < 0.05), "every particle stays in contact"
+    names = ["collider_ke", "collider_kd", "collider_kf", "collider_mu", "particle_q0", "particle_qd0", "particle_mass"]
+    fields = [model.parameters()[n] for n in names]
+    tgs.check_gradient(run, loss, fields, n_dirs=3, eps=1e-5, rtol=1e-5).assert_ok()
+    for name, fld in zip(names[:4], fields[:4]):
+        report = tgs.check_gradient(run, loss, [fld], n_dirs=1, eps=1e-5, rtol=1e-5)
+        report.assert_ok()
+        assert abs(report.analytic[0]) > 1e-7, f"{name} should matter here"
