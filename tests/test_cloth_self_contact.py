@@ -23,11 +23,14 @@ def f64():
     yield
 
 
-def _folded(self_contact=True, steps=600, dt=5e-4, velocity=0.0, gap=2 * RADIUS, ground=True, **kwargs):
+def _folded(self_contact=True, steps=600, dt=5e-4, velocity=0.0, gap=2 * RADIUS, ground=True, integration=None,
+            **kwargs):
     """A 9 x 3-cell strip (cell 5 cm, flat at rest) folded in the middle: its lower third lies on the ground, its
     upper third `gap` m above it (default 9.5 cm: the crease a half circle of 3 edges), and falls onto it, thrown
     down at `velocity` m/s.  Self-contact thickness 4 cm (above the triangles' circumradius, 3.54 cm).
-    ground=False: no ground and no gravity (the strip floats; only the self-contact stops the upper layer)."""
+    ground=False: no ground and no gravity (the strip floats; only the self-contact stops the upper layer).
+    integration: the ground's (and so the self-contact's) damping_integration; with ground=False a ground is then
+    still added (the law's carrier), and no gravity, and the strip starts 10 cm higher so that it never reaches it."""
     rest, tris = meshes.cloth_grid(NX, NZ, cell=CELL, origin=(0.0, 0.005, 0.0), plane="xz")
     column = np.tile(np.arange(NX + 1), NZ + 1)
     folded = rest.copy()
@@ -42,8 +45,8 @@ def _folded(self_contact=True, steps=600, dt=5e-4, velocity=0.0, gap=2 * RADIUS,
             folded[at, 1] += gap
     upper = column >= 6
     b = tgs.SceneBuilder(gravity=(0.0, -9.8 if ground else 0.0, 0.0))
-    if ground:
-        b.add_ground(ke=100.0, kd=0.1, kf=0.1, mu=0.3)
+    if ground or integration is not None:
+        b.add_ground(ke=100.0, kd=0.1, kf=0.1, mu=0.3, damping_integration=integration or "explicit")
     opts = dict(self_contact=True, thickness=0.04, self_contact_params={"ke": 20.0, "kd": 0.1, "kf": 0.05, "mu": 0.2},
                 **kwargs) if self_contact else {}
     vel = np.zeros_like(rest)
@@ -51,6 +54,8 @@ def _folded(self_contact=True, steps=600, dt=5e-4, velocity=0.0, gap=2 * RADIUS,
     b.add_cloth(rest, tris, params={"mu": 10.0, "lam": 20.0, "damping": 0.05}, density=1.0, velocity=vel,
                 **opts)
     model = b.finalize()
+    if integration is not None and not ground:
+        folded[:, 1] += 0.1
     model.particle_q0.from_numpy(folded)
     sim = tgs.Simulator(model, dt=dt, steps=steps)
     return model, sim, column
@@ -112,6 +117,34 @@ def test_self_contact_gradients(f64):
     params = model.parameters()
     for name, eps in (("particle_q0", 1e-6), ("particle_qd0", 1e-5), ("cloth_self_ke", 1e-6),
                       ("cloth_self_kd", 1e-5)):
+        report = tgs.check_gradient(run, loss.value, [params[name]], n_dirs=2, eps=eps, rtol=1e-5)
+        report.assert_ok()
+        assert max(abs(a) for a in report.analytic) > 1e-9, f"{name}: gradient should not vanish here"
+
+
+@pytest.mark.slow
+def test_self_contact_gradients_implicit(f64):
+    """As test_self_contact_gradients, with the self-contact's kd, kf stepped implicitly (the ground's law: a
+    ground is there, which the floating strip does not reach): Tape against central differences."""
+    model, sim, column = _folded(steps=60, velocity=-0.3, gap=0.045, ground=False, integration="implicit")
+    term = [t for t in sim.force_terms if type(t).__name__ == "ClothSelfContact"][0]
+    assert term.law.implicit
+    rec = tgs.ParticleRecorder(sim, every=10)
+    sim.run()
+    q = sim.state.particle_q.to_numpy()
+    assert q[:, :, 1].min() > 0.0 and np.all(sim.state.particle_qd.to_numpy()[:, :, 1].max(0) > -1.0)
+    h = float(2 * model.cloth_self_radius.to_numpy().max())
+    assert _layer_gap(sim, column)[-1] < h, "the layers should touch in this rollout"
+    rng = np.random.default_rng(4)
+    loss = tgs.MSELoss(rec.values, rec.values.to_numpy() + rng.normal(size=rec.values.shape + (3,)) * 0.01)
+
+    def run():
+        sim.run()
+        loss()
+
+    params = model.parameters()
+    for name, eps in (("particle_q0", 1e-6), ("particle_qd0", 1e-5), ("cloth_self_ke", 1e-6),
+                      ("cloth_self_kd", 1e-5), ("cloth_self_kf", 1e-5)):
         report = tgs.check_gradient(run, loss.value, [params[name]], n_dirs=2, eps=eps, rtol=1e-5)
         report.assert_ok()
         assert max(abs(a) for a in report.analytic) > 1e-9, f"{name}: gradient should not vanish here"
