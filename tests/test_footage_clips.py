@@ -191,13 +191,8 @@ def test_warp_soft_clip_states_its_engine_masses_and_material_conversion():
     for key in ("K", "R", "t"):
         assert np.allclose(truth["camera"][key], own["camera"][key], rtol=1e-12, atol=1e-14), key
     assert obj["initial_pose"] == own["object"]["initial_pose"]
-    masks = make_footage.load_clip(os.path.join(FOOTAGE, "warp_soft_drop"), "mask")
-    assert len(masks) == truth["frame_count"] == len(truth["trajectory"]["centroid"])
+    masks = centroid_inside_masks("warp_soft_drop", truth)
     cam = truth["camera"]
-    uv = make_footage.project(np.array(cam["K"]), np.array(cam["R"]), np.array(cam["t"]),
-                              truth["trajectory"]["centroid"])
-    for k, (u, v_) in enumerate(uv):
-        assert masks[k, int(round(v_)), int(round(u))] > 200, k
     # frame 0: the undeformed cube at its initial pose bounds the mask within a pixel
     R = np.array(make_footage.quat_matrix(obj["initial_pose"]["quaternion_xyzw"]))
     x0 = v @ R.T + obj["initial_pose"]["position"]
@@ -205,6 +200,18 @@ def test_warp_soft_clip_states_its_engine_masses_and_material_conversion():
     rows, cols = np.nonzero(masks[0] > 0)
     assert abs(cols.min() - uv0[:, 0].min()) < 0.75 and abs(cols.max() - uv0[:, 0].max()) < 0.75
     assert abs(rows.min() - uv0[:, 1].min()) < 0.75 and abs(rows.max() - uv0[:, 1].max()) < 0.75
+
+
+def centroid_inside_masks(clip, truth):
+    """Assert that the clip's true centroid projects inside its mask in every frame; returns the masks."""
+    masks = make_footage.load_clip(os.path.join(FOOTAGE, clip), "mask")
+    assert len(masks) == truth["frame_count"] == len(truth["trajectory"]["centroid"])
+    cam = truth["camera"]
+    uv = make_footage.project(np.array(cam["K"]), np.array(cam["R"]), np.array(cam["t"]),
+                              truth["trajectory"]["centroid"])
+    for k, (u, v_) in enumerate(uv):
+        assert masks[k, int(round(v_)), int(round(u))] > 200, k
+    return masks
 
 
 def test_newton_soft_clip_states_its_engine_masses_and_material_conversion():
@@ -227,13 +234,7 @@ def test_newton_soft_clip_states_its_engine_masses_and_material_conversion():
     warp = truth_of("warp_soft_drop")["truth"]
     for k in ("mu", "lam", "damping"):
         assert truth["truth"][k] not in (warp[k], truth_of("soft_drop")["truth"].get(k)), k
-    masks = make_footage.load_clip(os.path.join(FOOTAGE, "newton_soft_drop"), "mask")
-    assert len(masks) == truth["frame_count"] == len(truth["trajectory"]["centroid"])
-    cam = truth["camera"]
-    uv = make_footage.project(np.array(cam["K"]), np.array(cam["R"]), np.array(cam["t"]),
-                              truth["trajectory"]["centroid"])
-    for k, (u, v_) in enumerate(uv):
-        assert masks[k, int(round(v_)), int(round(u))] > 200, k
+    centroid_inside_masks("newton_soft_drop", truth)
 
 
 def soft_clip_centroid_errors(clip, steps_per_frame, soft_kwargs, expect_warning=False, frames=12):
