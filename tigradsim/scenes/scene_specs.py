@@ -204,6 +204,7 @@ class SceneSpec:
     colliders: dict = field(default_factory=dict)   # name -> scene_colliders.ColliderSpec (file order)
     mpm_grid: Optional[dict] = None      # [mpm_grid] (scene_mpm.parse_mpm_grid), file axes
     bodies: dict = field(default_factory=dict)      # [bodies]: the rigid bodies' X against each other (pair_constants)
+    cloth_soft: dict = field(default_factory=dict)  # [cloth_soft]: the cloths' X against the soft objects
 
     @property
     def several_cameras(self) -> bool:

@@ -6,6 +6,7 @@ import difflib
 
 import numpy as np
 
+from .cloth_soft_constants import CLOTH_SOFT_OBJECT
 from .pair_constants import PAIR_OBJECT
 from .scene_specs import CONTACT_PARAMS, RIGID_PARAMS, SOFT_MASS_PARAMS, TIES, FitSpec, UnknownSpec
 from .scene_table import SceneError, _show, _Table
@@ -30,6 +31,8 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
         allowed = CONTACT_PARAMS
     elif obj == PAIR_OBJECT and obj not in objects and obj not in (colliders or {}):
         allowed = CONTACT_PARAMS            # the rigid bodies' X against each other (pair_constants)
+    elif obj == CLOTH_SOFT_OBJECT and obj not in objects and obj not in (colliders or {}):
+        allowed = CONTACT_PARAMS            # the cloths' X against the soft objects (cloth_soft_constants)
     elif obj in (colliders or {}):
         from .scene_colliders import COLLIDER_PARAMS
         allowed = COLLIDER_PARAMS
@@ -50,7 +53,7 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
             allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
     else:
         names = list(objects) + list(colliders or {})
-        close = difflib.get_close_matches(obj, names + ["ground", PAIR_OBJECT], n=1)
+        close = difflib.get_close_matches(obj, names + ["ground", PAIR_OBJECT, CLOTH_SOFT_OBJECT], n=1)
         raise SceneError(file, "unknowns", target, f"no object named {obj!r}" +
                          (f"; did you mean {close[0]!r}?" if close else "") +
                          f" (objects: {', '.join(names + (['ground'] if ground else []) + [PAIR_OBJECT])})")
