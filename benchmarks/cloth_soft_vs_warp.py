@@ -2,15 +2,21 @@
 the ground, the same scene in both engines, trajectories compared (issue 46: the trajectory check of the cloth-FEM
 pairing, `tigradsim/physics/cloth_soft_contact.py`).
 
-    python3 benchmarks/cloth_soft_vs_warp.py [--duration 0.6] [--precision f64]
+    python3 benchmarks/cloth_soft_vs_warp.py [--duration 1.0] [--blocks long,square] [--precision f64]
 
-Needs warp-lang 1.9.1 (the system Python's; `pip install -e .[bench]`).  Prints one table and a JSON last line.
+Needs warp-lang 1.9.1 (the system Python's; `pip install -e .[bench]`).  Prints a table per block and a JSON last
+line; about 2 (long) and 1.5 (square) minutes of Warp on the 2-core VM (its triangle contact tests every particle
+against every triangle each step).
 
-The scene (SCENE below): a soft block 0.2 x 0.1 x 0.2 m (`meshes.tet_box(4, 2, 4)`, 75 vertices, 160 tets, stable
-neo-Hookean, Warp-form damping) standing on the ground; a 0.3 m cloth (`meshes.cloth_grid(10, 10)`, 3 cm cells,
-membrane, no bending) held flat and centred 2 cm above the contact thickness over the block's top, released
-from rest: it lands on the top, its 5 cm overhang drapes down the sides, and the block dents a little under it.
-Both engines get the same arrays (tigradsim's meshes: same vertex order, same lumped masses), f32 in Warp.
+The scene (SCENE below): a soft block 0.2 x 0.1 x 0.2 m ("square", `meshes.tet_box(4, 2, 4)`, 75 vertices, 160
+tets) or 0.2 x 0.1 x 0.4 m ("long", `tet_box(4, 2, 8)`), stable neo-Hookean, Warp-form damping, 200 kg/m^3,
+standing on the ground; a 0.3 m cloth square (`meshes.cloth_grid(10, 10)`, 3 cm cells, membrane, no bending,
+27 g) held flat and centred 1 cm above the contact thickness over the block's top, released from rest: it lands
+on the top (about 0.05 s), bounces on the undamped contact and settles, its 5 cm overhang drapes down the sides.
+On the square block the cloth's four corners overhang on two sides and fold as they drape; Warp's contact then
+pushes the cloth off its own triangles (see below), tigradsim's cloth has no self-contact here: the long block,
+on which the cloth overhangs on two opposite sides only, is the like-for-like check.  Both engines get the same
+arrays (tigradsim's meshes: same vertex order, same lumped masses), f32 in Warp.
 
 Conversions, one by one:
   * Contact law.  Warp's only particle-triangle contact is `eval_triangles_contact` (integrator_euler.py), on
@@ -27,8 +33,10 @@ Conversions, one by one:
     Warp's targets are triangles: the cloth's triangles, and the block's boundary triangles added as
     triangles with no membrane (tri_ke = tri_kd = 0, tri_ka = 1e-9: Warp divides by it), so both directions
     of tigradsim's contact are there ("cloth on soft", "soft on cloth").  Warp also pushes a cloth vertex off
-    the cloth's own triangles, a block vertex off the block's: none of them within H in this scene (the
-    script checks the closest such pair at every recorded frame), as tigradsim has none.  tigradsim's
+    the cloth's own triangles, a block vertex off the block's, within H (tigradsim: cloth self-contact is
+    `add_cloth(self_contact=True)`, vertex-vertex, off here; a soft body has none): the script reports the
+    closest such pair over the recorded frames (Warp's): on the long block none is within H; on the square
+    block the folding corners are held at H by it.  tigradsim's
     triangles of the block are one-sided (a cloth vertex that got in is pushed out): the same as Warp's
     two-sided law while no cloth vertex is inside (none is: the gaps printed).
   * Contact radii vs the ground.  Warp's particle-ground contact uses the same r_p = H^2 (0.1 mm at H = 1 cm),
@@ -74,6 +82,11 @@ SCENE = dict(
     drop=0.01,                                            # [m] the cloth's start above the contact thickness
     ground=dict(ke=2e3, kd=0.2, kf=0.3, mu=0.5),  # within the explicit limit of the light cloth corners too
     dt=1e-4, record_every=20)
+#: the block: "square" (0.2 x 0.2 m top, under the 0.3 m cloth: the cloth's corners overhang on two sides and fold
+#: as it drapes, where Warp's contact pushes the cloth off its own triangles and tigradsim's has no self-contact)
+#: or "long" (0.4 m deep: the cloth overhangs on two opposite sides only and drapes without folds)
+BLOCKS = {"square": dict(block_cells=(4, 2, 4), block_size=(0.2, 0.1, 0.2)),
+          "long": dict(block_cells=(4, 2, 8), block_size=(0.2, 0.1, 0.4))}
 WARP_TRI_KE = 1e5           # the stiffness hard-coded in Warp's eval_triangles_contact
 
 
@@ -149,39 +162,13 @@ def run_warp(steps, ours, s=SCENE):
     return dict(q=np.array(frames), seconds=time.perf_counter() - start)
 
 
-def closest_distances(points, tris_xyz):
-    """(P, T) distances from points (P, 3) to triangles (T, 3, 3) (Ericson's regions, vectorised)."""
-    p = points[:, None, :]
-    a, b, c = (tris_xyz[None, :, k, :] for k in range(3))
-    ab, ac = b - a, c - a
-    d1, d2 = (ab * (p - a)).sum(-1), (ac * (p - a)).sum(-1)
-    d3, d4 = (ab * (p - b)).sum(-1), (ac * (p - b)).sum(-1)
-    d5, d6 = (ab * (p - c)).sum(-1), (ac * (p - c)).sum(-1)
-    vc, vb, va = d1 * d4 - d3 * d2, d5 * d2 - d1 * d6, d3 * d6 - d5 * d4
-    with np.errstate(divide="ignore", invalid="ignore"):
-        denom = va + vb + vc
-        v_face, w_face = vb / denom, vc / denom
-        t_ab = d1 / (d1 - d3)
-        t_ac = d2 / (d2 - d6)
-        t_bc = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-    conds = [(d1 <= 0) & (d2 <= 0), (d3 >= 0) & (d4 <= d3), (vc <= 0) & (d1 >= 0) & (d3 <= 0),
-             (d6 >= 0) & (d5 <= d6), (vb <= 0) & (d2 >= 0) & (d6 <= 0),
-             (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)]
-    wb = np.select(conds, [0.0, 1.0, t_ab, 0.0, 0.0, 1.0 - t_bc], v_face)
-    wc = np.select(conds, [0.0, 0.0, 0.0, 1.0, t_ac, t_bc], w_face)
-    x = a + wb[..., None] * ab + wc[..., None] * ac
-    return np.linalg.norm(p - x, axis=-1)
-
-
 def self_clearance(q, vertices, faces):
-    """The smallest distance from a vertex of `vertices` to a triangle of `faces` (global indices) it is not a
-    vertex of, over the frames of q (R, P, 3): Warp's contact acts there below H, tigradsim's does not."""
-    best = np.inf
+    """Per frame of q (R, P, 3), the smallest distance from a vertex of `vertices` to a triangle of `faces` (global
+    indices) it is not a vertex of: Warp's contact acts there below H, tigradsim's does not.  (R,) [m]."""
+    from tigradsim.physics.shapes import _point_triangle_distance    # Ericson's regions, numpy
     incident = (faces[None, :, :] == vertices[:, None, None]).any(-1)
-    for x in q:
-        d = closest_distances(x[vertices], x[faces])
-        best = min(best, float(np.where(incident, np.inf, d).min()))
-    return best
+    return np.array([np.where(incident, np.inf, _point_triangle_distance(
+        x[vertices], x[faces[:, 0]], x[faces[:, 1]], x[faces[:, 2]])).min() for x in q])
 
 
 def summarise(ours, warp, s=SCENE):
@@ -205,7 +192,7 @@ def summarise(ours, warp, s=SCENE):
         return q[:, centre, 1] - q[:, near, 1]
 
     gap_a, gap_b = gap(qa), gap(qb)
-    landed = np.nonzero(gap_a < H)[0]
+    landed = np.nonzero(gap_a < 1.05 * H)[0]         # the middle within 5 % of the thickness of the top
     depth = float(H - gap_a.min())               # the middle's largest penetration into the thickness
     times = np.arange(n) * s["dt"] * s["record_every"]
     rows = []
@@ -224,8 +211,13 @@ def summarise(ours, warp, s=SCENE):
         "block_top_sink_mm": {"tigradsim": float((top_a[0] - top_a[-1]) * 1e3),
                               "warp": float((top_b[0] - top_b[-1]) * 1e3)},
     }
+    drift = {"tigradsim": [round(float(x) * 1e3, 4) for x in cen_a[-1, [0, 2]] - cen_a[0, [0, 2]]],
+             "warp": [round(float(x) * 1e3, 4) for x in cen_b[-1, [0, 2]] - cen_b[0, [0, 2]]]}
+    k_worst = int(np.argmax(vertex))
+    v_worst = cl[int(np.argmax(np.linalg.norm(qa[k_worst, cl] - qb[k_worst, cl], axis=1)))]
+    worst = dict(t=float(times[k_worst]), rest_x=float(qa[0, v_worst, 0]), rest_z=float(qa[0, v_worst, 2]))
     return dict(
-        frames=n, seconds_simulated=float(times[-1]), landed_at_s=float(times[landed[0]]) if len(landed) else None,
+        worst_vertex=worst, drift_mm=drift, frames=n, seconds_simulated=float(times[-1]), landed_at_s=float(times[landed[0]]) if len(landed) else None,
         motion_mm=motion * 1e3,
         centroid_diff_max_mm=float(np.linalg.norm(cen_a - cen_b, axis=1).max() * 1e3),
         centroid_diff_max_over_motion=float(np.linalg.norm(cen_a - cen_b, axis=1).max() / motion),
@@ -238,37 +230,60 @@ def summarise(ours, warp, s=SCENE):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--duration", type=float, default=0.6, help="seconds simulated (default 0.6)")
+    ap.add_argument("--duration", type=float, default=1.0, help="seconds simulated (default 1)")
+    ap.add_argument("--blocks", default="long,square", help="which blocks (BLOCKS), comma-separated")
     ap.add_argument("--precision", default="f64", choices=("f32", "f64"), help="tigradsim's (Warp runs f32)")
     ap.add_argument("--no-self-check", action="store_true", help="skip the self-clearance check (numpy, slow-ish)")
     args = ap.parse_args(argv)
-    s = SCENE
+    results = {}
+    for block in args.blocks.split(","):
+        if block not in BLOCKS:
+            ap.error(f"--blocks: {block!r} is not one of {sorted(BLOCKS)}")
+        results[block] = compare(dict(SCENE, **BLOCKS[block]), block, args)
+    print(json.dumps({k: {x: y for x, y in v.items() if x != "rows"} for k, v in results.items()}))
+    return results
+
+
+def compare(s, block, args):
+    """Both rollouts of scene `s`, the figures printed (one table) and returned."""
     steps = int(round(args.duration / s["dt"] / s["record_every"])) * s["record_every"]
-    ours = run_tigradsim(steps, args.precision)
-    warp = run_warp(steps, ours)
-    out = summarise(ours, warp)
+    ours = run_tigradsim(steps, args.precision, s)
+    warp = run_warp(steps, ours, s)
+    out = summarise(ours, warp, s)
     if not args.no_self_check:
-        out["warp_self_clearance_mm"] = {
-            "cloth": self_clearance(warp["q"], ours["cloth"], ours["cloth_faces"]) * 1e3,
-            "block": self_clearance(warp["q"], ours["block"], ours["block_faces"]) * 1e3}
+        clear = {k: self_clearance(warp["q"], ours[k], ours[f"{k}_faces"]) for k in ("cloth", "block")}
+        below = np.nonzero(clear["cloth"] < H)[0]
+        out["warp_self_clearance_mm"] = {k: float(v.min() * 1e3) for k, v in clear.items()}
+        out["warp_cloth_self_contact_from_s"] = float(below[0] * s["dt"] * s["record_every"]) if len(below) else None
     out["seconds"] = {"tigradsim": ours["seconds"], "warp": warp["seconds"]}
-    out["constants"] = {"H_m": H, "ke_tigradsim": 2 * WARP_TRI_KE * H, "warp_particle_radius": H * H,
-                        "warp_ground_plane_y": H / 2 - H * H, "dt": s["dt"], "precision_tigradsim": args.precision}
-    print(f"cloth on a soft block, tigradsim ({args.precision}) vs Warp (f32), dt {s['dt']:g} s, H = {H * 1e3:g} mm")
+    out["constants"] = {"block": block, "block_size": s["block_size"], "H_m": H, "ke_tigradsim": 2 * WARP_TRI_KE * H,
+                        "warp_particle_radius": H * H, "warp_ground_plane_y": H / 2 - H * H, "dt": s["dt"],
+                        "precision_tigradsim": args.precision}
+    print(f"\ncloth on the {block} soft block {s['block_size']}, tigradsim ({args.precision}) vs Warp (f32), "
+          f"dt {s['dt']:g} s, H = {H * 1e3:g} mm")
     print(f"{'t [s]':>7} {'cen y tgs':>10} {'cen y warp':>10} {'cen diff mm':>11} {'max vtx mm':>10} "
           f"{'top tgs':>9} {'top warp':>9} {'gap tgs mm':>10} {'gap warp mm':>11}")
     for r in out["rows"]:
         print(f"{r['t']:7.3f} {r['centroid_y_tigradsim']:10.5f} {r['centroid_y_warp']:10.5f} "
               f"{r['centroid_diff_mm']:11.3f} {r['max_vertex_diff_mm']:10.3f} {r['top_tigradsim']:9.5f} "
               f"{r['top_warp']:9.5f} {r['gap_mm_tigradsim']:10.3f} {r['gap_mm_warp']:11.3f}")
+    worst = out["worst_vertex"]
     print(f"motion (centroid's largest displacement) {out['motion_mm']:.2f} mm; centroid difference at most "
           f"{out['centroid_diff_max_mm']:.3f} mm ({100 * out['centroid_diff_max_over_motion']:.2f} % of it); "
           f"largest vertex difference {out['max_vertex_diff_max_mm']:.3f} mm "
-          f"({100 * out['max_vertex_diff_max_over_motion']:.2f} %); block top at most "
+          f"({100 * out['max_vertex_diff_max_over_motion']:.2f} %; at t = {worst['t']:.3f} s, the vertex at rest "
+          f"x = {worst['rest_x']:.3f}, z = {worst['rest_z']:.3f} m); block top at most "
           f"{out['block_top_diff_max_mm']:.4f} mm apart")
-    print(f"laws: Warp's force is tigradsim's x (1 - depth / 2H); at the middle's deepest {out['law_difference_at_deepest']:.2%}")
+    print(f"laws: Warp's force is tigradsim's x (1 - depth / 2H): at the middle's deepest {out['law_difference_at_deepest']:.3%}")
+    if "warp_self_clearance_mm" in out:
+        since = out["warp_cloth_self_contact_from_s"]
+        print(f"Warp's self-contact (below H = {H * 1e3:g} mm): closest cloth vertex to a cloth triangle "
+              f"{out['warp_self_clearance_mm']['cloth']:.4f} mm"
+              + (f" (below H from t = {since:.3f} s)" if since is not None else "")
+              + f", block vertex to a block triangle {out['warp_self_clearance_mm']['block']:.4f} mm")
+    print(f"the cloth's horizontal drift (centroid x, z at the end) [mm]: tigradsim {out['drift_mm']['tigradsim']}, "
+          f"Warp {out['drift_mm']['warp']}")
     print("end:", json.dumps(out["end"]))
-    print(json.dumps({k: v for k, v in out.items() if k != "rows"}))
     return out
 
 
