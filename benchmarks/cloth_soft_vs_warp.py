@@ -171,8 +171,9 @@ def self_clearance(q, vertices, faces):
         x[vertices], x[faces[:, 0]], x[faces[:, 1]], x[faces[:, 2]])).min() for x in q])
 
 
-def summarise(ours, warp, s=SCENE):
-    """The comparison's figures (module docstring)."""
+def summarise(ours, warp, s=SCENE, until=None):
+    """The comparison's figures (module docstring); until: a frame index, the differences before it apart too
+    (Warp's self-contact from there on: `self_clearance`)."""
     qa, qb = ours["q"], warp["q"]
     n = min(len(qa), len(qb))
     qa, qb = qa[:n], qb[:n]
@@ -216,8 +217,14 @@ def summarise(ours, warp, s=SCENE):
     k_worst = int(np.argmax(vertex))
     v_worst = cl[int(np.argmax(np.linalg.norm(qa[k_worst, cl] - qb[k_worst, cl], axis=1)))]
     worst = dict(t=float(times[k_worst]), rest_x=float(qa[0, v_worst, 0]), rest_z=float(qa[0, v_worst, 2]))
+    centroid_diff = np.linalg.norm(cen_a - cen_b, axis=1)
+    before = None if until is None else dict(
+        centroid_diff_max_mm=float(centroid_diff[:until].max() * 1e3),
+        centroid_diff_max_over_motion=float(centroid_diff[:until].max() / motion),
+        max_vertex_diff_max_mm=float(vertex[:until].max() * 1e3), max_vertex_diff_max_over_motion=float(
+            vertex[:until].max() / motion))
     return dict(
-        worst_vertex=worst, drift_mm=drift, frames=n, seconds_simulated=float(times[-1]), landed_at_s=float(times[landed[0]]) if len(landed) else None,
+        before_self_contact=before, worst_vertex=worst, drift_mm=drift, frames=n, seconds_simulated=float(times[-1]), landed_at_s=float(times[landed[0]]) if len(landed) else None,
         motion_mm=motion * 1e3,
         centroid_diff_max_mm=float(np.linalg.norm(cen_a - cen_b, axis=1).max() * 1e3),
         centroid_diff_max_over_motion=float(np.linalg.norm(cen_a - cen_b, axis=1).max() / motion),
@@ -249,12 +256,14 @@ def compare(s, block, args):
     steps = int(round(args.duration / s["dt"] / s["record_every"])) * s["record_every"]
     ours = run_tigradsim(steps, args.precision, s)
     warp = run_warp(steps, ours, s)
-    out = summarise(ours, warp, s)
+    clear, below = None, []
     if not args.no_self_check:
         clear = {k: self_clearance(warp["q"], ours[k], ours[f"{k}_faces"]) for k in ("cloth", "block")}
-        below = np.nonzero(clear["cloth"] < H)[0]
+        below = np.nonzero((clear["cloth"] < H) | (clear["block"] < H))[0]
+    out = summarise(ours, warp, s, until=below[0] if len(below) else None)
+    if clear is not None:
         out["warp_self_clearance_mm"] = {k: float(v.min() * 1e3) for k, v in clear.items()}
-        out["warp_cloth_self_contact_from_s"] = float(below[0] * s["dt"] * s["record_every"]) if len(below) else None
+        out["warp_self_contact_from_s"] = float(below[0] * s["dt"] * s["record_every"]) if len(below) else None
     out["seconds"] = {"tigradsim": ours["seconds"], "warp": warp["seconds"]}
     out["constants"] = {"block": block, "block_size": s["block_size"], "H_m": H, "ke_tigradsim": 2 * WARP_TRI_KE * H,
                         "warp_particle_radius": H * H, "warp_ground_plane_y": H / 2 - H * H, "dt": s["dt"],
@@ -275,12 +284,17 @@ def compare(s, block, args):
           f"x = {worst['rest_x']:.3f}, z = {worst['rest_z']:.3f} m); block top at most "
           f"{out['block_top_diff_max_mm']:.4f} mm apart")
     print(f"laws: Warp's force is tigradsim's x (1 - depth / 2H): at the middle's deepest {out['law_difference_at_deepest']:.3%}")
+    since = out.get("warp_self_contact_from_s")
     if "warp_self_clearance_mm" in out:
-        since = out["warp_cloth_self_contact_from_s"]
         print(f"Warp's self-contact (below H = {H * 1e3:g} mm): closest cloth vertex to a cloth triangle "
               f"{out['warp_self_clearance_mm']['cloth']:.4f} mm"
               + (f" (below H from t = {since:.3f} s)" if since is not None else "")
               + f", block vertex to a block triangle {out['warp_self_clearance_mm']['block']:.4f} mm")
+    if since is not None:
+        b = out["before_self_contact"]
+        print(f"before Warp's self-contact (t < {since:.3f} s): centroid difference at most {b['centroid_diff_max_mm']:.3f} "
+              f"mm ({100 * b['centroid_diff_max_over_motion']:.2f} % of the motion), largest vertex difference "
+              f"{b['max_vertex_diff_max_mm']:.3f} mm ({100 * b['max_vertex_diff_max_over_motion']:.2f} %)")
     print(f"the cloth's horizontal drift (centroid x, z at the end) [mm]: tigradsim {out['drift_mm']['tigradsim']}, "
           f"Warp {out['drift_mm']['warp']}")
     print("end:", json.dumps(out["end"]))

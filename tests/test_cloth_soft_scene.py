@@ -9,7 +9,7 @@ import tigradsim as tgs
 from tigradsim.scenes.scene_file import parse_scene
 from tigradsim.scenes.scene_table import SceneError
 
-from test_scene_cloth import _cloth_obj
+from test_scene_cloth import _cloth_obj, vertex_loss
 from test_scene_file import _scene
 
 BLOCK = {"type": "soft", "tet_box": {"cells": [2, 1, 2], "size": [0.24, 0.18, 0.24]}, "material": "neo_hookean",
@@ -106,15 +106,7 @@ def test_cloth_soft_unknowns_gradient_through_a_landing(tmp_path, f64):
     top = q[:, block, 1].max(axis=1)
     assert q[-1, cloth, 1].max() < q[0, cloth, 1].min() - 0.005, "the cloth should have come down"
     assert np.all(q[:, cloth, 1].min(axis=1) > top - 0.01), "the cloth should land on the block, not pass through"
-    x = scene.timed.numpy()
-    target = x + np.random.default_rng(5).normal(0.0, 0.002, x.shape)
-    loss = tgs.MSELoss(scene.timed.vertices, target)
-
-    def run():
-        loss.value[None] = 0.0
-        scene.sim.run()
-        loss._accumulate()
-
+    loss, run = vertex_loss(scene, seed=5)
     for name, moved in (("cloth_soft.ke", 120.0), ("cloth_soft.mu", 0.8)):
         values = []
         for value in (unknowns[name]["init"], moved):
