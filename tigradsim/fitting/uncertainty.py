@@ -71,6 +71,10 @@ Cameron and Miller 2015): with G = 6 clusters the interval is 2.571 std wide eit
 `FitReport.covariance_type` says which was used ("iid", or "max(iid, cluster-robust
 over G clusters)"), with both standard errors (std_iid, std_robust).  The undetermined
 directions are still judged with the iid s^2 / lambda_k (numerical identifiability).
+All of this is local (the curvature at the estimate): where the loss stays flat far beyond it,
+the profile likelihood (tigradsim/fitting/profile.py, `identify(profile=...)`, [fit] profile)
+walks out with the other values refitted, at the loss rise these intervals imply, and widens the
+interval to the union, or marks the value "undetermined" at a prior bound (`FitReport.profiles`).
 """
 from __future__ import annotations
 
