@@ -50,7 +50,7 @@ import numpy as np
 from ..core.errors import GradientError, SimulationError
 from .optim import BFGS, least_squares, optimize, pack, unpack
 from .ties import TIE_RTOL
-from .uncertainty import Direction, Z95, coordinate_names, json_safe, t95
+from .uncertainty import Direction, Z95, _coordinate_info, coordinate_names, json_safe, t95
 
 __all__ = ["ProfileSide", "Profile", "profile_threshold", "profile_intervals", "apply_profiles",
            "profile_targets"]
@@ -167,7 +167,7 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
                       residuals: Optional[Callable[[], np.ndarray]] = None, best_objective: Optional[float] = None,
                       points: int = PROFILE_POINTS, iters: int = PROFILE_ITERS, lr: float = 0.05,
                       tie_rtol: float = TIE_RTOL, deadline: float = math.inf, printer=print) -> dict:
-    """{name: Profile} for the scalar values `names` (see `profile_targets`) of the fit at the
+    """{name: Profile} for the scalar values `names` (True, a name or a list: `profile_targets`) of the fit at the
     Params' current values, which must be those `report` (a FitReport) was made at.
 
     forward, loss: the Tape loss (the other unknowns are refitted by `iters` BFGS steps of trust
@@ -177,10 +177,9 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
     relative rule (module docstring).  deadline: time.time() after which no point starts.
     Progress: one line per point (parameter, value, loss, rise, threshold).  The Params are back at
     the estimate afterwards."""
-    from .uncertainty import _coordinate_info
     _check(points, iters, tie_rtol)
     params = list(params)
-    names = profile_targets(list(names), params) if names else []
+    names = profile_targets(names, params)
     if forward is None and residuals is None:
         raise ValueError("profile_intervals: give forward and loss (a Tape loss) or residuals")
     if (forward is None) != (loss is None):
