@@ -143,6 +143,10 @@ def test_profile_checks_its_arguments(f64):
         tgs.identify(params, forward=counted, loss=loss, residuals=residuals, starts=1, local_starts=1, profile=["mass"])
     with pytest.raises(ValueError, match="profile: expected true, false or a list"):
         tgs.identify(params, forward=counted, loss=loss, starts=1, local_starts=1, profile=3)
+    with pytest.raises(ValueError, match="profile_lr: expected a finite number > 0"):
+        tgs.identify(params, forward=counted, loss=loss, starts=1, local_starts=1, profile=True, profile_lr=0.0)
+    with pytest.raises(ValueError, match="profile_points: expected an integer >= 1, got 0"):
+        tgs.identify(params, forward=counted, loss=loss, starts=1, local_starts=1, profile=True, profile_points=0)
     assert not calls                           # before any rollout
     assert profile_targets(True, params) == ["c", "b"] and profile_targets(None, params) == []
     report = fit_report(residuals, params, noise_floor=SIGMA ** 2)

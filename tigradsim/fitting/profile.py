@@ -53,7 +53,7 @@ from .ties import TIE_RTOL
 from .uncertainty import Direction, Z95, _coordinate_info, coordinate_names, json_safe, t95
 
 __all__ = ["ProfileSide", "Profile", "profile_threshold", "profile_intervals", "apply_profiles",
-           "profile_targets"]
+           "profile_targets", "check_profile_settings"]
 
 PROFILE_POINTS = 5        # points per side at most (the last one on the bound)
 PROFILE_ITERS = 3         # BFGS steps of the other unknowns at each point
@@ -154,7 +154,11 @@ def profile_targets(profile, params) -> list:
     return list(dict.fromkeys(names))
 
 
-def _check(points, iters, tie_rtol):
+def check_profile_settings(points, iters, lr=None, tie_rtol=TIE_RTOL):
+    """A clear error for a bad profile setting (before any rollout)."""
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (
+            lr > 0 and math.isfinite(lr))):
+        raise ValueError(f"profile_lr: expected a finite number > 0 (a trust radius), got {lr!r}")
     for name, v, lo in (("profile_points", points, 1), ("profile_iters", iters, 0)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
             raise ValueError(f"{name}: expected an integer >= {lo}, got {v!r}")
@@ -177,7 +181,7 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
     relative rule (module docstring).  deadline: time.time() after which no point starts.
     Progress: one line per point (parameter, value, loss, rise, threshold).  The Params are back at
     the estimate afterwards."""
-    _check(points, iters, tie_rtol)
+    check_profile_settings(points, iters, lr, tie_rtol)
     params = list(params)
     names = profile_targets(names, params)
     if forward is None and residuals is None:

@@ -164,6 +164,7 @@ class FitSpec:
     profile: object = False
     profile_points: int = 5               # per side at most, the last on the bound
     profile_iters: int = 3                # BFGS steps of the other unknowns at each point
+    profile_lr: Optional[float] = None    # their trust radius (None: polish_lr)
     supervision: str = "mask"
     resolution: Optional[int] = None
     edge_softness: Optional[float] = None   # [NDC^2]; None ("auto"): edge_softness_for_edge(0.8 px) at the render size

@@ -117,7 +117,8 @@ def _check_ties(file, unknowns):
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
                                     "local_starts", "keep", "drop_ratio", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "grid_bias", "rtol",
-                                    "time_budget", "profile", "profile_points", "profile_iters", "supervision", "resolution", "edge_softness", "sigma", "gamma",
+                                    "time_budget", "profile", "profile_points", "profile_iters",
+                                    "profile_lr", "supervision", "resolution", "edge_softness", "sigma", "gamma",
                                     "blur",
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
@@ -160,6 +161,7 @@ def _parse_fit(file, data):
     f.profile = _parse_profile(t)
     f.profile_points = t.integer("profile_points", f.profile_points, minimum=1)
     f.profile_iters = t.integer("profile_iters", f.profile_iters, minimum=0)
+    f.profile_lr = t.number("profile_lr", None, positive=True)
     f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
     f.resolution = t.integer("resolution", None, minimum=4)
     if t.has("edge_softness") and t.has("sigma"):      # sigma: the key's older name
