@@ -158,3 +158,26 @@ def test_profile_checks_its_arguments(f64):
         profile_intervals(params, report, ["b"], residuals=residuals, tie_rtol=math.nan)
     with pytest.raises(ValueError, match="give forward and loss"):
         profile_intervals(params, report, ["b"])
+
+
+def test_a_side_whose_rollouts_blow_up_ends_at_the_last_point_inside(f64):
+    """Past a stability limit (an MPM step's CFL limit) the rollout raises SimulationError: that side ends at
+    the last point below the threshold and says so (the interval may reach further); the other side, flat to
+    its bound, is undetermined.  Here the data do not depend on a at all (flat) and a > 2 blows up."""
+    from tigradsim.core.errors import SimulationError
+    y_np = np.random.default_rng(2).normal(0.0, SIGMA, 10)
+    a = ti.field(float, shape=(), needs_grad=True)
+    a[None] = 0.0
+    params = [tgs.Param(a, "a", lower=-10.0, upper=10.0)]
+
+    def residuals():
+        if a[None] > 2.0:
+            raise SimulationError("the simulation became non-finite")
+        return 0.0 * float(a[None]) - y_np
+
+    report = fit_report(residuals, params, noise_floor=SIGMA ** 2)
+    prof = profile_intervals(params, report, True, residuals=residuals, points=4, printer=lambda s: None)["a"]
+    assert prof.upper.reason == "failed" and prof.lower.reason == "bound" and prof.undetermined
+    assert prof.upper.end == pytest.approx(max(v for v, _r in prof.points)) and 0.0 < prof.upper.end < 2.0
+    assert prof.lower.end == -10.0
+    assert "blew up" in prof.sentence() and "bound -10" in prof.sentence()

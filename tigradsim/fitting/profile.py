@@ -104,12 +104,16 @@ class Profile:
 
     def sentence(self) -> str:
         bounds = [s.end for s in (self.lower, self.upper) if s.reason == "bound"]
+        open_ = [f"past {s.end:.4g} the {'rollouts blew up' if s.reason == 'failed' else 'time budget ran out'}"
+                 f" (the interval may reach further)" for s in (self.lower, self.upper)
+                 if s.reason in ("failed", "time budget")]
         if not bounds:
             return (f"{self.name}: profile interval [{self.lower.end:.4g}, {self.upper.end:.4g}] "
-                    f"(loss rise threshold {self.threshold:.3g})")
+                    f"(loss rise threshold {self.threshold:.3g})" + "".join(f"; {o}" for o in open_))
         side = " and ".join(f"{b:.4g}" for b in bounds)
         return (f"{self.name} is not determined by the data: with the other unknowns refitted, the loss stays "
-                f"within the threshold ({self.threshold:.3g}) out to the prior bound {side}")
+                f"within the threshold ({self.threshold:.3g}) out to the prior bound {side}"
+                + "".join(f"; {o}" for o in open_))
 
     def to_dict(self):
         return json_safe({"name": self.name, "value": self.value, "log_space": self.log_space,
@@ -318,6 +322,8 @@ def apply_profiles(report, profiles: dict) -> None:
         elif e.status == "undetermined":
             # Laplace could not bound it, the profile did on both sides: the data do fix it, non-linearly
             e.status = "ok"
+        if not prof.undetermined and any(s.reason in ("failed", "time budget") for s in (prof.lower, prof.upper)):
+            report.notes.append(prof.sentence())
         if prof.better is not None:
             report.notes.append(f"{name}: the profile found a better fit at {prof.better[0]:.4g} (loss "
                                 f"{-prof.better[1]:.3g} lower): the fit had not converged")
