@@ -320,9 +320,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         are the same.  tie_chi2, tie_rtol: equally good minima (module docstring);
         tie_rtol also judges starts tied on the search (`Identification.search_tied`).
     profile: True, a name or a list of names: profile-likelihood intervals of those scalar values at
-        the best minimum (tigradsim/fitting/profile.py: `profile_points` per side, `profile_iters` BFGS
-        steps of trust radius `profile_lr` (default bfgs_lr) of the others at each); the interval becomes
-        the union, "undetermined" at a bound.
+        the best minimum (fitting/profile.py: `profile_points` a side, `profile_iters` BFGS steps of trust
+        radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).
     """
     params = list(params)
     _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio)
@@ -536,7 +535,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             unpack(params, best.x)
             apply_profiles(best.report, profile_intervals(
                 params, best.report, profiled, forward, loss, residuals, best.objective, profile_points,
-                profile_iters, bfgs_lr if profile_lr is None else profile_lr, tie_rtol, printer=printer if log_every else (lambda *a: None)))
+                profile_iters, bfgs_lr if profile_lr is None else profile_lr, tie_rtol, deadline,
+                printer if log_every else (lambda *a: None)))
         unpack(params, best.x)
     else:
         unpack(params, x_user)
