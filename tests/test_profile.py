@@ -140,7 +140,8 @@ def test_profile_checks_its_arguments(f64):
         forward()
 
     with pytest.raises(ValueError, match="profile: 'mass' is not a scalar parameter"):
-        tgs.identify(params, forward=counted, loss=loss, residuals=residuals, starts=1, local_starts=1, profile=["mass"])
+        tgs.identify(params, forward=counted, loss=loss, residuals=residuals, starts=1, local_starts=1,
+                     profile=["mass"])
     with pytest.raises(ValueError, match="profile: expected true, false or a list"):
         tgs.identify(params, forward=counted, loss=loss, starts=1, local_starts=1, profile=3)
     with pytest.raises(ValueError, match="profile_lr: expected a finite number > 0"):
