@@ -95,6 +95,24 @@ def test_total_mass_unknown_keeps_the_equal_distribution_gradient(f64):
     assert abs(report.analytic[0]) > 1e-9, "zero gradient"
 
 
+def test_scene_total_mass_unknown_keeps_the_equal_shares(tmp_path, f64):
+    """[unknowns."cube.mass"] on a soft object with mass_distribution = "equal": the scene's SoftMassParam
+    writes its value as equal vertex masses."""
+    from tigradsim.scenes.scene_build import Scene, load_scene_footage
+    v, t = box()
+    np.save(tmp_path / "x.npy", v - [0.05, 0.0, 0.05])
+    np.save(tmp_path / "t.npy", t)
+    data = soft_scene(tmp_path, {"nodes": "x.npy", "tets": "t.npy", "mass": 0.3, "mass_distribution": "equal",
+                                 "params": {"mu": 3e3, "lam": 5e3}},
+                      {"cube.mass": {"init": 0.5, "lower": 0.05, "upper": 5.0}})
+    data["simulation"] = {"substeps": 40, "duration": 0.07}
+    spec = parse_scene(data, str(tmp_path / "scene.toml"))
+    scene = Scene(spec, load_scene_footage(spec))
+    assert np.allclose(scene.model.get("particle_mass"), 0.5 / len(v), rtol=1e-14)
+    scene.params[0].write([1.5])
+    assert np.allclose(scene.model.get("particle_mass"), 1.5 / len(v), rtol=1e-14)
+
+
 def _spec(tmp_path, obj=None, substeps=4, mu_init=2e3):
     v, t = tgs.meshes.tet_box(1, 1, 1, size=(0.1, 0.1, 0.1), origin=(0.0, 0.03, 0.0))
     np.save(tmp_path / "x.npy", v)
