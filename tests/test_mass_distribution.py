@@ -172,3 +172,37 @@ def test_compare_mass_distributions_fits_both_and_combines(tmp_path, f64):
     if mu.lower95 is not None:
         assert mu.lower95 == min(r["estimates"]["cube.mu"][1] for r in good)
         assert mu.upper95 == max(r["estimates"]["cube.mu"][2] for r in good)
+
+
+def test_benchmark_combines_the_distributions_fits(monkeypatch):
+    """benchmarks/implicit_damping_fit.py --mass-distributions: one fit per distribution (stood in for by its
+    report here), compared by the ties rule; the combined rows are scored against the truth."""
+    import os
+    import sys
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        import implicit_damping_fit as idf
+    finally:
+        sys.path.remove(bench)
+
+    def report(loss, mu, lam):
+        unknown = lambda v: {"estimate": v, "status": "ok", "ci95": [0.98 * v, 1.02 * v],
+                             "ci95_with_assumptions": [0.97 * v, 1.03 * v], "ci95_with_discrepancy": [0.9 * v, 1.1 * v]}
+        return {"unknowns": {"cube.mu": unknown(mu), "cube.lam": unknown(lam)}, "iou_final": 0.9,
+                "identification": {"minima": [{"report": {"loss": loss, "s2": 1e-3, "residual_count": 500}}]}}
+
+    fits = {"volume": report(309.0, 2368.0, 9226.0), "equal": report(108.0, 3981.0, 9320.0)}
+    truths = {"cube.mu": 4000.0, "cube.lam": 9000.0}
+    monkeypatch.setattr(idf, "fit_one", lambda a, d, dist: ({"rc": 0, "cpu_s": 80.0}, fits[dist], truths))
+    a = types.SimpleNamespace(clip="warp_soft_drop", variant="clean", form="warp", integration="implicit")
+    res = idf.compare_distributions(a, "unused", ["volume", "equal"])
+    assert res["best"] == "equal" and res["equally_good"] == ["equal"] and res["cpu_s"] == 160.0
+    assert res["distributions"]["volume"]["loss_excess"] == pytest.approx(309.0 / 108.0 - 1.0)
+    rows = {r["unknown"]: r for r in res["rows"]}
+    assert rows["cube.mu"]["estimate"] == 3981.0 and rows["cube.mu"]["in_ci95"] is True
+    assert rows["cube.lam"]["ci95"] == [0.98 * 9320.0, 1.02 * 9320.0] and rows["cube.lam"]["in_ci95"] is False
+    fits["volume"] = report(110.0, 2368.0, 9226.0)              # within 5 % of the best: both combined
+    res = idf.compare_distributions(a, "unused", ["volume", "equal"])
+    assert res["equally_good"] == ["equal", "volume"]
+    assert {r["unknown"]: r for r in res["rows"]}["cube.mu"]["ci95"] == [0.98 * 2368.0, 1.02 * 3981.0]
