@@ -2,9 +2,8 @@
 
 A user who weighed the object knows its total mass, not how that mass sits over the mesh's vertices: a
 uniform solid (and Newton's `add_soft_mesh`) lumps it by the tets' volumes, Warp's `add_soft_grid` gives
-every vertex the same share, a real object may be neither.  Measured on Warp's soft-cube clip
-(benchmarks/RESULTS.md, "The mass distribution as a model choice"): fitting Warp's equal-mass footage
-with volume-lumped masses moves mu by up to -41 %.  So, like the contact law (`law_compare`) and the
+every vertex the same share, a real object may be neither.  Measured on Warp's soft-cube clip: fitting
+Warp's equal-mass footage with volume-lumped masses moves mu by up to -41 %.  So, like the contact law (`law_compare`) and the
 material-damping form (`damping_compare`), the distribution is compared rather than assumed:
 `mass_distribution_spec` sets every soft object's `mass_distribution` ("volume" or "equal",
 `tigradsim.physics.fem.MASS_DISTRIBUTIONS`; an object given per-vertex masses keeps them: its distribution
