@@ -42,10 +42,12 @@ def soft_settings(quick):
     return sim, fit
 
 
-def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form, ground=None):
+def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form, ground=None, mass_distribution="volume"):
     """Write scene_dir/scene.toml for a soft clip fitted under damping form `form`; returns (path, truths).
     ground: [ground] keys that are numerics, not facts about the clip (e.g. {"damping_integration": "implicit"},
-    benchmarks/implicit_damping_fit.py); default none."""
+    benchmarks/implicit_damping_fit.py); default none.  mass_distribution: how the weighed total is spread
+    over the vertices, a model choice ("volume", the default and the file's default, or "equal":
+    tigradsim.physics.fem), not a fact of the clip."""
     folder = os.path.join(FOOTAGE, clip)
     truth = json.load(open(os.path.join(folder, "truth.json")))
     frames_folder = noisy_folder(clip, out) if variant == "noisy" else folder
@@ -60,6 +62,8 @@ def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form, ground=
             "mass": float(obj["masses"]["total_mass"]),         # weighed: the total only
             "damping": centre, "damping_model": form, "radius": float(obj["particle_radius"]),
             "position": pose["position"], "rotation": pose["quaternion_xyzw"], "velocity": vel["linear"]}
+    if mass_distribution != "volume":
+        body["mass_distribution"] = mass_distribution
     if any(vel["angular"]):
         body["angular_velocity"] = vel["angular"]
     tables = [("[world]", {"up": "y", "gravity": -float(truth["world"]["gravity"][1])}), ("[simulation]", sim),

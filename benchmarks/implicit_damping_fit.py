@@ -14,8 +14,15 @@ cube.mu and cube.lam (estimate, error, intervals), the nuisance estimates, IoU, 
 --variant noisy / camera are coverage_soft.py's (footage.write_clip_scene); for "camera" the line also gives
 camera_error: the scene's perturbed camera and the fit's refined one against the true camera (degrees, metres).
 
+--mass-distributions volume,equal: the mass distribution as a model choice (tigradsim.physics.fem: the weighed
+total spread by the tets' volumes, or equally over the vertices; footage does not say which the engine or the
+object has).  One fit per distribution (scene dir .../DIST), then `compare_fit_outputs` over cube.mu and
+cube.lam (fitting/ties.py's rule: equally good within 5 % of the best loss) as coverage_soft.py combines
+damping forms: the line gets "distributions" (per distribution: rows, IoU, loss, equally good, CPU s),
+"comparison", and "rows" = the combined estimate scored.  Default: "volume" alone (the line as before).
+
     python3 benchmarks/implicit_damping_fit.py [--clip warp_soft_drop] [--variant clean] [--form warp]
-        [--integration implicit] [--out out/implicit_damping] [--timeout 3000]
+        [--integration implicit] [--mass-distributions volume[,equal]] [--out out/implicit_damping] [--timeout 3000]
 """
 from __future__ import annotations
 
@@ -31,6 +38,9 @@ from coverage import score                                   # noqa: E402
 from coverage_soft import make_soft_scene                    # noqa: E402
 from footage import FOOTAGE, ROOT, camera_pose_error, perturbed_camera, run_fit   # noqa: E402
 
+from tigradsim.fitting.model_selection import FIT_INTERVAL_KEYS, compare_fit_outputs   # noqa: E402
+from tigradsim.physics.fem import MASS_DISTRIBUTIONS                                   # noqa: E402
+
 
 def camera_errors(clip, report):
     """{"scene": (deg, m), "fitted": (deg, m)}: the "camera" variant's perturbed camera and the fit's refined
@@ -42,22 +52,14 @@ def camera_errors(clip, report):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--clip", default="warp_soft_drop")
-    ap.add_argument("--variant", default="clean")
-    ap.add_argument("--form", default="warp")
-    ap.add_argument("--integration", choices=("explicit", "implicit"), default="implicit")
-    ap.add_argument("--out", default=os.path.join(ROOT, "out", "implicit_damping"))
-    ap.add_argument("--timeout", type=float, default=3000.0)
-    a = ap.parse_args(argv)
-    scene_dir = os.path.join(a.out, f"{a.clip}_{a.variant}_{a.form}_{a.integration}")
+def fit_one(a, scene_dir, distribution):
+    """One fit of the clip under `distribution`; its result dict (rows, nuisance, IoU, damping, CPU) and report."""
     scene, truths = make_soft_scene(a.clip, a.variant, "nuisance", scene_dir, a.out, True, a.form,
-                                    ground={"damping_integration": a.integration})
+                                    ground={"damping_integration": a.integration}, mass_distribution=distribution)
     rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), a.timeout, False)
     rep_path = os.path.join(scene_dir, "fit", "estimates.json")
-    res = {"clip": a.clip, "variant": a.variant, "form": a.form, "integration": a.integration, "rc": rc,
-           "cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "log": log}
+    res = {"rc": rc, "cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "log": log}
+    report = None
     if os.path.exists(rep_path):
         report = json.load(open(rep_path))
         res["rows"], res["nuisance"] = score(truths, report)
@@ -67,6 +69,55 @@ def main(argv=None):
             res["camera_error"] = camera_errors(a.clip, report)
     else:
         res["error"] = (last or {}).get("error") or "\n".join(tail)
+    return res, report, truths
+
+
+def compare_distributions(a, base_dir, distributions):
+    """Fit under each mass distribution and combine mu, lam (module docstring)."""
+    per, outputs, truths = {}, {}, None
+    for dist in distributions:
+        per[dist], report, truths = fit_one(a, os.path.join(base_dir, dist), dist)
+        print(f"#   {a.clip}/{a.variant} mass {dist}: rc {per[dist]['rc']}, {per[dist]['cpu_s']} s CPU",
+              file=sys.stderr, flush=True)
+        if report is not None and (report.get("identification") or {}).get("minima"):
+            outputs[dist] = report
+    res = {"clip": a.clip, "variant": a.variant, "form": a.form, "integration": a.integration,
+           "cpu_s": round(sum(e["cpu_s"] for e in per.values()), 1), "distributions": per}
+    if not outputs:
+        res["error"] = "no distribution's fit finished"
+        return res
+    comparison = compare_fit_outputs(outputs, shared=["cube.mu", "cube.lam"])
+    for row in comparison["rows"]:
+        per[row["label"]].update(loss=row["loss"], loss_excess=row["loss_excess"], equally_good=row["equally_good"])
+    combined = {"unknowns": {n: {"estimate": c["estimate"], "status": c["status"],
+                                 **{k: c[k] for k in FIT_INTERVAL_KEYS}} for n, c in comparison["combined"].items()}}
+    res["rows"], _ = score(truths, combined)
+    res.update(comparison=comparison, best=comparison["best"], equally_good=comparison["equally_good"])
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--clip", default="warp_soft_drop")
+    ap.add_argument("--variant", default="clean")
+    ap.add_argument("--form", default="warp")
+    ap.add_argument("--integration", choices=("explicit", "implicit"), default="implicit")
+    ap.add_argument("--out", default=os.path.join(ROOT, "out", "implicit_damping"))
+    ap.add_argument("--timeout", type=float, default=3000.0)
+    ap.add_argument("--mass-distributions", default="volume",
+                    help="comma-separated: " + ", ".join(MASS_DISTRIBUTIONS) + " (more than one: fit each, combine)")
+    a = ap.parse_args(argv)
+    distributions = [d.strip() for d in a.mass_distributions.split(",") if d.strip()]
+    bad = [d for d in distributions if d not in MASS_DISTRIBUTIONS]
+    if bad or not distributions:
+        ap.error(f"--mass-distributions: expected names among {', '.join(MASS_DISTRIBUTIONS)}, got {a.mass_distributions!r}")
+    scene_dir = os.path.join(a.out, f"{a.clip}_{a.variant}_{a.form}_{a.integration}")
+    if distributions != ["volume"]:
+        res = compare_distributions(a, scene_dir, distributions)
+        print(json.dumps(res))
+        return 0 if "rows" in res else 1
+    one, _, _ = fit_one(a, scene_dir, "volume")
+    res = {"clip": a.clip, "variant": a.variant, "form": a.form, "integration": a.integration, **one}
     print(json.dumps(res))
     return 0 if "rows" in res else 1
 

@@ -6,9 +6,11 @@ engine's equal node masses give it) against truth.json's trajectory.
 The scene is coverage_soft.py's with the truth put in: the material (mu, lam, damping and its form), the ground's
 contact constants and law (Warp: ke 1e4, kd 10, kf 100, mu 0.6, damping not capped: "uncapped"), and the masses
 either as the engine's per-node masses (node_mass: isolates the contact) or the total spread by volume (what the
-fits use: the corner vertices are then 5.5 g, a sixth of the engine's).  Prints a table and one JSON line.
+fits use: the corner vertices are then 5.5 g, a sixth of the engine's), or with --masses ...,equal the total
+spread equally over the vertices (`mass_distribution = "equal"`: Warp's add_soft_grid's distribution; on Newton's
+clip, whose engine lumps by volume, the wrong one).  Prints a table and one JSON line.
 
-    python3 benchmarks/implicit_damping_truth.py [--clip warp_soft_drop]
+    python3 benchmarks/implicit_damping_truth.py [--clip warp_soft_drop] [--masses engine,volume,equal]
 """
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ def truth_spec(clip, scene_dir, masses, integration, substeps):
             if isinstance(truth["object"]["node_mass"], list) else \
             np.full(len(obj.vertices), float(truth["object"]["masses"]["node_mass"]))
         obj.mass = obj.density = None
+    elif masses == "equal":
+        obj.mass_distribution = "equal"
     spec.substeps, spec.dt = substeps, None
     spec.unknowns = []
     return spec, truth
@@ -82,6 +86,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clip", default="warp_soft_drop")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "implicit_damping_truth"))
+    ap.add_argument("--masses", default=None,
+                    help="comma-separated rows among engine, volume, equal (default: engine where the clip has "
+                         "per-node masses, and volume)")
     a = ap.parse_args(argv)
     import tigradsim as tgs
     tgs.init(arch="cpu", precision="f32")
@@ -91,6 +98,12 @@ def main(argv=None):
     # "engine": the engine's own per-node masses where they differ from a volume lumping (Warp's add_soft_grid);
     # Newton's clip lumps by volume, as tigradsim does, so "volume" is its engine's masses
     mass_rows = ("engine", "volume") if "node_mass" in truth["object"] else ("volume",)
+    if a.masses:
+        mass_rows = [m.strip() for m in a.masses.split(",") if m.strip()]
+        bad = [m for m in mass_rows if m not in ("engine", "volume", "equal")
+               or (m == "engine" and "node_mass" not in truth["object"])]
+        if bad or not mass_rows:
+            ap.error(f"--masses: expected engine (clips with per-node masses), volume, equal; got {a.masses!r}")
     for masses in mass_rows:
         for integration, substeps in (("explicit", 112), ("implicit", 112), ("explicit", engine_substeps),
                                       ("implicit", engine_substeps)):

@@ -25,10 +25,14 @@ volume, a = -0.1 10 % less.  It must stay > -1; the kernel clamps it at
 (added to `tet_activation[e]` at step t).
 
 Masses (`node_masses`): exactly one of `density` [kg/m^3] (the default, 10), `mass` (the
-mesh's total [kg], spread like a density would be) or `node_mass` (per vertex [kg]: a
-scalar gives every vertex the same mass, as Warp's `add_soft_grid` does, or an array
-(V,)).  A density or total mass is lumped: each vertex gets a quarter of density * V of
-each tet it belongs to.  Vertices that are `fixed` get mass 0 and never move.  The
+mesh's total [kg]) or `node_mass` (per vertex [kg]: a scalar gives every vertex the same
+mass, or an array (V,)).  A density or total mass is spread over the vertices by the
+mesh's `mass_distribution`, a model choice (engines and real objects differ, and footage
+does not say which; `tigradsim.scenes.mass_compare` fits under both and compares):
+"volume" (the default: lumped, each vertex gets a quarter of density * V of each tet it
+belongs to, as a uniform solid and Newton's `add_soft_mesh` have) or "equal" (every vertex
+total / V_count, as Warp's `add_soft_grid` gives).  Vertices that are `fixed` get mass 0
+and never move (their share is not handed to the free ones, under either distribution).  The
 handle keeps the masses as built (`SoftMesh.node_mass`, `.volume`), so that a fit can
 scale them by one unknown (`tigradsim.fitting.soft_mass.SoftMassParam`: the total
 mass or the mean density).
@@ -84,6 +88,8 @@ class SoftMesh:
     material: the material name.  index: the mesh's number in the builder.
     node_mass: (V,) [kg] the vertices' masses as built (fixed vertices included: in the
         model's particle_mass they are 0).  volume: the rest volume [m^3].
+    mass_distribution: how a density or total mass was spread ("volume", "equal"; "given"
+        for node_mass=).
     """
 
     particle_start: int
@@ -98,6 +104,7 @@ class SoftMesh:
     node_mass: np.ndarray = dc_field(default=None, repr=False)
     volume: float = 0.0
     damping_model: str = "deformation_rate"
+    mass_distribution: str = "volume"
 
     @property
     def mass(self) -> float:
@@ -116,18 +123,37 @@ def lumped_masses(vertex_count, tets, volumes, density):
 DEFAULT_DENSITY = 10.0
 
 
-def node_masses(vertex_count, tets, volumes, density=None, mass=None, node_mass=None):
+# how a density or total mass is spread over a mesh's vertices (module docstring)
+MASS_DISTRIBUTIONS = ("volume", "equal")
+
+
+def check_mass_distribution(mass_distribution, node_mass=None) -> str:
+    """The distribution's name, or ValueError naming the argument: not one of MASS_DISTRIBUTIONS, or a
+    distribution other than the default given with per-vertex masses (which are the distribution)."""
+    if not isinstance(mass_distribution, str) or mass_distribution not in MASS_DISTRIBUTIONS:
+        raise ValueError(f"mass_distribution: expected one of {', '.join(repr(d) for d in MASS_DISTRIBUTIONS)}, "
+                         f"got {mass_distribution!r}")
+    if node_mass is not None and mass_distribution != "volume":
+        raise ValueError(f"mass_distribution: {mass_distribution!r} spreads a density or a total mass; with "
+                         "node_mass= the per-vertex masses are given (leave mass_distribution out)")
+    return mass_distribution
+
+
+def node_masses(vertex_count, tets, volumes, density=None, mass=None, node_mass=None, mass_distribution="volume"):
     """Per-vertex masses (V,) [kg] from exactly one of:
 
-    density: [kg/m^3] > 0, lumped (`lumped_masses`); the default (`DEFAULT_DENSITY`) when none is given.
-    mass: the total [kg] > 0, spread as a uniform density would be (density = mass / total volume).
+    density: [kg/m^3] > 0; the default (`DEFAULT_DENSITY`) when none is given.
+    mass: the total [kg] > 0.
     node_mass: [kg] > 0 per vertex: a scalar (every vertex the same) or an array (vertex_count,).
-    Raises ValueError naming the argument (more than one given, <= 0, NaN / inf, wrong shape),
-    TypeError for a non-numeric value.
+    A density (total = density x the rest volume) or a total mass is spread by `mass_distribution`:
+    "volume" (lumped, `lumped_masses`) or "equal" (total / vertex_count each).
+    Raises ValueError naming the argument (more than one given, <= 0, NaN / inf, wrong shape, an unknown
+    distribution or one given with node_mass), TypeError for a non-numeric value.
     """
     given = [k for k, v in (("density", density), ("mass", mass), ("node_mass", node_mass)) if v is not None]
     if len(given) > 1:
         raise ValueError(f"give one of density=, mass= and node_mass=, got {' and '.join(given)}")
+    check_mass_distribution(mass_distribution, node_mass)
     if node_mass is not None:
         m = as_array("node_mass", node_mass)
         if m.ndim == 0:
@@ -136,10 +162,15 @@ def node_masses(vertex_count, tets, volumes, density=None, mass=None, node_mass=
             raise ValueError(f"node_mass: expected a scalar or shape ({vertex_count},) (one per vertex), "
                              f"got shape {m.shape}")
         return check_positive("node_mass", m).astype(np.float64)
+    volume = float(np.sum(volumes))
     if mass is not None:
         total = float(check_positive("mass", as_array("mass", mass, shape=())))
-        return lumped_masses(vertex_count, tets, volumes, total / float(np.sum(volumes)))
-    rho = DEFAULT_DENSITY if density is None else float(check_positive("density", as_array("density", density, shape=())))
+        rho = total / volume
+    else:
+        rho = DEFAULT_DENSITY if density is None else float(check_positive("density", as_array("density", density, shape=())))
+        total = rho * volume
+    if mass_distribution == "equal":
+        return np.full(vertex_count, total / vertex_count)
     return lumped_masses(vertex_count, tets, volumes, rho)
 
 
@@ -152,7 +183,8 @@ class TetMeshes:
 
     def add(self, builder, mesh, tets=None, material="neo_hookean", params=None, density=None, damping=0.0,
             share_params=True, velocity=(0.0, 0.0, 0.0), radius=0.01, fixed=None, lame=None,
-            young_poisson=None, mass=None, node_mass=None, damping_model="deformation_rate") -> SoftMesh:
+            young_poisson=None, mass=None, node_mass=None, damping_model="deformation_rate",
+            mass_distribution="volume") -> SoftMesh:
         """Add a tetrahedral solid.
 
         Args:
@@ -163,8 +195,11 @@ class TetMeshes:
                 missing ones take the material's defaults; "damping" may be given here too.
                 For neo_hookean, mu and lam are NOT the Lame parameters: pass `lame=(mu_L, lam_L)`
                 or `young_poisson=(E, nu)` to convert (`material.from_lame`).
-            density: [kg/m^3] > 0 (default 10); masses are lumped from it and the rest volumes.
-            mass: instead of density, the total mass [kg] > 0 (lumped the same way).
+            density: [kg/m^3] > 0 (default 10); total = density x the rest volume.
+            mass: instead of density, the total mass [kg] > 0.
+            mass_distribution: how the density's or mass's total is spread over the vertices:
+                "volume" (default; a quarter of each adjacent tet's mass) or "equal" (total / V
+                each, as Warp's add_soft_grid); not with node_mass.
             node_mass: instead of density, per-vertex masses [kg] > 0: a scalar (every vertex
                 the same) or (V,).  Give at most one of density, mass and node_mass.
             damping: >= 0, the material damping coefficient of `damping_model`.
@@ -199,7 +234,8 @@ class TetMeshes:
             err = IndexError if "out of range" in str(exc) else ValueError
             raise err(f"tets: {exc}") from None
         n = len(vertices)
-        masses = node_masses(n, tets, volumes, density=density, mass=mass, node_mass=node_mass)
+        masses = node_masses(n, tets, volumes, density=density, mass=mass, node_mass=node_mass,
+                             mass_distribution=mass_distribution)
         form = damping_model_code(damping_model)
         vel = as_array("velocity", velocity)
         if vel.shape == (3,):
@@ -238,7 +274,8 @@ class TetMeshes:
         handle = SoftMesh(particle_start=start, particle_count=n, tet_count=len(tets),
                           faces=(boundary_faces(tets) + start).astype(np.int32), param_rows=range(first_row, first_row + rows),
                           material=mat.name, index=len(self.meshes), local_tets=tets.astype(np.int64),
-                          node_mass=masses, volume=float(np.sum(volumes)), damping_model=damping_model)
+                          node_mass=masses, volume=float(np.sum(volumes)), damping_model=damping_model,
+                          mass_distribution="given" if node_mass is not None else mass_distribution)
         self.meshes.append((handle, vertices, volumes))
         return handle
 

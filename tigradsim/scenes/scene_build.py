@@ -266,6 +266,7 @@ class Scene:
             vel = obj.velocity + np.cross(obj.angular_velocity, x - com)
             return b.add_soft_mesh((x @ M.T, obj.tets), material=obj.material, params=obj.params,
                                    density=obj.density, mass=obj.mass, node_mass=obj.node_mass,
+                                   mass_distribution=obj.mass_distribution,
                                    damping=obj.damping, damping_model=obj.damping_model, velocity=vel @ M.T,
                                    radius=obj.contact_radius)
         except (ValueError, TypeError, IndexError, KeyError) as exc:

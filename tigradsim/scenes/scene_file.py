@@ -53,7 +53,9 @@ Sections (see demos/scenes/*.toml for complete examples):
                    tet_box = {cells = [nx, ny, nz], size = [sx, sy, sz]} or
                    tet_ball = {radius = r, resolution = 2}; material, params = {...},
                    one of density (kg/m^3), mass (total kg) and node_mass (kg per vertex: a number
-                   for every vertex alike, a list, or "m.npy"); damping, damping_model =
+                   for every vertex alike, a list, or "m.npy"); mass_distribution = "volume"
+                   (default: lumped from the tets' volumes) | "equal" (mass / vertex count each)
+                   spreads a mass or density; damping, damping_model =
                    "deformation_rate" | "warp" | "rayleigh_stiffness" | "rayleigh_mass"
                    (tigradsim.physics.damping);
                    radius (contact radius of the vertices)

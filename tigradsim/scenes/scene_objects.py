@@ -17,7 +17,7 @@ _RIGID_KEYS = _COMMON_OBJ + ("mesh", "box", "mass", "density", "scale", "contact
     CONTACT_PARAMS
 
 _SOFT_KEYS = _COMMON_OBJ + ("tetgen", "mesh", "nodes", "tets", "tet_box", "tet_ball", "material", "params", "density",
-                            "mass", "node_mass", "damping", "damping_model", "radius", "scale")
+                            "mass", "node_mass", "mass_distribution", "damping", "damping_model", "radius", "scale")
 
 
 def _quaternion(t: _Table, key):
@@ -232,8 +232,13 @@ def _parse_soft(t, base, obj):
     mass_key = _one_of(t, ("density", "mass", "node_mass"))
     if mass_key == "node_mass":
         obj.node_mass = _node_mass(t, base, len(obj.vertices))
+        if t.has("mass_distribution"):
+            t.fail("mass_distribution", "node_mass gives the per-vertex masses themselves: mass_distribution "
+                                        "spreads a mass or density (leave it out)")
     else:
         setattr(obj, mass_key, t.number(mass_key, positive=True))
+    from ..physics.fem import MASS_DISTRIBUTIONS
+    obj.mass_distribution = t.string("mass_distribution", "volume", choices=MASS_DISTRIBUTIONS)
     obj.contact_radius = t.number("radius", 0.01, nonnegative=True)
 
 

@@ -43,6 +43,7 @@ class ObjectSpec:
     damping: float = 0.0
     damping_model: str = "deformation_rate"
     node_mass: Optional[np.ndarray] = None   # soft: per-vertex masses [kg] (instead of mass / density)
+    mass_distribution: str = "volume"        # soft: how mass / density is spread: "volume" or "equal" (physics/fem.py)
     bending: float = 0.0                     # cloth: bending stiffness per edge [N m/rad^2] (scene_cloth.py)
     bending_damping: float = 0.0             # cloth: [N m s/rad^2]
     position: np.ndarray = field(default_factory=lambda: np.zeros(3))

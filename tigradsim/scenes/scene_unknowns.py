@@ -281,7 +281,7 @@ def nuisance_unknowns(spec) -> list:
 
 def soft_contact_caps(spec) -> dict:
     """{"ke": N/m, "kd": N s/m, "kf": N s/m}: the largest ground constants a soft object's lightest vertex
-    (mass m, as the builder lumps it: from `mass` or `density` by the tets' volumes, or `node_mass`) can
+    (mass m, as the builder spreads it: `mass` or `density` by its mass_distribution, or `node_mass`) can
     take at the scene's step dt within the stability pre-flight's safe limit (`tigradsim.core.stability`:
     dt <= 0.5 x 4 / (gamma + sqrt(gamma^2 + 4 omega^2))) with all three at their cap at once:
     ke = 0.5 m / dt^2 and kd = kf = 0.5 m / dt (omega = 0.71 / dt, gamma = 0.5 / dt: the safe limit is
@@ -302,14 +302,11 @@ def soft_contact_caps(spec) -> dict:
 
 
 def _soft_vertex_masses(obj):
-    """(V,) vertex masses [kg] of a soft ObjectSpec: node_mass, or a quarter of each adjacent tet's mass
-    (density x volume; a total mass spread by volume), as the builder lumps them."""
-    if obj.node_mass is not None:
-        return np.asarray(obj.node_mass, dtype=np.float64)
+    """(V,) vertex masses [kg] of a soft ObjectSpec as the builder spreads them (`physics.fem.node_masses`):
+    node_mass, or the density's or total mass's spread by the object's mass_distribution."""
+    from ..physics.fem import node_masses
     x = np.asarray(obj.vertices, dtype=np.float64)
     t = np.asarray(obj.tets, dtype=np.int64)
     vol = np.abs(np.linalg.det(x[t[:, 1:]] - x[t[:, :1]])) / 6.0
-    share = np.zeros(len(x))
-    np.add.at(share, t.ravel(), np.repeat(vol / 4.0, 4))
-    density = obj.density if obj.density is not None else obj.mass / vol.sum()
-    return density * share
+    return node_masses(len(x), t, vol, density=obj.density, mass=obj.mass, node_mass=obj.node_mass,
+                       mass_distribution=getattr(obj, "mass_distribution", "volume"))
