@@ -322,6 +322,14 @@ def test_add_rigid_body_takes_damping_integration():
     laws = sorted(t.law.damping_integration for t in model.force_terms if type(t).__name__ == "RigidGroundContact")
     assert laws == ["explicit", "implicit"]
     np.testing.assert_array_equal(model.body_contact_point_count.to_numpy(), [8, 8])
+    # a body without its own option takes the ground's ([ground] damping_integration in a scene file)
+    b = tgs.SceneBuilder()
+    b.add_ground(damping_integration="implicit")
+    b.add_rigid_body(v, f, position=(0.0, 0.2, 0.0), contact_points=v[:4])
+    model = b.finalize(requires_grad=False)
+    assert [t.law.damping_integration for t in model.force_terms if type(t).__name__ == "RigidGroundContact"] == \
+        ["implicit"]
+    np.testing.assert_array_equal(model.body_contact_point_count.to_numpy(), [4])
 
 
 def _stacked_boxes(integration, kd):
