@@ -382,6 +382,7 @@ def _cube_on_box(integration, steps=300):
     return qd[:, 1] - qd[:, 0], sim.stability_report(), flagged
 
 
+@pytest.mark.slow
 def test_light_cube_on_a_box_settles_implicitly(f64):
     """Body-body contact (corners, `BodyBodyContact`) with implicit damping: the pair's effective mass (both
     bodies' split w summed) keeps a 50 g cube with the pair's kd = kf = 100 N s/m from chattering on the box."""
@@ -417,6 +418,7 @@ def _vertex_on_box(integration, steps=300):
     return rel, sim.stability_report(), flagged
 
 
+@pytest.mark.slow
 def test_light_vertex_on_a_box_settles_implicitly(f64):
     """Particle-body contact (`coupling.ParticleBodyContact`) with implicit damping: flagged and chattering
     explicitly, within the pre-flight and at rest on the box implicitly."""
