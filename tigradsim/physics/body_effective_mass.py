@@ -10,20 +10,22 @@ along the unit direction d at the rate
 is a point of mass 1 / w along d.  w depends on the body's orientation (through R) and on the direction: the
 normal n for kd, the slip direction v_t / |v_t| for kf (the friction force is -k_t v_t, along the slip).
 
-Mass splitting. A body touches through several points at once (a box on the ground: 4 corners), and their dampers
-act on the same body: backward Euler per point at 1 / w is then NOT unconditionally stable for the body's modes. As
-k -> inf, dt k_eff w -> 1 per point, and the step multiplies a mode's velocity by 1 - sum of the points' shares of
-it: a 5 cm cube's spin on its 4 bottom corners loses 2.18 x its velocity a step (it flips sign and grows, held only
+Mass splitting.  A body touches through several points at once (a box on the ground: 4 corners), and their
+dampers act on the same body: backward Euler per point at 1 / w is then NOT unconditionally stable for the body's
+modes.  As k -> inf, dt k_eff w -> 1 per point, and the step multiplies a mode's velocity by 1 - (the sum of the
+points' shares of it): a 5 cm cube's spin on its 4 bottom corners by 1 - 2.18 (it flips sign and grows, held only
 by the Coulomb cap; measured: a 50 g cube with kf = 100 N s/m at 960 steps/s chatters as the explicit step does),
-and a thin stick on its 4 bottom corners pitches with 2.18 under kd alone. So each point takes its body's mass
+and a thin stick's pitch on its 4 bottom corners by 1 - 2.18 under kd alone.  So each point takes its body's mass
 split over the body's P contact points (Tonge, Benevolenski and Voroshilov, "Mass splitting for jitter-free
-parallel rigid body simulation", SIGGRAPH 2012): w_split = P w, and k_eff = k / (1 + dt k w_split). Then the
-damping matrix's largest eigenvalue over every mode of the body is below 1 / dt whenever at most P of its points
-touch (Cauchy-Schwarz: for contacts i with weights c_i = dt k_eff,i, y^T dt M^-1/2 D M^-1/2 y = sum_i c_i (u_i .
-y)^2 <= sum_i c_i w_split,i (|y_a|^2 / P_a + |y_b|^2 / P_b) < sum_bodies |y_b|^2 N_b / P_b, N_b its touching
-contacts): unconditionally stable as a particle's, a little more damped per point than needed when fewer touch (a
-box resting on 4 of its 8 corners), the same physics as dt -> 0. A body with many contact points (a mesh's
-vertices) gets a small share each: give it `contact_points` where that matters.
+parallel rigid body simulation", SIGGRAPH 2012): w_split = P w, and k_eff = k / (1 + dt k w_split).  Then, with
+D the dampers' matrix (each touching contact's normal damper kd and slip damper kf, rank one each, c_i = dt k_eff,i,
+u_i = M^-1/2 J_i^T), Cauchy-Schwarz gives y^T dt M^-1/2 D M^-1/2 y = sum_i c_i (u_i . y)^2 <= sum_i c_i w_split,i
+(|y_a|^2 / P_a + |y_b|^2 / P_b) < sum_bodies |y_b|^2 N_b / P_b, N_b the dampers on body b: every mode of the body
+loses less than its whole velocity in a step (no overshoot) while N_b <= P_b (a box resting on 4 of its 8 corners:
+4 normal + 4 slip dampers), and less than twice it (Jury's damping limit) while N_b < 2 P_b (the box on the ground
+under another box).  The price: when fewer points touch than P, k_eff is smaller than it need be (kd_eff =
+k / (1 + 8 x) on a box's 4 resting corners), the same physics as dt -> 0.  A body with many contact points (a
+mesh's vertices) gets a small share each: give it `contact_points` where that matters.
 
 A pair of bodies a, b touching at one point: w = P_a w_a(r_a, d) + P_b w_b(r_b, d) (the relative velocity's rate
 is the sum; a static collider or the ground adds nothing); a particle i against a body: 1 / m_i + P_b w_b (a
