@@ -5,11 +5,14 @@ kd and kf applied as k / (1 + dt k w_split), w_split = P (1 / m + (r x d)^T I_wo
 * the force against the formula: the explicit force with the effective coefficients from a numpy effective mass,
   for every law, a body point against a static surface and a pair of bodies; its Tape gradient against central
   differences (pose, arm, normal, velocity, constants, mass, inertia, dt);
-* a rollout gradient (f64, random directions) of a box sliding and spinning down a plane collider with implicit
-  damping in the regime where it matters (dt k w_split ~ 1-3) w.r.t. ke, kd, kf, mu, the initial state and mass;
+* rollout gradients (f64, random directions) with implicit damping in the regime where it matters (dt k w_split
+  ~ 1-3): a box sliding and spinning down a plane collider (ke, kd, kf, mu, the initial state and mass) and a box
+  resting and spinning on a box (the pair's constants, masses, initial states);
 * a 50 g cube with kd = 100 N s/m, and one with kf = 100 N s/m, at 32 steps a 30 fps frame: flagged and chattering
-  explicitly, within the pre-flight and settling implicitly (the kf case is what the mass split is for);
-* the ground and a plane collider y = 0 give the same motion; implicit and explicit agree as dt -> 0.
+  explicitly, within the pre-flight and settling implicitly (the kf case is what the mass split is for); the same
+  cube on a box (body-body) and a 5 g vertex on a box (particle-body);
+* every rigid pairing's pre-flight row; the ground and a plane collider y = 0 give the same motion; implicit and
+  explicit agree as dt -> 0; add_rigid_body's option and the ground's reaching the body.
 
 As in test_implicit_damping.py, FD scenes keep every bottom corner in contact for the whole rollout (checked).
 """
