@@ -25,9 +25,11 @@ dt <= SAFETY * dt_limit (SAFETY = 0.5) for the worst element of every term:
 * rigid contact, per contact point r (from the centre of mass): the same with the body's
   effective mass there, 1 / m_eff = 1 / m + |r x n|^2_{I^-1} <= 1 / m + |r|^2 / lambda_min(I)
   (the bound over every orientation, so a tumbling body is covered); under damping_integration="implicit" the
-  force steps kd and kf at the exact 1 / m_eff along the normal and the slip (`physics.body_effective_mass`),
-  so they are unconditionally stable as a particle's, and the row is the ke mode's with the bound for w (the
-  largest gamma_eff dt, the tightest ke limit); body-body, box-edge and particle-body rows likewise;
+  force steps kd and kf at the exact 1 / m_eff along the normal and the slip with the body's mass split over
+  its P contact points, k_eff = k / (1 + dt k P / m_eff) (`physics.body_effective_mass`: without the split the
+  points touching at once are not stable together), so they are unconditionally stable as a particle's, and the
+  row is the ke mode's with gamma_eff dt = x / (1 + P x), x = dt kd w at the bound for w (the largest gamma_eff
+  dt, the tightest ke limit); body-body, box-edge and particle-body rows likewise (`contact_row`'s split);
 * springs (and cloth anchors): omega^2 = k (1/m_i + 1/m_j), gamma = c (1/m_i + 1/m_j) (the exact
   frequency of the two-particle mode; a pinned particle has 1/m = 0);
 * tets: the element stiffness of a plane wave is M V grad N_i . grad N_j with M = lam + 2 mu the

@@ -82,8 +82,8 @@ damping_integration="explicit" (the default) or "implicit": how the velocity-lin
   (`contact_force_along`), a pair of bodies the sum of both bodies' w, a particle against a body 1 / m_i + w
   (`tigradsim.physics.body_effective_mass`, differentiable), each body's w times its contact point count P
   (its mass split over its points: the points touching at once share the body, and without the split the
-  body's modes are not unconditionally stable; that module says why).  Their pre-flight rows take the orientation-free
-  bound 1 / m + |r|^2 / lambda_min(I) for w, the largest damping fraction.  Opt-in, default "explicit": the
+  body's modes are not unconditionally stable; that module says why).  Their pre-flight rows take the
+  orientation-free bound 1 / m + |r|^2 / lambda_min(I) for w, the largest damping fraction.  Opt-in, default "explicit": the
   implicit coefficient is the explicit one times
   1 / (1 + dt k / m), 33-50 % less at the largest kd, kf the explicit pre-flight accepts (dt k / m = 0.5-1),
   so switching the default would move every existing result and test tolerance; "implicit" is what a scene
