@@ -24,7 +24,12 @@ dt <= SAFETY * dt_limit (SAFETY = 0.5) for the worst element of every term:
   (a row per collider);
 * rigid contact, per contact point r (from the centre of mass): the same with the body's
   effective mass there, 1 / m_eff = 1 / m + |r x n|^2_{I^-1} <= 1 / m + |r|^2 / lambda_min(I)
-  (the bound over every orientation, so a tumbling body is covered);
+  (the bound over every orientation, so a tumbling body is covered); under damping_integration="implicit" the
+  force steps kd and kf at the exact 1 / m_eff along the normal and the slip with the body's mass split over
+  its P contact points, k_eff = k / (1 + dt k P / m_eff) (`physics.body_effective_mass`: without the split the
+  points touching at once are not stable together), so they are unconditionally stable as a particle's, and the
+  row is the ke mode's with gamma_eff dt = x / (1 + P x), x = dt kd w at the bound for w (the largest gamma_eff
+  dt, the tightest ke limit); body-body, box-edge and particle-body rows likewise (`contact_row`'s split);
 * springs (and cloth anchors): omega^2 = k (1/m_i + 1/m_j), gamma = c (1/m_i + 1/m_j) (the exact
   frequency of the two-particle mode; a pinned particle has 1/m = 0);
 * tets: the element stiffness of a plane wave is M V grad N_i . grad N_j with M = lam + 2 mu the
@@ -219,10 +224,15 @@ def _scalar(model, name):
     return float(np.asarray(getattr(model, name).to_numpy(), dtype=np.float64))
 
 
+def implicit_dt(law, dt):
+    """dt [s] where `law` (a `ContactLaw`, or None) steps kd and kf implicitly (`ContactLaw.implicit`) and dt is
+    known, else None: the `implicit_dt` of `contact_row`."""
+    return dt if dt is not None and law is not None and getattr(law, "implicit", False) else None
+
+
 def _implicit_dt(term, dt):
     """dt [s] where the term's contact law steps kd and kf implicitly (`ContactLaw.implicit`), else None."""
-    law = getattr(term, "law", None)
-    return dt if law is not None and getattr(law, "implicit", False) else None
+    return implicit_dt(getattr(term, "law", None), dt)
 
 
 def _ground(model, term, dt=None):
@@ -233,23 +243,26 @@ def _ground(model, term, dt=None):
                          implicit_dt=_implicit_dt(term, dt))]
 
 
-def _contact_row(name, what, index, w, ke, kd, kf, describe, implicit_dt=None):
+def _contact_row(name, what, index, w, ke, kd, kf, describe, implicit_dt=None, split=1.0):
     """Normal (ke, kd) and tangential (kf) modes per point of inverse (effective) mass w.  implicit_dt: the step
     [s] of a law with damping_integration="implicit" (module docstring: kd, kf unconditionally stable, the ke
-    mode's limit sqrt(4 - 2 gamma_eff dt) / omega), None for explicit."""
+    mode's limit sqrt(4 - 2 gamma_eff dt) / omega), None for explicit.  split: the factor >= 1 the implicit
+    coefficient takes w with (a rigid body's mass split over its contact points, `physics.body_effective_mass`:
+    kd_eff = kd / (1 + dt kd w split)), per point or one for all."""
     if len(index) == 0:
         return None
     ke, kd, kf = (np.broadcast_to(np.asarray(x, dtype=np.float64), w.shape) for x in (ke, kd, kf))
     if implicit_dt is not None:
         x = implicit_dt * kd * w
-        b = x / (1.0 + x)                             # gamma_eff dt < 1 for every kd
+        split = np.broadcast_to(np.asarray(split, dtype=np.float64), w.shape)
+        b = x / (1.0 + split * x)                     # gamma_eff dt < 1 / split <= 1 for every kd
         omega = np.sqrt(ke * w)
         with np.errstate(divide="ignore"):
             lim = np.where(omega > 0, np.sqrt(4.0 - 2.0 * b) / np.where(omega > 0, omega, 1.0), np.inf)
         k = int(np.argmin(lim))
         return StabilityRow(name, f"{what} {int(index[k])}", float(omega[k]), float(b[k] / implicit_dt), float(lim[k]),
                             f"ke = {ke[k]:.4g} N/m; kd = {kd[k]:.4g}, kf = {kf[k]:.4g} N s/m implicit (unconditionally "
-                            f"stable, kd_eff = {kd[k] / (1.0 + x[k]):.4g} N s/m at this dt), {describe(k)}")
+                            f"stable, kd_eff = {kd[k] / (1.0 + split[k] * x[k]):.4g} N s/m at this dt), {describe(k)}")
     omega, gamma_n, gamma_t = np.sqrt(ke * w), kd * w, kf * w
     tangential = explicit_dt_limit(0.0, gamma_t) < explicit_dt_limit(omega, gamma_n)
     omega = np.where(tangential, 0.0, omega)
@@ -389,6 +402,12 @@ def _bending(model, term, dt=None):
                                                  f"{K[verts[j]]:.4g} N/m, vertex mass {m[verts[j]]:.4g} kg", verts)]
 
 
+def body_point_counts(model) -> np.ndarray:
+    """(B,) each rigid body's contact point count: the mass split of implicit damping
+    (`physics.body_effective_mass`)."""
+    return model.body_contact_point_count.to_numpy().astype(np.float64)
+
+
 def _contact_point_inv_mass(model):
     """Per contact point: its body, the bound on its inverse effective mass (module docstring), the body
     masses and |r|^2."""
@@ -405,7 +424,8 @@ def _rigid_contact(model, term, dt=None):
     ke, kd, kf = (getattr(model, f"body_{k}").to_numpy().astype(np.float64)[body] for k in ("ke", "kd", "kf"))
     return [_contact_row(type(term).__name__, "contact point", np.arange(len(body)), w, ke, kd, kf,
                          lambda c: f"body {body[c]} of mass {mass[body[c]]:.4g} kg, effective mass "
-                                   f"{1 / w[c]:.4g} kg at |r| = {math.sqrt(r2[c]):.4g} m")]
+                                   f"{1 / w[c]:.4g} kg at |r| = {math.sqrt(r2[c]):.4g} m",
+                         implicit_dt=_implicit_dt(term, dt), split=body_point_counts(model)[body])]
 
 
 def _collider_params(model, c):
@@ -427,7 +447,8 @@ def _rigid_colliders(model, term, dt=None):
     return [_contact_row(f"{type(term).__name__}[collider {c}]", "contact point", np.arange(len(body)), w,
                          *_collider_params(model, c),
                          lambda p: f"body {body[p]} of mass {mass[body[p]]:.4g} kg, effective mass "
-                                   f"{1 / w[p]:.4g} kg at |r| = {math.sqrt(r2[p]):.4g} m")
+                                   f"{1 / w[p]:.4g} kg at |r| = {math.sqrt(r2[p]):.4g} m",
+                         implicit_dt=_implicit_dt(term, dt), split=body_point_counts(model)[body])
             for c in term.member_ids]
 
 

@@ -10,6 +10,8 @@ shape (`body_shapes`, `shapes.ShapeTable.distance`) give
     v = (v_a + w_a x r_a) - (v_b + w_b x r_b)     velocity of the point of a relative to the material point of b
                                         at the same place (r_a = x - X_a, r_b = x - X_b)
     f = contact.contact_force(c, n, v, ke, kd, kf, mu, law)      on a at x;  -f on b at x
+                                        (damping_integration="implicit": kd, kf at the pair's effective mass
+                                        along n and along the slip, w_a + w_b: `body_effective_mass`)
 
 so the pair's forces are equal and opposite and act at one point: linear and angular momentum are conserved
 exactly.  Both orders (a, b) and (b, a) are evaluated, so a box's corners touch the other's faces and the
@@ -64,10 +66,11 @@ ball dropped on a box on the ground follows Warp's trajectory within 4.1e-6 m ov
 import numpy as np
 import taichi as ti
 
-from .contact import ContactLaw, contact_force
+from .body_effective_mass import body_pair_dt_inverse_masses
+from .contact import ContactLaw, contact_force_along
 from ..core.model import StepTerm
 from ..core.runtime import np_float
-from ..core.stability import StabilityRow, contact_row
+from ..core.stability import StabilityRow, body_point_counts, contact_row, implicit_dt
 from .rigid_pose import body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv, spatial, top
 
 
@@ -153,9 +156,12 @@ class BodyBodyContact(StepTerm):
                 qda = state.body_qd[s, a]
                 qdb = state.body_qd[s, b]
                 v = (bottom(qda) + top(qda).cross(r_a)) - (bottom(qdb) + top(qdb).cross(r_b))
-                f = contact_force(ti.min(d - radius, 0.0), n, v, _mean(self.model.body_pair_ke, a, b),
-                                  _mean(self.model.body_pair_kd, a, b), _mean(self.model.body_pair_kf, a, b),
-                                  _mean(self.model.body_pair_mu, a, b), self.law)
+                # damping_integration="implicit": kd, kf at the pair's effective mass (both bodies' w summed)
+                dt_w_normal, dt_w_slip = body_pair_dt_inverse_masses(self.model, a, rot_a, r_a, b, rot_b, r_b, n, v,
+                                                                     self.law)
+                f = contact_force_along(ti.min(d - radius, 0.0), n, v, _mean(self.model.body_pair_ke, a, b),
+                                        _mean(self.model.body_pair_kd, a, b), _mean(self.model.body_pair_kf, a, b),
+                                        _mean(self.model.body_pair_mu, a, b), self.law, dt_w_normal, dt_w_slip)
                 state.body_f[s, a] += spatial(r_a.cross(f), f)
                 state.body_f[s, b] += spatial(-r_b.cross(f), -f)
 
@@ -189,10 +195,11 @@ class BodyBodyContact(StepTerm):
                 j = k // count
                 self._pair(state, s, self.points[j], k - j * count)
 
-    def stability_limits(self):
+    def stability_limits(self, dt=None):
         """Per contact point of body a against any other body b it may touch: the normal and friction modes
         with the pair's mean ke, kd, kf on the inverse effective mass w_a(point) + 1/m_b + R_b^2/lambda_min(I_b)
-        (R_b: b's shape bounding radius; `core.stability`'s rigid-contact bound for each body)."""
+        (R_b: b's shape bounding radius; `core.stability`'s rigid-contact bound for each body); dt [s]: the
+        step, for a law with damping_integration="implicit" (kd, kf unconditionally stable: the ke mode's row)."""
         m = self.model
         inv_m, inv_i = body_effective_inverse_mass(m)
         body = m.contact_body.to_numpy()
@@ -204,6 +211,9 @@ class BodyBodyContact(StepTerm):
         k = {n: getattr(m, f"body_pair_{n}").to_numpy().astype(np.float64) for n in ("ke", "kd", "kf")}
         meet = groups_meet(groups[body][:, None], groups[None, :]) & (body[:, None] != np.arange(m.body_count))
         w = (w_point[:, None] + w_other[None, :])
+        # implicit damping's mass split (`body_effective_mass`): each body's w times its contact point count
+        count = body_point_counts(m)
+        split = (count[body][:, None] * w_point[:, None] + count[None, :] * w_other[None, :]) / w
         pair = {n: 0.5 * (v[body][:, None] + v[None, :]) for n, v in k.items()}
         if not self.all_points:
             meet &= np.isin(np.arange(len(body)), self.points.to_numpy())[:, None]
@@ -211,7 +221,8 @@ class BodyBodyContact(StepTerm):
         return [contact_row(type(self).__name__, "contact point", ci, w[ci, bi], pair["ke"][ci, bi],
                             pair["kd"][ci, bi], pair["kf"][ci, bi],
                             lambda j: f"body {body[ci[j]]} against body {bi[j]}, effective mass "
-                                      f"{1 / w[ci[j], bi[j]]:.4g} kg")]
+                                      f"{1 / w[ci[j], bi[j]]:.4g} kg", implicit_dt=implicit_dt(self.law, dt),
+                            split=split[ci, bi])]
 
 
 def body_contact_fields(model, bodies, groups):

@@ -16,6 +16,7 @@ of b's 12 edges:
     x             = (P(s) + Q(t)) / 2             where the force acts
     v             = (v_a + w_a x r_a) - (v_b + w_b x r_b),  r_a = x - X_a, r_b = x - X_b
     f             = contact.contact_force(c, n, v, ke, kd, kf, mu, law)    on a at x;  -f on b at x
+                    (damping_integration="implicit": kd, kf at the pair's effective mass along n and the slip)
 
 with the pair's MEAN ke, kd, kf, mu (as corner contact) and the law of a (the lower index; a body's own law
 or the ground's: `contact.body_laws`).  Equal and opposite at one point: momentum is conserved exactly.
@@ -55,9 +56,10 @@ import numpy as np
 import taichi as ti
 
 from ..core.model import StepTerm
-from ..core.stability import contact_row
+from ..core.stability import body_point_counts, contact_row, implicit_dt
 from .body_contact import _mean, body_effective_inverse_mass, groups_meet
-from .contact import ContactLaw, contact_force
+from .body_effective_mass import body_pair_dt_inverse_masses
+from .contact import ContactLaw, contact_force_along
 from .rigid_pose import body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv, spatial, top
 from .shapes import BOX
 
@@ -230,9 +232,12 @@ class BoxEdgeContact(StepTerm):
         qda = state.body_qd[s_, a]
         qdb = state.body_qd[s_, b]
         v = (bottom(qda) + top(qda).cross(r_a)) - (bottom(qdb) + top(qdb).cross(r_b))
-        f = contact_force(ti.min((P - Q).dot(n), 0.0), n, v, _mean(self.model.body_pair_ke, a, b),
-                          _mean(self.model.body_pair_kd, a, b), _mean(self.model.body_pair_kf, a, b),
-                          _mean(self.model.body_pair_mu, a, b), self.law)
+        # damping_integration="implicit": kd, kf at the pair's effective mass (both bodies' w summed)
+        dt_w_normal, dt_w_slip = body_pair_dt_inverse_masses(self.model, a, rot_a, r_a, b, rot_b, r_b, n, v,
+                                                             self.law)
+        f = contact_force_along(ti.min((P - Q).dot(n), 0.0), n, v, _mean(self.model.body_pair_ke, a, b),
+                                _mean(self.model.body_pair_kd, a, b), _mean(self.model.body_pair_kf, a, b),
+                                _mean(self.model.body_pair_mu, a, b), self.law, dt_w_normal, dt_w_slip)
         state.body_f[s_, a] += spatial(r_a.cross(f), f)
         state.body_f[s_, b] += spatial(-r_b.cross(f), -f)
 
@@ -259,10 +264,11 @@ class BoxEdgeContact(StepTerm):
                 pair = self.pairs[p]
                 self._pair_edge(state, s, pair[0], pair[1], k - p * EDGE_COUNT)
 
-    def stability_limits(self):
+    def stability_limits(self, dt=None):
         """Per box pair: the normal and friction modes with the pair's mean ke, kd, kf on the inverse effective
         mass 1/m_a + R_a^2/lambda_min(I_a) + 1/m_b + R_b^2/lambda_min(I_b) (R: the box's bounding radius, the
-        farthest an edge point lies from its centre)."""
+        farthest an edge point lies from its centre); dt [s]: the step, for a law with
+        damping_integration="implicit" (kd, kf unconditionally stable: the ke mode's row)."""
         m = self.model
         inv_m, inv_i = body_effective_inverse_mass(m)
         bound = m.body_shape_bound.to_numpy().astype(np.float64)
@@ -272,6 +278,9 @@ class BoxEdgeContact(StepTerm):
         k = {n: getattr(m, f"body_pair_{n}").to_numpy().astype(np.float64) for n in ("ke", "kd", "kf")}
         pair = {n: 0.5 * (v[a] + v[b]) for n, v in k.items()}
         w = w_body[a] + w_body[b]
+        count = body_point_counts(m)       # implicit damping's mass split (`body_effective_mass`)
+        split = (count[a] * w_body[a] + count[b] * w_body[b]) / w
         return [contact_row(type(self).__name__, "box pair", np.arange(len(a)), w, pair["ke"], pair["kd"],
                             pair["kf"], lambda j: f"edges of body {a[j]} against edges of body {b[j]}, effective "
-                                                  f"mass {1 / w[j]:.4g} kg")]
+                                                  f"mass {1 / w[j]:.4g} kg", implicit_dt=implicit_dt(self.law, dt),
+                            split=split)]

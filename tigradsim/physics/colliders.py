@@ -10,7 +10,9 @@ is the velocity relative to it) gets, by `tigradsim.physics.contact.contact_forc
     x_l = R^T (x - p),   (d, n_l) = shape distance at x_l,   n = R n_l,   c = min(d - r, 0)
     f   = contact_force(c, n, v, ke, kd, kf, mu, law)
 
-on a particle f, on a rigid body's contact point at arm a from the centre of mass the wrench (a x f, f).  A
+on a particle f, on a rigid body's contact point at arm a from the centre of mass the wrench (a x f, f) (with
+damping_integration="implicit", kd and kf at the particle's mass or the body point's effective mass along n and
+along the slip: `contact.contact_force_along`, `body_effective_mass`).  A
 plane collider is the plane y = 0 of its frame, normal +y: `quat_from_axis_angle` / `quat_from_normal` turn it
 into a ramp or a wall.  The ground (`SceneBuilder.add_ground`) is the plane collider y = 0 with its own fields
 (ground_ke, ...) and a fast path of its own; it is not in this table and behaves as before.
@@ -40,7 +42,8 @@ kernel loop each, compile time), as the ground's rigid contact is by law.
 import numpy as np
 import taichi as ti
 
-from .contact import ContactLaw, contact_force, dt_over_mass
+from .body_effective_mass import body_point_dt_inverse_masses
+from .contact import ContactLaw, contact_force, contact_force_along, dt_over_mass
 from .rigid_pose import (body_position, body_rotation, bottom, quat_rotate, quat_rotate_inv,
                          quat_to_matrix_np, spatial, top, world_point)
 from .shapes import PLANE, KIND_NAMES, ShapeTable, check_shape
@@ -88,7 +91,8 @@ class Colliders:
             `tgs.quat_from_axis_angle(axis, angle)` (a ramp).
         ke [N/m] > 0, kd [N s/m] >= 0, kf [N s/m] >= 0, mu >= 0: its penalty contact (defaults as add_ground);
         damping, friction, friction_velocity, damping_integration: its `ContactLaw` (`tigradsim.physics.contact`;
-            "implicit" damping for the particles touching it, rigid bodies' contact points stay explicit).
+            "implicit": kd, kf by local backward Euler at each particle's mass or each rigid contact point's
+            effective mass along the normal and the slip).
         mpm_boundary: how MPM matter meets it at the grid, "sticky", "slip" or "separate" (with friction mu);
             None: the MPM grid's `boundary` (`tigradsim.physics.mpm_boundary`).
         """
@@ -219,13 +223,18 @@ class ColliderContactBase(StepTerm):
             return gap.dot(gap) < reach * reach
 
     @ti.func
+    def _surface(self, c, x):
+        """(signed distance d [m], outward unit normal n, world) of collider c at the point x [m]."""
+        pos, rot = self._frame(c)
+        d, nl = self.table.distance(c, quat_rotate_inv(rot, x - pos))
+        return d, quat_rotate(rot, nl)
+
+    @ti.func
     def _force(self, c, x, v, radius, dt_inv_mass):
         """Force [N] on a point at x [m] moving at v [m/s] with `radius` [m] from collider c: exactly 0, with zero
         derivatives, where it does not penetrate (`tigradsim.physics.contact.touches_ground` says why).
         dt_inv_mass = dt / m [s/kg]: the implicit damping's (`contact.implicit_coefficient`; 0: explicit)."""
-        pos, rot = self._frame(c)
-        d, nl = self.table.distance(c, quat_rotate_inv(rot, x - pos))
-        n = quat_rotate(rot, nl)
+        d, n = self._surface(c, x)
         return contact_force(ti.min(d - radius, 0.0), n, v, self.model.collider_ke[c], self.model.collider_kd[c],
                              self.model.collider_kf[c], self.model.collider_mu[c], self.law, dt_inv_mass)
 
@@ -260,10 +269,16 @@ class RigidColliderContact(ColliderContactBase):
             # the point formed twice, for the test and in the branch, as in RigidGroundContact
             if self._near(c, world_point(q, self.model.contact_point[p]), radius):
                 qd = state.body_qd[s, b]
-                r = quat_rotate(body_rotation(q), self.model.contact_point[p])
+                rot = body_rotation(q)
+                r = quat_rotate(rot, self.model.contact_point[p])
                 x = body_position(q) + r
                 v = bottom(qd) + top(qd).cross(r)
-                f = self._force(c, x, v, radius, 0.0)     # rigid contact points stay explicit (contact.py)
+                d, n = self._surface(c, x)
+                # damping_integration="implicit": kd, kf at the point's effective mass along n and along the slip
+                dt_w_normal, dt_w_slip = body_point_dt_inverse_masses(self.model, b, rot, r, n, v, self.law)
+                f = contact_force_along(ti.min(d - radius, 0.0), n, v, self.model.collider_ke[c],
+                                        self.model.collider_kd[c], self.model.collider_kf[c],
+                                        self.model.collider_mu[c], self.law, dt_w_normal, dt_w_slip)
                 state.body_f[s, b] += spatial(r.cross(f), f)
 
 

@@ -75,10 +75,16 @@ damping_integration="explicit" (the default) or "implicit": how the velocity-lin
   mode keeps an explicit limit, omega dt < sqrt(4 - 2 dt k_eff w) in (sqrt 2, 2) (the pre-flight's row).
   It needs the point's mass and dt inside the force: the Simulator writes its dt into `model.step_dt` before
   every forward and backward launch, and the particle terms (ground, colliders, cloth self-contact with the
-  pair's reduced mass, w = w_i + w_j) read `particle_mass`.  The rigid-body pairings (a body's ground and
-  collider contact points, body-body, particle-body) pass w = 0 and stay explicit: a contact point's effective
-  mass there depends on the body's orientation and the force's direction (their pre-flight rows stay
-  explicit too).  Opt-in, default "explicit": the implicit coefficient is the explicit one times
+  pair's reduced mass, w = w_i + w_j) read `particle_mass`.  A rigid body's contact point (against the
+  ground, a collider, another body's shape or edges, a particle) is a point of inverse effective mass
+  w = 1 / m + (r x d)^T I_world^-1 (r x d) along the direction d (r its arm from the centre of mass), which
+  depends on the body's orientation and on d: kd takes w along the normal, kf along the slip v_t / |v_t|
+  (`contact_force_along`), a pair of bodies the sum of both bodies' w, a particle against a body 1 / m_i + w
+  (`tigradsim.physics.body_effective_mass`, differentiable), each body's w times its contact point count P
+  (its mass split over its points: the points touching at once share the body, and without the split the
+  body's modes are not unconditionally stable; that module says why).  Their pre-flight rows take the
+  orientation-free bound 1 / m + |r|^2 / lambda_min(I) for w, the largest damping fraction.  Opt-in, default "explicit": the
+  implicit coefficient is the explicit one times
   1 / (1 + dt k / m), 33-50 % less at the largest kd, kf the explicit pre-flight accepts (dt k / m = 0.5-1),
   so switching the default would move every existing result and test tolerance; "implicit" is what a scene
   needs where the step cannot resolve the damping (soft or cloth vertices of a few grams against another
@@ -218,8 +224,9 @@ def body_laws(ground_law: ContactLaw, bodies) -> list:
 @ti.func
 def implicit_coefficient(k, dt_inv_mass, law: ti.template()):
     """The coefficient [N s/m] a velocity-linear force -k v is applied with: k itself ("explicit"), or the
-    backward-Euler k / (1 + dt k / m) ("implicit"; dt_inv_mass = dt / m [s/kg], 0 for a pinned point or a
-    pairing that stays explicit).  Module docstring: damping_integration."""
+    backward-Euler k / (1 + dt k / m) ("implicit"; dt_inv_mass = dt / m [s/kg], 0 for a pinned point; m a
+    rigid body point's effective mass along the force, `body_effective_mass`).  Module docstring:
+    damping_integration."""
     if ti.static(law.damping_integration == "implicit"):
         return k / (1.0 + dt_inv_mass * k)
     else:
@@ -277,12 +284,19 @@ def contact_force(c, n, v, ke, kd, kf, mu, law: ti.template(), dt_inv_mass=0.0):
     """Force [N] of one penalty contact by `law`: penetration c <= 0 [m] along the unit normal n (pointing
     out of the surface touched), v [m/s] the point's velocity relative to that surface.  The module
     docstring's formulas with a general normal: every pairing (ground, colliders, body-body, particle-body)
-    calls this one function.  dt_inv_mass = dt / m [s/kg] (m the point's mass, or the pair's reduced mass):
-    used by damping_integration="implicit" only (0: the explicit coefficients)."""
+    calls this one function (or `contact_force_along`).  dt_inv_mass = dt / m [s/kg] (m the point's mass, or
+    the pair's reduced mass): used by damping_integration="implicit" only (0: the explicit coefficients)."""
+    return contact_force_along(c, n, v, ke, kd, kf, mu, law, dt_inv_mass, dt_inv_mass)
+
+
+@ti.func
+def contact_force_along(c, n, v, ke, kd, kf, mu, law: ti.template(), dt_inv_mass_normal, dt_inv_mass_slip):
+    """`contact_force` with dt / m_eff [s/kg] apart along the normal (kd's) and along the slip v_t (kf's): a
+    rigid body's contact point, whose effective mass depends on the direction (`body_effective_mass`)."""
     vn = v.dot(n)
     vt = v - n * vn
-    fn = _normal_force(c, vn, ke, implicit_coefficient(kd, dt_inv_mass, law), law)
-    return n * fn - vt * _friction_coefficient(vt, fn, implicit_coefficient(kf, dt_inv_mass, law), mu, law)
+    fn = _normal_force(c, vn, ke, implicit_coefficient(kd, dt_inv_mass_normal, law), law)
+    return n * fn - vt * _friction_coefficient(vt, fn, implicit_coefficient(kf, dt_inv_mass_slip, law), mu, law)
 
 
 @ti.func

@@ -7,6 +7,8 @@ b (pose X_b, R_b; shape `body_shapes`, body frame) in the same contact group (`b
     d, n_b = shape distance of R_b^T (x - X_b),   n = R_b n_b,   r_b = x - X_b
     f = contact.contact_force(min(d - r_i, 0), n, v - (v_b + w_b x r_b), ke_b, kd_b, kf_b, mu_b, law_b)
     particle i gets f; body b gets -f at x (force -f, torque -r_b x f about its centre of mass)
+    (damping_integration="implicit": kd, kf at 1 / m_i + the body point's inverse effective mass along n and
+    along the slip, `body_effective_mass`)
 
 Contact parameters and law: the BODY's (`body_ke`, ..., its own contact law or the ground's): a particle
 has no contact parameters of its own in tigradsim (it touches the ground with the ground's).  Pairs: from the
@@ -28,9 +30,10 @@ Not in this change, and why:
 import numpy as np
 import taichi as ti
 
-from .contact import DEFAULT_LAW, ContactLaw, body_laws, contact_force
+from .body_effective_mass import particle_body_dt_inverse_masses
+from .contact import DEFAULT_LAW, ContactLaw, body_laws, contact_force_along
 from ..core.model import StepTerm
-from ..core.stability import contact_row
+from ..core.stability import body_point_counts, contact_row, implicit_dt
 from .body_contact import (BodyBodyContact, body_contact_fields, body_effective_inverse_mass, contact_groups,
                            groups_meet)
 from .body_shapes import body_shape_table
@@ -68,8 +71,11 @@ class ParticleBodyContact(StepTerm):
                 n = quat_rotate(rot, n_local)
                 qd = state.body_qd[s, b]
                 v = state.particle_qd[s, i] - (bottom(qd) + top(qd).cross(r_b))
-                f = contact_force(ti.min(d - radius, 0.0), n, v, self.model.body_ke[b], self.model.body_kd[b],
-                                  self.model.body_kf[b], self.model.body_mu[b], self.law)
+                # damping_integration="implicit": kd, kf at 1 / m_i + the body point's w along n and the slip
+                dt_w_normal, dt_w_slip = particle_body_dt_inverse_masses(self.model, i, b, rot, r_b, n, v, self.law)
+                f = contact_force_along(ti.min(d - radius, 0.0), n, v, self.model.body_ke[b], self.model.body_kd[b],
+                                        self.model.body_kf[b], self.model.body_mu[b], self.law, dt_w_normal,
+                                        dt_w_slip)
                 state.particle_f[s, i] += f
                 state.body_f[s, b] += spatial(-r_b.cross(f), -f)
 
@@ -88,9 +94,10 @@ class ParticleBodyContact(StepTerm):
                 if gi == gb or gi < 0 or gb < 0:
                     self._pair(state, s, i, b)
 
-    def stability_limits(self):
+    def stability_limits(self, dt=None):
         """Per particle against any body it may touch: normal and friction modes with the body's ke, kd, kf on
-        the inverse effective mass 1/m_i + 1/m_b + R_b^2 / lambda_min(I_b) (a pinned particle: 1/m_i = 0)."""
+        the inverse effective mass 1/m_i + 1/m_b + R_b^2 / lambda_min(I_b) (a pinned particle: 1/m_i = 0); dt [s]:
+        the step, for a law with damping_integration="implicit" (kd, kf unconditionally stable: the ke mode's)."""
         m = self.model
         bodies = self.bodies.to_numpy()
         inv_m, inv_i = body_effective_inverse_mass(m)
@@ -102,10 +109,13 @@ class ParticleBodyContact(StepTerm):
         meet = groups_meet(m.particle_contact_group.to_numpy()[:, None], groups[None, :])
         pi, bi = np.nonzero(meet)
         w = w_particle[pi] + w_body[bi]
+        # implicit damping's mass split (`body_effective_mass`): the body's w times its contact point count
+        split = (w_particle[pi] + body_point_counts(m)[bodies][bi] * w_body[bi]) / w
         k = {n: getattr(m, f"body_{n}").to_numpy().astype(np.float64)[bodies][bi] for n in ("ke", "kd", "kf")}
         return [contact_row(type(self).__name__, "particle", pi, w, k["ke"], k["kd"], k["kf"],
                             lambda j: f"against body {bodies[bi[j]]}, particle mass {pm[pi[j]]:.4g} kg, "
-                                      f"effective mass {1 / w[j]:.4g} kg")]
+                                      f"effective mass {1 / w[j]:.4g} kg", implicit_dt=implicit_dt(self.law, dt),
+                            split=split)]
 
 
 def touch_terms(builder, model, bodies) -> list:

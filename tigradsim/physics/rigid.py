@@ -21,8 +21,9 @@ I = m * body_inertia: one Newton step of the implicit gyroscopic equation, as
 in Bullet; stable for fast spin), then  q1 = normalise(q0 + dt/2 (w1, 0) * q0).
 
 Contact: every contact point (default: the mesh vertices) against the ground,
-with `tigradsim.physics.contact.ground_contact_force` and the body's own ke, kd, kf, mu and
-contact law (`tigradsim.physics.contact.ContactLaw`: the ground's unless the body sets its own).
+with `tigradsim.physics.contact`'s law (the ground's `ground_contact_force`) and the body's own ke, kd, kf, mu
+and contact law (`tigradsim.physics.contact.ContactLaw`: the ground's unless the body sets its own; with
+damping_integration="implicit" kd and kf at the point's effective mass, `body_effective_mass`).
 
 Input quaternions must have unit norm (|q| - 1 within 1e-6 is renormalised
 silently; anything else is rejected with ValueError naming `rotation`).
@@ -32,8 +33,8 @@ import math
 import numpy as np
 import taichi as ti
 
-from .contact import (DEFAULT_LAW, ContactLaw, body_laws, check_law_options, ground_contact_force,
-                      touches_ground)
+from .body_effective_mass import body_point_dt_inverse_masses
+from .contact import DEFAULT_LAW, ContactLaw, body_laws, check_law_options, contact_force_along, touches_ground
 from ..core.linalg import matvec
 from ..core.errors import as_array, check_positive
 from ..core.model import StateKind, StepTerm
@@ -121,7 +122,7 @@ class RigidBodies:
             rotation=(0.0, 0.0, 0.0, 1.0), velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
             ke=None, kd=None, kf=None, mu=None, contact_points=None, contact_radius=0.0,
             damping=None, friction=None, friction_velocity=None, weld_tol=1e-6, shape=None, shape_size=None,
-            shape_resolution=None) -> int:
+            shape_resolution=None, damping_integration=None) -> int:
         """Add a rigid body bounded by a closed triangle mesh; returns its index.
 
         Args:
@@ -140,6 +141,9 @@ class RigidBodies:
             damping, friction, friction_velocity: the contact law of this body (`tigradsim.physics.contact`:
                 damping "capped" or "uncapped", friction "capped" or "huber" with friction_velocity
                 [m/s] > 0); None: the ground's law (`SceneBuilder.add_ground`), or the default.
+            damping_integration: "explicit" or "implicit" (kd and kf by local backward Euler at each contact
+                point's effective mass along the normal and along the slip, unconditionally stable:
+                `tigradsim.physics.contact`, `body_effective_mass`); None: the ground's (default "explicit").
             weld_tol: vertices closer than weld_tol x the bounding-box diagonal are merged
                 (`tigradsim.core.geometry.weld_vertices`) before the closedness check, so a mesh that
                 repeats each corner per face (an OBJ/STL box with 24 or 36 corners) is one closed
@@ -170,7 +174,7 @@ class RigidBodies:
         rot = rot / norm
         vel = as_array("velocity", velocity, shape=(3,))
         ang = as_array("angular_velocity", angular_velocity, shape=(3,))
-        law = check_law_options(damping, friction, friction_velocity)
+        law = check_law_options(damping, friction, friction_velocity, damping_integration)
         contact = {}
         for name, value in zip(_CONTACT_NAMES, (ke, kd, kf, mu)):
             if value is not None:
@@ -251,6 +255,9 @@ class RigidBodies:
         model.add_field("contact_point", vec3, (sum(pcounts),), np.concatenate([b["points"] for b in bodies]), param=False)
         model.add_field("contact_body", ti.i32, (sum(pcounts),), np.repeat(np.arange(B), pcounts).astype(np.int32),
                         param=False)
+        # each body's contact point count: the share its mass is split into under implicit damping
+        # (`body_effective_mass`)
+        model.add_field("body_contact_point_count", float, (B,), np.array(pcounts, f), param=False)
         model.body_volume = np.array([b["volume"] for b in bodies])
         model.body_com_offset = np.array([b["com"] for b in bodies])
         model.body_faces = [b["faces"] for b in bodies]
@@ -359,11 +366,15 @@ class RigidGroundContact(StepTerm):
         # us per step backward on vs_warp's rigid64)
         if touches_ground(world_point(q, self.model.contact_point[c]), radius):
             qd = state.body_qd[s, b]
-            r = quat_rotate(body_rotation(q), self.model.contact_point[c])
+            rot = body_rotation(q)
+            r = quat_rotate(rot, self.model.contact_point[c])
             x = body_position(q) + r
             v = bottom(qd) + top(qd).cross(r)
-            f = ground_contact_force(x, v, radius, self.model.body_ke[b], self.model.body_kd[b],
-                                     self.model.body_kf[b], self.model.body_mu[b], self.law)
+            n = ti.Vector([0.0, 1.0, 0.0], dt=float)
+            # damping_integration="implicit": kd, kf at the point's effective mass along n and along the slip
+            dt_w_normal, dt_w_slip = body_point_dt_inverse_masses(self.model, b, rot, r, n, v, self.law)
+            f = contact_force_along(ti.min(x[1] - radius, 0.0), n, v, self.model.body_ke[b], self.model.body_kd[b],
+                                    self.model.body_kf[b], self.model.body_mu[b], self.law, dt_w_normal, dt_w_slip)
             state.body_f[s, b] += spatial(r.cross(f), f)
 
     @ti.func

@@ -70,8 +70,8 @@ def law_spec(spec, law: ContactLaw):
     options = {"damping": law.damping, "friction": law.friction}
     if law.friction in ("huber", "warp"):
         options["friction_velocity"] = law.friction_velocity
-    # how kd and kf are integrated is numerics, not the law compared: the scene's choice stays (ground only:
-    # rigid bodies' contacts stay explicit, contact.py)
+    # how kd and kf are integrated is numerics, not the law compared: the scene's choice stays (the ground's,
+    # which the objects' laws merge with: `contact.body_laws`)
     integration = spec.ground.get("law", {}).get("damping_integration")
     out.ground["law"] = dict(options, **({"damping_integration": integration} if integration else {}))
     for obj in out.objects.values():

@@ -124,8 +124,9 @@ class SceneBuilder:
             touchdowns).  friction: "capped" (default; min(kf, mu fn / |v_t|)) or "huber"
             (pseudo-Huber-smoothed Coulomb friction, smooth everywhere) with `friction_velocity`
             [m/s] > 0 (default 1e-3).  damping_integration: "explicit" (default) or "implicit" (kd and kf
-            stepped by local backward Euler, k / (1 + dt k / m): unconditionally stable on light vertices; the
-            particles' contacts only, rigid bodies' stay explicit).  Formulas: `tigradsim.physics.contact`.
+            stepped by local backward Euler, k / (1 + dt k / m): unconditionally stable on light vertices; a rigid
+            body's contact point takes its effective mass along the normal or the slip for m,
+            `tigradsim.physics.body_effective_mass`).  Formulas: `tigradsim.physics.contact`.
             The law applies to every particle and to every rigid body that does not set its own.
         The ground is the plane collider y = 0 (`add_collider("plane")`) with fields of its own (ground_ke,
         ground_kd, ground_kf, ground_mu) and a fast path of its own (one comparison per point).
