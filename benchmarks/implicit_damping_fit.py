@@ -14,7 +14,12 @@ cube.mu and cube.lam (estimate, error, intervals), the nuisance estimates, IoU, 
 --variant noisy / camera are coverage_soft.py's (footage.write_clip_scene); for "camera" the line also gives
 camera_error: the scene's perturbed camera and the fit's refined one against the true camera (degrees, metres).
 
-    python3 benchmarks/implicit_damping_fit.py [--clip warp_soft_drop] [--variant clean] [--form warp]
+--form all: the damping-form comparison of coverage_soft.py (`run_soft_clip`: one fit per form of
+physics/damping.py DAMPING_MODELS, one after another, then `compare_fit_outputs`) with the same [ground]
+damping_integration; the JSON line is coverage.py's result dict (combined rows of mu and lam, per form: rc,
+CPU, loss, 2 dL / s^2, equally good, IoU, rows, damping coefficient), fits under OUT/forms_INTEGRATION/.
+
+    python3 benchmarks/implicit_damping_fit.py [--clip warp_soft_drop] [--variant clean] [--form warp|all]
         [--integration implicit] [--out out/implicit_damping] [--timeout 3000]
 """
 from __future__ import annotations
@@ -28,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from coverage import score                                   # noqa: E402
-from coverage_soft import make_soft_scene                    # noqa: E402
+from coverage_soft import FORMS, make_soft_scene, run_soft_clip   # noqa: E402
 from footage import FOOTAGE, ROOT, camera_pose_error, perturbed_camera, run_fit   # noqa: E402
 
 
@@ -46,11 +51,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clip", default="warp_soft_drop")
     ap.add_argument("--variant", default="clean")
-    ap.add_argument("--form", default="warp")
+    ap.add_argument("--form", default="warp", choices=FORMS + ("all",))
     ap.add_argument("--integration", choices=("explicit", "implicit"), default="implicit")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "implicit_damping"))
     ap.add_argument("--timeout", type=float, default=3000.0)
     a = ap.parse_args(argv)
+    if a.form == "all":                     # every damping form, compared and combined (module docstring)
+        res = run_soft_clip(a.clip, a.variant, "nuisance", os.path.join(a.out, f"forms_{a.integration}"), True,
+                            a.timeout, score, ground={"damping_integration": a.integration})
+        res["integration"] = a.integration
+        print(json.dumps(res, default=float))
+        return 0 if "rows" in res else 1
     scene_dir = os.path.join(a.out, f"{a.clip}_{a.variant}_{a.form}_{a.integration}")
     scene, truths = make_soft_scene(a.clip, a.variant, "nuisance", scene_dir, a.out, True, a.form,
                                     ground={"damping_integration": a.integration})
