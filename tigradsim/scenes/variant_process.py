@@ -61,14 +61,14 @@ def fit_in_own_process(label, variant, footage, printer, fit_overrides):
 
 
 def _child(job_path, answer_path):
-    import tigradsim as tgs
+    from ..core.runtime import init
     from .law_compare import fit_variant
 
     with open(job_path, "rb") as fh:
         job = pickle.load(fh)
     try:
         if job["init"]:
-            tgs.init(**job["init"])
+            init(**job["init"])
         printer = lambda *a, **k: print(*a, **{**k, "flush": True})      # noqa: E731
         result, iou, frames = fit_variant(job["variant"], job["footage"], printer, job["fit_overrides"])
         answer = {"result": result, "iou": iou, "frames_fitted": frames}
