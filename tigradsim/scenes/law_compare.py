@@ -10,6 +10,8 @@ law, and a combined estimate whose interval covers every law that fits as well a
 tie_rtol = 5 % of the best's, the rule the multi-start search uses for equally good minima: fitting/ties.py).
 Models compare on the same residuals only: with [fit] horizon = "auto", every variant after the first
 finished one fits the frames that one's predictable horizon chose ([fit] horizon = N).
+Each variant is fitted in a Python process of its own (tigradsim/scenes/variant_process.py: Taichi frees no
+field, and one program holds 512 field trees, which the 7th law of a small box scene passed).
 The `tigradsim laws SCENE --out DIR` command runs it.
 """
 from __future__ import annotations
