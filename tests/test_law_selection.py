@@ -7,7 +7,9 @@ for by their reports (tests/test_cli.py::test_laws_compares_every_contact_law ru
 * a scene file asks for it in [ground] (and per object), and the built scene's ground law is it;
 * `compare_scene_variants` fits every variant after the first on the frames the first one's "auto" horizon
   chose; coverage_laws.run_law_clip does the same through the scene files it writes ([fit] horizon = N), and
-  its law table and combined rows show every law."""
+  its law table and combined rows show every law;
+* a variant's fit process that dies (as a Taichi crash does) is an error naming the variant and its exit status
+  (tests/test_law_processes.py fits every law in processes of their own for real)."""
 import json
 import re
 import os
@@ -169,3 +171,27 @@ def test_coverage_law_clip_hands_the_horizon_on_and_tables_every_law(tmp_path):
     again = cl.run_law_clip("warp_box_drop", "clean", "nuisance", str(tmp_path), True, 60, laws, make_scene, score,
                             lambda *a: pytest.fail("refitted"), fit=False)
     assert again["comparison"]["best"] == "capped+warp(0.01)"
+
+
+def test_a_variant_whose_process_dies_is_named_with_its_exit_status(monkeypatch, tmp_path):
+    """`compare_scene_variants` fits each variant in a process of its own (scenes/variant_process.py); a child
+    that dies without an answer (as a Taichi crash does: the reason variants left this process) is an error
+    naming the variant and the signal, not a hang or a missing row.  The child stands in for the fit here: a
+    program that prints one line and kills itself with SIGSEGV."""
+    import tigradsim as tgs
+    from tigradsim.core.runtime import init_settings
+    from tigradsim.scenes import variant_process
+    from tigradsim.scenes.law_compare import compare_scene_variants
+
+    tgs.init(precision="f64", seed=3)
+    assert init_settings()["precision"] == "f64" and init_settings()["seed"] == 3     # what the child starts with
+    crash = tmp_path / "crash.sh"
+    crash.write_text("#!/bin/sh\necho fitting\nkill -SEGV $$\n")
+    crash.chmod(0o755)
+    monkeypatch.setattr(variant_process.sys, "executable", str(crash))
+    spec = parse_scene(_scene())
+    printed = []
+    with pytest.raises(RuntimeError, match=r"variant 'uncapped': its fit process ended with exit status -11"):
+        compare_scene_variants({"uncapped": ("uncapped", law_spec(spec, LAWS["uncapped"]))},
+                               types.SimpleNamespace(masks=None), "t", printer=printed.append)
+    assert printed == ["== uncapped", "fitting"]          # the child's lines reach the caller's printer
