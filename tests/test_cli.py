@@ -258,3 +258,23 @@ def test_laws_compares_every_contact_law(clip, tmp_path, capsys):
             assert mass["ci95"][0] <= own[1] and own[2] <= mass["ci95"][1]
     assert all(r["equally_good"] == (r["label"] in result["equally_good"]) for r in table["rows"])
     assert "contact law uncapped+huber" in out and "Contact laws compared" in open(result["files"]["laws_md"]).read()
+
+
+def test_fit_with_a_profile_reports_it(clip, tmp_path, capsys):
+    """[fit] profile = true: the mass's profile (no other unknown to refit) crosses the threshold on both
+    sides near the Gauss-Newton interval, and the report carries it (estimates.json, estimates.md)."""
+    folder, _ = clip
+    data = _scene("y")
+    data["fit"].update(profile=True, profile_points=4)
+    (tmp_path / "scene.toml").write_text(_toml(data).replace("frames/", f"{folder}/frames/")
+                                         .replace("masks/", f"{folder}/masks/"))
+    code, result, out, _ = _run(["fit", tmp_path / "scene.toml", "--out", tmp_path / "fit", "--quick"], capsys)
+    assert code == 0 and "profile box.mass = " in out
+    with open(result["files"]["estimates_json"]) as fh:
+        u = json.load(fh)["unknowns"]["box.mass"]
+    p = u["profile"]
+    assert p["lower_reason"] == p["upper_reason"] == "threshold" and not p["undetermined"]
+    assert u["status"] == "ok" and u["ci95"] == pytest.approx(p["interval"])
+    assert u["ci95"][0] <= p["laplace"][0] and p["laplace"][1] <= u["ci95"][1]       # the union
+    assert abs(u["estimate"] - TRUE_MASS) / TRUE_MASS < 0.02 and u["ci95"][1] / u["ci95"][0] < 1.5
+    assert "Profile likelihood" in open(result["files"]["estimates_md"]).read()

@@ -352,3 +352,14 @@ def test_scene_residuals_groups_and_prior(tmp_path, f64):
     assert r2.size == 2 * P + 6 and np.allclose(r2[-6:], r[-6:])
     assert np.array_equal(scene.residual_groups(r2.size)[-6:], np.full(6, 2))
     assert np.isclose(scene.loss_value() - scene.fit.loss_value(), 2.0 / (2 * P) * 0.5 * r[-6:] @ r[-6:], rtol=1e-10)
+
+
+def test_fit_profile_setting_parses_and_bad_values_name_the_key(tmp_path):
+    spec = parse_scene(_scene(tmp_path, **{"fit.profile": ["box.mass"], "fit.profile_points": 3}),
+                       str(tmp_path / "scene.toml"))
+    assert spec.fit.profile == ("box.mass",) and spec.fit.profile_points == 3 and spec.fit.profile_iters == 3
+    assert parse_scene(_scene(tmp_path), str(tmp_path / "scene.toml")).fit.profile is False
+    msg = _error(tmp_path, **{"fit.profile": 3})
+    assert msg == ('scene.toml: [fit] profile: expected true, false or a list of unknowns\' names ("OBJECT.PARAM"), '
+                   'got 3')
+    assert "[fit] profile_points: expected an integer >= 1" in _error(tmp_path, **{"fit.profile_points": 0})

@@ -473,6 +473,9 @@ def _fit(args):
             "ci95_over_minima": (list(result.envelope(u.target)) if result is not None and result.ambiguous
                                  and result.envelope(u.target) is not None else None),
             "nuisance": u.nuisance,
+            # [fit] profile: the profile-likelihood walk (fitting/profile.py); ci95 is then its union with Laplace's
+            "profile": (best.profiles[u.target].to_dict() if best is not None and u.target in best.profiles
+                        else None),
             "model_bias": None if e is None or not e.determined else _finite(e.bias),
             "status": ("stopped early" if stopped is not None else "no uncertainty") if e is None else e.status,
             "lower": u.lower, "upper": u.upper}

@@ -79,6 +79,8 @@ from ..core.errors import GradientError, SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, optimize, pack, param_summary,
                     unpack)
 from .continuation import KEEP_DROP_RATIO, keep_candidates
+from .profile import (PROFILE_ITERS, PROFILE_POINTS, apply_profiles, check_profile_settings, profile_intervals,
+                      profile_targets)
 from .ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds, loss_tied, tied_with_best
 from .uncertainty import PIXEL_8BIT_VARIANCE, FitReport, json_safe, coordinate_names, fit_report
 
@@ -288,7 +290,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
              fd_step: Optional[float] = None, undetermined_std: float = 0.5, distinct_sigma: float = 3.0,
              same_tol: float = 1e-3, tie_chi2: float = TIE_CHI2, tie_rtol: float = TIE_RTOL, log_every: int = 10,
              printer=print, groups=None, systematics=None, keep: Optional[int] = None,
-             drop_ratio: float = KEEP_DROP_RATIO) -> Identification:
+             drop_ratio: float = KEEP_DROP_RATIO, profile=None, profile_points: int = PROFILE_POINTS,
+             profile_iters: int = PROFILE_ITERS, profile_lr: Optional[float] = None) -> Identification:
     """Multi-start, coarse-to-fine identification with uncertainties (module docstring).
 
     params: Params with finite bounds (needed when starts > include_current).
@@ -316,10 +319,16 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         determined coordinate (or than same_tol in internal units without residuals)
         are the same.  tie_chi2, tie_rtol: equally good minima (module docstring);
         tie_rtol also judges starts tied on the search (`Identification.search_tied`).
+    profile: True, a name or a list of names: profile-likelihood intervals of those scalar values at
+        the best minimum (fitting/profile.py: `profile_points` a side, `profile_iters` BFGS steps of trust
+        radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).
     """
     params = list(params)
     _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio)
     check_tie_thresholds(tie_chi2, tie_rtol)
+    profiled = profile_targets(profile, params)          # a bad name fails before any rollout
+    if profiled:
+        check_profile_settings(profile_points, profile_iters, profile_lr, tie_rtol)
     t0 = time.time()
     deadline = math.inf if time_budget is None else t0 + float(time_budget)
     horizons = list(horizons) if horizons is not None else None
@@ -522,6 +531,12 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                     best.report is not None and m.report is not None
                     and tied_with_best(m.report.loss, best.report.loss, best.report.s2, tie_chi2, tie_rtol=0.0)):
                 tied.append(k)
+        if profiled and best.report is not None:
+            unpack(params, best.x)
+            apply_profiles(best.report, profile_intervals(
+                params, best.report, profiled, forward, loss, residuals, best.objective, profile_points,
+                profile_iters, bfgs_lr if profile_lr is None else profile_lr, tie_rtol, deadline,
+                printer if log_every else (lambda *a: None)))
         unpack(params, best.x)
     else:
         unpack(params, x_user)

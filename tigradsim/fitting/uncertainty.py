@@ -71,6 +71,10 @@ Cameron and Miller 2015): with G = 6 clusters the interval is 2.571 std wide eit
 `FitReport.covariance_type` says which was used ("iid", or "max(iid, cluster-robust
 over G clusters)"), with both standard errors (std_iid, std_robust).  The undetermined
 directions are still judged with the iid s^2 / lambda_k (numerical identifiability).
+All of this is local (the curvature at the estimate): where the loss stays flat far beyond it,
+the profile likelihood (tigradsim/fitting/profile.py, `identify(profile=...)`, [fit] profile)
+walks out with the other values refitted, at the loss rise these intervals imply, and widens the
+interval to the union, or marks the value "undetermined" at a prior bound (`FitReport.profiles`).
 """
 from __future__ import annotations
 
@@ -223,7 +227,9 @@ class Estimate:
 
     def __str__(self):
         if self.status == "undetermined":
-            return f"{self.name} = {self.value:.6g}  undetermined (the data do not fix it)"
+            within = (f"; within [{self.lower95:.6g}, {self.upper95:.6g}] (profile)" if self.lower95 is not None
+                      else "")
+            return f"{self.name} = {self.value:.6g}  undetermined (the data do not fix it{within})"
         unit = "in log" if self.log_space else "abs"
         tail = "  [at bound]" if self.status == "at bound" else ""
         return (f"{self.name} = {self.value:.6g}  std {self.std:.3g} ({unit})  "
@@ -300,6 +306,7 @@ class FitReport:
     std_iid: Optional[np.ndarray] = None
     std_robust: Optional[np.ndarray] = None
     systematics: dict = dc_field(default_factory=dict)   # name -> (p,) shift (optimiser's coordinates)
+    profiles: dict = dc_field(default_factory=dict)      # name -> profile.Profile (`apply_profiles`)
 
     def __getitem__(self, name) -> Estimate:
         for e in self.estimates:
@@ -321,7 +328,8 @@ class FitReport:
                       "eigenvalues": self.eigenvalues, "undetermined": [d.to_dict() for d in self.undetermined],
                       "covariance": self.covariance, "step_over_std": self.step_over_std, "notes": self.notes,
                       "covariance_type": self.covariance_type, "clusters": self.clusters,
-                      "std_iid": self.std_iid, "std_robust": self.std_robust, "systematics": self.systematics})
+                      "std_iid": self.std_iid, "std_robust": self.std_robust, "systematics": self.systematics,
+                      "profiles": {k: v.to_dict() for k, v in self.profiles.items()}})
 
     def to_markdown(self, title="Estimates"):
         bias = bool(self.systematics)
@@ -330,7 +338,7 @@ class FitReport:
                 "|---|---|---|---|---|" + ("---|" if bias else "")]
         for e in self.estimates:
             std = "-" if not e.determined else f"{e.std:.3g}" + (" (log)" if e.log_space else "")
-            ci = "-" if not e.determined else f"[{e.lower95:.6g}, {e.upper95:.6g}]"
+            ci = "-" if e.lower95 is None else f"[{e.lower95:.6g}, {e.upper95:.6g}]"
             value = f"{e.value:.6g}" if e.determined else f"({e.value:.6g})"
             shift = f" {e.bias:+.3g}" + (" (log)" if e.log_space else "") + " |" if bias else ""
             rows.append(f"| {e.name} | {value} | {std} | {ci} | {e.status} |{shift}")

@@ -177,10 +177,7 @@ class BodyBodyContact(StepTerm):
         # a was reversed wrongly by Taichi 1.7.4 (the box-on-box gradients 5-150 % off finite differences).
         count = ti.static(self.model.body_count)
         if ti.static(self.use_broad):      # the step's candidate pairs (built before the step)
-            ti.loop_config(serialize=self.serial)
-            for k in range(self.broad.pair_count[None]):
-                pair = self.broad.pairs[k]
-                self._pair(state, s, pair[0], pair[1])
+            self.broad.for_each_pair(self, state, s)
         elif ti.static(self.all_points):
             ti.loop_config(serialize=self.serial)
             for k in range(self.model.contact_point_count * count):

@@ -316,6 +316,15 @@ class BroadPhase:
                             if n < self.capacity:
                                 self.pairs[n] = ti.Vector([i, b])
 
+    @ti.func
+    def for_each_pair(self, term: ti.template(), state: ti.template(), s: ti.template()):
+        """`term._pair(state, s, toucher, target)` for each candidate pair of the last `build`: a contact term's
+        one top-level loop (its `apply_forces`), serialized as the term's is (`StepTerm.serial`)."""
+        ti.loop_config(serialize=term.serial)
+        for k in range(self.pair_count[None]):
+            pair = self.pairs[k]
+            term._pair(state, s, pair[0], pair[1])
+
     def build(self, state, s: int, t: int):
         """The candidate pairs of the state at slot s (step t, for the error message).  Raises
         BroadPhaseCapacityError when they do not fit."""

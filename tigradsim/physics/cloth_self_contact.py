@@ -132,10 +132,7 @@ class ClothSelfContact(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        ti.loop_config(serialize=self.serial)
-        for k in range(self.broad.pair_count[None]):
-            pair = self.broad.pairs[k]
-            self._pair(state, s, pair[0], pair[1])
+        self.broad.for_each_pair(self, state, s)
 
     def stability_limits(self, dt=None):
         """Per self-contact vertex: normal and friction modes with its cloth's ke, kd, kf on 1/m_i + 1/m_min

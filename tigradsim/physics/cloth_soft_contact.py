@@ -241,10 +241,7 @@ class ClothSoftContact(StepTerm):
 
     @ti.func
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
-        ti.loop_config(serialize=self.serial)
-        for k in range(self.broad.pair_count[None]):
-            pair = self.broad.pairs[k]
-            self._pair(state, s, pair[0], pair[1])
+        self.broad.for_each_pair(self, state, s)
 
     def stability_limits(self, dt=None):
         """Per toucher (module docstring): its pairs' largest ke, kd, kf on 1/m_p + the largest inverse mass of the

@@ -77,10 +77,7 @@ class ParticleBodyContact(StepTerm):
     def apply_forces(self, state: ti.template(), s: ti.template(), t: ti.template()):
         listed = ti.static(self.bodies.shape[0])
         if ti.static(self.use_broad):      # the step's candidate pairs (groups already tested)
-            ti.loop_config(serialize=self.serial)
-            for k in range(self.broad.pair_count[None]):
-                pair = self.broad.pairs[k]
-                self._pair(state, s, pair[0], pair[1])
+            self.broad.for_each_pair(self, state, s)
         else:                                      # the flat loop: every (particle, listed body)
             ti.loop_config(serialize=self.serial)
             for p in range(self.model.particle_count * listed):

@@ -42,6 +42,14 @@ def fit_markdown(spec, report, result, honesty_md=None) -> str:
                      f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}] |")
     for line in camera_lines(report["camera"]):
         lines += ["", line]
+    profiled = {n: u["profile"] for n, u in report["unknowns"].items() if u.get("profile")}
+    if profiled:                    # [fit] profile (tigradsim/fitting/profile.py)
+        lines += ["", "Profile likelihood (each value stepped out with the other unknowns refitted, until the loss "
+                      "rose past the threshold the intervals imply, or to the bound; the 95 % interval above is "
+                      "the union of it and the Gauss-Newton one):"]
+        lines += [f"- {n}: [{_fmt(p['lower'])} ({p['lower_reason']}), {_fmt(p['upper'])} ({p['upper_reason']})], "
+                  f"loss-rise threshold {_fmt(p['threshold'])}, {len(p['points'])} points, {p['rollouts']} rollouts, "
+                  f"{p['seconds']:.0f} s" for n, p in profiled.items()]
     if report["undetermined"]:
         lines += ["", "Not determined by the clip (the value shown is one point of a flat valley, not an estimate):"]
         lines += [f"- {d['text']}" for d in report["undetermined"]]

@@ -43,6 +43,7 @@ from .scene_file import SceneSpec
 from .scene_fit import fit_scene
 from .scene_views import build_views, fit_views, on_first_camera_frames, scene_camera_params, scene_camera_report, \
     side_by_side_alpha, view_frame_counts, view_residual_groups
+from .cloth_soft_constants import set_stated_cloth_soft_constants
 from .pair_constants import write_stated_pair_constants
 from .unknown_params import unknown_params
 
@@ -203,6 +204,7 @@ class Scene:
         # "rigid", "soft" (cloths too: drawn as particles), "mpm" (MPM objects only), or "mixed" (rigid and soft)
         kinds = {"soft" if o.kind == "cloth" else o.kind for o in spec.objects.values()}
         self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
+        set_stated_cloth_soft_constants(spec, b)                        # [cloth_soft]: cloths against soft objects
         self.model = b.finalize(requires_grad=requires_grad)
         write_stated_pair_constants(spec, self.model, self.handles)     # [bodies]: the bodies' X against each other
         every = mpm_checkpoint_every(spec, self.steps) if self.kind == "mpm" else spec.checkpoint_every

@@ -28,6 +28,11 @@ Sections (see demos/scenes/*.toml for complete examples):
                    (their body_pair_X), for the rigid objects without their own X; needs two or
                    more of them; default: the ground's (or fitted / assumed as "bodies.X" below);
                    an unknown "bodies.X" in [unknowns] fits it instead (tigradsim/scenes/pair_constants.py)
+    [cloth_soft]   ke (> 0), kd, kf, mu (>= 0): the cloths' contact constants against the soft objects
+                   (every cloth-soft pair; the two-way cloth-FEM contact is on in any scene with both);
+                   needs a cloth and a soft object; default: the library's (cloth_soft_contact.DEFAULT_PARAMS);
+                   the thickness is the objects' contact radii; an unknown "cloth_soft.X" fits it instead
+                   (tigradsim/scenes/cloth_soft_constants.py)
     [colliders.NAME] kind = "plane" | "sphere" | "box" | "capsule" | "mesh": static shapes the objects
                    touch (a ramp, a wall, a table); position, rotation or (planes) normal; radius,
                    half_extents, half_length, mesh + scale + resolution; ke, kd, kf, mu (default
@@ -90,7 +95,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    background = "plate.png" | "estimate" (RGB supervision), first, count
     [unknowns."OBJECT.PARAM"]  init, lower, upper, log (default true); PARAM is mass, ke,
                    kd, kf, mu of a rigid object, ke, kd, kf, mu of "bodies" (the rigid
-                   objects against each other), a material parameter, damping, mass (total)
+                   objects against each other), ke, kd, kf, mu of "cloth_soft" (the cloths
+                   against the soft objects), a material parameter, damping, mass (total)
                    or density of a soft object, a material parameter (E, nu, yield_stress,
                    friction_angle [degrees], viscosity, bulk_modulus, plastic_viscosity, ...; bounds
                    within the material's range, an upper one where it caps the value: nu < 0.5),
@@ -118,6 +124,12 @@ Sections (see demos/scenes/*.toml for complete examples):
                    at a 4/3 finer grid at the estimate; Scene.grid_systematics, fitting/grid_bias.py),
                    rtol (stop a
                    stage when the loss falls by less over 5 iterations), time_budget (seconds),
+                   profile (true, or a list of unknowns: profile-likelihood intervals, each value
+                   stepped out to the loss-rise threshold the intervals imply or to its bound,
+                   the others refitted by profile_iters = 3 BFGS steps at each of at most
+                   profile_points = 5 points a side, trust radius profile_lr (default polish_lr);
+                   reaching a bound below the threshold makes it "undetermined";
+                   fitting/profile.py; off by default: 2-4 rollouts a point),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
                    the footage is averaged down to it), edge_softness (NDC^2; "auto",
                    the default: as sharp as a camera's antialiased edge, 10-90 % over 0.8 px
@@ -176,12 +188,13 @@ from .scene_specs import SOFT_MASS_PARAMS  # noqa: F401
 from .scene_table import SceneError, _Table, _typename
 from .scene_unknowns import _check_ties, _parse_fit, _parse_unknown, nuisance_unknowns
 from .pair_constants import check_pair_statements, parse_bodies
+from .cloth_soft_constants import check_cloth_soft_statements, parse_cloth_soft
 from .scene_unknowns import OPTIMIZERS, SUPERVISIONS  # noqa: F401
 
 __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "FootageSpec", "UnknownSpec",
            "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "RIGID_PARAMS", "TIES"]
 
-_TOP = ("world", "simulation", "ground", "bodies", "colliders", "objects", "forces", "camera", "cameras", "footage", "unknowns",
+_TOP = ("world", "simulation", "ground", "bodies", "cloth_soft", "colliders", "objects", "forces", "camera", "cameras", "footage", "unknowns",
         "fit", "mpm_grid")
 
 
@@ -296,8 +309,10 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
                      duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,
                      views=views, colliders=colliders, mpm_grid=mpm_grid,
-                     bodies=parse_bodies(file, data["bodies"]) if "bodies" in data else {})
+                     bodies=parse_bodies(file, data["bodies"]) if "bodies" in data else {},
+                     cloth_soft=parse_cloth_soft(file, data["cloth_soft"]) if "cloth_soft" in data else {})
     check_pair_statements(spec)             # [bodies] / "bodies.X": two rigid objects taking them, ...
+    check_cloth_soft_statements(spec)       # [cloth_soft] / "cloth_soft.X": a cloth and a soft object, ...
     spec.unknowns = unknowns + nuisance_unknowns(spec)     # [fit] contact_constants = "nuisance"
     from .scene_sanity import check_scene      # the scene as a whole: ground, camera, view (as the Python API)
     check_scene(spec)

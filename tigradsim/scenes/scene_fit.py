@@ -96,12 +96,28 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
                       starts=starts, local_starts=local_starts, keep=f.keep, drop_ratio=f.drop_ratio, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
                       horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,
-                      printer=printer)
+                      printer=printer, profile=_profile_names(scene), profile_points=f.profile_points,
+                      profile_iters=f.profile_iters, profile_lr=f.profile_lr)
     fitted = scene.frames_used
     if scene.frames_used != K:
         scene.use_frames(K)
     scene.horizon_info = _horizon_info(scene, fitted, auto, final.get("reason"), printer)
     return result, history
+
+
+def _profile_names(scene):
+    """[fit] profile as identify's `profile`: True: every unknown (not the camera correction); a list:
+    those, each checked against [unknowns] (a SceneError naming the key)."""
+    wanted = scene.spec.fit.profile
+    names = [u.target for u in scene.spec.unknowns]
+    if wanted is True:
+        return [p.name for p in scene.params if p.name in names] or None
+    if not wanted:
+        return None
+    for n in wanted:
+        if n not in names:
+            raise scene.spec.error("fit", "profile", f"{n!r} is not an unknown; expected some of {names}")
+    return list(wanted)
 
 
 def _horizon_info(scene, fitted, auto, reason, printer) -> dict:

@@ -160,6 +160,11 @@ class FitSpec:
     grid_bias: Optional[bool] = None
     rtol: Optional[float] = None          # stop a stage when the loss falls by less over 5 iterations
     time_budget: Optional[float] = None   # seconds for the whole fit
+    # profile-likelihood intervals (fitting/profile.py): False, True (every unknown) or a tuple of unknowns
+    profile: object = False
+    profile_points: int = 5               # per side at most, the last on the bound
+    profile_iters: int = 3                # BFGS steps of the other unknowns at each point
+    profile_lr: Optional[float] = None    # their trust radius (None: polish_lr)
     supervision: str = "mask"
     resolution: Optional[int] = None
     edge_softness: Optional[float] = None   # [NDC^2]; None ("auto"): edge_softness_for_edge(0.8 px) at the render size
@@ -204,6 +209,7 @@ class SceneSpec:
     colliders: dict = field(default_factory=dict)   # name -> scene_colliders.ColliderSpec (file order)
     mpm_grid: Optional[dict] = None      # [mpm_grid] (scene_mpm.parse_mpm_grid), file axes
     bodies: dict = field(default_factory=dict)      # [bodies]: the rigid bodies' X against each other (pair_constants)
+    cloth_soft: dict = field(default_factory=dict)  # [cloth_soft]: the cloths' X against the soft objects
 
     @property
     def several_cameras(self) -> bool:

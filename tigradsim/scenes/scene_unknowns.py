@@ -6,6 +6,7 @@ import difflib
 
 import numpy as np
 
+from .cloth_soft_constants import CLOTH_SOFT_OBJECT
 from .pair_constants import PAIR_OBJECT
 from .scene_specs import CONTACT_PARAMS, RIGID_PARAMS, SOFT_MASS_PARAMS, TIES, FitSpec, UnknownSpec
 from .scene_table import SceneError, _show, _Table
@@ -30,6 +31,8 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
         allowed = CONTACT_PARAMS
     elif obj == PAIR_OBJECT and obj not in objects and obj not in (colliders or {}):
         allowed = CONTACT_PARAMS            # the rigid bodies' X against each other (pair_constants)
+    elif obj == CLOTH_SOFT_OBJECT and obj not in objects and obj not in (colliders or {}):
+        allowed = CONTACT_PARAMS            # the cloths' X against the soft objects (cloth_soft_constants)
     elif obj in (colliders or {}):
         from .scene_colliders import COLLIDER_PARAMS
         allowed = COLLIDER_PARAMS
@@ -50,7 +53,7 @@ def _parse_unknown(file, target, data, objects, ground, colliders=None):
             allowed = tuple(get_material(o.material).params) + ("damping",) + SOFT_MASS_PARAMS
     else:
         names = list(objects) + list(colliders or {})
-        close = difflib.get_close_matches(obj, names + ["ground", PAIR_OBJECT], n=1)
+        close = difflib.get_close_matches(obj, names + ["ground", PAIR_OBJECT, CLOTH_SOFT_OBJECT], n=1)
         raise SceneError(file, "unknowns", target, f"no object named {obj!r}" +
                          (f"; did you mean {close[0]!r}?" if close else "") +
                          f" (objects: {', '.join(names + (['ground'] if ground else []) + [PAIR_OBJECT])})")
@@ -117,7 +120,8 @@ def _check_ties(file, unknowns):
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
                                     "local_starts", "keep", "drop_ratio", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "grid_bias", "rtol",
-                                    "time_budget", "supervision", "resolution", "edge_softness", "sigma", "gamma",
+                                    "time_budget", "profile", "profile_points", "profile_iters",
+                                    "profile_lr", "supervision", "resolution", "edge_softness", "sigma", "gamma",
                                     "blur",
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
@@ -157,6 +161,10 @@ def _parse_fit(file, data):
     f.grid_bias = t.boolean("grid_bias", None)
     f.rtol = t.number("rtol", None, positive=True)
     f.time_budget = t.number("time_budget", None, positive=True)
+    f.profile = _parse_profile(t)
+    f.profile_points = t.integer("profile_points", f.profile_points, minimum=1)
+    f.profile_iters = t.integer("profile_iters", f.profile_iters, minimum=0)
+    f.profile_lr = t.number("profile_lr", None, positive=True)
     f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
     f.resolution = t.integer("resolution", None, minimum=4)
     if t.has("edge_softness") and t.has("sigma"):      # sigma: the key's older name
@@ -185,6 +193,19 @@ def _parse_fit(file, data):
     f.refine = t.integer("refine", 0, minimum=0)
     f.contact_constants = t.string("contact_constants", f.contact_constants, choices=CONTACT_CONSTANTS)
     return f
+
+
+def _parse_profile(t):
+    """[fit] profile: true / false, or a list of unknowns' names ("OBJECT.PARAM"; checked against
+    [unknowns] when the scene is built, by identify)."""
+    if not t.has("profile"):
+        return False
+    v = t.data["profile"]
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, list) and v and all(isinstance(n, str) for n in v):
+        return tuple(v)
+    t.fail("profile", f"expected true, false or a list of unknowns' names (\"OBJECT.PARAM\"), got {v!r}")
 
 
 def nuisance_unknowns(spec) -> list:

@@ -43,6 +43,7 @@ def unknown_params(spec, model, handles) -> list:
       collider that does (`scene_colliders.ground_takers`);
     * "bodies.X" (the user's or a nuisance): `TiedParam` on body_pair_X of the bodies taking it
       (`pair_constants.stated_pair_takers`);
+    * "cloth_soft.X": `TiedParam` on every row of cloth_soft_X (`cloth_soft_constants`);
     * a rigid object's ke, kd, kf, mu move its body_X and body_pair_X together (its own constant);
     * a tie "OBJ.ke_per_mass" (kd, kf): `RatioParam` of body_ke over the body's mass, tied to
       the mass Param when the mass is an unknown too (one rigid body per scene);
@@ -56,6 +57,7 @@ def unknown_params(spec, model, handles) -> list:
     """
     from ..physics.fem import param_column
     from ..fitting.optim import ColumnParam, RatioParam, TiedParam
+    from .cloth_soft_constants import CLOTH_SOFT_OBJECT, cloth_soft_unknown_param
     from .pair_constants import PAIR_OBJECT, pair_is_separate, stated_pair_takers
 
     rigid = [n for n, o in spec.objects.items() if o.kind == "rigid"]
@@ -71,6 +73,8 @@ def unknown_params(spec, model, handles) -> list:
             takers = stated_pair_takers(spec, u.param)
             made[u.target] = TiedParam([_entries(getattr(model, f"body_pair_{u.param}"),
                                                  [handles[n] for n in takers])], value=[u.init], **kw)
+        elif u.object == CLOTH_SOFT_OBJECT:
+            made[u.target] = cloth_soft_unknown_param(u, model, kw)
         elif u.object == "ground":
             ties = [_entry(getattr(model, f"ground_{u.param}"), None)]
             uses = [handles[n] for n in rigid if u.param not in spec.objects[n].contact]

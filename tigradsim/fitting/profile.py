@@ -1,0 +1,329 @@
+"""Profile-likelihood intervals: how far a value can move before the fit gets worse, the other
+unknowns refitted at every step (what the Laplace interval of `fit_report` cannot see).
+
+Why: `fit_report`'s interval is the local curvature of the loss at the estimate (Gauss-Newton,
+s^2 (J^T J)^-1).  Where the loss is flat far beyond that curvature (an MPM fluid's plastic viscosity
+and bulk modulus trade against its yield stress along a long valley: a point with 20x lower
+viscosity fits the PAC-NeRF Bingham clip as well as the truth) the interval is narrow, excludes
+the truth, and nothing in the report says "undetermined".  The profile walks the valley instead.
+
+For each profiled scalar parameter theta_i, on each side of the estimate, in the optimiser's
+coordinate u (log(value) for a log-space Param):
+
+* step outward: the first point at the Laplace half-width (q std_i, the report's own), then
+  geometric steps (ratio >= 2) chosen so that the `points`-th lands on the prior bound;
+* at each point hold theta_i there and refit the other unknowns briefly (`iters` BFGS steps on
+  the Tape loss, warm-started from the previous point; Levenberg-Marquardt on the residuals when
+  there is no Tape loss), keep the lowest loss seen;
+* stop when the loss rise over the estimate's passes the threshold (the interval's end is
+  interpolated in sqrt(rise), linear in u for a quadratic valley), or at the bound.
+
+The threshold is the one the report's intervals already imply, not a second calibration:
+
+* the Laplace interval's: near the minimum L = 1/2 |r|^2 rises along the profile by
+  dL = s^2 d^2 / (2 std_iid_i^2) (d the offset in u), so the report's 95 % end d = q std_i
+  (q: 1.96, or Student's t with the cluster-robust covariance; std_i: max(iid, robust)) is where
+  dL = 1/2 s^2 (q std_i / std_iid_i)^2; for iid residuals that is 1/2 s^2 3.84, the
+  likelihood-ratio test `ties.py` ties minima with (tie_chi2);
+* and `ties.py`'s relative rule: a fit whose loss is within tie_rtol (5 %) of the best is as
+  good as the best (footage residuals are mostly model error, so identify and the model
+  comparison call such fits equally good; the profile calls them inside the interval).
+
+threshold_i = max of the two.  A side that reaches the prior bound below the threshold leaves
+theta_i undetermined there: the report marks it "undetermined" with the bound.  The interval
+reported is the union of the Laplace one and the profile's.
+
+Units: with a Tape loss the profile measures that loss; it is taken as a constant multiple of
+1/2 |r|^2 (a scene's is 2 / N times it), the multiple measured at the estimate.
+
+Cost: per profiled value at most 2 `points` refits of `iters` + 1 rollouts with gradient.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field as dc_field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..core.errors import GradientError, SimulationError
+from .optim import BFGS, least_squares, optimize, pack, unpack
+from .ties import TIE_RTOL
+from .uncertainty import Direction, Z95, _coordinate_info, coordinate_names, json_safe, t95
+
+__all__ = ["ProfileSide", "Profile", "profile_threshold", "profile_intervals", "apply_profiles",
+           "profile_targets", "check_profile_settings"]
+
+PROFILE_POINTS = 5        # points per side at most (the last one on the bound)
+PROFILE_ITERS = 3         # BFGS steps of the other unknowns at each point
+
+
+@dataclass
+class ProfileSide:
+    """One side of a profile.  end: where the interval ends (the Param's units); reason:
+    "threshold" (the loss rose past it: end interpolated), "bound" (reached the prior bound below
+    the threshold: undetermined there), "at bound" (the estimate sits on the bound), "no bound"
+    (points spent with no bound and still below), "failed" (a rollout blew up: end is the last
+    point inside), "time budget"."""
+
+    end: float
+    reason: str
+
+
+@dataclass
+class Profile:
+    """The profile of one scalar value.  points: [(value, loss rise over the estimate's, in
+    1/2 |r|^2 units)] in the order evaluated; threshold: the rise that ends the interval (same
+    units); laplace: the report's 95 % interval before the union; lower, upper: ProfileSide."""
+
+    name: str
+    value: float
+    log_space: bool
+    threshold: float
+    threshold_laplace: float
+    threshold_tie: float
+    laplace: tuple
+    lower: ProfileSide
+    upper: ProfileSide
+    points: list = dc_field(default_factory=list)
+    rollouts: int = 0
+    seconds: float = 0.0
+    better: Optional[tuple] = None      # (value, rise < 0) of a point that fitted better than the estimate
+
+    @property
+    def undetermined(self) -> bool:
+        return "bound" in (self.lower.reason, self.upper.reason)
+
+    @property
+    def interval(self) -> tuple:
+        """The union of the Laplace interval and the profile's."""
+        lo = [v for v in (self.laplace[0], self.lower.end) if v is not None]
+        hi = [v for v in (self.laplace[1], self.upper.end) if v is not None]
+        return (min(lo), max(hi))
+
+    def sentence(self) -> str:
+        bounds = [s.end for s in (self.lower, self.upper) if s.reason == "bound"]
+        open_ = [f"past {s.end:.4g} the {'rollouts blew up' if s.reason == 'failed' else 'time budget ran out'}"
+                 f" (the interval may reach further)" for s in (self.lower, self.upper)
+                 if s.reason in ("failed", "time budget")]
+        if not bounds:
+            return (f"{self.name}: profile interval [{self.lower.end:.4g}, {self.upper.end:.4g}] "
+                    f"(loss rise threshold {self.threshold:.3g})" + "".join(f"; {o}" for o in open_))
+        side = " and ".join(f"{b:.4g}" for b in bounds)
+        return (f"{self.name} is not determined by the data: with the other unknowns refitted, the loss stays "
+                f"within the threshold ({self.threshold:.3g}) out to the prior bound {side}"
+                + "".join(f"; {o}" for o in open_))
+
+    def to_dict(self):
+        return json_safe({"name": self.name, "value": self.value, "log_space": self.log_space,
+                          "threshold": self.threshold, "threshold_laplace": self.threshold_laplace,
+                          "threshold_tie": self.threshold_tie, "laplace": list(self.laplace),
+                          "lower": self.lower.end, "lower_reason": self.lower.reason,
+                          "upper": self.upper.end, "upper_reason": self.upper.reason,
+                          "interval": list(self.interval), "undetermined": self.undetermined,
+                          "points": [list(p) for p in self.points], "rollouts": self.rollouts,
+                          "seconds": self.seconds, "better": self.better})
+
+
+def profile_threshold(report, index: int, tie_rtol: float = TIE_RTOL) -> tuple:
+    """(threshold, laplace part, tie part) of the loss rise (1/2 |r|^2 units) that ends the profile
+    interval of the report's `index`-th value (module docstring)."""
+    e = report.estimates[index]
+    q = t95(report.clusters - 1) if report.std_robust is not None else Z95
+    ratio = 1.0
+    if report.std_iid is not None:
+        s_iid = float(report.std_iid[index])
+        if math.isfinite(e.std) and math.isfinite(s_iid) and s_iid > 0:
+            ratio = max(e.std / s_iid, 1.0)
+    laplace = 0.5 * report.s2 * (q * ratio) ** 2
+    tie = float(tie_rtol) * abs(report.loss)
+    return max(laplace, tie), laplace, tie
+
+
+def profile_targets(profile, params) -> list:
+    """The names of the scalar values to profile: `profile` True (every scalar Param), a name or a
+    list of names (each a scalar Param's), or False / None (none).  ValueError naming a bad one."""
+    scalar = [p.name for p in params if int(np.size(p.value())) == 1]
+    if profile is None or profile is False:
+        return []
+    if profile is True:
+        return scalar
+    names = [profile] if isinstance(profile, str) else profile
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"profile: expected true, false or a list of parameter names, got {profile!r}")
+    for n in names:
+        if n not in scalar:
+            raise ValueError(f"profile: {n!r} is not a scalar parameter of the fit; expected one of {scalar}")
+    return list(dict.fromkeys(names))
+
+
+def check_profile_settings(points, iters, lr=None, tie_rtol=TIE_RTOL):
+    """A clear error for a bad profile setting (before any rollout)."""
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (
+            lr > 0 and math.isfinite(lr))):
+        raise ValueError(f"profile_lr: expected a finite number > 0 (a trust radius), got {lr!r}")
+    for name, v, lo in (("profile_points", points, 1), ("profile_iters", iters, 0)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"{name}: expected an integer >= {lo}, got {v!r}")
+    if isinstance(tie_rtol, bool) or not isinstance(tie_rtol, (int, float)) or not (
+            tie_rtol >= 0 and math.isfinite(tie_rtol)):
+        raise ValueError(f"tie_rtol: expected a finite number >= 0, got {tie_rtol!r}")
+
+
+def profile_intervals(params: Sequence, report, names, forward: Optional[Callable[[], None]] = None, loss=None,
+                      residuals: Optional[Callable[[], np.ndarray]] = None, best_objective: Optional[float] = None,
+                      points: int = PROFILE_POINTS, iters: int = PROFILE_ITERS, lr: float = 0.05,
+                      tie_rtol: float = TIE_RTOL, deadline: float = math.inf, printer=print) -> dict:
+    """{name: Profile} for the scalar values `names` (True, a name or a list: `profile_targets`) of the fit at the
+    Params' current values, which must be those `report` (a FitReport) was made at.
+
+    forward, loss: the Tape loss (the other unknowns are refitted by `iters` BFGS steps of trust
+    radius `lr`, the fit's polish step); residuals: used instead (Levenberg-Marquardt, `iters`
+    iterations) when there is no Tape loss.  best_objective: the objective at the estimate (one
+    rollout when None).  points: per side at most, the last on the bound.  tie_rtol: ties.py's
+    relative rule (module docstring).  deadline: time.time() after which no point starts.
+    Progress: one line per point (parameter, value, loss, rise, threshold).  The Params are back at
+    the estimate afterwards."""
+    check_profile_settings(points, iters, lr, tie_rtol)
+    params = list(params)
+    names = profile_targets(names, params)
+    if forward is None and residuals is None:
+        raise ValueError("profile_intervals: give forward and loss (a Tape loss) or residuals")
+    if (forward is None) != (loss is None):
+        raise ValueError("profile_intervals: forward and loss: give both or neither")
+    coords = coordinate_names(params)
+    info = _coordinate_info(params)
+    x_hat = pack(params).astype(np.float64)
+
+    def objective():
+        if forward is not None:
+            loss[None] = 0.0
+            forward()
+            return float(loss[None])
+        r = np.ravel(residuals())
+        return 0.5 * float(r @ r)
+
+    if best_objective is None:
+        best_objective = objective()
+    # the objective as a multiple of 1/2 |r|^2 (module docstring, "Units")
+    scale = best_objective / report.loss if report.loss > 0 and best_objective > 0 else 1.0
+    out = {}
+    try:
+        for name in names:
+            i = coords.index(name)
+            out[name] = _profile_one(params, report, i, info[i], x_hat, objective, forward, loss, residuals,
+                                     best_objective, scale, points, iters, lr, tie_rtol, deadline, printer)
+            unpack(params, x_hat)
+    finally:
+        unpack(params, x_hat)
+    return out
+
+
+def _refit(params, i, forward, loss, residuals, objective, iters, lr):
+    """Refit every Param but the one holding coordinate i (held at its value); returns (objective at
+    the best point seen, rollouts)."""
+    held = _param_of(params, i)
+    others = [p for p in params if p is not held]
+    if not others or iters == 0:
+        return objective(), 1
+    if forward is not None:
+        hist = optimize(forward, loss, BFGS(others, lr=lr), iters=iters, log_every=0)
+        hist.restore_best(others)
+        return float(np.min(hist.loss)), len(hist.loss)
+    least_squares(residuals, others, iters=iters, log_every=0)
+    return objective(), 2 * iters + 2
+
+
+def _param_of(params, i):
+    k = 0
+    for p in params:
+        k += int(np.size(p.value()))
+        if i < k:
+            return p
+    raise IndexError(i)
+
+
+def _profile_one(params, report, i, info_i, x_hat, objective, forward, loss, residuals, best, scale, points, iters,
+                 lr, tie_rtol, deadline, printer) -> Profile:
+    _p, log, lo, hi = info_i
+    e = report.estimates[i]
+    thr, thr_lap, thr_tie = profile_threshold(report, i, tie_rtol)
+    to_value = math.exp if log else float
+    u0 = float(x_hat[i])
+    q = t95(report.clusters - 1) if report.std_robust is not None else Z95
+    half = q * e.std if math.isfinite(e.std) and e.std > 0 else (0.25 if log else 0.1 * max(abs(u0), 1.0))
+    prof = Profile(e.name, e.value, log, thr, thr_lap, thr_tie, (e.lower95, e.upper95), None, None)
+    t0 = time.time()
+    sides = {}
+    for sign, bound in ((-1.0, lo), (1.0, hi)):
+        room = abs(bound - u0) if math.isfinite(bound) else math.inf
+        if room <= 1e-9 * max(abs(u0), 1.0):
+            sides[sign] = ProfileSide(to_value(bound), "at bound")
+            continue
+        first = min(half, room)
+        ratio = max(2.0, (room / first) ** (1.0 / max(points - 1, 1))) if math.isfinite(room) else 2.0
+        x = x_hat.copy()
+        inside_t, inside_rise, side = 0.0, 0.0, None
+        for k in range(points):
+            if time.time() > deadline:
+                side = ProfileSide(to_value(u0 + sign * inside_t), "time budget")
+                break
+            t = min(first * ratio ** k, room)
+            if k == points - 1 and math.isfinite(room):
+                t = room                         # the last point on the bound
+            x[i] = u0 + sign * t
+            unpack(params, x)
+            try:
+                value, n = _refit(params, i, forward, loss, residuals, objective, iters, lr)
+            except (SimulationError, GradientError) as exc:
+                printer(f"profile {e.name} = {to_value(x[i]):.5g}: rollout failed ({exc})")
+                side = ProfileSide(to_value(u0 + sign * inside_t), "failed")
+                break
+            prof.rollouts += n
+            rise = (value - best) / scale if math.isfinite(value) else math.inf
+            prof.points.append((to_value(x[i]), rise))
+            printer(f"profile {e.name} = {to_value(x[i]):.5g}  loss {value:.6e}  rise {rise:.3g} "
+                    f"(threshold {thr:.3g})")
+            if rise < -thr and (prof.better is None or rise < prof.better[1]):
+                prof.better = (to_value(x[i]), rise)
+            if rise > thr:
+                # the end between the last point inside and this one, linear in sqrt(rise)
+                a, b = math.sqrt(max(inside_rise, 0.0)), math.sqrt(rise) if math.isfinite(rise) else math.inf
+                f = (math.sqrt(thr) - a) / (b - a) if math.isfinite(b) and b > a else 0.0
+                side = ProfileSide(to_value(u0 + sign * (inside_t + f * (t - inside_t))), "threshold")
+                break
+            inside_t, inside_rise = t, max(rise, 0.0)
+            x = pack(params).astype(np.float64)  # warm start: the others where this point's refit left them
+            if t >= room:
+                side = ProfileSide(to_value(bound), "bound")
+                break
+        if side is None:
+            side = ProfileSide(to_value(u0 + sign * inside_t), "no bound")
+        sides[sign] = side
+        unpack(params, x_hat)
+    prof.lower, prof.upper = sides[-1.0], sides[1.0]
+    prof.seconds = time.time() - t0
+    return prof
+
+
+def apply_profiles(report, profiles: dict) -> None:
+    """Write the profiles into `report` (a FitReport): each estimate's 95 % interval becomes the union
+    of its Laplace one and the profile's; a profile that reached a prior bound below the threshold
+    makes the estimate "undetermined" (its interval reaching the bound) and adds a Direction naming
+    it to `report.undetermined`; `report.profiles` keeps them."""
+    report.profiles = dict(profiles)
+    for name, prof in profiles.items():
+        e = report[name]
+        e.lower95, e.upper95 = prof.interval
+        if prof.undetermined:
+            e.status = "undetermined"
+            report.undetermined.append(Direction(math.nan, math.inf, {name: 1.0}, prof.sentence()))
+        elif e.status == "undetermined":
+            # Laplace could not bound it, the profile did on both sides: the data do fix it, non-linearly
+            e.status = "ok"
+        if not prof.undetermined and any(s.reason in ("failed", "time budget") for s in (prof.lower, prof.upper)):
+            report.notes.append(prof.sentence())
+        if prof.better is not None:
+            report.notes.append(f"{name}: the profile found a better fit at {prof.better[0]:.4g} (loss "
+                                f"{-prof.better[1]:.3g} lower): the fit had not converged")
