@@ -81,17 +81,18 @@ def soft_truths(truth):
     return {"cube.mu": float(truth["truth"]["mu"]), "cube.lam": float(truth["truth"]["lam"])}
 
 
-def run_soft_clip(clip, variant, contact, out, quick, timeout, score, fit=True):
+def run_soft_clip(clip, variant, contact, out, quick, timeout, score, fit=True, ground=None):
     """Fit a soft clip under every damping form and combine (module docstring).  `score(truths, report)`
     is coverage.py's scorer of one estimates.json dict.  fit=False: no fitting, the fits already in `out`
-    are combined again (coverage.py --rescore).  Returns coverage.py's result dict: "rows" (the combined
+    are combined again (coverage.py --rescore).  ground: `make_soft_scene`'s numerics keys of [ground]
+    (benchmarks/implicit_damping_fit.py --form all).  Returns coverage.py's result dict: "rows" (the combined
     estimates of mu and lam, scored), "forms" (per form: rc, CPU, wall, loss, 2 dL / s^2, IoU, equally
     good, rows scored, the damping coefficient's estimate), "comparison"."""
     outputs, forms, truths = {}, {}, None
     cpu_total = wall_total = 0.0
     for form in FORMS:
         scene_dir = os.path.join(out, f"{clip}_{variant}_{contact}", form)
-        scene, truths = make_soft_scene(clip, variant, contact, scene_dir, out, quick, form)
+        scene, truths = make_soft_scene(clip, variant, contact, scene_dir, out, quick, form, ground)
         run_json = os.path.join(scene_dir, "fit", "run.json")
         if fit:
             rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), timeout, False)

@@ -21,7 +21,13 @@ cube.lam (fitting/ties.py's rule: equally good within 5 % of the best loss) as c
 damping forms: the line gets "distributions" (per distribution: rows, IoU, loss, equally good, CPU s),
 "comparison", and "rows" = the combined estimate scored.  Default: "volume" alone (the line as before).
 
-    python3 benchmarks/implicit_damping_fit.py [--clip warp_soft_drop] [--variant clean] [--form warp]
+--form all: the damping-form comparison of coverage_soft.py (`run_soft_clip`: one fit per form of
+physics/damping.py DAMPING_MODELS, one after another, then `compare_fit_outputs`) with the same [ground]
+damping_integration, volume-lumped masses; the JSON line is coverage.py's result dict (combined rows of mu and
+lam, per form: rc, CPU, loss, 2 dL / s^2, equally good, IoU, rows, damping coefficient), fits under
+OUT/forms_INTEGRATION/.
+
+    python3 benchmarks/implicit_damping_fit.py [--clip warp_soft_drop] [--variant clean] [--form warp|all]
         [--integration implicit] [--mass-distributions volume[,equal]] [--out out/implicit_damping] [--timeout 3000]
 """
 from __future__ import annotations
@@ -35,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from coverage import score                                   # noqa: E402
-from coverage_soft import make_soft_scene                    # noqa: E402
+from coverage_soft import FORMS, make_soft_scene, run_soft_clip   # noqa: E402
 from footage import FOOTAGE, ROOT, camera_pose_error, perturbed_camera, run_fit   # noqa: E402
 
 from tigradsim.fitting.model_selection import FIT_INTERVAL_KEYS, compare_fit_outputs   # noqa: E402
@@ -100,7 +106,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clip", default="warp_soft_drop")
     ap.add_argument("--variant", default="clean")
-    ap.add_argument("--form", default="warp")
+    ap.add_argument("--form", default="warp", choices=FORMS + ("all",))
     ap.add_argument("--integration", choices=("explicit", "implicit"), default="implicit")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "implicit_damping"))
     ap.add_argument("--timeout", type=float, default=3000.0)
@@ -111,6 +117,15 @@ def main(argv=None):
     bad = [d for d in distributions if d not in MASS_DISTRIBUTIONS]
     if bad or not distributions:
         ap.error(f"--mass-distributions: expected names among {', '.join(MASS_DISTRIBUTIONS)}, got {a.mass_distributions!r}")
+    if a.form == "all":                     # every damping form, compared and combined (module docstring)
+        if distributions != ["volume"]:
+            ap.error("--form all: compares damping forms under volume-lumped masses; give one form to compare "
+                     f"mass distributions, got --mass-distributions {a.mass_distributions!r}")
+        res = run_soft_clip(a.clip, a.variant, "nuisance", os.path.join(a.out, f"forms_{a.integration}"), True,
+                            a.timeout, score, ground={"damping_integration": a.integration})
+        res["integration"] = a.integration
+        print(json.dumps(res, default=float))
+        return 0 if "rows" in res else 1
     scene_dir = os.path.join(a.out, f"{a.clip}_{a.variant}_{a.form}_{a.integration}")
     if distributions != ["volume"]:
         res = compare_distributions(a, scene_dir, distributions)

@@ -7,7 +7,9 @@ for by their reports (tests/test_cli.py::test_laws_compares_every_contact_law ru
 * a scene file asks for it in [ground] (and per object), and the built scene's ground law is it;
 * `compare_scene_variants` fits every variant after the first on the frames the first one's "auto" horizon
   chose; coverage_laws.run_law_clip does the same through the scene files it writes ([fit] horizon = N), and
-  its law table and combined rows show every law."""
+  its law table and combined rows show every law;
+* a variant's fit process that dies (as a Taichi crash does) is an error naming the variant and its exit status
+  (tests/test_law_processes.py fits every law in processes of their own for real)."""
 import json
 import re
 import os
@@ -17,7 +19,7 @@ import types
 import numpy as np
 import pytest
 
-from tigradsim.physics.contact import WARP_FRICTION_VELOCITIES, ContactLaw
+from tigradsim.physics.contact import DAMPING_LAWS, WARP_FRICTION_VELOCITIES, ContactLaw
 from tigradsim.scenes.law_compare import LAWS, law_label, law_spec, parse_law_label
 from tigradsim.scenes.scene_file import parse_scene
 
@@ -35,7 +37,7 @@ def _scene(ground=None, horizon="auto"):
 
 def test_laws_include_warp_friction_at_each_friction_velocity_of_its_grid():
     warp = {k: v for k, v in LAWS.items() if v.friction == "warp"}
-    assert set(warp) == {f"capped+warp({d:g})" for d in WARP_FRICTION_VELOCITIES}
+    assert set(warp) == {f"{damping}+warp({d:g})" for damping in DAMPING_LAWS for d in WARP_FRICTION_VELOCITIES}
     for label, law in LAWS.items():          # labels read back as their laws
         assert parse_law_label(label) == law
     assert parse_law_label("uncapped+warp(0.02)") == ContactLaw("uncapped", "warp", 0.02)
@@ -47,7 +49,8 @@ def test_laws_include_warp_friction_at_each_friction_velocity_of_its_grid():
     # the grid is not Warp's default friction_smoothing (1 m/s: viscous up to walking speed) nor a value
     # near zero (there "warp" is "capped"): slip speeds between
     assert all(1e-3 < d < 1.0 for d in WARP_FRICTION_VELOCITIES)
-    assert {"capped", "uncapped", "capped+huber", "uncapped+huber"} <= set(LAWS)
+    # every law the library has (each variant is fitted in a process of its own, so the count is not capped)
+    assert set(LAWS) == {"capped", "uncapped", "capped+huber", "uncapped+huber"} | set(warp)
     assert law_label(ContactLaw("uncapped", "warp", 0.02)) == "uncapped+warp(0.02)"
     assert law_label(ContactLaw("uncapped", "huber")) == "uncapped+huber" and law_label(ContactLaw()) == "capped"
     spec = law_spec(parse_scene(_scene()), LAWS["capped+warp(0.1)"])
@@ -107,7 +110,7 @@ def test_compare_scene_variants_fits_every_variant_on_the_first_ones_frames(monk
     specs = {label: (label, law_spec(spec, LAWS[label])) for label in ("capped", "capped+warp(0.01)", "uncapped")}
     printed = []
     no_masks = types.SimpleNamespace(masks=None)          # no silhouette IoU to compute
-    comparison, _ = compare_scene_variants(specs, no_masks, "t", printer=printed.append)
+    comparison, _ = compare_scene_variants(specs, no_masks, "t", printer=printed.append, own_process=False)
     assert [s.fit.horizon for s in _FakeScene.built] == ["auto", 9, 9]
     assert [s.ground["law"]["friction"] for s in _FakeScene.built] == ["capped", "warp", "capped"]
     assert spec.fit.horizon == "auto" and specs["uncapped"][1].fit.horizon == "auto"     # callers' specs unchanged
@@ -168,3 +171,27 @@ def test_coverage_law_clip_hands_the_horizon_on_and_tables_every_law(tmp_path):
     again = cl.run_law_clip("warp_box_drop", "clean", "nuisance", str(tmp_path), True, 60, laws, make_scene, score,
                             lambda *a: pytest.fail("refitted"), fit=False)
     assert again["comparison"]["best"] == "capped+warp(0.01)"
+
+
+def test_a_variant_whose_process_dies_is_named_with_its_exit_status(monkeypatch, tmp_path):
+    """`compare_scene_variants` fits each variant in a process of its own (scenes/variant_process.py); a child
+    that dies without an answer (as a Taichi crash does: the reason variants left this process) is an error
+    naming the variant and the signal, not a hang or a missing row.  The child stands in for the fit here: a
+    program that prints one line and kills itself with SIGSEGV."""
+    import tigradsim as tgs
+    from tigradsim.core.runtime import init_settings
+    from tigradsim.scenes import variant_process
+    from tigradsim.scenes.law_compare import compare_scene_variants
+
+    tgs.init(precision="f64", seed=3)
+    assert init_settings()["precision"] == "f64" and init_settings()["seed"] == 3     # what the child starts with
+    crash = tmp_path / "crash.sh"
+    crash.write_text("#!/bin/sh\necho fitting\nkill -SEGV $$\n")
+    crash.chmod(0o755)
+    monkeypatch.setattr(variant_process.sys, "executable", str(crash))
+    spec = parse_scene(_scene())
+    printed = []
+    with pytest.raises(RuntimeError, match=r"variant 'uncapped': its fit process ended with exit status -11"):
+        compare_scene_variants({"uncapped": ("uncapped", law_spec(spec, LAWS["uncapped"]))},
+                               types.SimpleNamespace(masks=None), "t", printer=printed.append)
+    assert printed == ["== uncapped", "fitting"]          # the child's lines reach the caller's printer

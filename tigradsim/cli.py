@@ -122,7 +122,8 @@ def _parser():
     c = sub.add_parser("laws", help="fit under every contact law and compare: a table per law and one estimate "
                                     "whose interval covers the laws that fit equally well",
                        description="Fit the scene's [unknowns] once per contact law of the library (capped or "
-                                   "uncapped damping, capped or pseudo-Huber friction), compare the fits (equally good: a "
+                                   "uncapped damping, each with capped, pseudo-Huber or Warp's friction at 0.01 and "
+                                   "0.1 m/s: 8 laws, each fitted in a process of its own), compare the fits (equally good: a "
                                    "loss within 5 % of the best's, as the multi-start search ties minima), and "
                                    "write laws.md / laws.json with the combined estimate.")
     common(c)

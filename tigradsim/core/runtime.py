@@ -110,6 +110,17 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         deterministic = arch == "cpu"
     _state.update(initialized=True, precision=precision, arch=arch, scatter=scatter,
                   deterministic=bool(deterministic))
+    _state["init_kwargs"] = dict(arch=arch, precision=precision, debug=debug, seed=seed, deterministic=deterministic,
+                                 pin_threads=pin_threads, **kwargs)
+
+
+def init_settings() -> dict:
+    """The keyword arguments of the last `init`, scatter as it is now (`set_scatter` may have changed it):
+    what another process passes to `init` to run the same program (tigradsim/scenes/variant_process.py);
+    {} before any `init`."""
+    if not _state["initialized"]:
+        return {}
+    return dict(_state["init_kwargs"], scatter=_state["scatter"])
 
 
 def _write_offline_cache():

@@ -10,6 +10,8 @@ law, and a combined estimate whose interval covers every law that fits as well a
 tie_rtol = 5 % of the best's, the rule the multi-start search uses for equally good minima: fitting/ties.py).
 Models compare on the same residuals only: with [fit] horizon = "auto", every variant after the first
 finished one fits the frames that one's predictable horizon chose ([fit] horizon = N).
+Each variant is fitted in a Python process of its own (tigradsim/scenes/variant_process.py: Taichi frees no
+field, and one program holds 512 field trees, which the 7th law of a small box scene passed).
 The `tigradsim laws SCENE --out DIR` command runs it.
 """
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 
 from ..fitting.model_selection import compare_models
 from ..fitting.ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds
-from ..physics.contact import WARP_FRICTION_VELOCITIES, ContactLaw
+from ..physics.contact import DAMPING_LAWS, FRICTION_LAWS, WARP_FRICTION_VELOCITIES, ContactLaw
 
 
 def law_label(law: ContactLaw) -> str:
@@ -51,15 +53,13 @@ def parse_law_label(label: str) -> ContactLaw:
 
 
 # the laws `tigradsim laws` compares: (damping, friction); "huber" with its default friction velocity, "warp"
-# (Warp 1.9.1's rigid friction) with capped damping once per friction velocity of its documented grid
+# (Warp 1.9.1's rigid friction) with either damping once per friction velocity of its documented grid
 # (physics/contact.py WARP_FRICTION_VELOCITIES: delta is a compile-time constant of the kernels, compared as
-# discrete models).  Every variant is fitted in one Taichi process, whose fields are never freed: at 7 laws
-# the CLI test's scene ends in a segmentation fault in Taichi's field allocation (measured), so "uncapped+warp"
-# is not in the default set; any label `parse_law_label` reads can be compared (benchmarks/coverage_laws.py
-# fits each law in a process of its own).
+# discrete models).  Every law the library has: each is fitted in a process of its own
+# (`compare_scene_variants(own_process=True)`, tigradsim/scenes/variant_process.py says why).
 LAWS = {law_label(law): law for law in
-        [ContactLaw(), ContactLaw("uncapped"), ContactLaw(friction="huber"), ContactLaw("uncapped", "huber")]
-        + [ContactLaw("capped", "warp", d) for d in WARP_FRICTION_VELOCITIES]}
+        [ContactLaw(damping, friction, velocity) for damping in DAMPING_LAWS for friction in FRICTION_LAWS
+         for velocity in (WARP_FRICTION_VELOCITIES if friction == "warp" else (None,))]}
 
 
 def law_spec(spec, law: ContactLaw):
@@ -102,16 +102,17 @@ def compare_contact_laws(spec, footage, laws=None, printer=print, tie_chi2=TIE_C
 
 
 def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=TIE_CHI2, shared=None, tie_rtol=TIE_RTOL,
-                           **fit_overrides):
+                           own_process=True, **fit_overrides):
     """Fit each variant of a scene (one model choice each: a contact law, a damping form) and compare them
     with `compare_models`.
 
     specs: {label: (description printed before its fit, SceneSpec)}; shared: the unknowns compared and
     combined (default: all; leave out one whose meaning differs between variants).
+    own_process: fit each variant in a Python process of its own (`variant_process`: Taichi never frees a
+    field and has room for 512 field trees, so many variants in one program crash it); False: in this
+    process (a few variants of a small scene, or a test that stands in for the fit).
     Returns (ModelComparison, {label: (Identification, iou mean or None)}).
     """
-    from .scene_build import Scene, fit_scene, silhouette_iou
-
     check_tie_thresholds(tie_chi2, tie_rtol)          # before any fit
     reports, quality, results = {}, {}, {}
     pinned = None          # [fit] horizon = "auto": the frames the first finished variant's fit chose
@@ -122,15 +123,13 @@ def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=TIE_CH
             variant = copy.deepcopy(variant)
             variant.fit.horizon = pinned
             printer(f"horizon: the {pinned} frames the first variant's fit chose (\"auto\"), so that the fits compare")
-        scene = Scene(variant, footage)
-        result, _history = fit_scene(scene, printer=printer, **fit_overrides)
+        if own_process:
+            from .variant_process import fit_in_own_process
+            result, iou, frames = fit_in_own_process(label, variant, footage, printer, fit_overrides)
+        else:
+            result, iou, frames = fit_variant(variant, footage, printer, fit_overrides)
         if pinned is None and variant.fit.horizon == "auto" and result.best is not None:
-            pinned = int(scene.horizon_info["frames_fitted"])
-        iou = None
-        clips = footage if isinstance(footage, list) else [footage]       # [[cameras]]: one clip per camera
-        if all(c.masks is not None for c in clips):      # the mean over the cameras
-            iou = float(np.mean([silhouette_iou(v[..., -1], c.masks).mean()
-                                 for v, c in zip(scene.render_views(), clips)]))
+            pinned = int(frames)
         results[label] = (result, iou)
         if result.best is None:
             printer(f"{label}: no fit report (no local fit finished); left out of the comparison")
@@ -143,6 +142,22 @@ def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=TIE_CH
     comparison = compare_models(reports, tie_chi2=tie_chi2, quality=quality, tie_rtol=tie_rtol)
     printer(comparison.to_markdown(title))
     return comparison, results
+
+
+def fit_variant(variant, footage, printer, fit_overrides):
+    """Build and fit one variant's scene (`fit_scene`); returns (Identification, silhouette IoU mean over
+    the cameras or None without masks, frames fitted or None)."""
+    from .scene_build import Scene, fit_scene, silhouette_iou
+
+    scene = Scene(variant, footage)
+    result, _history = fit_scene(scene, printer=printer, **fit_overrides)
+    frames = (getattr(scene, "horizon_info", None) or {}).get("frames_fitted")
+    iou = None
+    clips = footage if isinstance(footage, list) else [footage]       # [[cameras]]: one clip per camera
+    if all(c.masks is not None for c in clips):      # the mean over the cameras
+        iou = float(np.mean([silhouette_iou(v[..., -1], c.masks).mean()
+                             for v, c in zip(scene.render_views(), clips)]))
+    return result, iou, frames
 
 
 def _only(report, names):
