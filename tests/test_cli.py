@@ -251,8 +251,8 @@ def test_laws_compares_every_contact_law(clip, tmp_path, capsys):
     assert abs(mass["value"] - TRUE_MASS) / TRUE_MASS < 0.05
     if mass["ci95"] is not None:
         assert mass["ci95"][0] <= mass["value"] <= mass["ci95"][1]
-        # the combined interval covers every equally good law's, the clip's own among them (measured: [0.85, 1.31]
-        # over six laws within 2.4 % of the best loss; the best law's own interval alone, [0.977, 0.996], misses 1.0)
+        # the combined interval covers every equally good law's, the clip's own among them (measured with the six laws
+        # of the earlier default set: [0.85, 1.31] within 2.4 % of the best loss; the best law's own interval alone, [0.977, 0.996], misses 1.0)
         own = next(r for r in table["rows"] if r["label"] == "capped")["estimates"]["box.mass"]
         if own[1] is not None:
             assert mass["ci95"][0] <= own[1] and own[2] <= mass["ci95"][1]
