@@ -76,8 +76,8 @@ import numpy as np
 
 from ..core.aliases import renamed_keyword
 from ..core.errors import GradientError, SimulationError
-from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, optimize, pack, param_summary,
-                    unpack)
+from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, objective_function, optimize,
+                    pack, param_summary, unpack)
 from .continuation import KEEP_DROP_RATIO, keep_candidates
 from .profile import (PROFILE_ITERS, PROFILE_POINTS, apply_profiles, check_profile_settings, profile_intervals,
                       profile_targets)
@@ -348,13 +348,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     rng = np.random.default_rng(seed)
     points = ([x_user] if include_current else []) + list(lo + latin_hypercube(n_random, len(lo), rng) * (hi - lo))
 
-    def objective():
-        if forward is not None:
-            loss[None] = 0.0
-            forward()
-            return float(loss[None])
-        r = np.ravel(residuals())
-        return 0.5 * float(r @ r)
+    objective = objective_function(forward, loss, residuals)
 
     def values_dict(x):
         return {n: float(np.exp(v) if log else v) for n, v, log in zip(names, x, _log_flags(params))}

@@ -167,6 +167,20 @@ class BFGS(Optimizer):
         self._x, self._g, self._H = state["x"], state["g"], state["H"]
 
 
+def objective_function(forward: Optional[Callable[[], None]], loss, residuals: Optional[Callable[[], np.ndarray]]):
+    """The fit's objective at the parameters' current values, as one callable used by every search:
+    loss[None] after `forward()` (the Tape path, `forward` given) or 1/2 |r|^2 of `residuals()` (the
+    least-squares path).  Returns a float."""
+    def objective():
+        if forward is not None:
+            loss[None] = 0.0
+            forward()
+            return float(loss[None])
+        r = np.ravel(residuals())
+        return 0.5 * float(r @ r)
+    return objective
+
+
 def optimize(forward: Callable[[], None], loss, optimizer: Optimizer, iters: int, log_every: int = 1,
              callback: Optional[Callable[[int, float], None]] = None, max_retries: int = 4,
              printer=print, history: Optional[History] = None, stop: Optional[StopCriteria] = None) -> History:

@@ -48,7 +48,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..core.errors import GradientError, SimulationError
-from .optim import BFGS, least_squares, optimize, pack, unpack
+from .optim import BFGS, least_squares, objective_function, optimize, pack, unpack
 from .ties import TIE_RTOL
 from .uncertainty import Direction, Z95, _coordinate_info, coordinate_names, json_safe, t95
 
@@ -196,13 +196,7 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
     info = _coordinate_info(params)
     x_hat = pack(params).astype(np.float64)
 
-    def objective():
-        if forward is not None:
-            loss[None] = 0.0
-            forward()
-            return float(loss[None])
-        r = np.ravel(residuals())
-        return 0.5 * float(r @ r)
+    objective = objective_function(forward, loss, residuals)
 
     if best_objective is None:
         best_objective = objective()
