@@ -91,10 +91,11 @@ def test_crossed_edges_gradients(crossed_edges, name):
     assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient should not vanish here"
 
 
-def _crossed_edges_sim(**sim_kwargs):
+def crossed_edges_sim(damping_integration=None, **sim_kwargs):
+    """The `crossed_edges` scene (a Simulator of 40 steps); damping_integration: both boxes' (None: explicit)."""
     b = tgs.SceneBuilder(gravity=(0.0, 0.0, 0.0))
     _ridges(b, 3 * RIDGE - 1e-4, top_velocity=(0.05, -0.15, 0.03), spin=(0.2, 0.3, -0.1),
-            ke=6e3, kd=7.0, kf=20.0, mu=0.4)
+            ke=6e3, kd=7.0, kf=20.0, mu=0.4, damping_integration=damping_integration)
     b.broad_phase = sim_kwargs.pop("broad_phase", "grid")
     model = b.finalize()
     return model, tgs.Simulator(model, dt=1e-3, steps=40, **sim_kwargs)
@@ -106,7 +107,7 @@ def _crossed_edges_sim(**sim_kwargs):
 def test_crossed_edges_gradients_other_paths(f64, sim_kwargs):
     """The fixture's rollout (the grid, fused) with one launch per step and checkpointed segments (each step's
     box pairs rebuilt from the stored state in the backward pass), and with the flat list of box pairs."""
-    model, sim = _crossed_edges_sim(**sim_kwargs)
+    model, sim = crossed_edges_sim(**sim_kwargs)
     edges = [t for t in sim.force_terms if type(t).__name__ == "BoxEdgeContact"]
     assert len(edges) == 1 and (edges[0].broad is None) == ("broad_phase" in sim_kwargs)
     run, total = touch_loss(sim, 2, 10, seed=3)

@@ -67,15 +67,15 @@ def test_batch_copies_do_not_touch(f64):
     assert ref.final_state("particle_q")[0, 1] > 0.24, "the particle rests on the box"
 
 
-@pytest.fixture(scope="module")
-def particles_on_box(f64):
+def particles_on_box_scene(damping_integration=None):
     """Four particles sliding on the top of a box that rests on the ground (all in contact throughout).  No
-    particle moves with the box's normal velocity at the start (v_n = 0 exactly: the kink of max(-v_n, 0))."""
+    particle moves with the box's normal velocity at the start (v_n = 0 exactly: the kink of max(-v_n, 0)).
+    damping_integration: the box's (`add_rigid_body`; None: the ground's, explicit).  (model, sim, run, total)."""
     b = tgs.SceneBuilder()
     b.add_ground(ke=2e4, kd=15.0, kf=50.0, mu=0.6)
     v, f = meshes.box_surface((0.4, 0.2, 0.4))
     b.add_rigid_body(v, f, mass=2.0, position=(0.0, 0.0989, 0.0), velocity=(0.02, -0.005, 0.0),
-                     ke=5e3, kd=3.0, kf=20.0, mu=0.4)
+                     ke=5e3, kd=3.0, kf=20.0, mu=0.4, damping_integration=damping_integration)
     b.add_particles([[-0.1, 0.21885, -0.1], [0.1, 0.2188, -0.05], [0.0, 0.21885, 0.1], [-0.05, 0.2188, 0.05]],
                     velocities=[[0.5, -0.007, 0.0], [0.0, -0.004, 0.3], [-0.2, -0.003, -0.2], [0.05, -0.006, 0.02]],
                     masses=[0.05, 0.08, 0.06, 0.07], radius=0.02)
@@ -83,6 +83,11 @@ def particles_on_box(f64):
     sim = tgs.Simulator(model, dt=1e-3, steps=60)
     run, total = touch_loss(sim, 1, 15, seed=3, particles=True)
     return model, sim, run, total
+
+
+@pytest.fixture(scope="module")
+def particles_on_box(f64):
+    return particles_on_box_scene()
 
 
 def test_particles_rest_and_slide_on_box(particles_on_box):

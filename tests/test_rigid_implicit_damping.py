@@ -464,3 +464,43 @@ def test_implicit_box_on_box_rollout_gradient(f64):
         one = tgs.check_gradient(run, total, [params[name]], n_dirs=1, eps=1e-6, rtol=1e-5)
         assert one.ok, f"{name}: {one}"
         assert abs(one.analytic[0]) > floor, f"{name} should matter here"
+
+
+@pytest.mark.slow
+def test_implicit_particles_on_box_rollout_gradient(f64):
+    """Particle-body contact (`coupling.ParticleBodyContact`, 1 / m_i + the body point's w) with implicit
+    damping: test_coupling's four particles sliding on a box, the box implicit.  Tape against central
+    differences along random directions for the body's constants (kd, kf enter through k_eff), the box's pose,
+    velocity and mass (through w), and the particles' initial states and masses."""
+    from test_coupling import particles_on_box_scene
+    from touch_tracks import EPS
+    model, sim, run, total = particles_on_box_scene("implicit")
+    run()
+    p = sim.state.particle_q.to_numpy()
+    top = sim.state.body_q.to_numpy()[:, 0, 1] + 0.1
+    depth = top[:, None] - (p[:, :, 1] - 0.02)
+    assert np.all(depth > 0) and np.all(depth < 2e-3), "the particles rest on the box throughout"
+    params = model.parameters()
+    for name in ("body_kd", "body_kf", "body_mu", "body_mass", "body_q0", "body_qd0", "particle_qd0",
+                 "particle_mass"):
+        report = tgs.check_gradient(run, total, [params[name]], n_dirs=2, eps=EPS.get(name, 1e-7),
+                                    rtol=1e-4 if name == "body_kd" else 1e-5)
+        report.assert_ok()
+        assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient should not vanish here"
+
+
+@pytest.mark.slow
+def test_implicit_crossed_edges_rollout_gradient(f64):
+    """Edge-edge contact (`box_edges.BoxEdgeContact`, both boxes' w summed) with implicit damping: test_box_edges'
+    crossed ridges, both boxes implicit.  Tape against central differences for the pair's constants and the
+    boxes' masses, poses and velocities (w depends on the pose through I_world)."""
+    from test_box_edges import EDGE_EPS, EDGE_RTOL, crossed_edges_sim
+    from touch_tracks import touch_loss
+    model, sim = crossed_edges_sim("implicit")
+    run, total = touch_loss(sim, 2, 10, seed=3)
+    params = model.parameters()
+    for name in ("body_pair_kd", "body_pair_kf", "body_pair_mu", "body_mass", "body_q0", "body_qd0"):
+        report = tgs.check_gradient(run, total, [params[name]], n_dirs=2, eps=EDGE_EPS.get(name, 1e-7),
+                                    rtol=EDGE_RTOL.get(name, 1e-5))
+        report.assert_ok()
+        assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient should not vanish here"
