@@ -21,6 +21,11 @@ are then per unit of box A's mass).
 
     python3 benchmarks/interacting_footage.py [--clips warp_ramp_boxes,warp_ball_box] [--write-scenes]
                                               [--timeout S] [--out DIR] [--rescore]
+                                              [--set TABLE.KEY=VALUE ...]
+
+`--set` (repeatable) fits a copy of the clip's scene file with that key set (VALUE a TOML literal, e.g.
+`--set fit.seed=1 --set 'ground.damping_integration="implicit"' --set 'fit.profile=["box_b.mass"]'`): the copy
+is written to OUT/CLIP/scene/scene.toml beside links to the clip's files, the committed scene is left as it is.
 
 Prints a Markdown table (estimate, truth, error, 95 % interval statistical and with the assumed / undetermined
 constants, whether each holds the truth, the issue's target) and, last, a JSON line with every number.
@@ -216,6 +221,41 @@ def write_scene(clip):
     return path
 
 
+def scene_with_settings(scene, settings, folder):
+    """Copy of SCENE in FOLDER (beside links to SCENE's folder's other files, which it names relatively) with
+    each "TABLE.KEY=VALUE" of SETTINGS set in that table (VALUE a TOML literal; an existing key is replaced, a
+    missing table is appended).  Returns the copy's path."""
+    import tomllib
+    os.makedirs(folder, exist_ok=True)
+    src = os.path.dirname(os.path.abspath(scene))
+    for name in os.listdir(src):
+        link = os.path.join(folder, name)
+        if name != os.path.basename(scene) and not os.path.lexists(link):
+            os.symlink(os.path.join(src, name), link)
+    lines = open(scene).read().splitlines()
+    for item in settings:
+        key, sep, value = item.partition("=")
+        table, dot, name = key.strip().rpartition(".")
+        if not (sep and dot and table and name):
+            raise ValueError(f"--set: {item!r} is not TABLE.KEY=VALUE (e.g. fit.seed=1)")
+        tomllib.loads(f"v = {value}")                   # a TOML literal, or a clear error naming it
+        header = f"[{table}]"
+        if header not in (ln.strip() for ln in lines):
+            lines += ["", header]
+        start = next(i for i, ln in enumerate(lines) if ln.strip() == header) + 1
+        end = next((i for i in range(start, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        hit = [i for i in range(start, end) if lines[i].split("=")[0].strip() == name]
+        if hit:
+            lines[hit[0]] = f"{name} = {value}"
+        else:
+            lines.insert(start, f"{name} = {value}")
+    path = os.path.join(folder, os.path.basename(scene))
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    tomllib.load(open(path, "rb"))
+    return path
+
+
 def score(truths, report):
     rows = []
     for k, tv in truths.items():
@@ -300,6 +340,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=1200.0)
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "interacting_footage"))
     ap.add_argument("--rescore", action="store_true", help="no fit: score the reports already in --out")
+    ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
+                    help="fit a copy of the scene file with this key set (VALUE a TOML literal); repeatable")
     args = ap.parse_args(argv)
     results = []
     for clip in args.clips.split(","):
@@ -307,6 +349,8 @@ def main(argv=None):
             ap.error(f"--clips: {clip!r} is not one of {CLIPS}")
         scene = write_scene(clip) if args.write_scenes else os.path.join(FOOTAGE, clip, "scene.toml")
         fit_out = os.path.join(os.path.abspath(args.out), clip)
+        if args.set:
+            scene = scene_with_settings(scene, args.set, os.path.join(fit_out, "scene"))
         if args.rescore:
             rc, wall, cpu, last, log, tail = 0, float("nan"), float("nan"), None, os.path.join(fit_out, "stdout.txt"), []
         else:
