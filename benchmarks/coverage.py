@@ -31,6 +31,10 @@ estimates, followed by a table per form.  Rigid drop clips are given no contact 
 law of --laws (default coverage_laws.DROP_LAWS, including Warp's rigid friction), combined by model
 selection (benchmarks/coverage_laws.py); their rows are the combined estimates, followed by a table per
 law.  Prints a Markdown table and, last, a JSON line with every number.
+
+--rigid-damping explicit|implicit writes [ground] damping_integration into every clip's scene (rigid and soft; the
+cloth clips refuse it) and --substeps N the rigid clips' [simulation] substeps: numerics, not facts of a clip, the
+same for every clip and law (measured on the drops: benchmarks/RESULTS.md, "Box drops with implicit rigid damping").
 """
 from __future__ import annotations
 
