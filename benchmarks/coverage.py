@@ -22,6 +22,7 @@ apart (it is what the report should say of a box's mass with no known force).
 
     python3 benchmarks/coverage.py [--clips a,b] [--variants clean,noisy,camera] [--contact nuisance]
                                    [--quick] [--timeout S] [--out DIR] [--merge FILE ...] [--rescore]
+                                   [--rigid-damping explicit|implicit] [--substeps N]
 
 --quick: 64 px renders, fewer steps per frame and iterations (the settings are printed with the
 table).  Soft clips (warp_soft_drop, newton_soft_drop) are given no damping value or form: one fit per
@@ -30,10 +31,15 @@ estimates, followed by a table per form.  Rigid drop clips are given no contact 
 law of --laws (default coverage_laws.DROP_LAWS, including Warp's rigid friction), combined by model
 selection (benchmarks/coverage_laws.py); their rows are the combined estimates, followed by a table per
 law.  Prints a Markdown table and, last, a JSON line with every number.
+
+--rigid-damping explicit|implicit writes [ground] damping_integration into every clip's scene (rigid and soft; the
+cloth clips refuse it) and --substeps N the rigid clips' [simulation] substeps: numerics, not facts of a clip, the
+same for every clip and law (measured on the drops: benchmarks/RESULTS.md, "Box drops with implicit rigid damping").
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -74,15 +80,20 @@ def settings(clip, quick):
     return sim, fit
 
 
-def make_scene(clip, variant, contact, scene_dir, out, quick, law=None, horizon=None):
+def make_scene(clip, variant, contact, scene_dir, out, quick, law=None, horizon=None, ground=None, substeps=None):
     """Write scene_dir/scene.toml from the clip's user-side facts; returns (path, truths).  law: [ground]'s
     law keys of one model of a law comparison (coverage_laws.py; None: the library's default law);
-    horizon: [fit] horizon = that frame count (the frames the comparison's first law fitted)."""
+    horizon: [fit] horizon = that frame count (the frames the comparison's first law fitted); ground: [ground]
+    keys that are numerics, not facts about the clip (--rigid-damping: {"damping_integration": "implicit"}),
+    the same for every clip and law; substeps: [simulation] substeps instead of `settings`' (--substeps)."""
     folder = os.path.join(FOOTAGE, clip)
     truth = json.load(open(os.path.join(folder, "truth.json")))
     from coverage_cloth import is_cloth_clip
     if is_cloth_clip(truth):                  # the cloth over a ball: coverage_cloth.py writes its scene files
         from coverage_cloth import make_cloth_scene
+        if ground or substeps:
+            raise ValueError(f"{clip}: --rigid-damping and --substeps are not implemented for the cloth clips "
+                             "(coverage_cloth.py)")
         return make_cloth_scene(clip, variant, contact, scene_dir, out, quick)
     if truth["object"]["type"] == "soft":
         raise ValueError(f"{clip}: a soft clip is fitted once per damping form: coverage_soft.run_soft_clip")
@@ -91,10 +102,12 @@ def make_scene(clip, variant, contact, scene_dir, out, quick, law=None, horizon=
     obj = truth["object"]
     pose, vel = obj["initial_pose"], obj["initial_velocity"]
     sim, fit = settings(clip, quick)
+    if substeps is not None:
+        sim["substeps"] = int(substeps)
     if horizon is not None:
         fit["horizon"] = int(horizon)
     tables = [("[world]", {"up": "y", "gravity": -float(truth["world"]["gravity"][1])}), ("[simulation]", sim),
-              ("[ground]", dict(law or {})),          # no contact constant; the law of this model, if any
+              ("[ground]", dict(law or {}, **(ground or {}))),   # no contact constant; the law of this model
               ("[objects.box]", {"type": "rigid", "mesh": rel(os.path.join(folder, obj["mesh"])),
                                  "mass": GUESS["box.mass"], "mu": GUESS["box.mu"],
                                  "position": pose["position"], "rotation": pose["quaternion_xyzw"],
@@ -303,7 +316,18 @@ def main(argv=None):
                          "('capped', 'uncapped+warp(0.01)': law_compare.parse_law_label), the first setting the horizon; 'drops' (default): the "
                          "drop clips under coverage_laws.DROP_LAWS, the pushes under the default law only; 'capped': "
                          "one fit per clip under the default law, no comparison")
+    ap.add_argument("--rigid-damping", choices=("explicit", "implicit"), default=None,
+                    help="[ground] damping_integration of every clip's scene (rigid and soft; kd, kf stepped by "
+                         "local backward Euler when implicit: tigradsim.physics.contact); default: not written "
+                         "(the library's default, explicit)")
+    ap.add_argument("--substeps", type=int, default=None,
+                    help="[simulation] substeps (steps per frame) of every rigid clip's scene instead of the "
+                         "settings' (--quick: 32 push, 64 drop); soft and cloth clips refuse it")
     args = ap.parse_args(argv)
+    if args.substeps is not None and args.substeps < 1:
+        ap.error(f"--substeps: expected an integer >= 1, got {args.substeps}")
+    ground = {"damping_integration": args.rigid_damping} if args.rigid_damping else None
+    scene_of = functools.partial(make_scene, ground=ground, substeps=args.substeps)
     if args.merge:
         results = []
         for path in args.merge:
@@ -336,8 +360,10 @@ def main(argv=None):
         for variant in variants:
             if json.load(open(os.path.join(FOOTAGE, clip, "truth.json"))).get("object", {}).get("type") == "soft":
                 from coverage_soft import run_soft_clip
+                if args.substeps is not None:
+                    ap.error(f"--substeps: not implemented for the soft clips ({clip}: coverage_soft.py's settings)")
                 res = run_soft_clip(clip, variant, args.contact, out, args.quick, args.timeout, score,
-                                    fit=not args.rescore)
+                                    fit=not args.rescore, ground=ground)
                 print(f"# {clip}/{variant}: {res['wall_s']:.0f} s wall, {res['cpu_s']:.0f} s CPU (all damping forms)",
                       file=sys.stderr, flush=True)
                 results.append(res)
@@ -345,14 +371,14 @@ def main(argv=None):
             laws = law_set(clip, args.laws)
             if len(laws) > 1:
                 from coverage_laws import run_law_clip
-                res = run_law_clip(clip, variant, args.contact, out, args.quick, args.timeout, laws, make_scene,
+                res = run_law_clip(clip, variant, args.contact, out, args.quick, args.timeout, laws, scene_of,
                                    score, run_fit, fit=not args.rescore)
                 print(f"# {clip}/{variant}: {res['wall_s']:.0f} s wall, {res['cpu_s']:.0f} s CPU (all laws; "
                       f"{res.get('summary') or res.get('error')})", file=sys.stderr, flush=True)
                 results.append(res)
                 continue
             scene_dir = os.path.join(out, f"{clip}_{variant}_{args.contact}")
-            scene, truths = make_scene(clip, variant, args.contact, scene_dir, out, args.quick)
+            scene, truths = scene_of(clip, variant, args.contact, scene_dir, out, args.quick)
             rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), args.timeout, False)
             res = {"clip": clip, "variant": variant, "contact": args.contact, "rc": rc, "wall_s": round(wall, 1),
                    "cpu_s": round(cpu, 1), "log": log}
@@ -369,7 +395,8 @@ def main(argv=None):
                 res["error"] = (last or {}).get("error") or "\n".join(tail)
             print(f"# {clip}/{variant}: rc {rc}, {wall:.0f} s wall, {cpu:.0f} s CPU", file=sys.stderr, flush=True)
             results.append(res)
-    finish(results, {"clips": clips, "variants": variants, "contact": args.contact, "quick": args.quick})
+    finish(results, {"clips": clips, "variants": variants, "contact": args.contact, "quick": args.quick,
+                     "rigid_damping": args.rigid_damping, "substeps": args.substeps})
     return 0
 
 

@@ -226,3 +226,28 @@ def test_cli_fit_reports_the_constants_the_scene_left_at_defaults(tmp_path, caps
     assert result["status"]["box.mass"] == "assumption-dominated"
     assert "warning: assumed constant dominates an estimate: box.mass moves" in err
     assert any("ground.kf" in w for w in result["warnings"])
+
+
+def test_a_shift_past_the_float_range_is_reported_not_raised():
+    """A linearised shift of hundreds of log units (an undetermined nuisance constant moving an estimate along a
+    flat direction; Newton's box drop with implicit rigid damping gave one) ended `tigradsim fit` with an
+    OverflowError in math.expm1 while writing the report: it is now a relative change of +inf, the interval with
+    the constant's effect reaches +inf, and the JSON carries None for it."""
+    import types
+
+    from tigradsim.fitting.sensitivity import AssumedConstant, Sensitivity, Shift, intervals_with_assumptions, \
+        relative_change
+    assert relative_change(800.0) == float("inf") and relative_change(-800.0) == -1.0
+    assert relative_change(0.5) == pytest.approx(np.expm1(0.5))
+    shift = Shift(estimate="box.mu", constant="box.kd_per_mass", lower=1.0, upper=300.0, value=10.0, log_space=True,
+                  shift_lower=-2.0, shift_upper=800.0, half_width=0.1, dominated=True)
+    assert "+inf %" in shift.text and "-86.5 %" in shift.text
+    const = AssumedConstant("box.kd_per_mass", 10.0, 1.0, 300.0, write=lambda c: None)
+    sens = Sensitivity([shift], [const])
+    assert "| +inf % |" in sens.to_markdown()
+    d = sens.to_dict()["shifts"][0]
+    assert d["change_upper"] is None and d["change_lower"] == pytest.approx(np.expm1(-2.0))
+    report = types.SimpleNamespace(estimates=[types.SimpleNamespace(name="box.mu", lower95=0.5, upper95=0.7,
+                                                                   log_space=True)])
+    lower, upper = intervals_with_assumptions(report, sens)["box.mu"]
+    assert lower == pytest.approx(0.5 * np.exp(-2.0)) and upper == float("inf")

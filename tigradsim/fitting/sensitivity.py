@@ -112,6 +112,18 @@ class AssumedConstant:
             raise ValueError(f"AssumedConstant {self.name!r}: write must be a function write(value)")
 
 
+# exp(s) - 1 overflows a float past this log-space shift
+_LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)
+
+
+def relative_change(s: float) -> float:
+    """exp(s) - 1: a log-space shift as a relative change, +inf past the float range.  A linearised shift of
+    hundreds of log units (an undetermined nuisance moving an estimate along a flat direction: measured on
+    Newton's box drop with implicit damping) says only that the constant decides the answer; the report must
+    still be written."""
+    return math.expm1(s) if s < _LOG_FLOAT_MAX else math.inf
+
+
 @dataclass
 class Shift:
     """How far one estimate moves over one constant's range.
@@ -140,18 +152,18 @@ class Shift:
     def _change(self, s):
         if s is None:
             return "rollout failed"
-        return f"{math.expm1(s) * 100:+.3g} %" if self.log_space else f"{s:+.4g}"
+        return f"{relative_change(s) * 100:+.3g} %" if self.log_space else f"{s:+.4g}"
 
     @property
     def text(self) -> str:
         hw = ("undetermined" if self.half_width is None else
-              f"{math.expm1(self.half_width) * 100:.3g} %" if self.log_space else f"{self.half_width:.4g}")
+              f"{relative_change(self.half_width) * 100:.3g} %" if self.log_space else f"{self.half_width:.4g}")
         return (f"{self.estimate} moves {self._change(self.shift_lower)} / {self._change(self.shift_upper)} over "
                 f"{self.constant} in [{self.lower:.4g}, {self.upper:.4g}] (assumed {self.value:.4g}; 95 % interval "
                 f"half-width {hw})")
 
     def to_dict(self):
-        rel = (lambda s: None if s is None else math.expm1(s)) if self.log_space else (lambda s: s)
+        rel = (lambda s: None if s is None else relative_change(s)) if self.log_space else (lambda s: s)
         return json_safe({"estimate": self.estimate, "constant": self.constant, "range": [self.lower, self.upper],
                       "assumed": self.value, "log_space": self.log_space, "shift_lower": self.shift_lower,
                       "shift_upper": self.shift_upper, "change_lower": rel(self.shift_lower),
@@ -190,7 +202,7 @@ class Sensitivity:
                 "| dominates |", "|---|---|---|---|---|---|---|---|"]
         for s in self.shifts:
             hw = ("-" if s.half_width is None else
-                  f"{math.expm1(s.half_width) * 100:.3g} %" if s.log_space else f"{s.half_width:.4g}")
+                  f"{relative_change(s.half_width) * 100:.3g} %" if s.log_space else f"{s.half_width:.4g}")
             rows.append(f"| {s.estimate} | {s.constant} | [{s.lower:.4g}, {s.upper:.4g}] | {s.value:.4g} | "
                         f"{s._change(s.shift_lower)} | {s._change(s.shift_upper)} | {hw} | "
                         f"{'**yes**' if s.dominated else 'no'} |")
@@ -393,7 +405,7 @@ def intervals_with_assumptions(report: FitReport, *sensitivities: Sensitivity) -
                 down += min([0.0] + moves)
                 up += max([0.0] + moves)
         if e.log_space:
-            out[e.name] = (float(e.lower95 * math.exp(down)), float(e.upper95 * math.exp(up)))
+            out[e.name] = (float(e.lower95 * math.exp(down)), float(e.upper95 * (1.0 + relative_change(up))))
         else:
             out[e.name] = (float(e.lower95 + down), float(e.upper95 + up))
     return out
