@@ -18,7 +18,10 @@ land; a minimum away from the truth is model discrepancy, not the optimiser.
         [--friction-velocity D] [--no-edges] [--frames K] [--over JSON] [--profile V1,V2,... --profile-law LAW]
 
 --over sets truth_spec's overrides: ratio, ramp_mu, box_ke, box_kd, box_mu (ramp); mu, lam, damping, kf, assumed
-(ball: "assumed": the contact constants the first fits held); substeps (steps per frame).  Each run is its own
+(ball: "assumed": the contact constants the first fits held), masses ("volume" | "equal": the ball's
+mass_distribution; Warp's clip lumps by volume), radius (the ball vertices' contact radius [m]: Warp's 0, the
+scene file's default 0.01); integration ("explicit" | "implicit": the contact law's
+damping_integration, every pair); substeps (steps per frame).  Each run is its own
 process (a second Scene in one Taichi runtime may fail to compile).  Prints one JSON line per run and a JSON line
 of every row at the end.  The measurements and what they show: benchmarks/RESULTS.md, "Interacting scenes from
 Warp footage", the subsection "why the ratio and lam miss".
@@ -54,6 +57,8 @@ def _law(name, friction_velocity=None):
 
 def truth_spec(clip, law, edges=True, **over):
     """The clip's scene spec with every constant at Warp's value, contact law `law` (a dict) everywhere."""
+    if "integration" in over:       # kd, kf stepped explicitly or by local backward Euler (physics/contact.py)
+        law = dict(law, damping_integration=over["integration"])
     from tigradsim.scenes.scene_file import load_scene
 
     folder = os.path.join(HERE, "footage", clip)
@@ -87,6 +92,10 @@ def truth_spec(clip, law, edges=True, **over):
         t = truth["truth"]
         ball.params = {"mu": over.get("mu", t["ball.mu"]), "lam": over.get("lam", t["ball.lam"])}
         ball.damping = over.get("damping", t["ball.damping"])
+        if "radius" in over:        # the vertices' contact radius [m] (Warp's clip: 0; the scene file's default 0.01)
+            ball.contact_radius = float(over["radius"])
+        if "masses" in over:        # the ball's node masses: by volume (Warp's clip, the default) or equal shares
+            ball.mass_distribution = over["masses"]
         box.contact = dict(k)
         box.law = dict(law)
     return spec, truth
