@@ -18,7 +18,8 @@ land; a minimum away from the truth is model discrepancy, not the optimiser.
         [--friction-velocity D] [--no-edges] [--frames K] [--over JSON] [--profile V1,V2,... --profile-law LAW]
 
 --over sets truth_spec's overrides: ratio, ramp_mu, box_ke, box_kd, box_mu (ramp); mu, lam, damping, kf, assumed
-(ball: "assumed": the contact constants the first fits held), masses ("volume" | "equal": the ball's
+(ball: "assumed": the contact constants the first fits held; ke, kd, kf, contact_mu: one constant of every
+pair, e.g. a fit's nuisance estimates), masses ("volume" | "equal": the ball's
 mass_distribution; Warp's clip lumps by volume), radius (the ball vertices' contact radius [m]: Warp's 0, the
 scene file's default 0.01); integration ("explicit" | "implicit": the contact law's
 damping_integration, every pair); substeps (steps per frame).  Each run is its own
@@ -84,8 +85,11 @@ def truth_spec(clip, law, edges=True, **over):
         # "assumed": the library's defaults that the fits of 2026-12-06 held ([fit] contact_constants = "assume")
         k = dict(ke=1e4, kd=10.0, kf=10.0, mu=0.5) if over.get("assumed") else \
             dict(ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=c["mu"])
-        if "kf" in over:            # the particles' and the box's friction viscosity alone
-            k["kf"] = float(over["kf"])
+        for key in ("ke", "kd", "kf"):      # one contact constant of every pair (ball-ground, ball-box, box-ground)
+            if key in over:
+                k[key] = float(over[key])
+        if "contact_mu" in over:
+            k["mu"] = float(over["contact_mu"])
         spec.ground.update(k)
         spec.ground["law"] = dict(law)
         ball, box = spec.objects["ball"], spec.objects["box"]
