@@ -18,7 +18,11 @@ land; a minimum away from the truth is model discrepancy, not the optimiser.
         [--friction-velocity D] [--no-edges] [--frames K] [--over JSON] [--profile V1,V2,... --profile-law LAW]
 
 --over sets truth_spec's overrides: ratio, ramp_mu, box_ke, box_kd, box_mu (ramp); mu, lam, damping, kf, assumed
-(ball: "assumed": the contact constants the first fits held); substeps (steps per frame).  Each run is its own
+(ball: "assumed": the contact constants the first fits held; ke, kd, kf, contact_mu: one constant of every
+pair, e.g. a fit's nuisance estimates), masses ("volume" | "equal": the ball's
+mass_distribution; Warp's clip lumps by volume), radius (the ball vertices' contact radius [m]: Warp's 0, the
+scene file's default 0.01); integration ("explicit" | "implicit": the contact law's
+damping_integration, every pair); substeps (steps per frame).  Each run is its own
 process (a second Scene in one Taichi runtime may fail to compile).  Prints one JSON line per run and a JSON line
 of every row at the end.  The measurements and what they show: benchmarks/RESULTS.md, "Interacting scenes from
 Warp footage", the subsection "why the ratio and lam miss".
@@ -54,6 +58,8 @@ def _law(name, friction_velocity=None):
 
 def truth_spec(clip, law, edges=True, **over):
     """The clip's scene spec with every constant at Warp's value, contact law `law` (a dict) everywhere."""
+    if "integration" in over:       # kd, kf stepped explicitly or by local backward Euler (physics/contact.py)
+        law = dict(law, damping_integration=over["integration"])
     from tigradsim.scenes.scene_file import load_scene
 
     folder = os.path.join(HERE, "footage", clip)
@@ -79,14 +85,21 @@ def truth_spec(clip, law, edges=True, **over):
         # "assumed": the library's defaults that the fits of 2026-12-06 held ([fit] contact_constants = "assume")
         k = dict(ke=1e4, kd=10.0, kf=10.0, mu=0.5) if over.get("assumed") else \
             dict(ke=c["ke"], kd=c["kd"], kf=c["kf"], mu=c["mu"])
-        if "kf" in over:            # the particles' and the box's friction viscosity alone
-            k["kf"] = float(over["kf"])
+        for key in ("ke", "kd", "kf"):      # one contact constant of every pair (ball-ground, ball-box, box-ground)
+            if key in over:
+                k[key] = float(over[key])
+        if "contact_mu" in over:
+            k["mu"] = float(over["contact_mu"])
         spec.ground.update(k)
         spec.ground["law"] = dict(law)
         ball, box = spec.objects["ball"], spec.objects["box"]
         t = truth["truth"]
         ball.params = {"mu": over.get("mu", t["ball.mu"]), "lam": over.get("lam", t["ball.lam"])}
         ball.damping = over.get("damping", t["ball.damping"])
+        if "radius" in over:        # the vertices' contact radius [m] (Warp's clip: 0; the scene file's default 0.01)
+            ball.contact_radius = float(over["radius"])
+        if "masses" in over:        # the ball's node masses: by volume (Warp's clip, the default) or equal shares
+            ball.mass_distribution = over["masses"]
         box.contact = dict(k)
         box.law = dict(law)
     return spec, truth

@@ -21,11 +21,14 @@ are then per unit of box A's mass).
 
     python3 benchmarks/interacting_footage.py [--clips warp_ramp_boxes,warp_ball_box] [--write-scenes]
                                               [--timeout S] [--out DIR] [--rescore]
-                                              [--set TABLE.KEY=VALUE ...]
+                                              [--set TABLE.KEY=VALUE ...] [--mass-distributions volume,equal]
 
 `--set` (repeatable) fits a copy of the clip's scene file with that key set (VALUE a TOML literal, e.g.
 `--set fit.seed=1 --set 'ground.damping_integration="implicit"' --set 'fit.profile=["box_b.mass"]'`): the copy
 is written to OUT/CLIP/scene/scene.toml beside links to the clip's files, the committed scene is left as it is.
+`--mass-distributions volume,equal` fits once per soft-body mass distribution (OUT/CLIP/DIST, the copy with --set's
+keys and mass_distribution set; footage does not say how the engine spread the weighed mass) and combines them as
+a model choice (`compare_distributions`: the best's estimate, intervals over the equally good ones).
 
 Prints a Markdown table (estimate, truth, error, 95 % interval statistical and with the assumed / undetermined
 constants, whether each holds the truth, the issue's target) and, last, a JSON line with every number.
@@ -159,6 +162,14 @@ def ramp_tables(truth):
             fit_table("warp_ramp_boxes", truth, 128)]
 
 
+# The ball's vertices touch at the mesh's surface: the mesh IS the ball (its radius measured), so no contact skin
+# (a soft object's default contact radius, 0.01 m, makes a 0.1 m ball touch as a 0.11 m one).  Measured at
+# Warp's constants (benchmarks/interacting_diagnose.py, RESULTS.md "The ball clip with implicit contact damping"):
+# radius 0.01 puts tigradsim's vertices 13.3 mm RMS off Warp's and the loss's minimum along lam near 22000
+# (truth 30000); radius 0 puts them 5.0 mm off.
+BALL_CONTACT_RADIUS = 0.0
+
+
 def ball_tables(truth):
     ball, box = truth["objects"]["ball"], truth["objects"]["box"]
     return [("[world]", {"up": "y", "gravity": -float(truth["world"]["gravity"][1])}),
@@ -166,7 +177,7 @@ def ball_tables(truth):
             ("[ground]", {}),
             ("[objects.ball]", {"type": "soft", "tetgen": ball["mesh"]["node"], "material": "neo_hookean",
                                 "params": {"mu": 10000.0, "lam": 10000.0}, "density": ball["density"],
-                                "damping": 1.0, "damping_model": "warp",
+                                "damping": 1.0, "damping_model": "warp", "radius": BALL_CONTACT_RADIUS,
                                 "position": ball["initial_pose"]["position"],
                                 "velocity": ball["initial_velocity"]["linear"], "color": ball["colour_linear_rgb"]}),
             ("[objects.box]", {"type": "rigid", "mesh": box["mesh"], "mass": box["mass"],
@@ -332,6 +343,100 @@ def finish(results):
     print(json.dumps({"fits": results, "load_avg": os.getloadavg()}, default=str))
 
 
+def soft_objects(scene):
+    """Names of the soft objects of a scene file whose mass is spread from a total or a density (the ones a mass
+    distribution applies to, `tigradsim.scenes.mass_compare`)."""
+    import tomllib
+    objects = tomllib.load(open(scene, "rb")).get("objects", {})
+    return [n for n, o in objects.items() if o.get("type") == "soft" and "node_mass" not in o]
+
+
+def fit_clip(clip, scene, fit_out, timeout, rescore):
+    """One `tigradsim fit` of SCENE into FIT_OUT (or, rescore, the report already there), scored: (result dict,
+    the estimates.json report or None)."""
+    if rescore:
+        rc, wall, cpu, last, log, tail = 0, float("nan"), float("nan"), None, os.path.join(fit_out, "stdout.txt"), []
+    else:
+        rc, wall, cpu, last, log, tail = run_fit(scene, fit_out, timeout, False)
+    res = {"clip": clip, "rc": rc, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "log": log}
+    rep_path = os.path.join(fit_out, "estimates.json")
+    report = None
+    if rc == 0 and os.path.exists(rep_path):
+        report = json.load(open(rep_path))
+        truth = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))
+        res["rows"], res["nuisance"] = score(truths_of(clip, truth), report)
+        res.update(iou_final=report.get("iou_final"), frames_fitted=report.get("frames_fitted"))
+    else:
+        res["error"] = (last or {}).get("error") or "\n".join(tail)
+    print(f"# {clip} ({fit_out}): rc {rc}, {wall:.0f} s wall, {cpu:.0f} s CPU", file=sys.stderr, flush=True)
+    return res, report
+
+
+def compare_distributions(clip, scene, settings, fit_out, distributions, timeout, rescore):
+    """The soft objects' mass distribution as a model choice (tigradsim.scenes.mass_compare; the footage does not
+    say how the engine spread the weighed mass): one fit per distribution (FIT_OUT/DIST, a copy of SCENE with
+    SETTINGS and every soft object's mass_distribution set), then `compare_fit_outputs` over the material
+    unknowns the clip scores (equally good: a loss within 5 % of the best; the combined interval the envelope of
+    the equally good ones').  The result's "rows" score the combined estimate; "distributions" holds each fit's
+    own result (rows, nuisance, IoU, CPU) with its loss and whether it is equally good."""
+    from tigradsim.fitting.model_selection import FIT_INTERVAL_KEYS, compare_fit_outputs
+    soft = soft_objects(scene)
+    if not soft:
+        raise ValueError(f"--mass-distributions: clip {clip!r} has no soft object whose mass is spread")
+    per, outputs = {}, {}
+    for dist in distributions:
+        folder = os.path.join(fit_out, dist)
+        scene_d = scene_with_settings(scene, list(settings) + [f'objects.{n}.mass_distribution="{dist}"'
+                                                               for n in soft], os.path.join(folder, "scene"))
+        per[dist], report = fit_clip(clip, scene_d, folder, timeout, rescore)
+        if report is not None and (report.get("identification") or {}).get("minima"):
+            outputs[dist] = report
+    res = {"clip": clip, "rc": 0 if outputs else 1, "distributions": per,
+           "wall_s": round(sum(e["wall_s"] for e in per.values()), 1),
+           "cpu_s": round(sum(e["cpu_s"] for e in per.values()), 1)}
+    if not outputs:
+        res["error"] = "no distribution's fit finished"
+        return res
+    truth = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))
+    truths = truths_of(clip, truth)
+    shared = [n for n in truths if all(n in o["unknowns"] for o in outputs.values()) and not n.endswith("damping")]
+    comparison = compare_fit_outputs(outputs, shared=shared)
+    for row in comparison["rows"]:
+        per[row["label"]].update(loss=row["loss"], loss_excess=row["loss_excess"], equally_good=row["equally_good"])
+    combined = {"unknowns": {n: {"estimate": c["estimate"], "status": c["status"],
+                                 **{k: c[k] for k in FIT_INTERVAL_KEYS}} for n, c in comparison["combined"].items()}}
+    res["rows"], _ = score(truths, combined)
+    best = per[comparison["best"]]
+    res.update(comparison=comparison, best=comparison["best"], equally_good=comparison["equally_good"],
+               nuisance=best.get("nuisance", {}), iou_final=best.get("iou_final"),
+               frames_fitted=best.get("frames_fitted"))
+    return res
+
+
+def _pct(v):
+    return "-" if v is None else f"{100 * v:.1f} %"
+
+
+def finish_distributions(results):
+    """Per clip compared over mass distributions: a row per distribution (loss, equally good, IoU, its own
+    estimates' errors and whether their 95 % intervals hold the truth, CPU)."""
+    rows = [r for r in results if "distributions" in r]
+    if not rows:
+        return
+    print("| clip | distribution | loss | dL / L_best | equally good | IoU | estimates (error, 95 % holds) | CPU s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        for dist, d in r["distributions"].items():
+            est = "; ".join(f"{x['unknown']} {_f(x['estimate'])} ({100 * x['rel_error']:+.1f} %, "
+                            f"{'-' if x['in_ci95'] is None else ('yes' if x['in_ci95'] else 'no')})"
+                            for x in d.get("rows", []))
+            print(f"| {r['clip']} | {dist} | {_f(d.get('loss'))} | "
+                  f"{_pct(d.get('loss_excess'))} | "
+                  f"{d.get('equally_good', '-')} | {_f(d.get('iou_final'), 3)} | {est or d.get('error', '-')} | "
+                  f"{d['cpu_s']} |")
+    print()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clips", default=",".join(CLIPS))
@@ -342,33 +447,34 @@ def main(argv=None):
     ap.add_argument("--rescore", action="store_true", help="no fit: score the reports already in --out")
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                     help="fit a copy of the scene file with this key set (VALUE a TOML literal); repeatable")
+    ap.add_argument("--mass-distributions", default=None, metavar="volume,equal",
+                    help="fit once per soft-body mass distribution (comma-separated, from "
+                         "tigradsim.physics.fem.MASS_DISTRIBUTIONS) into OUT/CLIP/DIST and combine them")
     args = ap.parse_args(argv)
+    distributions = None
+    if args.mass_distributions is not None:
+        from tigradsim.physics.fem import MASS_DISTRIBUTIONS
+        distributions = [d.strip() for d in args.mass_distributions.split(",") if d.strip()]
+        bad = [d for d in distributions if d not in MASS_DISTRIBUTIONS]
+        if bad or not distributions:
+            ap.error(f"--mass-distributions: expected names among {', '.join(MASS_DISTRIBUTIONS)}, got "
+                     f"{args.mass_distributions!r}")
     results = []
     for clip in args.clips.split(","):
         if clip not in CLIPS:
             ap.error(f"--clips: {clip!r} is not one of {CLIPS}")
         scene = write_scene(clip) if args.write_scenes else os.path.join(FOOTAGE, clip, "scene.toml")
         fit_out = os.path.join(os.path.abspath(args.out), clip)
+        if distributions is not None:
+            results.append(compare_distributions(clip, scene, args.set, fit_out, distributions, args.timeout,
+                                                 args.rescore))
+            continue
         if args.set:
             scene = scene_with_settings(scene, args.set, os.path.join(fit_out, "scene"))
-        if args.rescore:
-            rc, wall, cpu, last, log, tail = 0, float("nan"), float("nan"), None, os.path.join(fit_out, "stdout.txt"), []
-        else:
-            rc, wall, cpu, last, log, tail = run_fit(scene, fit_out, args.timeout, False)
-        res = {"clip": clip, "rc": rc, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "log": log}
-        rep_path = os.path.join(fit_out, "estimates.json")
-        if rc == 0 and os.path.exists(rep_path):
-            report = json.load(open(rep_path))
-            truth = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))
-            res["rows"], res["nuisance"] = score(truths_of(clip, truth), report)
-            res.update(iou_final=report.get("iou_final"), frames_fitted=report.get("frames_fitted"))
-        else:
-            res["error"] = (last or {}).get("error") or "\n".join(tail)
-        print(f"# {clip}: rc {rc}, {wall:.0f} s wall, {cpu:.0f} s CPU", file=sys.stderr, flush=True)
-        results.append(res)
+        results.append(fit_clip(clip, scene, fit_out, args.timeout, args.rescore)[0])
+    finish_distributions(results)
     finish(results)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -137,3 +137,26 @@ def test_scene_files_state_what_a_user_has():
     assert {u.target for u in ramp.unknowns if u.nuisance} == {f"{o}.{x}" for o in ("ground", "bodies")
                                                                for x in ("ke", "kd", "kf", "mu")}
     assert ramp.colliders["ramp"].given == frozenset()
+
+
+def test_ball_scene_touches_at_its_mesh():
+    """The ball's vertices touch at the mesh's surface (radius 0: the mesh is the ball, as in Warp's clip, whose
+    particle radius is 0), not 1 cm outside it (a soft object's default contact radius)."""
+    from tigradsim.scenes.scene_file import load_scene
+    spec = load_scene(os.path.join(FOOTAGE, "warp_ball_box", "scene.toml"))
+    assert spec.objects["ball"].contact_radius == 0.0
+    assert truth_of("warp_ball_box")["contact"]["particle_radius"] == 0.0
+
+
+def test_mass_distributions_option_rejects_unknown_names(tmp_path, capsys):
+    """interacting_footage.py --mass-distributions names the option, the bad value and the choices, before any
+    fit runs; a clip without a soft object is refused by name."""
+    import interacting_footage
+    with pytest.raises(SystemExit):
+        interacting_footage.main(["--clips", "warp_ball_box", "--mass-distributions", "volume,lumped",
+                                  "--out", str(tmp_path), "--rescore"])
+    err = capsys.readouterr().err
+    assert "--mass-distributions" in err and "'volume,lumped'" in err and "equal" in err
+    with pytest.raises(ValueError, match="warp_ramp_boxes.*no soft object"):
+        interacting_footage.compare_distributions("warp_ramp_boxes", os.path.join(FOOTAGE, "warp_ramp_boxes",
+                                                  "scene.toml"), [], str(tmp_path), ["volume"], 1.0, True)

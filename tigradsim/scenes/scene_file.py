@@ -58,7 +58,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    spreads a mass or density; damping, damping_model =
                    "deformation_rate" | "warp" | "rayleigh_stiffness" | "rayleigh_mass"
                    (tigradsim.physics.damping);
-                   radius (contact radius of the vertices)
+                   radius (contact radius of the vertices [m], default 0.01: they touch that far
+                   outside the mesh; 0 when the mesh is the object's surface, as another engine's
+                   footage of a meshed solid has it: on Warp's ball clip the default skin put the
+                   vertices 13 mm RMS off Warp's, 0 put them 5 mm off, benchmarks/RESULTS.md)
                    type = "cloth": mesh = "cloth.obj" (a triangle mesh, its rest and initial shape),
                    material = "membrane" | "stvk_membrane" | ..., params = {mu, lam} [N/m], damping,
                    bending, bending_damping (per edge), mass (total kg) or density (kg/m^2), radius;
