@@ -1,7 +1,8 @@
 """tigradsim's MPM against Genesis 1.4.5's (an independent MLS-MPM on Taichi's fork `quadrants`), CPU, same scenes.
 
-    python benchmarks/vs_genesis.py [--scenes elastic,von_mises,sand] [--sizes small,medium] [--timing pacnerf]
-                                    [--write-reference tests/data/mpm_genesis_small.npz]
+    python benchmarks/vs_genesis.py [--scenes elastic,von_mises,sand,newtonian] [--sizes small,medium]
+                                    [--timing pacnerf] [--write-reference tests/data/mpm_genesis_small.npz]
+    python benchmarks/vs_genesis.py --footage benchmarks/footage/pacnerf/newtonian [--at LABEL:viscosity=V,bulk_modulus=V]
 
 Genesis runs in its own venv (it needs torch and quadrants; the main environment's taichi / numpy stay as
 they are), as a subprocess (`genesis_mpm_runner.py`) that writes npz.  Recreate the venv with
@@ -17,6 +18,10 @@ given to both engines), density 1000 kg/m^3, dropped from z = 0.25 m with veloci
   elastic    fixed-corotated, E = 2e4 Pa, nu = 0.3                (Genesis MPM.Elastic(model="corotation"))
   von_mises  plasticine, E = 2e5 Pa, nu = 0.3, yield stress 3e3 Pa (Genesis MPM.ElastoPlastic(use_von_mises=True))
   sand       Drucker-Prager, E = 2e5 Pa, nu = 0.3, friction 30 deg (Genesis MPM.Sand)
+  newtonian  viscosity 25 Pa s, bulk modulus 1e5 Pa (the PAC-NeRF clip's truth; Genesis MPM.Liquid(viscous=True)
+             with mu = eta / dt, lam = K - 2 eta / (3 dt), as the clip was made)
+--footage: the PAC-NeRF Newtonian clip's motion made again by Genesis (its spec, particles and floor plane of
+friction 0.5, float64) and run by tigradsim from the same particles (`footage_replica`).
 Sizes: small (16^3 cells, 512 particles, the stored reference of tests/test_mpm_vs_genesis.py), medium (32^3,
 4,096 particles); dt = 5e-4 s, 1,000 steps (0.5 s: the fall, the impact at ~0.19 s and what follows).
 Timing: pacnerf (64^3 cells, 32,768 particles, PAC-NeRF's order of size), elastic, float32, 20 steps.
@@ -37,6 +42,12 @@ legacy_coupler.py, boundaries/boundaries.py, materials/MPM/*.py):
   * Laws: fixed-corotated tau = 2 mu (F - U V^T) F^T + lam J (J - 1) I in both.  Drucker-Prager: Hencky-strain
     StVK stress and Klar et al.'s projection with alpha = sqrt(2/3) 2 sin(phi) / (3 - sin(phi)), in both.
     Von Mises: the same projection of the Hencky strain's deviator onto the radius yield / (2 mu).
+    Newtonian: Genesis's viscous liquid resets F to J^(1/3) I and takes the fixed-corotated stress of the trial F;
+    genesis_liquid (genesis_laws.py) is that law in tigradsim, mpm_newtonian (K J (J - 1) I + 2 eta J dev sym C)
+    equals it to first order in dt |C| and J - 1.
+  * The floor of --footage: Genesis's rigid plane y = 0 through its legacy coupler (influence 1 at the nodes with
+    y <= 0, none above: coup_softness 2 mm < dx) removes a node's approaching normal velocity and takes
+    coup_friction times it from the tangential one, as tigradsim's wall with mu does at the same nodes.
 What differs (each engine defines it so; nothing here changes either):
   1. Genesis also clamps each particle into [0, 1]^3 after advection and zeroes its outward velocity;
      tigradsim's walls act on the grid only, so a particle may rest up to a fraction of a cell past a wall.
@@ -57,7 +68,9 @@ checkpoint_every + 1 step slots and the segment starts.  The timing sets both to
 Measured 2026-12-06 on the 2-vCPU VM (float64, worst per-particle RMS distance over the 0.5 s, small / medium):
 elastic 8.4e-11 / 2.9e-10 m; von Mises with Genesis's law (genesis_laws.py) 1.4e-10 / 1.6e-9 m, with
 tigradsim's mpm_von_mises 1.9e-3 / 2.1e-3 m; sand with Genesis's law 3.3e-11 / 5.8e-11 m, with tigradsim's
-mpm_drucker_prager 4.1e-3 / 7.5e-3 m.  Timing (pacnerf, f32, 2 threads, best of 2, shared machine, load 8-11):
+mpm_drucker_prager 4.1e-3 / 7.5e-3 m; newtonian with Genesis's law (genesis_liquid) 3.1e-10 m (small), with
+tigradsim's mpm_newtonian 4.1e-4 m (small).  --footage (2,197 particles, 1,300 steps): genesis_liquid 9e-8 m,
+mpm_newtonian at the truth 2.5e-4 m, at the fits' estimates 1.1-1.3e-2 m.  Timing (pacnerf, f32, 2 threads, best of 2, shared machine, load 8-11):
 tigradsim 126 ms/step forward, 520 ms/step forward + backward, peak RSS 529 MB; Genesis 80 ms forward (817 MB),
 76 / 339 ms with requires_grad and substeps_local = 10 (1,281 MB).  Details: benchmarks/RESULTS.md.
 
@@ -359,7 +372,7 @@ def timing_rows(size, steps, genesis_python, precision_bits="32", repeat=2):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenes", default="elastic,von_mises,sand")
+    parser.add_argument("--scenes", default="elastic,von_mises,sand,newtonian")
     parser.add_argument("--sizes", default="small,medium", help="trajectory comparisons ('' for none)")
     parser.add_argument("--timing", default="pacnerf", help="size of the timing rows ('' for none)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps")

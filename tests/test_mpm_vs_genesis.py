@@ -112,8 +112,9 @@ def test_genesis_liquid_gradient():
 
     base = [params["viscosity"], params["bulk_modulus"], dt]
     l0 = loss_at(base)
-    assert abs(loss_at([2 * base[0], base[1], dt]) - l0) > 1e-4 * abs(l0)
-    assert abs(loss_at([base[0], 2 * base[1], dt]) - l0) > 1e-4 * abs(l0)
+    # the bulk modulus doubled moves the loss (~26, rounding ~1e-13) by 4e-4 (measured): both must act
+    assert abs(loss_at([2 * base[0], base[1], dt]) - l0) > 1e-5
+    assert abs(loss_at([base[0], 2 * base[1], dt]) - l0) > 1e-5
     loss_at(base)
     only_eta_and_k = np.array([[1.0, 1.0, 0.0]])     # the substep is known, not fitted
     for fields, masks in (([model.mpm_params], [only_eta_and_k]), ([model.mpm_v0], None)):
