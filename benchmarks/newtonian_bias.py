@@ -82,21 +82,40 @@ class Recorder:
         return self.x.to_numpy()
 
 
+def mask_scores(scene, frames, radius):
+    """How clouds (F, N, 3) [m] splatted as tigradsim's fit renders MPM matter (`ParticleSplatter`, discs of `radius`
+    [m], opacity 0.5) match the footage's masks, over every camera and frame: (mean squared pixel difference, mean
+    IoU of the silhouettes thresholded at 1/2)."""
+    from tigradsim.renderers.splats import ParticleSplatter
+    sq, iou = [], []
+    for view in scene.views:
+        ren = ParticleSplatter(view.camera, frames.shape[1], frames=len(frames), radius=radius, opacity=0.5)
+        masks = np.asarray(view.footage.masks, dtype=np.float64)
+        for k in range(len(frames)):
+            image = ren.render_numpy(frames[k], frame=k).astype(np.float64)
+            sq.append(((image - masks[k]) ** 2).mean())
+            a, m = image > 0.5, masks[k] > 0.5
+            iou.append((a & m).sum() / max((a | m).sum(), 1))
+    return float(np.mean(sq)), float(np.mean(iou))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("scene", help="the fit's scene file (OUT/newtonian/scene.toml of benchmarks/pacnerf.py)")
     parser.add_argument("--clip", default=os.path.join(HERE, "footage", "pacnerf", "newtonian"))
     parser.add_argument("--at", action="append", default=[], metavar="LABEL:NAME=V,NAME=V")
     parser.add_argument("--genesis-python", default="/opt/venvs/genesis/bin/python")
+    parser.add_argument("--render", action="store_true", help="also splat each cloud (Genesis's with discs of half "
+                        "its particle spacing, tigradsim's with the scene's) against the footage's masks")
     parser.add_argument("--genesis-cache", default=os.path.join(HERE, "out", "newtonian_bias", "genesis_f32.npz"))
     args = parser.parse_args(argv)
     for name, path in (("scene", args.scene), ("--clip", os.path.join(args.clip, "truth.json"))):
         if not os.path.isfile(path):
             parser.error(f"{name}: no file {path!r}")
-    theirs = moments(genesis_frames(args.clip, args.genesis_python, args.genesis_cache))
-    print(json.dumps(dict(point="genesis", centroid_y=np.round(theirs[:, 0], 5).tolist(),
-                          thickness=np.round(theirs[:, 1], 5).tolist(), spread=np.round(theirs[:, 2], 5).tolist())),
-          flush=True)
+    genesis_x = genesis_frames(args.clip, args.genesis_python, args.genesis_cache)
+    theirs = moments(genesis_x)
+    genesis_row = dict(point="genesis", centroid_y=np.round(theirs[:, 0], 5).tolist(),
+                       thickness=np.round(theirs[:, 1], 5).tolist(), spread=np.round(theirs[:, 2], 5).tolist())
 
     import tigradsim as tgs
     from tigradsim.scenes.scene_build import Scene
@@ -107,6 +126,12 @@ def main(argv=None):
     spec = load_scene(args.scene)
     tgs.init(arch="cpu", precision="f64")
     scene = Scene(spec, load_views_footage(spec), requires_grad=False, unknowns=True)
+    if args.render:
+        with open(os.path.join(args.clip, "truth.json")) as fh:
+            spacing = float(json.load(fh)["engine"]["genesis_spec"]["particle_size"])
+        genesis_row["masks_mse"], genesis_row["masks_iou"] = mask_scores(scene, genesis_x, spacing / 2)
+        genesis_row["splat_radius_m"] = spacing / 2
+    print(json.dumps(genesis_row), flush=True)
     names = list(scene.values())
     points = [("truth", truth_values(os.path.join(args.clip, "truth.json"), names))]
     for item in args.at:
@@ -114,7 +139,12 @@ def main(argv=None):
         points.append((label, {k.strip(): float(v) for k, v in (p.split("=") for p in pairs.split(",") if p)}))
     recorder = Recorder(scene)
     for label, values in points:
-        mine = moments(recorder.frames(values))
+        x = recorder.frames(values)
+        mine = moments(x)
+        scores = {}
+        if args.render:
+            scores["masks_mse"], scores["masks_iou"] = mask_scores(scene, x, scene.splat_radius)
+            scores["splat_radius_m"] = scene.splat_radius
         if mine.shape != theirs.shape:
             sys.exit(f"frames: tigradsim recorded {mine.shape[0]}, Genesis {theirs.shape[0]}")
         diff = mine - theirs
@@ -124,7 +154,7 @@ def main(argv=None):
                               max_abs_diff_m={k: float(f"{np.abs(diff[:, i]).max():.3g}")
                                               for i, k in enumerate(("centroid_y", "thickness", "spread"))},
                               rms_diff_m={k: float(f"{np.sqrt((diff[:, i] ** 2).mean()):.3g}")
-                                          for i, k in enumerate(("centroid_y", "thickness", "spread"))})),
+                                          for i, k in enumerate(("centroid_y", "thickness", "spread"))}, **scores)),
               flush=True)
 
 
