@@ -82,14 +82,22 @@ class Recorder:
         return self.x.to_numpy()
 
 
+_SPLATTERS = {}
+
+
 def mask_scores(scene, frames, radius):
     """How clouds (F, N, 3) [m] splatted as tigradsim's fit renders MPM matter (`ParticleSplatter`, discs of `radius`
     [m], opacity 0.5) match the footage's masks, over every camera and frame: (mean squared pixel difference, mean
     IoU of the silhouettes thresholded at 1/2)."""
     from tigradsim.renderers.splats import ParticleSplatter
     sq, iou = [], []
-    for view in scene.views:
-        ren = ParticleSplatter(view.camera, frames.shape[1], frames=len(frames), radius=radius, opacity=0.5)
+    for i, view in enumerate(scene.views):
+        # one splatter per camera and cloud size, kept: Taichi 1.7.4 crashed on the third set of new fields
+        key = (i, frames.shape[1], len(frames), radius)
+        if key not in _SPLATTERS:
+            _SPLATTERS[key] = ParticleSplatter(view.camera, frames.shape[1], frames=len(frames), radius=radius,
+                                               opacity=0.5)
+        ren = _SPLATTERS[key]
         masks = np.asarray(view.footage.masks, dtype=np.float64)
         for k in range(len(frames)):
             image = ren.render_numpy(frames[k], frame=k).astype(np.float64)
@@ -105,6 +113,7 @@ def main(argv=None):
     parser.add_argument("--clip", default=os.path.join(HERE, "footage", "pacnerf", "newtonian"))
     parser.add_argument("--at", action="append", default=[], metavar="LABEL:NAME=V,NAME=V")
     parser.add_argument("--genesis-python", default="/opt/venvs/genesis/bin/python")
+    parser.add_argument("--no-truth", action="store_true", help="only the --at points")
     parser.add_argument("--render", action="store_true", help="also splat each cloud (Genesis's with discs of half "
                         "its particle spacing, tigradsim's with the scene's) against the footage's masks")
     parser.add_argument("--genesis-cache", default=os.path.join(HERE, "out", "newtonian_bias", "genesis_f32.npz"))
@@ -133,7 +142,7 @@ def main(argv=None):
         genesis_row["splat_radius_m"] = spacing / 2
     print(json.dumps(genesis_row), flush=True)
     names = list(scene.values())
-    points = [("truth", truth_values(os.path.join(args.clip, "truth.json"), names))]
+    points = [] if args.no_truth else [("truth", truth_values(os.path.join(args.clip, "truth.json"), names))]
     for item in args.at:
         label, _, pairs = item.partition(":")
         points.append((label, {k.strip(): float(v) for k, v in (p.split("=") for p in pairs.split(",") if p)}))

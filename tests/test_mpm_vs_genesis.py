@@ -84,6 +84,7 @@ def test_trajectory_matches_genesis(scene, material):
     assert rms.max() < rms_tol and centroid.max() < centroid_tol, (scene, material, rms.max(), centroid.max())
 
 
+@pytest.mark.slow          # the polar rotation's reverse mode compiles slowly (as mpm_fixed_corotated's test)
 def test_genesis_liquid_gradient():
     """genesis_liquid (Genesis's viscous liquid as a user material, a fit may use it): the Tape gradient of a
     loss of the whole MPM state (positions, velocities, F, C) through 6 steps against float64 central differences,
