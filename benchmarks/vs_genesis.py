@@ -68,8 +68,8 @@ checkpoint_every + 1 step slots and the segment starts.  The timing sets both to
 Measured 2026-12-06 on the 2-vCPU VM (float64, worst per-particle RMS distance over the 0.5 s, small / medium):
 elastic 8.4e-11 / 2.9e-10 m; von Mises with Genesis's law (genesis_laws.py) 1.4e-10 / 1.6e-9 m, with
 tigradsim's mpm_von_mises 1.9e-3 / 2.1e-3 m; sand with Genesis's law 3.3e-11 / 5.8e-11 m, with tigradsim's
-mpm_drucker_prager 4.1e-3 / 7.5e-3 m; newtonian with Genesis's law (genesis_liquid) 3.1e-10 m (small), with
-tigradsim's mpm_newtonian 4.1e-4 m (small).  --footage (2,197 particles, 1,300 steps): genesis_liquid 9e-8 m,
+mpm_drucker_prager 4.1e-3 / 7.5e-3 m; newtonian with Genesis's law (genesis_liquid) 3.1e-10 / 2.0e-9 m, with
+tigradsim's mpm_newtonian 4.1e-4 / 7.5e-4 m.  --footage (2,197 particles, 1,300 steps): genesis_liquid 9e-8 m,
 mpm_newtonian at the truth 2.5e-4 m, at the fits' estimates 1.1-1.3e-2 m.  Timing (pacnerf, f32, 2 threads, best of 2, shared machine, load 8-11):
 tigradsim 126 ms/step forward, 520 ms/step forward + backward, peak RSS 529 MB; Genesis 80 ms forward (817 MB),
 76 / 339 ms with requires_grad and substeps_local = 10 (1,281 MB).  Details: benchmarks/RESULTS.md.
