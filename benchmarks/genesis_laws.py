@@ -1,6 +1,6 @@
-"""Genesis 1.4.5's two plastic MPM laws and its viscous liquid written as tigradsim user materials (registered like any MPM material),
-so that benchmarks/vs_genesis.py and tests/test_mpm_vs_genesis.py can set the laws equal and see whether what is
-left between the engines is only rounding.  Written from the formulas of Genesis's genesis/engine/materials/MPM/
+"""Genesis 1.4.5's two plastic MPM laws and its viscous liquid written as tigradsim user materials (registered like
+any MPM material), so that benchmarks/vs_genesis.py and tests/test_mpm_vs_genesis.py can set the laws equal and
+see whether what is left between the engines is only rounding.  Written from the formulas of Genesis's genesis/engine/materials/MPM/
 elasto_plastic.py and sand.py (facts: which stress, which clamp, which history), in tigradsim's conventions
 (`stress` is the first Piola-Kirchhoff P, the kernel takes tau = P F^T; `project` maps the trial F).
 

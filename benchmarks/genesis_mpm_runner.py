@@ -14,7 +14,8 @@ peak).  The venv (CPU torch, Genesis and its Taichi fork `quadrants`):
 
 SPEC keys: material ("elastic" | "von_mises" | "sand" | "newtonian"), E [Pa], nu (not newtonian),
 viscosity [Pa s], bulk_modulus [Pa] (newtonian: MPM.Liquid(viscous=True, mu = viscosity / dt, lam = bulk_modulus -
-2 viscosity / (3 dt)), as benchmarks/genesis_pacnerf_runner.py makes the Newtonian footage), rho [kg/m^3], yield_stress [Pa] (von_mises),
+2 viscosity / (3 dt)), as benchmarks/genesis_pacnerf_runner.py makes the Newtonian footage), rho [kg/m^3],
+yield_stress [Pa] (von_mises),
 friction_angle [deg] (sand), grid_density [1/m] (1 / dx), lower_bound, upper_bound (Genesis's domain [m]: its
 walls stand 3 cells inside), box_center, box_size [m] (the regular sampler's box: the same particle count as
 the positions), particle_size [m] (particle volume = particle_size^3), positions (path of an .npy (N, 3) [m]

@@ -2,7 +2,8 @@
 
     python benchmarks/vs_genesis.py [--scenes elastic,von_mises,sand,newtonian] [--sizes small,medium]
                                     [--timing pacnerf] [--write-reference tests/data/mpm_genesis_small.npz]
-    python benchmarks/vs_genesis.py --footage benchmarks/footage/pacnerf/newtonian [--at LABEL:viscosity=V,bulk_modulus=V]
+    python benchmarks/vs_genesis.py --footage benchmarks/footage/pacnerf/newtonian \
+                                    [--at LABEL:viscosity=V,bulk_modulus=V]
 
 Genesis runs in its own venv (it needs torch and quadrants; the main environment's taichi / numpy stay as
 they are), as a subprocess (`genesis_mpm_runner.py`) that writes npz.  Recreate the venv with
@@ -70,7 +71,8 @@ elastic 8.4e-11 / 2.9e-10 m; von Mises with Genesis's law (genesis_laws.py) 1.4e
 tigradsim's mpm_von_mises 1.9e-3 / 2.1e-3 m; sand with Genesis's law 3.3e-11 / 5.8e-11 m, with tigradsim's
 mpm_drucker_prager 4.1e-3 / 7.5e-3 m; newtonian with Genesis's law (genesis_liquid) 3.1e-10 / 2.0e-9 m, with
 tigradsim's mpm_newtonian 4.1e-4 / 7.5e-4 m.  --footage (2,197 particles, 1,300 steps): genesis_liquid 9e-8 m,
-mpm_newtonian at the truth 2.5e-4 m, at the fits' estimates 1.1-1.3e-2 m.  Timing (pacnerf, f32, 2 threads, best of 2, shared machine, load 8-11):
+mpm_newtonian at the truth 2.5e-4 m, at the fits' estimates 1.1-1.3e-2 m.
+Timing (pacnerf, f32, 2 threads, best of 2, shared machine, load 8-11):
 tigradsim 126 ms/step forward, 520 ms/step forward + backward, peak RSS 529 MB; Genesis 80 ms forward (817 MB),
 76 / 339 ms with requires_grad and substeps_local = 10 (1,281 MB).  Details: benchmarks/RESULTS.md.
 
@@ -298,8 +300,10 @@ def footage_replica(clip, genesis_python, points=(), precision="64"):
                               params={k: float(f"{v:.6g}") for k, v in params.items()}, particles=n,
                               dx_m=1.0 / resolution, dt_s=dt, steps=steps,
                               rms_diff_m_per_frame=[float(f"{r:.3g}") for r in rms],
-                              centroid_y_diff_m_per_frame=[float(f"{d:.3g}") for d in (mine - theirs).mean(axis=1)[:, 1]],
-                              max_rms_diff_m=float(f"{rms.max():.3g}"), max_centroid_diff_m=float(f"{centroid.max():.3g}"),
+                              centroid_y_diff_m_per_frame=[float(f"{d:.3g}")
+                                                           for d in (mine - theirs).mean(axis=1)[:, 1]],
+                              max_rms_diff_m=float(f"{rms.max():.3g}"),
+                              max_centroid_diff_m=float(f"{centroid.max():.3g}"),
                               max_bbox_diff_m=float(f"{box.max():.3g}"),
                               genesis_extent_m=[float(f"{e:.4g}") for e in theirs[-1].max(0) - theirs[-1].min(0)],
                               genesis_lowest_y_m=float(f"{theirs[:, :, 1].min():.3g}"))), flush=True)
