@@ -1,6 +1,6 @@
-"""Genesis 1.4.5's two plastic MPM laws written as tigradsim user materials (registered like any MPM material),
-so that benchmarks/vs_genesis.py and tests/test_mpm_vs_genesis.py can set the laws equal and see whether what is
-left between the engines is only rounding.  Written from the formulas of Genesis's genesis/engine/materials/MPM/
+"""Genesis 1.4.5's two plastic MPM laws and its viscous liquid written as tigradsim user materials (registered like
+any MPM material), so that benchmarks/vs_genesis.py and tests/test_mpm_vs_genesis.py can set the laws equal and
+see whether what is left between the engines is only rounding.  Written from the formulas of Genesis's genesis/engine/materials/MPM/
 elasto_plastic.py and sand.py (facts: which stress, which clamp, which history), in tigradsim's conventions
 (`stress` is the first Piola-Kirchhoff P, the kernel takes tau = P F^T; `project` maps the trial F).
 
@@ -13,8 +13,21 @@ elasto_plastic.py and sand.py (facts: which stress, which clamp, which history),
       step's trace (tr = sum log max(|sigma|, 1e-4) + Jp): in tension (tr >= 0) F = U V^T and Jp = tr; otherwise
       Jp = 0 and eps -= max(dgamma, 0) / |eps - tr/3| (eps - tr/3), dgamma = |eps - tr/3| +
       (3 lam + 2 mu) / (2 mu) tr alpha.  (eps - tr/3 with Jp in tr, as Genesis writes it.)
+  genesis_liquid     (Genesis MPM.Liquid(viscous=True, mu=mu_G, lam=lam_G)): Genesis resets F to J^(1/3) I after
+      every substep and takes the fixed-corotated Kirchhoff stress of the one-substep trial F_t = (I + dt C) F_n:
+          tau = 2 mu_G (F_t - R(F_t)) F_t^T + lam_G J (J - 1) I,   J = det F_t,  R the polar rotation,
+      with C the velocity gradient of the step before (APIC's C).  tigradsim's kernel sees the projected
+      F = J^(1/3) I of that same trial (its F update comes at the end of the step before, with the same C), so
+      the trial is rebuilt exactly: F_t = (I + dt C) (J / det(I + dt C))^(1/3).  Parameters: viscosity eta
+      [Pa s], bulk_modulus K [Pa] and time_step dt [s] (known: the substep of the run, which the rebuilt F_t
+      needs), taken to Genesis's as the footage does (benchmarks/genesis_pacnerf_runner.py): mu_G = eta / dt,
+      lam_G = K - 2 eta / (3 dt), a Newtonian fluid (eta, K) to first order in dt and J - 1.  What it adds to
+      tigradsim's mpm_newtonian (tau = K J (J - 1) I + 2 eta J dev(sym C)), for F_t = a (I + dt C):
+      2 eta a^2 sym(C) + 2 (eta / dt) a (a - 1) I - 2 eta / (3 dt) J (J - 1) I + ..., i.e. the same viscous and
+      bulk terms plus what is of order dt |C| and (J - 1) beside them (benchmarks/vs_genesis.py measures it).
 The norms are sqrt(x . x + 1e-15) (Genesis's `norm(gs.EPS)` in float64).  These are here to check the engines,
-not offered as library materials (no gradient tests of their own).
+not offered as library materials (genesis_liquid has a float64 gradient test, tests/test_mpm_vs_genesis.py, since a
+fit may use it).
 """
 import math
 
@@ -79,3 +92,35 @@ class GenesisSand(DruckerPrager):
         dgamma = size + (3.0 * lam + 2.0 * mu) / (2.0 * mu) * tr * alpha
         eps1 = ti.select(tr >= 0.0, ti.Vector.zero(float, 3), eps - (ti.max(dgamma, 0.0) / size) * hat)
         return _diag(U, ti.exp(eps1), V), ti.select(tr >= 0.0, tr, 0.0)
+
+
+@register_material("genesis_liquid", override=True)
+class GenesisLiquid(MPMMaterial):
+    params = {"viscosity": 1.0, "bulk_modulus": 1e4, "time_step": 1e-3}
+    nonnegative = ("viscosity",)
+    positive = ("bulk_modulus", "time_step")
+    has_viscosity = True
+    has_return_mapping = True
+
+    @classmethod
+    def wave_modulus(cls, values):
+        return values["bulk_modulus"]
+
+    @ti.func
+    def stress(self, F, p):
+        # lam_G (J - 1) cof F, so that P F^T = lam_G J (J - 1) I
+        lam = p[1] - 2.0 * p[0] / (3.0 * p[2])
+        return lam * (det3(F) - 1.0) * cofactor3(F)
+
+    @ti.func
+    def viscous(self, F, C, p):
+        mu = p[0] / p[2]
+        A = ti.Matrix.identity(float, 3) + p[2] * C
+        # the trial F of Genesis's step: F was projected from (I + dt C) F_n, det F_n = det F / det(I + dt C)
+        trial = ti.pow(ti.max(det3(F) / det3(A), 1e-6), 1.0 / 3.0) * A
+        return 2.0 * mu * (trial - polar_rotation(trial)) @ trial.transpose()
+
+    @ti.func
+    def project(self, F, plastic, p):
+        J = det3(F)
+        return ti.pow(ti.max(J, 1e-6), 1.0 / 3.0) * ti.Matrix.identity(float, 3), plastic

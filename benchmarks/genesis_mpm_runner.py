@@ -12,7 +12,10 @@ peak).  The venv (CPU torch, Genesis and its Taichi fork `quadrants`):
     python3 -m venv /opt/venvs/genesis
     /opt/venvs/genesis/bin/pip install -r benchmarks/requirements-genesis.txt
 
-SPEC keys: material ("elastic" | "von_mises" | "sand"), E [Pa], nu, rho [kg/m^3], yield_stress [Pa] (von_mises),
+SPEC keys: material ("elastic" | "von_mises" | "sand" | "newtonian"), E [Pa], nu (not newtonian),
+viscosity [Pa s], bulk_modulus [Pa] (newtonian: MPM.Liquid(viscous=True, mu = viscosity / dt, lam = bulk_modulus -
+2 viscosity / (3 dt)), as benchmarks/genesis_pacnerf_runner.py makes the Newtonian footage), rho [kg/m^3],
+yield_stress [Pa] (von_mises),
 friction_angle [deg] (sand), grid_density [1/m] (1 / dx), lower_bound, upper_bound (Genesis's domain [m]: its
 walls stand 3 cells inside), box_center, box_size [m] (the regular sampler's box: the same particle count as
 the positions), particle_size [m] (particle volume = particle_size^3), positions (path of an .npy (N, 3) [m]
@@ -38,6 +41,12 @@ def rss_mb():
 
 
 def material(gs, spec):
+    if spec["material"] == "newtonian":
+        # Genesis's viscous liquid, its (mu, lam) from (viscosity, bulk modulus) as the PAC-NeRF footage takes them
+        # (genesis_pacnerf_runner.py): mu_G = eta / dt, lam_G = K - 2 eta / (3 dt)
+        eta, K, dt = spec["viscosity"], spec["bulk_modulus"], spec["dt"]
+        return gs.materials.MPM.Liquid(viscous=True, mu=eta / dt, lam=K - 2.0 * eta / (3.0 * dt), rho=spec["rho"],
+                                       sampler="regular")
     common = dict(E=spec["E"], nu=spec["nu"], rho=spec["rho"], sampler="regular")
     if spec["material"] == "elastic":
         return gs.materials.MPM.Elastic(model="corotation", **common)
@@ -45,7 +54,7 @@ def material(gs, spec):
         return gs.materials.MPM.ElastoPlastic(use_von_mises=True, von_mises_yield_stress=spec["yield_stress"], **common)
     if spec["material"] == "sand":
         return gs.materials.MPM.Sand(friction_angle=spec["friction_angle"], **common)
-    raise ValueError(f"material: expected elastic, von_mises or sand, got {spec['material']!r}")
+    raise ValueError(f"material: expected elastic, von_mises, sand or newtonian, got {spec['material']!r}")
 
 
 def main(spec_path, out_path):

@@ -38,7 +38,8 @@ grid_density [1/m]; lower_bound, upper_bound [m] (Genesis's domain: its walls st
 z); gravity (3,); dt [s]; steps_per_frame; frames; floor_friction (None: the floor is the domain's own
 frictionless wall; a number: a fixed rigid plane y = 0 coupled to the grid by Genesis's legacy coupler with that
 coup_friction, Coulomb-like on the nodes it touches); surface_voxel [m] and surface_sigma [m] (the implicit surface:
-`particle_surface`); threads.
+`particle_surface`); threads; precision ("32", the footage's, or "64"); surfaces (default true; false: positions
+only, for benchmarks/vs_genesis.py --footage).
 """
 import json
 import os
@@ -147,7 +148,7 @@ def main(spec_path, out_path):
     with open(spec_path) as fh:
         spec = json.load(fh)
     torch.set_num_threads(spec.get("threads", 2))
-    gs.init(backend=gs.cpu, precision="32", logging_level="warning")
+    gs.init(backend=gs.cpu, precision=spec.get("precision", "32"), logging_level="warning")
     scene = gs.Scene(
         sim_options=gs.options.SimOptions(dt=spec["dt"], substeps=1, gravity=tuple(spec["gravity"])),
         mpm_options=gs.options.MPMOptions(lower_bound=tuple(spec["lower_bound"]),
@@ -174,15 +175,18 @@ def main(spec_path, out_path):
     seconds_sim = time.perf_counter() - t0
     t0 = time.perf_counter()
     verts, faces, vo, fo = [], [], [0], [0]
-    for x in frames:
+    for x in frames if spec.get("surfaces", True) else []:
         v, f = particle_surface(x.astype(np.float64), spec["particle_size"], spec["surface_voxel"],
                                 spec["surface_sigma"])
         verts.append(v)
         faces.append(f)
         vo.append(vo[-1] + len(v))
         fo.append(fo[-1] + len(f))
-    np.savez(out_path, positions=np.array(frames, dtype=np.float32), surface_vertices=np.concatenate(verts),
-             surface_faces=np.concatenate(faces), vertex_offsets=np.array(vo), face_offsets=np.array(fo),
+    kind = np.float32 if spec.get("precision", "32") == "32" else np.float64
+    np.savez(out_path, positions=np.array(frames, dtype=kind),
+             surface_vertices=np.concatenate(verts) if verts else np.zeros((0, 3), np.float32),
+             surface_faces=np.concatenate(faces) if faces else np.zeros((0, 3), np.int32),
+             vertex_offsets=np.array(vo), face_offsets=np.array(fo),
              particles=len(frames[0]), grid_nodes=np.array(scene.sim.mpm_solver._grid_res),
              seconds_simulate=seconds_sim, seconds_surface=time.perf_counter() - t0)
 

@@ -1,7 +1,9 @@
 """tigradsim's MPM against Genesis 1.4.5's (an independent MLS-MPM on Taichi's fork `quadrants`), CPU, same scenes.
 
-    python benchmarks/vs_genesis.py [--scenes elastic,von_mises,sand] [--sizes small,medium] [--timing pacnerf]
-                                    [--write-reference tests/data/mpm_genesis_small.npz]
+    python benchmarks/vs_genesis.py [--scenes elastic,von_mises,sand,newtonian] [--sizes small,medium]
+                                    [--timing pacnerf] [--write-reference tests/data/mpm_genesis_small.npz]
+    python benchmarks/vs_genesis.py --footage benchmarks/footage/pacnerf/newtonian \
+                                    [--at LABEL:viscosity=V,bulk_modulus=V]
 
 Genesis runs in its own venv (it needs torch and quadrants; the main environment's taichi / numpy stay as
 they are), as a subprocess (`genesis_mpm_runner.py`) that writes npz.  Recreate the venv with
@@ -17,6 +19,10 @@ given to both engines), density 1000 kg/m^3, dropped from z = 0.25 m with veloci
   elastic    fixed-corotated, E = 2e4 Pa, nu = 0.3                (Genesis MPM.Elastic(model="corotation"))
   von_mises  plasticine, E = 2e5 Pa, nu = 0.3, yield stress 3e3 Pa (Genesis MPM.ElastoPlastic(use_von_mises=True))
   sand       Drucker-Prager, E = 2e5 Pa, nu = 0.3, friction 30 deg (Genesis MPM.Sand)
+  newtonian  viscosity 25 Pa s, bulk modulus 1e5 Pa (the PAC-NeRF clip's truth; Genesis MPM.Liquid(viscous=True)
+             with mu = eta / dt, lam = K - 2 eta / (3 dt), as the clip was made)
+--footage: the PAC-NeRF Newtonian clip's motion made again by Genesis (its spec, particles and floor plane of
+friction 0.5, float64) and run by tigradsim from the same particles (`footage_replica`).
 Sizes: small (16^3 cells, 512 particles, the stored reference of tests/test_mpm_vs_genesis.py), medium (32^3,
 4,096 particles); dt = 5e-4 s, 1,000 steps (0.5 s: the fall, the impact at ~0.19 s and what follows).
 Timing: pacnerf (64^3 cells, 32,768 particles, PAC-NeRF's order of size), elastic, float32, 20 steps.
@@ -37,6 +43,12 @@ legacy_coupler.py, boundaries/boundaries.py, materials/MPM/*.py):
   * Laws: fixed-corotated tau = 2 mu (F - U V^T) F^T + lam J (J - 1) I in both.  Drucker-Prager: Hencky-strain
     StVK stress and Klar et al.'s projection with alpha = sqrt(2/3) 2 sin(phi) / (3 - sin(phi)), in both.
     Von Mises: the same projection of the Hencky strain's deviator onto the radius yield / (2 mu).
+    Newtonian: Genesis's viscous liquid resets F to J^(1/3) I and takes the fixed-corotated stress of the trial F;
+    genesis_liquid (genesis_laws.py) is that law in tigradsim, mpm_newtonian (K J (J - 1) I + 2 eta J dev sym C)
+    equals it to first order in dt |C| and J - 1.
+  * The floor of --footage: Genesis's rigid plane y = 0 through its legacy coupler (influence 1 at the nodes with
+    y <= 0, none above: coup_softness 2 mm < dx) removes a node's approaching normal velocity and takes
+    coup_friction times it from the tangential one, as tigradsim's wall with mu does at the same nodes.
 What differs (each engine defines it so; nothing here changes either):
   1. Genesis also clamps each particle into [0, 1]^3 after advection and zeroes its outward velocity;
      tigradsim's walls act on the grid only, so a particle may rest up to a fraction of a cell past a wall.
@@ -57,7 +69,10 @@ checkpoint_every + 1 step slots and the segment starts.  The timing sets both to
 Measured 2026-12-06 on the 2-vCPU VM (float64, worst per-particle RMS distance over the 0.5 s, small / medium):
 elastic 8.4e-11 / 2.9e-10 m; von Mises with Genesis's law (genesis_laws.py) 1.4e-10 / 1.6e-9 m, with
 tigradsim's mpm_von_mises 1.9e-3 / 2.1e-3 m; sand with Genesis's law 3.3e-11 / 5.8e-11 m, with tigradsim's
-mpm_drucker_prager 4.1e-3 / 7.5e-3 m.  Timing (pacnerf, f32, 2 threads, best of 2, shared machine, load 8-11):
+mpm_drucker_prager 4.1e-3 / 7.5e-3 m; newtonian with Genesis's law (genesis_liquid) 3.1e-10 / 2.0e-9 m, with
+tigradsim's mpm_newtonian 4.1e-4 / 7.5e-4 m.  --footage (2,197 particles, 1,300 steps): genesis_liquid 9e-8 m,
+mpm_newtonian at the truth 2.5e-4 m, at the fits' estimates 1.1-1.3e-2 m.
+Timing (pacnerf, f32, 2 threads, best of 2, shared machine, load 8-11):
 tigradsim 126 ms/step forward, 520 ms/step forward + backward, peak RSS 529 MB; Genesis 80 ms forward (817 MB),
 76 / 339 ms with requires_grad and substeps_local = 10 (1,281 MB).  Details: benchmarks/RESULTS.md.
 
@@ -84,8 +99,10 @@ MATERIALS = {
     "elastic": ("mpm_fixed_corotated", {"E": 2e4, "nu": 0.3}),
     "von_mises": ("mpm_von_mises", {"E": 2e5, "nu": 0.3, "yield_stress": 3e3}),
     "sand": ("mpm_drucker_prager", {"E": 2e5, "nu": 0.3, "friction_angle": 30.0}),
+    # the PAC-NeRF Newtonian clip's truth (benchmarks/footage/pacnerf/newtonian)
+    "newtonian": ("mpm_newtonian", {"viscosity": 25.0, "bulk_modulus": 1e5}),
 }
-GENESIS_LAWS = {"von_mises": "genesis_von_mises", "sand": "genesis_sand"}
+GENESIS_LAWS = {"von_mises": "genesis_von_mises", "sand": "genesis_sand", "newtonian": "genesis_liquid"}
 SIZES = {"small": 16, "medium": 32, "pacnerf": 64}          # cells along the unit domain
 BOX = ((0.375, 0.375, 0.25), (0.625, 0.625, 0.5))          # [m]
 VELOCITY = (0.3, 0.0, -0.5)                                # [m/s]
@@ -102,20 +119,29 @@ def scene_spec(material, resolution, steps=STEPS, every=EVERY, dt=DT, precision=
     lo, hi = np.array(BOX[0]), np.array(BOX[1])
     spec = dict(material=material, tigradsim_material=name, genesis_law=GENESIS_LAWS.get(material), params=params,
                 resolution=resolution,
-                E=params["E"], nu=params["nu"], rho=DENSITY, grid_density=float(resolution),
+                rho=DENSITY, grid_density=float(resolution),
                 lower_bound=[-3 * dx] * 3, upper_bound=[1 + 3 * dx] * 3, box_lower=lo.tolist(), box_upper=hi.tolist(),
                 box_center=((lo + hi) / 2).tolist(), box_size=(hi - lo).tolist(), particle_size=dx / 2,
                 velocity=list(VELOCITY), gravity=list(GRAVITY), dt=dt, steps=steps, every=every, precision=precision)
-    spec.update({k: v for k, v in params.items() if k in ("yield_stress", "friction_angle")})
+    spec.update({k: v for k, v in params.items()
+                 if k in ("E", "nu", "yield_stress", "friction_angle", "viscosity", "bulk_modulus")})
     return spec
+
+
+def law_params(spec, material):
+    """The parameters of `material` in the spec's scene: the spec's, and for genesis_liquid the run's substep
+    (its trial F is rebuilt with it: genesis_laws.py)."""
+    return dict(spec["params"], time_step=spec["dt"]) if material == "genesis_liquid" else dict(spec["params"])
 
 
 def build_tigradsim(spec, tgs, requires_grad=False, material=None):
     """The spec's scene in tigradsim: (model, object); `material` replaces the spec's tigradsim material."""
+    material = material or spec["tigradsim_material"]
     b = tgs.SceneBuilder(gravity=tuple(spec["gravity"]))
     b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=int(spec["resolution"]), mu=0.0)
-    obj = b.add_mpm(box=(spec["box_lower"], spec["box_upper"]), material=material or spec["tigradsim_material"],
-                    params=spec["params"], density=spec["rho"], velocity=tuple(spec["velocity"]), particles_per_cell=8)
+    obj = b.add_mpm(box=(spec["box_lower"], spec["box_upper"]), material=material,
+                    params=law_params(spec, material), density=spec["rho"], velocity=tuple(spec["velocity"]),
+                    particles_per_cell=8)
     return b.finalize(requires_grad=requires_grad), obj
 
 
@@ -124,7 +150,7 @@ def tigradsim_trajectory(spec, positions=None, material=None):
     `positions` (N, 3) replaces the sampled ones (must be the same count); `material` replaces the spec's."""
     import taichi as ti
     import tigradsim as tgs
-    import genesis_laws  # noqa: F401  (registers genesis_von_mises, genesis_sand)
+    import genesis_laws  # noqa: F401  (registers genesis_von_mises, genesis_sand, genesis_liquid)
     model, obj = build_tigradsim(spec, tgs, material=material)
     if positions is not None:
         model.set("mpm_x0", np.asarray(positions, dtype=np.float64))
@@ -203,12 +229,84 @@ def trajectory_rows(materials, sizes, genesis_python, reference_path=None):
             if size == "small":
                 stored[mat] = dict(spec=spec, x0=mine[0], genesis=theirs)
     if reference_path and stored:
-        arrays = {"spec_json": np.array(json.dumps({m: s["spec"] for m, s in stored.items()}))}
+        # the scenes not run this time keep their stored trajectories
+        arrays, specs = {}, {}
+        if os.path.exists(reference_path):
+            with np.load(reference_path) as z:
+                arrays = {k: z[k] for k in z.files}
+            specs = json.loads(str(arrays["spec_json"]))
+        specs.update({m: s["spec"] for m, s in stored.items()})
+        arrays["spec_json"] = np.array(json.dumps(specs))
         for mat, s in stored.items():
             arrays[f"{mat}_x0"] = s["x0"]
             arrays[f"{mat}_genesis"] = s["genesis"].astype(np.float32)
         np.savez_compressed(reference_path, **arrays)
         print(f"wrote {reference_path}", flush=True)
+
+
+def footage_replica(clip, genesis_python, points=(), precision="64"):
+    """The PAC-NeRF-protocol Newtonian clip's motion made again (benchmarks/footage/pacnerf/newtonian: truth.json's
+    genesis_spec, Genesis's own particles and floor plane) and run by tigradsim from the very same particles
+    (particle volume particle_size^3, the clip's 1 m domain at Genesis's grid, Genesis's substep, walls with the
+    floor's friction: the puddle stays clear of the side walls), with Genesis's law (genesis_liquid), tigradsim's
+    mpm_newtonian at the truth and at `points` ({label: {param: value}}, e.g. a fit's estimate).  Prints one row
+    per law: the per-particle RMS and centroid distances to Genesis's trajectory at the 14 footage frames."""
+    import taichi as ti
+    import tigradsim as tgs
+    import genesis_laws  # noqa: F401
+    with open(os.path.join(clip, "truth.json")) as fh:
+        truth = json.load(fh)
+    gspec = dict(truth["engine"]["genesis_spec"], precision=precision, surfaces=False)
+    if gspec["law"] != "newtonian":
+        sys.exit(f"--footage: {clip} is a {gspec['law']!r} clip; only the newtonian clip is replicated")
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_path, out_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.npz")
+        with open(spec_path, "w") as fh:
+            json.dump(gspec, fh)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        proc = subprocess.run([genesis_python, "-I", os.path.join(HERE, "genesis_pacnerf_runner.py"), spec_path,
+                               out_path], capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"Genesis runner failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        with np.load(out_path) as z:
+            theirs = z["positions"].astype(np.float64)
+    tgs.init(arch="cpu", precision="f" + precision)
+    dt, every = float(gspec["dt"]), int(gspec["steps_per_frame"])
+    steps = every * (int(gspec["frames"]) - 1)
+    resolution = int(round(gspec["grid_density"]))
+    truth_params = {"viscosity": gspec["viscosity"], "bulk_modulus": gspec["bulk_modulus"]}
+    laws = [("genesis_liquid", "truth", dict(truth_params, time_step=dt)), ("mpm_newtonian", "truth", truth_params)]
+    laws += [("mpm_newtonian", label, values) for label, values in dict(points).items()]
+    for law, label, params in laws:
+        b = tgs.SceneBuilder(gravity=tuple(gspec["gravity"]))
+        b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=resolution, mu=float(gspec["floor_friction"] or 0))
+        b.add_mpm(particles=theirs[0], particle_volume=float(gspec["particle_size"]) ** 3, material=law, params=params,
+                  density=float(gspec["rho"]))
+        model = b.finalize(requires_grad=False)
+        sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=every)
+        n = model.mpm_particle_count
+        frames = ti.Vector.field(3, float, shape=(steps // every + 1, n))
+
+        @ti.kernel
+        def record(state: ti.template(), s: ti.i32, f: ti.i32):
+            for i in range(n):
+                frames[f, i] = state.mpm_x[s, i]
+
+        sim.observe(lambda state, slot, frame: record(state, slot, frame), every=every)
+        sim.run()
+        mine = frames.to_numpy()
+        centroid, box, rms = compare(mine, theirs)
+        print(json.dumps(dict(scene="footage newtonian", precision=f"f{precision}", tigradsim_law=law, at=label,
+                              params={k: float(f"{v:.6g}") for k, v in params.items()}, particles=n,
+                              dx_m=1.0 / resolution, dt_s=dt, steps=steps,
+                              rms_diff_m_per_frame=[float(f"{r:.3g}") for r in rms],
+                              centroid_y_diff_m_per_frame=[float(f"{d:.3g}")
+                                                           for d in (mine - theirs).mean(axis=1)[:, 1]],
+                              max_rms_diff_m=float(f"{rms.max():.3g}"),
+                              max_centroid_diff_m=float(f"{centroid.max():.3g}"),
+                              max_bbox_diff_m=float(f"{box.max():.3g}"),
+                              genesis_extent_m=[float(f"{e:.4g}") for e in theirs[-1].max(0) - theirs[-1].min(0)],
+                              genesis_lowest_y_m=float(f"{theirs[:, :, 1].min():.3g}"))), flush=True)
 
 
 def tigradsim_timing(spec, steps, precision, checkpoint_every=CHECKPOINT_EVERY):
@@ -278,7 +376,7 @@ def timing_rows(size, steps, genesis_python, precision_bits="32", repeat=2):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenes", default="elastic,von_mises,sand")
+    parser.add_argument("--scenes", default="elastic,von_mises,sand,newtonian")
     parser.add_argument("--sizes", default="small,medium", help="trajectory comparisons ('' for none)")
     parser.add_argument("--timing", default="pacnerf", help="size of the timing rows ('' for none)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps")
@@ -286,6 +384,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=2, help="timing rounds (the engines alternate)")
     parser.add_argument("--genesis-python", default=DEFAULT_GENESIS_PYTHON)
     parser.add_argument("--write-reference", default=None, help="store the small size's Genesis trajectories here")
+    parser.add_argument("--footage", default=None, help="a newtonian PAC-NeRF clip folder: its motion made again by "
+                        "Genesis and run by tigradsim from the same particles (footage_replica)")
+    parser.add_argument("--at", action="append", default=[], metavar="LABEL:viscosity=V,bulk_modulus=V",
+                        help="with --footage: mpm_newtonian also at these values (repeatable)")
+    parser.add_argument("--footage-precision", default="64", choices=("32", "64"))
     parser.add_argument("--child-timing", default=None)
     args = parser.parse_args()
     if args.child_timing:
@@ -297,6 +400,13 @@ def main():
         np.save(path, model.get("mpm_x0"))
         row.pop("x0")
         print(json.dumps(dict(row, x0_path=path)))
+        return
+    if args.footage:
+        points = {}
+        for item in args.at:
+            label, _, pairs = item.partition(":")
+            points[label] = {k.strip(): float(v) for k, v in (p.split("=") for p in pairs.split(",") if p)}
+        footage_replica(args.footage, args.genesis_python, points, args.footage_precision)
         return
     sizes = [s for s in args.sizes.split(",") if s]
     scenes = [s for s in args.scenes.split(",") if s]

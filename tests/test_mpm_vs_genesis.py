@@ -5,15 +5,17 @@ rewritten by `python benchmarks/vs_genesis.py --sizes small --timing '' --write-
 tests/data/mpm_genesis_small.npz`, which needs the Genesis venv of benchmarks/requirements-genesis.txt).  The test
 itself needs only the stored file, and is skipped cleanly without it.
 
-Each plastic scene runs twice in tigradsim: with its own law (mpm_von_mises, mpm_drucker_prager) and with
+Each plastic and the fluid scene runs twice in tigradsim: with its own law (mpm_von_mises, mpm_drucker_prager,
+mpm_newtonian) and with
 Genesis's law written as a tigradsim user material (benchmarks/genesis_laws.py).  Tolerances, from what the
 two engines define alike and not (benchmarks/vs_genesis.py's docstring), on the largest per-particle RMS
 distance and centroid distance over the 0.5 s:
-  * the same law (elastic fixed-corotated; genesis_von_mises; genesis_sand), the same step, walls, masses and
-    particles: the trajectories are the same up to rounding (measured ~1e-10 m in float64), so 1e-6 m (the
+  * the same law (elastic fixed-corotated; genesis_von_mises; genesis_sand; genesis_liquid), the same step, walls,
+    masses and particles: the trajectories are the same up to rounding (measured ~1e-10 m in float64), so 1e-6 m (the
     float32 storage of the reference alone is ~3e-8 m).  This is what checks tigradsim's MPM step.
   * tigradsim's own laws, which differ from Genesis's by definition: von Mises (Hencky StVK elasticity where
-    Genesis has fixed-corotated), sand (no volume correction): the measured difference (RESULTS.md) with a
+    Genesis has fixed-corotated), sand (no volume correction), Newtonian (Genesis's viscous liquid is
+    mpm_newtonian only to first order in dt |C| and J - 1): the measured difference (RESULTS.md) with a
     factor ~2 of margin, named in TOLERANCE.
 """
 import json
@@ -37,6 +39,8 @@ TOLERANCE = {
     ("sand", "genesis_sand"): SAME_LAW,
     ("von_mises", "mpm_von_mises"): (4e-3, 3e-3),      # measured 1.9e-3, 1.4e-3
     ("sand", "mpm_drucker_prager"): (8e-3, 4e-3),   # measured 4.1e-3, 1.9e-3
+    ("newtonian", "genesis_liquid"): SAME_LAW,
+    ("newtonian", "mpm_newtonian"): (8e-4, 3e-4),   # measured 4.1e-4, 1.4e-4
 }
 
 
@@ -78,3 +82,42 @@ def test_trajectory_matches_genesis(scene, material):
     centroid, _, rms = bench.compare(mine, theirs)
     rms_tol, centroid_tol = TOLERANCE[(scene, material)]
     assert rms.max() < rms_tol and centroid.max() < centroid_tol, (scene, material, rms.max(), centroid.max())
+
+
+@pytest.mark.slow          # the polar rotation's reverse mode compiles slowly (as mpm_fixed_corotated's test)
+def test_genesis_liquid_gradient():
+    """genesis_liquid (Genesis's viscous liquid as a user material, a fit may use it): the Tape gradient of a
+    loss of the whole MPM state (positions, velocities, F, C) through 6 steps against float64 central differences,
+    to its viscosity and bulk modulus and to the particles' initial velocities.  The block starts with a shear and
+    an expansion (v0 = v + G x), so that both the viscous term (C) and the pressure (J - 1) act; the test first
+    checks that they do: the loss moves when either parameter doubles."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from mpm_scenes import StateLoss, block_scene, watch
+    _benchmark()                                   # registers genesis_liquid
+    tgs.init(arch="cpu", precision="f64")
+    dt = 2e-3
+    params = {"viscosity": 5.0, "bulk_modulus": 2e3, "time_step": dt}
+    model, _ = block_scene("genesis_liquid", params=params, particles_per_cell=8)
+    x0 = model.get("mpm_x0")
+    G = np.array([[0.4, 1.5, 0.0], [-0.8, 0.3, 0.6], [0.2, -1.0, 0.5]])        # [1/s]
+    model.set("mpm_v0", np.array([0.3, -0.2, 0.1]) + (x0 - x0.mean(0)) @ G.T)
+    sim = tgs.Simulator(model, dt=dt, steps=6)
+    loss = StateLoss(model, seed=1)
+    watch(sim, loss)
+
+    def loss_at(row):
+        model.set("mpm_params", np.array([row], dtype=np.float64))
+        loss.loss[None] = 0.0
+        sim.run()
+        return loss.loss[None]
+
+    base = [params["viscosity"], params["bulk_modulus"], dt]
+    l0 = loss_at(base)
+    # the bulk modulus doubled moves the loss (~26, rounding ~1e-13) by 4e-4 (measured): both must act
+    assert abs(loss_at([2 * base[0], base[1], dt]) - l0) > 1e-5
+    assert abs(loss_at([base[0], 2 * base[1], dt]) - l0) > 1e-5
+    loss_at(base)
+    only_eta_and_k = np.array([[1.0, 1.0, 0.0]])     # the substep is known, not fitted
+    for fields, masks in (([model.mpm_params], [only_eta_and_k]), ([model.mpm_v0], None)):
+        tgs.check_gradient(sim.run, loss.loss, fields, direction_count=2, eps=1e-6, rtol=1e-5,
+                           masks=masks).assert_ok()
