@@ -27,7 +27,8 @@ damping forms: the line gets "distributions" (per distribution: rows, IoU, loss,
 prior bound, the combined estimate): the line gets "variants" (per label: rows, IoU, loss, equally good, bound
 hits, CPU s), "comparison", "reference" (the label whose values are reported), "rows" = the combined estimate
 scored.  --reuse: a combination whose scene dir already holds a finished fit of the same scene file (the
-file written now equal to the one there, byte for byte) is read, not fitted again.
+file written now equal to the one there, but for where the repository's clip folder is) is read, not fitted
+again; its CPU seconds come from fit/run.json when there.
 
 --form all (volume alone): the damping-form comparison of coverage_soft.py (`run_soft_clip`: one fit per form of
 physics/damping.py DAMPING_MODELS, one after another, then `compare_fit_outputs`) with the same [ground]
@@ -45,6 +46,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,10 +71,12 @@ def camera_errors(clip, report):
 
 
 def _read(path):
+    """A scene file's text for the --reuse comparison (None when absent), with the location of the repository's
+    clip folder left out (another worktree's checkout of the same clip files writes another relative path)."""
     if not os.path.exists(path):
         return None
     with open(path) as fh:
-        return fh.read()
+        return re.sub(r'"[^"]*?benchmarks/footage/', '"FOOTAGE/', fh.read())
 
 
 def fit_one(a, scene_dir, distribution):

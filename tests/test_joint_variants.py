@@ -299,3 +299,13 @@ def test_compare_mass_and_damping_fits_the_product_and_checks_names(monkeypatch,
         with pytest.raises(ValueError, match=match):
             compare_mass_and_damping(spec, None, own_process=False, **kw)
     assert len(seen) == n                                   # no fit ran
+
+
+def test_benchmark_reuse_ignores_where_the_clip_folder_is(tmp_path):
+    idf = _bench()
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text('tetgen = "../../../work/wt/one/benchmarks/footage/c/cube.node"\nmass = 1.0\n')
+    b.write_text('tetgen = "../../../work/wt/two/benchmarks/footage/c/cube.node"\nmass = 1.0\n')
+    assert idf._read(str(a)) == idf._read(str(b))
+    b.write_text('tetgen = "../../../work/wt/two/benchmarks/footage/c/cube.node"\nmass = 2.0\n')
+    assert idf._read(str(a)) != idf._read(str(b)) and idf._read(str(tmp_path / "none")) is None
