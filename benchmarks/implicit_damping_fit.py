@@ -21,7 +21,16 @@ cube.lam (fitting/ties.py's rule: equally good within 5 % of the best loss) as c
 damping forms: the line gets "distributions" (per distribution: rows, IoU, loss, equally good, CPU s),
 "comparison", and "rows" = the combined estimate scored.  Default: "volume" alone (the line as before).
 
---form all: the damping-form comparison of coverage_soft.py (`run_soft_clip`: one fit per form of
+--form all --mass-distributions volume,equal: the two choices compared jointly (the product: one fit per
+(distribution, damping form), scene dirs OUT/CLIP_VARIANT_FORM_INTEGRATION/DIST, labels "DIST/FORM"), then one
+`compare_fit_outputs` over all of them (the ties rule, the suspect rule for fits with a determined value on a
+prior bound, the combined estimate): the line gets "variants" (per label: rows, IoU, loss, equally good, bound
+hits, CPU s), "comparison", "reference" (the label whose values are reported), "rows" = the combined estimate
+scored.  --reuse: a combination whose scene dir already holds a finished fit of the same scene file (the
+file written now equal to the one there, but for where the repository's clip folder is) is read, not fitted
+again; its CPU seconds come from fit/run.json when there.
+
+--form all (volume alone): the damping-form comparison of coverage_soft.py (`run_soft_clip`: one fit per form of
 physics/damping.py DAMPING_MODELS, one after another, then `compare_fit_outputs`) with the same [ground]
 damping_integration, volume-lumped masses; the JSON line is coverage.py's result dict (combined rows of mu and
 lam, per form: rc, CPU, loss, 2 dL / s^2, equally good, IoU, rows, damping coefficient), fits under
@@ -29,12 +38,15 @@ OUT/forms_INTEGRATION/.
 
     python3 benchmarks/implicit_damping_fit.py [--clip warp_soft_drop] [--variant clean] [--form warp|all]
         [--integration implicit] [--mass-distributions volume[,equal]] [--out out/implicit_damping] [--timeout 3000]
+        [--reuse]
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,13 +70,32 @@ def camera_errors(clip, report):
     return out
 
 
+def _read(path):
+    """A scene file's text for the --reuse comparison (None when absent), with the location of the repository's
+    clip folder left out (another worktree's checkout of the same clip files writes another relative path)."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        return re.sub(r'"[^"]*?benchmarks/footage/', '"FOOTAGE/', fh.read())
+
+
 def fit_one(a, scene_dir, distribution):
-    """One fit of the clip under `distribution`; its result dict (rows, nuisance, IoU, damping, CPU) and report."""
+    """One fit of the clip under `distribution` and a.form; its result dict (rows, nuisance, IoU, damping,
+    CPU) and report.  a.reuse (optional): read a finished fit of the same scene file instead (module docstring)."""
+    scene_path = os.path.join(scene_dir, "scene.toml")
+    before = _read(scene_path)
     scene, truths = make_soft_scene(a.clip, a.variant, "nuisance", scene_dir, a.out, True, a.form,
                                     ground={"damping_integration": a.integration}, mass_distribution=distribution)
-    rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), a.timeout, False)
-    rep_path = os.path.join(scene_dir, "fit", "estimates.json")
-    res = {"rc": rc, "cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "log": log}
+    rep_path, run_path = os.path.join(scene_dir, "fit", "estimates.json"), os.path.join(scene_dir, "fit", "run.json")
+    if getattr(a, "reuse", False) and before is not None and before == _read(scene) and os.path.exists(rep_path):
+        res = dict(json.load(open(run_path)) if os.path.exists(run_path) else {"rc": 0, "cpu_s": None, "wall_s": None},
+                   reused=True)
+    else:
+        rc, wall, cpu, last, log, tail = run_fit(scene, os.path.join(scene_dir, "fit"), a.timeout, False)
+        res = {"rc": rc, "cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "log": log}
+        if os.path.isdir(os.path.dirname(run_path)):
+            with open(run_path, "w") as fh:
+                json.dump(res, fh)
     report = None
     if os.path.exists(rep_path):
         report = json.load(open(rep_path))
@@ -80,25 +111,47 @@ def fit_one(a, scene_dir, distribution):
 
 def compare_distributions(a, base_dir, distributions):
     """Fit under each mass distribution and combine mu, lam (module docstring)."""
+    jobs = {dist: (os.path.join(base_dir, dist), a.form, dist) for dist in distributions}
+    return compare_jobs(a, jobs, "distributions")
+
+
+def compare_product(a, distributions, forms):
+    """Fit every (distribution, damping form) and combine mu, lam over all of them (module docstring)."""
+    jobs = {f"{dist}/{form}": (os.path.join(a.out, f"{a.clip}_{a.variant}_{form}_{a.integration}", dist), form, dist)
+            for dist in distributions for form in forms}
+    res = compare_jobs(a, jobs, "variants")
+    res["form"] = "all"
+    return res
+
+
+def compare_jobs(a, jobs, key):
+    """Fit each job {label: (scene dir, damping form, distribution)} and combine cube.mu, cube.lam with
+    `compare_fit_outputs` (ties rule, suspect rule); the result dict has the per-label entries under `key`."""
     per, outputs, truths = {}, {}, None
-    for dist in distributions:
-        per[dist], report, truths = fit_one(a, os.path.join(base_dir, dist), dist)
-        print(f"#   {a.clip}/{a.variant} mass {dist}: rc {per[dist]['rc']}, {per[dist]['cpu_s']} s CPU",
-              file=sys.stderr, flush=True)
+    for label, (scene_dir, form, dist) in jobs.items():
+        job = copy.copy(a)
+        job.form = form
+        per[label], report, truths = fit_one(job, scene_dir, dist)
+        print(f"#   {a.clip}/{a.variant} {label}: rc {per[label]['rc']}, {per[label]['cpu_s']} s CPU"
+              + (" (reused)" if per[label].get("reused") else ""), file=sys.stderr, flush=True)
         if report is not None and (report.get("identification") or {}).get("minima"):
-            outputs[dist] = report
+            outputs[label] = report
+    cpus = [e["cpu_s"] for e in per.values() if e.get("cpu_s") is not None]
     res = {"clip": a.clip, "variant": a.variant, "form": a.form, "integration": a.integration,
-           "cpu_s": round(sum(e["cpu_s"] for e in per.values()), 1), "distributions": per}
+           "cpu_s": round(sum(cpus), 1), "cpu_s_complete": len(cpus) == len(per), key: per}
     if not outputs:
-        res["error"] = "no distribution's fit finished"
+        res["error"] = "no fit finished"
         return res
     comparison = compare_fit_outputs(outputs, shared=["cube.mu", "cube.lam"])
     for row in comparison["rows"]:
-        per[row["label"]].update(loss=row["loss"], loss_excess=row["loss_excess"], equally_good=row["equally_good"])
+        per[row["label"]].update(loss=row["loss"], loss_excess=row["loss_excess"], equally_good=row["equally_good"],
+                                 suspect=row["suspect"])
     combined = {"unknowns": {n: {"estimate": c["estimate"], "status": c["status"],
                                  **{k: c[k] for k in FIT_INTERVAL_KEYS}} for n, c in comparison["combined"].items()}}
     res["rows"], _ = score(truths, combined)
-    res.update(comparison=comparison, best=comparison["best"], equally_good=comparison["equally_good"])
+    res.update(comparison=comparison, best=comparison["best"], equally_good=comparison["equally_good"],
+               reference=comparison["reference"], combined_models=comparison["combined_models"],
+               suspect_note=comparison["suspect_note"])
     return res
 
 
@@ -112,15 +165,20 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=3000.0)
     ap.add_argument("--mass-distributions", default="volume",
                     help="comma-separated: " + ", ".join(MASS_DISTRIBUTIONS) + " (more than one: fit each, combine)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="read a finished fit of the same scene file instead of fitting it again")
     a = ap.parse_args(argv)
     distributions = [d.strip() for d in a.mass_distributions.split(",") if d.strip()]
     bad = [d for d in distributions if d not in MASS_DISTRIBUTIONS]
     if bad or not distributions:
         ap.error(f"--mass-distributions: expected names among {', '.join(MASS_DISTRIBUTIONS)}, got {a.mass_distributions!r}")
+    if len(set(distributions)) != len(distributions):
+        ap.error(f"--mass-distributions: a distribution is given twice in {a.mass_distributions!r}")
+    if a.form == "all" and distributions != ["volume"]:     # the product of distributions and forms
+        res = compare_product(a, distributions, FORMS)
+        print(json.dumps(res, default=float))
+        return 0 if "rows" in res else 1
     if a.form == "all":                     # every damping form, compared and combined (module docstring)
-        if distributions != ["volume"]:
-            ap.error("--form all: compares damping forms under volume-lumped masses; give one form to compare "
-                     f"mass distributions, got --mass-distributions {a.mass_distributions!r}")
         res = run_soft_clip(a.clip, a.variant, "nuisance", os.path.join(a.out, f"forms_{a.integration}"), True,
                             a.timeout, score, ground={"damping_integration": a.integration})
         res["integration"] = a.integration

@@ -69,7 +69,7 @@ def test_every_contact_law_fits_in_one_call(clip):
 
     # one law in this process: the same estimate and loss as its own process gave
     label = "uncapped+warp(0.01)"
-    result, iou, _ = fit_variant(law_spec(spec, LAWS[label]), footage, lambda *a, **k: None, FIT)
+    result, iou, _, _ = fit_variant(law_spec(spec, LAWS[label]), footage, lambda *a, **k: None, FIT)
     theirs = results[label][0].best
     assert result.best.estimates[0].value == theirs.estimates[0].value and result.best.loss == theirs.loss
     assert iou == results[label][1]

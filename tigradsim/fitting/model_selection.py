@@ -16,7 +16,18 @@ module compares them as `identify` compares minima:
   part of what the footage cannot say, so it enters the interval rather than being hidden by a choice;
 * a parameter whose equally good models disagree by more than the best model's own half-width is marked
   "law-dominated" (the choice of model, not the data, sets it), one undetermined in any of them is
-  "undetermined".
+  "undetermined";
+* the suspect rule: a model whose fit has a determined value (the parameters compared or any other unknown,
+  nuisance constants included) on a bound of its prior range is "suspect" (`bound_hits` says why such a loss
+  may be bought by compensation the prior rules out).  A suspect model cannot win alone: (a) where an equally
+  good model has no bound hit, the best such model is the reference (its values are reported), and the
+  combined interval still covers every equally good model, the suspect ones included; (b) where none does,
+  the suspect best keeps its values, but the combined interval also covers the best model without bound hits
+  (whatever its loss) and every combined status is "suspect"; (c) where every model is suspect, the status is
+  "suspect" and nothing is added.  No threshold is added to the tie rule: a bound hit says the loss cannot be
+  trusted to rank the model, not by how much; the loss gap alone cannot tell compensation from a better
+  model (the suspect model's loss would only fall further without its bound), so the interval keeps the
+  best alternative that needs no such stretch rather than a band calibrated on a few clips.
 
     comparison = compare_models({"capped": report_a, "huber": report_b}, quality={"capped": 0.97, ...})
     print(comparison.to_markdown())
@@ -31,10 +42,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .bound_hits import output_bound_hits, report_bound_hits
 from .ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds, likelihood_ratio, tied_with_best
 from .uncertainty import FitReport, json_safe
 
-__all__ = ["CombinedEstimate", "ModelComparison", "compare_models", "compare_fit_outputs", "FIT_INTERVAL_KEYS"]
+__all__ = ["CombinedEstimate", "ModelComparison", "compare_models", "compare_fit_outputs", "FIT_INTERVAL_KEYS",
+           "suspect_rule"]
 
 
 @dataclass
@@ -60,7 +73,10 @@ class ModelComparison:
     """What `compare_models` found: `rows` (one dict per model, best first: label, loss, loss_excess
     ((L - L_best) / |L_best|), delta_chi2 (2 dL / s^2, for information), equally_good, quality,
     estimates {name: (value, lower95, upper95, status)}), `best` (label), `equally_good` (labels),
-    `combined` {name: CombinedEstimate}, `tie_chi2`, `tie_rtol`."""
+    `combined` {name: CombinedEstimate}, `tie_chi2`, `tie_rtol`, `reference` (the model whose values the
+    combined estimates report: `best` unless the suspect rule moved it), `combined_models` (the models whose
+    intervals the combined ones cover), `suspect_note` (what the suspect rule did, "" when nothing).  Each row
+    has "suspect": its bound hits ([] for none)."""
 
     rows: list
     best: str
@@ -68,11 +84,15 @@ class ModelComparison:
     combined: dict
     tie_chi2: float
     tie_rtol: float = TIE_RTOL
+    reference: Optional[str] = None
+    combined_models: list = field(default_factory=list)
+    suspect_note: str = ""
 
     def to_dict(self):
         return json_safe({"rows": self.rows, "best": self.best, "equally_good": self.equally_good,
                           "combined": {k: v.to_dict() for k, v in self.combined.items()}, "tie_chi2": self.tie_chi2,
-                          "tie_rtol": self.tie_rtol})
+                          "tie_rtol": self.tie_rtol, "reference": self.reference,
+                          "combined_models": self.combined_models, "suspect_note": self.suspect_note})
 
     def to_markdown(self, title="Models compared") -> str:
         names = list(self.combined)
@@ -89,11 +109,15 @@ class ModelComparison:
                 interval = f" [{lo:.4g}, {hi:.4g}]" if lo is not None else ""
                 cells.append(f"{v:.4g}{interval}" + ("" if status == "ok" else f" ({status})"))
             quality = "" if row["quality"] is None else f"{row['quality']:.3f}"
-            mark = " (equally good)" if row["equally_good"] else ""
+            mark = (" (equally good)" if row["equally_good"] else "") + (
+                f" (suspect: {'; '.join(row['suspect'])})" if row.get("suspect") else "")
             out.append(f"| {row['label']}{mark} | {row['loss']:.4g} | {100 * row['loss_excess']:.2f} % | "
                        f"{row['delta_chi2']:.3g} | {quality} | "
                        + " | ".join(cells) + " |")
         out += ["", "Combined (the best model's value, the envelope of the equally good models' intervals):", ""]
+        if self.suspect_note:
+            out[-2:-1] = [f"Combined ({self.reference}'s value, the envelope of {', '.join(self.combined_models)}'s "
+                          f"intervals; {self.suspect_note}):"]
         for c in self.combined.values():
             interval = "no interval" if c.lower95 is None else f"95 % [{c.lower95:.5g}, {c.upper95:.5g}]"
             out.append(f"- {c.name} = {c.value:.5g}, {interval}, spread between models {c.spread:.3g}: {c.status}")
@@ -111,20 +135,58 @@ def _ties(losses: dict, s2: float, tie_chi2: float, tie_rtol: float):
     return order, excess, delta, [k for k in order if tied_with_best(losses[k], best, s2, tie_chi2, tie_rtol)]
 
 
+def suspect_rule(order: list, good: list, suspect: dict):
+    """The suspect rule (module docstring) on a comparison's ranking.
+
+    order: labels by loss, best first; good: the equally good labels (best first); suspect: {label: bound
+    hits} ([] or absent: none).  Returns (reference label, the labels whose intervals the combined ones cover
+    (reference first), whether the reference is suspect, a note saying what the rule did ("" when nothing))."""
+    hit = lambda k: bool(suspect.get(k))          # noqa: E731
+    best = order[0]
+    if not hit(best):
+        return best, list(good), False, ""
+    clean = [k for k in order if not hit(k)]
+    if not clean:
+        return best, list(good), True, "every model has a value on a prior bound: suspect"
+    tied_clean = [k for k in good if not hit(k)]
+    if tied_clean:
+        ref = tied_clean[0]
+        return ref, [ref] + [k for k in good if k != ref], False, (
+            f"the best, {best}, has a value on a prior bound; {ref}, equally good without one, is the reference")
+    return best, list(good) + [clean[0]], True, (
+        f"the best, {best}, has a value on a prior bound and no equally good model is without one: the interval "
+        f"also covers {clean[0]}, the best model without a bound hit; suspect")
+
+
+def _check_suspect(suspect, labels):
+    if suspect is None:
+        return
+    if not isinstance(suspect, dict):
+        raise TypeError(f"suspect: expected {{label: [bound hits]}}, got {type(suspect).__name__}")
+    unknown = [k for k in suspect if k not in labels]
+    if unknown:
+        raise ValueError(f"suspect: labels {unknown} are not among the models compared ({list(labels)})")
+
+
 def compare_models(reports: dict, tie_chi2: float = TIE_CHI2, quality: Optional[dict] = None,
-                   tie_rtol: float = TIE_RTOL) -> ModelComparison:
+                   tie_rtol: float = TIE_RTOL, suspect: Optional[dict] = None) -> ModelComparison:
     """Compare fits of the same data under several models (module docstring).
 
     reports: {label: FitReport} over the same residuals and parameters (e.g. one per contact law).
     tie_chi2, tie_rtol: the thresholds of "equally good" (fitting/ties.py): 2 dL / s^2 <= tie_chi2 or
         dL <= tie_rtol |L_best|.
     quality: optional {label: a fit-quality figure shown in the table, e.g. the silhouette IoU}.
+    suspect: optional {label: [bound hits]} for the suspect rule (default: each report's estimates with the
+        status "at bound", `bound_hits.report_bound_hits`; a caller that knows the bounds passes them all).
     """
     if not reports:
         raise ValueError("reports: expected at least one {label: FitReport}")
     for label, rep in reports.items():
         if not isinstance(rep, FitReport):
             raise TypeError(f"reports[{label!r}]: expected a FitReport, got {type(rep).__name__}")
+    _check_suspect(suspect, reports)
+    suspect = {k: list((suspect or {}).get(k) or []) for k in reports} if suspect is not None else \
+        {k: report_bound_hits(r) for k, r in reports.items()}
     names = [e.name for e in next(iter(reports.values())).estimates]
     for label, rep in reports.items():
         if [e.name for e in rep.estimates] != names:
@@ -139,10 +201,12 @@ def compare_models(reports: dict, tie_chi2: float = TIE_CHI2, quality: Optional[
         rows.append({"label": label, "loss": rep.loss, "loss_excess": excess[label], "delta_chi2": deltas[label],
                      "equally_good": label in good,
                      "quality": None if quality is None else quality.get(label),
+                     "suspect": suspect[label],
                      "estimates": {e.name: (e.value, e.lower95, e.upper95, e.status) for e in rep.estimates}})
+    reference, members, suspect_ref, note = suspect_rule(order, good, suspect)
     combined = {}
     for name in names:
-        ests = [reports[label][name] for label in good]
+        ests = [reports[label][name] for label in members]
         b = ests[0]
         values = [e.value for e in ests]
         spread = max(values) - min(values)
@@ -152,16 +216,17 @@ def compare_models(reports: dict, tie_chi2: float = TIE_CHI2, quality: Optional[
         else:
             lower, upper = min(e.lower95 for e in ests), max(e.upper95 for e in ests)
             half = 0.5 * (b.upper95 - b.lower95)
-            status = "law-dominated" if spread > half else "ok"
-        combined[name] = CombinedEstimate(name, b.value, lower, upper, spread, status, list(good))
-    return ModelComparison(rows, order[0], good, combined, float(tie_chi2), float(tie_rtol))
+            status = "suspect" if suspect_ref else "law-dominated" if spread > half else "ok"
+        combined[name] = CombinedEstimate(name, b.value, lower, upper, spread, status, list(members))
+    return ModelComparison(rows, order[0], good, combined, float(tie_chi2), float(tie_rtol), reference, members,
+                           note)
 
 
 FIT_INTERVAL_KEYS = ("ci95", "ci95_with_assumptions", "ci95_with_discrepancy")
 
 
 def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = TIE_CHI2, interval_keys=FIT_INTERVAL_KEYS,
-                        tie_rtol: float = TIE_RTOL) -> dict:
+                        tie_rtol: float = TIE_RTOL, suspect: Optional[dict] = None) -> dict:
     """Compare fits of the same footage under several models from the reports `tigradsim fit` wrote.
 
     outputs: {label: the estimates.json dict of that model's fit}.  Each must have finished with a
@@ -172,12 +237,16 @@ def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = TIE_CHI2, 
         the caller and stays in the per-model rows only.
     interval_keys: the interval kinds of the report's unknowns to combine.
     tie_chi2, tie_rtol: "equally good" as in `compare_models`.
-    Returns {"best", "equally_good", "tie_chi2", "tie_rtol", "rows": [{label, loss, loss_excess, delta_chi2, equally_good,
-    iou, unknowns: {name: {estimate, status, KEY: [lo, hi] | None ...}}}] best first,
-    "combined": {name: {estimate (the best model's), spread (max - min over the equally good),
-    status ("ok", "model-dominated": the spread exceeds the best model's ci95 half-width,
-    "undetermined": some equally good model has no interval, "misfit": the best model's fit is one), KEY: the envelope of the equally
-    good models' intervals of that kind, or None}}}.
+    suspect: optional {label: [bound hits]} for the suspect rule (module docstring); default: each output's
+        determined unknowns on a bound of their range, nuisance constants included (`output_bound_hits`).
+    Returns {"best", "equally_good", "reference", "combined_models", "suspect_note", "tie_chi2", "tie_rtol",
+    "rows": [{label, loss, loss_excess, delta_chi2, equally_good, iou, suspect (bound hits),
+    unknowns: {name: {estimate, status, KEY: [lo, hi] | None ...}}}] best first,
+    "combined": {name: {estimate (the reference model's: the best's unless the suspect rule moved it), spread
+    (max - min over the combined models), status ("ok", "model-dominated": the spread exceeds the reference's
+    ci95 half-width, "suspect": the reference has a bound hit, "undetermined": some combined model has no
+    interval, "misfit": the reference's fit is one), KEY: the envelope of the combined models' intervals of
+    that kind, or None}}}.
     """
     if not isinstance(outputs, dict) or not outputs:
         raise ValueError("outputs: expected at least one {label: estimates.json dict}")
@@ -189,6 +258,9 @@ def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = TIE_CHI2, 
             raise ValueError(f"outputs[{label!r}]: expected a finished fit's report (identification.minima[0].report "
                              "and unknowns), got none")
         fits[label] = rep
+    _check_suspect(suspect, outputs)
+    suspect = {k: list((suspect or {}).get(k) or []) for k in outputs} if suspect is not None else \
+        {k: output_bound_hits(o["unknowns"]) for k, o in outputs.items()}
     counts = {k: int(r["residual_count"]) for k, r in fits.items()}
     if len(set(counts.values())) > 1:
         raise ValueError(f"outputs: residual counts differ between models ({counts}): fits compared must share "
@@ -201,26 +273,30 @@ def compare_fit_outputs(outputs: dict, shared=None, tie_chi2: float = TIE_CHI2, 
         names = list(shared)
     losses = {k: float(r["loss"]) for k, r in fits.items()}
     order, excess, deltas, good = _ties(losses, float(fits[min(losses, key=losses.get)]["s2"]), tie_chi2, tie_rtol)
+    reference, members, suspect_ref, note = suspect_rule(order, good, suspect)
     rows = [{"label": k, "loss": losses[k], "loss_excess": excess[k], "delta_chi2": deltas[k], "equally_good": k in good,
-             "iou": outputs[k].get("iou_final"),
+             "iou": outputs[k].get("iou_final"), "suspect": suspect[k],
              "unknowns": {n: {"estimate": u["estimate"], "status": u["status"], **{key: u.get(key) for key in interval_keys}}
                           for n, u in outputs[k]["unknowns"].items()}} for k in order]
     combined = {}
     for n in names:
-        us = [outputs[k]["unknowns"][n] for k in good]
+        us = [outputs[k]["unknowns"][n] for k in members]
         values = [u["estimate"] for u in us]
-        entry = {"estimate": values[0], "spread": max(values) - min(values), "models": list(good)}
+        entry = {"estimate": values[0], "spread": max(values) - min(values), "models": list(members)}
         for key in interval_keys:
             cis = [u.get(key) for u in us]
             entry[key] = None if any(c is None for c in cis) else [min(c[0] for c in cis), max(c[1] for c in cis)]
         best_ci = us[0].get(interval_keys[0])
         if entry[interval_keys[0]] is None:
             entry["status"] = "undetermined"
+        elif suspect_ref:
+            entry["status"] = "suspect"
         else:
             entry["status"] = "model-dominated" if entry["spread"] > 0.5 * (best_ci[1] - best_ci[0]) else "ok"
-        if us[0]["status"] == "misfit":         # the best model did not reach the footage: neither does this
+        if us[0]["status"] == "misfit":         # the reference did not reach the footage: neither does this
             entry["status"] = "misfit"
         combined[n] = entry
-    return json_safe({"best": order[0], "equally_good": good, "tie_chi2": float(tie_chi2), "tie_rtol": float(tie_rtol),
+    return json_safe({"best": order[0], "equally_good": good, "reference": reference, "combined_models": members,
+                      "suspect_note": note, "tie_chi2": float(tie_chi2), "tie_rtol": float(tie_rtol),
                       "rows": rows,
                       "combined": combined})

@@ -20,6 +20,7 @@ import copy
 
 import numpy as np
 
+from ..fitting.bound_hits import report_bound_hits
 from ..fitting.model_selection import compare_models
 from ..fitting.ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds
 from ..physics.contact import DAMPING_LAWS, FRICTION_LAWS, WARP_FRICTION_VELOCITIES, ContactLaw
@@ -114,7 +115,7 @@ def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=TIE_CH
     Returns (ModelComparison, {label: (Identification, iou mean or None)}).
     """
     check_tie_thresholds(tie_chi2, tie_rtol)          # before any fit
-    reports, quality, results = {}, {}, {}
+    reports, quality, results, suspect = {}, {}, {}, {}
     pinned = None          # [fit] horizon = "auto": the frames the first finished variant's fit chose
     for label, (description, variant) in specs.items():
         printer(f"== {description}")
@@ -125,9 +126,9 @@ def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=TIE_CH
             printer(f"horizon: the {pinned} frames the first variant's fit chose (\"auto\"), so that the fits compare")
         if own_process:
             from .variant_process import fit_in_own_process
-            result, iou, frames = fit_in_own_process(label, variant, footage, printer, fit_overrides)
+            result, iou, frames, bounds = fit_in_own_process(label, variant, footage, printer, fit_overrides)
         else:
-            result, iou, frames = fit_variant(variant, footage, printer, fit_overrides)
+            result, iou, frames, bounds = fit_variant(variant, footage, printer, fit_overrides)
         if pinned is None and variant.fit.horizon == "auto" and result.best is not None:
             pinned = int(frames)
         results[label] = (result, iou)
@@ -135,18 +136,22 @@ def compare_scene_variants(specs, footage, title, printer=print, tie_chi2=TIE_CH
             printer(f"{label}: no fit report (no local fit finished); left out of the comparison")
             continue
         reports[label], quality[label] = result.best, iou
+        # the suspect rule (model_selection): every fitted value on its bound, unknowns and nuisances alike,
+        # before `shared` leaves some out of the comparison
+        suspect[label] = report_bound_hits(result.best, bounds)
     if not reports:
         raise ValueError(f"compare_scene_variants: no variant's fit finished ({', '.join(specs)})")
     if shared is not None:
         reports = {k: _only(rep, shared) for k, rep in reports.items()}
-    comparison = compare_models(reports, tie_chi2=tie_chi2, quality=quality, tie_rtol=tie_rtol)
+    comparison = compare_models(reports, tie_chi2=tie_chi2, quality=quality, tie_rtol=tie_rtol, suspect=suspect)
     printer(comparison.to_markdown(title))
     return comparison, results
 
 
 def fit_variant(variant, footage, printer, fit_overrides):
     """Build and fit one variant's scene (`fit_scene`); returns (Identification, silhouette IoU mean over
-    the cameras or None without masks, frames fitted or None)."""
+    the cameras or None without masks, frames fitted or None, {name: (lower, upper, log_space)} of the
+    fitted scalar unknowns: the suspect rule's bounds)."""
     from .scene_build import Scene, fit_scene, silhouette_iou
 
     scene = Scene(variant, footage)
@@ -157,7 +162,15 @@ def fit_variant(variant, footage, printer, fit_overrides):
     if all(c.masks is not None for c in clips):      # the mean over the cameras
         iou = float(np.mean([silhouette_iou(v[..., -1], c.masks).mean()
                              for v, c in zip(scene.render_views(), clips)]))
-    return result, iou, frames
+    return result, iou, frames, param_bounds(getattr(scene, "params", []))
+
+
+def param_bounds(params):
+    """{name: (lower, upper, log_space)} of the Params with scalar bounds (None where a bound is not one)."""
+    def scalar(b):
+        return float(b) if b is not None and np.size(b) == 1 else None
+
+    return {p.name: (scalar(p.lower), scalar(p.upper), bool(p.log_space)) for p in params}
 
 
 def _only(report, names):

@@ -25,9 +25,13 @@ compensating in the ground's friction (at its bound) and the damping; forward ru
 17 mm RMS off its clip with volume masses, 54 mm with equal.  A silhouette loss does not reliably tell the
 distributions apart when the rest of the model is not the engine's: where the distribution is known, state it.
 
+The distribution and the material-damping form compared jointly (2 x 4 fits, every combination one variant;
+`variant_product`): `compare_mass_and_damping(spec, footage)`; a fit with a determined value on a prior bound
+(the ground's mu at 1.0 above) is "suspect" and cannot win alone (fitting/model_selection.py).
+
 The same comparison from `tigradsim fit` reports (one per distribution) is
 `tigradsim.fitting.model_selection.compare_fit_outputs` (benchmarks/implicit_damping_fit.py
---mass-distributions volume,equal).
+--mass-distributions volume,equal; with --form all, the product of distributions and damping forms).
 """
 from __future__ import annotations
 
@@ -35,9 +39,12 @@ import copy
 
 from ..fitting.ties import TIE_CHI2, TIE_RTOL
 from ..physics.fem import MASS_DISTRIBUTIONS, check_mass_distribution
+from .damping_compare import DAMPING_FORMS, damping_form_spec, damping_unknown_targets
 from .law_compare import compare_scene_variants
+from .variant_product import compare_variant_product
 
-__all__ = ["MASS_DISTRIBUTIONS", "mass_distribution_spec", "compare_mass_distributions"]
+__all__ = ["MASS_DISTRIBUTIONS", "mass_distribution_spec", "compare_mass_distributions", "mass_damping_choices",
+           "compare_mass_and_damping"]
 
 _DESCRIPTIONS = {"volume": "each vertex a quarter of its tets' masses (a uniform solid)",
                  "equal": "every vertex the same share of the total"}
@@ -81,3 +88,41 @@ def compare_mass_distributions(spec, footage, distributions=None, printer=print,
         specs[name] = (f"mass distribution {name}: {_DESCRIPTIONS.get(name, '')}", mass_distribution_spec(spec, name))
     return compare_scene_variants(specs, footage, "Mass distributions compared (quality: silhouette IoU)", printer,
                                   tie_chi2, tie_rtol=tie_rtol, **fit_overrides)
+
+
+def mass_damping_choices(spec, distributions=None, forms=None):
+    """The two soft-body choices as `variant_product` takes them: [("mass distribution", ...), ("damping
+    form", ...)] (defaults: every distribution, every damping form).  Bad names fail here, before any fit."""
+    from ..physics.damping import DAMPING_PRIORS, DAMPING_UNITS
+
+    distributions = list(MASS_DISTRIBUTIONS if distributions is None else distributions)
+    forms = list(DAMPING_FORMS if forms is None else forms)
+    if not distributions:
+        raise ValueError("distributions: expected at least one mass distribution")
+    if not forms:
+        raise ValueError("forms: expected at least one damping form")
+    for name in distributions:
+        check_mass_distribution(name)
+    _spread_objects(spec)
+    for form in forms:
+        if form not in DAMPING_PRIORS:
+            raise ValueError(f"forms: expected names among {', '.join(DAMPING_FORMS)}, got {form!r}")
+    masses = {d: (f"mass distribution {d}", lambda s, d=d: mass_distribution_spec(s, d)) for d in distributions}
+    damping = {f: (f"damping form {f} in [{DAMPING_PRIORS[f][0]:g}, {DAMPING_PRIORS[f][1]:g}] {DAMPING_UNITS[f]}",
+                   lambda s, f=f: damping_form_spec(s, f)) for f in forms}
+    return [("mass distribution", masses), ("damping form", damping)]
+
+
+def compare_mass_and_damping(spec, footage, distributions=None, forms=None, printer=print, tie_chi2=TIE_CHI2,
+                             tie_rtol=TIE_RTOL, **fit_overrides):
+    """Fit `spec` under every (mass distribution, damping form) and compare them jointly (`variant_product`:
+    one fit per combination, in a process of its own; labels "volume/warp").  The damping coefficients stay
+    in the per-combination rows (their units differ between forms); every other unknown is combined.
+    Returns (ModelComparison, {label: (Identification, iou mean or None)})."""
+    choices = mass_damping_choices(spec, distributions, forms)
+    coefficients = set(damping_unknown_targets(spec))
+    first = damping_form_spec(spec, next(iter(choices[1][1])))
+    shared = [u.target for u in first.unknowns if u.target not in coefficients]
+    return compare_variant_product(spec, footage, choices, "Mass distributions and damping forms compared "
+                                   "(quality: silhouette IoU)", printer, tie_chi2, tie_rtol, shared=shared,
+                                   **fit_overrides)

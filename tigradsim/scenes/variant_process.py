@@ -11,7 +11,7 @@ and leaves the caller's own Taichi program and fields untouched.
 
 The child runs `tgs.init` with the caller's settings (`tigradsim.core.runtime.init_settings`), builds the
 Scene, fits it (`law_compare.fit_variant`, the code the in-process path runs) and returns
-(Identification, IoU, frames fitted) as a pickle; every line it prints goes through the caller's
+(Identification, IoU, frames fitted, bounds) as a pickle; every line it prints goes through the caller's
 printer.  The fits are seeded, so a variant's result is the one an in-process fit of it gives
 (tests/test_law_selection.py compares them).  Cost: one interpreter start, import and `tgs.init`
 per variant (a few seconds; compiled kernels come from Taichi's offline cache after the first).
@@ -30,7 +30,7 @@ import traceback
 
 def fit_in_own_process(label, variant, footage, printer, fit_overrides):
     """Fit one variant (a SceneSpec) in a child process; returns (Identification, iou or None, frames
-    fitted or None).  An exception in the child is raised here again (its traceback printed on stderr);
+    fitted or None, the fitted unknowns' bounds: `law_compare.fit_variant`).  An exception in the child is raised here again (its traceback printed on stderr);
     a child that dies without an answer (a crash) raises RuntimeError naming the variant and the exit
     status."""
     from ..core.runtime import init_settings
@@ -57,7 +57,7 @@ def fit_in_own_process(label, variant, footage, printer, fit_overrides):
     if "error" in answer:
         print(answer["traceback"], file=sys.stderr)
         raise answer["error"]
-    return answer["result"], answer["iou"], answer["frames_fitted"]
+    return answer["result"], answer["iou"], answer["frames_fitted"], answer["bounds"]
 
 
 def _child(job_path, answer_path):
@@ -70,8 +70,8 @@ def _child(job_path, answer_path):
         if job["init"]:
             init(**job["init"])
         printer = lambda *a, **k: print(*a, **{**k, "flush": True})      # noqa: E731
-        result, iou, frames = fit_variant(job["variant"], job["footage"], printer, job["fit_overrides"])
-        answer = {"result": result, "iou": iou, "frames_fitted": frames}
+        result, iou, frames, bounds = fit_variant(job["variant"], job["footage"], printer, job["fit_overrides"])
+        answer = {"result": result, "iou": iou, "frames_fitted": frames, "bounds": bounds}
         data = pickle.dumps(answer)
     except Exception as exc:          # handed to the parent, which raises it
         try:

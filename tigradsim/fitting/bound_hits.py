@@ -1,0 +1,76 @@
+"""Which fitted values sit on a bound of their prior range (a "bound hit"), for the model comparison's
+suspect rule (`model_selection`).
+
+A determined value on its bound means the data pull it past the range the prior calls plausible: the fit
+reached its loss only by pressing that constant (or unknown) against the edge, and would go further without
+the bound.  When model variants are compared, such a variant's lower loss may be bought by compensation in
+a direction the prior rules out rather than by the variant being the world's model (measured: Newton's soft
+clip fitted with equal node masses fits 26 % better than with its true volume-lumped masses, with the
+ground's mu at its bound 1.0 and the material's mu +77 %; benchmarks/RESULTS.md).  A value the data do not
+determine ("undetermined") may rest on a bound without the bound doing anything (the loss is flat there),
+so it is not a hit.
+
+"On the bound" uses the tolerance `fit_report` uses for the status "at bound": within 1e-6 max(|x|, 1) of
+it in the optimiser's coordinate x (log(value) for a log-space unknown), which a clamped float32 value meets.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+__all__ = ["on_bound", "output_bound_hits", "report_bound_hits"]
+
+
+def on_bound(value: float, lower, upper, log_space: bool) -> Optional[str]:
+    """"lower" or "upper" when `value` sits on that bound (module docstring), else None.  A bound that is
+    None or infinite is never hit."""
+    def coord(v):
+        return math.log(v) if log_space else float(v)
+
+    if value is None or not math.isfinite(value) or (log_space and value <= 0):
+        return None
+    x = coord(value)
+    h = 1e-6 * max(abs(x), 1.0)
+    for side, bound in (("lower", lower), ("upper", upper)):
+        if bound is None or not math.isfinite(bound) or (log_space and bound <= 0):
+            continue
+        if abs(x - coord(bound)) <= h:
+            return side
+    return None
+
+
+def _describe(name, value, side, bound):
+    return f"{name} = {value:.4g} at its {side} bound {bound:.4g}"
+
+
+def output_bound_hits(unknowns: dict) -> list:
+    """The bound hits of one `tigradsim fit` report (estimates.json "unknowns": {name: {estimate, status,
+    lower, upper, std_space}}), nuisance constants included: one text per hit ("ground.mu = 1 at its upper
+    bound 1"); [] for none.  An unknown without bounds in the report is never a hit."""
+    hits = []
+    for name, u in unknowns.items():
+        if u.get("status") == "undetermined":
+            continue
+        side = on_bound(u.get("estimate"), u.get("lower"), u.get("upper"), u.get("std_space") == "log")
+        if side is None and u.get("status") == "at bound":      # the fit's own verdict, bounds not written
+            hits.append(f"{name} = {u.get('estimate'):.4g} at a bound")
+        elif side is not None:
+            hits.append(_describe(name, u["estimate"], side, u[side]))
+    return hits
+
+
+def report_bound_hits(report, bounds: Optional[dict] = None) -> list:
+    """The bound hits of a `FitReport`: estimates whose status is "at bound", and (bounds given: {name:
+    (lower, upper, log_space)}, e.g. from the fitted Params) every determined estimate on a bound, which
+    finds the hits that a misfit's status ("misfit" replaces "at bound") hides."""
+    hits = []
+    for e in report.estimates:
+        if e.status == "undetermined":
+            continue
+        lower, upper, log_space = (bounds or {}).get(e.name, (None, None, e.log_space))
+        side = on_bound(e.value, lower, upper, log_space)
+        if side is not None:
+            hits.append(_describe(e.name, e.value, side, lower if side == "lower" else upper))
+        elif e.status == "at bound":
+            hits.append(f"{e.name} = {e.value:.4g} at a bound")
+    return hits
