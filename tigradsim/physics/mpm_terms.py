@@ -5,7 +5,8 @@
          m_i  += w m_p,      (m v)_i += w (m_p v_p + A_p (x_i - x_p)),
          A_p = m_p C_p - dt V_p (4 / dx^2) tau_p,   tau_p = P(F_p) F_p^T + viscous(F_p, C_p)
      (APIC's affine momentum and MLS-MPM's stress in one matrix; tau the Kirchhoff stress [Pa]).
-  2. `GridUpdate` (over the grid cells): v_i = (m v)_i / m_i + dt g, then the walls and the ground
+  2. `GridUpdate` (over the grid cells; those without mass get v_i = 0 and are otherwise skipped):
+     v_i = (m v)_i / m_i + dt g, then the walls and the ground
      (`boundary_velocity`: no inflow, Coulomb friction mu on the tangential velocity).
   3. `GridGather` over the particles (27 nodes each), then `GridToParticle` (one each per object):
      v_p = sum w v_i, C_p = (4 / dx^2) sum w v_i (x_i - x_p)^T,
