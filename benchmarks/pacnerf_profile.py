@@ -2,17 +2,14 @@
 seconds of this process (all threads) and broken down by function (cProfile on the process clock).
 
     python benchmarks/pacnerf_profile.py --family elastic --resolution 32 --substeps 200
-    python benchmarks/pacnerf_profile.py --family elastic --resolution 32 --substeps 200 --only forward,gradient
+    python benchmarks/pacnerf_profile.py --family elastic --resolution 32 --substeps 200 --only gradient
 
 The scene is the clip's file as benchmarks/pacnerf.py fits it (`pacnerf.fit_copy`: its substeps, grid and [fit]),
 built as `tigradsim fit` builds it (f64, gradients on).  Parts, each timed on its own (--only: some of them):
     forward       one rollout and its loss (no Tape): what the line search and the fit's scoring rollouts cost
     gradient      one rollout under the Tape and its backward pass (checkpoint recomputation included)
-    half_step     the time-step bias check's rollout at dt / 2 ([fit] time_step_bias: twice the steps)
-    finer_grid    the grid bias check's rollout at a 4/3 finer grid ([fit] grid_bias)
-    terms         each loop of an MPM step (stress, P2G, grid update, G2P gather, G2P end) launched on its own over
-                  the slots of the last segment the rollouts left, forward and reverse: the step's breakdown
-                  (last: it overwrites that state)
+The fit's other rollouts are forwards: the bias checks' ([fit] time_step_bias: one at dt / 2, twice the steps;
+[fit] grid_bias: one at the 4/3 finer grid, ~2.4x the particles), the intervals' finite differences, the renders.
 The renders (the observers, 11 views per frame) show in each part's breakdown as `Simulator._notify`.
 The gradient part prints the loss and gradient at the start to the last bit (hex): a change meant to keep
 results exact is checked by running this before and after it.
@@ -34,7 +31,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PARTS = ("forward", "gradient", "half_step", "finer_grid", "terms")
+PARTS = ("forward", "gradient")
 
 
 def top_functions(profile, count=14) -> list:
@@ -73,7 +70,6 @@ def main(argv=None):
     out = tempfile.mkdtemp(prefix="pacnerf_profile_")
     path = fit_copy(clip, out, args.substeps, args.resolution)
 
-    import taichi as ti
     import tigradsim as tgs
     from tigradsim.core.tape import tape
     from tigradsim.scenes.scene_build import Scene
@@ -98,69 +94,11 @@ def main(argv=None):
         with tape(scene.fit.loss):
             scene.forward()
 
-    def half_step():
-        half = scene.half_step_scene()
-        half.set_values(scene.values())
-        half.loss_value()
-
-    def finer_grid():
-        fine = scene.finer_grid_scene()
-        fine.set_values(scene.values())
-        fine.loss_value()
-
-    def term_kernels():
-        """[(name, kernel(s, t))]: one kernel per loop of the step, each running only that loop."""
-        out = []
-        for loop in sim._loops():
-            def make(loop=loop):
-                @ti.kernel
-                def one(s: ti.i32, t: ti.i32):
-                    sim._run_loop(loop, s, t)
-                return one
-            out.append((type(loop[0]).__name__, make()))
-        return out
-
-    def terms():
-        slots = sim.segment_length
-        kernels = term_kernels()
-        rows = {}
-        for name, kern in kernels:                  # compile (forward and reverse) before timing
-            kern(0, 0)
-            kern.grad(0, 0)
-        for name, kern in kernels:
-            c0 = time.process_time()
-            for s in range(slots):
-                kern(s, s)
-            c1 = time.process_time()
-            for s in reversed(range(slots)):
-                kern.grad(s, s)
-            c2 = time.process_time()
-            rows[name] = dict(forward_ms=1e3 * (c1 - c0) / slots, reverse_ms=1e3 * (c2 - c1) / slots)
-        c0 = time.process_time()
-        for _ in range(4):
-            sim._clear_accumulators()
-        clear = (time.process_time() - c0) / 4
-        c0 = time.process_time()
-        for _ in range(4):
-            sim._clear_grads()
-        grads = (time.process_time() - c0) / 4
-        rows["clear accumulators (per segment)"] = dict(forward_ms=1e3 * clear / slots, reverse_ms=0.0)
-        rows["clear state gradients (per segment)"] = dict(forward_ms=0.0, reverse_ms=1e3 * grads / slots)
-        print(f"\nper step (CPU ms, over the {slots} slots of a segment; clearing: its per-segment cost / {slots}):")
-        for name, r in rows.items():
-            print(f"  {name:40s} forward {r['forward_ms']:7.3f}  reverse {r['reverse_ms']:7.3f}")
-        record["per_step_ms"] = rows
-
-    runs = dict(forward=forward, gradient=gradient, half_step=half_step, finer_grid=finer_grid, terms=terms)
+    runs = dict(forward=forward, gradient=gradient)
     record = dict(family=args.family, resolution=args.resolution, substeps=args.substeps,
                   particles=int(scene.model.mpm_particle_count), steps=int(sim.steps),
                   checkpoint_every=int(sim.segment_length), parts={})
     for name in parts:
-        if name in ("half_step", "finer_grid"):     # the scene is built (and its kernels compiled) once
-            (scene.half_step_scene if name == "half_step" else scene.finer_grid_scene)()
-        if name == "terms":                          # its own timing, per loop
-            runs[name]()
-            continue
         runs[name]()                                  # compile first: a fit compiles once, runs ~15 times
         prof = cProfile.Profile(time.process_time)
         c0, w0 = time.process_time(), time.time()
