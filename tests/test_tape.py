@@ -55,6 +55,25 @@ def test_clear_gradients_zeroes_every_adjoint(f64):
     tree3.destroy()
 
 
+def test_rebuilt_plan_keeps_the_fields_of_known_places(f64):
+    """A new SNode tree rebuilds the plan; the places it already had keep their field objects, so their groups'
+    zeroing kernels (instantiated per tuple of field objects) are not compiled again."""
+    from tigradsim.core.tape import _adjoint_groups
+    fields, tree = _fields()
+    clear_gradients()
+    before = [f for group in _adjoint_groups() for f in group]
+    more, tree2 = _fields()
+    after = [f for group in _adjoint_groups() for f in group]
+    assert len(after) > len(before)
+    kept = {id(f) for f in after}
+    assert all(id(f) in kept for f in before)
+    _dirty(fields + more)
+    clear_gradients()
+    assert _all_zero(fields + more)
+    tree.destroy()
+    tree2.destroy()
+
+
 def test_tape_gradients_equal_taichi_tape_and_do_not_accumulate(f64):
     x = ti.Vector.field(3, float, shape=40, needs_grad=True)
     loss = ti.field(float, shape=(), needs_grad=True)

@@ -6,6 +6,13 @@ launch per group of fields that share a parent SNode.  Handing a loop to the thr
 of a 37 ms iteration, and every other scene alive in the process added its own fields (one
 sequential fit of `benchmarks/bench_batch.py`: 2.2 s alone, 5.8 s with the batched model built).
 
+A new SNode tree (a field allocated after the last tape: a splat renderer's tile list that grew, a
+refined model's scene) changes the plan.  The rebuilt plan reuses the wrapper of every place it already
+had (`_place_field`, by SNode id): the zeroing kernel is instantiated per tuple of field objects, so new
+wrappers of the same places recompiled every group's kernel (measured in a PAC-NeRF fit's gradient
+rollout: 156 kernels re-created, 4.5 CPU s, benchmarks/pacnerf_profile.py); with the same wrappers only the
+groups of the new tree compile.
+
 `tape(loss)` zeroes exactly the same adjoints (every place of gradient type ADJOINT under every
 SNode tree, found as `taichi.ad.clear_all_gradients` finds them), each group in a loop that runs
 on one thread when small (`runtime.serial_loop`), from a plan rebuilt only when the program
@@ -24,7 +31,17 @@ from taichi._lib import core as _ti_core
 
 from .runtime import serial_loop
 
-_plan = {"program": None, "key": None, "groups": []}
+_plan = {"program": None, "key": None, "groups": [], "places": {}}
+
+
+def _place_field(place):
+    """The ScalarField of an adjoint place (a C++ SNode), the same object for the same place for as long as the
+    program lives (SNode ids are not reused within a program), so that the zeroing kernel of its group is
+    compiled once."""
+    field = _plan["places"].get(place.id)
+    if field is None:
+        field = _plan["places"][place.id] = ScalarField(Expr(place.get_expr()))
+    return field
 
 
 def _adjoint_groups():
@@ -38,6 +55,8 @@ def _adjoint_groups():
     # SNode ids restart with every ti.init: the program object (held, so never confused with a
     # later one at the same address) tells the plans of two programs apart
     if runtime.prog is not _plan["program"] or key != _plan["key"]:
+        if runtime.prog is not _plan["program"]:         # ids restart with a new program
+            _plan["places"] = {}
         groups = []
 
         def visit(node):
@@ -47,7 +66,7 @@ def _adjoint_groups():
                 if not child.is_place():
                     visit(SNode(child))
                 elif child.get_snode_grad_type() == _ti_core.SNodeGradType.ADJOINT:
-                    places.append(ScalarField(Expr(child.get_expr())))
+                    places.append(_place_field(child))
             if places:
                 groups.append(tuple(places))
 
