@@ -90,6 +90,17 @@ def run_child(script, args):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def child_row(cmd, label, tail=3000):
+    """Run `cmd` (a list) in its own process and return the dict of the first line it prints as "ROW {json}",
+    or None, printing `label` and the tail of its stderr, when it printed none (a child that failed)."""
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    got = [line[4:] for line in out.stdout.splitlines() if line.startswith("ROW ")]
+    if not got:
+        print(f"{label}: failed\n{out.stderr[-tail:]}", flush=True)
+        return None
+    return json.loads(got[0])
+
+
 def load_json(path):
     """The JSON object stored at `path`, or {} when the file does not exist yet."""
     if os.path.exists(path):

@@ -32,7 +32,6 @@ import argparse
 import copy
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -41,6 +40,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from _harness import child_row  # noqa: E402
 
 
 def truth_spec(clip, label, integration, scene_dir, mu=None, over=None):
@@ -162,12 +162,9 @@ def main(argv=None):
                        "dir": os.path.join(a.out, f"{label}_{integration}_{mu}".replace("(", "_").replace(")", ""))}
                 cmd = [sys.executable, os.path.abspath(__file__), "--clip", a.clip, "--fitted", str(a.fitted),
                        "--over", a.over, "--one", json.dumps(job)]
-                out = subprocess.run(cmd, capture_output=True, text=True)
-                got = [ln[4:] for ln in out.stdout.splitlines() if ln.startswith("ROW ")]
-                if not got:
-                    print(f"{label} {integration} mu {mu}: failed\n{out.stderr[-3000:]}", flush=True)
+                row = child_row(cmd, f"{label} {integration} mu {mu}")
+                if row is None:
                     continue
-                row = json.loads(got[0])
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     print("| law | integration | mu | traj RMS mm (all / fitted) | centre RMS / max mm | rot max deg (all / fitted) | "

@@ -178,7 +178,8 @@ def main(argv=None):
         print("ROW " + json.dumps(dict(clip=args.clip, law=args.laws, edges=edges, **over, traj_mm=gap, iou=iou,
                                        loss=loss, cpu_s=time.process_time() - t0, **extra)), flush=True)
         return
-    import subprocess
+    sys.path.insert(0, HERE)
+    from _harness import child_row
     jobs = [(name, edges, args.over) for name in args.laws.split(",")
             for edges in ((True, False) if args.no_edges else (True,))]
     if args.profile:
@@ -191,12 +192,9 @@ def main(argv=None):
         cmd += [] if edges else ["--no-edges"]
         cmd += [] if args.frames is None else ["--frames", str(args.frames)]
         cmd += [] if args.friction_velocity is None else ["--friction-velocity", str(args.friction_velocity)]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        got = [line[4:] for line in out.stdout.splitlines() if line.startswith("ROW ")]
-        if not got:
-            print(f"{name} {over}: failed\n{out.stderr[-2000:]}", flush=True)
+        row = child_row(cmd, f"{name} {over}", tail=2000)
+        if row is None:
             continue
-        row = json.loads(got[0])
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(json.dumps({"rows": rows}))

@@ -148,14 +148,19 @@ def build_tigradsim(spec, tgs, requires_grad=False, material=None):
 def tigradsim_trajectory(spec, positions=None, material=None):
     """Particle positions (F, N, 3) [m] at steps 0, every, ... of the spec's scene (tgs.init done by the caller);
     `positions` (N, 3) replaces the sampled ones (must be the same count); `material` replaces the spec's."""
-    import taichi as ti
     import tigradsim as tgs
     import genesis_laws  # noqa: F401  (registers genesis_von_mises, genesis_sand, genesis_liquid)
     model, obj = build_tigradsim(spec, tgs, material=material)
     if positions is not None:
         model.set("mpm_x0", np.asarray(positions, dtype=np.float64))
-    steps, every = int(spec["steps"]), int(spec["every"])
-    sim = tgs.Simulator(model, dt=spec["dt"], steps=steps, checkpoint_every=every)
+    return recorded_positions(tgs, model, spec["dt"], int(spec["steps"]), int(spec["every"]))
+
+
+def recorded_positions(tgs, model, dt, steps, every):
+    """Run `model` for `steps` steps of `dt` [s] and return its MPM particles' positions (F, N, 3) [m] at steps
+    0, every, 2 every, ... (checkpointed every `every` steps)."""
+    import taichi as ti
+    sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=every)
     n = model.mpm_particle_count
     frames = ti.Vector.field(3, float, shape=(steps // every + 1, n))
 
@@ -251,7 +256,6 @@ def footage_replica(clip, genesis_python, points=(), precision="64"):
     floor's friction: the puddle stays clear of the side walls), with Genesis's law (genesis_liquid), tigradsim's
     mpm_newtonian at the truth and at `points` ({label: {param: value}}, e.g. a fit's estimate).  Prints one row
     per law: the per-particle RMS and centroid distances to Genesis's trajectory at the 14 footage frames."""
-    import taichi as ti
     import tigradsim as tgs
     import genesis_laws  # noqa: F401
     with open(os.path.join(clip, "truth.json")) as fh:
@@ -283,18 +287,8 @@ def footage_replica(clip, genesis_python, points=(), precision="64"):
         b.add_mpm(particles=theirs[0], particle_volume=float(gspec["particle_size"]) ** 3, material=law, params=params,
                   density=float(gspec["rho"]))
         model = b.finalize(requires_grad=False)
-        sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=every)
         n = model.mpm_particle_count
-        frames = ti.Vector.field(3, float, shape=(steps // every + 1, n))
-
-        @ti.kernel
-        def record(state: ti.template(), s: ti.i32, f: ti.i32):
-            for i in range(n):
-                frames[f, i] = state.mpm_x[s, i]
-
-        sim.observe(lambda state, slot, frame: record(state, slot, frame), every=every)
-        sim.run()
-        mine = frames.to_numpy()
+        mine = recorded_positions(tgs, model, dt, steps, every)
         centroid, box, rms = compare(mine, theirs)
         print(json.dumps(dict(scene="footage newtonian", precision=f"f{precision}", tigradsim_law=law, at=label,
                               params={k: float(f"{v:.6g}") for k, v in params.items()}, particles=n,
