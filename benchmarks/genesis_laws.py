@@ -36,6 +36,7 @@ import taichi as ti
 from tigradsim.core.linalg import cofactor3, det3, polar_rotation
 from tigradsim.core.registry import register_material
 from tigradsim.core.svd3 import svd3
+from tigradsim.materials.mpm_fluid import keep_volume
 from tigradsim.materials.mpm_plastic import DruckerPrager
 from tigradsim.physics.mpm_material import MPMMaterial, check_young_poisson, lame
 
@@ -122,5 +123,5 @@ class GenesisLiquid(MPMMaterial):
 
     @ti.func
     def project(self, F, plastic, p):
-        J = det3(F)
-        return ti.pow(ti.max(J, 1e-6), 1.0 / 3.0) * ti.Matrix.identity(float, 3), plastic
+        # Genesis keeps F = J^(1/3) I between steps, as tigradsim's fluids do
+        return keep_volume(F, plastic)
