@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from benchmark_modules import benchmark_modules
 
 pytestmark = pytest.mark.slow          # every test here starts a benchmark (or pytest) in a subprocess
 
@@ -69,11 +70,7 @@ def test_vs_warp_both_libraries_agree_where_the_laws_do():
 
 
 def test_vs_warp_records_a_failed_scene_and_runs_the_others(monkeypatch, capsys):
-    sys.path.insert(0, BENCH)
-    try:
-        import vs_warp
-    finally:
-        sys.path.remove(BENCH)
+    vs_warp = benchmark_modules("vs_warp")
 
     def child(script, args):
         if args[0] == "fem16":
@@ -110,11 +107,7 @@ def test_bench_memory_reports_peak_and_field_memory():
 
 
 def test_vs_warp_scaled_scenes_halve_dt_until_the_stability_check_accepts_it():
-    sys.path.insert(0, BENCH)
-    try:
-        import vs_warp
-    finally:
-        sys.path.remove(BENCH)
+    vs_warp = benchmark_modules("vs_warp")
 
     class Report:
         def __init__(self, ok):

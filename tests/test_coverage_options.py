@@ -1,21 +1,13 @@
 """benchmarks/coverage.py's numerics options (issue 44): --rigid-damping writes [ground] damping_integration and
 --substeps [simulation] substeps into every rigid clip's scene file, the same for every law of a comparison, and
 nothing else changes; bad values and clips that do not take them are refused before any fit."""
-import os
-import sys
 
 import pytest
-
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+from benchmark_modules import benchmark_modules
 
 
 def _coverage():
-    sys.path.insert(0, BENCH)
-    try:
-        import coverage
-    finally:
-        sys.path.remove(BENCH)
-    return coverage
+    return benchmark_modules("coverage")
 
 
 def test_rigid_damping_and_substeps_reach_the_scene_file(tmp_path):

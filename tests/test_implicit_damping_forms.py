@@ -7,13 +7,11 @@ ground's kd, kf stepped implicitly.  No fit runs here: `run_fit` stands in for `
   rows score the best form's estimate with the envelope of the tied forms' intervals."""
 import json
 import os
-import sys
 
 import pytest
+from benchmark_modules import benchmark_modules
 
 from tigradsim.physics.damping import DAMPING_MODELS
-
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
 
 
 def _report(loss, mu, lam):
@@ -26,12 +24,7 @@ def _report(loss, mu, lam):
 
 
 def test_form_all_fits_every_damping_form_with_the_ground_given(tmp_path, monkeypatch, capsys):
-    sys.path.insert(0, BENCH)
-    try:
-        import coverage_soft
-        import implicit_damping_fit
-    finally:
-        sys.path.remove(BENCH)
+    coverage_soft, implicit_damping_fit = benchmark_modules("coverage_soft", "implicit_damping_fit")
     # loss, mu, lam per form: warp best, deformation_rate 2 % above (tied), the Rayleigh forms 30 % (not)
     fits = {"deformation_rate": (102.0, 3400.0, 12500.0), "warp": (100.0, 3600.0, 11500.0),
             "rayleigh_stiffness": (130.0, 6000.0, 6400.0), "rayleigh_mass": (131.0, 4300.0, 11800.0)}

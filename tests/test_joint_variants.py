@@ -11,21 +11,19 @@ determined value on a prior bound cannot win alone.  No fit runs here: fits are 
 * the benchmark fits the 2 x 4 product, combines over all eight, and reuses a finished fit of the same file."""
 import json
 import os
-import sys
 import types
 
 import numpy as np
 import pytest
+from benchmark_modules import benchmark_modules
 
-from tigradsim.fitting.bound_hits import on_bound, output_bound_hits, report_bound_hits
+from tigradsim.fitting.bound_hits import on_bound, output_bound_hits
 from tigradsim.fitting.model_selection import compare_fit_outputs, compare_models
 from tigradsim.fitting.uncertainty import Estimate, FitReport
 from tigradsim.physics.damping import DAMPING_MODELS
 from tigradsim.scenes.law_compare import LAWS, law_spec
 from tigradsim.scenes.scene_file import parse_scene
 from tigradsim.scenes.variant_product import compare_variant_product, variant_product
-
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
 
 
 def _box_scene():
@@ -188,12 +186,7 @@ def test_suspect_rule_on_fit_outputs():
 
 
 def _bench():
-    sys.path.insert(0, BENCH)
-    try:
-        import implicit_damping_fit as idf
-    finally:
-        sys.path.remove(BENCH)
-    return idf
+    return benchmark_modules("implicit_damping_fit")
 
 
 def test_benchmark_fits_the_product_of_distributions_and_forms(monkeypatch, capsys, tmp_path):

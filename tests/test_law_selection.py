@@ -13,17 +13,15 @@ for by their reports (tests/test_cli.py::test_laws_compares_every_contact_law ru
 import json
 import re
 import os
-import sys
 import types
 
 import numpy as np
 import pytest
+from benchmark_modules import benchmark_modules
 
 from tigradsim.physics.contact import DAMPING_LAWS, WARP_FRICTION_VELOCITIES, ContactLaw
 from tigradsim.scenes.law_compare import LAWS, law_label, law_spec, parse_law_label
 from tigradsim.scenes.scene_file import parse_scene
-
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
 
 
 def _scene(ground=None, horizon="auto"):
@@ -128,12 +126,8 @@ def _report(frames, loss, mu, iou):
 
 
 def test_coverage_law_clip_hands_the_horizon_on_and_tables_every_law(tmp_path):
-    sys.path.insert(0, BENCH)
-    try:
-        import coverage_laws as cl
-        from coverage import score
-    finally:
-        sys.path.remove(BENCH)
+    cl, coverage = benchmark_modules("coverage_laws", "coverage")
+    score = coverage.score
     assert "capped+warp(0.01)" in cl.DROP_LAWS and cl.DROP_LAWS[0] == "capped"
     assert cl.law_options("capped+warp(0.1)") == {"damping": "capped", "friction": "warp", "friction_velocity": 0.1}
     with pytest.raises(ValueError, match="law 'warp': damping: expected one of"):

@@ -24,10 +24,10 @@ import sys
 
 import numpy as np
 import pytest
+from benchmark_modules import benchmark_modules
 
 import tigradsim as tgs
 
-BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
 REFERENCE = os.path.join(os.path.dirname(__file__), "data", "mpm_genesis_small.npz")
 
 SAME_LAW = (1e-6, 1e-6)
@@ -53,13 +53,8 @@ def _reference():
 
 def _benchmark():
     """benchmarks/vs_genesis.py (its tigradsim side: the scene, the recording) and genesis_laws.py."""
-    sys.path.insert(0, BENCHMARKS)
-    try:
-        import genesis_laws  # noqa: F401  (registers genesis_von_mises, genesis_sand)
-        import vs_genesis
-    finally:
-        sys.path.remove(BENCHMARKS)
-    return vs_genesis
+    # genesis_laws first: it registers genesis_von_mises, genesis_sand and genesis_liquid
+    return benchmark_modules("genesis_laws", "vs_genesis")[1]
 
 
 @pytest.mark.slow          # each: 6-19 s on 2 shared cores (1,000 MPM steps of 512 particles, compiling included)

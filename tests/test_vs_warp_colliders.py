@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tigradsim as tgs
+from benchmark_modules import benchmark_modules
 
 pytestmark = pytest.mark.slow          # Warp's and tigradsim's kernels compile (about a minute on 2 cores)
 TOL_M = 5e-4
@@ -25,11 +26,7 @@ BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _rollouts(scene, **sizes):
     """(tigradsim trajectory, Warp trajectory) (steps + 1, N, 3) [m] of one forward rollout each."""
     wp = pytest.importorskip("warp")
-    sys.path.insert(0, BENCH)
-    try:
-        import vs_warp
-    finally:
-        sys.path.remove(BENCH)
+    vs_warp = benchmark_modules("vs_warp")
     tgs.init(arch="cpu", precision="f32")
     wp.config.quiet = True
     wp.init()
