@@ -12,9 +12,9 @@ SCENE.toml: any copy of the clip's scene file (its cameras and masks are used, n
 import sys, json, numpy as np
 import os
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import taichi as ti
 import tigradsim as tgs
 import newtonian_bias as nb
+from vs_genesis import recorded_positions
 from tigradsim.scenes.scene_build import Scene
 from tigradsim.scenes.scene_file import load_scene
 from tigradsim.scenes.scene_views import load_views_footage
@@ -45,15 +45,7 @@ for label, eta, K in POINTS[:int(sys.argv[4])]:
     b.add_mpm(particles=pts, particle_volume=size ** 3 / len(pts), material="mpm_newtonian",
               params={"viscosity": eta, "bulk_modulus": K}, density=1000.0)
     model = b.finalize(requires_grad=False)
-    sim = tgs.Simulator(model, dt=dt, steps=steps, checkpoint_every=every)
-    fr = ti.Vector.field(3, float, shape=(14, len(pts)))
-    @ti.kernel
-    def record(state: ti.template(), s: ti.i32, f: ti.i32):
-        for i in range(len(pts)):
-            fr[f, i] = state.mpm_x[s, i]
-    sim.observe(lambda state, slot, frame: record(state, slot, frame), every=every)
-    sim.run()
-    xs = fr.to_numpy()
+    xs = recorded_positions(tgs, model, dt, steps, every)          # the 14 footage frames
     mse, iou = nb.mask_scores(scene, xs, h / 2)
     m = nb.moments(xs)
     print(json.dumps(dict(point=label, particles=len(pts), masks_mse=mse, masks_iou=iou, spread_last=float(m[-1, 2]),
