@@ -92,7 +92,43 @@ def test_mesh_sampling_matches_the_box():
     assert by_mesh.particle_volume == pytest.approx((1 / 32) ** 3)
 
 
+def test_a_box_is_sampled_on_its_own_lattice_in_any_pose():
+    """A box off the grid's lattice, axis-aligned and turned: its particles fill its exact extent (half a spacing
+    inside each face), stand for equal shares of its volume, and the turned box's points are the axis-aligned
+    box's points turned about its centre (a quaternion and its matrix give the same)."""
+    from tigradsim.physics.rigid_pose import quat_from_axis_angle, quat_to_matrix_np
+
+    lower, upper = np.array([0.31, 0.4, 0.33]), np.array([0.55, 0.56, 0.53])      # 0.24 x 0.16 x 0.2 m
+    centre, size = (lower + upper) / 2, upper - lower
+    q = quat_from_axis_angle((0.3, 1.0, 0.5), 0.7)
+    b = tgs.SceneBuilder()
+    b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=16)                # h = 1/32 m
+    plain = b.add_mpm(box=(lower, upper), particles_per_cell=8)
+    turned = b.add_mpm(box=(lower, upper), particles_per_cell=8, rotation=q)
+    by_matrix = b.add_mpm(box=(lower, upper), particles_per_cell=8, rotation=quat_to_matrix_np(q))
+    counts = np.ceil(size * 32 - 1e-9).astype(int)                                 # 8, 6, 7 points per axis
+    assert plain.particle_count == turned.particle_count == int(np.prod(counts))
+    assert plain.particle_volume == pytest.approx(np.prod(size) / np.prod(counts), rel=1e-12)
+    pts = [o["positions"] for o in b.component(tgs.physics.mpm.MPMBodies).objects]
+    spacing = size / counts
+    np.testing.assert_allclose(pts[0].min(axis=0), lower + spacing / 2, atol=1e-12)
+    np.testing.assert_allclose(pts[0].max(axis=0), upper - spacing / 2, atol=1e-12)
+    R = quat_to_matrix_np(q)
+    np.testing.assert_allclose(pts[1], (pts[0] - centre) @ R.T + centre, atol=1e-12)
+    np.testing.assert_allclose(pts[2], pts[1], atol=1e-12)
+
+
+def test_a_box_on_the_lattice_gets_the_grids_points():
+    b = tgs.SceneBuilder()
+    b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=8)                 # h = 1/16 m
+    b.add_mpm(box=((0.25, 0.25, 0.25), (0.5, 0.5, 0.75)), particles_per_cell=8)
+    pts = b.component(tgs.physics.mpm.MPMBodies).objects[0]["positions"]
+    np.testing.assert_allclose(pts * 16 - 0.5, np.round(pts * 16 - 0.5), atol=1e-9)  # cell centres of h
+
+
 @pytest.mark.parametrize("kwargs,match", [
+    (dict(rotation=(0.0, 0.0, 0.5, 0.5)), r"rotation: expected a unit quaternion"),
+    (dict(rotation=np.diag([1.0, 1.0, -1.0])), r"rotation: expected .* proper rotation matrix"),
     (dict(params={"E": 0.0, "nu": 0.3}), r"'E'.*must be > 0, got 0"),
     (dict(params={"E": 1e4, "nu": 0.5}), r"'nu'.*\(-1, 0.5\), got 0.5"),
     (dict(params={"E": 1e4, "nu": -1.2}), r"'nu'.*got -1.2"),
@@ -102,6 +138,8 @@ def test_mesh_sampling_matches_the_box():
     (dict(particles_per_cell=6), r"particles_per_cell: expected a cube number"),
     (dict(density=-1.0), r"density: must be > 0"),
     (dict(particles=np.zeros((2, 3)) + 0.5, particle_volume=1.0), r"particle_volume.*more than a grid cell"),
+    (dict(particles=np.zeros((2, 3)) + 0.5, particle_volume=1e-4, rotation=(0, 0, 0, 1.0)),
+     r"rotation: only a box= is turned"),
 ])
 def test_bad_input_is_rejected(kwargs, match):
     b = tgs.SceneBuilder()

@@ -138,9 +138,12 @@ class MPMBodies:
         return self.grid
 
     def add(self, builder, box=None, mesh=None, particles=None, particle_volume=None, material="mpm_fixed_corotated",
-            params=None, density=1000.0, velocity=(0.0, 0.0, 0.0), particles_per_cell=8) -> MPMObject:
+            params=None, density=1000.0, velocity=(0.0, 0.0, 0.0), particles_per_cell=8, rotation=None) -> MPMObject:
         """Add one object of MPM matter; give exactly one of
-            box: (lower, upper), (3,) each [m];  mesh: (vertices (V, 3) [m], faces (F, 3)), closed, outward;
+            box: (lower, upper), (3,) each [m], turned by `rotation` about its centre (a unit quaternion
+                 (x, y, z, w) or a (3, 3) rotation matrix; None: axis-aligned), sampled on its own lattice
+                 (`mpm_sampling.sample_box`);
+            mesh: (vertices (V, 3) [m], faces (F, 3)), closed, outward;
             particles: (N, 3) positions [m] with particle_volume [m^3] > 0 (each particle's rest volume).
         material: a registered material of kind "mpm" (`tgs.list_materials("mpm")`); params: its values
         (defaults for the rest); density [kg/m^3] > 0; velocity (3,) [m/s], the same for every particle;
@@ -152,6 +155,8 @@ class MPMBodies:
         given = [k for k, v in dict(box=box, mesh=mesh, particles=particles).items() if v is not None]
         if len(given) != 1:
             raise ValueError(f"add_mpm: give exactly one of box=, mesh=, particles= (got {given or 'none'})")
+        if rotation is not None and box is None:
+            raise ValueError("rotation: only a box= is turned by it (place a mesh's or the particles' own points)")
         mat = get_material(material)
         if not isinstance(mat, MPMMaterial):
             raise ValueError(f"material: {mat.name!r} is a {mat.kind!r} material; MPM needs one of kind 'mpm': "
@@ -171,8 +176,10 @@ class MPMBodies:
         else:
             k = lattice_per_axis(particles_per_cell)
             h = g.dx / k
-            pts = sample_box(*box, g.origin, h) if box is not None else sample_mesh(*mesh, g.origin, h)
-            vol = h ** 3
+            if box is not None:
+                pts, vol = sample_box(*box, h, rotation)
+            else:
+                pts, vol = sample_mesh(*mesh, g.origin, h), h ** 3
         if len(pts) == 0:
             raise ValueError(f"add_mpm: no lattice point falls inside the {given[0]} (it is smaller than the particle "
                              f"spacing {g.dx / lattice_per_axis(particles_per_cell):g} m); use a finer grid or more "

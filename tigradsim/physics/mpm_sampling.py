@@ -1,9 +1,16 @@
-"""Particles for MPM matter: a regular lattice of `particles_per_cell` points per grid cell, kept
-inside a box or inside a closed triangle mesh (numpy, at build time).
+"""Particles for MPM matter: a regular lattice of about `particles_per_cell` points per grid cell, filling
+a box or kept inside a closed triangle mesh (numpy, at build time).  h = dx / k with k^3 = particles_per_cell.
 
-The lattice is aligned with the MPM grid: spacing h = dx / k with k^3 = particles_per_cell, points at
-the centres of the h-cells (origin + (i + 1/2) h), so that neighbouring objects sampled on the same
-grid never overlap and every particle stands for the volume h^3 it samples.
+A box (turned by any rotation) is sampled on a lattice of its own: per box axis n = ceil(size / h) points at
+the centres of n equal slices, so the lattice ends half a spacing inside every face, the particles fill the
+box's exact extent whatever its pose, and each stands for volume / N.  (Sampling a tilted box on the grid's
+world-aligned lattice gives a staircase: on the PAC-NeRF clips it scored mask IoU 0.901 against 0.947 for
+Genesis's box-aligned particles before any motion; benchmarks/RESULTS.md, branch newtonian.)  A box whose
+faces lie on the grid's lattice gets the grid's points exactly.
+
+A mesh is sampled on the grid's lattice: points at the centres of the h-cells (origin + (i + 1/2) h) inside
+it, each standing for h^3.  Points of either kind lie strictly inside their shape, so neighbouring objects
+never overlap.
 """
 import math
 
@@ -32,15 +39,37 @@ def lattice_points(origin, spacing, lower, upper) -> np.ndarray:
     return np.stack([g.ravel() for g in grid], axis=1)
 
 
-def sample_box(lower, upper, origin, spacing):
-    """Lattice points inside the box [lower, upper] (each (3,) [m]); (N, 3)."""
+def rotation_matrix(rotation) -> np.ndarray:
+    """A proper rotation as a (3, 3) matrix, from a unit quaternion (4,) (x, y, z, w) or a (3, 3) matrix;
+    ValueError naming `rotation` otherwise."""
+    from .rigid_pose import quat_to_matrix_np
+    r = np.asarray(rotation, dtype=np.float64)
+    if r.shape == (4,) and np.all(np.isfinite(r)) and abs(np.linalg.norm(r) - 1.0) < 1e-6:
+        return quat_to_matrix_np(r / np.linalg.norm(r))
+    if r.shape == (3, 3) and np.all(np.isfinite(r)) and np.allclose(r @ r.T, np.eye(3), atol=1e-6) \
+            and np.linalg.det(r) > 0:
+        return r
+    raise ValueError(f"rotation: expected a unit quaternion (x, y, z, w) or a (3, 3) proper rotation matrix, "
+                     f"got {np.asarray(rotation).tolist()!r}")
+
+
+def sample_box(lower, upper, spacing, rotation=None):
+    """Points filling the box [lower, upper] (each (3,) [m], the box's extent before it is turned), turned by
+    `rotation` (unit quaternion x, y, z, w or (3, 3) matrix; None: none) about the box's centre: per axis
+    n = ceil(size / spacing) points at the centres of n equal slices.  Returns (points (N, 3) [m], the volume
+    each stands for [m^3] = box volume / N)."""
     lo = as_array("box lower", lower, shape=(3,))
     hi = as_array("box upper", upper, shape=(3,))
     if np.any(hi <= lo):
         d = int(np.argmax(hi <= lo))
         raise ValueError(f"box: upper must exceed lower on every axis, got lower={lo.tolist()}, upper={hi.tolist()} "
                          f"(axis {d})")
-    return lattice_points(origin, spacing, lo, hi)
+    R = np.eye(3) if rotation is None else rotation_matrix(rotation)
+    size = hi - lo
+    counts = np.maximum(1, np.ceil(size / spacing - 1e-9)).astype(int)
+    axes = [(np.arange(n) + 0.5) * (s / n) - s / 2 for n, s in zip(counts, size)]
+    local = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
+    return local @ R.T + (lo + hi) / 2, float(np.prod(size)) / len(local)
 
 
 def inside_mesh(points, vertices, faces, chunk=4096) -> np.ndarray:

@@ -93,12 +93,12 @@ def _box_body(b, size, mass, position, **contact):
 
 def sand_pile(resolution=24, steps=1500, dt=5e-4, every=25, friction_angle=35.0):
     """Sand (E 1e5 Pa, nu 0.3, density 1500 kg/m^3, Drucker-Prager friction angle [deg]) poured from a column
-    0.12 m wide and 0.5 m tall onto a 0.3 x 0.12 x 0.3 m, 8 kg box on the ground in a 1 m domain."""
+    0.125 m wide (2 cells of the --quick demo's grid) and 0.5 m tall onto a 0.3 x 0.12 x 0.3 m, 8 kg box on the ground in a 1 m domain."""
     b = SceneBuilder(gravity=(0.0, -9.8, 0.0))
     b.add_ground(ke=4e4, kd=400.0, kf=100.0, mu=0.6)
     box = _box_body(b, (0.3, 0.12, 0.3), 8.0, (0.5, 0.06, 0.5), mu=0.5)
     b.add_mpm_grid(lower=(0.0, 0.0, 0.0), upper=(1.0, 1.0, 1.0), resolution=resolution, mu=0.5)
-    obj = b.add_mpm(box=((0.44, 0.3, 0.44), (0.56, 0.8, 0.56)), material="mpm_drucker_prager",
+    obj = b.add_mpm(box=((0.4375, 0.3, 0.4375), (0.5625, 0.8, 0.5625)), material="mpm_drucker_prager",
                     params={"E": 1e5, "nu": 0.3, "friction_angle": friction_angle}, density=1500.0,
                     velocity=(0.0, -1.0, 0.0), particles_per_cell=8)
     model = b.finalize(requires_grad=False)

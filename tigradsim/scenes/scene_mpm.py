@@ -194,15 +194,17 @@ def add_mpm_grid(spec, b):
 
 
 def add_mpm_object(spec, b, obj):
-    """An MPM object on `b` (`SceneBuilder.add_mpm`): an unrotated box sampled as a box (the lattice points
-    inside it), anything else as its closed surface placed in the world.  Returns the `MPMObject`."""
+    """An MPM object on `b` (`SceneBuilder.add_mpm`): a box, in any pose, sampled as a box on its own lattice
+    (`mpm_sampling.sample_box`), anything else as its closed surface placed in the world.  Returns the
+    `MPMObject`."""
     from ..physics.rigid_pose import quat_to_matrix_np
 
     M = spec.axes
     shape = {}
-    if obj.box_size is not None and np.allclose(obj.rotation, [0.0, 0.0, 0.0, 1.0]):
-        corners = np.stack([obj.position - obj.box_size / 2, obj.position + obj.box_size / 2]) @ M.T
-        shape["box"] = (corners.min(0), corners.max(0))
+    if obj.box_size is not None:
+        centre = M @ obj.position
+        shape["box"] = (centre - obj.box_size / 2, centre + obj.box_size / 2)
+        shape["rotation"] = M @ quat_to_matrix_np(obj.rotation)      # box axes -> file axes -> world
     else:
         x = obj.position + obj.vertices @ quat_to_matrix_np(obj.rotation).T
         shape["mesh"] = (x @ M.T, obj.faces)
