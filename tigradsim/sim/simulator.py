@@ -39,12 +39,7 @@ from ..core.stability import StabilityReport, preflight, stability_report
 from ..core.tape import zero_fields
 from ..core.state import StateStore
 from .adjoint_taps import AdjointTaps, as_tensor
-
-
-# Adjoint health (Simulator._judge_adjoint): growth through the dynamics allowed beyond a
-# bounded factor, per simulated second.
-ADJOINT_GROWTH_RATE = 20.0
-ADJOINT_GROWTH_ALLOWANCE = 1e8
+from .adjoint_health import ADJOINT_GROWTH_ALLOWANCE, ADJOINT_GROWTH_RATE, AdjointHealth
 
 
 
@@ -175,8 +170,7 @@ class Simulator:
         self.adjoint_check = bool(adjoint_check) and model.requires_grad
         self.adjoint_growth_rate = ADJOINT_GROWTH_RATE
         self.adjoint_growth_allowance = ADJOINT_GROWTH_ALLOWANCE
-        self.adjoint_trace = []           # (step, max |adjoint| before / after the observers at that step)
-        self._adjoint_health = dict(last_post=None, log=0.0, min_level=math.inf, min_step=None, min_log=0.0)
+        self._health = AdjointHealth()
         # taps exist wherever there are gradients (adjoint_check may be switched on later)
         self._taps = AdjointTaps(self.state, self.segment_length, self.adjoint_check_every) \
             if model.requires_grad else None
@@ -245,8 +239,7 @@ class Simulator:
         check_runtime(self.model, "run()")
         if self.model.version != self._preflight_version:
             self._preflight(stacklevel=4)
-        self.adjoint_trace = []
-        self._adjoint_health = dict(last_post=None, log=0.0, min_level=math.inf, min_step=None, min_log=0.0)
+        self._health = AdjointHealth()
         self._adjoint_seen, self._end_pre = [], {}
         if self._probing():
             if self._taps.dirty:         # a backward pass stopped before reading them
@@ -312,58 +305,14 @@ class Simulator:
                 self._judge_adjoint(step, max(a, 0.0), a < 0, post)
 
     def _judge_adjoint(self, step, a, bad, post):
-        """Raise GradientError if the adjoint at `step` is non-finite (or > 1e30), or grew too fast.
+        """Raise GradientError if the adjoint at `step` is non-finite or grew too fast (`AdjointHealth.judge`)."""
+        self._health.judge(step, a, bad, post, dt=self.dt, steps=self.steps, rate=self.adjoint_growth_rate,
+                           allowance=self.adjoint_growth_allowance, error=self._gradient_error)
 
-        Looks at steps every `adjoint_check_every` steps of the taped forward pass (and at the ends of
-        segments, and step 0): a_pre(k), the adjoint that flowed back from later steps, and a_post(k),
-        that plus what the observers at step k inject (`AdjointTaps` reads both).  Growth is counted
-        through the dynamics only: with L(k) = sum of ln(a_pre(k) / a_post(k+1)) from the last probe back to probe k, it raises when,
-        for some later probe j,
-            L(k) - L(j) > ln(adjoint_growth_allowance) + adjoint_growth_rate * (t_j - t_k).
-        Defaults: ADJOINT_GROWTH_ALLOWANCE = 1e8 (a stable scene's adjoint changes by a bounded
-        factor: the exchange between position and velocity sensitivities is about omega, up to ~1e4
-        for stiff contact) and ADJOINT_GROWTH_RATE = 20 / s.  Measured: the gradient tests of
-        test_core, test_rigid_grad, test_fem, test_cloth, test_control (43 tests with probes) stay below
-        10^1.05 of growth; a spring lattice
-        without shear springs collapsing on the ground (benchmarks/bench_particles.py's scene, a
-        mechanism: physically chaotic) grows 2e9 in 0.5 s (43 / s) and passes; past an explicit limit
-        the adjoint grows geometrically with every step (the README's ball at dt 1 ms: 1e11 in 0.07 s,
-        2e14 in 0.3 s) and is caught.
-        """
-        t = step * self.dt
-        if bad:
-            later = self.adjoint_trace[-1][0] if self.adjoint_trace else None
-            where = f"between steps {step} and {later}" if later is not None and later != step else \
-                ("the end of the rollout" if step == self.steps else "the first probe")
-            raise self._gradient_error(
-                f"the adjoint (d loss / d state) became non-finite (or > 1e30) at step {step} (t = {t:.6g} s), {where}")
-        h = self._adjoint_health
-        if not post:
-            self.adjoint_trace.append((step, a, None))
-            if h["last_post"] is None:
-                return
-            if a <= 0:                                   # the adjoint vanished: start afresh
-                h.update(last_post=None, log=0.0, min_level=math.inf)
-                return
-            h["log"] += math.log(a / h["last_post"])
-            level = h["log"] + self.adjoint_growth_rate * t
-            if level - h["min_level"] > math.log(self.adjoint_growth_allowance):
-                j = h["min_step"]
-                raise self._gradient_error(
-                    f"the adjoint (d loss / d state) grew by a factor {math.exp(h['log'] - h['min_log']):.3g} "
-                    f"through the dynamics going back from step {j} (t = {j * self.dt:.6g} s) to step {step} "
-                    f"(t = {t:.6g} s): more than {self.adjoint_growth_allowance:g} x exp({self.adjoint_growth_rate:g}/s "
-                    f"x {(j - step) * self.dt:.4g} s)")
-            return
-        if self.adjoint_trace and self.adjoint_trace[-1][0] == step and self.adjoint_trace[-1][2] is None:
-            self.adjoint_trace[-1] = (step, self.adjoint_trace[-1][1], a)
-        else:
-            self.adjoint_trace.append((step, None, a))
-        if a > 0:
-            h["last_post"] = a
-            level = h["log"] + self.adjoint_growth_rate * t
-            if level < h["min_level"]:
-                h.update(min_level=level, min_step=step, min_log=h["log"])
+    @property
+    def adjoint_trace(self) -> list:
+        """(step, max |adjoint| before / after the observers at that step) read by the last backward pass."""
+        return self._health.trace
 
     def _gradient_error(self, what):
         rt = impl.get_runtime()
