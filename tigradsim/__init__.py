@@ -49,7 +49,8 @@ from .fitting.optim import (Param, BasisParam, ColumnParam, RatioParam, TiedPara
                             SGD, BFGS, History, StopCriteria, optimize, least_squares)
 from .fitting.soft_mass import SoftMassParam
 from .fitting.uncertainty import fit_report, residual_jacobian, FitReport, Estimate, PIXEL_8BIT_VARIANCE
-from .fitting.identify import identify, Identification, latin_hypercube
+from .fitting.identify import identify, latin_hypercube
+from .fitting.identification import Identification
 from .fitting.sensitivity import (assumption_sensitivity, fit_quality, image_noise_floor, AssumedConstant,
                                   Sensitivity, FitQuality, PRIOR_RANGES, nuisance_sensitivity,
                                   intervals_with_assumptions)
