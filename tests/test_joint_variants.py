@@ -163,6 +163,13 @@ def _output(loss, mu, hits=()):
 def test_suspect_rule_on_fit_outputs():
     assert on_bound(999.9999999999998, 1.0, 1000.0, True) == "upper" and on_bound(0.1, 0.1, 1.0, True) == "lower"
     assert on_bound(297.3, 1.0, 300.0, True) is None and on_bound(5.0, None, float("inf"), False) is None
+    # closer to the bound than its standard error (log coordinate): the Warp drop's capped-law mu, measured
+    assert on_bound(1.499881601226942, 0.05, 1.5, True, std=0.0049209) == "upper"
+    assert on_bound(1.499881601226942, 0.05, 1.5, True, std=1e-5) is None          # a tighter value is inside
+    assert on_bound(1.2, 0.05, 1.5, True, std=0.0049209) is None
+    assert on_bound(0.93, 0.0, 1.0, False, std=0.1) == "upper" and on_bound(0.93, 0.0, 1.0, False, std=0.05) is None
+    near = {"estimate": 1.4998816, "std": 0.0049209, "status": "ok", "lower": 0.05, "upper": 1.5, "std_space": "log"}
+    assert output_bound_hits({"box.mu": near}) == ["box.mu = 1.5 at its upper bound 1.5"]
     assert output_bound_hits(_output(1, 1, ["mu"])["unknowns"]) == ["ground.mu = 1 at its upper bound 1"]
     # Newton's clean clip, measured: the wrong distribution 26 % better with ground mu at its bound 1.0
     outs = {"equal": _output(156.3, 6204.0, ["mu"]), "volume": _output(196.4, 3618.0)}
