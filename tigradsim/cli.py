@@ -34,6 +34,8 @@ import warnings
 
 import numpy as np
 
+from .scenes.outline_outputs import iou_summary, views_outlines, write_outline
+
 EXAMPLES = """examples:
   tigradsim render demos/scenes/box_push.toml --out out/box_push_check
   tigradsim fit demos/scenes/box_push.toml --out out/box_push_fit
@@ -240,47 +242,6 @@ def _prepare(args, precision, requires_grad, unknowns=True):
     return spec, footage, scene
 
 
-def _write_outline(path_gif, path_png, footage, alpha, fps):
-    """The outline video (GIF) and a PNG of its first, middle and last frames side by side."""
-    import imageio.v3 as iio
-    from .io.outlines import outline_frames
-    from .io.video import save_gif
-
-    rgb = footage.frames if footage.channels == 3 else np.repeat(footage.frames, 3, axis=-1)
-    up = max(1, int(math.ceil(256 / footage.height)))      # small renders are hard to judge: show >= 256 px
-    frames = outline_frames(rgb, alpha, footage.masks, upscale=up)
-    save_gif(frames, path_gif, fps=min(fps, 30.0))
-    K = len(frames)
-    picks = sorted({0, K // 2, K - 1})
-    gap = np.full((frames.shape[1], 4, 3), 255, np.uint8)
-    row = [x for k in picks for x in (frames[k], gap)][:-1]
-    iio.imwrite(path_png, np.concatenate(row, axis=1))
-    return picks
-
-
-def _iou(footage, alpha):
-    from .scenes.scene_build import silhouette_iou
-    if footage.masks is None:
-        return None
-    iou = silhouette_iou(alpha, footage.masks)
-    return {"mean": float(iou.mean()), "min": float(iou.min()), "first": float(iou[0]), "last": float(iou[-1]),
-            "per_frame": [round(float(v), 4) for v in iou]}
-
-
-def _views_report(scene, out, prefix, before=None):
-    """[[cameras]]: every camera's IoU (`views_iou`; {} for one [camera]) at the current values, and
-    the outline video and PNG of each camera after the first (`{prefix}_outline_{name}.gif`) in `out`."""
-    from .scenes.scene_views import views_iou
-    if not scene.spec.several_cameras:
-        return {}
-    videos = scene.render_views()
-    for view, video in list(zip(scene.views, videos))[1:]:
-        fo = view.footage
-        _write_outline(os.path.join(out, f"{prefix}_outline_{view.name}.gif"),
-                       os.path.join(out, f"{prefix}_outline_{view.name}.png"), fo, video[..., -1], fo.fps)
-    return views_iou(scene, videos, before)
-
-
 def _timing(scene):
     steps, alphas = scene.timed.steps, scene.timed.alphas
     return {"dt": scene.dt, "steps": scene.steps, "frame_steps": [int(steps[0]), int(steps[-1])],
@@ -304,14 +265,14 @@ def _render(args):
     frames_dir = os.path.join(out, "render")
     save_frames(video[..., 0] if video.shape[-1] == 1 else video[..., :3], frames_dir)
     gif, png = os.path.join(out, "outline.gif"), os.path.join(out, "outline.png")
-    picks = _write_outline(gif, png, footage, alpha, footage.fps)
-    iou = _iou(footage, alpha)
+    picks = write_outline(gif, png, footage, alpha, footage.fps)
+    iou = iou_summary(footage, alpha)
     picture = scene_picture(scene)               # the objects with the colliders they touch (None: no collider)
     extra_files = {}
     if picture is not None:
         extra_files["scene_frames"] = os.path.join(out, "scene")
         save_frames(picture[..., :3], extra_files["scene_frames"])
-    views = _views_report(scene, out, "render")
+    views = views_outlines(scene, out, "render")
     for view in scene.views[1:]:             # [[cameras]]: every other camera's frames and outline
         frames = view.renderer.image.to_numpy()
         extra_files[f"frames_{view.name}"] = os.path.join(out, f"render_{view.name}")
@@ -364,7 +325,7 @@ def _fit(args):
     initial = scene.values()
     loss0 = scene.loss_value()
     alpha0 = scene.render()[..., -1]
-    views0 = _views_report(scene, out, "initial")          # [[cameras]]: each camera's IoU at the start
+    views0 = views_outlines(scene, out, "initial")          # [[cameras]]: each camera's IoU at the start
     timing = _timing(scene)
     printer(f"scene {spec.path}: {len(footage)} frames at {footage.width}x{footage.height} px, dt {scene.dt:.6g} s, "
             f"{scene.steps} steps ({timing['blended_frames']} frames between steps); unknowns "
@@ -410,10 +371,10 @@ def _fit(args):
         **{f"{when}_outline_gif_{v.name}": os.path.join(out, f"{when}_outline_{v.name}.gif")
            for v in scene.views[1:] for when in ("fit", "initial")},       # [[cameras]]: the other cameras'
     }
-    _write_outline(files["fit_outline_gif"], files["fit_outline_png"], footage, alpha1, footage.fps)
-    _write_outline(files["initial_outline_gif"], os.path.join(out, "initial_outline.png"), footage, alpha0, footage.fps)
-    iou0, iou1 = _iou(footage, alpha0), _iou(footage, alpha1)
-    views1 = _views_report(scene, out, "fit", before=views0)
+    write_outline(files["fit_outline_gif"], files["fit_outline_png"], footage, alpha1, footage.fps)
+    write_outline(files["initial_outline_gif"], os.path.join(out, "initial_outline.png"), footage, alpha0, footage.fps)
+    iou0, iou1 = iou_summary(footage, alpha0), iou_summary(footage, alpha1)
+    views1 = views_outlines(scene, out, "fit", before=views0)
     if views1:                      # several cameras: the IoU of the fit is the mean over them
         from .scenes.scene_views import mean_iou
         iou0, iou1 = {"mean": mean_iou(views0)}, {"mean": mean_iou(views1)}
