@@ -11,7 +11,7 @@ import tigradsim as tgs
 from tigradsim.scenes.fit_markdown import fit_markdown  # noqa: F401  (the report's line: test_cli.py)
 from tigradsim.scenes.scene_build import Scene
 from tigradsim.scenes.scene_file import SceneError, parse_scene
-from tigradsim.scenes.step_choice import choose_substeps
+from tigradsim.scenes.step_choice import choose_substeps, recheck_at_estimate
 from test_scene_horizon import K, RES, _footage, _scene_dict
 
 TOLERANCE = 0.8          # px: between the errors at 4 (1.16) and 8 (0.53) steps a frame
@@ -74,11 +74,23 @@ def test_the_step_is_doubled_until_every_frame_passes_and_the_cap_is_reported(bl
     # the scene at the chosen step passes the fit's own check at its start values
     scene = Scene(spec, blank, requires_grad=False)
     assert scene.predictability().horizon == K
+    # the re-check after a fit (here at the same values): it passes and says so
+    recheck_at_estimate(step, scene)
+    assert step["at_estimate"]["passed"] and step["at_estimate"]["substeps"] == 8
+    assert step["at_estimate"]["max_error_px"] == pytest.approx(second["max_error_px"], rel=1e-6)
+    assert "At the estimate the check still passes at 8 steps a frame" in step["summary"]
 
     capped, step = choose_substeps(parse_scene(_auto(min_substeps=4, max_substeps=7)), blank, lambda *a: None)
     assert capped.substeps == 4 and step["cap_hit"] and not step["passed"] and len(step["checks"]) == 1
     assert step["checks"][0]["max_error_px"] == pytest.approx(first["max_error_px"], rel=1e-9)
     assert "CAP HIT: max_substeps = 7" in step["summary"] and "cuts the frames past the predictable horizon" \
+        in step["summary"]
+    # an estimate where the step fails (here: ground mu 0.4, the coarse scene's own footage values)
+    coarse = Scene(capped, blank, requires_grad=False)
+    coarse.params[0].write(0.4)
+    recheck_at_estimate(step, coarse)
+    assert not step["at_estimate"]["passed"] and step["at_estimate"]["frames_within"] < K
+    assert "AT THE ESTIMATE the check fails at 4 steps a frame" in step["summary"] and "min_substeps = 8" \
         in step["summary"]
 
     # a fixed count: nothing runs, the spec is returned as it is

@@ -400,6 +400,13 @@ def _fit(args):
     else:
         result, history, horizon = None, journal.history(), _stop_early(scene, journal, stopped, printer)
     estimates = scene.values()
+    if scene.step_choice is not None and stopped is None:      # substeps = "auto": does the step hold at the estimate?
+        from .fitting.horizons import Predictability
+        from .scenes.step_choice import recheck_at_estimate
+        at = horizon.get("predictability_at_estimate")       # [fit] horizon = "auto" measured it already
+        recheck_at_estimate(scene.step_choice, scene, None if at is None else
+                            Predictability.from_disagreement(at["disagreement_px"], at["tolerance_px"], at["dt"]))
+        printer(scene.step_choice["summary"])
     if horizon["frames_fitted"] < len(footage):
         scene.use_frames(horizon["frames_fitted"])
         horizon["loss_final_fitted_frames"] = _finite(scene.loss_value())
