@@ -111,8 +111,12 @@ def recheck_at_estimate(report, scene, pred=None) -> dict:
         report["summary"] += (f"  At the estimate the check still passes at {row['substeps']} steps a frame "
                               f"({row['max_error_px']:.3g} px).")
     else:
+        unseen = " (the start values did not show it)" if report["passed"] else ""
+        if 2 * row["substeps"] <= report["max_substeps"]:
+            way = f"a refit with min_substeps = {2 * row['substeps']} would refine it"
+        else:
+            way = f"a finer step needs max_substeps > {report['max_substeps']}"
         report["summary"] += (f"  AT THE ESTIMATE the check fails at {row['substeps']} steps a frame: "
                               f"{row['max_error_px']:.3g} px > {report['tolerance_px']:g} px from frame "
-                              f"{row['frames_within']} on (the start values did not show it); a refit with "
-                              f"min_substeps = {2 * row['substeps']} would refine it.")
+                              f"{row['frames_within']} on{unseen}; {way}.")
     return report
