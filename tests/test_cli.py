@@ -278,3 +278,28 @@ def test_fit_with_a_profile_reports_it(clip, tmp_path, capsys):
     assert u["ci95"][0] <= p["laplace"][0] and p["laplace"][1] <= u["ci95"][1]       # the union
     assert abs(u["estimate"] - TRUE_MASS) / TRUE_MASS < 0.02 and u["ci95"][1] / u["ci95"][0] < 1.5
     assert "Profile likelihood" in open(result["files"]["estimates_md"]).read()
+
+
+def test_fit_reports_the_step_it_chose(clip, tmp_path, capsys):
+    """[simulation] substeps = "auto" (min_substeps = max_substeps = 8: one check, whichever way it goes): the fit
+    runs at the step chosen, and the console, estimates.json and estimates.md give the check's figure."""
+    folder, _ = clip
+    data = _scene("y")
+    data["simulation"] = {"substeps": "auto", "min_substeps": 8, "max_substeps": 8}
+    (tmp_path / "scene.toml").write_text(_toml(data).replace("frames/", f"{folder}/frames/")
+                                         .replace("masks/", f"{folder}/masks/"))
+    code, result, out, _ = _run(["fit", tmp_path / "scene.toml", "--out", tmp_path / "fit", "--quick"], capsys)
+    assert code == 0
+    with open(result["files"]["estimates_json"]) as fh:
+        report = json.load(fh)
+    step = report["time_step_choice"]
+    assert report["substeps"] == step["substeps"] == 8 and len(step["checks"]) == 1
+    assert report["dt"] == pytest.approx(1.0 / (FPS * 8)) == pytest.approx(step["dt"])
+    assert step["cap_hit"] == (not step["passed"]) == (not step["checks"][0]["passed"])
+    assert step["checks"][0]["frames"] == report["frames"]
+    assert step["summary"] in out and "time step: 8 steps a frame" in out
+    md = open(result["files"]["estimates_md"]).read()
+    assert "Time step: substeps = \"auto\" chose 8 steps a frame" in md
+    at = step["at_estimate"]          # the check again at the estimate, in the summary either way
+    assert at["substeps"] == 8 and at["frames"] == report["frames"]
+    assert ("At the estimate the check still passes" if at["passed"] else "AT THE ESTIMATE the check fails") in md

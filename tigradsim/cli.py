@@ -217,8 +217,10 @@ def _traceback(args):
 
 # ---------------------------------------------------------------------------
 
-def _prepare(args, precision, requires_grad, unknowns=True):
-    """Parse + validate + load footage (no kernel), then init Taichi and build the scene."""
+def _prepare(args, precision, requires_grad, unknowns=True, choose_step=False, printer=print):
+    """Parse + validate + load footage (no kernel), then init Taichi and build the scene.  choose_step:
+    with [simulation] substeps = "auto", the scene is built at the step `choose_substeps` picks (its report
+    in scene.step_choice; None otherwise)."""
     import tigradsim as tgs
     from .scenes.scene_build import Scene, load_scene_footage
     from .scenes.scene_file import load_scene
@@ -233,10 +235,15 @@ def _prepare(args, precision, requires_grad, unknowns=True):
         else:
             footage = footages = load_scene_footage(spec, args.resolution)
     tgs.init(arch=args.arch, precision=precision, pin_threads="auto" if args.pin_threads else False)
+    step = None
+    if choose_step:                         # substeps = "auto": step doubling at the start values first
+        from .scenes.step_choice import choose_substeps
+        spec, step = choose_substeps(spec, footages, printer)
     with warnings.catch_warnings(record=True) as caught:    # e.g. tgs.StabilityWarning: dt past a limit
         warnings.simplefilter("always")
         scene = Scene(spec, footages, requires_grad=requires_grad, unknowns=unknowns)
     scene.warnings = [f"{type(w.message).__name__}: {w.message}" for w in caught_footage + caught]
+    scene.step_choice = step
     for w in scene.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return spec, footage, scene
@@ -311,7 +318,8 @@ def _fit(args):
 
     t0 = time.time()
     printer = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
-    spec, footage, scene = _prepare(args, args.precision or "f64", requires_grad=True)
+    spec, footage, scene = _prepare(args, args.precision or "f64", requires_grad=True, choose_step=True,
+                                    printer=printer)
     f = spec.fit
     if not scene.params:
         raise spec.error(None, "[unknowns]", "nothing to fit: add at least one [unknowns.\"OBJECT.PARAM\"] table")
@@ -353,6 +361,13 @@ def _fit(args):
     else:
         result, history, horizon = None, journal.history(), _stop_early(scene, journal, stopped, printer)
     estimates = scene.values()
+    if scene.step_choice is not None and stopped is None:      # substeps = "auto": does the step hold at the estimate?
+        from .fitting.horizons import Predictability
+        from .scenes.step_choice import recheck_at_estimate
+        at = horizon.get("predictability_at_estimate")       # [fit] horizon = "auto" measured it already
+        recheck_at_estimate(scene.step_choice, scene, None if at is None else
+                            Predictability.from_disagreement(at["disagreement_px"], at["tolerance_px"], at["dt"]))
+        printer(scene.step_choice["summary"])
     if horizon["frames_fitted"] < len(footage):
         scene.use_frames(horizon["frames_fitted"])
         horizon["loss_final_fitted_frames"] = _finite(scene.loss_value())
@@ -406,7 +421,9 @@ def _fit(args):
         "ambiguous": None if result is None else result.ambiguous,
         "summary": (f"stopped early ({type(stopped).__name__}): the best rollout so far, no uncertainty"
                     if result is None else _search_summary(result, honesty)),
-        "stopped_early": stopped is not None, "error": error, **horizon, "unknowns": {},
+        "stopped_early": stopped is not None, "error": error, **horizon,
+        "substeps": spec.substeps, "time_step_choice": scene.step_choice,    # substeps = "auto": how it was chosen
+        "unknowns": {},
         "undetermined": [d.to_dict() for d in best.undetermined] if best is not None else [],
         "camera": scene.camera_report(), "warnings": scene.warnings + (honesty["warnings"] if honesty else []),
         "assumptions": honesty and honesty["assumptions"], "fit_quality": honesty and honesty["fit_quality"],

@@ -29,6 +29,9 @@ def fit_markdown(spec, report, result, honesty_md=None) -> str:
                   if report.get("loss_final_fitted_frames") is not None else "")
         lines[4:4] = [f"Frames: {report['horizon_reason']}{fitted}.  The loss and IoU above and the outline video "
                       "cover every frame.", ""]
+    step = report.get("time_step_choice")
+    if step:                        # [simulation] substeps = "auto" (step_choice.py)
+        lines[4:4] = ["Time step: " + step["summary"].removeprefix("time step: "), ""]
     for name, u in report["unknowns"].items():
         ci = "-" if u["ci95"] is None else f"[{_fmt(u['ci95'][0])}, {_fmt(u['ci95'][1])}]"
         std = "-" if u["std"] is None else f"{u['std']:.3g}" + (" (log)" if u["std_space"] == "log" else "")

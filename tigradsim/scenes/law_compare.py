@@ -153,7 +153,9 @@ def fit_variant(variant, footage, printer, fit_overrides):
     the cameras or None without masks, frames fitted or None, {name: (lower, upper, log_space)} of the
     fitted scalar unknowns: the suspect rule's bounds)."""
     from .scene_build import Scene, fit_scene, silhouette_iou
+    from .step_choice import choose_substeps
 
+    variant, _step = choose_substeps(variant, footage, printer)     # [simulation] substeps = "auto": each law its own
     scene = Scene(variant, footage)
     result, _history = fit_scene(scene, printer=printer, **fit_overrides)
     frames = (getattr(scene, "horizon_info", None) or {}).get("frames_fitted")

@@ -16,7 +16,13 @@ Sections (see demos/scenes/*.toml for complete examples):
 
     [world]        up = "y" | "z" (default "y"); gravity = 9.8 (magnitude, along -up)
                    or a 3-vector in the file's axes
-    [simulation]   substeps = 32 (steps per footage frame) | dt = 0.0005 (seconds);
+    [simulation]   substeps = 32 (steps per footage frame) | dt = 0.0005 (seconds) |
+                   substeps = "auto" (`tigradsim fit` chooses the step: from min_substeps = 32 it
+                   doubles the count, at the unknowns' init values, until the rollouts at dt and
+                   dt/2 agree on every footage frame within [fit] horizon_tolerance, as [fit]
+                   horizon = "auto" measures it, up to max_substeps = 512; the report gives the
+                   figure at each count and says when the cap was hit; `tigradsim render` runs at
+                   min_substeps; tigradsim/scenes/step_choice.py);
                    duration = seconds simulated (default: to the last footage frame);
                    checkpoint_every = steps per checkpointed segment (optional)
     [ground]       ke, kd, kf, mu (penalty contact; the ground is the plane through the
@@ -199,6 +205,9 @@ from .scene_unknowns import OPTIMIZERS, SUPERVISIONS  # noqa: F401
 __all__ = ["SceneError", "SceneSpec", "ObjectSpec", "ForceSpec", "CameraSpec", "FootageSpec", "UnknownSpec",
            "FitSpec", "load_scene", "parse_scene", "Z_UP_TO_Y_UP", "RIGID_PARAMS", "TIES"]
 
+DEFAULT_SUBSTEPS = 32          # steps per footage frame when the file gives neither dt nor substeps
+DEFAULT_MAX_SUBSTEPS = 512     # substeps = "auto": the most steps per frame the fit doubles to (Warp's clips: 256)
+
 _TOP = ("world", "simulation", "ground", "bodies", "cloth_soft", "colliders", "objects", "forces", "camera", "cameras", "footage", "unknowns",
         "fit", "mpm_grid")
 
@@ -217,13 +226,15 @@ def _parse_world(file, data):
 
 
 def _parse_simulation(file, data, footage):
-    t = _Table(file, "simulation", data, ("dt", "substeps", "duration", "checkpoint_every"))
+    t = _Table(file, "simulation", data, ("dt", "substeps", "min_substeps", "max_substeps", "duration",
+                                          "checkpoint_every"))
     if t.has("dt") and t.has("substeps"):
         t.fail("dt / substeps", "give one of dt and substeps (steps per footage frame), not both")
     dt = t.number("dt", None, positive=True)
-    substeps = t.integer("substeps", None, minimum=1)
+    auto = _parse_auto_substeps(t)
+    substeps = auto[0] if auto else t.integer("substeps", None, minimum=1)
     if dt is None and substeps is None:
-        substeps = 32
+        substeps = DEFAULT_SUBSTEPS
     duration = t.number("duration", None, positive=True)
     if duration is None and footage is None:
         t.fail("duration", "missing: without [footage] give the seconds to simulate")
@@ -234,7 +245,26 @@ def _parse_simulation(file, data, footage):
                          f"(or give substeps instead of dt)")
     if dt is not None and dt > 0.05:
         t.fail("dt", f"expected a time step of at most 0.05 s, got {dt}")
-    return dt, substeps, duration, t.integer("checkpoint_every", None, minimum=1)
+    return dt, substeps, auto, duration, t.integer("checkpoint_every", None, minimum=1)
+
+
+def _parse_auto_substeps(t):
+    """substeps = "auto": (min_substeps, max_substeps), the first count the fit tries and its cap
+    (tigradsim/scenes/step_choice.py); None for a fixed count.  min_substeps / max_substeps only with "auto"."""
+    v = t.data.get("substeps")
+    if not isinstance(v, str):
+        for key in ("min_substeps", "max_substeps"):
+            if t.has(key):
+                t.fail(key, 'only with substeps = "auto" (the fit chooses its step between min_substeps and '
+                            'max_substeps); with a fixed substeps remove it')
+        return None
+    if v != "auto":
+        t.fail("substeps", f'expected a whole number of steps per footage frame or "auto", got {v!r}')
+    lo = t.integer("min_substeps", DEFAULT_SUBSTEPS, minimum=1)
+    hi = t.integer("max_substeps", max(DEFAULT_MAX_SUBSTEPS, lo), minimum=1)
+    if hi < lo:
+        t.fail("max_substeps", f"expected at least min_substeps = {lo} (the first count tried), got {hi}")
+    return lo, hi
 
 
 
@@ -287,7 +317,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
         camera = _parse_camera(file, data["camera"])
         footage = _parse_footage(file, base, data["footage"]) if "footage" in data else None
         views = [ViewSpec("camera", camera, footage)]
-    dt, substeps, duration, ckpt = _parse_simulation(file, data.get("simulation", {}), footage)
+    dt, substeps, auto_substeps, duration, ckpt = _parse_simulation(file, data.get("simulation", {}), footage)
     unk = data.get("unknowns", {})
     if not isinstance(unk, dict):
         raise SceneError(file, None, "unknowns", "expected tables [unknowns.\"OBJECT.PARAM\"]")
@@ -311,7 +341,7 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
             raise SceneError(file, "fit", "supervision", f"{fit.supervision!r} needs mask frames: add "
                              f"masks = \"...\" to {where} (or use supervision = \"rgb\")")
     spec = SceneSpec(path=file, name=os.path.splitext(file)[0], up=up, gravity=gravity, dt=dt, substeps=substeps,
-                     duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
+                     auto_substeps=auto_substeps, duration=duration, checkpoint_every=ckpt, ground=ground, objects=objects, forces=forces,
                      camera=camera, footage=footage, unknowns=unknowns, fit=fit, ground_given=ground_given,
                      views=views, colliders=colliders, mpm_grid=mpm_grid,
                      bodies=parse_bodies(file, data["bodies"]) if "bodies" in data else {},

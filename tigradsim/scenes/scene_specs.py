@@ -211,6 +211,9 @@ class SceneSpec:
     mpm_grid: Optional[dict] = None      # [mpm_grid] (scene_mpm.parse_mpm_grid), file axes
     bodies: dict = field(default_factory=dict)      # [bodies]: the rigid bodies' X against each other (pair_constants)
     cloth_soft: dict = field(default_factory=dict)  # [cloth_soft]: the cloths' X against the soft objects
+    # [simulation] substeps = "auto": (min_substeps, max_substeps), the fit's step chosen by step doubling
+    # (step_choice.py; `substeps` holds min_substeps until then); None: the file's step is the fit's
+    auto_substeps: Optional[tuple] = None
 
     @property
     def several_cameras(self) -> bool:
