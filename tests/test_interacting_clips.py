@@ -141,10 +141,11 @@ def test_scene_files_state_what_a_user_has():
 
 def test_ball_scene_touches_at_its_mesh():
     """The ball's vertices touch at the mesh's surface (radius 0: the mesh is the ball, as in Warp's clip, whose
-    particle radius is 0), not 1 cm outside it (a soft object's default contact radius)."""
+    particle radius is 0), not 1 cm outside it (a soft object's default contact radius); stated, so the fit does
+    not report it as an assumed constant (scenes/assumed.py)."""
     from tigradsim.scenes.scene_file import load_scene
     spec = load_scene(os.path.join(FOOTAGE, "warp_ball_box", "scene.toml"))
-    assert spec.objects["ball"].contact_radius == 0.0
+    assert spec.objects["ball"].contact_radius == 0.0 and spec.objects["ball"].contact_radius_stated
     assert truth_of("warp_ball_box")["contact"]["particle_radius"] == 0.0
 
 

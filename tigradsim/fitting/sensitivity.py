@@ -8,8 +8,8 @@
 
 **Sensitivity to assumed constants.**  A constant of the model that nobody measured and the fit
 did not fit (contact stiffness ke, damping kd, friction regularisation kf, a friction
-coefficient mu that is not an unknown) is held at a default; the Gauss-Newton interval of
-`fit_report` is conditional on it.  With J = dr/dtheta at the estimate (the optimiser's
+coefficient mu that is not an unknown, a soft or cloth object's contact radius) is held at a
+default; the Gauss-Newton interval of `fit_report` is conditional on it.  With J = dr/dtheta at the estimate (the optimiser's
 coordinates, `residual_jacobian`) and r(c) the residuals with the constant set to c, the
 linearised refit moves the estimate by
 
@@ -69,11 +69,20 @@ def _decade_each_side(value):
 #   friction is viscous; [1, 1000] spans "viscous up to walking speed" (1 N s/m on a 1 kg box: ~5 m/s)
 #   to "Coulomb above 5 mm/s" (1000), the regime every other engine uses.
 # * mu (Coulomb friction, when assumed): [0.1, 1], the range of dry contact between everyday materials.
+# * radius (a soft or cloth object's vertices' contact radius [m], when its table leaves it at the library's
+#   default r0: 0.01 soft, 0.005 cloth): [0, 2 r0].  The vertices touch that far outside the mesh.  0 is the
+#   mesh itself as the surface: a measured shape, a meshed solid in another engine's footage (Warp's soft
+#   particles, radius 0), a cloth of no thickness.  r0 is a numerical skin, not a measurement (it keeps fast
+#   vertices from passing through a thin object within a step), so the range puts it in the middle: a skin as
+#   thick again above it.  Linear, not log: 0 is a value, not a limit.  Measured on Warp's ball clip
+#   (benchmarks/RESULTS.md, branch ball46): r0 where Warp has 0 made the 0.1 m ball touch as a 0.11 m one, and
+#   the loss's minimum along lam sat -27 % from the truth.
 PRIOR_RANGES = {
     "ke": _decade_each_side,
     "kd": lambda value: (value / 10.0, value * 30.0),
     "kf": lambda value: (1.0, 1000.0),
     "mu": lambda value: (0.1, 1.0),
+    "radius": lambda value: (0.0, 2.0 * value),
 }
 ASSUMPTION_DOMINATED = "assumption-dominated"
 MISFIT = "misfit"
@@ -91,7 +100,7 @@ class AssumedConstant:
     """A model constant held fixed at `value` that the user did not give.
 
     name: how the report names it ("ground.kf"); value: the value the fit used; lower, upper:
-    its prior range (same units, 0 < lower < upper); write(c): sets it in the model (the next
+    its prior range (same units, lower < upper; lower may be 0 for a length: a contact radius); write(c): sets it in the model (the next
     rollout uses c); reason: why that range (shown in the report)."""
 
     name: str

@@ -15,6 +15,13 @@ The rigid bodies' constant X against each other is its own assumed constant "bod
 (`pair_constants`); "ground.X" then leaves their `body_pair_X` alone, as it does when the file states
 X in [bodies] or fits "bodies.X".
 
+A soft or cloth object whose table does not state `radius` (its vertices' contact radius) touches with the
+library's default skin (0.01 m soft, 0.005 m cloth): an assumed constant "NAME.radius" over PRIOR_RANGES["radius"]
+= [0, 2 x the default] (why: fitting/sensitivity.py), its writer setting `particle_radius` of the object's
+vertices; with or without a [ground], and whatever [fit] contact_constants says (the radius is not
+differentiable, so never a nuisance unknown: its effect is reported, not fitted).  A stated radius (0 included)
+is the user's and is not assumed; a rigid object's contact_radius defaults to 0, the mesh itself, and is not.
+
 In a scene without a [ground], a collider's contact constant X is assumed, as "NAME.X", when its
 [colliders.NAME] table does not state it and no [unknowns] entry "NAME.X" fits it
 (`scene_colliders.unstated_collider_constants`): the library's default, a guess about the ramp's or the
@@ -35,11 +42,15 @@ _REASONS = {
     "kf": "friction is viscous below a slip speed of about mu fn / kf: from viscous up to walking speed (1) to "
           "Coulomb above millimetres per second (1000), as other engines have it",
     "mu": "dry contact between everyday materials",
+    "radius": "the vertices' contact skin, from 0 (they touch at the mesh: the mesh is the surface, as a measured "
+              "shape or another engine's meshed solid has it) to twice the library's default (a numerical margin, "
+              "not a measurement, in the middle of the range)",
 }
 
 
 def assumed_constants(scene) -> list:
-    """One `AssumedConstant` "ground.X" per contact constant the scene assumed, or "NAME.X" per collider's
+    """One `AssumedConstant` "NAME.radius" per soft or cloth object that states no contact radius
+    (`unstated_radii`), "ground.X" per contact constant the scene assumed, or "NAME.X" per collider's
     in a scene without a [ground] (module docstring), with its value, prior range (`PRIOR_RANGES`) and a
     writer that sets `ground_X` and the `body_X` / `collider_X` entries of the rigid objects and colliders
     that take the ground's value, or the collider's own entry."""
@@ -48,6 +59,7 @@ def assumed_constants(scene) -> list:
     spec = scene.spec
     out = []
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
+    out += unstated_radii(scene)
     for name, x, value in unstated_collider_constants(spec):
         lower, upper = PRIOR_RANGES[x](value)
         out.append(AssumedConstant(f"{name}.{x}", value, lower, upper,
@@ -77,6 +89,22 @@ def assumed_constants(scene) -> list:
         out.append(AssumedConstant(f"ground.{x}", value, lower, upper,
                                    _writer(scene.model, x, bodies, colliders, pairs=not pair_is_separate(spec, x)),
                                    _REASONS[x]))
+    return out
+
+
+def unstated_radii(scene) -> list:
+    """One `AssumedConstant` "NAME.radius" per soft or cloth object whose table left `radius` at the library's
+    default (module docstring): value the default [m], range PRIOR_RANGES["radius"], writer on the object's rows of
+    `particle_radius` (the particles [particle_start, particle_start + particle_count) of its handle)."""
+    out = []
+    for name, obj in scene.spec.objects.items():
+        if obj.kind not in ("soft", "cloth") or obj.contact_radius_stated:
+            continue
+        h = scene.handles[name]
+        lower, upper = PRIOR_RANGES["radius"](obj.contact_radius)
+        rows = range(h.particle_start, h.particle_start + h.particle_count)
+        out.append(AssumedConstant(f"{name}.radius", float(obj.contact_radius), lower, upper,
+                                   _rows_writer(scene.model.particle_radius, rows), _REASONS["radius"]))
     return out
 
 

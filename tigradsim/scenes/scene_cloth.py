@@ -11,7 +11,8 @@ particles do (e.g. a towel dropped over a ball: `[colliders.ball] kind = "sphere
     bending = 1e-3                  # dihedral bending stiffness per interior edge [N m/rad^2] (default 0: none)
     bending_damping = 0.0           # [N m s/rad^2]
     mass = 0.3                      # the whole cloth [kg] (weighed), or density [kg/m^2]
-    radius = 0.005                  # contact radius [m] (half its thickness; default 0.005)
+    radius = 0.005                  # contact radius [m] (half its thickness; default 0.005: left out, an
+                                    # assumed constant over [0, 0.01], scenes/assumed.py)
     position, rotation, velocity, angular_velocity, color, scale   # as every object's
 
 Unknowns: "cloth.PARAM" for each of the material's parameters ("cloth.mu", "cloth.lam"), "cloth.damping",
@@ -60,6 +61,7 @@ def parse_cloth_object(t, base, obj):
     key = _one_of(t, ("mass", "density"))
     setattr(obj, key, t.number(key, positive=True))
     obj.contact_radius = t.number("radius", 0.005, nonnegative=True)
+    obj.contact_radius_stated = t.has("radius")
 
 
 def cloth_rest_area(obj) -> float:

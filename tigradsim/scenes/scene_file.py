@@ -67,10 +67,13 @@ Sections (see demos/scenes/*.toml for complete examples):
                    radius (contact radius of the vertices [m], default 0.01: they touch that far
                    outside the mesh; 0 when the mesh is the object's surface, as another engine's
                    footage of a meshed solid has it: on Warp's ball clip the default skin put the
-                   vertices 13 mm RMS off Warp's, 0 put them 5 mm off, benchmarks/RESULTS.md)
+                   vertices 13 mm RMS off Warp's, 0 put them 5 mm off, benchmarks/RESULTS.md; left
+                   out, it is an assumed constant "NAME.radius" over [0, 2 x the default] whose
+                   effect on every estimate the fit reports: tigradsim/scenes/assumed.py)
                    type = "cloth": mesh = "cloth.obj" (a triangle mesh, its rest and initial shape),
                    material = "membrane" | "stvk_membrane" | ..., params = {mu, lam} [N/m], damping,
-                   bending, bending_damping (per edge), mass (total kg) or density (kg/m^2), radius;
+                   bending, bending_damping (per edge), mass (total kg) or density (kg/m^2), radius
+                   (default 0.005; left out, assumed over [0, 0.01] as a soft object's);
                    it touches the ground and the colliders as soft vertices do
                    (tigradsim/scenes/scene_cloth.py)
                    all: position, rotation (unit quaternion x y z w, mesh to world),

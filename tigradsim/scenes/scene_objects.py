@@ -240,6 +240,7 @@ def _parse_soft(t, base, obj):
     from ..physics.fem import MASS_DISTRIBUTIONS
     obj.mass_distribution = t.string("mass_distribution", "volume", choices=MASS_DISTRIBUTIONS)
     obj.contact_radius = t.number("radius", 0.01, nonnegative=True)
+    obj.contact_radius_stated = t.has("radius")
 
 
 

@@ -36,6 +36,9 @@ class ObjectSpec:
     density: Optional[float] = None
     contact: dict = field(default_factory=dict)
     contact_radius: float = 0.0
+    # soft / cloth: whether the file stated `radius`; an unstated one is the library's default skin, an assumed
+    # constant "NAME.radius" in the fit's report (scenes/assumed.py).  Rigid: always True (its default 0 is the mesh)
+    contact_radius_stated: bool = True
     law: dict = field(default_factory=dict)       # rigid: this body's contact law (default: the ground's)
     shape: dict = field(default_factory=dict)     # rigid: add_rigid_body's shape, shape_size (file axes), ...
     material: Optional[str] = None
