@@ -187,8 +187,9 @@ def newton_step_row(out, steps, ref_steps):
 
 
 def label(r):
+    """A row's first five table columns (masses | form | law | integration | steps, and its overrides)."""
     if r["row"] == "newton":
-        return "Newton's own nodes"
+        return "Newton's own nodes | (Newton's) | (Newton's) | explicit | 256"
     w = r["row"]
     extra = f" {json.dumps(w['over'])}" if w.get("over") else ""
     extra += f" (nodes vs Newton at {w['ref_steps']})" if w.get("ref_steps") else ""
@@ -224,8 +225,7 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         n, lo = r["node_rms_mm"], r["loss"]
-        cols = label(r) if r["row"] != "newton" else "Newton's own nodes | warp | - | explicit | 256"
-        print(f"| {cols} | {n['12']:.1f} / {n['24']:.1f} / {n['36']:.1f} | {lo['12']:.1f} / {lo['24']:.1f} / "
+        print(f"| {label(r)} | {n['12']:.1f} / {n['24']:.1f} / {n['36']:.1f} | {lo['12']:.1f} / {lo['24']:.1f} / "
               f"{lo['36']:.1f} | {r['iou']:.3f} | {'ok' if r['preflight_ok'] else 'past safe'} |")
     print(json.dumps({"rows": rows}))
     return 0
