@@ -42,12 +42,14 @@ def soft_settings(quick):
     return sim, fit
 
 
-def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form, ground=None, mass_distribution="volume"):
+def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form, ground=None, mass_distribution="volume",
+                    substeps=None):
     """Write scene_dir/scene.toml for a soft clip fitted under damping form `form`; returns (path, truths).
     ground: [ground] keys that are numerics, not facts about the clip (e.g. {"damping_integration": "implicit"},
     benchmarks/implicit_damping_fit.py); default none.  mass_distribution: how the weighed total is spread
     over the vertices, a model choice ("volume", the default and the file's default, or "equal":
-    tigradsim.physics.fem), not a fact of the clip."""
+    tigradsim.physics.fem), not a fact of the clip.  substeps: [simulation] substeps instead of the settings' 112
+    (a numerics choice: benchmarks/implicit_damping_fit.py --substeps, benchmarks/soft_drop_diagnose.py)."""
     folder = os.path.join(FOOTAGE, clip)
     truth = json.load(open(os.path.join(folder, "truth.json")))
     frames_folder = noisy_folder(clip, out) if variant == "noisy" else folder
@@ -55,6 +57,10 @@ def make_soft_scene(clip, variant, contact, scene_dir, out, quick, form, ground=
     obj = truth["object"]
     pose, vel = obj["initial_pose"], obj["initial_velocity"]
     sim, fit = soft_settings(quick)
+    if substeps is not None:
+        if isinstance(substeps, bool) or not isinstance(substeps, int) or substeps < 1:
+            raise ValueError(f"substeps: expected an integer >= 1 (steps a frame), got {substeps!r}")
+        sim["substeps"] = substeps
     lower, upper = DAMPING_PRIORS[form]
     centre = (lower * upper) ** 0.5
     body = {"type": "soft", "tetgen": rel(os.path.join(folder, obj["mesh"]["node"])), "material": "neo_hookean",

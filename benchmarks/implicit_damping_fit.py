@@ -38,7 +38,10 @@ OUT/forms_INTEGRATION/.
 
     python3 benchmarks/implicit_damping_fit.py [--clip warp_soft_drop] [--variant clean] [--form warp|all]
         [--integration implicit] [--mass-distributions volume[,equal]] [--out out/implicit_damping] [--timeout 3000]
-        [--reuse]
+        [--reuse] [--substeps N]
+
+--substeps N: every scene steps N times a frame instead of soft_settings' 112 (tigradsim's step converging on
+the clip's motion: benchmarks/soft_drop_diagnose.py; use another --out, the scene dirs do not name the step).
 """
 from __future__ import annotations
 
@@ -84,8 +87,10 @@ def fit_one(a, scene_dir, distribution):
     CPU) and report.  a.reuse (optional): read a finished fit of the same scene file instead (module docstring)."""
     scene_path = os.path.join(scene_dir, "scene.toml")
     before = _read(scene_path)
+    steps = {"substeps": a.substeps} if getattr(a, "substeps", None) else {}     # default: the settings' 112
     scene, truths = make_soft_scene(a.clip, a.variant, "nuisance", scene_dir, a.out, True, a.form,
-                                    ground={"damping_integration": a.integration}, mass_distribution=distribution)
+                                    ground={"damping_integration": a.integration}, mass_distribution=distribution,
+                                    **steps)
     rep_path, run_path = os.path.join(scene_dir, "fit", "estimates.json"), os.path.join(scene_dir, "fit", "run.json")
     if getattr(a, "reuse", False) and before is not None and before == _read(scene) and os.path.exists(rep_path):
         res = dict(json.load(open(run_path)) if os.path.exists(run_path) else {"rc": 0, "cpu_s": None, "wall_s": None},
@@ -165,9 +170,14 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=3000.0)
     ap.add_argument("--mass-distributions", default="volume",
                     help="comma-separated: " + ", ".join(MASS_DISTRIBUTIONS) + " (more than one: fit each, combine)")
+    ap.add_argument("--substeps", type=int, default=None,
+                    help="[simulation] substeps (steps a frame) of every scene instead of the settings' 112 (a "
+                         "numerics choice; benchmarks/soft_drop_diagnose.py measures what it moves)")
     ap.add_argument("--reuse", action="store_true",
                     help="read a finished fit of the same scene file instead of fitting it again")
     a = ap.parse_args(argv)
+    if a.substeps is not None and a.substeps < 1:
+        ap.error(f"--substeps: expected an integer >= 1 (steps a frame), got {a.substeps}")
     distributions = [d.strip() for d in a.mass_distributions.split(",") if d.strip()]
     bad = [d for d in distributions if d not in MASS_DISTRIBUTIONS]
     if bad or not distributions:
