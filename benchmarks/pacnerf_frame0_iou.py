@@ -45,8 +45,8 @@ def main(argv=None):
                         "them; fewer keep the build small)")
     parser.add_argument("--no-genesis", action="store_true", help="skip the Genesis-sampler reference rows")
     parser.add_argument("--slice-radius", action="store_true", help="also splat each grid's cloud with discs of half "
-                        "the box's narrowest slice (size / ceil(size / h) per box axis, h = dx / k) instead of the "
-                        "scene's splat_radius (h / 2), so the splats end on the box's faces")
+                        "the lattice spacing h = dx / k, the default splat radius before the box's narrowest slice "
+                        "(size / ceil(size / h), `scene_mpm.particle_spacing`) became it")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
@@ -79,9 +79,9 @@ def main(argv=None):
             newtonian_bias._SPLATTERS.clear()     # its cache is keyed by camera index: another clip's cameras
             radii = [radius]
             if args.slice_radius and res != "genesis":
-                h = 2 * scene.splat_radius
-                size = np.asarray(spec.objects[next(iter(spec.objects))].box_size, dtype=np.float64)
-                radii.append(float(np.min(size / np.ceil(size / h - 1e-9))) / 2)
+                from tigradsim.physics.mpm_sampling import lattice_per_axis
+                obj = spec.objects[next(iter(spec.objects))]
+                radii.append(scene.model.mpm_grid.dx / lattice_per_axis(obj.particles_per_cell) / 2)
             for r in radii:
                 mse, iou = mask_scores(scene, x[None], r)
                 row = dict(clip=family, sampler=tgs.__file__, grid=res, particles=len(x),

@@ -53,6 +53,12 @@ def rotation_matrix(rotation) -> np.ndarray:
                      f"got {np.asarray(rotation).tolist()!r}")
 
 
+def box_counts(size, spacing) -> np.ndarray:
+    """Points per axis of a box of extent `size` (3,) [m] on its own lattice of about `spacing` [m]:
+    ceil(size / spacing), at least 1; the box's spacing per axis is size / counts (<= spacing)."""
+    return np.maximum(1, np.ceil(np.asarray(size, dtype=np.float64) / spacing - 1e-9)).astype(int)
+
+
 def sample_box(lower, upper, spacing, rotation=None):
     """Points filling the box [lower, upper] (each (3,) [m], the box's extent before it is turned), turned by
     `rotation` (unit quaternion x, y, z, w or (3, 3) matrix; None: none) about the box's centre: per axis
@@ -66,7 +72,7 @@ def sample_box(lower, upper, spacing, rotation=None):
                          f"(axis {d})")
     R = np.eye(3) if rotation is None else rotation_matrix(rotation)
     size = hi - lo
-    counts = np.maximum(1, np.ceil(size / spacing - 1e-9)).astype(int)
+    counts = box_counts(size, spacing)
     axes = [(np.arange(n) + 0.5) * (s / n) - s / 2 for n, s in zip(counts, size)]
     local = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
     return local @ R.T + (lo + hi) / 2, float(np.prod(size)) / len(local)

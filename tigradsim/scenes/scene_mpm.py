@@ -212,11 +212,25 @@ def add_mpm_object(spec, b, obj):
                      velocity=M @ obj.velocity, particles_per_cell=obj.particles_per_cell)
 
 
+def particle_spacing(obj, h) -> float:
+    """The spacing [m] of an MPM object's particles on a lattice of about h: a box's narrowest slice on its own
+    lattice (`mpm_sampling.box_counts`), a mesh's h.  Half of it is the splat radius at which the discs end on
+    the box's faces rather than past them (measured on the PAC-NeRF clips at grid 32: frame-0 mask IoU
+    0.933-0.937 with h / 2, 0.947-0.954 with the narrowest slice; benchmarks/RESULTS.md, branch mpmfit_a)."""
+    from ..physics.mpm_sampling import box_counts
+
+    if obj.box_size is None:
+        return h
+    size = np.asarray(obj.box_size, dtype=np.float64)
+    return float(np.min(size / box_counts(size, h)))
+
+
 def make_splatter(scene):
     """The renderer of a scene of MPM objects: their particles' soft-splat silhouette
     (`renderers.ParticleSplatter`), frame k at footage time k (`render_at_times(source="mpm")`: blended
     between the two steps around it), discs of the smallest object's splat_radius (default half its particle
-    spacing: the radius at which a sampled box splats to its mask, tests/test_splats.py), opacity 0.5.
+    spacing, `particle_spacing`: the radius at which a sampled box splats to its mask, tests/test_splats.py),
+    opacity 0.5.
     Masks only.  Sets scene.timed, scene.plate (None), scene.edge_softness, scene.splat_radius."""
     from ..io.footage import render_at_times
     from ..physics.mpm_sampling import lattice_per_axis
@@ -230,7 +244,8 @@ def make_splatter(scene):
                          "without colour; use supervision = \"mask\"")
     dx = scene.model.mpm_grid.dx
     scene.splat_radius = min(o.splat_radius if o.splat_radius is not None else
-                             dx / lattice_per_axis(o.particles_per_cell) / 2 for o in spec.objects.values())
+                             particle_spacing(o, dx / lattice_per_axis(o.particles_per_cell)) / 2
+                             for o in spec.objects.values())
     # splats' edge is their disc footprint, not the rasterizer's edge softness; the value is kept for the
     # attributes the report and the views read
     scene.edge_softness = fit.edge_softness if fit.edge_softness is not None else \
