@@ -101,6 +101,18 @@ def child_row(cmd, label, tail=3000):
     return json.loads(got[0])
 
 
+def child_rows(jobs, tail=3000):
+    """`child_row` for each (cmd, label) of `jobs`, one process each in turn: the rows that came back, each printed
+    as a JSON line as soon as it does (a long diagnosis shows its progress)."""
+    rows = []
+    for cmd, label in jobs:
+        row = child_row(cmd, label, tail=tail)
+        if row is not None:
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
 def load_json(path):
     """The JSON object stored at `path`, or {} when the file does not exist yet."""
     if os.path.exists(path):

@@ -40,7 +40,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from _harness import child_row  # noqa: E402
+from _harness import child_rows  # noqa: E402
 
 
 def truth_spec(clip, label, integration, scene_dir, mu=None, over=None):
@@ -154,19 +154,15 @@ def main(argv=None):
         print("ROW " + json.dumps(row), flush=True)
         return 0
     mus = [None] + ([float(v) for v in a.mu.split(",")] if a.mu else [])
-    rows = []
+    jobs = []
     for label in [x.strip() for x in a.laws.split(",") if x.strip()]:
         for integration in a.integrations.split(","):
             for mu in mus:
                 job = {"law": label, "integration": integration, "mu": mu,
                        "dir": os.path.join(a.out, f"{label}_{integration}_{mu}".replace("(", "_").replace(")", ""))}
-                cmd = [sys.executable, os.path.abspath(__file__), "--clip", a.clip, "--fitted", str(a.fitted),
-                       "--over", a.over, "--one", json.dumps(job)]
-                row = child_row(cmd, f"{label} {integration} mu {mu}")
-                if row is None:
-                    continue
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+                jobs.append(([sys.executable, os.path.abspath(__file__), "--clip", a.clip, "--fitted", str(a.fitted),
+                              "--over", a.over, "--one", json.dumps(job)], f"{label} {integration} mu {mu}"))
+    rows = child_rows(jobs)
     print("| law | integration | mu | traj RMS mm (all / fitted) | centre RMS / max mm | rot max deg (all / fitted) | "
           "IoU all / fitted | loss all / fitted | pre-flight |")
     print("|---|---|---|---|---|---|---|---|---|")

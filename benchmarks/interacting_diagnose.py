@@ -179,24 +179,21 @@ def main(argv=None):
                                        loss=loss, cpu_s=time.process_time() - t0, **extra)), flush=True)
         return
     sys.path.insert(0, HERE)
-    from _harness import child_row
+    from _harness import child_rows
     jobs = [(name, edges, args.over) for name in args.laws.split(",")
             for edges in ((True, False) if args.no_edges else (True,))]
     if args.profile:
         key = "ratio" if args.clip == "warp_ramp_boxes" else "lam"
         jobs += [(args.profile_law, True, json.dumps(dict(json.loads(args.over), **{key: float(v)})))
                  for v in args.profile.split(",")]
-    rows = []
+    commands = []
     for name, edges, over in jobs:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", "--clip", args.clip, "--laws", name, "--over", over]
         cmd += [] if edges else ["--no-edges"]
         cmd += [] if args.frames is None else ["--frames", str(args.frames)]
         cmd += [] if args.friction_velocity is None else ["--friction-velocity", str(args.friction_velocity)]
-        row = child_row(cmd, f"{name} {over}", tail=2000)
-        if row is None:
-            continue
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        commands.append((cmd, f"{name} {over}"))
+    rows = child_rows(commands, tail=2000)
     print(json.dumps({"rows": rows}))
 
 

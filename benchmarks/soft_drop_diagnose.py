@@ -53,7 +53,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _harness import child_row  # noqa: E402
+from _harness import child_rows  # noqa: E402
 
 CLIP = "newton_soft_drop"
 HORIZONS = (12, 24, 36)
@@ -213,13 +213,8 @@ def main(argv=None):
     newton_nodes(a.out, truth_steps)          # once, before the children (they read the cache)
     for s in [int(v) for v in a.newton_steps.split(",") if v.strip()]:
         print(json.dumps(newton_step_row(a.out, s, truth_steps)), flush=True)
-    rows = []
-    for row in (json.loads(a.rows) if a.rows else DEFAULT_ROWS):
-        cmd = [sys.executable, os.path.abspath(__file__), "--out", a.out, "--one", json.dumps(row)]
-        r = child_row(cmd, json.dumps(row))
-        if r is not None:
-            rows.append(r)
-            print(json.dumps(r), flush=True)
+    rows = child_rows([([sys.executable, os.path.abspath(__file__), "--out", a.out, "--one", json.dumps(row)],
+                        json.dumps(row)) for row in (json.loads(a.rows) if a.rows else DEFAULT_ROWS)])
     print("| masses | form | ground damping law | kd, kf integration | steps/frame | node RMS mm (12 / 24 / 36 frames) "
           "| loss 1/2|r|^2 (12 / 24 / 36) | IoU | pre-flight |")
     print("|---|---|---|---|---|---|---|---|---|")
