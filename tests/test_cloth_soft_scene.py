@@ -119,3 +119,62 @@ def test_cloth_soft_unknowns_gradient_through_a_landing(tmp_path, f64):
         report = tgs.check_param_gradient(run, loss.value, p, n_dirs=1, eps=1e-6, rtol=1e-5)
         assert report.ok, f"{p.name}: {report}"
         assert max(abs(a) for a in report.analytic) > 1e-12, f"{p.name}: gradient should not vanish here"
+
+
+def test_unstated_cloth_soft_constants_are_nuisances_or_assumed(tmp_path):
+    """A cloth-soft constant the file states nowhere is not silently the library's (issue 44 item 2): with [fit]
+    contact_constants = "nuisance" it is a log-space nuisance unknown "cloth_soft.X" started at the library's value;
+    otherwise an assumed constant of the report, its writer on every row of cloth_soft_X.  Ranges: PRIOR_RANGES for
+    ke, kd, mu; kf from the slip speeds 1 m/s .. 1 mm/s at a cloth vertex's mean weight (20 g over 16 vertices);
+    ke, kd, kf at most what the step integrates on the lightest cloth-soft pair.  Stated constants (known or
+    unknown) are neither."""
+    from tigradsim.physics.cloth_soft_contact import DEFAULT_PARAMS
+    from tigradsim.scenes.assumed import assumed_constants
+    from tigradsim.scenes.cloth_soft_constants import cloth_soft_caps, cloth_soft_prior_range
+    from tigradsim.scenes.scene_build import Scene, load_scene_footage
+
+    tgs.init(arch="cpu", precision="f64")
+    unknowns = {"cloth_soft.ke": {"init": 60.0, "lower": 5.0, "upper": 500.0}}
+    data = _drape_scene(tmp_path, known={"kd": 0.02}, unknowns=unknowns)
+    data["fit"]["contact_constants"] = "nuisance"
+    spec = _parse(tmp_path, data)
+    nuisance = {u.param: u for u in spec.unknowns if u.nuisance and u.object == "cloth_soft"}
+    assert sorted(nuisance) == ["kf", "mu"]                       # ke is an unknown, kd a known
+    caps = cloth_soft_caps(spec)
+    assert set(caps) == {"ke", "kd", "kf"} and all(c > 0 for c in caps.values())
+    weight = 9.8 * 0.02 / 16
+    kf = nuisance["kf"]
+    expected = (DEFAULT_PARAMS["mu"] * weight, min(DEFAULT_PARAMS["mu"] * weight * 1e3, caps["kf"]))
+    assert np.allclose((kf.lower, kf.upper), expected, rtol=1e-6) and kf.log
+    assert kf.lower <= kf.init == DEFAULT_PARAMS["kf"] <= kf.upper
+    assert (nuisance["mu"].lower, nuisance["mu"].upper, nuisance["mu"].init) == (0.1, 1.0, DEFAULT_PARAMS["mu"])
+    scene = Scene(spec, load_scene_footage(spec))
+    assert [p.name for p in scene.params if p.name.startswith("cloth_soft")] == \
+        ["cloth_soft.ke", "cloth_soft.kf", "cloth_soft.mu"]
+    assert not [c for c in assumed_constants(scene) if c.name.startswith("cloth_soft")]
+
+    spec = _parse(tmp_path, _drape_scene(tmp_path, known={"kd": 0.02}))          # contact_constants "assume"
+    scene = Scene(spec, load_scene_footage(spec))
+    assumed = {c.name: c for c in assumed_constants(scene) if c.name.startswith("cloth_soft")}
+    assert sorted(assumed) == ["cloth_soft.ke", "cloth_soft.kf", "cloth_soft.mu"]
+    ke = assumed["cloth_soft.ke"]
+    assert ke.value == DEFAULT_PARAMS["ke"] and (ke.lower, ke.upper) == cloth_soft_prior_range(spec, "ke", 100.0)
+    assert ke.upper == min(1000.0, caps["ke"]) and "cloth" in ke.reason
+    ke.write(250.0)
+    assert np.allclose(scene.model.get("cloth_soft_ke"), 250.0)
+    assert np.allclose(scene.model.get("cloth_soft_kd"), 0.02)
+
+    stated = _drape_scene(tmp_path, known={"kd": 0.02, "kf": 0.5, "mu": 0.4}, unknowns=unknowns)
+    stated["fit"]["contact_constants"] = "nuisance"
+    spec = _parse(tmp_path, stated)
+    assert not [u for u in spec.unknowns if u.nuisance and u.object == "cloth_soft"]
+
+
+def test_cloth_soft_nuisances_need_the_name(tmp_path):
+    """An object named "cloth_soft" in a scene whose cloth-soft constants become nuisance unknowns: the error names
+    the object before anything is built."""
+    data = _drape_scene(tmp_path, unknowns={})
+    data["objects"]["cloth_soft"] = data["objects"].pop("block")
+    data["fit"]["contact_constants"] = "nuisance"
+    with pytest.raises(SceneError, match=r"\[objects\] cloth_soft: the name 'cloth_soft' is reserved"):
+        _parse(tmp_path, data)

@@ -22,6 +22,10 @@ vertices; with or without a [ground], and whatever [fit] contact_constants says 
 differentiable, so never a nuisance unknown: its effect is reported, not fitted).  A stated radius (0 included)
 is the user's and is not assumed; a rigid object's contact_radius defaults to 0, the mesh itself, and is not.
 
+The cloths' constant X against the soft objects is assumed, as "cloth_soft.X", when the scene has both and the
+file states X nowhere (`cloth_soft_constants.unstated_cloth_soft_constants`: the library's value), over
+`cloth_soft_prior_range`, its writer on every row of the model's `cloth_soft_X`; with or without a [ground].
+
 In a scene without a [ground], a collider's contact constant X is assumed, as "NAME.X", when its
 [colliders.NAME] table does not state it and no [unknowns] entry "NAME.X" fits it
 (`scene_colliders.unstated_collider_constants`): the library's default, a guess about the ramp's or the
@@ -41,6 +45,8 @@ _REASONS = {
           "(fitting/sensitivity.py PRIOR_RANGES)",
     "kf": "friction is viscous below a slip speed of about mu fn / kf: from viscous up to walking speed (1) to "
           "Coulomb above millimetres per second (1000), as other engines have it",
+    "kf_slip": "friction viscous below a slip speed mu fn / kf from 1 m/s to 1 mm/s, fn a cloth vertex's weight "
+               "(capped where the step could not integrate it)",
     "mu": "dry contact between everyday materials",
     "radius": "the vertices' contact skin, from 0 (they touch at the mesh: the mesh is the surface, as a measured "
               "shape or another engine's meshed solid has it) to twice the library's default (a numerical margin, "
@@ -51,11 +57,12 @@ _REASONS = {
 def assumed_constants(scene) -> list:
     """One `AssumedConstant` "NAME.radius" per soft or cloth object that states no contact radius
     (`unstated_radii`), "ground.X" per contact constant the scene assumed, or "NAME.X" per collider's
-    in a scene without a [ground] (module docstring), with its value, prior range (`PRIOR_RANGES`) and a
+    in a scene without a [ground], "cloth_soft.X" per cloth-soft constant (module docstring), with its value, prior range (`PRIOR_RANGES`) and a
     writer that sets `ground_X` and the `body_X` / `collider_X` entries of the rigid objects and colliders
     that take the ground's value, or the collider's own entry."""
     from .scene_colliders import ground_takers
     from .pair_constants import PAIR_OBJECT, pair_is_separate, separate_pair_constant
+    from .cloth_soft_constants import CLOTH_SOFT_OBJECT, cloth_soft_prior_range, unstated_cloth_soft_constants
     spec = scene.spec
     out = []
     fitted = {(u.object, u.tie or u.param) for u in spec.unknowns}
@@ -73,6 +80,13 @@ def assumed_constants(scene) -> list:
             out.append(AssumedConstant(f"{PAIR_OBJECT}.{x}", pair[1], lower, upper,
                                        _rows_writer(getattr(scene.model, f"body_pair_{x}"), rows),
                                        _REASONS[x] + "; the bodies' contact with each other, apart from the ground's"))
+    for x, value in unstated_cloth_soft_constants(spec):
+        if (CLOTH_SOFT_OBJECT, x) not in fitted:
+            out.append(AssumedConstant(f"{CLOTH_SOFT_OBJECT}.{x}", value, *cloth_soft_prior_range(spec, x, value),
+                                       _rows_writer(getattr(scene.model, f"cloth_soft_{x}"),
+                                                    range(getattr(scene.model, f"cloth_soft_{x}").shape[0])),
+                                       (_REASONS[x] if x != "kf" else _REASONS["kf_slip"])
+                                       + "; the cloths' contact with the soft objects"))
     if spec.ground is None:
         return out
     for x in CONTACT_PARAMS:

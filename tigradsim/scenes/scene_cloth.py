@@ -66,8 +66,25 @@ def parse_cloth_object(t, base, obj):
 
 def cloth_rest_area(obj) -> float:
     """The rest mesh's area [m^2] (file units, after `scale`)."""
-    x, f = obj.vertices, obj.faces
-    return float(0.5 * np.linalg.norm(np.cross(x[f[:, 1]] - x[f[:, 0]], x[f[:, 2]] - x[f[:, 0]]), axis=1).sum())
+    return float(_triangle_areas(obj).sum())
+
+
+def cloth_density(obj) -> float:
+    """[kg/m^2]: the file's `density`, or its `mass` over the rest area."""
+    return obj.density if obj.density is not None else obj.mass / cloth_rest_area(obj)
+
+
+def cloth_vertex_masses(obj) -> np.ndarray:
+    """(V,) vertex masses [kg] of a cloth ObjectSpec as the builder spreads them (`physics.cloth`: each vertex a
+    third of each adjacent triangle's mass)."""
+    mass = np.zeros(len(obj.vertices))
+    np.add.at(mass, np.asarray(obj.faces).reshape(-1), np.repeat(cloth_density(obj) * _triangle_areas(obj) / 3.0, 3))
+    return mass
+
+
+def _triangle_areas(obj) -> np.ndarray:
+    x, f = np.asarray(obj.vertices, dtype=np.float64), np.asarray(obj.faces)
+    return 0.5 * np.linalg.norm(np.cross(x[f[:, 1]] - x[f[:, 0]], x[f[:, 2]] - x[f[:, 0]]), axis=1)
 
 
 def add_cloth_object(builder, obj, spec, M):
@@ -79,7 +96,7 @@ def add_cloth_object(builder, obj, spec, M):
     x = obj.position + obj.vertices @ quat_to_matrix_np(obj.rotation).T          # file axes, world positions
     centroid = x.mean(axis=0)
     vel = obj.velocity + np.cross(obj.angular_velocity, x - centroid)
-    density = obj.density if obj.density is not None else obj.mass / cloth_rest_area(obj)
+    density = cloth_density(obj)
     bending = {k: getattr(obj, k) for k in BENDING_PARAMS}
     for u in spec.unknowns:
         if u.object == obj.name and u.param in BENDING_PARAMS and bending[u.param] == 0.0:

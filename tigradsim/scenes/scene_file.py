@@ -37,8 +37,9 @@ Sections (see demos/scenes/*.toml for complete examples):
     [cloth_soft]   ke (> 0), kd, kf, mu (>= 0): the cloths' contact constants against the soft objects
                    (every cloth-soft pair; the two-way cloth-FEM contact is on in any scene with both);
                    needs a cloth and a soft object; default: the library's (cloth_soft_contact.DEFAULT_PARAMS);
-                   the thickness is the objects' contact radii; an unknown "cloth_soft.X" fits it instead
-                   (tigradsim/scenes/cloth_soft_constants.py)
+                   the thickness is the objects' contact radii; an unknown "cloth_soft.X" fits it instead;
+                   one stated nowhere is an assumed constant, or a nuisance unknown with [fit]
+                   contact_constants = "nuisance" (tigradsim/scenes/cloth_soft_constants.py)
     [colliders.NAME] kind = "plane" | "sphere" | "box" | "capsule" | "mesh": static shapes the objects
                    touch (a ramp, a wall, a table); position, rotation or (planes) normal; radius,
                    half_extents, half_length, mesh + scale + resolution; ke, kd, kf, mu (default

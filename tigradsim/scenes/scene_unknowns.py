@@ -225,7 +225,10 @@ def nuisance_unknowns(spec) -> list:
       entry (with a [ground], such a collider takes the ground's X and moves with it);
     * "bodies.X", the rigid bodies' constant against each other, separate from "ground.X", when two or
       more rigid objects take the shared X and the file states none (`pair_constants`: the same rule for
-      every scene), within PRIOR_RANGES[X] around the value they take.
+      every scene), within PRIOR_RANGES[X] around the value they take;
+    * "cloth_soft.X", the cloths' constant against the soft objects, when the scene has both and the file
+      states X nowhere (`cloth_soft_constants`), within `cloth_soft_prior_range` (PRIOR_RANGES, kf by slip
+      speed, capped where the step could not integrate it), started at the library's value.
 
     With soft objects taking the ground's constants, each of ke, kd, kf's ranges is capped where the
     scene's step could not integrate it (`soft_contact_caps`): a range the step cannot follow would let
@@ -233,6 +236,8 @@ def nuisance_unknowns(spec) -> list:
     from ..fitting.sensitivity import PRIOR_RANGES
     from .scene_colliders import ground_takers, unstated_collider_constants
     from .pair_constants import PAIR_OBJECT, check_pair_name, separate_pair_constant
+    from .cloth_soft_constants import (CLOTH_SOFT_OBJECT, check_cloth_soft_name, cloth_soft_prior_range,
+                                       unstated_cloth_soft_constants)
     if spec.fit.contact_constants != "nuisance":
         return []
     out = []
@@ -240,6 +245,11 @@ def nuisance_unknowns(spec) -> list:
         lower, upper = PRIOR_RANGES[x](value)
         out.append(UnknownSpec(target=f"{name}.{x}", object=name, param=x, init=value, lower=lower, upper=upper,
                                log=True, nuisance=True))
+    for x, value in unstated_cloth_soft_constants(spec):
+        check_cloth_soft_name(spec)
+        lower, upper = cloth_soft_prior_range(spec, x, value)
+        out.append(UnknownSpec(target=f"{CLOTH_SOFT_OBJECT}.{x}", object=CLOTH_SOFT_OBJECT, param=x,
+                               init=min(max(value, lower), upper), lower=lower, upper=upper, log=True, nuisance=True))
     for x in CONTACT_PARAMS:
         pair = separate_pair_constant(spec, x)
         if pair is not None:
@@ -291,11 +301,19 @@ def soft_contact_caps(spec) -> dict:
     0.5 sqrt(4 - 2 gamma_eff dt) / omega >= 0.71 / omega): kd and kf keep their whole prior ranges, the
     100-150 N s/m that other engines use included."""
     soft = [o for o in spec.objects.values() if o.kind == "soft"]
+    if not soft:
+        return {}
+    return step_caps(spec, min(float(np.min(_soft_vertex_masses(o))) for o in soft))
+
+
+def step_caps(spec, m) -> dict:
+    """{"ke", "kd", "kf"} = 0.5 m / dt^2, 0.5 m / dt, 0.5 m / dt for a contact on the (effective) mass `m` [kg] at
+    the scene's step dt (`soft_contact_caps`), only ke with [ground] damping_integration = "implicit"; {} without a
+    known step."""
     fps = getattr(spec.footage, "fps", None) if spec.footage is not None else None
     dt = spec.dt if spec.dt is not None else (1.0 / (fps * spec.substeps) if fps and spec.substeps else None)
-    if not soft or dt is None:
+    if dt is None:
         return {}
-    m = min(float(np.min(_soft_vertex_masses(o))) for o in soft)
     if (spec.ground or {}).get("law", {}).get("damping_integration") == "implicit":
         return {"ke": 0.5 * m / dt ** 2}
     return {"ke": 0.5 * m / dt ** 2, "kd": 0.5 * m / dt, "kf": 0.5 * m / dt}
