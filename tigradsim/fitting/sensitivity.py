@@ -188,6 +188,7 @@ class Sensitivity:
     shifts: list
     constants: list
     notes: list = dc_field(default_factory=list)
+    refit_steps: int = 0          # Gauss-Newton steps past the linearised refit (0: linearised only)
 
     @property
     def dominated(self) -> list:
@@ -200,13 +201,17 @@ class Sensitivity:
     def to_dict(self):
         return json_safe({"constants": [{"name": c.name, "assumed": c.value, "range": [c.lower, c.upper],
                                      "reason": c.reason} for c in self.constants],
-                      "shifts": [s.to_dict() for s in self.shifts], "notes": self.notes})
+                      "shifts": [s.to_dict() for s in self.shifts], "notes": self.notes,
+                      "refit_steps": self.refit_steps})
 
     def to_markdown(self, title="Sensitivity to assumed constants"):
         if not self.constants:
             return ""
         rows = [f"### {title}", "", "Constants the fit did not fit and the scene did not state, held at a default; "
-                "each estimate's linearised move with the constant at either end of its prior range:", "",
+                "each estimate's move with the constant at either end of its prior range (" +
+                ("linearised refit" if not self.refit_steps else
+                 f"linearised refit and up to {self.refit_steps} Gauss-Newton steps, each kept where the "
+                 "loss falls") + "):", "",
                 "| estimate | constant | range | assumed | move at lower end | move at upper end | 95 % half-width "
                 "| dominates |", "|---|---|---|---|---|---|---|---|"]
         for s in self.shifts:
@@ -223,6 +228,12 @@ class Sensitivity:
         return "\n".join([s.text + ("  ** dominates **" if s.dominated else "") for s in self.shifts] + self.notes)
 
 
+def _check_refit_steps(refit_steps) -> int:
+    if isinstance(refit_steps, bool) or not isinstance(refit_steps, (int, np.integer)) or refit_steps < 0:
+        raise ValueError(f"refit_steps: expected an integer >= 0, got {refit_steps!r}")
+    return int(refit_steps)
+
+
 def _half_width(e) -> Optional[float]:
     """95 % half-width of an Estimate in the optimiser's coordinates (None when undetermined)."""
     if e.lower95 is None or e.upper95 is None:
@@ -234,7 +245,7 @@ def _half_width(e) -> Optional[float]:
 
 def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, assumed: Sequence[AssumedConstant],
                            report: FitReport, jacobian=None, fd_step: Optional[float] = None,
-                           mark: bool = True) -> Sensitivity:
+                           mark: bool = True, refit_steps: int = 0) -> Sensitivity:
     """How far each estimate of `report` moves over each assumed constant's prior range (module
     docstring); call at the estimate (the Params hold it, as after `fit_report`).
 
@@ -244,8 +255,11 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     "ok" estimate that a constant dominates to "assumption-dominated" and add a note to the
     report.  A rollout that blows up at a range end is noted and that end left out; one past the
     simulator's stability limit (a StabilityWarning, e.g. kf = 1000 at a coarse dt) is noted as doubtful.
+    refit_steps: Gauss-Newton steps past the linearised refit at each end (`_broyden_refit`: one forward
+    rollout each, Broyden-updated Jacobian, kept only where the loss falls); 0 is the linearised refit alone.
     """
     params = as_params(params)
+    refit_steps = _check_refit_steps(refit_steps)
     assumed = list(assumed)
     if not all(isinstance(c, AssumedConstant) for c in assumed):
         raise ValueError(f"assumed: expected a list of AssumedConstant, got {assumed!r}")
@@ -261,8 +275,9 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     if J.shape[1] != len(report.estimates):
         raise ValueError(f"report: {len(report.estimates)} estimates for {J.shape[1]} parameter coordinates")
     notes, shifts = [], []
-    _add_shifts(residuals, J, r0, assumed, report.estimates, range(len(report.estimates)), shifts, notes)
-    sens = Sensitivity(shifts, assumed, notes)
+    _add_shifts(residuals, J, r0, assumed, report.estimates, range(len(report.estimates)), shifts, notes,
+                params, refit_steps)
+    sens = Sensitivity(shifts, assumed, notes, refit_steps)
     if mark:
         _mark_dominated(report, sens, lambda s: f"the interval assumes {s.constant} = {s.value:.4g}")
     return sens
@@ -302,9 +317,10 @@ def _end_residuals(residuals, c, end, r0, notes):
     return r
 
 
-def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes):
+def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, params=None, refit_steps=0):
     """Append a Shift per (estimate, constant): the linearised refit of the coordinates `columns`
-    of J (the estimates `estimates[i]` for i in columns) with each constant at its range ends."""
+    of J (the estimates `estimates[i]` for i in columns) with each constant at its range ends, carried on by
+    `refit_steps` Gauss-Newton steps (`_broyden_refit`; needs `params`)."""
     columns = list(columns)
     Jc = J[:, columns]
     pinv = np.linalg.pinv(Jc.T @ Jc, rcond=1e-12)
@@ -314,6 +330,8 @@ def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes):
             for end in ("lower", "upper"):
                 r = _end_residuals(residuals, c, end, r0, notes)
                 moves[end] = None if r is None else -(pinv @ (Jc.T @ (r - r0)))
+                if moves[end] is not None and refit_steps > 0:
+                    moves[end] = _broyden_refit(residuals, params, Jc, columns, r0, r, moves[end], refit_steps)
         finally:
             c.write(float(c.value))
         for k, i in enumerate(columns):
@@ -326,9 +344,50 @@ def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes):
                                 hw is not None and biggest > hw))
 
 
+def _broyden_refit(residuals, params, Jc, columns, r0, r_end, move, steps):
+    """The refit of the coordinates `columns` with a constant at a range end (already written), beyond the
+    linearised step `move`: Gauss-Newton steps dx = -(J^T J)^+ (J^T r(x) - Jc^T r0) whose Jacobian J starts as the
+    estimate's `Jc` and takes Broyden's rank-one update from each step's own change of the residuals (one forward
+    rollout a step, no new Jacobian), each step kept only where it lowers |r|^2 (else halved, up to 3 times; a
+    failed or non-finite rollout counts as not lower).  Jc^T r0, the estimate's own gradient (not quite zero
+    where the fit stopped short or on a bound), is the offset the linearised refit also keeps, so the first step
+    is `move` itself.  Why: the linearised refit is exact only where the residuals are linear in the estimate over
+    the move; where the constant shifts a contact event (a skin's thickness, when a bounce ends) the data's
+    preferred value moves non-linearly and one step can understate the move manyfold (benchmarks/RESULTS.md, the
+    ball clip: +1 % linearised against +9 % refitted).  Returns the move (columns' coordinates); the Params are
+    restored."""
+    from .params import pack, unpack
+    x0 = pack(params).astype(np.float64)
+    x, r_x, step = x0.copy(), np.asarray(r_end, dtype=np.float64), np.asarray(move, dtype=np.float64)
+    J, offset = Jc.copy(), Jc.T @ r0
+    try:
+        for _ in range(steps + 1):
+            for halving in range(4):
+                trial = x.copy()
+                trial[columns] += step * 0.5 ** halving
+                unpack(params, trial)
+                trial = pack(params).astype(np.float64)         # bounds clamp
+                try:
+                    r = np.asarray(np.ravel(residuals()), dtype=np.float64)
+                except SimulationError:
+                    continue
+                if np.all(np.isfinite(r)) and float(r @ r) < float(r_x @ r_x):
+                    break
+            else:
+                break                                           # no step lowers the loss: x is the refit
+            dx = (trial - x)[columns]
+            if float(dx @ dx) > 0.0:                            # Broyden: J dx = the residuals' change
+                J += np.outer((r - r_x) - J @ dx, dx) / float(dx @ dx)
+            x, r_x = trial, r
+            step = -(np.linalg.pinv(J.T @ J, rcond=1e-12) @ (J.T @ r_x - offset))
+    finally:
+        unpack(params, x0)
+    return (x - x0)[columns]
+
+
 def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, nuisance: Sequence[str],
                          report: FitReport, jacobian=None, fd_step: Optional[float] = None,
-                         reasons: Optional[dict] = None, mark: bool = True) -> Sensitivity:
+                         reasons: Optional[dict] = None, mark: bool = True, refit_steps: int = 0) -> Sensitivity:
     """The nuisance constants the data did not pin down, profiled over their ranges.
 
     A nuisance constant (a contact constant nobody measured, fitted jointly with the values of
@@ -339,10 +398,12 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
     and refits the values of interest linearly (the other columns of J, nuisance ones included),
     as `assumption_sensitivity` does for an assumed constant.
 
-    nuisance: names of Params in `params` fitted as nuisance.  reasons: {name: why that range}.
+    nuisance: names of Params in `params` fitted as nuisance.  reasons: {name: why that range}.  refit_steps: as
+    in `assumption_sensitivity`.
     Returns a Sensitivity over the estimates that are not nuisance (empty when every nuisance is
     determined); with mark, those that move by more than their interval are "assumption-dominated"."""
     params = as_params(params)
+    refit_steps = _check_refit_steps(refit_steps)
     names = [p.name for p in params]
     missing = [n for n in nuisance if n not in names]
     if missing:
@@ -385,9 +446,9 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
         # nuisance constants that are free too (each is profiled on its own)
         refit = [k for j in range(len(params)) if j != i and j not in free for k in cols[j]]
         before = len(shifts)
-        _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes)
+        _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes, params, refit_steps)
         shifts[before:] = [s for s in shifts[before:] if s.estimate not in nuisance]
-    sens = Sensitivity(shifts, constants, notes)
+    sens = Sensitivity(shifts, constants, notes, refit_steps)
     if mark:
         _mark_dominated(report, sens, lambda s: f"{s.constant} is a nuisance constant the footage does not determine")
     return sens
