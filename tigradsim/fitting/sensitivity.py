@@ -141,7 +141,10 @@ class Shift:
     log-space values) with the constant at its lower / upper end (None: that rollout failed);
     change_lower, change_upper: the same as a relative change of the value (log space) or in the
     value's units; half_width: the estimate's 95 % half-width in the same coordinates as the shift
-    (None when undetermined); dominated: max |shift| > half_width."""
+    (None when undetermined); dominated: max |shift| > half_width; loss_ratio_lower, loss_ratio_upper: |r|^2 with
+    the constant at that end over |r|^2 at the estimate, after the refit where the sensitivity refitted
+    (`refit_steps`), else before it (an upper bound): an end whose ratio is far above 1 is one the footage
+    itself rules out, so its move overstates what is unknown (None: not measured or the rollout failed)."""
 
     estimate: str
     constant: str
@@ -153,6 +156,8 @@ class Shift:
     shift_upper: Optional[float]
     half_width: Optional[float]
     dominated: bool
+    loss_ratio_lower: Optional[float] = None
+    loss_ratio_upper: Optional[float] = None
 
     @property
     def largest(self) -> float:
@@ -177,7 +182,8 @@ class Shift:
                       "assumed": self.value, "log_space": self.log_space, "shift_lower": self.shift_lower,
                       "shift_upper": self.shift_upper, "change_lower": rel(self.shift_lower),
                       "change_upper": rel(self.shift_upper), "half_width": self.half_width,
-                      "dominated": self.dominated, "text": self.text})
+                      "dominated": self.dominated, "loss_ratio_lower": self.loss_ratio_lower,
+                      "loss_ratio_upper": self.loss_ratio_upper, "text": self.text})
 
 
 @dataclass
@@ -188,7 +194,7 @@ class Sensitivity:
     shifts: list
     constants: list
     notes: list = dc_field(default_factory=list)
-    refit_steps: int = 0          # Gauss-Newton steps past the linearised refit (0: linearised only)
+    refit_steps: int = 0          # Levenberg-Marquardt iterations past the linearised refit (0: linearised only)
 
     @property
     def dominated(self) -> list:
@@ -210,22 +216,29 @@ class Sensitivity:
         rows = [f"### {title}", "", "Constants the fit did not fit and the scene did not state, held at a default; "
                 "each estimate's move with the constant at either end of its prior range (" +
                 ("linearised refit" if not self.refit_steps else
-                 f"linearised refit and up to {self.refit_steps} Gauss-Newton steps, each kept where the "
-                 "loss falls") + "):", "",
+                 f"refitted: the linearised refit, then up to {self.refit_steps} Levenberg-Marquardt "
+                 "iterations") + "):", "",
                 "| estimate | constant | range | assumed | move at lower end | move at upper end | 95 % half-width "
-                "| dominates |", "|---|---|---|---|---|---|---|---|"]
+                "| dominates | loss at the ends / at the estimate |", "|---|---|---|---|---|---|---|---|---|"]
         for s in self.shifts:
             hw = ("-" if s.half_width is None else
                   f"{relative_change(s.half_width) * 100:.3g} %" if s.log_space else f"{s.half_width:.4g}")
             rows.append(f"| {s.estimate} | {s.constant} | [{s.lower:.4g}, {s.upper:.4g}] | {s.value:.4g} | "
                         f"{s._change(s.shift_lower)} | {s._change(s.shift_upper)} | {hw} | "
-                        f"{'**yes**' if s.dominated else 'no'} |")
+                        f"{'**yes**' if s.dominated else 'no'} | {_ratio(s.loss_ratio_lower)} / "
+                        f"{_ratio(s.loss_ratio_upper)} |")
+        rows += ["", "(loss at an end: with the constant there, " + ("after the refit" if self.refit_steps else
+                 "before refitting, an upper bound") + "; far above 1, the footage itself rules that end out)"]
         rows += [""] + [f"- {c.name} in [{c.lower:.4g}, {c.upper:.4g}]: {c.reason}" for c in self.constants if c.reason]
         rows += [f"- {n}" for n in self.notes]
         return "\n".join(rows) + "\n"
 
     def __str__(self):
         return "\n".join([s.text + ("  ** dominates **" if s.dominated else "") for s in self.shifts] + self.notes)
+
+
+def _ratio(x) -> str:
+    return "-" if x is None else f"{x:.3g}"
 
 
 def _check_refit_steps(refit_steps) -> int:
@@ -255,8 +268,8 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     "ok" estimate that a constant dominates to "assumption-dominated" and add a note to the
     report.  A rollout that blows up at a range end is noted and that end left out; one past the
     simulator's stability limit (a StabilityWarning, e.g. kf = 1000 at a coarse dt) is noted as doubtful.
-    refit_steps: Gauss-Newton steps past the linearised refit at each end (`_broyden_refit`: one forward
-    rollout each, Broyden-updated Jacobian, kept only where the loss falls); 0 is the linearised refit alone.
+    refit_steps: Levenberg-Marquardt iterations past the linearised refit at each end (`_refit_at_end`: a fresh
+    finite-difference Jacobian each, 2 n + 1 forward rollouts or more); 0 is the linearised refit alone.
     """
     params = as_params(params)
     refit_steps = _check_refit_steps(refit_steps)
@@ -317,21 +330,25 @@ def _end_residuals(residuals, c, end, r0, notes):
     return r
 
 
-def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, params=None, refit_steps=0):
+def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, refit_params=None, refit_steps=0):
     """Append a Shift per (estimate, constant): the linearised refit of the coordinates `columns`
     of J (the estimates `estimates[i]` for i in columns) with each constant at its range ends, carried on by
-    `refit_steps` Gauss-Newton steps (`_broyden_refit`; needs `params`)."""
+    `refit_steps` Levenberg-Marquardt iterations (`_refit_at_end`; refit_params: the Params whose packed
+    coordinates are `columns`)."""
     columns = list(columns)
     Jc = J[:, columns]
     pinv = np.linalg.pinv(Jc.T @ Jc, rcond=1e-12)
+    loss0 = float(r0 @ r0)
     for c in constants:
-        moves = {}
+        moves, ratios = {}, {}
         try:
             for end in ("lower", "upper"):
                 r = _end_residuals(residuals, c, end, r0, notes)
                 moves[end] = None if r is None else -(pinv @ (Jc.T @ (r - r0)))
+                loss = None if r is None else float(r @ r)
                 if moves[end] is not None and refit_steps > 0:
-                    moves[end] = _broyden_refit(residuals, params, Jc, columns, r0, r, moves[end], refit_steps)
+                    moves[end], loss = _refit_at_end(residuals, refit_params, r, moves[end], refit_steps)
+                ratios[end] = None if loss is None or loss0 <= 0.0 else loss / loss0
         finally:
             c.write(float(c.value))
         for k, i in enumerate(columns):
@@ -341,48 +358,35 @@ def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, 
             hw = _half_width(e)
             biggest = max((abs(s) for s in (lo, hi) if s is not None), default=0.0)
             shifts.append(Shift(e.name, c.name, c.lower, c.upper, c.value, e.log_space, lo, hi, hw,
-                                hw is not None and biggest > hw))
+                                hw is not None and biggest > hw, ratios["lower"], ratios["upper"]))
 
 
-def _broyden_refit(residuals, params, Jc, columns, r0, r_end, move, steps):
-    """The refit of the coordinates `columns` with a constant at a range end (already written), beyond the
-    linearised step `move`: Gauss-Newton steps dx = -(J^T J)^+ (J^T r(x) - Jc^T r0) whose Jacobian J starts as the
-    estimate's `Jc` and takes Broyden's rank-one update from each step's own change of the residuals (one forward
-    rollout a step, no new Jacobian), each step kept only where it lowers |r|^2 (else halved, up to 3 times; a
-    failed or non-finite rollout counts as not lower).  Jc^T r0, the estimate's own gradient (not quite zero
-    where the fit stopped short or on a bound), is the offset the linearised refit also keeps, so the first step
-    is `move` itself.  Why: the linearised refit is exact only where the residuals are linear in the estimate over
-    the move; where the constant shifts a contact event (a skin's thickness, when a bounce ends) the data's
-    preferred value moves non-linearly and one step can understate the move manyfold (benchmarks/RESULTS.md, the
-    ball clip: +1 % linearised against +9 % refitted).  Returns the move (columns' coordinates); the Params are
+def _refit_at_end(residuals, refit_params, r_end, move, steps):
+    """The refit of `refit_params` (the Params whose packed coordinates are the shifted columns) with a constant at
+    a range end (already written): `levenberg_marquardt.least_squares` for `steps` iterations (each a fresh
+    central-difference Jacobian, 2 n + 1 forward rollouts or more), from the linearised refit `move` where that
+    lowers |r|^2 below the estimate's `r_end` there, else from the estimate.  Why: the linearised refit is exact
+    only where the residuals are linear in the estimate over the move; a constant that changes how a contact
+    behaves (friction viscous up to walking speed at a small kf, a contact skin) moves the data's preferred value
+    non-linearly, and one step can understate the move manyfold (benchmarks/RESULTS.md, the Warp push clip's
+    mass over ground.kf: +3.7 % linearised against +47 % refitted).  A rollout that fails on the way leaves the
+    linearised move (and the loss None).  Returns (move in packed coordinates, |r|^2 there); the Params are
     restored."""
+    from .levenberg_marquardt import least_squares
     from .params import pack, unpack
-    x0 = pack(params).astype(np.float64)
-    x, r_x, step = x0.copy(), np.asarray(r_end, dtype=np.float64), np.asarray(move, dtype=np.float64)
-    J, offset = Jc.copy(), Jc.T @ r0
+    x0 = pack(refit_params).astype(np.float64)
     try:
-        for _ in range(steps + 1):
-            for halving in range(4):
-                trial = x.copy()
-                trial[columns] += step * 0.5 ** halving
-                unpack(params, trial)
-                trial = pack(params).astype(np.float64)         # bounds clamp
-                try:
-                    r = np.asarray(np.ravel(residuals()), dtype=np.float64)
-                except SimulationError:
-                    continue
-                if np.all(np.isfinite(r)) and float(r @ r) < float(r_x @ r_x):
-                    break
-            else:
-                break                                           # no step lowers the loss: x is the refit
-            dx = (trial - x)[columns]
-            if float(dx @ dx) > 0.0:                            # Broyden: J dx = the residuals' change
-                J += np.outer((r - r_x) - J @ dx, dx) / float(dx @ dx)
-            x, r_x = trial, r
-            step = -(np.linalg.pinv(J.T @ J, rcond=1e-12) @ (J.T @ r_x - offset))
+        unpack(refit_params, x0 + move)
+        r = np.asarray(np.ravel(residuals()), dtype=np.float64)
+        if not (np.all(np.isfinite(r)) and float(r @ r) < float(r_end @ r_end)):
+            unpack(refit_params, x0)
+        least_squares(residuals, refit_params, iters=steps, fd_step=1e-3, log_every=0, printer=None)
+        r = np.asarray(np.ravel(residuals()), dtype=np.float64)        # where it ended (LM's last record may not be)
+        return pack(refit_params).astype(np.float64) - x0, float(r @ r)
+    except SimulationError:
+        return np.asarray(move, dtype=np.float64), None
     finally:
-        unpack(params, x0)
-    return (x - x0)[columns]
+        unpack(refit_params, x0)
 
 
 def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, nuisance: Sequence[str],
@@ -446,7 +450,8 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
         # nuisance constants that are free too (each is profiled on its own)
         refit = [k for j in range(len(params)) if j != i and j not in free for k in cols[j]]
         before = len(shifts)
-        _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes, params, refit_steps)
+        _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes,
+                    [params[j] for j in range(len(params)) if j != i and j not in free], refit_steps)
         shifts[before:] = [s for s in shifts[before:] if s.estimate not in nuisance]
     sens = Sensitivity(shifts, constants, notes, refit_steps)
     if mark:
