@@ -60,6 +60,7 @@ def test_refit_steps_reach_the_refit_the_linearised_move_misses(problem):
         assert getattr(shift, f"loss_ratio_{end}") == pytest.approx(loss / loss_hat, rel=1e-3)
         assert getattr(linear, f"loss_ratio_{end}") > getattr(shift, f"loss_ratio_{end}") > 1.0
     assert x.value()[0] == pytest.approx(x_hat) and constant["c"] == 0.0             # restored
+    assert refit.preferred_ends == [] and not any("fits better" in w for w in refit.warnings())
     assert refit.refit_steps == 6 and refit.to_dict()["refit_steps"] == 6
     assert "then up to 6 Levenberg-Marquardt iterations" in refit.to_markdown()
     assert "linearised refit)" in assumption_sensitivity(residuals, [x], [assumed], report, mark=False).to_markdown()
@@ -70,3 +71,18 @@ def test_refit_steps_is_checked(problem):
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match=r"refit_steps: expected an integer >= 0, got"):
             assumption_sensitivity(residuals, [x], [assumed], report, refit_steps=bad)
+
+
+def test_an_end_the_footage_prefers_is_said(problem):
+    """An assumed constant whose range end fits better than its assumed value (the data were made at c = 0.5, the
+    scene assumes c = 0): the shift's loss ratio there is below 1 and the warnings say to state or fit it."""
+    residuals, x, report, _, constant = problem
+    moved = AssumedConstant("c", 0.0, -1.0, 0.5, write=lambda v: constant.update(c=v - 0.5))
+    constant["c"] = -0.5
+    try:
+        sens = assumption_sensitivity(residuals, [x], [moved], report, mark=False, refit_steps=4)
+    finally:
+        constant["c"] = 0.0
+    (c, end, ratio), = sens.preferred_ends
+    assert (c, end) == ("c", 0.5) and ratio < 0.95 and sens.shifts[0].loss_ratio_upper == ratio
+    assert any(w.startswith("the footage fits better with c = 0.5 than at the assumed 0") for w in sens.warnings())

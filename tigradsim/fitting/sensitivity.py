@@ -200,9 +200,27 @@ class Sensitivity:
     def dominated(self) -> list:
         return [s for s in self.shifts if s.dominated]
 
+    @property
+    def preferred_ends(self) -> list:
+        """[(constant, end value, loss ratio)]: range ends where the footage fits better than at the assumed value
+        by more than the ties' relative rule (`ties.TIE_RTOL`: losses within 5 % are equally good), each constant
+        once (its lowest ratio): the assumed value is not what the footage says."""
+        from .ties import TIE_RTOL
+        best = {}
+        for s in self.shifts:
+            for end, ratio in ((s.lower, s.loss_ratio_lower), (s.upper, s.loss_ratio_upper)):
+                if ratio is not None and ratio < 1.0 - TIE_RTOL and ratio < best.get(s.constant, (0, 1.0))[1]:
+                    best[s.constant] = (end, ratio)
+        return [(c, end, ratio) for c, (end, ratio) in best.items()]
+
     def warnings(self) -> list:
-        """One sentence per estimate an assumed constant moves by more than its interval."""
-        return [f"assumed constant dominates an estimate: {s.text}" for s in self.dominated]
+        """One sentence per estimate an assumed constant moves by more than its interval, and per constant whose
+        range end fits the footage better than its assumed value (`preferred_ends`)."""
+        values = {c.name: c.value for c in self.constants}
+        return [f"assumed constant dominates an estimate: {s.text}" for s in self.dominated] + \
+            [f"the footage fits better with {c} = {end:.4g} than at the assumed {values[c]:.4g} (loss x{ratio:.3g}"
+             + (")" if self.refit_steps else ", before refitting)") + ": state it, or fit it ([fit] contact_constants "
+             "= \"nuisance\" or an [unknowns] entry)" for c, end, ratio in self.preferred_ends]
 
     def to_dict(self):
         return json_safe({"constants": [{"name": c.name, "assumed": c.value, "range": [c.lower, c.upper],
