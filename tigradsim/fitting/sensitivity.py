@@ -141,7 +141,10 @@ class Shift:
     log-space values) with the constant at its lower / upper end (None: that rollout failed);
     change_lower, change_upper: the same as a relative change of the value (log space) or in the
     value's units; half_width: the estimate's 95 % half-width in the same coordinates as the shift
-    (None when undetermined); dominated: max |shift| > half_width."""
+    (None when undetermined); dominated: max |shift| > half_width; loss_ratio_lower, loss_ratio_upper: |r|^2 with
+    the constant at that end over |r|^2 at the estimate, after the refit where the sensitivity refitted
+    (`refit_steps`), else before it (an upper bound): an end whose ratio is far above 1 is one the footage
+    itself rules out, so its move overstates what is unknown (None: not measured or the rollout failed)."""
 
     estimate: str
     constant: str
@@ -153,6 +156,8 @@ class Shift:
     shift_upper: Optional[float]
     half_width: Optional[float]
     dominated: bool
+    loss_ratio_lower: Optional[float] = None
+    loss_ratio_upper: Optional[float] = None
 
     @property
     def largest(self) -> float:
@@ -177,7 +182,8 @@ class Shift:
                       "assumed": self.value, "log_space": self.log_space, "shift_lower": self.shift_lower,
                       "shift_upper": self.shift_upper, "change_lower": rel(self.shift_lower),
                       "change_upper": rel(self.shift_upper), "half_width": self.half_width,
-                      "dominated": self.dominated, "text": self.text})
+                      "dominated": self.dominated, "loss_ratio_lower": self.loss_ratio_lower,
+                      "loss_ratio_upper": self.loss_ratio_upper, "text": self.text})
 
 
 @dataclass
@@ -188,39 +194,75 @@ class Sensitivity:
     shifts: list
     constants: list
     notes: list = dc_field(default_factory=list)
+    refit_steps: int = 0          # Levenberg-Marquardt iterations past the linearised refit (0: linearised only)
 
     @property
     def dominated(self) -> list:
         return [s for s in self.shifts if s.dominated]
 
+    @property
+    def preferred_ends(self) -> list:
+        """[(constant, end value, loss ratio)]: range ends where the footage fits better than at the assumed value
+        by more than the ties' relative rule (`ties.TIE_RTOL`: losses within 5 % are equally good), each constant
+        once (its lowest ratio): the assumed value is not what the footage says."""
+        from .ties import TIE_RTOL
+        best = {}
+        for s in self.shifts:
+            for end, ratio in ((s.lower, s.loss_ratio_lower), (s.upper, s.loss_ratio_upper)):
+                if ratio is not None and ratio < 1.0 - TIE_RTOL and ratio < best.get(s.constant, (0, 1.0))[1]:
+                    best[s.constant] = (end, ratio)
+        return [(c, end, ratio) for c, (end, ratio) in best.items()]
+
     def warnings(self) -> list:
-        """One sentence per estimate an assumed constant moves by more than its interval."""
-        return [f"assumed constant dominates an estimate: {s.text}" for s in self.dominated]
+        """One sentence per estimate an assumed constant moves by more than its interval, and per constant whose
+        range end fits the footage better than its assumed value (`preferred_ends`)."""
+        values = {c.name: c.value for c in self.constants}
+        return [f"assumed constant dominates an estimate: {s.text}" for s in self.dominated] + \
+            [f"the footage fits better with {c} = {end:.4g} than at the assumed {values[c]:.4g} (loss x{ratio:.3g}"
+             + (")" if self.refit_steps else ", before refitting)") + ": state it, or fit it ([fit] contact_constants "
+             "= \"nuisance\" or an [unknowns] entry)" for c, end, ratio in self.preferred_ends]
 
     def to_dict(self):
         return json_safe({"constants": [{"name": c.name, "assumed": c.value, "range": [c.lower, c.upper],
                                      "reason": c.reason} for c in self.constants],
-                      "shifts": [s.to_dict() for s in self.shifts], "notes": self.notes})
+                      "shifts": [s.to_dict() for s in self.shifts], "notes": self.notes,
+                      "refit_steps": self.refit_steps})
 
     def to_markdown(self, title="Sensitivity to assumed constants"):
         if not self.constants:
             return ""
         rows = [f"### {title}", "", "Constants the fit did not fit and the scene did not state, held at a default; "
-                "each estimate's linearised move with the constant at either end of its prior range:", "",
+                "each estimate's move with the constant at either end of its prior range (" +
+                ("linearised refit" if not self.refit_steps else
+                 f"refitted: the linearised refit, then up to {self.refit_steps} Levenberg-Marquardt "
+                 "iterations") + "):", "",
                 "| estimate | constant | range | assumed | move at lower end | move at upper end | 95 % half-width "
-                "| dominates |", "|---|---|---|---|---|---|---|---|"]
+                "| dominates | loss at the ends / at the estimate |", "|---|---|---|---|---|---|---|---|---|"]
         for s in self.shifts:
             hw = ("-" if s.half_width is None else
                   f"{relative_change(s.half_width) * 100:.3g} %" if s.log_space else f"{s.half_width:.4g}")
             rows.append(f"| {s.estimate} | {s.constant} | [{s.lower:.4g}, {s.upper:.4g}] | {s.value:.4g} | "
                         f"{s._change(s.shift_lower)} | {s._change(s.shift_upper)} | {hw} | "
-                        f"{'**yes**' if s.dominated else 'no'} |")
+                        f"{'**yes**' if s.dominated else 'no'} | {_ratio(s.loss_ratio_lower)} / "
+                        f"{_ratio(s.loss_ratio_upper)} |")
+        rows += ["", "(loss at an end: with the constant there, " + ("after the refit" if self.refit_steps else
+                 "before refitting, an upper bound") + "; far above 1, the footage itself rules that end out)"]
         rows += [""] + [f"- {c.name} in [{c.lower:.4g}, {c.upper:.4g}]: {c.reason}" for c in self.constants if c.reason]
         rows += [f"- {n}" for n in self.notes]
         return "\n".join(rows) + "\n"
 
     def __str__(self):
         return "\n".join([s.text + ("  ** dominates **" if s.dominated else "") for s in self.shifts] + self.notes)
+
+
+def _ratio(x) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _check_refit_steps(refit_steps) -> int:
+    if isinstance(refit_steps, bool) or not isinstance(refit_steps, (int, np.integer)) or refit_steps < 0:
+        raise ValueError(f"refit_steps: expected an integer >= 0, got {refit_steps!r}")
+    return int(refit_steps)
 
 
 def _half_width(e) -> Optional[float]:
@@ -234,7 +276,7 @@ def _half_width(e) -> Optional[float]:
 
 def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, assumed: Sequence[AssumedConstant],
                            report: FitReport, jacobian=None, fd_step: Optional[float] = None,
-                           mark: bool = True) -> Sensitivity:
+                           mark: bool = True, refit_steps: int = 0) -> Sensitivity:
     """How far each estimate of `report` moves over each assumed constant's prior range (module
     docstring); call at the estimate (the Params hold it, as after `fit_report`).
 
@@ -244,8 +286,11 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     "ok" estimate that a constant dominates to "assumption-dominated" and add a note to the
     report.  A rollout that blows up at a range end is noted and that end left out; one past the
     simulator's stability limit (a StabilityWarning, e.g. kf = 1000 at a coarse dt) is noted as doubtful.
+    refit_steps: Levenberg-Marquardt iterations past the linearised refit at each end (`_refit_at_end`: a fresh
+    finite-difference Jacobian each, 2 n + 1 forward rollouts or more); 0 is the linearised refit alone.
     """
     params = as_params(params)
+    refit_steps = _check_refit_steps(refit_steps)
     assumed = list(assumed)
     if not all(isinstance(c, AssumedConstant) for c in assumed):
         raise ValueError(f"assumed: expected a list of AssumedConstant, got {assumed!r}")
@@ -261,8 +306,9 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     if J.shape[1] != len(report.estimates):
         raise ValueError(f"report: {len(report.estimates)} estimates for {J.shape[1]} parameter coordinates")
     notes, shifts = [], []
-    _add_shifts(residuals, J, r0, assumed, report.estimates, range(len(report.estimates)), shifts, notes)
-    sens = Sensitivity(shifts, assumed, notes)
+    _add_shifts(residuals, J, r0, assumed, report.estimates, range(len(report.estimates)), shifts, notes,
+                params, refit_steps)
+    sens = Sensitivity(shifts, assumed, notes, refit_steps)
     if mark:
         _mark_dominated(report, sens, lambda s: f"the interval assumes {s.constant} = {s.value:.4g}")
     return sens
@@ -302,18 +348,25 @@ def _end_residuals(residuals, c, end, r0, notes):
     return r
 
 
-def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes):
+def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, refit_params=None, refit_steps=0):
     """Append a Shift per (estimate, constant): the linearised refit of the coordinates `columns`
-    of J (the estimates `estimates[i]` for i in columns) with each constant at its range ends."""
+    of J (the estimates `estimates[i]` for i in columns) with each constant at its range ends, carried on by
+    `refit_steps` Levenberg-Marquardt iterations (`_refit_at_end`; refit_params: the Params whose packed
+    coordinates are `columns`)."""
     columns = list(columns)
     Jc = J[:, columns]
     pinv = np.linalg.pinv(Jc.T @ Jc, rcond=1e-12)
+    loss0 = float(r0 @ r0)
     for c in constants:
-        moves = {}
+        moves, ratios = {}, {}
         try:
             for end in ("lower", "upper"):
                 r = _end_residuals(residuals, c, end, r0, notes)
                 moves[end] = None if r is None else -(pinv @ (Jc.T @ (r - r0)))
+                loss = None if r is None else float(r @ r)
+                if moves[end] is not None and refit_steps > 0:
+                    moves[end], loss = _refit_at_end(residuals, refit_params, r, moves[end], refit_steps)
+                ratios[end] = None if loss is None or loss0 <= 0.0 else loss / loss0
         finally:
             c.write(float(c.value))
         for k, i in enumerate(columns):
@@ -323,12 +376,40 @@ def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes):
             hw = _half_width(e)
             biggest = max((abs(s) for s in (lo, hi) if s is not None), default=0.0)
             shifts.append(Shift(e.name, c.name, c.lower, c.upper, c.value, e.log_space, lo, hi, hw,
-                                hw is not None and biggest > hw))
+                                hw is not None and biggest > hw, ratios["lower"], ratios["upper"]))
+
+
+def _refit_at_end(residuals, refit_params, r_end, move, steps):
+    """The refit of `refit_params` (the Params whose packed coordinates are the shifted columns) with a constant at
+    a range end (already written): `levenberg_marquardt.least_squares` for `steps` iterations (each a fresh
+    central-difference Jacobian, 2 n + 1 forward rollouts or more), from the linearised refit `move` where that
+    lowers |r|^2 below the estimate's `r_end` there, else from the estimate.  Why: the linearised refit is exact
+    only where the residuals are linear in the estimate over the move; a constant that changes how a contact
+    behaves (friction viscous up to walking speed at a small kf, a contact skin) moves the data's preferred value
+    non-linearly, and one step can understate the move manyfold (benchmarks/RESULTS.md, the Warp push clip's
+    mass over ground.kf: +3.7 % linearised against +47 % refitted).  A rollout that fails on the way leaves the
+    linearised move (and the loss None).  Returns (move in packed coordinates, |r|^2 there); the Params are
+    restored."""
+    from .levenberg_marquardt import least_squares
+    from .params import pack, unpack
+    x0 = pack(refit_params).astype(np.float64)
+    try:
+        unpack(refit_params, x0 + move)
+        r = np.asarray(np.ravel(residuals()), dtype=np.float64)
+        if not (np.all(np.isfinite(r)) and float(r @ r) < float(r_end @ r_end)):
+            unpack(refit_params, x0)
+        least_squares(residuals, refit_params, iters=steps, fd_step=1e-3, log_every=0, printer=None)
+        r = np.asarray(np.ravel(residuals()), dtype=np.float64)        # where it ended (LM's last record may not be)
+        return pack(refit_params).astype(np.float64) - x0, float(r @ r)
+    except SimulationError:
+        return np.asarray(move, dtype=np.float64), None
+    finally:
+        unpack(refit_params, x0)
 
 
 def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, nuisance: Sequence[str],
                          report: FitReport, jacobian=None, fd_step: Optional[float] = None,
-                         reasons: Optional[dict] = None, mark: bool = True) -> Sensitivity:
+                         reasons: Optional[dict] = None, mark: bool = True, refit_steps: int = 0) -> Sensitivity:
     """The nuisance constants the data did not pin down, profiled over their ranges.
 
     A nuisance constant (a contact constant nobody measured, fitted jointly with the values of
@@ -339,10 +420,12 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
     and refits the values of interest linearly (the other columns of J, nuisance ones included),
     as `assumption_sensitivity` does for an assumed constant.
 
-    nuisance: names of Params in `params` fitted as nuisance.  reasons: {name: why that range}.
+    nuisance: names of Params in `params` fitted as nuisance.  reasons: {name: why that range}.  refit_steps: as
+    in `assumption_sensitivity`.
     Returns a Sensitivity over the estimates that are not nuisance (empty when every nuisance is
     determined); with mark, those that move by more than their interval are "assumption-dominated"."""
     params = as_params(params)
+    refit_steps = _check_refit_steps(refit_steps)
     names = [p.name for p in params]
     missing = [n for n in nuisance if n not in names]
     if missing:
@@ -385,9 +468,10 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
         # nuisance constants that are free too (each is profiled on its own)
         refit = [k for j in range(len(params)) if j != i and j not in free for k in cols[j]]
         before = len(shifts)
-        _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes)
+        _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes,
+                    [params[j] for j in range(len(params)) if j != i and j not in free], refit_steps)
         shifts[before:] = [s for s in shifts[before:] if s.estimate not in nuisance]
-    sens = Sensitivity(shifts, constants, notes)
+    sens = Sensitivity(shifts, constants, notes, refit_steps)
     if mark:
         _mark_dominated(report, sens, lambda s: f"{s.constant} is a nuisance constant the footage does not determine")
     return sens

@@ -194,10 +194,11 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     try:
         jac = residual_jacobian(scene.residuals, params)
         stats = frame_statistics(*jac, scene.residual_groups(count=jac[1].size, per_frame=True), frames=frames)
-        sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac)
+        steps = scene.spec.fit.assumption_refit_steps
+        sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac, refit_steps=steps)
         nsens = nuisance_sensitivity(scene.residuals, params, nuisance, report, jacobian=jac,
                                      reasons={u.target: _REASONS[u.tie or u.param] for u in scene.spec.unknowns
-                                              if u.nuisance})
+                                              if u.nuisance}, refit_steps=steps)
         quality = fit_quality(report, noise_floor=scene_noise_floor(scene, frames), iou=iou)
     finally:
         scene.use_frames(K)

@@ -184,6 +184,9 @@ class FitSpec:
     # widens the intervals by their sensitivity over PRIOR_RANGES) or "nuisance" (fitted jointly
     # within PRIOR_RANGES; intervals marginalised, and widened for those the footage cannot determine)
     contact_constants: str = "assume"
+    # Levenberg-Marquardt iterations past the linearised refit when the report moves each estimate over an assumed
+    # (or undetermined nuisance) constant's range (fitting/sensitivity._refit_at_end); 0: linearised only
+    assumption_refit_steps: int = 0
 
     sigma = alias_property("edge_softness")
 

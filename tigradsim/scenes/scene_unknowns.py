@@ -125,7 +125,8 @@ def _parse_fit(file, data):
                                     "blur",
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
-                                    "camera_prior_variance", "refine", "contact_constants"))
+                                    "camera_prior_variance", "refine", "contact_constants",
+                                    "assumption_refit_steps"))
     f = FitSpec()
     f.iterations = t.integer("iterations", f.iterations, minimum=0)
     f.optimizer = t.string("optimizer", f.optimizer, choices=OPTIMIZERS)
@@ -192,6 +193,7 @@ def _parse_fit(file, data):
     f.camera_prior_variance = t.number("camera_prior_variance", f.camera_prior_variance, positive=True)
     f.refine = t.integer("refine", 0, minimum=0)
     f.contact_constants = t.string("contact_constants", f.contact_constants, choices=CONTACT_CONSTANTS)
+    f.assumption_refit_steps = t.integer("assumption_refit_steps", f.assumption_refit_steps, minimum=0)
     return f
 
 
