@@ -171,7 +171,12 @@ Sections (see demos/scenes/*.toml for complete examples):
                    "bodies.X", their contact with EACH OTHER is its
                    own constant "bodies.X", assumed or nuisance apart from "ground.X", within
                    the same PRIOR_RANGES: tigradsim/scenes/pair_constants.py; the name
-                   "bodies" is then reserved)
+                   "bodies" is then reserved),
+                   assumption_refit_steps (0: each assumed constant's move is the linearised
+                   refit; k > 0: then k Levenberg-Marquardt iterations at each range end,
+                   2 n + 1 forward rollouts each; the report gives the loss at each end over
+                   the estimate's either way, and warns where an end fits the footage better
+                   than the assumed value)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a
