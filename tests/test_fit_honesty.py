@@ -251,3 +251,27 @@ def test_a_shift_past_the_float_range_is_reported_not_raised():
                                                                    log_space=True)])
     lower, upper = intervals_with_assumptions(report, sens)["box.mu"]
     assert lower == pytest.approx(0.5 * np.exp(-2.0)) and upper == float("inf")
+
+
+def test_the_misfit_iou_is_the_fitted_frames():
+    """The fit-quality check reads the IoU over the frames the fit used: where the horizon rule left out the frames
+    the model cannot predict (a tumbling box's last 19 of 45), those say nothing of whether the fit reached the
+    data.  One camera (`iou_summary`'s per-frame values) or several (`views_iou`), and the text says which frames."""
+    import taichi as ti
+
+    from tigradsim.scenes.outline_outputs import fitted_iou
+
+    summary = {"mean": 0.64, "per_frame": [1.0, 0.98, 0.95, 0.3, 0.2]}
+    assert fitted_iou(summary, {}, 3) == pytest.approx(0.9767, abs=1e-4)
+    assert fitted_iou(None, {}, 3) is None
+    views = {"a": {"iou": 0.6, "iou_per_frame": [1.0, 0.9, 0.1]}, "b": {"iou": 0.5, "iou_per_frame": [0.8, 0.8, 0.0]}}
+    assert fitted_iou(summary, views, 2) == pytest.approx(0.875)
+    tgs.init(arch="cpu", precision="f64")
+    field = ti.field(ti.f64, shape=(1,))
+    field[0] = 1.0
+    t = np.linspace(0.0, 1.0, 50)
+    report = tgs.fit_report(lambda: (field[0] - 1.0) * t + 0.01 * np.sin(9 * t), [tgs.Param(field, "x")],
+                            noise_floor=1e-4)
+    quality = tgs.fit_quality(report, iou=0.85, iou_frames=26, mark=False)
+    assert quality.misfit and "silhouette IoU over the 26 fitted frames 0.850 < 0.9" in quality.text
+    assert "silhouette IoU 0.950" in tgs.fit_quality(report, iou=0.95, mark=False).text

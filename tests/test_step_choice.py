@@ -96,3 +96,65 @@ def test_the_step_is_doubled_until_every_frame_passes_and_the_cap_is_reported(bl
     # a fixed count: nothing runs, the spec is returned as it is
     fixed = parse_scene(_scene_dict(4))
     assert choose_substeps(fixed, blank, lambda *a: pytest.fail("printed")) == (fixed, None)
+
+
+class _FakePrediction:
+    """What `Scene.predictability` returns, as far as `choose_substeps` reads it."""
+
+    def __init__(self, substeps, horizon, frames):
+        self.dt, self.horizon, self.frames = 1.0 / (30.0 * substeps), horizon, frames
+        self.error = np.where(np.arange(frames) < horizon, 0.1, 3.0)
+        self.disagreement = self.error / 2
+
+
+def _scripted(monkeypatch, horizons, frames=45):
+    """choose_substeps over scenes whose predictable horizon at each count is `horizons[count]` (no rollout)."""
+    import tigradsim.scenes.scene_build as scene_build
+    import tigradsim.scenes.scene_refined as scene_refined
+
+    class Fake:
+        def __init__(self, spec, footage, requires_grad=True):
+            self.substeps = spec.substeps
+
+        def predictability(self, tol):
+            return _FakePrediction(self.substeps, horizons[self.substeps], frames)
+
+    def refined(scene, kind):
+        assert kind == "time_step"
+        new = Fake.__new__(Fake)
+        new.substeps = 2 * scene.substeps
+        return new
+
+    monkeypatch.setattr(scene_build, "Scene", Fake)
+    monkeypatch.setattr(scene_refined, "refined_scene", refined)
+
+
+def test_the_doubling_stops_where_the_horizon_stops_growing(monkeypatch):
+    """The stall rule (no rollout: scripted horizons).  Warp's box drop at the start values had 15 frames within
+    the tolerance at 64 steps a frame, 35 at 128, 19 at 256: the doubling stops at 256 and the fit runs at 128, the
+    count with the longest horizon; the report says "HORIZON STALLED" with the figures.  A horizon that keeps
+    growing is doubled up to the cap as before; a first count whose horizon is frame 0 alone is no stall; equal
+    horizons stall and keep the cheaper count."""
+    d = _auto(min_substeps=64, max_substeps=512)
+    _scripted(monkeypatch, {64: 15, 128: 35, 256: 19, 512: 25})
+    lines = []
+    spec, step = choose_substeps(parse_scene(d), None, lines.append)
+    assert spec.substeps == step["substeps"] == 128 and step["dt"] == pytest.approx(1 / (30.0 * 128))
+    assert step["stalled"] and not step["cap_hit"] and not step["passed"]
+    assert [c["substeps"] for c in step["checks"]] == [64, 128, 256]           # 512 never run
+    assert "HORIZON STALLED: doubling from 128 to 256 steps a frame did not lengthen the predictable horizon " \
+           "(35 -> 19 of 45 frames within)" in step["summary"] and "The fit runs at 128 steps a frame" in step["summary"]
+    assert "Frames 35..44 are not predictable" in step["summary"]
+    assert lines[-2].endswith("(the horizon stopped growing)")
+
+    _scripted(monkeypatch, {64: 15, 128: 20, 256: 30, 512: 40})
+    spec, step = choose_substeps(parse_scene(d), None, lambda *a: None)
+    assert spec.substeps == 512 and step["cap_hit"] and not step["stalled"] and "CAP HIT" in step["summary"]
+
+    _scripted(monkeypatch, {64: 1, 128: 1, 256: 45})
+    spec, step = choose_substeps(parse_scene(d), None, lambda *a: None)
+    assert spec.substeps == 256 and step["passed"] and not step["stalled"]
+
+    _scripted(monkeypatch, {64: 20, 128: 20})
+    spec, step = choose_substeps(parse_scene(d), None, lambda *a: None)
+    assert spec.substeps == 64 and step["stalled"] and [c["substeps"] for c in step["checks"]] == [64, 128]

@@ -34,7 +34,7 @@ import warnings
 
 import numpy as np
 
-from .scenes.outline_outputs import iou_summary, views_outlines, write_outline
+from .scenes.outline_outputs import fitted_iou, iou_summary, views_outlines, write_outline
 
 EXAMPLES = """examples:
   tigradsim render demos/scenes/box_push.toml --out out/box_push_check
@@ -401,7 +401,8 @@ def _fit(args):
         from .core.errors import SimulationError
         from .scenes.assumed import scene_honesty
         try:
-            honesty = scene_honesty(scene, best, horizon["frames_fitted"], None if iou1 is None else iou1["mean"])
+            honesty = scene_honesty(scene, best, horizon["frames_fitted"],
+                                    fitted_iou(iou1, views1, horizon["frames_fitted"]))
         except (ValueError, SimulationError) as exc:      # a rollout near the estimate blew up: say so, keep going
             honesty = {"assumptions": None, "fit_quality": None, "markdown": None, "nuisance": None,
                        "intervals_with_assumptions": {}, "intervals_with_discrepancy": {},
@@ -414,8 +415,7 @@ def _fit(args):
         "loss_initial": _finite(loss0), "loss_final": _finite(loss1),
         "iou_initial": None if iou0 is None else iou0["mean"], "iou_final": None if iou1 is None else iou1["mean"],
         # IoU on the fitted frames (a misfit there: the search's or the model's; past them: its prediction)
-        "iou_final_fitted_frames": (None if iou1 is None or "per_frame" not in iou1 else
-                                    float(np.mean(iou1["per_frame"][:horizon["frames_fitted"]]))),
+        "iou_final_fitted_frames": fitted_iou(iou1, views1, horizon["frames_fitted"]),
         "iou_final_per_frame": None if iou1 is None else iou1.get("per_frame"),
         **({"cameras": views1} if views1 else {}),
         "ambiguous": None if result is None else result.ambiguous,

@@ -537,11 +537,13 @@ def image_noise_floor(target, edge_px: float = EDGE_FLOOR_PX) -> float:
 
 
 def fit_quality(report: FitReport, noise_floor: Optional[float] = None, iou: Optional[float] = None,
-                max_ratio: float = MISFIT_RATIO, min_iou: float = MIN_IOU, mark: bool = True) -> FitQuality:
+                max_ratio: float = MISFIT_RATIO, min_iou: float = MIN_IOU, mark: bool = True,
+                iou_frames: Optional[int] = None) -> FitQuality:
     """Whether the fit reached what the data allow (module docstring, "Misfit").
 
     noise_floor: the residual variance per value the footage allows (default: the report's
-    floor); iou: mean silhouette IoU of the fit, or None.  A fit with s^2_fit > max_ratio *
+    floor); iou: mean silhouette IoU of the fit, or None (iou_frames: the number of leading frames it is the
+    mean over, when not the whole clip: said in the text).  A fit with s^2_fit > max_ratio *
     noise_floor or iou < min_iou is a misfit; with mark, every estimate whose status is "ok" or
     "assumption-dominated" or "at bound" becomes "misfit" and the report gets a note."""
     floor = report.noise_floor if noise_floor is None else noise_floor
@@ -552,15 +554,16 @@ def fit_quality(report: FitReport, noise_floor: Optional[float] = None, iou: Opt
     s2 = report.s2_fit if math.isfinite(report.s2_fit) else 2.0 * report.loss / max(report.residual_count, 1)
     ratio = float(s2 / floor)
     reasons = []
+    iou_name = "silhouette IoU" + ("" if iou_frames is None else f" over the {iou_frames} fitted frames")
     if ratio > max_ratio:
         reasons.append(f"residual {ratio:.3g} x the noise floor (s^2 {s2:.3g} against {floor:.3g}; at most "
                        f"{max_ratio:g} x expected)")
     if iou is not None and iou < min_iou:
-        reasons.append(f"silhouette IoU {iou:.3f} < {min_iou:g}")
+        reasons.append(f"{iou_name} {iou:.3f} < {min_iou:g}")
     misfit = bool(reasons)
     text = ("misfit: " + "; ".join(reasons) + ": the model did not reach the data (another basin, or a model "
             "that cannot follow the footage); the estimates and intervals describe that point only") if misfit \
-        else f"residual {ratio:.3g} x the noise floor" + ("" if iou is None else f", silhouette IoU {iou:.3f}")
+        else f"residual {ratio:.3g} x the noise floor" + ("" if iou is None else f", {iou_name} {iou:.3f}")
     if mark and misfit:
         for e in report.estimates:
             if e.status in ("ok", ASSUMPTION_DOMINATED, "at bound"):

@@ -199,7 +199,8 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
         nsens = nuisance_sensitivity(scene.residuals, params, nuisance, report, jacobian=jac,
                                      reasons={u.target: _REASONS[u.tie or u.param] for u in scene.spec.unknowns
                                               if u.nuisance}, refit_steps=steps)
-        quality = fit_quality(report, noise_floor=scene_noise_floor(scene, frames), iou=iou)
+        quality = fit_quality(report, noise_floor=scene_noise_floor(scene, frames), iou=iou,
+                              iou_frames=frames if frames < K else None)
     finally:
         scene.use_frames(K)
     intervals = intervals_with_assumptions(report, sens, nsens)

@@ -37,6 +37,17 @@ def iou_summary(footage, alpha):
             "per_frame": [round(float(v), 4) for v in iou]}
 
 
+def fitted_iou(iou, views, frames):
+    """The fit's mean silhouette IoU over the first `frames` frames (those fitted: the horizon rule leaves out the
+    frames the model cannot predict, so they say nothing of whether the fit reached the data): from one camera's
+    `iou_summary` `iou`, or over every camera of `views` (`views_iou`) when there are several; None without
+    masks."""
+    from .scene_views import mean_iou
+    if views:
+        return mean_iou(views, frames)
+    return None if iou is None else float(np.mean(iou["per_frame"][:frames]))
+
+
 def views_outlines(scene, out, prefix, before=None):
     """[[cameras]]: every camera's IoU (`views_iou`; {} for one [camera]) at the current values, and
     the outline video and PNG of each camera after the first (`{prefix}_outline_{name}.gif`) in `out`."""

@@ -235,9 +235,11 @@ def views_iou(scene, videos, before=None) -> dict:
     return report
 
 
-def mean_iou(views) -> "float | None":
-    """The mean over cameras of their mean IoU (`views_iou`); None when a camera has no masks."""
-    values = [v["iou"] for v in views.values()]
+def mean_iou(views, frames=None) -> "float | None":
+    """The mean over cameras of their mean IoU (`views_iou`), over their first `frames` frames when given; None
+    when a camera has no masks."""
+    values = [v["iou"] if v["iou"] is None or frames is None else float(np.mean(v["iou_per_frame"][:frames]))
+              for v in views.values()]
     return None if not values or any(v is None for v in values) else float(np.mean(values))
 
 

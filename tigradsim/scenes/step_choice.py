@@ -9,7 +9,16 @@ times, their per-frame silhouette disagreement times the Richardson factor) to R
 at the unknowns' initial values (the file's init; the camera uncorrected) it starts at min_substeps
 steps a frame and doubles the count until every footage frame's estimated model error is within
 horizon_tolerance, or until doubling again would pass max_substeps (the cap: the fit then runs at the
-last count tried and the horizon rule cuts frames as before).  Each check runs two forward rollouts
+last count tried and the horizon rule cuts frames as before), or until a doubling no longer lengthens the
+predictable horizon (the leading frames within the tolerance; "stalled": the fit then runs at the count
+with the longest horizon).  Why the stall rule: where the dt-vs-dt/2 disagreement comes from the step, it
+shrinks at every frame as the step does (first order), so the horizon grows with each doubling; where it
+comes from a motion that amplifies any small difference (a box tumbling and settling on its corners,
+contacts switching), a finer step moves the rollout as much as a coarser one and the horizon stays or even
+shrinks (Warp's box drop at the start values: 15 frames at 64 steps a frame, 35 at 128, 19 at 256, 25 at
+512; benchmarks/RESULTS.md).  Doubling further there buys CPU and no predictability.  A horizon of one frame
+(the first frame alone, where both rollouts start) is not a stall: the step is then too coarse to show
+anything.  Each check runs two forward rollouts
 without gradients (the finer one is the next count's scene, `refined_scene`), so a clip that needs
 k doublings costs rollouts at min_substeps x 2^0 .. 2^(k+1).
 
@@ -39,6 +48,18 @@ def _check_row(substeps, pred) -> dict:
             "passed": bool(pred.horizon >= pred.frames)}
 
 
+def _next_move(checks, max_substeps) -> str:
+    """What the doubling does after the last check: "passed" (every frame within), "stalled" (the horizon did
+    not grow over the previous count's, which had more than the first frame), "cap" (doubling would pass
+    max_substeps) or "double"."""
+    last = checks[-1]
+    if last["passed"]:
+        return "passed"
+    if len(checks) > 1 and checks[-2]["frames_within"] > 1 and last["frames_within"] <= checks[-2]["frames_within"]:
+        return "stalled"
+    return "cap" if 2 * last["substeps"] > max_substeps else "double"
+
+
 def step_summary(report) -> str:
     """One paragraph for the console and estimates.md: the count chosen and the check's figure at each
     count tried, or that the cap was hit."""
@@ -51,19 +72,30 @@ def step_summary(report) -> str:
             f"x{report['richardson_factor']:g}; horizon_tolerance {tol:g} px) per count tried: {figures}.")
     if report["passed"]:
         return head + f"  Every frame is within the tolerance at {report['substeps']} steps a frame."
+    chosen = next(r for r in rows if r["substeps"] == report["substeps"])
+    cut = (f"at {report['substeps']} steps a frame and " +
+           ("[fit] horizon = \"auto\" cuts the frames past the predictable horizon." if report["horizon_auto"]
+            else "fits every frame anyway ([fit] horizon is not \"auto\"): those frames' residuals are "
+            "partly the step's error."))
+    if report.get("stalled"):
+        before, after = rows[-2], rows[-1]
+        return head + (f"  HORIZON STALLED: doubling from {before['substeps']} to {after['substeps']} steps a frame "
+                       f"did not lengthen the predictable horizon ({before['frames_within']} -> "
+                       f"{after['frames_within']} of {after['frames']} frames within): past it the rollouts part "
+                       f"for a reason a finer step does not remove (a motion that amplifies small differences: "
+                       f"tumbling, switching contacts).  The fit runs " + cut +
+                       f"  Frames {chosen['frames_within']}..{chosen['frames'] - 1} are not predictable at any "
+                       f"count tried.")
     return head + (f"  CAP HIT: max_substeps = {report['max_substeps']} is reached with frames "
                    f"{rows[-1]['frames_within']}..{rows[-1]['frames'] - 1} still beyond the tolerance; the fit runs "
-                   f"at {report['substeps']} steps a frame and " +
-                   ("[fit] horizon = \"auto\" cuts the frames past the predictable horizon." if report["horizon_auto"]
-                    else "fits every frame anyway ([fit] horizon is not \"auto\"): those frames' residuals are "
-                    "partly the step's error.") + "  Raise max_substeps to refine further.")
+                   + cut + "  Raise max_substeps to refine further.")
 
 
 def choose_substeps(spec, footage, printer=print):
     """(spec, report): with [simulation] substeps = "auto" (spec.auto_substeps = (min_substeps,
     max_substeps)), a copy of `spec` at the chosen steps per frame and the report (a dict: substeps, dt,
-    min_substeps, max_substeps, tolerance_px, passed, cap_hit, checks: one `_check_row` per count tried,
-    summary); otherwise (spec, None) and nothing runs.  `footage`: the scene's Footage, or one per
+    min_substeps, max_substeps, tolerance_px, passed, cap_hit, stalled, checks: one `_check_row` per count
+    tried, summary); otherwise (spec, None) and nothing runs.  `footage`: the scene's Footage, or one per
     camera.  Builds scenes without gradients (Taichi must be initialised)."""
     if spec.auto_substeps is None:
         return spec, None
@@ -81,21 +113,24 @@ def choose_substeps(spec, footage, printer=print):
     while True:
         pred = scene.predictability(tol)            # rollouts at dt and dt / 2 (the next count's scene)
         checks.append(_check_row(substeps, pred))
-        r = checks[-1]
+        r, move = checks[-1], _next_move(checks, hi)
         printer(f"time step: {substeps} steps a frame (dt {pred.dt:.4g} s): largest estimated model error "
                 f"{r['max_error_px']:.3g} px over the clip, {r['frames_within']} of {r['frames']} frames within "
-                f"{tol:g} px" + ("" if r["passed"] else " -> doubling" if 2 * substeps <= hi else " (cap)"))
-        if r["passed"] or 2 * substeps > hi:
+                f"{tol:g} px" + {"passed": "", "double": " -> doubling", "cap": " (cap)",
+                                  "stalled": " (the horizon stopped growing)"}[move])
+        if move != "double":
             break
         scene = refined_scene(scene, "time_step")   # the scene at dt / 2 is the next count's
         substeps *= 2
-    report = {"substeps": substeps, "dt": checks[-1]["dt"], "min_substeps": lo, "max_substeps": hi,
+    # stalled: the count with the longest horizon (the cheaper of equals); else the last
+    chosen = max(checks, key=lambda c: (c["frames_within"], -c["substeps"])) if move == "stalled" else checks[-1]
+    report = {"substeps": chosen["substeps"], "dt": chosen["dt"], "min_substeps": lo, "max_substeps": hi,
               "tolerance_px": tol, "richardson_factor": richardson_factor(INTEGRATOR_ORDER),
-              "passed": checks[-1]["passed"], "cap_hit": not checks[-1]["passed"],
+              "passed": move == "passed", "cap_hit": move == "cap", "stalled": move == "stalled",
               "horizon_auto": spec.fit.horizon == "auto", "checks": checks}
     report["summary"] = step_summary(report)
     printer(report["summary"])
-    return dataclasses.replace(spec, dt=None, substeps=substeps), report
+    return dataclasses.replace(spec, dt=None, substeps=report["substeps"]), report
 
 
 def recheck_at_estimate(report, scene, pred=None) -> dict:
@@ -112,7 +147,9 @@ def recheck_at_estimate(report, scene, pred=None) -> dict:
                               f"({row['max_error_px']:.3g} px).")
     else:
         unseen = " (the start values did not show it)" if report["passed"] else ""
-        if 2 * row["substeps"] <= report["max_substeps"]:
+        if report.get("stalled"):
+            way = "the doubling stalled at the start values, so a finer step may not help here either"
+        elif 2 * row["substeps"] <= report["max_substeps"]:
             way = f"a refit with min_substeps = {2 * row['substeps']} would refine it"
         else:
             way = f"a finer step needs max_substeps > {report['max_substeps']}"
