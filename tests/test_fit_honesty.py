@@ -275,3 +275,36 @@ def test_the_misfit_iou_is_the_fitted_frames():
     quality = tgs.fit_quality(report, iou=0.85, iou_frames=26, mark=False)
     assert quality.misfit and "silhouette IoU over the 26 fitted frames 0.850 < 0.9" in quality.text
     assert "silhouette IoU 0.950" in tgs.fit_quality(report, iou=0.95, mark=False).text
+
+
+def test_a_value_pressed_on_its_bound_makes_one_fit_suspect():
+    """One fit's suspect rule (fitting/bound_hits.mark_suspect): a determined value on a bound of its prior range
+    (here k, which the data want at 2, held by its bound 1: the way MuJoCo's drop pressed kd/m on 300) marks the
+    fit's "ok" estimates "suspect" and says which value and bound; the value on the bound keeps "at bound"; a fit
+    with no value on a bound is left alone."""
+    import taichi as ti
+
+    from tigradsim.fitting.bound_hits import mark_suspect
+
+    tgs.init(arch="cpu", precision="f64")
+    fx, fk = ti.field(ti.f64, shape=(1,)), ti.field(ti.f64, shape=(1,))
+    t = np.linspace(0.0, 1.0, 60)
+    y = 0.7 * t + 2.0 * t ** 2 + 0.01 * np.sin(17 * t)
+    fx[0], fk[0] = 0.0, 1.0
+    x, k = tgs.Param(fx, "x", lower=-5.0, upper=5.0), tgs.Param(fk, "k", lower=0.1, upper=1.0)
+
+    def residuals():
+        return fx[0] * t + fk[0] * t ** 2 - y
+
+    # x refitted with k held at its bound 1: the least-squares x for that k
+    fx[0] = float(np.dot(t, y - t ** 2) / np.dot(t, t))
+    report = tgs.fit_report(residuals, [x, k], noise_floor=1e-4)
+    assert [e.status for e in report.estimates] == ["ok", "at bound"]
+    text = mark_suspect(report, {"x": (-5.0, 5.0, False), "k": (0.1, 1.0, False)})
+    assert [e.status for e in report.estimates] == ["suspect", "at bound"]
+    assert text.startswith("suspect: k = 1 at its upper bound 1: the fit reached its loss by pressing it") and \
+        text in report.notes
+    fk[0] = 0.6
+    inside = tgs.fit_report(residuals, [x, k], noise_floor=1e-4)
+    assert mark_suspect(inside, {"k": (0.1, 1.0, False)}) is None
+    assert all(e.status != "suspect" for e in inside.estimates)

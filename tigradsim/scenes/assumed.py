@@ -179,10 +179,12 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     `frame_statistics`: "intervals_with_discrepancy", "discrepancy", "frame_statistics") and the fit's
     quality against the footage's noise floor and the silhouette IoU `iou` (`fit_quality`),
     both on the first `frames` frames (those fitted).  Marks the report's estimates
-    ("assumption-dominated", "misfit").  Returns {"assumptions": Sensitivity.to_dict(),
+    ("assumption-dominated", "misfit", "suspect": a determined value on a bound of its prior range,
+    `bound_hits.mark_suspect`).  Returns {"assumptions": Sensitivity.to_dict(),
     "fit_quality": FitQuality.to_dict(), "warnings": [sentences], "markdown": text}."""
     from ..fitting.sensitivity import (assumption_sensitivity, fit_quality, intervals_with_assumptions,
                                        nuisance_sensitivity)
+    from ..fitting.bound_hits import mark_suspect
     from ..fitting.discrepancy import discrepancy_intervals, frame_statistics
     from ..fitting.uncertainty import residual_jacobian
 
@@ -201,13 +203,15 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
                                               if u.nuisance}, refit_steps=steps)
         quality = fit_quality(report, noise_floor=scene_noise_floor(scene, frames), iou=iou,
                               iou_frames=frames if frames < K else None)
+        suspect = mark_suspect(report, {u.target: (u.lower, u.upper, u.log) for u in scene.spec.unknowns})
     finally:
         scene.use_frames(K)
     intervals = intervals_with_assumptions(report, sens, nsens)
     discrepancy = discrepancy_intervals(report, stats, bounds={u.target: (u.lower, u.upper) for u in scene.spec.unknowns
                                                                if u.lower is not None and u.upper is not None})
     with_discrepancy = discrepancy.widen(intervals, report)
-    warnings = sens.warnings() + nsens.warnings() + ([quality.text] if quality.misfit else [])
+    warnings = sens.warnings() + nsens.warnings() + ([quality.text] if quality.misfit else []) + \
+        ([suspect] if suspect else [])
     md = sens.to_markdown() + nsens.to_markdown("Sensitivity to nuisance constants the footage does not determine")
     if nuisance:
         md += ("\nNuisance constants (not stated in [ground], fitted within their prior ranges: "
@@ -216,7 +220,7 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
                + (" bodies.X: the rigid bodies' contact constant against each other, fitted apart from the "
                   "ground's and colliders' (`tgs.scenes.pair_constants`)."
                   if any(u.object == "bodies" for u in scene.spec.unknowns if u.nuisance) else "") + "\n")
-    md += f"\nFit quality: {quality.text}.\n"
+    md += f"\nFit quality: {quality.text}.\n" + (f"\nBound hits: {suspect}.\n" if suspect else "")
     if discrepancy.notes:
         md += ("\nModel discrepancy (refits leaving out the beginning, middle or end of the fitted frames; "
                "`tgs.discrepancy_intervals`):\n\n" + "\n".join(f"- {n}" for n in discrepancy.notes) + "\n")
