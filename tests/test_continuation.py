@@ -163,3 +163,31 @@ def test_a_candidate_whose_gradient_fails_is_dropped_not_the_fit(f64):
     problem.residuals = failing_near_3(every=True)
     with pytest.raises(tgs.GradientError, match="the adjoint grew"):
         problem.identify(keep=2)
+
+
+def test_when_every_kept_candidate_fails_the_dropped_ones_go_on(f64):
+    """Newton's soft cube, camera variant, 256 steps (benchmarks/RESULTS.md, branch cam44): the one candidate
+    kept after the 12-frame horizon hit an untrusted gradient on 24 frames, and the fit ended with none although
+    the candidate dropped after 12 frames as worse had fitted fine.  Here keep = 1 keeps only the a ~ 3 basin
+    after 5 frames; its gradient fails on 10: the candidates dropped after 5 frames go on in its place (the
+    a ~ 1 basin, the truth), the failed one stays failed, and a note says so.  The "same" ones (at the failed
+    one's point) do not go on."""
+    problem = TwoBasins()
+    residuals = problem.residuals
+
+    def failing_near_3():
+        if problem.frames == 10 and problem.a[None] > 2.0:
+            raise tgs.GradientError("the adjoint grew by 1e9 (test)")
+        return residuals()
+
+    problem.residuals = failing_near_3
+    res = problem.identify(keep=1)
+    assert res.values["a"] == pytest.approx(1.0, abs=0.05) and res.minima[0].report is not None
+    stage = res.stages[0]
+    assert stage.kept != [] and stage.capped != []          # keep = 1 dropped the a ~ 1 candidate after 5 frames
+    failed = [r for r in res.runs if r.stop_reason.startswith("failed: the adjoint grew")]
+    assert [r.start for r in failed] == stage.kept and failed[0].minimum is None
+    note = [n for n in res.notes if n.startswith("every candidate fitted on the 10-frame horizon failed")]
+    assert len(note) == 1 and f"(starts {stage.capped[0] + 1})" in note[0]
+    revived = [r for r in res.runs if r.start == stage.capped[0]]
+    assert revived[0].minimum == 0 and all(r.minimum is None for r in res.runs if r.start in stage.same)

@@ -16,7 +16,9 @@ Steps:
    loss is given (`forward` + `loss`); Levenberg-Marquardt (`least_squares`,
    `lm_iters`) on `residuals` after them, or instead of them when only residuals
    are given.  A start whose rollout blows up, or whose gradient the adjoint check rejects
-   (GradientError; raised on when no candidate is left), is recorded and skipped.
+   (GradientError; raised on when no candidate is left), is recorded and skipped; when
+   every candidate on a horizon fails so, those the previous horizon dropped as clearly
+   worse (or capped by `keep`) go on in their place (best first, at most `keep`).
 3. **Coarse to fine in time, several candidates.**  With `horizons` (an increasing
    schedule of frame counts) and `set_horizon(k)` (a caller function that makes
    the loss and the residuals use the first k frames: an image loss's frame
@@ -284,7 +286,10 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     runs = [Run(i, values_dict(search[i][0]), search[i][1]) for i in chosen]
     live = [(run, np.array(search[run.start][0], dtype=np.float64)) for run in runs]
     stages = []
-    for s, h in enumerate(stage_horizons):
+    reserve = []        # finite candidates the last horizon dropped as worse or capped, best first
+    s = 0
+    while s < len(stage_horizons):
+        h = stage_horizons[s]
         if time.time() > deadline:
             notes.append(f"time budget spent before the {h}-frame horizon: {len(live)} candidates end there")
             break
@@ -318,6 +323,19 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                     printer(f"local fit of start {run.start + 1} failed: {exc}")
             run.seconds += time.time() - started
             fitted.append((run, pack(params).astype(np.float64)))
+        if fitted and reserve and not any(math.isfinite(run.objective) for run, _x in fitted):
+            # every candidate that went on failed on this horizon (gradient untrusted, rollout blew up): the
+            # ones the last horizon dropped as worse (or capped by keep) go on in their place, rather than the
+            # fit ending with none; the failed ones fail alone, as when others were still live
+            names_ = ", ".join(str(run.start + 1) for run, _x in reserve)
+            failed_ = ", ".join(str(run.start + 1) for run, _x in fitted)
+            notes.append(f"every candidate fitted on the {h}-frame horizon failed (starts {failed_}); the "
+                         f"candidates dropped after the previous horizon went on in their place (starts {names_})")
+            if log_every:
+                printer(f"every candidate failed on the {h}-frame horizon: starts {names_}, dropped after the "
+                        "previous horizon, go on in their place")
+            live, reserve = reserve, []
+            continue
         if s == len(stage_horizons) - 1 or not fitted:
             live = fitted
             break
@@ -335,8 +353,12 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             printer(decision.sentence())
         by_start = {run.start: (run, x) for run, x in fitted}
         live = [by_start[i] for i in decision.kept]
+        # not the "same" ones: they sit at a kept candidate's point and would fail where it fails
+        reserve = [by_start[i] for i in sorted(decision.worse + decision.capped,
+                                               key=lambda i: (decision.objectives[i], i))][:keep]
         if not live:
             break
+        s += 1
     if gradient_errors and not any(math.isfinite(run.objective) for run, _x in live):
         raise gradient_errors[-1]           # no candidate left: the caller's "stopped early" (best rollout so far)
     finals = []
