@@ -102,6 +102,16 @@ def latin_hypercube(point_count: int | None = None, dim: int | None = None, rng=
     return u
 
 
+def _held_coordinates(params, search_held) -> np.ndarray:
+    """(n,) bool: the packed coordinates of the Params in `search_held` (each must be one of `params`)."""
+    held_ids = {id(p) for p in search_held}
+    stray = [getattr(p, "name", p) for p in search_held if not any(p is q for q in params)]
+    if stray:
+        raise ValueError(f"search_held: expected Params among params, got {stray} (not among "
+                         f"{[p.name for p in params]})")
+    return np.concatenate([np.full(int(np.size(p.value())), id(p) in held_ids) for p in params])
+
+
 def _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio):
     if not params or not all(isinstance(p, Param) for p in params):
         raise ValueError(f"params: expected a non-empty list of tgs.Param, got {params!r}")
@@ -144,7 +154,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
              same_tol: float = 1e-3, tie_chi2: float = TIE_CHI2, tie_rtol: float = TIE_RTOL, log_every: int = 10,
              printer=print, groups=None, systematics=None, keep: Optional[int] = None,
              drop_ratio: float = KEEP_DROP_RATIO, profile=None, profile_points: int = PROFILE_POINTS,
-             profile_iters: int = PROFILE_ITERS, profile_lr: Optional[float] = None) -> Identification:
+             profile_iters: int = PROFILE_ITERS, profile_lr: Optional[float] = None,
+             search_held: Sequence[Param] = ()) -> Identification:
     """Multi-start, coarse-to-fine identification with uncertainties (module docstring).
 
     params: Params with finite bounds (needed when starts > include_current).
@@ -172,6 +183,11 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         determined coordinate (or than same_tol in internal units without residuals)
         are the same.  tie_chi2, tie_rtol: equally good minima (module docstring);
         tie_rtol also judges starts tied on the search (`Identification.search_tied`).
+    search_held: Params among `params` that every search start keeps at their current values (the local fits
+        still fit them): a camera correction, whose prior puts it near its calibration (zero), drawn over its
+        bounds (+-3 degrees, +-5 cm) would turn every random start's camera by degrees, spoil its loss and
+        leave the search nothing but the current values to pick (Newton's soft cube, camera variant: random
+        starts 12 x the current point's search loss, the physics' search lost).
     profile: True, a name or a list of names: profile-likelihood intervals of those scalar values at
         the best minimum (fitting/profile.py: `profile_points` a side, `profile_iters` BFGS steps of trust
         radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).
@@ -200,6 +216,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                              "(or pass starts=1 to fit from the current values only)")
     rng = np.random.default_rng(seed)
     points = ([x_user] if include_current else []) + list(lo + latin_hypercube(n_random, len(lo), rng) * (hi - lo))
+    held = _held_coordinates(params, search_held)
+    for x in points:
+        x[held] = x_user[held]
 
     objective = objective_function(forward, loss, residuals)
 
