@@ -57,19 +57,27 @@ sys.path.insert(0, HERE)
 
 from coverage import score                                   # noqa: E402
 from coverage_soft import FORMS, make_soft_scene, run_soft_clip   # noqa: E402
-from footage import FOOTAGE, ROOT, camera_pose_error, perturbed_camera, run_fit   # noqa: E402
+from footage import FOOTAGE, ROOT, camera_image_error, camera_pose_error, perturbed_camera, run_fit   # noqa: E402
 
 from tigradsim.fitting.model_selection import FIT_INTERVAL_KEYS, compare_fit_outputs   # noqa: E402
 from tigradsim.physics.fem import MASS_DISTRIBUTIONS                                   # noqa: E402
 
 
 def camera_errors(clip, report):
-    """{"scene": (deg, m), "fitted": (deg, m)}: the "camera" variant's perturbed camera and the fit's refined
-    one (estimates.json "camera") against the clip's true camera (camera_pose_error)."""
-    cam = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))["camera"]
-    out = {"scene": camera_pose_error(*perturbed_camera(cam["R"], cam["t"]), cam["R"], cam["t"])}
+    """{"scene": (deg, m), "fitted": (deg, m), "scene_px": (mean, max), "fitted_px": (mean, max)}: the
+    "camera" variant's perturbed camera and the fit's refined one (estimates.json "camera") against the
+    clip's true camera, as poses (camera_pose_error) and in the image (camera_image_error over the true
+    centroid trajectory, footage pixels)."""
+    truth = json.load(open(os.path.join(FOOTAGE, clip, "truth.json")))
+    cam, points = truth["camera"], truth["trajectory"]["centroid"]
+    true_camera = (cam["K"], cam["R"], cam["t"])
+    R, t = perturbed_camera(cam["R"], cam["t"])
+    out = {"scene": camera_pose_error(R, t, cam["R"], cam["t"]),
+           "scene_px": camera_image_error((cam["K"], R, t), true_camera, points)}
     if report.get("camera"):
-        out["fitted"] = camera_pose_error(report["camera"]["R"], report["camera"]["t"], cam["R"], cam["t"])
+        fitted = report["camera"]
+        out["fitted"] = camera_pose_error(fitted["R"], fitted["t"], cam["R"], cam["t"])
+        out["fitted_px"] = camera_image_error((fitted["K"], fitted["R"], fitted["t"]), true_camera, points)
     return out
 
 

@@ -309,3 +309,17 @@ def test_benchmark_reuse_ignores_where_the_clip_folder_is(tmp_path):
     assert idf._read(str(a)) == idf._read(str(b))
     b.write_text('tetgen = "../../../work/wt/two/benchmarks/footage/c/cube.node"\nmass = 2.0\n')
     assert idf._read(str(a)) != idf._read(str(b)) and idf._read(str(tmp_path / "none")) is None
+
+
+def test_camera_errors_give_pose_and_image_errors_of_the_scene_and_fitted_camera():
+    """implicit_damping_fit.camera_errors on the "camera" variant of Newton's soft clip: the scene's camera is the
+    stated 0.5 degree / 1 cm off, about 1.1 px in the 128 px image; a fitted camera equal to the truth scores 0
+    both ways; a report without a camera (refine_camera off) gives the scene's only."""
+    idf = _bench()
+    truth = json.load(open(os.path.join(idf.FOOTAGE, "newton_soft_drop", "truth.json")))
+    cam = truth["camera"]
+    out = idf.camera_errors("newton_soft_drop", {"camera": {"K": cam["K"], "R": cam["R"], "t": cam["t"]}})
+    assert out["scene"] == pytest.approx((0.5, 0.01), rel=1e-6)
+    assert 0.5 < out["scene_px"][0] <= out["scene_px"][1] < 3.0
+    assert out["fitted"] == pytest.approx((0.0, 0.0), abs=1e-6) and out["fitted_px"] == pytest.approx((0.0, 0.0), abs=1e-9)
+    assert set(idf.camera_errors("newton_soft_drop", {})) == {"scene", "scene_px"}

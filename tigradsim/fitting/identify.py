@@ -16,7 +16,9 @@ Steps:
    loss is given (`forward` + `loss`); Levenberg-Marquardt (`least_squares`,
    `lm_iters`) on `residuals` after them, or instead of them when only residuals
    are given.  A start whose rollout blows up, or whose gradient the adjoint check rejects
-   (GradientError; raised on when no candidate is left), is recorded and skipped.
+   (GradientError; raised on when no candidate is left), is recorded and skipped; when
+   every candidate on a horizon fails so, those the previous horizon dropped as clearly
+   worse (or capped by `keep`) go on in their place (best first, at most `keep`).
 3. **Coarse to fine in time, several candidates.**  With `horizons` (an increasing
    schedule of frame counts) and `set_horizon(k)` (a caller function that makes
    the loss and the residuals use the first k frames: an image loss's frame
@@ -100,6 +102,16 @@ def latin_hypercube(point_count: int | None = None, dim: int | None = None, rng=
     return u
 
 
+def _held_coordinates(params, search_held) -> np.ndarray:
+    """(n,) bool: the packed coordinates of the Params in `search_held` (each must be one of `params`)."""
+    held_ids = {id(p) for p in search_held}
+    stray = [getattr(p, "name", p) for p in search_held if not any(p is q for q in params)]
+    if stray:
+        raise ValueError(f"search_held: expected Params among params, got {stray} (not among "
+                         f"{[p.name for p in params]})")
+    return np.concatenate([np.full(int(np.size(p.value())), id(p) in held_ids) for p in params])
+
+
 def _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio):
     if not params or not all(isinstance(p, Param) for p in params):
         raise ValueError(f"params: expected a non-empty list of tgs.Param, got {params!r}")
@@ -142,7 +154,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
              same_tol: float = 1e-3, tie_chi2: float = TIE_CHI2, tie_rtol: float = TIE_RTOL, log_every: int = 10,
              printer=print, groups=None, systematics=None, keep: Optional[int] = None,
              drop_ratio: float = KEEP_DROP_RATIO, profile=None, profile_points: int = PROFILE_POINTS,
-             profile_iters: int = PROFILE_ITERS, profile_lr: Optional[float] = None) -> Identification:
+             profile_iters: int = PROFILE_ITERS, profile_lr: Optional[float] = None,
+             search_held: Sequence[Param] = ()) -> Identification:
     """Multi-start, coarse-to-fine identification with uncertainties (module docstring).
 
     params: Params with finite bounds (needed when starts > include_current).
@@ -170,6 +183,11 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         determined coordinate (or than same_tol in internal units without residuals)
         are the same.  tie_chi2, tie_rtol: equally good minima (module docstring);
         tie_rtol also judges starts tied on the search (`Identification.search_tied`).
+    search_held: Params among `params` that every search start keeps at their current values (the local fits
+        still fit them): a camera correction, whose prior puts it near its calibration (zero), drawn over its
+        bounds (+-3 degrees, +-5 cm) would turn every random start's camera by degrees, spoil its loss and
+        leave the search nothing but the current values to pick (Newton's soft cube, camera variant: random
+        starts 12 x the current point's search loss, the physics' search lost).
     profile: True, a name or a list of names: profile-likelihood intervals of those scalar values at
         the best minimum (fitting/profile.py: `profile_points` a side, `profile_iters` BFGS steps of trust
         radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).
@@ -198,6 +216,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                              "(or pass starts=1 to fit from the current values only)")
     rng = np.random.default_rng(seed)
     points = ([x_user] if include_current else []) + list(lo + latin_hypercube(n_random, len(lo), rng) * (hi - lo))
+    held = _held_coordinates(params, search_held)
+    for x in points:
+        x[held] = x_user[held]
 
     objective = objective_function(forward, loss, residuals)
 
@@ -284,7 +305,10 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     runs = [Run(i, values_dict(search[i][0]), search[i][1]) for i in chosen]
     live = [(run, np.array(search[run.start][0], dtype=np.float64)) for run in runs]
     stages = []
-    for s, h in enumerate(stage_horizons):
+    reserve = []        # finite candidates the last horizon dropped as worse or capped, best first
+    s = 0
+    while s < len(stage_horizons):
+        h = stage_horizons[s]
         if time.time() > deadline:
             notes.append(f"time budget spent before the {h}-frame horizon: {len(live)} candidates end there")
             break
@@ -318,6 +342,19 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                     printer(f"local fit of start {run.start + 1} failed: {exc}")
             run.seconds += time.time() - started
             fitted.append((run, pack(params).astype(np.float64)))
+        if fitted and reserve and not any(math.isfinite(run.objective) for run, _x in fitted):
+            # every candidate that went on failed on this horizon (gradient untrusted, rollout blew up): the
+            # ones the last horizon dropped as worse (or capped by keep) go on in their place, rather than the
+            # fit ending with none; the failed ones fail alone, as when others were still live
+            names_ = ", ".join(str(run.start + 1) for run, _x in reserve)
+            failed_ = ", ".join(str(run.start + 1) for run, _x in fitted)
+            notes.append(f"every candidate fitted on the {h}-frame horizon failed (starts {failed_}); the "
+                         f"candidates dropped after the previous horizon went on in their place (starts {names_})")
+            if log_every:
+                printer(f"every candidate failed on the {h}-frame horizon: starts {names_}, dropped after the "
+                        "previous horizon, go on in their place")
+            live, reserve = reserve, []
+            continue
         if s == len(stage_horizons) - 1 or not fitted:
             live = fitted
             break
@@ -335,8 +372,12 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             printer(decision.sentence())
         by_start = {run.start: (run, x) for run, x in fitted}
         live = [by_start[i] for i in decision.kept]
+        # not the "same" ones: they sit at a kept candidate's point and would fail where it fails
+        reserve = [by_start[i] for i in sorted(decision.worse + decision.capped,
+                                               key=lambda i: (decision.objectives[i], i))][:keep]
         if not live:
             break
+        s += 1
     if gradient_errors and not any(math.isfinite(run.objective) for run, _x in live):
         raise gradient_errors[-1]           # no candidate left: the caller's "stopped early" (best rollout so far)
     finals = []

@@ -97,7 +97,8 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
                       bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
                       horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,
                       printer=printer, profile=_profile_names(scene), profile_points=f.profile_points,
-                      profile_iters=f.profile_iters, profile_lr=f.profile_lr)
+                      profile_iters=f.profile_iters, profile_lr=f.profile_lr,
+                      search_held=scene.camera_params)    # the search keeps the calibrated camera (identify)
     fitted = scene.frames_used
     if scene.frames_used != K:
         scene.use_frames(K)
