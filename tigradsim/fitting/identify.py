@@ -28,7 +28,10 @@ Steps:
    only when its loss exceeds `drop_ratio` (default 2) times the best's on the
    same frames or it reached the same point as a better one (within 1 % of the
    search box), and at most `keep` continue (default: all M; the report says when
-   competitive ones were cut by keep).  `set_horizon` is called once per horizon,
+   competitive ones were cut by keep).  When that cap would cut through candidates
+   that tie on the horizon's frames (losses within `tie_rtol`: frames before an
+   impact fit every mass alike), the tied ones are ranked by their loss on the NEXT
+   horizon's frames instead (one forward rollout each), as tied search starts are.  `set_horizon` is called once per horizon,
    at the best candidate's values (an "auto" horizon is chosen there), so all
    candidates are compared on the same frames.  The stages begin at the horizon
    where the search ranked the starts (step 1b): the earlier ones, where all tied,
@@ -321,8 +324,12 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         if s == len(stage_horizons) - 1 or not fitted:
             live = fitted
             break
+        next_h = stage_horizons[s + 1]
         decision = keep_candidates({run.start: run.objective for run, _x in fitted}, keep, drop_ratio,
-                                   points={run.start: x for run, x in fitted}, spans=spans)
+                                   points={run.start: x for run, x in fitted}, spans=spans, tie_rtol=tie_rtol,
+                                   rescore=None if next_h is None else _next_horizon_scorer(
+                                       params, objective, set_horizon, next_h, fitted),
+                                   rescored_frames=next_h)
         decision.frames = h
         stages.append(decision)
         for run, _x in fitted:
@@ -394,6 +401,29 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if log_every:
         printer(str(result))
     return result
+
+
+def _next_horizon_scorer(params, objective, set_horizon, frames, fitted):
+    """rescore(starts) for `keep_candidates`: each start's loss at its fitted values on the next horizon's
+    `frames` (one forward rollout each; a blow-up is +inf).  The frames (an "auto" horizon) are chosen at the
+    best-fitting of the stage's candidates, as the next stage chooses them at its leader."""
+    by_start = {run.start: (run, x) for run, x in fitted}
+
+    def rescore(starts):
+        leader = min(starts, key=lambda k: (by_start[k][0].objective, k))
+        unpack(params, by_start[leader][1])
+        set_horizon(frames)
+        scores = {}
+        for k in starts:
+            unpack(params, by_start[k][1])
+            try:
+                value = objective()
+            except SimulationError:
+                value = math.inf
+            scores[k] = value if math.isfinite(value) else math.inf
+        return scores
+
+    return rescore
 
 
 def _rank_starts(scores: dict, local_starts: int, tie_rtol: float):
