@@ -158,6 +158,35 @@ def test_candidates_that_tie_before_the_frames_that_tell_them_apart_are_ranked_o
     assert strict.values["a"] == pytest.approx(3.0, abs=0.1) and strict.stages[0].rescored == {}
 
 
+def test_a_candidate_that_fails_on_the_first_horizon_is_replaced_by_the_next_ranked_start(f64):
+    """A start past the explicit limit fails at once (the ramp's LHS starts, RESULTS.md issue 46): without a
+    replacement, local_starts = 2 would leave one candidate and nothing to compare on the later horizons."""
+    problem = TwoBasins()
+    residuals = problem.residuals
+    calls = []
+
+    def failing_once():          # calls 1..8 score the search's 8 starts; the 9th is the first local fit's
+        calls.append(problem.a[None])
+        if len(calls) == 9:
+            raise tgs.SimulationError("the rollout blew up (test)")
+        return residuals()
+
+    problem.residuals = failing_once
+    problem.a[None] = 3.4
+    res = tgs.identify([problem.param], residuals=problem.residuals, starts=8, local_starts=2, keep=2, seed=0,
+                       lm_iters=25, horizons=[5, 10], set_horizon=problem.set_horizon, noise_floor=0.0, log_every=0)
+    ranked = sorted(range(8), key=lambda i: (res.search[i][1], i))
+    assert res.search_fitted == ranked[:2]
+    assert [r.start for r in res.runs] == ranked[:3]           # the third-ranked start took the failed one's place
+    failed = res.runs[0]
+    assert failed.stop_reason.startswith("failed: the rollout blew up") and failed.minimum is None
+    assert f"replaced by start {ranked[2] + 1}, the next the search ranks" in failed.stop_reason
+    stage = res.stages[0]
+    assert stage.failed == [ranked[0]] and set(stage.objectives) == set(ranked[:3]) and len(stage.kept) == 2
+    assert any(f"start {ranked[2] + 1}, the next the search ranks, was fitted in its place" in n for n in res.notes)
+    assert res.values["a"] == pytest.approx(1.0, abs=0.05)
+
+
 def test_identify_checks_keep_and_drop_ratio(f64):
     problem = TwoBasins()
     with pytest.raises(ValueError, match=r"keep: must be an integer >= 1.*got 0"):

@@ -28,7 +28,10 @@ Steps:
    only when its loss exceeds `drop_ratio` (default 2) times the best's on the
    same frames or it reached the same point as a better one (within 1 % of the
    search box), and at most `keep` continue (default: all M; the report says when
-   competitive ones were cut by keep).  When that cap would cut through candidates
+   competitive ones were cut by keep).  A candidate that fails on the first horizon
+   (a rollout that blows up, an adjoint the check rejects: a start past the explicit
+   limit) is replaced by the next start the search ranks, so that a failure does not
+   shrink the set the later horizons compare.  When that cap would cut through candidates
    that tie on the horizon's frames (losses within `tie_rtol`: frames before an
    impact fit every mass alike), the tied ones are ranked by their loss on the NEXT
    horizon's frames instead (one forward rollout each), as tied search starts are.  `set_horizon` is called once per horizon,
@@ -285,6 +288,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     # the search box's span per internal coordinate (for "the same point"); unbounded ones: 1 internal unit
     spans = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
     runs = [Run(i, values_dict(search[i][0]), search[i][1]) for i in chosen]
+    reserve = _reserve_starts(scores, rescored, chosen)     # replace candidates that fail on the first stage
     live = [(run, np.array(search[run.start][0], dtype=np.float64)) for run in runs]
     stages = []
     for s, h in enumerate(stage_horizons):
@@ -297,15 +301,16 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             if log_every:
                 printer(f"horizon {h} frames: {len(live)} candidate(s)")
         fitted = []
-        for rank, (run, x) in enumerate(live):
+        queue = list(live)                   # grows when a failed candidate of the first stage is replaced
+        for rank, (run, x) in _growing(queue):
             if time.time() > deadline:
-                notes.append(f"time budget spent: {len(live) - rank} of {len(live)} fits skipped at the "
+                notes.append(f"time budget spent: {len(queue) - rank} of {len(queue)} fits skipped at the "
                              f"{h}-frame horizon")
                 break
             started = time.time()
             unpack(params, x)
             if log_every:
-                printer(f"local fit of start {run.start + 1} ({rank + 1}/{len(live)})" +
+                printer(f"local fit of start {run.start + 1} ({rank + 1}/{len(queue)})" +
                         (f" on {h} frames" if h is not None else "") + f" (search loss {run.search_loss:.6e})")
             try:
                 run.stop_reason = _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters,
@@ -319,6 +324,18 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                     gradient_errors.append(exc)
                 if log_every:
                     printer(f"local fit of start {run.start + 1} failed: {exc}")
+                # on the first stage a failure would shrink the set the later horizons compare (a start past
+                # the explicit limit fails at once): the next-ranked start of the search takes its place
+                if s == 0 and reserve:
+                    nxt = reserve.pop(0)
+                    queue.append((Run(nxt, values_dict(search[nxt][0]), search[nxt][1]),
+                                  np.array(search[nxt][0], dtype=np.float64)))
+                    runs.append(queue[-1][0])
+                    run.stop_reason += f"; replaced by start {nxt + 1}, the next the search ranks"
+                    notes.append(f"start {run.start + 1} failed on the first horizon; start {nxt + 1}, the next "
+                                 "the search ranks, was fitted in its place")
+                    if log_every:
+                        printer(f"start {nxt + 1}, the next the search ranks, takes its place")
             run.seconds += time.time() - started
             fitted.append((run, pack(params).astype(np.float64)))
         if s == len(stage_horizons) - 1 or not fitted:
@@ -401,6 +418,26 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if log_every:
         printer(str(result))
     return result
+
+
+def _growing(items: list):
+    """enumerate(items) that also yields what is appended to `items` while it runs."""
+    k = 0
+    while k < len(items):
+        yield k, items[k]
+        k += 1
+
+
+def _reserve_starts(scores: dict, rescored: list, chosen: list) -> list:
+    """The finite-scored starts not among `chosen`, in the search's order: those of the last rescoring (tied
+    starts scored again on a later horizon) by that score first, then the rest by the first horizon's."""
+    last = rescored[-1]["scores"] if rescored else {}
+
+    def key(i):
+        again = last.get(i, math.inf)
+        return (not math.isfinite(again), again if math.isfinite(again) else 0.0, scores[i], i)
+
+    return sorted((i for i in scores if i not in chosen and math.isfinite(scores[i])), key=key)
 
 
 def _next_horizon_scorer(params, objective, set_horizon, frames, fitted):
