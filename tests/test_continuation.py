@@ -48,6 +48,37 @@ def test_a_candidate_at_the_point_of_a_better_one_does_not_take_a_place():
         keep_candidates({0: 1.0, 5: 2.0}, keep=2, points=points, spans=[1.0, 2.0])
 
 
+def test_a_cap_through_a_tie_ranks_the_tied_candidates_on_the_next_horizon():
+    calls = []
+
+    def rescore(starts):
+        calls.append(list(starts))
+        return {2: 0.5, 0: 0.9, 5: 0.1, 4: math.inf}
+
+    # losses 1.0, 1.02, 1.04 tie (within 5 %) with the last kept (1.02, keep 2); 1.3 and 2.5 do not
+    d = keep_candidates({0: 1.0, 2: 1.02, 5: 1.04, 3: 1.3, 4: 2.5}, keep=2, rescore=rescore, rescored_frames=20)
+    assert calls == [[0, 2, 5]]                       # the tied run, in the stage's order
+    assert d.kept == [5, 2] and d.capped == [0, 3]    # ranked on the next horizon inside the tie, the rest after
+    assert d.worse == [4] and d.rescored == {0: 0.9, 2: 0.5, 5: 0.1} and d.rescored_frames == 20
+    d.frames = 10
+    text = d.sentence()
+    assert "starts 1, 3, 6 tied at the cap on these frames, so they were ranked on the 20-frame horizon's" in text
+    assert "start 6 0.1" in text and d.to_dict()["rescored"] == {"0": 0.9, "2": 0.5, "5": 0.1}
+    # a cap that cuts no tie is the stage's loss alone: rescore is not called
+    calls.clear()
+    d = keep_candidates({0: 1.0, 2: 1.2, 5: 1.3}, keep=1, rescore=rescore)
+    assert calls == [] and d.kept == [0] and d.rescored == {} and d.rescored_frames is None
+    # tie_rtol 0: only equal losses tie; a failed rescore (inf) ranks last within the tie
+    assert keep_candidates({0: 1.0, 2: 1.02}, keep=1, rescore=rescore, tie_rtol=0.0).kept == [0]
+    assert keep_candidates({0: 1.0, 4: 1.0}, keep=1, rescore=rescore).kept == [0]
+    with pytest.raises(ValueError, match=r"rescore: expected a loss for every tied candidate \[0, 1\], missing \[1\]"):
+        keep_candidates({0: 1.0, 1: 1.01}, keep=1, rescore=lambda starts: {0: 1.0})
+    with pytest.raises(ValueError, match="rescore: expected None or a function"):
+        keep_candidates({0: 1.0, 1: 1.01}, keep=1, rescore=3)
+    with pytest.raises(ValueError, match="tie_rtol: expected a finite number >= 0"):
+        keep_candidates({0: 1.0, 1: 1.01}, keep=1, tie_rtol=-1.0)
+
+
 @pytest.mark.parametrize("kwargs, match", [({"keep": 0}, "keep: expected an integer >= 1"),
                                            ({"keep": True}, "keep: expected an integer >= 1"),
                                            ({"keep": 2, "drop_ratio": 1.0}, "drop_ratio: expected a finite number > 1"),
@@ -65,14 +96,15 @@ class TwoBasins:
     basins fit it), 0.05 (a - 3) early / 0.3 (a - 1) late (which basin is right), 0.12 (a constant
     misfit, as model mismatch gives)."""
 
-    def __init__(self):
+    def __init__(self, early=0.05):
         self.a = ti.field(float, shape=(), needs_grad=True)
         self.frames = 10
+        self.early = early            # how much the first 5 frames prefer the a ~ 3 basin
         self.param = tgs.Param(self.a, "a", lower=0.0, upper=4.0)
 
     def residuals(self):
         v = self.a[None]
-        per = [np.array([0.5 * (v - 1.0) * (v - 3.0), 0.05 * (v - 3.0) if k < 5 else 0.3 * (v - 1.0), 0.12])
+        per = [np.array([0.5 * (v - 1.0) * (v - 3.0), self.early * (v - 3.0) if k < 5 else 0.3 * (v - 1.0), 0.12])
                for k in range(self.frames)]
         return np.concatenate(per)
 
@@ -103,6 +135,56 @@ def test_keeping_several_candidates_finds_the_basin_the_first_horizon_ranks_seco
     dropped = [r for r in one.runs if "dropped after the 5-frame horizon" in r.stop_reason]
     assert len(dropped) == 7 and all(r.minimum is None for r in dropped)
     assert one.to_dict()["stages"][0]["keep"] == 1
+
+
+def test_candidates_that_tie_before_the_frames_that_tell_them_apart_are_ranked_on_those_frames(f64):
+    """The ramp's case (benchmarks/RESULTS.md, issue 46): the frames before the impact fit every mass alike,
+    so on the first horizon both basins tie (the a ~ 3 one ahead by ~0.7 %, within tie_rtol); with keep = 1
+    the first horizon's loss alone would send the wrong basin on.  The cap through the tie ranks the tied
+    candidates on the next horizon's frames instead, where a ~ 1 (the truth) is far better."""
+    problem = TwoBasins(early=0.005)
+    res = problem.identify(keep=1)
+    assert res.values["a"] == pytest.approx(1.0, abs=0.05)
+    stage = res.stages[0]
+    assert stage.frames == 5 and len(stage.kept) == 1 and len(stage.capped) == 1
+    leader_on_5 = min(stage.objectives, key=lambda k: stage.objectives[k] if k in stage.kept + stage.capped
+                      else math.inf)
+    assert leader_on_5 == stage.capped[0]             # the 5-frame leader (a ~ 3) is the one capped
+    assert set(stage.rescored) == {stage.kept[0], stage.capped[0]} and stage.rescored_frames == 10
+    assert stage.rescored[stage.kept[0]] < 0.1 * stage.rescored[stage.capped[0]]
+    assert any("tied at the cap on these frames" in n for n in res.notes)
+    # with no tolerance for ties (tie_rtol 0) the 5-frame loss alone decides, and the wrong basin goes on
+    strict = problem.identify(keep=1, tie_rtol=0.0)
+    assert strict.values["a"] == pytest.approx(3.0, abs=0.1) and strict.stages[0].rescored == {}
+
+
+def test_a_candidate_that_fails_on_the_first_horizon_is_replaced_by_the_next_ranked_start(f64):
+    """A start past the explicit limit fails at once (the ramp's LHS starts, RESULTS.md issue 46): without a
+    replacement, local_starts = 2 would leave one candidate and nothing to compare on the later horizons."""
+    problem = TwoBasins()
+    residuals = problem.residuals
+    calls = []
+
+    def failing_once():          # calls 1..8 score the search's 8 starts; the 9th is the first local fit's
+        calls.append(problem.a[None])
+        if len(calls) == 9:
+            raise tgs.SimulationError("the rollout blew up (test)")
+        return residuals()
+
+    problem.residuals = failing_once
+    problem.a[None] = 3.4
+    res = tgs.identify([problem.param], residuals=problem.residuals, starts=8, local_starts=2, keep=2, seed=0,
+                       lm_iters=25, horizons=[5, 10], set_horizon=problem.set_horizon, noise_floor=0.0, log_every=0)
+    ranked = sorted(range(8), key=lambda i: (res.search[i][1], i))
+    assert res.search_fitted == ranked[:2]
+    assert [r.start for r in res.runs] == ranked[:3]           # the third-ranked start took the failed one's place
+    failed = res.runs[0]
+    assert failed.stop_reason.startswith("failed: the rollout blew up") and failed.minimum is None
+    assert f"replaced by start {ranked[2] + 1}, the next the search ranks" in failed.stop_reason
+    stage = res.stages[0]
+    assert stage.failed == [ranked[0]] and set(stage.objectives) == set(ranked[:3]) and len(stage.kept) == 2
+    assert any(f"start {ranked[2] + 1}, the next the search ranks, was fitted in its place" in n for n in res.notes)
+    assert res.values["a"] == pytest.approx(1.0, abs=0.05)
 
 
 def test_identify_checks_keep_and_drop_ratio(f64):

@@ -30,7 +30,13 @@ Steps:
    only when its loss exceeds `drop_ratio` (default 2) times the best's on the
    same frames or it reached the same point as a better one (within 1 % of the
    search box), and at most `keep` continue (default: all M; the report says when
-   competitive ones were cut by keep).  `set_horizon` is called once per horizon,
+   competitive ones were cut by keep).  A candidate that fails on the first horizon
+   (a rollout that blows up, an adjoint the check rejects: a start past the explicit
+   limit) is replaced by the next start the search ranks, so that a failure does not
+   shrink the set the later horizons compare.  When that cap would cut through candidates
+   that tie on the horizon's frames (losses within `tie_rtol`: frames before an
+   impact fit every mass alike), the tied ones are ranked by their loss on the NEXT
+   horizon's frames instead (one forward rollout each), as tied search starts are.  `set_horizon` is called once per horizon,
    at the best candidate's values (an "auto" horizon is chosen there), so all
    candidates are compared on the same frames.  The stages begin at the horizon
    where the search ranked the starts (step 1b): the earlier ones, where all tied,
@@ -303,6 +309,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     # the search box's span per internal coordinate (for "the same point"); unbounded ones: 1 internal unit
     spans = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
     runs = [Run(i, values_dict(search[i][0]), search[i][1]) for i in chosen]
+    spare = _spare_starts(scores, rescored, chosen)       # starts that replace candidates failing on the first stage
     live = [(run, np.array(search[run.start][0], dtype=np.float64)) for run in runs]
     stages = []
     reserve = []        # finite candidates the last horizon dropped as worse or capped, best first
@@ -318,15 +325,16 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             if log_every:
                 printer(f"horizon {h} frames: {len(live)} candidate(s)")
         fitted = []
-        for rank, (run, x) in enumerate(live):
+        queue = list(live)                   # grows when a failed candidate of the first stage is replaced
+        for rank, (run, x) in _growing(queue):
             if time.time() > deadline:
-                notes.append(f"time budget spent: {len(live) - rank} of {len(live)} fits skipped at the "
+                notes.append(f"time budget spent: {len(queue) - rank} of {len(queue)} fits skipped at the "
                              f"{h}-frame horizon")
                 break
             started = time.time()
             unpack(params, x)
             if log_every:
-                printer(f"local fit of start {run.start + 1} ({rank + 1}/{len(live)})" +
+                printer(f"local fit of start {run.start + 1} ({rank + 1}/{len(queue)})" +
                         (f" on {h} frames" if h is not None else "") + f" (search loss {run.search_loss:.6e})")
             try:
                 run.stop_reason = _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters,
@@ -340,6 +348,18 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                     gradient_errors.append(exc)
                 if log_every:
                     printer(f"local fit of start {run.start + 1} failed: {exc}")
+                # on the first stage a failure would shrink the set the later horizons compare (a start past
+                # the explicit limit fails at once): the next-ranked start of the search takes its place
+                if s == 0 and spare:
+                    nxt = spare.pop(0)
+                    queue.append((Run(nxt, values_dict(search[nxt][0]), search[nxt][1]),
+                                  np.array(search[nxt][0], dtype=np.float64)))
+                    runs.append(queue[-1][0])
+                    run.stop_reason += f"; replaced by start {nxt + 1}, the next the search ranks"
+                    notes.append(f"start {run.start + 1} failed on the first horizon; start {nxt + 1}, the next "
+                                 "the search ranks, was fitted in its place")
+                    if log_every:
+                        printer(f"start {nxt + 1}, the next the search ranks, takes its place")
             run.seconds += time.time() - started
             fitted.append((run, pack(params).astype(np.float64)))
         if fitted and reserve and not any(math.isfinite(run.objective) for run, _x in fitted):
@@ -358,8 +378,12 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         if s == len(stage_horizons) - 1 or not fitted:
             live = fitted
             break
+        next_h = stage_horizons[s + 1]
         decision = keep_candidates({run.start: run.objective for run, _x in fitted}, keep, drop_ratio,
-                                   points={run.start: x for run, x in fitted}, spans=spans)
+                                   points={run.start: x for run, x in fitted}, spans=spans, tie_rtol=tie_rtol,
+                                   rescore=None if next_h is None else _next_horizon_scorer(
+                                       params, objective, set_horizon, next_h, fitted),
+                                   rescored_frames=next_h)
         decision.frames = h
         stages.append(decision)
         for run, _x in fitted:
@@ -435,6 +459,49 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if log_every:
         printer(str(result))
     return result
+
+
+def _growing(items: list):
+    """enumerate(items) that also yields what is appended to `items` while it runs."""
+    k = 0
+    while k < len(items):
+        yield k, items[k]
+        k += 1
+
+
+def _spare_starts(scores: dict, rescored: list, chosen: list) -> list:
+    """The finite-scored starts not among `chosen`, in the search's order: those of the last rescoring (tied
+    starts scored again on a later horizon) by that score first, then the rest by the first horizon's."""
+    last = rescored[-1]["scores"] if rescored else {}
+
+    def key(i):
+        again = last.get(i, math.inf)
+        return (not math.isfinite(again), again if math.isfinite(again) else 0.0, scores[i], i)
+
+    return sorted((i for i in scores if i not in chosen and math.isfinite(scores[i])), key=key)
+
+
+def _next_horizon_scorer(params, objective, set_horizon, frames, fitted):
+    """rescore(starts) for `keep_candidates`: each start's loss at its fitted values on the next horizon's
+    `frames` (one forward rollout each; a blow-up is +inf).  The frames (an "auto" horizon) are chosen at the
+    best-fitting of the stage's candidates, as the next stage chooses them at its leader."""
+    by_start = {run.start: (run, x) for run, x in fitted}
+
+    def rescore(starts):
+        leader = min(starts, key=lambda k: (by_start[k][0].objective, k))
+        unpack(params, by_start[leader][1])
+        set_horizon(frames)
+        scores = {}
+        for k in starts:
+            unpack(params, by_start[k][1])
+            try:
+                value = objective()
+            except SimulationError:
+                value = math.inf
+            scores[k] = value if math.isfinite(value) else math.inf
+        return scores
+
+    return rescore
 
 
 def _rank_starts(scores: dict, local_starts: int, tie_rtol: float):
