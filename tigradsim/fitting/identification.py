@@ -16,7 +16,8 @@ from .uncertainty import FitReport, json_safe
 class Run:
     """One local fit: start index (0-based, into `Identification.search`), start values,
     final objective, why it stopped, and the minimum it reached (index into
-    `Identification.minima`, None if it failed)."""
+    `Identification.minima`, None if it failed), and its BFGS stage's final inverse-Hessian estimate
+    (internal coordinates, loss units; None without one): the curvature a fit of a finer model can start from."""
 
     start: int
     start_values: dict
@@ -25,9 +26,10 @@ class Run:
     stop_reason: str = ""
     minimum: Optional[int] = None
     seconds: float = 0.0
+    inverse_hessian: Optional[np.ndarray] = None
 
     def to_dict(self):
-        return json_safe(self.__dict__)
+        return json_safe({k: v for k, v in self.__dict__.items() if k != "inverse_hessian"})
 
 
 @dataclass
