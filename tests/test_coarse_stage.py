@@ -93,6 +93,8 @@ def test_coarse_option_in_scene_files():
     coarse = coarse_spec(spec)
     assert coarse.mpm_grid["resolution"] == 12 and coarse.substeps == 10 and coarse.dt is None
     assert coarse.fit.coarse is None and spec.mpm_grid["resolution"] == 16 and spec.substeps == 20
+    given = coarse_spec(spec, {"substeps": 5})                     # fit_scene(coarse=...) over the file's
+    assert given.substeps == 5 and given.mpm_grid["resolution"] == 16
     for bad, words in (([12], "expected a table"), ({}, "expected substeps and/or resolution"),
                        ({"iterations": 3}, "expected substeps and/or resolution"),
                        ({"resolution": 12, "grid": 3}, "unknown key(s) ['grid']"),

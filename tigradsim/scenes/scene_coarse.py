@@ -63,9 +63,10 @@ def parse_coarse(table):
     return out
 
 
-def coarse_spec(spec):
-    """The SceneSpec of `spec`'s coarse model ([fit] coarse; module docstring), its own [fit] coarse removed."""
-    c = spec.fit.coarse
+def coarse_spec(spec, coarse=None):
+    """The SceneSpec of `spec`'s coarse model (`coarse`: a dict as `parse_coarse` gives, default the spec's [fit]
+    coarse; module docstring), its own [fit] coarse removed."""
+    c = spec.fit.coarse if coarse is None else coarse
     if not c:
         raise ValueError("spec: its [fit] has no coarse table (the cheaper model of the first stage)")
     changes = {}
@@ -79,12 +80,12 @@ def coarse_spec(spec):
     return dataclasses.replace(spec, fit=dataclasses.replace(spec.fit, coarse=None), **changes)
 
 
-def coarse_scene(scene):
+def coarse_scene(scene, coarse=None):
     """The coarse model of `scene` (same file, footage, cameras, unknowns; with gradients), at the scene's current
-    values.  Checked to be no finer than the scene: a coarse step shorter than the scene's, or a grid finer than its
-    grid, raises a SceneError naming [fit] coarse."""
-    spec = coarse_spec(scene.spec)
-    c = scene.spec.fit.coarse
+    values; `coarse` as in `coarse_spec`.  Checked to be no finer than the scene: a coarse step shorter than the
+    scene's, or a grid finer than its grid, raises a SceneError naming [fit] coarse."""
+    c = scene.spec.fit.coarse if coarse is None else coarse
+    spec = coarse_spec(scene.spec, c)
     if "resolution" in c and c["resolution"] > scene.spec.mpm_grid["resolution"]:
         raise scene.spec.error("fit", "coarse", f"resolution = {c['resolution']} is finer than the file's MPM grid "
                                                 f"({scene.spec.mpm_grid['resolution']}): expected a cheaper model")
@@ -99,8 +100,9 @@ def coarse_scene(scene):
     return coarse
 
 
-def fit_coarse_stage(scene, identify_kwargs, schedule, record, printer):
-    """[fit] coarse's first stage: `tgs.identify` on `coarse_scene(scene)` with `identify_kwargs` (the file's search,
+def fit_coarse_stage(scene, coarse, identify_kwargs, schedule, record, printer):
+    """[fit] coarse's first stage (`coarse`: its dict): `tgs.identify` on `coarse_scene(scene, coarse)` with
+    `identify_kwargs` (the file's search,
     local fits and optimiser settings; `fit_scene` builds them) and the horizons `schedule` (or None), without
     residuals (no intervals).  `record(loss, params)` is called after every rollout (the fit's History).  Writes the
     best coarse minimum into the scene's Params and returns (the coarse Identification, the inverse-Hessian estimate
@@ -108,8 +110,8 @@ def fit_coarse_stage(scene, identify_kwargs, schedule, record, printer):
     from ..fitting.identify import identify
 
     t0 = time.time()
-    coarse = coarse_scene(scene)
-    c = scene.spec.fit.coarse
+    c = coarse
+    coarse = coarse_scene(scene, c)
     what = ", ".join(f"{k} {c[k]}" for k in ("resolution", "substeps") if k in c)
     printer(f"coarse stage ({what}; dt {coarse.dt:.6g} s against {scene.dt:.6g} s): search and local fits")
 

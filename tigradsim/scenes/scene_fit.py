@@ -12,7 +12,7 @@ __all__ = ["fit_scene"]
 
 
 def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=None, horizons="file",
-              printer=print, initial_alpha=None):
+              printer=print, initial_alpha=None, coarse="file"):
     """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
     override them).  Returns (Identification, History): the History records every rollout the
     fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
@@ -30,7 +30,10 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
     first on the cheaper model it names (`iterations` there, default [fit] iterations), and then one
     local fit of `iterations` on the file's model, on the whole schedule's last horizon, refines the best
     coarse minimum from its BFGS curvature; the result (minima, intervals) is that refinement's, with a
-    note on the coarse stage, and the History holds the rollouts of both.  Afterwards `scene.horizon_info` says how many frames
+    note on the coarse stage, and the History holds the rollouts of both.  `coarse`: "file" ([fit] coarse),
+    None (no coarse stage, as `tigradsim fit --quick` asks) or such a dict.
+
+    Afterwards `scene.horizon_info` says how many frames
     were fitted and why (`Scene.predictability` at the estimate included), and the scene is
     back on every frame (renders and `loss_value` cover the whole clip).
 
@@ -46,6 +49,7 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
     local_starts = min(f.local_starts if local_starts is None else local_starts, starts)
     refine = f.refine if refine is None else refine
     horizons = f.horizons if horizons == "file" else horizons
+    coarse = f.coarse if isinstance(coarse, str) and coarse == "file" else coarse
     adam, bfgs = _split_iterations(f, iterations)
     K = len(scene.footage)
     auto = f.horizon == "auto"
@@ -91,11 +95,11 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
 
     stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
     time_budget, curvature, coarse_note = f.time_budget, None, None
-    if f.coarse:        # coarse to fine in the model: the search on the cheaper model, the file's model refines
+    if coarse:          # coarse to fine in the model: the search on the cheaper model, the file's model refines
         from .scene_coarse import fit_coarse_stage
-        coarse_adam, coarse_bfgs = _split_iterations(f, f.coarse.get("iterations", iterations))
+        coarse_adam, coarse_bfgs = _split_iterations(f, coarse.get("iterations", iterations))
         _coarse, curvature, coarse_note = fit_coarse_stage(
-            scene, dict(starts=starts, local_starts=local_starts, keep=f.keep, drop_ratio=f.drop_ratio, seed=f.seed,
+            scene, coarse, dict(starts=starts, local_starts=local_starts, keep=f.keep, drop_ratio=f.drop_ratio, seed=f.seed,
                         adam_iters=coarse_adam, adam_lr=f.lr, bfgs_iters=coarse_bfgs, bfgs_lr=f.polish_lr, lm_iters=0,
                         stop=stop, time_budget=f.time_budget),
             schedule, lambda value, params: history.record(value, params, time.time() - t0), printer)
