@@ -160,6 +160,8 @@ def test_mpm_fit_searches_on_the_coarse_model_and_refines_on_the_file(f64):
     assert abs(math.log(result.values["jelly.E"] / truth)) < 0.05, result.values
     assert result.minima[0].report is not None                     # the intervals are the file's model's
     assert len(history.loss) >= 3 + 2 + 1 + 2                      # coarse search + fit, fine search + fit
+    stage = result.to_dict()["coarse_stage"]                        # the coarse search in the JSON report
+    assert len(stage["search"]) == 3 and stage["minima"][0]["values"]["jelly.E"] == pytest.approx(coarse_e, rel=1e-4)
     scene.spec.fit.coarse = {"resolution": 20}
     with pytest.raises(SceneError) as err:
         fit_scene(scene, printer=lines.append)

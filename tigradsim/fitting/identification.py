@@ -70,6 +70,7 @@ class Identification:
     search_fitted: list = dc_field(default_factory=list)  # the starts the local fits ran from
     search_rescored: list = dc_field(default_factory=list)  # [{"frames": h, "scores": {start: loss}}] of tied starts
     stages: list = dc_field(default_factory=list)  # continuation.StageDecision after each horizon but the last
+    coarse_stage: Optional[dict] = None  # a scene fit's [fit] coarse stage: its own Identification's to_dict()
 
     @property
     def untried_ties(self) -> list:
@@ -112,7 +113,7 @@ class Identification:
                       "search_tied": self.search_tied, "search_fitted": self.search_fitted,
                       "search_rescored": [{"frames": r["frames"], "scores": {str(k): v for k, v in r["scores"].items()}}
                                           for r in self.search_rescored],
-                      "stages": [d.to_dict() for d in self.stages]})
+                      "stages": [d.to_dict() for d in self.stages], "coarse_stage": self.coarse_stage})
 
     def summary(self) -> str:
         if not self.minima:

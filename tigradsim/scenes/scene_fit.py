@@ -117,6 +117,7 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
                       profile_iters=f.profile_iters, profile_lr=f.profile_lr, bfgs_inverse_hessian=curvature)
     if coarse_note:
         result.notes.insert(0, coarse_note)
+        result.coarse_stage = _coarse.to_dict()       # its search, local fits and minima, for the JSON report
     fitted = scene.frames_used
     if scene.frames_used != K:
         scene.use_frames(K)
