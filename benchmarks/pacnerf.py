@@ -77,6 +77,14 @@ FIT_OVERRIDES = {"optimizer": "bfgs", "iterations": 12, "polish_lr": 0.5}
 MULTI_START = {"starts": 8, "local_starts": 2}
 MULTI_START_MATERIALS = ("mpm_newtonian", "mpm_bingham")
 MULTI_START_MIN_UNKNOWNS = 3
+# --coarse (every clip alike): coarse to fine in the model ([fit] coarse, tigradsim/scenes/scene_coarse.py).  The
+# search (8 starts, the best 2 fitted by 12 BFGS steps) runs on the benchmark's default model, grid 24 and
+# FIT_SUBSTEPS (a forward rollout of the plasticine clip: 3 CPU s there against 22 s at grid 32 / 200 substeps), and
+# the fit's own model then refines the best coarse minimum by 5 BFGS steps from the coarse run's curvature (the
+# single-start fits at 32 / 200 took 12 steps at ~40 CPU s each).  Measured: benchmarks/RESULTS.md, "Coarse to fine
+# in the model".
+COARSE_FIT = {"starts": 8, "local_starts": 2, "iterations": 5,
+              "coarse": {"resolution": 24, "substeps": FIT_SUBSTEPS, "iterations": 12}}
 
 
 def default_fit_settings(data) -> dict:
@@ -484,6 +492,9 @@ def main(argv=None):
     parser.add_argument("--fit", action="append", default=[], metavar="KEY=VALUE",
                         help="a [fit] setting of every clip's copy over FIT_OVERRIDES, e.g. --fit starts=8 --fit "
                              "local_starts=2 (VALUE read as TOML: numbers, true/false, quoted strings)")
+    parser.add_argument("--coarse", action="store_true",
+                        help="coarse to fine in the model for every clip: COARSE_FIT's [fit] settings (the search on "
+                             "grid 24 / 50 substeps, the fit's model refining); --fit entries still win")
     parser.add_argument("--rescore", action="store_true", help="score the fits already in OUT (OUT/<family>/"
                         "estimates.json; CPU, RSS and wall from OUT/pacnerf.json) without fitting again")
     args = parser.parse_args(argv)
@@ -500,6 +511,8 @@ def main(argv=None):
             sep = ""
         if not sep or not key.strip():
             parser.error(f"--fit: expected KEY=VALUE with a TOML value (e.g. starts=8), got {item!r}")
+    if args.coarse:
+        fit_settings = {**COARSE_FIT, **fit_settings}
     root = args.root or (CONTROL if args.control else FOOTAGE)
     if args.substeps is None:
         args.substeps = 0 if args.control else FIT_SUBSTEPS

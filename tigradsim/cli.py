@@ -326,7 +326,7 @@ def _fit(args):
     iterations = args.iterations if args.iterations is not None else f.iterations
     overrides = {}
     if args.quick:
-        overrides = dict(starts=1, local_starts=1, refine=0, horizons=None)
+        overrides = dict(starts=1, local_starts=1, refine=0, horizons=None, coarse=None)
         iterations = min(iterations, QUICK_ITERATIONS)
     out = args.out
     os.makedirs(out, exist_ok=True)

@@ -16,7 +16,8 @@ from .uncertainty import FitReport, json_safe
 class Run:
     """One local fit: start index (0-based, into `Identification.search`), start values,
     final objective, why it stopped, and the minimum it reached (index into
-    `Identification.minima`, None if it failed)."""
+    `Identification.minima`, None if it failed), and its BFGS stage's final inverse-Hessian estimate
+    (internal coordinates, loss units; None without one): the curvature a fit of a finer model can start from."""
 
     start: int
     start_values: dict
@@ -25,9 +26,10 @@ class Run:
     stop_reason: str = ""
     minimum: Optional[int] = None
     seconds: float = 0.0
+    inverse_hessian: Optional[np.ndarray] = None
 
     def to_dict(self):
-        return json_safe(self.__dict__)
+        return json_safe({k: v for k, v in self.__dict__.items() if k != "inverse_hessian"})
 
 
 @dataclass
@@ -68,6 +70,7 @@ class Identification:
     search_fitted: list = dc_field(default_factory=list)  # the starts the local fits ran from
     search_rescored: list = dc_field(default_factory=list)  # [{"frames": h, "scores": {start: loss}}] of tied starts
     stages: list = dc_field(default_factory=list)  # continuation.StageDecision after each horizon but the last
+    coarse_stage: Optional[dict] = None  # a scene fit's [fit] coarse stage: its own Identification's to_dict()
 
     @property
     def untried_ties(self) -> list:
@@ -110,7 +113,7 @@ class Identification:
                       "search_tied": self.search_tied, "search_fitted": self.search_fitted,
                       "search_rescored": [{"frames": r["frames"], "scores": {str(k): v for k, v in r["scores"].items()}}
                                           for r in self.search_rescored],
-                      "stages": [d.to_dict() for d in self.stages]})
+                      "stages": [d.to_dict() for d in self.stages], "coarse_stage": self.coarse_stage})
 
     def summary(self) -> str:
         if not self.minima:

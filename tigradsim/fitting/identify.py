@@ -161,7 +161,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
              printer=print, groups=None, systematics=None, keep: Optional[int] = None,
              drop_ratio: float = KEEP_DROP_RATIO, profile=None, profile_points: int = PROFILE_POINTS,
              profile_iters: int = PROFILE_ITERS, profile_lr: Optional[float] = None,
-             search_held: Sequence[Param] = ()) -> Identification:
+             search_held: Sequence[Param] = (), bfgs_inverse_hessian=None) -> Identification:
     """Multi-start, coarse-to-fine identification with uncertainties (module docstring).
 
     params: Params with finite bounds (needed when starts > include_current).
@@ -197,10 +197,15 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     profile: True, a name or a list of names: profile-likelihood intervals of those scalar values at
         the best minimum (fitting/profile.py: `profile_points` a side, `profile_iters` BFGS steps of trust
         radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).
+    bfgs_inverse_hessian: (n, n) the BFGS stage's starting curvature in the internal coordinates (`tgs.BFGS`'s
+        inverse_hessian; e.g. `Run.inverse_hessian` of a fit of a cheaper model of the same loss, as a scene's
+        [fit] coarse stage passes on); None: the first BFGS step is a gradient step of the trust radius.
     """
     params = list(params)
     _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio)
     check_tie_thresholds(tie_chi2, tie_rtol)
+    if bfgs_inverse_hessian is not None:          # its shape and definiteness, before any rollout
+        BFGS(params, lr=bfgs_lr, inverse_hessian=bfgs_inverse_hessian)
     profiled = profile_targets(profile, params)          # a bad name fails before any rollout
     if profiled:
         check_profile_settings(profile_points, profile_iters, profile_lr, tie_rtol)
@@ -337,8 +342,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                 printer(f"local fit of start {run.start + 1} ({rank + 1}/{len(queue)})" +
                         (f" on {h} frames" if h is not None else "") + f" (search loss {run.search_loss:.6e})")
             try:
-                run.stop_reason = _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters,
-                                             bfgs_lr, lm_iters, stop, deadline, log_every, printer)
+                run.stop_reason, run.inverse_hessian = _local_fit(
+                    params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters, bfgs_lr, lm_iters, stop,
+                    deadline, log_every, printer, bfgs_inverse_hessian)
                 run.objective = objective()
             except (SimulationError, GradientError) as exc:
                 # a candidate whose rollout blew up, or whose gradient the adjoint check cannot trust (a start
@@ -536,9 +542,10 @@ def _same(minimum, x, report, distinct_sigma, same_tol):
 
 
 def _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters, bfgs_lr, lm_iters, stop,
-               deadline, log_every, printer):
-    """Adam, then BFGS (Tape loss), then LM (residuals); returns the last stop reason."""
-    reason = ""
+               deadline, log_every, printer, inverse_hessian=None):
+    """Adam, then BFGS (Tape loss, from `inverse_hessian` if given), then LM (residuals); returns (the last stop
+    reason, the BFGS stage's final inverse-Hessian estimate or None)."""
+    reason, curvature = "", None
     stages = []
     if forward is not None:
         if adam_iters > 0:
@@ -548,19 +555,21 @@ def _local_fit(params, forward, loss, residuals, adam_iters, adam_lr, bfgs_iters
     for cls, lr, iters in stages:
         remaining = deadline - time.time()
         if remaining <= 0:
-            return "time budget"
+            return "time budget", curvature
         crit = StopCriteria(**{**(stop.__dict__ if stop is not None else {}),
                                "time_budget": min(remaining, stop.time_budget if stop is not None and
                                                   stop.time_budget is not None else math.inf)})
         if not math.isfinite(crit.time_budget):
             crit.time_budget = None
-        hist = optimize(forward, loss, cls(params, lr=lr), iters=iters, log_every=log_every, printer=printer,
-                        stop=crit)
+        opt = cls(params, lr=lr, inverse_hessian=inverse_hessian) if cls is BFGS else cls(params, lr=lr)
+        hist = optimize(forward, loss, opt, iters=iters, log_every=log_every, printer=printer, stop=crit)
         reason = f"{cls.__name__}: {hist.stop_reason}"
+        if cls is BFGS:
+            curvature = opt.inverse_hessian
         hist.restore_best(params)
         if hist.stop_reason.startswith("loss ") and stop is not None and stop.loss_tol is not None:
-            return reason
+            return reason, curvature
     if residuals is not None and lm_iters > 0 and time.time() < deadline:
         least_squares(residuals, params, iters=lm_iters, log_every=log_every, printer=printer)
         reason = (reason + "; " if reason else "") + "LM"
-    return reason
+    return reason, curvature

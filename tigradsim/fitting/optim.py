@@ -118,13 +118,39 @@ class BFGS(Optimizer):
 
     lr: trust radius, the largest change of any internal coordinate in one
     step (in log-space: a factor exp(lr)); the first step is a gradient step
-    of that length.  Pairs that violate the curvature condition s.y > 0 are
-    skipped.  Memory and time are O(n^2) in the number n of parameter values.
+    of that length, unless `inverse_hessian` is given.  Pairs that violate the
+    curvature condition s.y > 0 are skipped.  Memory and time are O(n^2) in the
+    number n of parameter values.
+
+    inverse_hessian: (n, n) symmetric positive definite, in the internal
+    coordinates and the loss's units: the curvature to start from (e.g. the
+    `inverse_hessian` of a BFGS run on a cheaper model of the same loss, as
+    `tgs.identify`'s `bfgs_inverse_hessian`); the first step is then the
+    quasi-Newton step -H g (still within the trust radius) instead of a
+    gradient step of the whole radius, which would throw a start that is
+    already near the minimum out of it.
     """
 
-    def __init__(self, params, lr=1e-2):
+    def __init__(self, params, lr=1e-2, inverse_hessian=None):
         super().__init__(params, lr)
         self._x = self._g = self._H = None
+        if inverse_hessian is not None:
+            H = np.array(inverse_hessian, dtype=np.float64)
+            n = sum(int(np.size(p.value())) for p in self.params)
+            if H.shape != (n, n) or not np.all(np.isfinite(H)) or not np.allclose(H, H.T, rtol=1e-8, atol=0.0):
+                raise ValueError(f"inverse_hessian: expected a finite symmetric ({n}, {n}) matrix (the parameters' "
+                                 f"{n} internal coordinates), got shape {H.shape}")
+            try:
+                np.linalg.cholesky(0.5 * (H + H.T))
+            except np.linalg.LinAlgError:
+                raise ValueError("inverse_hessian: expected a positive definite matrix (a descent direction "
+                                 "-H g), got one with an eigenvalue <= 0") from None
+            self._H = 0.5 * (H + H.T)
+
+    @property
+    def inverse_hessian(self):
+        """The current inverse-Hessian estimate (n, n) (a copy), or None before the first curvature pair."""
+        return None if self._H is None else self._H.copy()
 
     def _flat(self):
         xs, gs = [], []

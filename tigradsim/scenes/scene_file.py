@@ -124,7 +124,11 @@ Sections (see demos/scenes/*.toml for complete examples):
                    local_starts (the best ones fitted), keep (at most this many of them go on
                    from each horizon to the next; default all), drop_ratio (default 2: one whose
                    loss on a horizon's frames exceeds drop_ratio x the best's is dropped there),
-                   seed, horizons (coarse to fine: frame counts fitted in turn), horizon = "all" | "auto" | N ("auto": each stage
+                   seed, coarse = {substeps, resolution, iterations} (coarse to fine in the model:
+                   the search, local fits and horizons run first on the scene with those [simulation]
+                   substeps and / or [mpm_grid] resolution, then `iterations` on the file's model
+                   refine the best coarse minimum from its BFGS curvature; scene_coarse.py),
+                   horizons (coarse to fine: frame counts fitted in turn), horizon = "all" | "auto" | N ("auto": each stage
                    fits at most the frames the model can follow at the values it starts from:
                    the leading frames where the rollouts at dt and dt/2, rendered, differ by
                    an estimated model error (Richardson, 2x the difference for the first-order

@@ -12,7 +12,7 @@ __all__ = ["fit_scene"]
 
 
 def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=None, horizons="file",
-              printer=print, initial_alpha=None):
+              printer=print, initial_alpha=None, coarse="file"):
     """Fit the scene's unknowns with `tgs.identify` and the file's [fit] settings (arguments
     override them).  Returns (Identification, History): the History records every rollout the
     fit ran (search, gradient steps, Levenberg-Marquardt trials; not the finite differences of
@@ -24,7 +24,16 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
     (`identify` calls set_horizon once per horizon, at the leading candidate's values) and kept
     for every candidate, so that their objectives and uncertainty reports are over the same
     frames and compare.  [fit] keep / drop_ratio: how many candidates go on from horizon to
-    horizon (tigradsim/fitting/continuation.py).  Afterwards `scene.horizon_info` says how many frames
+    horizon (tigradsim/fitting/continuation.py).
+
+    With [fit] coarse (tigradsim/scenes/scene_coarse.py) the search, the local fits and the horizons run
+    first on the cheaper model it names (`iterations` there, default [fit] iterations), and then one
+    local fit of `iterations` on the file's model, on the whole schedule's last horizon, refines the best
+    coarse minimum from its BFGS curvature; the result (minima, intervals) is that refinement's, with a
+    note on the coarse stage, and the History holds the rollouts of both.  `coarse`: "file" ([fit] coarse),
+    None (no coarse stage, as `tigradsim fit --quick` asks) or such a dict.
+
+    Afterwards `scene.horizon_info` says how many frames
     were fitted and why (`Scene.predictability` at the estimate included), and the scene is
     back on every frame (renders and `loss_value` cover the whole clip).
 
@@ -40,13 +49,8 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
     local_starts = min(f.local_starts if local_starts is None else local_starts, starts)
     refine = f.refine if refine is None else refine
     horizons = f.horizons if horizons == "file" else horizons
-    if f.optimizer == "adam":
-        adam, bfgs = iterations, 0
-    elif f.optimizer == "bfgs":
-        adam, bfgs = 0, iterations
-    else:
-        bfgs = min(f.polish if f.polish is not None else iterations // 2, iterations)
-        adam = iterations - bfgs
+    coarse = f.coarse if isinstance(coarse, str) and coarse == "file" else coarse
+    adam, bfgs = _split_iterations(f, iterations)
     K = len(scene.footage)
     auto = f.horizon == "auto"
     last = K                         # the last stage's frame count: the clip, or [fit] horizon = N
@@ -90,20 +94,46 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
         history.record(float(scene.fit.loss[None]), scene.params + scene.camera_params, time.time() - t0)
 
     stop = StopCriteria(rtol=f.rtol, window=5) if f.rtol is not None else None
+    time_budget, curvature, coarse_note = f.time_budget, None, None
+    if coarse:          # coarse to fine in the model: the search on the cheaper model, the file's model refines
+        from .scene_coarse import fit_coarse_stage
+        coarse_adam, coarse_bfgs = _split_iterations(f, coarse.get("iterations", iterations))
+        _coarse, curvature, coarse_note = fit_coarse_stage(
+            scene, coarse, dict(starts=starts, local_starts=local_starts, keep=f.keep, drop_ratio=f.drop_ratio, seed=f.seed,
+                        adam_iters=coarse_adam, adam_lr=f.lr, bfgs_iters=coarse_bfgs, bfgs_lr=f.polish_lr, lm_iters=0,
+                        stop=stop, time_budget=f.time_budget),
+            schedule, lambda value, params: history.record(value, params, time.time() - t0), printer)
+        starts = local_starts = 1
+        schedule = schedule[-1:] if schedule else None
+        if time_budget is not None:
+            time_budget = max(time_budget - (time.time() - t0), 1e-3)
     result = identify(scene.params + scene.camera_params, forward=forward, loss=scene.fit.loss, residuals=scene.residuals,
                       groups=scene.residual_groups,
                       systematics=scene.model_systematics,
                       starts=starts, local_starts=local_starts, keep=f.keep, drop_ratio=f.drop_ratio, seed=f.seed, adam_iters=adam, adam_lr=f.lr,
-                      bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=f.time_budget,
+                      bfgs_iters=bfgs, bfgs_lr=f.polish_lr, lm_iters=refine, stop=stop, time_budget=time_budget,
                       horizons=schedule, set_horizon=set_horizon if schedule else None, log_every=1,
                       printer=printer, profile=_profile_names(scene), profile_points=f.profile_points,
-                      profile_iters=f.profile_iters, profile_lr=f.profile_lr,
+                      profile_iters=f.profile_iters, profile_lr=f.profile_lr, bfgs_inverse_hessian=curvature,
                       search_held=scene.camera_params)    # the search keeps the calibrated camera (identify)
+    if coarse_note:
+        result.notes.insert(0, coarse_note)
+        result.coarse_stage = _coarse.to_dict()       # its search, local fits and minima, for the JSON report
     fitted = scene.frames_used
     if scene.frames_used != K:
         scene.use_frames(K)
     scene.horizon_info = _horizon_info(scene, fitted, auto, final.get("reason"), printer)
     return result, history
+
+
+def _split_iterations(f, iterations):
+    """(Adam steps, BFGS steps) of a local fit of `iterations` under [fit] optimizer (and polish)."""
+    if f.optimizer == "adam":
+        return iterations, 0
+    if f.optimizer == "bfgs":
+        return 0, iterations
+    bfgs = min(f.polish if f.polish is not None else iterations // 2, iterations)
+    return iterations - bfgs, bfgs
 
 
 def _profile_names(scene):

@@ -153,6 +153,9 @@ class FitSpec:
     drop_ratio: float = 2.0               # a candidate > drop_ratio x the best loss on a horizon is dropped
     seed: int = 0
     horizons: Optional[tuple] = None      # coarse to fine: frame counts fitted in turn (the clip last)
+    # coarse to fine in the model: {substeps, resolution, iterations} of a cheaper model on which the search and
+    # local fits run first, the file's model refining the best (scene_coarse.py); None: no coarse stage
+    coarse: Optional[dict] = None
     horizon: object = "all"               # "auto": no stage fits past the predictable horizon (Scene.set_horizon);
                                           # an int N: the last stage fits frames 0..N-1
     # the largest estimated error of the model's silhouette edges in a fitted frame [render px]: half a

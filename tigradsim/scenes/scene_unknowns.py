@@ -10,6 +10,7 @@ from .cloth_soft_constants import CLOTH_SOFT_OBJECT
 from .pair_constants import PAIR_OBJECT
 from .scene_specs import CONTACT_PARAMS, RIGID_PARAMS, SOFT_MASS_PARAMS, TIES, FitSpec, UnknownSpec
 from .scene_table import SceneError, _show, _Table
+from .scene_coarse import parse_coarse
 
 SUPERVISIONS = ("mask", "rgb", "both")
 
@@ -119,7 +120,7 @@ def _check_ties(file, unknowns):
 
 def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
-                                    "local_starts", "keep", "drop_ratio", "seed", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "grid_bias", "rtol",
+                                    "local_starts", "keep", "drop_ratio", "seed", "coarse", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "grid_bias", "rtol",
                                     "time_budget", "profile", "profile_points", "profile_iters",
                                     "profile_lr", "supervision", "resolution", "edge_softness", "sigma", "gamma",
                                     "blur",
@@ -146,6 +147,7 @@ def _parse_fit(file, data):
         t.fail("drop_ratio", f"expected a number > 1 (a candidate whose loss exceeds drop_ratio x the best's is "
                              f"dropped), got {f.drop_ratio}")
     f.seed = t.integer("seed", 0)
+    f.coarse = parse_coarse(t)
     h = t.array("horizons", (None,), default=None)
     if h is not None:
         if len(h) == 0 or np.any(h < 1) or np.any(h != np.round(h)) or np.any(np.diff(h) <= 0):
