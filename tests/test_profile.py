@@ -142,7 +142,7 @@ def test_profile_checks_its_arguments(f64):
     with pytest.raises(ValueError, match="profile: 'mass' is not a scalar parameter"):
         tgs.identify(params, forward=counted, loss=loss, residuals=residuals, starts=1, local_starts=1,
                      profile=["mass"])
-    with pytest.raises(ValueError, match="profile: expected true, false or a list"):
+    with pytest.raises(ValueError, match='profile: expected true, false, "auto" or a list'):
         tgs.identify(params, forward=counted, loss=loss, starts=1, local_starts=1, profile=3)
     with pytest.raises(ValueError, match="profile_lr: expected a finite number > 0"):
         tgs.identify(params, forward=counted, loss=loss, starts=1, local_starts=1, profile=True, profile_lr=0.0)
@@ -182,3 +182,74 @@ def test_a_side_whose_rollouts_blow_up_ends_at_the_last_point_inside(f64):
     assert prof.upper.end == pytest.approx(max(v for v, _r in prof.points)) and 0.0 < prof.upper.end < 2.0
     assert prof.lower.end == -10.0
     assert "blew up" in prof.sentence() and "bound -10" in prof.sentence()
+
+
+def test_auto_walks_on_where_the_check_at_the_laplace_end_fails(f64):
+    """profile = "auto": a's Laplace interval is narrow (a factor 1.2), so it is only checked, but at its end
+    the loss rose by far less than the curvature says (the saturating valley): the side walks on and a is
+    reported undetermined, as with a full profile; b rises as predicted and is checked at one point a side."""
+    params, forward, loss, residuals = _problem("flat")
+    lines = []
+    res = tgs.identify(params, forward=forward, loss=loss, residuals=residuals, starts=1, local_starts=1, adam_iters=0,
+                       bfgs_iters=20, bfgs_lr=0.2, noise_floor=SIGMA ** 2, profile="auto", profile_points=4,
+                       profile_iters=2, printer=lines.append)
+    a, b = res.best.profiles["a"], res.best.profiles["b"]
+    assert a.mode == b.mode == "check"
+    assert a.undetermined and a.lower.reason == a.upper.reason == "bound" and res.best["a"].status == "undetermined"
+    assert len(b.points) == 2 and {b.lower.reason, b.upper.reason} <= {"checked", "threshold"}
+    lap = b.laplace
+    assert (res.best["b"].lower95, res.best["b"].upper95) == pytest.approx(lap)     # the Laplace end stands
+    assert any(line.startswith("profile b: check:") for line in lines)
+    json.dumps(res.to_dict(), allow_nan=False)
+
+
+def _wide_and_narrow(seed=3):
+    """r = (w t + n s) - y on 8 points, noise 0.03: w (truth 0.3, std ~0.3) has an interval wider than itself,
+    n (truth 20) a narrow one; both linear-space, so the loss is exactly quadratic."""
+    t_np = np.linspace(0.1, 1.0, 8)
+    s_np = np.linspace(1.0, 3.0, 8) ** 2
+    y_np = 0.3 * t_np + 20.0 * s_np + np.random.default_rng(seed).normal(0.0, 0.03, t_np.size)
+    w = ti.field(float, shape=(), needs_grad=True)
+    n = ti.field(float, shape=(), needs_grad=True)
+    params = [tgs.Param(w, "w", lower=-50.0, upper=50.0), tgs.Param(n, "n", lower=0.0, upper=100.0)]
+
+    def residuals():
+        return float(w[None]) * t_np + float(n[None]) * s_np - y_np
+
+    A = np.stack([t_np, s_np], axis=1)
+    w[None], n[None] = np.linalg.lstsq(A, y_np, rcond=None)[0]
+    return params, residuals
+
+
+def test_auto_profiles_in_full_only_what_laplace_leaves_suspect(f64):
+    from tigradsim.fitting.profile import suspect_reason
+    params, residuals = _wide_and_narrow()
+    report = fit_report(residuals, params, noise_floor=0.03 ** 2)
+    assert "x the estimate wide" in suspect_reason(report, 0) and suspect_reason(report, 1) is None
+    profs = profile_intervals(params, report, "auto", residuals=residuals, points=4, iters=2, printer=lambda s: None)
+    w, n = profs["w"], profs["n"]
+    assert w.mode == "full" and "wide" in w.why and w.lower.reason == w.upper.reason == "threshold"
+    assert n.mode == "check" and len(n.points) == 2
+    # the quadratic loss rises at the Laplace end by the Laplace threshold: checked (or just past it)
+    assert {n.lower.reason, n.upper.reason} <= {"checked", "threshold"}
+    assert all(r == pytest.approx(n.threshold, rel=0.05) for _v, r in n.points)
+    # an exact degeneracy: Laplace cannot bound it, so "auto" profiles it in full
+    a = ti.field(float, shape=(), needs_grad=True)
+    a[None] = 1.0
+    flat = [tgs.Param(a, "a", lower=0.2, upper=5.0, log_space=True)]
+    y = np.random.default_rng(4).normal(0.0, SIGMA, 6)
+    rep = fit_report(lambda: 0.0 * float(a[None]) - y, flat, noise_floor=SIGMA ** 2)
+    assert "does not bound" in suspect_reason(rep, 0)
+
+
+def test_profile_auto_targets_and_bad_input():
+    from tigradsim.fitting.profile import AutoProfile
+    a = ti.field(float, shape=())
+    b = ti.field(float, shape=())
+    params = [tgs.Param(a, "a", lower=0.0, upper=1.0), tgs.Param(b, "b", lower=0.0, upper=1.0)]
+    assert profile_targets("auto", params) == ["a", "b"]
+    assert profile_targets(AutoProfile(("b",)), params) == ["b"]
+    with pytest.raises(ValueError, match="'c' is not a scalar parameter"):
+        profile_targets(AutoProfile(("c",)), params)
+    with pytest.raises(ValueError, match='expected true, false, "auto"'):
+        profile_targets(3, params)

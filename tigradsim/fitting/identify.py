@@ -78,8 +78,8 @@ from ..core.errors import GradientError, SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, objective_function, optimize,
                     pack, param_summary, unpack)
 from .continuation import KEEP_DROP_RATIO, keep_candidates
-from .profile import (PROFILE_ITERS, PROFILE_POINTS, apply_profiles, check_profile_settings, profile_intervals,
-                      profile_targets)
+from .profile import (PROFILE_ITERS, PROFILE_POINTS, AutoProfile, apply_profiles, check_profile_settings, is_auto,
+                      profile_intervals, profile_targets)
 from .ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds, loss_tied, tied_with_best
 from .uncertainty import PIXEL_8BIT_VARIANCE, coordinate_names, fit_report
 from .identification import Identification, Minimum, Run
@@ -172,7 +172,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         tie_rtol also judges starts tied on the search (`Identification.search_tied`).
     profile: True, a name or a list of names: profile-likelihood intervals of those scalar values at
         the best minimum (fitting/profile.py: `profile_points` a side, `profile_iters` BFGS steps of trust
-        radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).
+        radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).  "auto" (or an
+        AutoProfile naming the candidates): only the values whose Laplace interval is suspect in full, the
+        others checked at one point a side (fitting/profile.py's docstring).
     """
     params = list(params)
     _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio)
@@ -379,7 +381,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         if profiled and best.report is not None:
             unpack(params, best.x)
             apply_profiles(best.report, profile_intervals(
-                params, best.report, profiled, forward, loss, residuals, best.objective, profile_points,
+                params, best.report, AutoProfile(tuple(profiled)) if is_auto(profile) else profiled, forward, loss,
+                residuals, best.objective, profile_points,
                 profile_iters, bfgs_lr if profile_lr is None else profile_lr, tie_rtol, deadline,
                 printer if log_every else (lambda *a: None)))
         unpack(params, best.x)

@@ -138,12 +138,14 @@ Sections (see demos/scenes/*.toml for complete examples):
                    at a 4/3 finer grid at the estimate; Scene.grid_systematics, fitting/grid_bias.py),
                    rtol (stop a
                    stage when the loss falls by less over 5 iterations), time_budget (seconds),
-                   profile (true, or a list of unknowns: profile-likelihood intervals, each value
+                   profile (true, "auto", or a list of unknowns: profile-likelihood intervals, each value
                    stepped out to the loss-rise threshold the intervals imply or to its bound,
                    the others refitted by profile_iters = 3 BFGS steps at each of at most
                    profile_points = 5 points a side, trust radius profile_lr (default polish_lr);
                    reaching a bound below the threshold makes it "undetermined";
-                   fitting/profile.py; off by default: 2-4 rollouts a point),
+                   fitting/profile.py; off by default: 2-4 rollouts a point; "auto": in full only
+                   the unknowns whose Gauss-Newton interval is unbounded or wider than the
+                   estimate, the others checked at one point a side, walked on where that fails),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
                    the footage is averaged down to it), edge_softness (NDC^2; "auto",
                    the default: as sharp as a camera's antialiased edge, 10-90 % over 0.8 px

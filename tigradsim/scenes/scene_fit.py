@@ -106,12 +106,18 @@ def fit_scene(scene, iterations=None, starts=None, local_starts=None, refine=Non
 
 
 def _profile_names(scene):
-    """[fit] profile as identify's `profile`: True: every unknown (not the camera correction); a list:
-    those, each checked against [unknowns] (a SceneError naming the key)."""
+    """[fit] profile as identify's `profile`: True: every unknown (not the camera correction); "auto":
+    an AutoProfile of the unknowns that are not nuisances (fitting/profile.py); a list: those, each
+    checked against [unknowns] (a SceneError naming the key)."""
+    from ..fitting.profile import AutoProfile
+
     wanted = scene.spec.fit.profile
     names = [u.target for u in scene.spec.unknowns]
     if wanted is True:
         return [p.name for p in scene.params if p.name in names] or None
+    if wanted == "auto":
+        kept = [u.target for u in scene.spec.unknowns if not u.nuisance]
+        return AutoProfile(tuple(p.name for p in scene.params if p.name in kept)) if kept else None
     if not wanted:
         return None
     for n in wanted:

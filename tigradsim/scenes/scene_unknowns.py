@@ -196,16 +196,17 @@ def _parse_fit(file, data):
 
 
 def _parse_profile(t):
-    """[fit] profile: true / false, or a list of unknowns' names ("OBJECT.PARAM"; checked against
+    """[fit] profile: true / false, "auto" (the unknowns whose Laplace interval is suspect, the others
+    checked: fitting/profile.py), or a list of unknowns' names ("OBJECT.PARAM"; checked against
     [unknowns] when the scene is built, by identify)."""
     if not t.has("profile"):
         return False
     v = t.data["profile"]
-    if isinstance(v, bool):
+    if isinstance(v, bool) or v == "auto":
         return v
     if isinstance(v, list) and v and all(isinstance(n, str) for n in v):
         return tuple(v)
-    t.fail("profile", f"expected true, false or a list of unknowns' names (\"OBJECT.PARAM\"), got {v!r}")
+    t.fail("profile", f"expected true, false, \"auto\" or a list of unknowns' names (\"OBJECT.PARAM\"), got {v!r}")
 
 
 def nuisance_unknowns(spec) -> list:
