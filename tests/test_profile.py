@@ -9,7 +9,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.fitting.profile import profile_intervals, profile_threshold, profile_targets
+from tigradsim.fitting.profile import AutoProfile, profile_intervals, profile_threshold, profile_targets
 from tigradsim.fitting.uncertainty import fit_report
 
 SIGMA = 0.01
@@ -185,14 +185,14 @@ def test_a_side_whose_rollouts_blow_up_ends_at_the_last_point_inside(f64):
 
 
 def test_auto_walks_on_where_the_check_at_the_laplace_end_fails(f64):
-    """profile = "auto": a's Laplace interval is narrow (a factor 1.2), so it is only checked, but at its end
+    """profile = "auto" with checks: a's Laplace interval is narrow (a factor 1.2), so it is only checked, but at its end
     the loss rose by far less than the curvature says (the saturating valley): the side walks on and a is
     reported undetermined, as with a full profile; b rises as predicted and is checked at one point a side."""
     params, forward, loss, residuals = _problem("flat")
     lines = []
     res = tgs.identify(params, forward=forward, loss=loss, residuals=residuals, starts=1, local_starts=1, adam_iters=0,
-                       bfgs_iters=20, bfgs_lr=0.2, noise_floor=SIGMA ** 2, profile="auto", profile_points=4,
-                       profile_iters=2, printer=lines.append)
+                       bfgs_iters=20, bfgs_lr=0.2, noise_floor=SIGMA ** 2, profile=AutoProfile(check=True),
+                       profile_points=4, profile_iters=2, printer=lines.append)
     a, b = res.best.profiles["a"], res.best.profiles["b"]
     assert a.mode == b.mode == "check"
     assert a.undetermined and a.lower.reason == a.upper.reason == "bound" and res.best["a"].status == "undetermined"
@@ -226,7 +226,11 @@ def test_auto_profiles_in_full_only_what_laplace_leaves_suspect(f64):
     params, residuals = _wide_and_narrow()
     report = fit_report(residuals, params, noise_floor=0.03 ** 2)
     assert "x the estimate wide" in suspect_reason(report, 0) and suspect_reason(report, 1) is None
+    # without checks only w is profiled (n has no entry and keeps Laplace's interval)
     profs = profile_intervals(params, report, "auto", residuals=residuals, points=4, iters=2, printer=lambda s: None)
+    assert list(profs) == ["w"]
+    profs = profile_intervals(params, report, AutoProfile(check=True), residuals=residuals, points=4, iters=2,
+                              printer=lambda s: None)
     w, n = profs["w"], profs["n"]
     assert w.mode == "full" and "wide" in w.why and w.lower.reason == w.upper.reason == "threshold"
     assert n.mode == "check" and len(n.points) == 2
@@ -243,7 +247,6 @@ def test_auto_profiles_in_full_only_what_laplace_leaves_suspect(f64):
 
 
 def test_profile_auto_targets_and_bad_input():
-    from tigradsim.fitting.profile import AutoProfile
     a = ti.field(float, shape=())
     b = ti.field(float, shape=())
     params = [tgs.Param(a, "a", lower=0.0, upper=1.0), tgs.Param(b, "b", lower=0.0, upper=1.0)]

@@ -173,8 +173,8 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     profile: True, a name or a list of names: profile-likelihood intervals of those scalar values at
         the best minimum (fitting/profile.py: `profile_points` a side, `profile_iters` BFGS steps of trust
         radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).  "auto" (or an
-        AutoProfile naming the candidates): only the values whose Laplace interval is suspect in full, the
-        others checked at one point a side (fitting/profile.py's docstring).
+        AutoProfile naming the candidates): only the values whose Laplace interval is suspect, in full;
+        AutoProfile(check=True): the others checked at one point a side (fitting/profile.py's docstring).
     """
     params = list(params)
     _check_args(params, forward, loss, residuals, starts, local_starts, horizons, set_horizon, keep, drop_ratio)
@@ -380,9 +380,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                 tied.append(k)
         if profiled and best.report is not None:
             unpack(params, best.x)
+            which = AutoProfile(tuple(profiled), getattr(profile, "check", False)) if is_auto(profile) else profiled
             apply_profiles(best.report, profile_intervals(
-                params, best.report, AutoProfile(tuple(profiled)) if is_auto(profile) else profiled, forward, loss,
-                residuals, best.objective, profile_points,
+                params, best.report, which, forward, loss, residuals, best.objective, profile_points,
                 profile_iters, bfgs_lr if profile_lr is None else profile_lr, tie_rtol, deadline,
                 printer if log_every else (lambda *a: None)))
         unpack(params, best.x)

@@ -38,23 +38,25 @@ Units: with a Tape loss the profile measures that loss; it is taken as a constan
 
 Cost: per profiled value at most 2 `points` refits of `iters` + 1 rollouts with gradient.
 
-profile = "auto" (`AutoProfile`): profile only the values whose Laplace interval is suspect, and check
-the others at one point a side.  Why: a full profile costs 2 `points` refits per value (on an MPM
-fit at PAC-NeRF's size as much again as the fit), so profiling every value by default does not fit a
-15-CPU-minute budget, yet the values a user cannot trust are the ones Laplace gets wrong.  Per value:
+profile = "auto" (`AutoProfile`): profile only the values whose Laplace interval is suspect, and, with
+check (scene files: [fit] profile_check = true), check the others at one point a side.  Why: a full
+profile costs 2 `points` refits per value (on an MPM fit at PAC-NeRF's size as much again as the fit),
+so profiling every value by default does not fit a 15-CPU-minute budget, yet the values a user cannot
+trust are the ones Laplace gets wrong.  Per value:
 
 * profiled in full where Laplace cannot bound it (infinite std) or its 95 % interval is wider than
   the estimate itself (relative width > AUTO_RELATIVE_WIDTH = 1; in log coordinates a range over a
   factor ~2.7): across such a range the linearisation Laplace rests on is least trustworthy, and
   these are the weakly determined values (an MPM fluid's bulk modulus from masks);
-* checked elsewhere: the first profile point of each side, at the Laplace end, other unknowns
+* with check, checked elsewhere (else left to Laplace): the first profile point of each side, at the Laplace end, other unknowns
   refitted.  Under the quadratic model Laplace assumes, the loss rises there by the Laplace
   threshold (scaled by (t / half-width)^2 when a bound is nearer); where it rises by less than
   AUTO_CHECK_RATIO = 1/4 of that, the valley is at least twice as long as the curvature says (the
   curved, saturating valleys Laplace misses at any width) and the side walks on as a full profile;
   otherwise it ends there (reason "checked": the Laplace end stands).  A refit of `iters` steps can
   only overstate the rise, so a failed check is real; a passed one may hide a valley the refit did
-  not find.  Cost: 2 refits a checked value.
+  not find.  Cost: 2 refits a checked value (an MPM fit with a slow rollout cannot always afford
+  them: the PAC-NeRF plasticine clip's 3 checks would cost more than its fit).
 """
 from __future__ import annotations
 
@@ -83,10 +85,12 @@ AUTO_CHECK_RATIO = 0.25    # "auto": a checked side whose rise is below this sha
 @dataclass(frozen=True)
 class AutoProfile:
     """profile = "auto" (module docstring): of `candidates` (names of scalar values; None: every
-    scalar Param) profile in full those whose Laplace interval is suspect (`suspect_reason`), check
-    the others at one point a side and walk on where the check fails."""
+    scalar Param) profile in full those whose Laplace interval is suspect (`suspect_reason`); with
+    `check`, check the others at one point a side and walk on where the check fails (else leave them
+    to Laplace)."""
 
     candidates: Optional[Tuple[str, ...]] = None
+    check: bool = False
 
 
 @dataclass
@@ -235,8 +239,8 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
                       points: int = PROFILE_POINTS, iters: int = PROFILE_ITERS, lr: float = 0.05,
                       tie_rtol: float = TIE_RTOL, deadline: float = math.inf, printer=print) -> dict:
     """{name: Profile} for the scalar values `names` (True, a name or a list: `profile_targets`; "auto" or an
-    AutoProfile: those of its candidates whose Laplace interval is suspect in full, the others checked at one
-    point a side, module docstring) of the fit at the Params' current values, which must be those `report`
+    AutoProfile: those of its candidates whose Laplace interval is suspect in full, with its `check` the others
+    checked at one point a side, module docstring; a value not profiled has no entry) of the fit at the Params' current values, which must be those `report`
     (a FitReport) was made at.
 
     forward, loss: the Tape loss (the other unknowns are refitted by `iters` BFGS steps of trust
@@ -249,6 +253,7 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
     check_profile_settings(points, iters, lr, tie_rtol)
     params = list(params)
     auto = is_auto(names)
+    auto_check = isinstance(names, AutoProfile) and names.check
     names = profile_targets(names, params)
     if forward is None and residuals is None:
         raise ValueError("profile_intervals: give forward and loss (a Tape loss) or residuals")
@@ -270,6 +275,9 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
             i = coords.index(name)
             why = suspect_reason(report, i) if auto else None
             check = auto and why is None
+            if check and not auto_check:
+                printer(f"profile {name}: not profiled: its Gauss-Newton (Laplace) interval is not suspect")
+                continue
             if auto:
                 why = why or ("its Gauss-Newton (Laplace) interval checked at one point a side (the other "
                               "unknowns refitted); walked on where the loss rose by less than "
