@@ -256,3 +256,30 @@ def test_profile_auto_targets_and_bad_input():
         profile_targets(AutoProfile(("c",)), params)
     with pytest.raises(ValueError, match='expected true, false, "auto"'):
         profile_targets(3, params)
+
+
+def test_a_profile_point_clearly_below_the_estimate_is_reported_with_its_values(f64):
+    """The report made away from the minimum (n moved 3 std off): a profile point of w, n refitted, lies below the
+    estimate's loss by more than the tie rule's 5 %, even where the Laplace part of the threshold is larger; the
+    note gives every value there, so the fit can be restarted from it."""
+    params, residuals = _wide_and_narrow()
+    report0 = fit_report(residuals, params, noise_floor=0.03 ** 2)
+    n = params[1]
+    n.field[None] = float(n.field[None]) + 3.0 * report0["n"].std
+    # a noise floor 100 x the residuals' makes the Laplace part of the threshold far larger than the gain
+    report = fit_report(residuals, params, noise_floor=0.09)
+    prof = profile_intervals(params, report, ["w"], residuals=residuals, points=3, iters=3, tie_rtol=0.05,
+                             printer=lambda s: None)["w"]
+    assert prof.better is not None and prof.better[1] < -0.05 * report.loss
+    assert prof.threshold_laplace > -prof.better[1]          # not "better" by the Laplace threshold alone
+    assert set(prof.better_values) == {"w", "n"} and prof.better_values["w"] == pytest.approx(prof.better[0])
+    # the values given are that point: the loss there is the estimate's plus the (negative) rise
+    held = [float(p.field[None]) for p in params]
+    for p in params:
+        p.field[None] = prof.better_values[p.name]
+    assert 0.5 * float(np.sum(residuals() ** 2)) == pytest.approx(report.loss + prof.better[1], rel=1e-6)
+    for p, v in zip(params, held):
+        p.field[None] = v
+    from tigradsim.fitting.profile import apply_profiles
+    apply_profiles(report, {"w": prof})
+    assert any("the fit had not converged" in s and "there w = " in s for s in report.notes)
