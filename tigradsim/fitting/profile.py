@@ -48,8 +48,8 @@ trust are the ones Laplace gets wrong.  Per value:
   the estimate itself (relative width > AUTO_RELATIVE_WIDTH = 1; in log coordinates a range over a
   factor ~2.7): across such a range the linearisation Laplace rests on is least trustworthy, and
   these are the weakly determined values (an MPM fluid's bulk modulus from masks);
-* with check, checked elsewhere (else left to Laplace): the first profile point of each side, at the Laplace end, other unknowns
-  refitted.  Under the quadratic model Laplace assumes, the loss rises there by the Laplace
+* with check, checked elsewhere (else left to Laplace): the first profile point of each side, at
+  the Laplace end, other unknowns refitted.  Under the quadratic model Laplace assumes, the loss rises there by the Laplace
   threshold (scaled by (t / half-width)^2 when a bound is nearer); where it rises by less than
   AUTO_CHECK_RATIO = 1/4 of that, the valley is at least twice as long as the curvature says (the
   curved, saturating valleys Laplace misses at any width) and the side walks on as a full profile;
@@ -209,7 +209,8 @@ def is_auto(profile) -> bool:
 
 def suspect_reason(report, index: int, relative_width: float = AUTO_RELATIVE_WIDTH) -> Optional[str]:
     """Why the report's `index`-th Laplace interval is suspect enough to profile in full (profile =
-    "auto", module docstring), or None (check it at one point a side).  Suspect: no finite interval
+    "auto", module docstring), or None (left to Laplace, or checked at one point a side with
+    AutoProfile.check).  Suspect: no finite interval
     (Laplace cannot bound it), or an interval wider than `relative_width` times |estimate|."""
     e = report.estimates[index]
     lo, hi = e.lower95, e.upper95
@@ -242,8 +243,8 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
                       tie_rtol: float = TIE_RTOL, deadline: float = math.inf, printer=print) -> dict:
     """{name: Profile} for the scalar values `names` (True, a name or a list: `profile_targets`; "auto" or an
     AutoProfile: those of its candidates whose Laplace interval is suspect in full, with its `check` the others
-    checked at one point a side, module docstring; a value not profiled has no entry) of the fit at the Params' current values, which must be those `report`
-    (a FitReport) was made at.
+    checked at one point a side, module docstring; a value not profiled has no entry) of the fit at the Params'
+    current values, which must be those `report` (a FitReport) was made at.
 
     forward, loss: the Tape loss (the other unknowns are refitted by `iters` BFGS steps of trust
     radius `lr`, the fit's polish step); residuals: used instead (Levenberg-Marquardt, `iters`
