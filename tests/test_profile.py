@@ -185,8 +185,8 @@ def test_a_side_whose_rollouts_blow_up_ends_at_the_last_point_inside(f64):
 
 
 def test_auto_walks_on_where_the_check_at_the_laplace_end_fails(f64):
-    """profile = "auto" with checks: a's Laplace interval is narrow (a factor 1.2), so it is only checked, but at its end
-    the loss rose by far less than the curvature says (the saturating valley): the side walks on and a is
+    """profile = "auto" with checks: a's Laplace interval is narrow (a factor 1.2), so it is only checked, but at
+    its end the loss rose by far less than the curvature says (the saturating valley): the side walks on and a is
     reported undetermined, as with a full profile; b rises as predicted and is checked at one point a side."""
     params, forward, loss, residuals = _problem("flat")
     lines = []

@@ -49,8 +49,8 @@ trust are the ones Laplace gets wrong.  Per value:
   factor ~2.7): across such a range the linearisation Laplace rests on is least trustworthy, and
   these are the weakly determined values (an MPM fluid's bulk modulus from masks);
 * with check, checked elsewhere (else left to Laplace): the first profile point of each side, at
-  the Laplace end, other unknowns refitted.  Under the quadratic model Laplace assumes, the loss rises there by the Laplace
-  threshold (scaled by (t / half-width)^2 when a bound is nearer); where it rises by less than
+  the Laplace end, other unknowns refitted.  Under the quadratic model Laplace assumes, the loss
+  rises there by the Laplace threshold (scaled by (t / half-width)^2 when a bound is nearer); where it rises by less than
   AUTO_CHECK_RATIO = 1/4 of that, the valley is at least twice as long as the curvature says (the
   curved, saturating valleys Laplace misses at any width) and the side walks on as a full profile;
   otherwise it ends there (reason "checked": the Laplace end stands).  A refit of `iters` steps can
