@@ -198,7 +198,8 @@ def test_auto_walks_on_where_the_check_at_the_laplace_end_fails(f64):
     assert a.undetermined and a.lower.reason == a.upper.reason == "bound" and res.best["a"].status == "undetermined"
     assert len(b.points) == 2 and {b.lower.reason, b.upper.reason} <= {"checked", "threshold"}
     lap = b.laplace
-    assert (res.best["b"].lower95, res.best["b"].upper95) == pytest.approx(lap)     # the Laplace end stands
+    # the Laplace end stands (the quadratic through the point crosses the threshold there)
+    assert (res.best["b"].lower95, res.best["b"].upper95) == pytest.approx(lap, rel=1e-4)
     assert any(line.startswith("profile b: check:") for line in lines)
     json.dumps(res.to_dict(), allow_nan=False)
 
@@ -237,6 +238,17 @@ def test_auto_profiles_in_full_only_what_laplace_leaves_suspect(f64):
     # the quadratic loss rises at the Laplace end by the Laplace threshold: checked (or just past it)
     assert {n.lower.reason, n.upper.reason} <= {"checked", "threshold"}
     assert all(r == pytest.approx(n.threshold, rel=0.05) for _v, r in n.points)
+    # a tie threshold above Laplace's (tie_rtol 1: 1.6 x): one point still tells, the end is the quadratic's
+    # crossing of that threshold, as a full profile's; at tie_rtol 4 (6.2 x) the first rise is under a quarter of
+    # it, and the side walks on to where the full profile ends
+    lap_half = n.laplace[1] - n.value
+    for rtol, reason, npts in ((1.0, "checked", 2), (4.0, "threshold", 4)):
+        p = profile_intervals(params, report, AutoProfile(check=True), residuals=residuals, points=4, iters=2,
+                              tie_rtol=rtol, printer=lambda s: None)["n"]
+        assert p.threshold == p.threshold_tie > 1.2 * p.threshold_laplace
+        assert p.upper.reason == reason and len(p.points) == npts, (rtol, p.points)
+        want = math.sqrt(p.threshold / p.threshold_laplace)
+        assert (p.upper.end - n.value) / lap_half == pytest.approx(want, rel=0.1)
     # an exact degeneracy: Laplace cannot bound it, so "auto" profiles it in full
     a = ti.field(float, shape=(), needs_grad=True)
     a[None] = 1.0

@@ -50,10 +50,13 @@ trust are the ones Laplace gets wrong.  Per value:
   these are the weakly determined values (an MPM fluid's bulk modulus from masks);
 * with check, checked elsewhere (else left to Laplace): the first profile point of each side, at
   the Laplace end, other unknowns refitted.  Under the quadratic model Laplace assumes, the loss
-  rises there by the Laplace threshold (scaled by (t / half-width)^2 when a bound is nearer); where it rises by less than
-  AUTO_CHECK_RATIO = 1/4 of that, the valley is at least twice as long as the curvature says (the
-  curved, saturating valleys Laplace misses at any width) and the side walks on as a full profile;
-  otherwise it ends there (reason "checked": the Laplace end stands).  A refit of `iters` steps can
+  rises there by the Laplace threshold.  Where the rise there is at least AUTO_CHECK_RATIO = 1/4 of
+  the threshold (the larger of the Laplace and tie parts, the full profile's), the side ends where
+  the quadratic through the estimate and that point crosses the threshold, at most twice as far
+  (reason "checked": on a quadratic valley the full profile's end; the Laplace end when the
+  threshold is Laplace's); otherwise the valley is longer than one point can tell (the curved,
+  saturating valleys Laplace misses at any width, or a tie threshold far above Laplace's) and the
+  side walks on as a full profile.  A refit of `iters` steps can
   only overstate the rise, so a failed check is real; a passed one may hide a valley the refit did
   not find.  Cost: 2 refits a checked value (an MPM fit with a slow rollout cannot always afford
   them: the PAC-NeRF plasticine clip's 3 checks would cost more than its fit).
@@ -79,7 +82,7 @@ PROFILE_POINTS = 5        # points per side at most (the last one on the bound)
 PROFILE_ITERS = 3         # BFGS steps of the other unknowns at each point
 AUTO = "auto"
 AUTO_RELATIVE_WIDTH = 1.0  # "auto": a Laplace 95 % interval wider than the estimate is profiled in full
-AUTO_CHECK_RATIO = 0.25    # "auto": a checked side whose rise is below this share of Laplace's walks on
+AUTO_CHECK_RATIO = 0.25    # "auto": a checked side whose first rise is below this share of the threshold walks on
 
 
 @dataclass(frozen=True)
@@ -99,8 +102,8 @@ class ProfileSide:
     "threshold" (the loss rose past it: end interpolated), "bound" (reached the prior bound below
     the threshold: undetermined there), "at bound" (the estimate sits on the bound), "no bound"
     (points spent with no bound and still below), "failed" (a rollout blew up: end is the last
-    point inside), "time budget", "checked" (profile = "auto": the first point, at the Laplace end, rose as
-    the curvature says; end: that point, the Laplace end stands)."""
+    point inside), "time budget", "checked" (profile = "auto" with checks: the first point, at the Laplace
+    end, rose by at least 1/4 of the threshold; end: where the quadratic through it crosses the threshold)."""
 
     end: float
     reason: str
@@ -283,8 +286,8 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
                 continue
             if auto:
                 why = why or ("its Gauss-Newton (Laplace) interval checked at one point a side (the other "
-                              "unknowns refitted); walked on where the loss rose by less than "
-                              f"{AUTO_CHECK_RATIO:g} of what the curvature predicts")
+                              "unknowns refitted); walked on where the loss rose there by less than "
+                              f"{AUTO_CHECK_RATIO:g} of the threshold")
                 printer(f"profile {name}: {'check' if check else 'full'}: {why}")
             out[name] = _profile_one(params, report, i, info[i], x_hat, objective, forward, loss, residuals,
                                      best_objective, scale, points, iters, lr, tie_rtol, deadline, printer, check)
@@ -322,8 +325,9 @@ def _param_of(params, i):
 
 def _profile_one(params, report, i, info_i, x_hat, objective, forward, loss, residuals, best, scale, points, iters,
                  lr, tie_rtol, deadline, printer, check=False) -> Profile:
-    """One value's profile (module docstring); check: end a side at its first point (reason "checked")
-    unless the loss rose there by less than AUTO_CHECK_RATIO of the Laplace rise (then walk on)."""
+    """One value's profile (module docstring); check: end a side after its first point (reason "checked",
+    quadratic extrapolation) unless the loss rose there by less than AUTO_CHECK_RATIO of the threshold (then
+    walk on)."""
     _p, log, lo, hi = info_i
     e = report.estimates[i]
     thr, thr_lap, thr_tie = profile_threshold(report, i, tie_rtol)
@@ -377,9 +381,12 @@ def _profile_one(params, report, i, info_i, x_hat, objective, forward, loss, res
                 f = (math.sqrt(thr) - a) / (b - a) if math.isfinite(b) and b > a else 0.0
                 side = ProfileSide(to_value(u0 + sign * (inside_t + f * (t - inside_t))), "threshold")
                 break
-            if check and k == 0 and finite_std and t < room and rise >= AUTO_CHECK_RATIO * thr_lap * (t / half) ** 2:
-                # the loss rose as the curvature says (at least a quarter of it): the Laplace end stands
-                side = ProfileSide(to_value(u0 + sign * t), "checked")
+            if check and k == 0 and finite_std and t < room and rise >= AUTO_CHECK_RATIO * thr:
+                # the loss rose at least a quarter of the threshold already: the quadratic through the estimate and
+                # this point crosses the threshold within 2 t; end there (where a full profile would end on a
+                # quadratic valley: at the Laplace end when the threshold is Laplace's, further when the tie
+                # rule's is larger)
+                side = ProfileSide(to_value(u0 + sign * t * math.sqrt(thr / max(rise, 1e-300))), "checked")
                 break
             inside_t, inside_rise = t, max(rise, 0.0)
             x = pack(params).astype(np.float64)  # warm start: the others where this point's refit left them

@@ -147,8 +147,8 @@ Sections (see demos/scenes/*.toml for complete examples):
                    the unknowns whose Gauss-Newton interval is unbounded or wider than the
                    estimate (the default in MPM scenes, where a fluid's bulk modulus is one);
                    profile_check = true: with "auto", the others checked at one point a side
-                   (2 refits each), walked on where the loss rose by under 1/4 of what the
-                   curvature says),
+                   (2 refits each), walked on where the loss rose there by under 1/4 of the
+                   threshold),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
                    the footage is averaged down to it), edge_softness (NDC^2; "auto",
                    the default: as sharp as a camera's antialiased edge, 10-90 % over 0.8 px
