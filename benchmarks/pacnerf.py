@@ -67,7 +67,14 @@ FIT_SUBSTEPS = 50
 # setting).  The clips' files ask for 8 BFGS iterations at the default step scale 0.05: measured on the elastic
 # clip, each iteration then moved E by 5 % (3.16e5 -> 2.34e5 in 6 iterations, the truth 1e5), too short to reach
 # an estimate 3x away in 8.
-FIT_OVERRIDES = {"optimizer": "bfgs", "iterations": 12, "polish_lr": 0.5}
+FIT_OVERRIDES = {"optimizer": "bfgs", "iterations": 12, "polish_lr": 0.5,
+                 # where a profile runs ([fit] profile = "auto", the MPM default: the unknowns whose Laplace interval is
+                 # suspect): 4 points a side, 2 BFGS steps of the others at each at trust radius 0.1.  Why not the fit's
+                 # 0.5: measured on the Bingham clip (RESULTS.md "Profile-likelihood intervals"), the first step of the
+                 # refit overshot at 0.5 (yield stress 467 -> ~770) and wasted a rollout a point; 0.1 followed the long
+                 # valleys closer (K +74 against +104 at 6.3e5).  4 points: the last on the bound, geometric from the
+                 # Laplace end; 3 rollouts a point.
+                 "profile_points": 4, "profile_iters": 2, "profile_lr": 0.1}
 # and, for a fluid clip with three or more unknowns (the Bingham paste: yield stress, plastic viscosity, bulk
 # modulus, which all slow the flow and trade along a valley), the fitter's scored multi-start: 8 points (the file's
 # start and 7 Latin-hypercube points in the log-box of the bounds, one rollout each), the best 2 fitted.  Measured
@@ -75,6 +82,13 @@ FIT_OVERRIDES = {"optimizer": "bfgs", "iterations": 12, "polish_lr": 0.5}
 # from PAC-NeRF's start stopped at a loss of 0.0528, above the truth's 0.0450; the multi-start reached 0.0420 for
 # 271 CPU s instead of 147.  A rule on the clip's file (material, unknown count), not on the clip's name or truth.
 MULTI_START = {"starts": 8, "local_starts": 2}
+# and, for every fluid clip, [fit] profile_check: the unknowns whose Laplace interval "auto" does not profile in full
+# are checked at one refitted point a side (tigradsim/fitting/profile.py).  Why for fluids: their unknowns all slow
+# the flow and trade along curved valleys where Laplace can be narrow and wrong (the Bingham clip at grid 24: plastic
+# viscosity [0.163, 0.291] with the loss flat from 0.01 to 4.6; the Newtonian bulk modulus at grid 24, 0.86 x the
+# estimate wide, excluding the truth 4x away); 2 refits (6 rollouts at ~10-12 CPU s at grid 32 / 200) per unknown.
+# Not for plasticine (3 unknowns at ~57 CPU s a rollout: the checks would cost more than its fit).
+FLUID_PROFILE = {"profile_check": True}
 MULTI_START_MATERIALS = ("mpm_newtonian", "mpm_bingham")
 MULTI_START_MIN_UNKNOWNS = 3
 # --coarse (every clip alike): coarse to fine in the model ([fit] coarse, tigradsim/scenes/scene_coarse.py).  The
@@ -89,10 +103,12 @@ COARSE_FIT = {"starts": 8, "local_starts": 2, "iterations": 5,
 
 def default_fit_settings(data) -> dict:
     """The [fit] settings the benchmark adds to a clip's file (the parsed TOML `data`) beyond FIT_OVERRIDES:
-    MULTI_START for a fluid clip (an object's material in MULTI_START_MATERIALS) with at least
-    MULTI_START_MIN_UNKNOWNS unknowns, else none."""
+    for a fluid clip (an object's material in MULTI_START_MATERIALS) FLUID_PROFILE, and MULTI_START with at
+    least MULTI_START_MIN_UNKNOWNS unknowns; else none."""
     fluid = any(o.get("material") in MULTI_START_MATERIALS for o in data.get("objects", {}).values())
-    return dict(MULTI_START) if fluid and len(data.get("unknowns", {})) >= MULTI_START_MIN_UNKNOWNS else {}
+    if not fluid:
+        return {}
+    return {**FLUID_PROFILE, **(MULTI_START if len(data.get("unknowns", {})) >= MULTI_START_MIN_UNKNOWNS else {})}
 
 # ---------------------------------------------------------------------------
 # the control clips

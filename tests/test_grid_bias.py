@@ -195,3 +195,17 @@ def test_two_systematics_of_opposite_sign_do_not_narrow_the_interval(f64):
         assert e.bias == pytest.approx(0.0, abs=1e-12)
         assert e.lower95 == pytest.approx(e.value - 2 * abs(d[i]) - Z95 * e.std, rel=1e-9)
         assert e.upper95 == pytest.approx(e.value + 2 * abs(d[i]) + Z95 * e.std, rel=1e-9)
+
+
+def test_profile_is_auto_by_default_in_mpm_scene_files():
+    """[fit] profile: "auto" by default with MPM matter (the unknowns whose Laplace interval is suspect are
+    profiled; fitting/profile.py), off without; a file's own setting wins."""
+    jelly, box = _toml(JELLY), _toml(BOX_PUSH)
+    assert "profile" not in jelly["fit"] and "profile" not in box["fit"]
+    spec = parse_scene(jelly, JELLY)
+    assert spec.fit.profile == "auto" and spec.fit.profile_check is False
+    assert parse_scene(box, BOX_PUSH).fit.profile is False
+    jelly["fit"]["profile"] = False
+    assert parse_scene(jelly, JELLY).fit.profile is False
+    jelly["fit"].update(profile="auto", profile_check=True)
+    assert parse_scene(jelly, JELLY).fit.profile_check is True

@@ -37,7 +37,7 @@ def test_control_scene_parses_and_its_copy_keeps_every_table(family, tmp_path):
     assert set(truth["params"]) == {u.target for u in spec.unknowns}
     copy = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "out"), 50), "rb"))
     assert copy["simulation"] == {"substeps": 50}
-    assert copy["fit"] == {**data["fit"], **pacnerf.FIT_OVERRIDES}
+    assert copy["fit"] == {**data["fit"], **pacnerf.FIT_OVERRIDES, **pacnerf.default_fit_settings(data)}
     for key in ("objects", "unknowns", "mpm_grid", "world", "footage"):
         assert copy[key] == data[key], key
     assert copy["cameras"][3]["masks"] == str(clip / "view03" / "mask_%04d.png")
@@ -45,7 +45,8 @@ def test_control_scene_parses_and_its_copy_keeps_every_table(family, tmp_path):
     finer = tomllib.load(open(pacnerf.fit_copy(str(clip / "scene.toml"), str(tmp_path / "finer"), 70, 32,
                                                {"starts": 8, "local_starts": 2}), "rb"))
     assert finer["mpm_grid"] == {**data["mpm_grid"], "resolution": 32} and finer["simulation"] == {"substeps": 70}
-    assert finer["fit"] == {**data["fit"], **pacnerf.FIT_OVERRIDES, "starts": 8, "local_starts": 2}
+    assert finer["fit"] == {**data["fit"], **pacnerf.FIT_OVERRIDES, **pacnerf.default_fit_settings(data), "starts": 8,
+                            "local_starts": 2}
 
 
 def test_truth_formats(tmp_path):
@@ -140,6 +141,12 @@ def test_multi_start_by_default_only_for_fluid_clips_with_three_unknowns(tmp_pat
         copy = tomllib.load(open(pacnerf.fit_copy(os.path.join(footage, family, "scene.toml"),
                                                   str(tmp_path / family), 50), "rb"))
         assert {k: copy["fit"][k] for k in ("starts", "local_starts") if k in copy["fit"]} == starts, family
+    # the one-point profile checks: fluid clips only (profile = "auto" itself is the MPM scene files' default)
+    for family, check in (("bingham", True), ("newtonian", True), ("elastic", None), ("plasticine", None)):
+        copy = tomllib.load(open(pacnerf.fit_copy(os.path.join(footage, family, "scene.toml"),
+                                                  str(tmp_path / ("p" + family)), 50), "rb"))
+        assert copy["fit"].get("profile_check") is check and "profile" not in copy["fit"], family
+        assert copy["fit"]["profile_lr"] == 0.1
     # --fit wins over the default
     one = tomllib.load(open(pacnerf.fit_copy(os.path.join(footage, "bingham", "scene.toml"), str(tmp_path / "one"),
                                              50, None, {"starts": 1, "local_starts": 1}), "rb"))

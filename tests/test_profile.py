@@ -9,7 +9,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from tigradsim.fitting.profile import profile_intervals, profile_threshold, profile_targets
+from tigradsim.fitting.profile import AutoProfile, profile_intervals, profile_threshold, profile_targets
 from tigradsim.fitting.uncertainty import fit_report
 
 SIGMA = 0.01
@@ -142,7 +142,7 @@ def test_profile_checks_its_arguments(f64):
     with pytest.raises(ValueError, match="profile: 'mass' is not a scalar parameter"):
         tgs.identify(params, forward=counted, loss=loss, residuals=residuals, starts=1, local_starts=1,
                      profile=["mass"])
-    with pytest.raises(ValueError, match="profile: expected true, false or a list"):
+    with pytest.raises(ValueError, match='profile: expected true, false, "auto" or a list'):
         tgs.identify(params, forward=counted, loss=loss, starts=1, local_starts=1, profile=3)
     with pytest.raises(ValueError, match="profile_lr: expected a finite number > 0"):
         tgs.identify(params, forward=counted, loss=loss, starts=1, local_starts=1, profile=True, profile_lr=0.0)
@@ -182,3 +182,116 @@ def test_a_side_whose_rollouts_blow_up_ends_at_the_last_point_inside(f64):
     assert prof.upper.end == pytest.approx(max(v for v, _r in prof.points)) and 0.0 < prof.upper.end < 2.0
     assert prof.lower.end == -10.0
     assert "blew up" in prof.sentence() and "bound -10" in prof.sentence()
+
+
+def test_auto_walks_on_where_the_check_at_the_laplace_end_fails(f64):
+    """profile = "auto" with checks: a's Laplace interval is narrow (a factor 1.2), so it is only checked, but at
+    its end the loss rose by far less than the curvature says (the saturating valley): the side walks on and a is
+    reported undetermined, as with a full profile; b rises as predicted and is checked at one point a side."""
+    params, forward, loss, residuals = _problem("flat")
+    lines = []
+    res = tgs.identify(params, forward=forward, loss=loss, residuals=residuals, starts=1, local_starts=1, adam_iters=0,
+                       bfgs_iters=20, bfgs_lr=0.2, noise_floor=SIGMA ** 2, profile=AutoProfile(check=True),
+                       profile_points=4, profile_iters=2, printer=lines.append)
+    a, b = res.best.profiles["a"], res.best.profiles["b"]
+    assert a.mode == b.mode == "check"
+    assert a.undetermined and a.lower.reason == a.upper.reason == "bound" and res.best["a"].status == "undetermined"
+    assert len(b.points) == 2 and {b.lower.reason, b.upper.reason} <= {"checked", "threshold"}
+    lap = b.laplace
+    # the Laplace end stands (the quadratic through the point crosses the threshold there)
+    assert (res.best["b"].lower95, res.best["b"].upper95) == pytest.approx(lap, rel=1e-4)
+    assert any(line.startswith("profile b: check:") for line in lines)
+    json.dumps(res.to_dict(), allow_nan=False)
+
+
+def _wide_and_narrow(seed=3):
+    """r = (w t + n s) - y on 8 points, noise 0.03: w (truth 0.3, std ~0.3) has an interval wider than itself,
+    n (truth 20) a narrow one; both linear-space, so the loss is exactly quadratic."""
+    t_np = np.linspace(0.1, 1.0, 8)
+    s_np = np.linspace(1.0, 3.0, 8) ** 2
+    y_np = 0.3 * t_np + 20.0 * s_np + np.random.default_rng(seed).normal(0.0, 0.03, t_np.size)
+    w = ti.field(float, shape=(), needs_grad=True)
+    n = ti.field(float, shape=(), needs_grad=True)
+    params = [tgs.Param(w, "w", lower=-50.0, upper=50.0), tgs.Param(n, "n", lower=0.0, upper=100.0)]
+
+    def residuals():
+        return float(w[None]) * t_np + float(n[None]) * s_np - y_np
+
+    A = np.stack([t_np, s_np], axis=1)
+    w[None], n[None] = np.linalg.lstsq(A, y_np, rcond=None)[0]
+    return params, residuals
+
+
+def test_auto_profiles_in_full_only_what_laplace_leaves_suspect(f64):
+    from tigradsim.fitting.profile import suspect_reason
+    params, residuals = _wide_and_narrow()
+    report = fit_report(residuals, params, noise_floor=0.03 ** 2)
+    assert "x the estimate wide" in suspect_reason(report, 0) and suspect_reason(report, 1) is None
+    # without checks only w is profiled (n has no entry and keeps Laplace's interval)
+    profs = profile_intervals(params, report, "auto", residuals=residuals, points=4, iters=2, printer=lambda s: None)
+    assert list(profs) == ["w"]
+    profs = profile_intervals(params, report, AutoProfile(check=True), residuals=residuals, points=4, iters=2,
+                              printer=lambda s: None)
+    w, n = profs["w"], profs["n"]
+    assert w.mode == "full" and "wide" in w.why and w.lower.reason == w.upper.reason == "threshold"
+    assert n.mode == "check" and len(n.points) == 2
+    # the quadratic loss rises at the Laplace end by the Laplace threshold: checked (or just past it)
+    assert {n.lower.reason, n.upper.reason} <= {"checked", "threshold"}
+    assert all(r == pytest.approx(n.threshold, rel=0.05) for _v, r in n.points)
+    # a tie threshold above Laplace's (tie_rtol 1: 1.6 x): one point still tells, the end is the quadratic's
+    # crossing of that threshold, as a full profile's; at tie_rtol 4 (6.2 x) the first rise is under a quarter of
+    # it, and the side walks on to where the full profile ends
+    lap_half = n.laplace[1] - n.value
+    for rtol, reason, npts in ((1.0, "checked", 2), (4.0, "threshold", 4)):
+        p = profile_intervals(params, report, AutoProfile(check=True), residuals=residuals, points=4, iters=2,
+                              tie_rtol=rtol, printer=lambda s: None)["n"]
+        assert p.threshold == p.threshold_tie > 1.2 * p.threshold_laplace
+        assert p.upper.reason == reason and len(p.points) == npts, (rtol, p.points)
+        want = math.sqrt(p.threshold / p.threshold_laplace)
+        assert (p.upper.end - n.value) / lap_half == pytest.approx(want, rel=0.1)
+    # an exact degeneracy: Laplace cannot bound it, so "auto" profiles it in full
+    a = ti.field(float, shape=(), needs_grad=True)
+    a[None] = 1.0
+    flat = [tgs.Param(a, "a", lower=0.2, upper=5.0, log_space=True)]
+    y = np.random.default_rng(4).normal(0.0, SIGMA, 6)
+    rep = fit_report(lambda: 0.0 * float(a[None]) - y, flat, noise_floor=SIGMA ** 2)
+    assert "does not bound" in suspect_reason(rep, 0)
+
+
+def test_profile_auto_targets_and_bad_input():
+    a = ti.field(float, shape=())
+    b = ti.field(float, shape=())
+    params = [tgs.Param(a, "a", lower=0.0, upper=1.0), tgs.Param(b, "b", lower=0.0, upper=1.0)]
+    assert profile_targets("auto", params) == ["a", "b"]
+    assert profile_targets(AutoProfile(("b",)), params) == ["b"]
+    with pytest.raises(ValueError, match="'c' is not a scalar parameter"):
+        profile_targets(AutoProfile(("c",)), params)
+    with pytest.raises(ValueError, match='expected true, false, "auto"'):
+        profile_targets(3, params)
+
+
+def test_a_profile_point_clearly_below_the_estimate_is_reported_with_its_values(f64):
+    """The report made away from the minimum (n moved 3 std off): a profile point of w, n refitted, lies below the
+    estimate's loss by more than the tie rule's 5 %, even where the Laplace part of the threshold is larger; the
+    note gives every value there, so the fit can be restarted from it."""
+    params, residuals = _wide_and_narrow()
+    report0 = fit_report(residuals, params, noise_floor=0.03 ** 2)
+    n = params[1]
+    n.field[None] = float(n.field[None]) + 3.0 * report0["n"].std
+    # a noise floor 100 x the residuals' makes the Laplace part of the threshold far larger than the gain
+    report = fit_report(residuals, params, noise_floor=0.09)
+    prof = profile_intervals(params, report, ["w"], residuals=residuals, points=3, iters=3, tie_rtol=0.05,
+                             printer=lambda s: None)["w"]
+    assert prof.better is not None and prof.better[1] < -0.05 * report.loss
+    assert prof.threshold_laplace > -prof.better[1]          # not "better" by the Laplace threshold alone
+    assert set(prof.better_values) == {"w", "n"} and prof.better_values["w"] == pytest.approx(prof.better[0])
+    # the values given are that point: the loss there is the estimate's plus the (negative) rise
+    held = [float(p.field[None]) for p in params]
+    for p in params:
+        p.field[None] = prof.better_values[p.name]
+    assert 0.5 * float(np.sum(residuals() ** 2)) == pytest.approx(report.loss + prof.better[1], rel=1e-6)
+    for p, v in zip(params, held):
+        p.field[None] = v
+    from tigradsim.fitting.profile import apply_profiles
+    apply_profiles(report, {"w": prof})
+    assert any("the fit had not converged" in s and "there w = " in s for s in report.notes)

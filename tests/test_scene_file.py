@@ -360,6 +360,11 @@ def test_fit_profile_setting_parses_and_bad_values_name_the_key(tmp_path):
     assert spec.fit.profile == ("box.mass",) and spec.fit.profile_points == 3 and spec.fit.profile_iters == 3
     assert parse_scene(_scene(tmp_path), str(tmp_path / "scene.toml")).fit.profile is False
     msg = _error(tmp_path, **{"fit.profile": 3})
-    assert msg == ('scene.toml: [fit] profile: expected true, false or a list of unknowns\' names ("OBJECT.PARAM"), '
-                   'got 3')
+    assert msg == ('scene.toml: [fit] profile: expected true, false, "auto" or a list of unknowns\' names '
+                   '("OBJECT.PARAM"), got 3')
+    assert "got 'full'" in _error(tmp_path, **{"fit.profile": "full"})
+    spec = parse_scene(_scene(tmp_path, **{"fit.profile": "auto", "fit.profile_check": True}),
+                       str(tmp_path / "scene.toml"))
+    assert spec.fit.profile == "auto" and spec.fit.profile_check is True
+    assert "[fit] profile_check: true, but profile is False" in _error(tmp_path, **{"fit.profile_check": True})
     assert "[fit] profile_points: expected an integer >= 1" in _error(tmp_path, **{"fit.profile_points": 0})

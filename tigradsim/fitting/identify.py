@@ -86,8 +86,8 @@ from ..core.errors import GradientError, SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, objective_function, optimize,
                     pack, param_summary, unpack)
 from .continuation import KEEP_DROP_RATIO, keep_candidates
-from .profile import (PROFILE_ITERS, PROFILE_POINTS, apply_profiles, check_profile_settings, profile_intervals,
-                      profile_targets)
+from .profile import (PROFILE_ITERS, PROFILE_POINTS, AutoProfile, apply_profiles, check_profile_settings, is_auto,
+                      profile_intervals, profile_targets)
 from .ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds, loss_tied, tied_with_best
 from .uncertainty import PIXEL_8BIT_VARIANCE, coordinate_names, fit_report
 from .identification import Identification, Minimum, Run
@@ -196,7 +196,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
         starts 12 x the current point's search loss, the physics' search lost).
     profile: True, a name or a list of names: profile-likelihood intervals of those scalar values at
         the best minimum (fitting/profile.py: `profile_points` a side, `profile_iters` BFGS steps of trust
-        radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).
+        radius `profile_lr` (default bfgs_lr) of the others at each; within time_budget).  "auto" (or an
+        AutoProfile naming the candidates): only the values whose Laplace interval is suspect, in full;
+        AutoProfile(check=True): the others checked at one point a side (fitting/profile.py's docstring).
     bfgs_inverse_hessian: (n, n) the BFGS stage's starting curvature in the internal coordinates (`tgs.BFGS`'s
         inverse_hessian; e.g. `Run.inverse_hessian` of a fit of a cheaper model of the same loss, as a scene's
         [fit] coarse stage passes on); None: the first BFGS step is a gradient step of the trust radius.
@@ -449,8 +451,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                 tied.append(k)
         if profiled and best.report is not None:
             unpack(params, best.x)
+            which = AutoProfile(tuple(profiled), getattr(profile, "check", False)) if is_auto(profile) else profiled
             apply_profiles(best.report, profile_intervals(
-                params, best.report, profiled, forward, loss, residuals, best.objective, profile_points,
+                params, best.report, which, forward, loss, residuals, best.objective, profile_points,
                 profile_iters, bfgs_lr if profile_lr is None else profile_lr, tie_rtol, deadline,
                 printer if log_every else (lambda *a: None)))
         unpack(params, best.x)

@@ -37,13 +37,36 @@ Units: with a Tape loss the profile measures that loss; it is taken as a constan
 1/2 |r|^2 (a scene's is 2 / N times it), the multiple measured at the estimate.
 
 Cost: per profiled value at most 2 `points` refits of `iters` + 1 rollouts with gradient.
+
+profile = "auto" (`AutoProfile`): profile only the values whose Laplace interval is suspect, and, with
+check (scene files: [fit] profile_check = true), check the others at one point a side.  Why: a full
+profile costs 2 `points` refits per value (on an MPM fit at PAC-NeRF's size as much again as the fit),
+so profiling every value by default does not fit a 15-CPU-minute budget, yet the values a user cannot
+trust are the ones Laplace gets wrong.  Per value:
+
+* profiled in full where Laplace cannot bound it (infinite std) or its 95 % interval is wider than
+  the estimate itself (relative width > AUTO_RELATIVE_WIDTH = 1; in log coordinates a range over a
+  factor ~2.7): across such a range the linearisation Laplace rests on is least trustworthy, and
+  these are the weakly determined values (an MPM fluid's bulk modulus from masks);
+* with check, checked elsewhere (else left to Laplace): the first profile point of each side, at
+  the Laplace end, other unknowns refitted.  Under the quadratic model Laplace assumes, the loss
+  rises there by the Laplace threshold.  Where the rise there is at least AUTO_CHECK_RATIO = 1/4 of
+  the threshold (the larger of the Laplace and tie parts, the full profile's), the side ends where
+  the quadratic through the estimate and that point crosses the threshold, at most twice as far
+  (reason "checked": on a quadratic valley the full profile's end; the Laplace end when the
+  threshold is Laplace's); otherwise the valley is longer than one point can tell (the curved,
+  saturating valleys Laplace misses at any width, or a tie threshold far above Laplace's) and the
+  side walks on as a full profile.  A refit of `iters` steps can
+  only overstate the rise, so a failed check is real; a passed one may hide a valley the refit did
+  not find.  Cost: 2 refits a checked value (an MPM fit with a slow rollout cannot always afford
+  them: the PAC-NeRF plasticine clip's 3 checks would cost more than its fit).
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, field as dc_field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -52,11 +75,25 @@ from .optim import BFGS, least_squares, objective_function, optimize, pack, unpa
 from .ties import TIE_RTOL
 from .uncertainty import Direction, Z95, _coordinate_info, coordinate_names, json_safe, t95
 
-__all__ = ["ProfileSide", "Profile", "profile_threshold", "profile_intervals", "apply_profiles",
-           "profile_targets", "check_profile_settings"]
+__all__ = ["ProfileSide", "Profile", "AutoProfile", "profile_threshold", "profile_intervals", "apply_profiles",
+           "profile_targets", "check_profile_settings", "suspect_reason"]
 
 PROFILE_POINTS = 5        # points per side at most (the last one on the bound)
 PROFILE_ITERS = 3         # BFGS steps of the other unknowns at each point
+AUTO = "auto"
+AUTO_RELATIVE_WIDTH = 1.0  # "auto": a Laplace 95 % interval wider than the estimate is profiled in full
+AUTO_CHECK_RATIO = 0.25    # "auto": a checked side whose first rise is below this share of the threshold walks on
+
+
+@dataclass(frozen=True)
+class AutoProfile:
+    """profile = "auto" (module docstring): of `candidates` (names of scalar values; None: every
+    scalar Param) profile in full those whose Laplace interval is suspect (`suspect_reason`); with
+    `check`, check the others at one point a side and walk on where the check fails (else leave them
+    to Laplace)."""
+
+    candidates: Optional[Tuple[str, ...]] = None
+    check: bool = False
 
 
 @dataclass
@@ -65,7 +102,8 @@ class ProfileSide:
     "threshold" (the loss rose past it: end interpolated), "bound" (reached the prior bound below
     the threshold: undetermined there), "at bound" (the estimate sits on the bound), "no bound"
     (points spent with no bound and still below), "failed" (a rollout blew up: end is the last
-    point inside), "time budget"."""
+    point inside), "time budget", "checked" (profile = "auto" with checks: the first point, at the Laplace
+    end, rose by at least 1/4 of the threshold; end: where the quadratic through it crosses the threshold)."""
 
     end: float
     reason: str
@@ -90,6 +128,9 @@ class Profile:
     rollouts: int = 0
     seconds: float = 0.0
     better: Optional[tuple] = None      # (value, rise < 0) of a point that fitted better than the estimate
+    better_values: Optional[dict] = None  # every scalar value at that point ({name: value}, the others refitted)
+    mode: str = "full"                  # "full", or "check" (profile = "auto": one point a side unless it fails)
+    why: str = ""                       # profile = "auto": why this value was profiled in full / only checked
 
     @property
     def undetermined(self) -> bool:
@@ -123,7 +164,8 @@ class Profile:
                           "upper": self.upper.end, "upper_reason": self.upper.reason,
                           "interval": list(self.interval), "undetermined": self.undetermined,
                           "points": [list(p) for p in self.points], "rollouts": self.rollouts,
-                          "seconds": self.seconds, "better": self.better})
+                          "seconds": self.seconds, "better": self.better,
+                          "better_values": self.better_values, "mode": self.mode, "why": self.why})
 
 
 def profile_threshold(report, index: int, tie_rtol: float = TIE_RTOL) -> tuple:
@@ -143,19 +185,46 @@ def profile_threshold(report, index: int, tie_rtol: float = TIE_RTOL) -> tuple:
 
 def profile_targets(profile, params) -> list:
     """The names of the scalar values to profile: `profile` True (every scalar Param), a name or a
-    list of names (each a scalar Param's), or False / None (none).  ValueError naming a bad one."""
+    list of names (each a scalar Param's), "auto" or an AutoProfile (its candidates: those that
+    `profile_intervals` may profile), or False / None (none).  ValueError naming a bad one."""
     scalar = [p.name for p in params if int(np.size(p.value())) == 1]
     if profile is None or profile is False:
         return []
-    if profile is True:
+    if profile is True or (isinstance(profile, str) and profile == AUTO):
         return scalar
+    if isinstance(profile, AutoProfile):
+        if profile.candidates is None:
+            return scalar
+        return profile_targets(list(profile.candidates), params) if profile.candidates else []
     names = [profile] if isinstance(profile, str) else profile
     if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"profile: expected true, false or a list of parameter names, got {profile!r}")
+        raise ValueError(f"profile: expected true, false, \"auto\" or a list of parameter names, got {profile!r}")
     for n in names:
         if n not in scalar:
             raise ValueError(f"profile: {n!r} is not a scalar parameter of the fit; expected one of {scalar}")
     return list(dict.fromkeys(names))
+
+
+def is_auto(profile) -> bool:
+    """Whether `profile` asks for the "auto" choice (module docstring)."""
+    return isinstance(profile, AutoProfile) or (isinstance(profile, str) and profile == AUTO)
+
+
+def suspect_reason(report, index: int, relative_width: float = AUTO_RELATIVE_WIDTH) -> Optional[str]:
+    """Why the report's `index`-th Laplace interval is suspect enough to profile in full (profile =
+    "auto", module docstring), or None (left to Laplace, or checked at one point a side with
+    AutoProfile.check).  Suspect: no finite interval
+    (Laplace cannot bound it), or an interval wider than `relative_width` times |estimate|."""
+    e = report.estimates[index]
+    lo, hi = e.lower95, e.upper95
+    if not (math.isfinite(e.std) and e.std > 0) or lo is None or hi is None or not (
+            math.isfinite(lo) and math.isfinite(hi)):
+        return "the Gauss-Newton (Laplace) interval does not bound it"
+    width = (hi - lo) / abs(e.value) if e.value != 0 else math.inf
+    if width > relative_width:
+        return (f"its Gauss-Newton (Laplace) 95 % interval [{lo:.4g}, {hi:.4g}] is {width:.3g} x the estimate "
+                f"wide (over {relative_width:g}: a weakly determined value)")
+    return None
 
 
 def check_profile_settings(points, iters, lr=None, tie_rtol=TIE_RTOL):
@@ -175,8 +244,10 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
                       residuals: Optional[Callable[[], np.ndarray]] = None, best_objective: Optional[float] = None,
                       points: int = PROFILE_POINTS, iters: int = PROFILE_ITERS, lr: float = 0.05,
                       tie_rtol: float = TIE_RTOL, deadline: float = math.inf, printer=print) -> dict:
-    """{name: Profile} for the scalar values `names` (True, a name or a list: `profile_targets`) of the fit at the
-    Params' current values, which must be those `report` (a FitReport) was made at.
+    """{name: Profile} for the scalar values `names` (True, a name or a list: `profile_targets`; "auto" or an
+    AutoProfile: those of its candidates whose Laplace interval is suspect in full, with its `check` the others
+    checked at one point a side, module docstring; a value not profiled has no entry) of the fit at the Params'
+    current values, which must be those `report` (a FitReport) was made at.
 
     forward, loss: the Tape loss (the other unknowns are refitted by `iters` BFGS steps of trust
     radius `lr`, the fit's polish step); residuals: used instead (Levenberg-Marquardt, `iters`
@@ -187,6 +258,8 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
     the estimate afterwards."""
     check_profile_settings(points, iters, lr, tie_rtol)
     params = list(params)
+    auto = is_auto(names)
+    auto_check = isinstance(names, AutoProfile) and names.check
     names = profile_targets(names, params)
     if forward is None and residuals is None:
         raise ValueError("profile_intervals: give forward and loss (a Tape loss) or residuals")
@@ -206,8 +279,20 @@ def profile_intervals(params: Sequence, report, names, forward: Optional[Callabl
     try:
         for name in names:
             i = coords.index(name)
+            why = suspect_reason(report, i) if auto else None
+            check = auto and why is None
+            if check and not auto_check:
+                printer(f"profile {name}: not profiled: its Gauss-Newton (Laplace) interval is not suspect")
+                continue
+            if auto:
+                why = why or ("its Gauss-Newton (Laplace) interval checked at one point a side (the other "
+                              "unknowns refitted); walked on where the loss rose there by less than "
+                              f"{AUTO_CHECK_RATIO:g} of the threshold")
+                printer(f"profile {name}: {'check' if check else 'full'}: {why}")
             out[name] = _profile_one(params, report, i, info[i], x_hat, objective, forward, loss, residuals,
-                                     best_objective, scale, points, iters, lr, tie_rtol, deadline, printer)
+                                     best_objective, scale, points, iters, lr, tie_rtol, deadline, printer, check)
+            if auto:
+                out[name].mode, out[name].why = ("check" if check else "full"), why
             unpack(params, x_hat)
     finally:
         unpack(params, x_hat)
@@ -239,14 +324,18 @@ def _param_of(params, i):
 
 
 def _profile_one(params, report, i, info_i, x_hat, objective, forward, loss, residuals, best, scale, points, iters,
-                 lr, tie_rtol, deadline, printer) -> Profile:
+                 lr, tie_rtol, deadline, printer, check=False) -> Profile:
+    """One value's profile (module docstring); check: end a side after its first point (reason "checked",
+    quadratic extrapolation) unless the loss rose there by less than AUTO_CHECK_RATIO of the threshold (then
+    walk on)."""
     _p, log, lo, hi = info_i
     e = report.estimates[i]
     thr, thr_lap, thr_tie = profile_threshold(report, i, tie_rtol)
     to_value = math.exp if log else float
     u0 = float(x_hat[i])
     q = t95(report.clusters - 1) if report.std_robust is not None else Z95
-    half = q * e.std if math.isfinite(e.std) and e.std > 0 else (0.25 if log else 0.1 * max(abs(u0), 1.0))
+    finite_std = math.isfinite(e.std) and e.std > 0
+    half = q * e.std if finite_std else (0.25 if log else 0.1 * max(abs(u0), 1.0))
     prof = Profile(e.name, e.value, log, thr, thr_lap, thr_tie, (e.lower95, e.upper95), None, None)
     t0 = time.time()
     sides = {}
@@ -279,13 +368,25 @@ def _profile_one(params, report, i, info_i, x_hat, objective, forward, loss, res
             prof.points.append((to_value(x[i]), rise))
             printer(f"profile {e.name} = {to_value(x[i]):.5g}  loss {value:.6e}  rise {rise:.3g} "
                     f"(threshold {thr:.3g})")
-            if rise < -thr and (prof.better is None or rise < prof.better[1]):
+            # clearly better than the estimate: lower by more than the tie rule's "equally good" (5 % of the loss),
+            # whatever the Laplace part of the threshold (the Bingham clip at 32 / 200: K's Laplace threshold 400,
+            # a point 373 lower, i.e. 41 % of the loss, was the truth's basin)
+            if rise < -(thr_tie if thr_tie > 0 else thr) and (prof.better is None or rise < prof.better[1]):
                 prof.better = (to_value(x[i]), rise)
+                prof.better_values = {p.name: float(np.ravel(p.value())[0]) for p in params
+                                      if int(np.size(p.value())) == 1}
             if rise > thr:
                 # the end between the last point inside and this one, linear in sqrt(rise)
                 a, b = math.sqrt(max(inside_rise, 0.0)), math.sqrt(rise) if math.isfinite(rise) else math.inf
                 f = (math.sqrt(thr) - a) / (b - a) if math.isfinite(b) and b > a else 0.0
                 side = ProfileSide(to_value(u0 + sign * (inside_t + f * (t - inside_t))), "threshold")
+                break
+            if check and k == 0 and finite_std and t < room and rise >= AUTO_CHECK_RATIO * thr:
+                # the loss rose at least a quarter of the threshold already: the quadratic through the estimate and
+                # this point crosses the threshold within 2 t; end there (where a full profile would end on a
+                # quadratic valley: at the Laplace end when the threshold is Laplace's, further when the tie
+                # rule's is larger)
+                side = ProfileSide(to_value(u0 + sign * t * math.sqrt(thr / max(rise, 1e-300))), "checked")
                 break
             inside_t, inside_rise = t, max(rise, 0.0)
             x = pack(params).astype(np.float64)  # warm start: the others where this point's refit left them
@@ -319,5 +420,9 @@ def apply_profiles(report, profiles: dict) -> None:
         if not prof.undetermined and any(s.reason in ("failed", "time budget") for s in (prof.lower, prof.upper)):
             report.notes.append(prof.sentence())
         if prof.better is not None:
+            where = ", ".join(f"{k} = {v:.4g}" for k, v in (prof.better_values or {}).items())
             report.notes.append(f"{name}: the profile found a better fit at {prof.better[0]:.4g} (loss "
-                                f"{-prof.better[1]:.3g} lower): the fit had not converged")
+                                f"{-prof.better[1]:.3g} lower, {-prof.better[1] / max(report.loss, 1e-300):.0%} of "
+                                f"the estimate's" + (f"; there {where}" if where else "") + "): the fit had not "
+                                "converged; the intervals are measured from a point that is not the minimum: refit "
+                                "from there")

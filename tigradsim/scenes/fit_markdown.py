@@ -52,7 +52,8 @@ def fit_markdown(spec, report, result, honesty_md=None) -> str:
                       "the union of it and the Gauss-Newton one):"]
         lines += [f"- {n}: [{_fmt(p['lower'])} ({p['lower_reason']}), {_fmt(p['upper'])} ({p['upper_reason']})], "
                   f"loss-rise threshold {_fmt(p['threshold'])}, {len(p['points'])} points, {p['rollouts']} rollouts, "
-                  f"{p['seconds']:.0f} s" for n, p in profiled.items()]
+                  f"{p['seconds']:.0f} s" + (f"; {p['mode']}: {p['why']}" if p.get("why") else "")
+                  for n, p in profiled.items()]
     if report["undetermined"]:
         lines += ["", "Not determined by the clip (the value shown is one point of a flat valley, not an estimate):"]
         lines += [f"- {d['text']}" for d in report["undetermined"]]

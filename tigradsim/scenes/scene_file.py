@@ -143,12 +143,17 @@ Sections (see demos/scenes/*.toml for complete examples):
                    at a 4/3 finer grid at the estimate; Scene.grid_systematics, fitting/grid_bias.py),
                    rtol (stop a
                    stage when the loss falls by less over 5 iterations), time_budget (seconds),
-                   profile (true, or a list of unknowns: profile-likelihood intervals, each value
+                   profile (true, "auto", or a list of unknowns: profile-likelihood intervals, each value
                    stepped out to the loss-rise threshold the intervals imply or to its bound,
                    the others refitted by profile_iters = 3 BFGS steps at each of at most
                    profile_points = 5 points a side, trust radius profile_lr (default polish_lr);
                    reaching a bound below the threshold makes it "undetermined";
-                   fitting/profile.py; off by default: 2-4 rollouts a point),
+                   fitting/profile.py; off by default: 2-4 rollouts a point; "auto": in full only
+                   the unknowns whose Gauss-Newton interval is unbounded or wider than the
+                   estimate (the default in MPM scenes, where a fluid's bulk modulus is one);
+                   profile_check = true: with "auto", the others checked at one point a side
+                   (2 refits each), walked on where the loss rose there by under 1/4 of the
+                   threshold),
                    supervision = "mask" | "rgb" | "both", resolution (render width in px;
                    the footage is averaged down to it), edge_softness (NDC^2; "auto",
                    the default: as sharp as a camera's antialiased edge, 10-90 % over 0.8 px
@@ -341,6 +346,13 @@ def parse_scene(data: dict, path="scene.toml") -> SceneSpec:
         raise SceneError(file, "fit", "grid_bias", "true, but the scene has no MPM grid ([mpm_grid]): the grid's bias "
                          "is that of MPM matter; remove grid_bias (it is on by default in MPM scenes)")
     fit.grid_bias = mpm_grid is not None if fit.grid_bias is None else fit.grid_bias
+    # MPM matter: profile the unknowns whose Laplace interval is suspect (a fluid's bulk modulus from masks), at
+    # no cost where none is (fitting/profile.py, benchmarks/RESULTS.md "profile = auto")
+    fit.profile = ("auto" if mpm_grid is not None else False) if fit.profile is None else fit.profile
+    if fit.profile_check and fit.profile != "auto":
+        raise SceneError(file, "fit", "profile_check", f"true, but profile is {fit.profile!r}: the one-point checks "
+                         "are profile = \"auto\"'s (of the values it does not profile in full); set profile = "
+                         "\"auto\" or remove profile_check")
     unbounded = [u.target for u in unknowns if u.lower is None or u.upper is None]
     if fit.starts > 1 and unbounded:
         raise SceneError(file, "fit", "starts", f"a multi-start search draws starts within the bounds: give lower "

@@ -137,12 +137,21 @@ def _split_iterations(f, iterations):
 
 
 def _profile_names(scene):
-    """[fit] profile as identify's `profile`: True: every unknown (not the camera correction); a list:
-    those, each checked against [unknowns] (a SceneError naming the key)."""
+    """[fit] profile as identify's `profile`: True: every unknown (not the camera correction); "auto":
+    an AutoProfile of the unknowns that are not nuisances (fitting/profile.py); a list: those, each
+    checked against [unknowns] (a SceneError naming the key)."""
+    from ..fitting.profile import AutoProfile
+
     wanted = scene.spec.fit.profile
+    if wanted is None:                   # a spec made in Python: as a file's default, "auto" with MPM matter
+        wanted = "auto" if scene.spec.mpm_grid is not None else False
     names = [u.target for u in scene.spec.unknowns]
     if wanted is True:
         return [p.name for p in scene.params if p.name in names] or None
+    if wanted == "auto":
+        kept = [u.target for u in scene.spec.unknowns if not u.nuisance]
+        return AutoProfile(tuple(p.name for p in scene.params if p.name in kept), scene.spec.fit.profile_check) \
+            if kept else None
     if not wanted:
         return None
     for n in wanted:

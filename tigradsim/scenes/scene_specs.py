@@ -168,7 +168,9 @@ class FitSpec:
     rtol: Optional[float] = None          # stop a stage when the loss falls by less over 5 iterations
     time_budget: Optional[float] = None   # seconds for the whole fit
     # profile-likelihood intervals (fitting/profile.py): False, True (every unknown) or a tuple of unknowns
-    profile: object = False
+    profile: object = None                # true, false, "auto", or a tuple of unknowns' names; None: "auto" in
+    #                                       MPM scenes, else false (scene_file)
+    profile_check: bool = False           # "auto": check the values not profiled at one point a side
     profile_points: int = 5               # per side at most, the last on the bound
     profile_iters: int = 3                # BFGS steps of the other unknowns at each point
     profile_lr: Optional[float] = None    # their trust radius (None: polish_lr)

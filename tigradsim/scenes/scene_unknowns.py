@@ -122,7 +122,7 @@ def _parse_fit(file, data):
     t = _Table(file, "fit", data, ("iterations", "optimizer", "lr", "lr_decay", "polish", "polish_lr", "starts",
                                     "local_starts", "keep", "drop_ratio", "seed", "coarse", "horizons", "horizon", "horizon_tolerance", "time_step_bias", "grid_bias", "rtol",
                                     "time_budget", "profile", "profile_points", "profile_iters",
-                                    "profile_lr", "supervision", "resolution", "edge_softness", "sigma", "gamma",
+                                    "profile_lr", "profile_check", "supervision", "resolution", "edge_softness", "sigma", "gamma",
                                     "blur",
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
@@ -168,6 +168,7 @@ def _parse_fit(file, data):
     f.profile_points = t.integer("profile_points", f.profile_points, minimum=1)
     f.profile_iters = t.integer("profile_iters", f.profile_iters, minimum=0)
     f.profile_lr = t.number("profile_lr", None, positive=True)
+    f.profile_check = t.boolean("profile_check", False)      # checked against the profile by scene_file
     f.supervision = t.string("supervision", "mask", choices=SUPERVISIONS)
     f.resolution = t.integer("resolution", None, minimum=4)
     if t.has("edge_softness") and t.has("sigma"):      # sigma: the key's older name
@@ -200,16 +201,17 @@ def _parse_fit(file, data):
 
 
 def _parse_profile(t):
-    """[fit] profile: true / false, or a list of unknowns' names ("OBJECT.PARAM"; checked against
+    """[fit] profile: true / false, "auto" (the unknowns whose Laplace interval is suspect, with
+    profile_check the others checked: fitting/profile.py), or a list of unknowns' names ("OBJECT.PARAM"; checked against
     [unknowns] when the scene is built, by identify)."""
     if not t.has("profile"):
-        return False
+        return None                      # the default: "auto" in MPM scenes, else false (scene_file)
     v = t.data["profile"]
-    if isinstance(v, bool):
+    if isinstance(v, bool) or v == "auto":
         return v
     if isinstance(v, list) and v and all(isinstance(n, str) for n in v):
         return tuple(v)
-    t.fail("profile", f"expected true, false or a list of unknowns' names (\"OBJECT.PARAM\"), got {v!r}")
+    t.fail("profile", f"expected true, false, \"auto\" or a list of unknowns' names (\"OBJECT.PARAM\"), got {v!r}")
 
 
 def nuisance_unknowns(spec) -> list:
