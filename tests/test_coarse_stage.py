@@ -2,7 +2,6 @@
 (`tgs.BFGS`'s inverse_hessian, `tgs.identify`'s bfgs_inverse_hessian, `Run.inverse_hessian`): bad input, the
 quasi-Newton first step, the scene file's option, and an MPM fit whose search runs on the coarser model."""
 import math
-import os
 
 import numpy as np
 import pytest
@@ -11,19 +10,8 @@ import taichi as ti
 import tigradsim as tgs
 from tigradsim.scenes.scene_file import SceneError, parse_scene
 
-try:
-    import tomllib
-except ModuleNotFoundError:            # pragma: no cover
-    import tomli as tomllib
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JELLY = os.path.join(ROOT, "demos", "scenes", "mpm_jelly.toml")
-BOX_PUSH = os.path.join(ROOT, "demos", "scenes", "box_push.toml")
-
-
-def _toml(path):
-    with open(path, "rb") as fh:
-        return tomllib.load(fh)
+from test_grid_bias import BOX_PUSH, JELLY, _footage, _toml
+from test_grid_bias import _jelly_data as _jelly_drop
 
 
 def _quadratic(hessian, minimum, start):
@@ -111,21 +99,11 @@ def test_coarse_option_in_scene_files():
     assert "coarse" in str(err.value) and "no [mpm_grid]" in str(err.value), str(err.value)
 
 
-def _footage(masks, fps):
-    from tigradsim.io.footage import Footage
-
-    footage = Footage(np.repeat(masks[..., None], 3, -1), fps, masks=masks, check_masks=False)
-    footage.factor, footage.full_size = 1, masks.shape[1:]
-    return footage
-
-
 def _jelly_data(E, fit):
-    """The jelly file as a drop onto the floor, E = `E` [Pa], 6 frames at 25 fps, [fit] = fit."""
-    data = _toml(JELLY)
-    data.pop("footage")
-    data["objects"]["jelly"].update(position=[0.5, 0.3, 0.5], params={"E": E, "nu": 0.3}, velocity=[0.0, -1.0, 0.0])
-    data["simulation"] = {"substeps": 40, "duration": 6 / 25.0}
-    data["unknowns"] = {"jelly.E": {"init": 6e4, "lower": 2e3, "upper": 1e5}}
+    """The jelly file as a drop onto the floor (test_grid_bias's, at the file's grid 16), E = `E` [Pa], 6 frames at
+    25 fps, the fit starting at E = 6e4, [fit] = fit."""
+    data = _jelly_drop(16, E)
+    data["unknowns"]["jelly.E"]["init"] = 6e4
     data["fit"] = fit
     return data
 

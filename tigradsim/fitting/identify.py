@@ -270,14 +270,7 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             break
         unpack(params, search[chosen[0]][0])      # the frames (an "auto" horizon) are chosen at the best start
         set_horizon(h)
-        tied_scores = {}
-        for i in search_tied:
-            unpack(params, search[i][0])
-            try:
-                value = objective()
-            except SimulationError:
-                value = math.inf
-            tied_scores[i] = value if math.isfinite(value) else math.inf
+        tied_scores = _losses_at(params, objective, {i: search[i][0] for i in search_tied})
         rescored.append({"frames": h, "scores": {i: tied_scores[i] for i in search_tied}})
         if log_every:
             printer(f"search: {len(search_tied)} starts tie on the first {horizons[len(rescored) - 1]} frames; "
@@ -500,17 +493,23 @@ def _next_horizon_scorer(params, objective, set_horizon, frames, fitted):
         leader = min(starts, key=lambda k: (by_start[k][0].objective, k))
         unpack(params, by_start[leader][1])
         set_horizon(frames)
-        scores = {}
-        for k in starts:
-            unpack(params, by_start[k][1])
-            try:
-                value = objective()
-            except SimulationError:
-                value = math.inf
-            scores[k] = value if math.isfinite(value) else math.inf
-        return scores
+        return _losses_at(params, objective, {k: by_start[k][1] for k in starts})
 
     return rescore
+
+
+def _losses_at(params, objective, points: dict) -> dict:
+    """{key: the objective at the packed values points[key]} (one forward rollout each; a rollout that blows up,
+    or a loss that is not finite, is +inf)."""
+    losses = {}
+    for key, x in points.items():
+        unpack(params, x)
+        try:
+            value = objective()
+        except SimulationError:
+            value = math.inf
+        losses[key] = value if math.isfinite(value) else math.inf
+    return losses
 
 
 def _rank_starts(scores: dict, local_starts: int, tie_rtol: float):
