@@ -33,6 +33,16 @@ def _quadratic(hessian, minimum, start):
     return params, forward, loss
 
 
+def test_quadratic_loss_gradient_matches_finite_differences(f64):
+    """The fixture's Tape loss (the kernel above): its float64 gradient along random directions of each Param
+    against central differences, so the BFGS tests below read a true gradient."""
+    params, forward, loss = _quadratic(np.array([[100.0, 30.0], [30.0, 10.0]]), (0.4, -0.2), (0.45, -0.3))
+    for p in params:
+        report = tgs.check_param_gradient(forward, loss, p, direction_count=3, eps=1e-6, rtol=1e-6)
+        assert report.ok, f"{p.name}: {report}"
+        assert max(abs(g) for g in report.analytic) > 1e-3, f"{p.name}: the gradient should not vanish here"
+
+
 @pytest.mark.parametrize("H, words", [
     (np.eye(3), "expected a finite symmetric (2, 2) matrix"),
     (np.array([[1.0, 2.0], [0.0, 1.0]]), "expected a finite symmetric (2, 2) matrix"),
