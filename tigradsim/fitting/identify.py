@@ -486,11 +486,13 @@ def _spare_starts(scores: dict, rescored: list, chosen: list) -> list:
 def _next_horizon_scorer(params, objective, set_horizon, frames, fitted):
     """rescore(starts) for `keep_candidates`: each start's loss at its fitted values on the next horizon's
     `frames` (one forward rollout each; a blow-up is +inf).  The frames (an "auto" horizon) are chosen at the
-    best-fitting of the stage's candidates, as the next stage chooses them at its leader."""
+    best-fitting of the stage's candidates (all of them, not only the tied ones), as the next stage chooses them
+    at its leader."""
     by_start = {run.start: (run, x) for run, x in fitted}
+    leader = min(by_start, key=lambda k: (by_start[k][0].objective if math.isfinite(by_start[k][0].objective)
+                                          else math.inf, k))
 
     def rescore(starts):
-        leader = min(starts, key=lambda k: (by_start[k][0].objective, k))
         unpack(params, by_start[leader][1])
         set_horizon(frames)
         return _losses_at(params, objective, {k: by_start[k][1] for k in starts})
