@@ -97,9 +97,11 @@ def main():
             rows.append({"steps": steps, "unknown": k, "truth": truth, "estimate": u["estimate"],
                          "rel_error": u["estimate"] / truth - 1, "ci95": u["ci95"], "in_ci95": holds(u["ci95"], truth),
                          "whole_range": old, "in_whole_range": holds(old, truth), "allowed": new,
-                         "in_allowed": holds(new, truth), "status": u["status"], "cpu_s": round(cpu, 1)})
+                         "in_allowed": holds(new, truth), "status": u["status"], "cpu_s": round(cpu, 1),
+                         "cost": (rep.get("assumptions") or {}).get("cost"), "ruled_out": ruled})
         print(f"\nrefit_steps {steps}: report CPU s {cpu:.1f}; threshold "
-              f"{(rep.get('assumptions') or {}).get('threshold')}")
+              f"{(rep.get('assumptions') or {}).get('threshold')}; sensitivity cost "
+              f"{(rep.get('assumptions') or {}).get('cost')}")
         for r in ruled:
             print(f"  - {r}")
         for s in (rep.get("assumptions") or {}).get("shifts", []):

@@ -89,6 +89,11 @@ def test_a_ruled_out_end_gives_the_allowed_sub_range_and_the_interval_uses_it(sc
     old_lo, old_hi = intervals_with_assumptions(report, sens, whole_range=True)["x"]
     assert old_lo == pytest.approx(lo) and old_hi == pytest.approx(e.upper95 + s(1.0) - s(lower)) and old_hi > hi
     assert "(ruled out; " in sens.to_markdown() and "the footage allows" in shift.text
+    # the cost: the rule-out's rollouts are part of the whole; linearised, the 2 end rollouts are the rest, plus
+    # the upper end's judging refit (its loss with nothing refitted passes the threshold), charged to the rule-out
+    assert 0 < sens.cost["rule_out_rollouts"] < sens.cost["rollouts"]
+    if refit_steps == 0:
+        assert sens.cost["rollouts"] - sens.cost["rule_out_rollouts"] == 2
 
 
 @pytest.mark.parametrize("scale", ["log", "linear"])

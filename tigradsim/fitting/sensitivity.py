@@ -57,6 +57,7 @@ footage says nothing about the bound ("undetermined" stays: the data cannot deci
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Optional, Sequence
@@ -293,6 +294,8 @@ class Sensitivity:
     refit_steps: int = 0          # Levenberg-Marquardt iterations past the linearised refit (0: linearised only)
     ruled_out: list = dc_field(default_factory=list)    # RuledOut: range sides the footage rules out
     threshold: Optional[float] = None   # the loss rise (1/2 |r|^2) that rules a value out (None: not judged)
+    # rollouts and CPU s of the whole sensitivity (not counting a Jacobian given to it) and of its rule-out part
+    cost: dict = dc_field(default_factory=dict)
 
     @property
     def dominated(self) -> list:
@@ -325,7 +328,7 @@ class Sensitivity:
                                      "reason": c.reason} for c in self.constants],
                       "shifts": [s.to_dict() for s in self.shifts], "notes": self.notes,
                       "refit_steps": self.refit_steps, "ruled_out": [r.to_dict() for r in self.ruled_out],
-                      "threshold": self.threshold})
+                      "threshold": self.threshold, "cost": self.cost})
 
     def to_markdown(self, title="Sensitivity to assumed constants"):
         if not self.constants:
@@ -348,6 +351,9 @@ class Sensitivity:
                  "before refitting, an upper bound") + "; far above 1, the footage itself rules that end out)"]
         rows += [""] + [f"- {c.name} in [{c.lower:.4g}, {c.upper:.4g}]: {c.reason}" for c in self.constants if c.reason]
         rows += [f"- {r.text}" for r in self.ruled_out] + [f"- {n}" for n in self.notes]
+        if self.cost.get("rollouts"):
+            rows += [f"- cost: {self.cost['rollouts']} rollouts, {self.cost['cpu_s']:.3g} CPU s, of which judging and "
+                     f"bisecting the range ends: {self.cost['rule_out_rollouts']}, {self.cost['rule_out_cpu_s']:.3g} s"]
         return "\n".join(rows) + "\n"
 
     def __str__(self):
@@ -415,11 +421,11 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     r0 = np.ravel(r0)
     if J.shape[1] != len(report.estimates):
         raise ValueError(f"report: {len(report.estimates)} estimates for {J.shape[1]} parameter coordinates")
-    notes, shifts, ruled = [], [], []
+    notes, shifts, ruled, cost = [], [], [], {}
     threshold = _check_rule_out(rule_out, report)
     _add_shifts(residuals, J, r0, assumed, report.estimates, range(len(report.estimates)), shifts, notes,
-                params, refit_steps, threshold, ruled)
-    sens = Sensitivity(shifts, assumed, notes, refit_steps, ruled, threshold)
+                params, refit_steps, threshold, ruled, cost)
+    sens = Sensitivity(shifts, assumed, notes, refit_steps, ruled, threshold, cost)
     if mark:
         _mark_dominated(report, sens, lambda s: f"the interval assumes {s.constant} = {s.value:.4g}")
     return sens
@@ -460,13 +466,38 @@ def _end_residuals(residuals, c, value, r0, notes):
 
 
 def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, refit_params=None, refit_steps=0,
-                threshold=None, ruled_out=None):
+                threshold=None, ruled_out=None, cost=None):
     """Append a Shift per (estimate, constant): the linearised refit of the coordinates `columns`
     of J (the estimates `estimates[i]` for i in columns) with each constant at its range ends, carried on by
     `refit_steps` Levenberg-Marquardt iterations (`_refit_at_end`; refit_params: the Params whose packed
     coordinates are `columns`).  threshold: the loss rise (1/2 |r|^2) past which an end is ruled out and the
     allowed end bisected for (`_rule_out`, module docstring; None: not judged); ruled_out: the list each
-    RuledOut is appended to."""
+    RuledOut is appended to; cost: a dict whose "rollouts", "cpu_s" (all) and "rule_out_rollouts",
+    "rule_out_cpu_s" (the judging refits and bisections) are added to."""
+    cost = {} if cost is None else cost
+    for key in ("rollouts", "cpu_s", "rule_out_rollouts", "rule_out_cpu_s"):
+        cost.setdefault(key, 0)
+    count, cpu0 = [0], time.process_time()
+    residuals_in = residuals
+
+    def residuals():
+        count[0] += 1
+        return residuals_in()
+
+    depth = [0]
+
+    def charged(fn, *args):
+        """fn(*args), its rollouts and CPU s added to the rule-out's cost (once: a bisection's refits are in it)."""
+        n, t = count[0], time.process_time()
+        depth[0] += 1
+        try:
+            return fn(*args)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                cost["rule_out_rollouts"] += count[0] - n
+                cost["rule_out_cpu_s"] += time.process_time() - t
+
     columns = list(columns)
     Jc = J[:, columns]
     pinv = np.linalg.pinv(Jc.T @ Jc, rcond=1e-12)
@@ -486,7 +517,7 @@ def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, 
             return move, refitted, refitted
         if threshold is None or 0.5 * (loss - loss0) <= threshold:
             return move, loss, loss
-        refit_move, judged = _refit_at_end(residuals, refit_params, r, move, RULE_OUT_REFIT_STEPS)
+        refit_move, judged = charged(_refit_at_end, residuals, refit_params, r, move, RULE_OUT_REFIT_STEPS)
         return (refit_move if bisecting else move), loss, judged
 
     for c in constants:
@@ -496,8 +527,8 @@ def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, 
                 moves[end], loss, judged = at(c, getattr(c, end))
                 ratios[end] = None if loss is None or loss0 <= 0.0 else loss / loss0
                 out = None if threshold is None or judged is None or 0.5 * (judged - loss0) <= threshold else \
-                    _rule_out(c, end, lambda v, c=c: at(c, v, True), loss0, judged, threshold,
-                              refit_steps or RULE_OUT_REFIT_STEPS)
+                    charged(_rule_out, c, end, lambda v, c=c: at(c, v, True), loss0, judged, threshold,
+                            refit_steps or RULE_OUT_REFIT_STEPS)
                 allowed[end] = None if out is None else out[1]
                 if out is not None:
                     ruled_out.append(out[0])
@@ -514,6 +545,8 @@ def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, 
             shift.dominated = shift.half_width is not None and max([0.0] + [abs(m) for m in shift.moves()]) > \
                 shift.half_width
             shifts.append(shift)
+    cost["rollouts"] += count[0]
+    cost["cpu_s"] += time.process_time() - cpu0
 
 
 def _rule_out(c, end, at, loss0, judged, threshold, refit_steps):
@@ -634,7 +667,7 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
     else:
         J, r0 = (np.asarray(a, dtype=np.float64) for a in jacobian)
     r0 = np.ravel(r0)
-    notes, shifts, constants, ruled = [], [], [], []
+    notes, shifts, constants, ruled, cost = [], [], [], [], {}
     for i in free:
         p = params[i]
         value = float(np.ravel(p.value())[0])
@@ -646,9 +679,10 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
         refit = [k for j in range(len(params)) if j != i and j not in free for k in cols[j]]
         before = len(shifts)
         _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes,
-                    [params[j] for j in range(len(params)) if j != i and j not in free], refit_steps, threshold, ruled)
+                    [params[j] for j in range(len(params)) if j != i and j not in free], refit_steps, threshold, ruled,
+                    cost)
         shifts[before:] = [s for s in shifts[before:] if s.estimate not in nuisance]
-    sens = Sensitivity(shifts, constants, notes, refit_steps, ruled, threshold)
+    sens = Sensitivity(shifts, constants, notes, refit_steps, ruled, threshold, cost)
     if mark:
         _mark_dominated(report, sens, lambda s: f"{s.constant} is a nuisance constant the footage does not determine")
     return sens
