@@ -348,7 +348,10 @@ class Sensitivity:
                         f"{'**yes**' if s.dominated else 'no'} | {_ratio(s.loss_ratio_lower)} / "
                         f"{_ratio(s.loss_ratio_upper)} |")
         rows += ["", "(loss at an end: with the constant there, " + ("after the refit" if self.refit_steps else
-                 "before refitting, an upper bound") + "; far above 1, the footage itself rules that end out)"]
+                 "before refitting, an upper bound") + "; far above 1, the footage itself rules that end out" +
+                 ("" if self.threshold is None else
+                  f": where the loss, refitted, rises by more than the profile intervals' 95 % threshold "
+                  f"({self.threshold:.3g} in 1/2 |r|^2) the move is taken at the last value within it, below") + ")"]
         rows += [""] + [f"- {c.name} in [{c.lower:.4g}, {c.upper:.4g}]: {c.reason}" for c in self.constants if c.reason]
         rows += [f"- {r.text}" for r in self.ruled_out] + [f"- {n}" for n in self.notes]
         if self.cost.get("rollouts"):
