@@ -142,3 +142,33 @@ def test_dominated_uses_the_allowed_range():
     assert report["x"].status == "ok"
     assumption_sensitivity(residuals, [x], [narrow], report)           # mark=True: not marked either
     assert report["x"].status == "ok"
+
+
+def test_linearised_an_end_is_judged_by_a_refit_not_by_the_linearised_move():
+    """Residuals (x + c)^3 - y_A: the refit at any c is exact (x = u* - c), but the linearised move misses it badly
+    at c = 1.5 (the loss there rises 4 decades past the threshold), as at kf = 1000 on Warp's push
+    (benchmarks/RESULTS.md, branch ends44).  Linearised (refit_steps 0), the end is judged by RULE_OUT_REFIT_STEPS
+    LM iterations, which reach the refit: nothing is ruled out, and the moves stay the linearised ones."""
+    grid = np.linspace(0.9, 1.1, 200001)
+    u = float(grid[np.argmin(((grid[:, None] ** 3 - Y) ** 2).sum(1))])
+    field = ti.field(ti.f64, shape=(1,))
+    field[0] = u - 1.0
+    x = tgs.Param(field, "x", lower=-50.0, upper=50.0, log_space=False)
+    constant = {"c": 1.0}
+
+    def residuals():
+        return (field[0] + constant["c"]) ** 3 - Y
+
+    report = tgs.fit_report(residuals, [x], noise_floor=1e-4)
+    assumed = AssumedConstant("c", 1.0, 0.9, 1.5, write=lambda v: constant.update(c=v))
+    sens = assumption_sensitivity(residuals, [x], [assumed], report, mark=False)
+    (shift,) = sens.shifts
+    assert sens.ruled_out == [] and shift.allowed_lower is None and shift.allowed_upper is None
+    assert shift.moves() == [shift.shift_lower, shift.shift_upper]
+    constant["c"], field[0] = 1.5, u - 1.0 + shift.shift_upper              # the linearised refit at c = 1.5
+    try:
+        r = residuals()
+        assert 0.5 * float(r @ r) - report.loss > 1e3 * sens.threshold
+    finally:
+        constant["c"], field[0] = 1.0, u - 1.0
+    assert sens.cost["rule_out_rollouts"] > 0                               # the judging refits ran
