@@ -87,7 +87,14 @@ def test_unstated_soft_radius_is_reported_with_its_sensitivity(tmp_path):
     report = tgs.fit_report(residuals, params, noise_floor=1e-8)      # (0.1 mm)^2 per coordinate
     assumed = assumed_constants(scene)
     assert [(c.name, c.value, c.lower, c.upper) for c in assumed] == [("cube.radius", 0.01, 0.0, 0.02)]
-    sens = tgs.assumption_sensitivity(residuals, params, assumed, report)
+    # the "footage" was made with the assumed skin and a (0.1 mm)^2 floor: it rules out both halves of the range (the
+    # refitted loss at the first bisection points, 5 mm either side, is far past the threshold), so the allowed
+    # range is the assumed value itself and nothing moves (fitting/sensitivity.py, "Range ends the footage rules out")
+    judged = tgs.assumption_sensitivity(residuals, params, assumed, report, mark=False)
+    assert [(r.side, r.allowed) for r in judged.ruled_out] == [("lower", 0.01), ("upper", 0.01)]
+    assert judged.shifts[0].moves() == [0.0, 0.0] and not judged.shifts[0].dominated
+    # over the whole prior range (rule_out=False): the moves at the ends
+    sens = tgs.assumption_sensitivity(residuals, params, assumed, report, rule_out=False)
     (shift,) = sens.shifts
     assert shift.estimate == "ground.ke" and shift.constant == "cube.radius"
     assert shift.shift_lower > 0 > shift.shift_upper, shift.text        # no skin: stiffer; thicker: softer

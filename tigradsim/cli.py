@@ -443,6 +443,10 @@ def _fit(args):
             # the interval widened by what the assumed / undetermined nuisance constants can do over their ranges
             "ci95_with_assumptions": (list(honesty["intervals_with_assumptions"][u.target])
                                       if honesty and honesty["intervals_with_assumptions"].get(u.target) else None),
+            # the same over the constants' whole prior ranges, ends the footage rules out included
+            "ci95_with_assumptions_whole_range": (
+                list(honesty["intervals_with_assumptions_whole_range"][u.target])
+                if honesty and (honesty.get("intervals_with_assumptions_whole_range") or {}).get(u.target) else None),
             # and widened further by the model discrepancy (tgs.discrepancy_intervals)
             "ci95_with_discrepancy": (list(honesty["intervals_with_discrepancy"][u.target])
                                       if honesty and (honesty.get("intervals_with_discrepancy") or {}).get(u.target)

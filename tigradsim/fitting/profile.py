@@ -75,7 +75,7 @@ from .optim import BFGS, least_squares, objective_function, optimize, pack, unpa
 from .ties import TIE_RTOL
 from .uncertainty import Direction, Z95, _coordinate_info, coordinate_names, json_safe, t95
 
-__all__ = ["ProfileSide", "Profile", "AutoProfile", "profile_threshold", "profile_intervals", "apply_profiles",
+__all__ = ["ProfileSide", "Profile", "AutoProfile", "profile_threshold", "loss_rise_threshold", "profile_intervals", "apply_profiles",
            "profile_targets", "check_profile_settings", "suspect_reason"]
 
 PROFILE_POINTS = 5        # points per side at most (the last one on the bound)
@@ -171,13 +171,26 @@ class Profile:
 def profile_threshold(report, index: int, tie_rtol: float = TIE_RTOL) -> tuple:
     """(threshold, laplace part, tie part) of the loss rise (1/2 |r|^2 units) that ends the profile
     interval of the report's `index`-th value (module docstring)."""
+    return loss_rise_threshold(report, std_ratio(report, index), tie_rtol)
+
+
+def std_ratio(report, index: int) -> float:
+    """The report's `index`-th std over its iid std, at least 1 (1 without an iid std): how much the
+    cluster-robust covariance widens that value's interval (module docstring, the Laplace part)."""
     e = report.estimates[index]
-    q = t95(report.clusters - 1) if report.std_robust is not None else Z95
-    ratio = 1.0
     if report.std_iid is not None:
         s_iid = float(report.std_iid[index])
         if math.isfinite(e.std) and math.isfinite(s_iid) and s_iid > 0:
-            ratio = max(e.std / s_iid, 1.0)
+            return max(e.std / s_iid, 1.0)
+    return 1.0
+
+
+def loss_rise_threshold(report, ratio: float = 1.0, tie_rtol: float = TIE_RTOL) -> tuple:
+    """(threshold, laplace part, tie part): the loss rise (1/2 |r|^2 units) over the estimate's past which a
+    value is outside the 95 % profile interval (module docstring), for a value whose std is `ratio` times its
+    iid std (`std_ratio`).  The one definition: the profile intervals and the assumed constants' ruled-out
+    range ends (`sensitivity.rule_out_threshold`) both use it."""
+    q = t95(report.clusters - 1) if report.std_robust is not None else Z95
     laplace = 0.5 * report.s2 * (q * ratio) ** 2
     tie = float(tie_rtol) * abs(report.loss)
     return max(laplace, tie), laplace, tie

@@ -23,6 +23,28 @@ beyond the interval says "this constant decides the answer", not by exactly how 
 estimate whose largest shift exceeds its 95 % interval's half-width is "assumption-dominated":
 its interval does not describe what is known.
 
+**Range ends the footage rules out.**  A prior range is what is known before the footage; the footage can
+rule part of it out: on Warp's box push the mass moves +47 % with ground.kf = 1, but the loss there, refitted, is
+50-100 times the estimate's (benchmarks/RESULTS.md, branch chord44).  So each end is judged as a profile interval
+judges a value: where the loss at the end, refitted, rises over the estimate's by more than the profile
+intervals' 95 % threshold (`rule_out_threshold`: profile.py's `loss_rise_threshold`, its one definition; the
+constant has no std of its own, so the Laplace part takes the largest std ratio of the report's values), the end
+is ruled out and RULE_OUT_STEPS bisections between the assumed value and the end (in log c for a positive range,
+in c otherwise) find the last point within it; the refit's move there is what the widened interval
+(`intervals_with_assumptions`) and the "assumption-dominated" mark use, and `Sensitivity.ruled_out` names the
+allowed sub-range ("ground.kf: the footage rules out ground.kf below 6.49").  Refitted: with `refit_steps`, that
+refit; with none (linearised), an end whose loss with nothing refitted passes the threshold is refitted by
+RULE_OUT_REFIT_STEPS Levenberg-Marquardt iterations before it is judged, as is every bisection point: a loss with
+nothing refitted, or at the linearised refit, overstates what a refit reaches, and ruling a value out on it is
+over-confident (measured: it ruled out kf = 1000 on the push, where the refit fits better than the estimate).
+An end within the threshold changes nothing and costs nothing more; a ruled-out one costs RULE_OUT_STEPS + 1
+refits (each 2 rollouts and k Jacobians of 2 n + 1 rollouts, k = refit_steps or RULE_OUT_REFIT_STEPS; the end's
+own refit is already there when refit_steps > 0).  A bisection point whose rollout or refit fails keeps the whole
+range (what cannot be measured is not ruled out).  The refit is local (from the linearised refit or the estimate),
+so a loss it leaves above the threshold may still hide another basin that fits (the push's kf = 1: a full staged
+fit reached x67.7, still far past it); and the loss need not rise monotonically towards the end: the bisection
+finds one crossing, to 1 / 2^RULE_OUT_STEPS of the way in the constant's scale.
+
 **Misfit.**  An estimate is only as good as the fit: a residual variance s^2_fit = 2 L / (N - p)
 far above what the footage's noise allows, or a low silhouette IoU, means the model did not
 reach the data (wrong basin, wrong model) and the intervals around that point are meaningless.
@@ -35,6 +57,7 @@ footage says nothing about the bound ("undetermined" stays: the data cannot deci
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Optional, Sequence
@@ -93,6 +116,15 @@ MIN_IOU = 0.9
 # image_noise_floor: silhouette / colour edges placed to within this many pixels are as good as the
 # footage allows (another renderer's antialiasing, a camera's blur)
 EDGE_FLOOR_PX = 0.5
+# bisections between the assumed value and a ruled-out range end (module docstring): the allowed end is then known to
+# 1/16 of that distance in the constant's own scale (a factor 1.15 in kf over the decade 1-10), at 4 evaluations an end
+RULE_OUT_STEPS = 4
+# Levenberg-Marquardt iterations of the refit that judges an end where the sensitivity is linearised (refit_steps 0)
+# and the loss with nothing refitted passes the threshold: a value is ruled out only on a refitted loss.  Why: on
+# Warp's push the loss at ground.kf = 1000 is 7.1 x the estimate's with nothing refitted and stays past the
+# threshold at the linearised refit, yet 3 LM iterations bring it to 0.90 x (benchmarks/RESULTS.md, branch ends44);
+# 3 is where chord44's measurement found most of the refit's move (kf = 1: loss x78.9 at 3, x50.5 at 10)
+RULE_OUT_REFIT_STEPS = 3
 
 
 @dataclass
@@ -158,10 +190,24 @@ class Shift:
     dominated: bool
     loss_ratio_lower: Optional[float] = None
     loss_ratio_upper: Optional[float] = None
+    # where the footage rules out that side of the range (module docstring): the constant's last value within the
+    # 95 % profile threshold (None: the end itself is) and the move there
+    allowed_lower: Optional[float] = None
+    allowed_upper: Optional[float] = None
+    allowed_shift_lower: Optional[float] = None
+    allowed_shift_upper: Optional[float] = None
+
+    def moves(self, whole_range: bool = False) -> list:
+        """[move at the lower side, at the upper side] over the range the footage allows (at a ruled-out side, the
+        move at its allowed end), or over the whole prior range; a failed rollout's None left out."""
+        lo = self.shift_lower if whole_range or self.allowed_lower is None else self.allowed_shift_lower
+        hi = self.shift_upper if whole_range or self.allowed_upper is None else self.allowed_shift_upper
+        return [m for m in (lo, hi) if m is not None]
 
     @property
     def largest(self) -> float:
-        return max((abs(s) for s in (self.shift_lower, self.shift_upper) if s is not None), default=math.nan)
+        """The largest |move| over the range the footage allows."""
+        return max((abs(s) for s in self.moves()), default=math.nan)
 
     def _change(self, s):
         if s is None:
@@ -173,8 +219,24 @@ class Shift:
         hw = ("undetermined" if self.half_width is None else
               f"{relative_change(self.half_width) * 100:.3g} %" if self.log_space else f"{self.half_width:.4g}")
         return (f"{self.estimate} moves {self._change(self.shift_lower)} / {self._change(self.shift_upper)} over "
-                f"{self.constant} in [{self.lower:.4g}, {self.upper:.4g}] (assumed {self.value:.4g}; 95 % interval "
-                f"half-width {hw})")
+                f"{self.constant} in [{self.lower:.4g}, {self.upper:.4g}]" + self._allowed_text() +
+                f" (assumed {self.value:.4g}; 95 % interval half-width {hw})")
+
+    def cell(self, side) -> str:
+        """The move at one side ("lower" / "upper") for a table: at a side the footage rules out, the move at the
+        prior end and, after it, at the allowed end."""
+        move, at = getattr(self, f"shift_{side}"), getattr(self, f"allowed_{side}")
+        return self._change(move) + ("" if at is None else
+                                     f" (ruled out; {self._change(getattr(self, f'allowed_shift_{side}'))} at {at:.4g})")
+
+    def _allowed_text(self) -> str:
+        if self.allowed_lower is None and self.allowed_upper is None:
+            return ""
+        lo, hi = (self.lower if self.allowed_lower is None else self.allowed_lower,
+                  self.upper if self.allowed_upper is None else self.allowed_upper)
+        return (f", {self._change(self.allowed_shift_lower if self.allowed_lower is not None else self.shift_lower)}"
+                f" / {self._change(self.allowed_shift_upper if self.allowed_upper is not None else self.shift_upper)}"
+                f" over the [{lo:.4g}, {hi:.4g}] the footage allows")
 
     def to_dict(self):
         rel = (lambda s: None if s is None else relative_change(s)) if self.log_space else (lambda s: s)
@@ -183,7 +245,42 @@ class Shift:
                       "shift_upper": self.shift_upper, "change_lower": rel(self.shift_lower),
                       "change_upper": rel(self.shift_upper), "half_width": self.half_width,
                       "dominated": self.dominated, "loss_ratio_lower": self.loss_ratio_lower,
-                      "loss_ratio_upper": self.loss_ratio_upper, "text": self.text})
+                      "loss_ratio_upper": self.loss_ratio_upper, "allowed_lower": self.allowed_lower,
+                      "allowed_upper": self.allowed_upper, "allowed_shift_lower": self.allowed_shift_lower,
+                      "allowed_shift_upper": self.allowed_shift_upper,
+                      "allowed_change_lower": rel(self.allowed_shift_lower),
+                      "allowed_change_upper": rel(self.allowed_shift_upper), "text": self.text})
+
+
+@dataclass
+class RuledOut:
+    """One side of an assumed constant's prior range that the footage rules out (module docstring).
+
+    constant: its name; side: "lower" / "upper"; bound: that end of the prior range; allowed: the last value
+    found within the 95 % profile threshold (the assumed value when none nearer the end is); outside: the nearest
+    value found past it (the crossing lies between allowed and outside); loss_ratio: |r|^2 at the bound, refitted,
+    over the estimate's; evaluations: bisection points (each a refit); refit_steps: the Levenberg-Marquardt
+    iterations of each refit (`refit_steps`, or RULE_OUT_REFIT_STEPS where the sensitivity is linearised)."""
+
+    constant: str
+    side: str
+    bound: float
+    allowed: float
+    outside: float
+    loss_ratio: float
+    evaluations: int
+    refit_steps: int
+
+    @property
+    def text(self) -> str:
+        word = "below" if self.side == "lower" else "above"
+        return (f"{self.constant}: the footage rules out {self.constant} {word} {self.allowed:.4g} (the loss "
+                f"refitted ({self.refit_steps} LM iterations) rises past the 95 % profile threshold "
+                f"between {self.allowed:.4g} and {self.outside:.4g}; x{self.loss_ratio:.3g} at {self.bound:.4g}); "
+                f"the interval with assumed constants takes the move at {self.allowed:.4g}")
+
+    def to_dict(self):
+        return json_safe(dict(self.__dict__, text=self.text))
 
 
 @dataclass
@@ -195,6 +292,10 @@ class Sensitivity:
     constants: list
     notes: list = dc_field(default_factory=list)
     refit_steps: int = 0          # Levenberg-Marquardt iterations past the linearised refit (0: linearised only)
+    ruled_out: list = dc_field(default_factory=list)    # RuledOut: range sides the footage rules out
+    threshold: Optional[float] = None   # the loss rise (1/2 |r|^2) that rules a value out (None: not judged)
+    # rollouts and CPU s of the whole sensitivity (not counting a Jacobian given to it) and of its rule-out part
+    cost: dict = dc_field(default_factory=dict)
 
     @property
     def dominated(self) -> list:
@@ -226,7 +327,8 @@ class Sensitivity:
         return json_safe({"constants": [{"name": c.name, "assumed": c.value, "range": [c.lower, c.upper],
                                      "reason": c.reason} for c in self.constants],
                       "shifts": [s.to_dict() for s in self.shifts], "notes": self.notes,
-                      "refit_steps": self.refit_steps})
+                      "refit_steps": self.refit_steps, "ruled_out": [r.to_dict() for r in self.ruled_out],
+                      "threshold": self.threshold, "cost": self.cost})
 
     def to_markdown(self, title="Sensitivity to assumed constants"):
         if not self.constants:
@@ -242,17 +344,24 @@ class Sensitivity:
             hw = ("-" if s.half_width is None else
                   f"{relative_change(s.half_width) * 100:.3g} %" if s.log_space else f"{s.half_width:.4g}")
             rows.append(f"| {s.estimate} | {s.constant} | [{s.lower:.4g}, {s.upper:.4g}] | {s.value:.4g} | "
-                        f"{s._change(s.shift_lower)} | {s._change(s.shift_upper)} | {hw} | "
+                        f"{s.cell('lower')} | {s.cell('upper')} | {hw} | "
                         f"{'**yes**' if s.dominated else 'no'} | {_ratio(s.loss_ratio_lower)} / "
                         f"{_ratio(s.loss_ratio_upper)} |")
         rows += ["", "(loss at an end: with the constant there, " + ("after the refit" if self.refit_steps else
-                 "before refitting, an upper bound") + "; far above 1, the footage itself rules that end out)"]
+                 "before refitting, an upper bound") + "; far above 1, the footage itself rules that end out" +
+                 ("" if self.threshold is None else
+                  f": where the loss, refitted, rises by more than the profile intervals' 95 % threshold "
+                  f"({self.threshold:.3g} in 1/2 |r|^2) the move is taken at the last value within it, below") + ")"]
         rows += [""] + [f"- {c.name} in [{c.lower:.4g}, {c.upper:.4g}]: {c.reason}" for c in self.constants if c.reason]
-        rows += [f"- {n}" for n in self.notes]
+        rows += [f"- {r.text}" for r in self.ruled_out] + [f"- {n}" for n in self.notes]
+        if self.cost.get("rollouts"):
+            rows += [f"- cost: {self.cost['rollouts']} rollouts, {self.cost['cpu_s']:.3g} CPU s, of which judging and "
+                     f"bisecting the range ends: {self.cost['rule_out_rollouts']}, {self.cost['rule_out_cpu_s']:.3g} s"]
         return "\n".join(rows) + "\n"
 
     def __str__(self):
-        return "\n".join([s.text + ("  ** dominates **" if s.dominated else "") for s in self.shifts] + self.notes)
+        return "\n".join([s.text + ("  ** dominates **" if s.dominated else "") for s in self.shifts] +
+                         [r.text for r in self.ruled_out] + self.notes)
 
 
 def _ratio(x) -> str:
@@ -263,6 +372,13 @@ def _check_refit_steps(refit_steps) -> int:
     if isinstance(refit_steps, bool) or not isinstance(refit_steps, (int, np.integer)) or refit_steps < 0:
         raise ValueError(f"refit_steps: expected an integer >= 0, got {refit_steps!r}")
     return int(refit_steps)
+
+
+def _check_rule_out(rule_out, report) -> Optional[float]:
+    """`rule_out_threshold(report)` when rule_out, else None; a clear error for a non-bool."""
+    if not isinstance(rule_out, (bool, np.bool_)):
+        raise ValueError(f"rule_out: expected True or False, got {rule_out!r}")
+    return rule_out_threshold(report) if rule_out else None
 
 
 def _half_width(e) -> Optional[float]:
@@ -276,7 +392,7 @@ def _half_width(e) -> Optional[float]:
 
 def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, assumed: Sequence[AssumedConstant],
                            report: FitReport, jacobian=None, fd_step: Optional[float] = None,
-                           mark: bool = True, refit_steps: int = 0) -> Sensitivity:
+                           mark: bool = True, refit_steps: int = 0, rule_out: bool = True) -> Sensitivity:
     """How far each estimate of `report` moves over each assumed constant's prior range (module
     docstring); call at the estimate (the Params hold it, as after `fit_report`).
 
@@ -288,6 +404,9 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     simulator's stability limit (a StabilityWarning, e.g. kf = 1000 at a coarse dt) is noted as doubtful.
     refit_steps: Levenberg-Marquardt iterations past the linearised refit at each end (`_refit_at_end`: a fresh
     finite-difference Jacobian each, 2 n + 1 forward rollouts or more); 0 is the linearised refit alone.
+    rule_out: judge each end against the 95 % profile threshold and, where the footage rules it out, use the move
+    at the allowed end instead (module docstring, "Range ends the footage rules out"; `Sensitivity.ruled_out`);
+    False: the whole prior range, as before.
     """
     params = as_params(params)
     refit_steps = _check_refit_steps(refit_steps)
@@ -305,10 +424,11 @@ def assumption_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence
     r0 = np.ravel(r0)
     if J.shape[1] != len(report.estimates):
         raise ValueError(f"report: {len(report.estimates)} estimates for {J.shape[1]} parameter coordinates")
-    notes, shifts = [], []
+    notes, shifts, ruled, cost = [], [], [], {}
+    threshold = _check_rule_out(rule_out, report)
     _add_shifts(residuals, J, r0, assumed, report.estimates, range(len(report.estimates)), shifts, notes,
-                params, refit_steps)
-    sens = Sensitivity(shifts, assumed, notes, refit_steps)
+                params, refit_steps, threshold, ruled, cost)
+    sens = Sensitivity(shifts, assumed, notes, refit_steps, ruled, threshold, cost)
     if mark:
         _mark_dominated(report, sens, lambda s: f"the interval assumes {s.constant} = {s.value:.4g}")
     return sens
@@ -324,59 +444,149 @@ def _mark_dominated(report, sens, why):
         report.notes.append(f"{s.text}: {why(s)}")
 
 
-def _end_residuals(residuals, c, end, r0, notes):
-    """The residuals with constant `c` written at its range end `end` ("lower" / "upper"), or None
-    (a failed or non-finite rollout: noted).  A StabilityWarning at that end is noted too."""
-    c.write(float(getattr(c, end)))
+def _end_residuals(residuals, c, value, r0, notes):
+    """The residuals with constant `c` written at `value` (a range end, or a point between it and the assumed
+    value), or None (a failed or non-finite rollout: noted).  A StabilityWarning there is noted too."""
+    c.write(float(value))
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StabilityWarning)
             r = np.asarray(np.ravel(residuals()), dtype=np.float64)
     except SimulationError as exc:
         r, caught = None, []
-        notes.append(f"{c.name} = {getattr(c, end):.4g}: the rollout failed ({exc})")
+        notes.append(f"{c.name} = {value:.4g}: the rollout failed ({exc})")
     if any(issubclass(w.category, StabilityWarning) for w in caught):
         # the time step is past the explicit limit there: that end's move is partly integration error
-        notes.append(f"{c.name} = {getattr(c, end):.4g}: past the simulator's stability limit at this "
+        notes.append(f"{c.name} = {value:.4g}: past the simulator's stability limit at this "
                      "time step (StabilityWarning), so the move at this end is doubtful")
     for w in caught:           # other warnings go on to the caller
         if not issubclass(w.category, StabilityWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if r is not None and (r.shape != r0.shape or not np.all(np.isfinite(r))):
-        notes.append(f"{c.name} = {getattr(c, end):.4g}: the residuals are not finite")
+        notes.append(f"{c.name} = {value:.4g}: the residuals are not finite")
         r = None
     return r
 
 
-def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, refit_params=None, refit_steps=0):
+def _add_shifts(residuals, J, r0, constants, estimates, columns, shifts, notes, refit_params=None, refit_steps=0,
+                threshold=None, ruled_out=None, cost=None):
     """Append a Shift per (estimate, constant): the linearised refit of the coordinates `columns`
     of J (the estimates `estimates[i]` for i in columns) with each constant at its range ends, carried on by
     `refit_steps` Levenberg-Marquardt iterations (`_refit_at_end`; refit_params: the Params whose packed
-    coordinates are `columns`)."""
+    coordinates are `columns`).  threshold: the loss rise (1/2 |r|^2) past which an end is ruled out and the
+    allowed end bisected for (`_rule_out`, module docstring; None: not judged); ruled_out: the list each
+    RuledOut is appended to; cost: a dict whose "rollouts", "cpu_s" (all) and "rule_out_rollouts",
+    "rule_out_cpu_s" (the judging refits and bisections) are added to."""
+    cost = {} if cost is None else cost
+    for key in ("rollouts", "cpu_s", "rule_out_rollouts", "rule_out_cpu_s"):
+        cost.setdefault(key, 0)
+    count, cpu0 = [0], time.process_time()
+    residuals_in = residuals
+
+    def residuals():
+        count[0] += 1
+        return residuals_in()
+
+    depth = [0]
+
+    def charged(fn, *args):
+        """fn(*args), its rollouts and CPU s added to the rule-out's cost (once: a bisection's refits are in it)."""
+        n, t = count[0], time.process_time()
+        depth[0] += 1
+        try:
+            return fn(*args)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                cost["rule_out_rollouts"] += count[0] - n
+                cost["rule_out_cpu_s"] += time.process_time() - t
+
     columns = list(columns)
     Jc = J[:, columns]
     pinv = np.linalg.pinv(Jc.T @ Jc, rcond=1e-12)
     loss0 = float(r0 @ r0)
+
+    def at(c, value, bisecting=False):
+        """(move, |r|^2 reported, the judged |r|^2) with c at value (None: the rollout failed).  Refitted
+        (`refit_steps`): the refit's move and |r|^2 all three.  Linearised: the linearised move and |r|^2 with
+        nothing refitted, judged where that passes the threshold by a refit of RULE_OUT_REFIT_STEPS (module
+        docstring), whose move a bisection point (`bisecting`) reports."""
+        r = _end_residuals(residuals, c, value, r0, notes)
+        if r is None:
+            return None, None, None
+        move, loss = -(pinv @ (Jc.T @ (r - r0))), float(r @ r)
+        if refit_steps > 0:
+            move, refitted = _refit_at_end(residuals, refit_params, r, move, refit_steps)
+            return move, refitted, refitted
+        if threshold is None or 0.5 * (loss - loss0) <= threshold:
+            return move, loss, loss
+        refit_move, judged = charged(_refit_at_end, residuals, refit_params, r, move, RULE_OUT_REFIT_STEPS)
+        return (refit_move if bisecting else move), loss, judged
+
     for c in constants:
-        moves, ratios = {}, {}
+        moves, ratios, allowed = {}, {}, {}
         try:
             for end in ("lower", "upper"):
-                r = _end_residuals(residuals, c, end, r0, notes)
-                moves[end] = None if r is None else -(pinv @ (Jc.T @ (r - r0)))
-                loss = None if r is None else float(r @ r)
-                if moves[end] is not None and refit_steps > 0:
-                    moves[end], loss = _refit_at_end(residuals, refit_params, r, moves[end], refit_steps)
+                moves[end], loss, judged = at(c, getattr(c, end))
                 ratios[end] = None if loss is None or loss0 <= 0.0 else loss / loss0
+                out = None if threshold is None or judged is None or 0.5 * (judged - loss0) <= threshold else \
+                    charged(_rule_out, c, end, lambda v, c=c: at(c, v, True), loss0, judged, threshold,
+                            refit_steps or RULE_OUT_REFIT_STEPS)
+                allowed[end] = None if out is None else out[1]
+                if out is not None:
+                    ruled_out.append(out[0])
         finally:
             c.write(float(c.value))
         for k, i in enumerate(columns):
             e = estimates[i]
             lo = None if moves["lower"] is None else float(moves["lower"][k])
             hi = None if moves["upper"] is None else float(moves["upper"][k])
-            hw = _half_width(e)
-            biggest = max((abs(s) for s in (lo, hi) if s is not None), default=0.0)
-            shifts.append(Shift(e.name, c.name, c.lower, c.upper, c.value, e.log_space, lo, hi, hw,
-                                hw is not None and biggest > hw, ratios["lower"], ratios["upper"]))
+            at_lo, at_hi = ((None, None) if allowed[end] is None else (allowed[end][0], float(allowed[end][1][k]))
+                            for end in ("lower", "upper"))
+            shift = Shift(e.name, c.name, c.lower, c.upper, c.value, e.log_space, lo, hi, _half_width(e), False,
+                          ratios["lower"], ratios["upper"], at_lo[0], at_hi[0], at_lo[1], at_hi[1])
+            shift.dominated = shift.half_width is not None and max([0.0] + [abs(m) for m in shift.moves()]) > \
+                shift.half_width
+            shifts.append(shift)
+    cost["rollouts"] += count[0]
+    cost["cpu_s"] += time.process_time() - cpu0
+
+
+def _rule_out(c, end, at, loss0, judged, threshold, refit_steps):
+    """(RuledOut, (allowed value, move there)) for the side `end` of constant `c`'s range, whose judged |r|^2
+    `judged` rises over the estimate's `loss0` by more than `threshold` (1/2 |r|^2): RULE_OUT_STEPS bisections
+    between the assumed value (rise 0, move 0) and the end, in log c for a positive range, else in c
+    (`at(value)` -> (move, |r|^2, judged |r|^2)).  None where a bisection point's rollout fails: what cannot be
+    measured is not ruled out."""
+    bound = float(getattr(c, end))
+    log = c.lower > 0.0 and c.value > 0.0
+    to_s, to_c = (math.log, math.exp) if log else (float, float)
+    s_in, s_out, move_in = to_s(c.value), to_s(bound), None
+    for _ in range(RULE_OUT_STEPS):
+        mid = 0.5 * (s_in + s_out)
+        move, _, loss = at(to_c(mid))
+        if loss is None:
+            return None
+        if 0.5 * (loss - loss0) > threshold:
+            s_out = mid
+        else:
+            s_in, move_in = mid, move
+    allowed = to_c(s_in)
+    if move_in is None:        # no point nearer the end than the assumed value is allowed: the estimate's own
+        move_in = np.zeros_like(np.asarray(move, dtype=np.float64))
+        allowed = float(c.value)
+    return (RuledOut(c.name, end, bound, allowed, to_c(s_out), judged / loss0 if loss0 > 0 else math.inf,
+                     RULE_OUT_STEPS, refit_steps), (allowed, np.asarray(move_in, dtype=np.float64)))
+
+
+def rule_out_threshold(report: FitReport) -> float:
+    """The loss rise (1/2 |r|^2 units) over the estimate's past which the footage rules a constant's value out
+    (module docstring): the profile intervals' 95 % threshold (`profile.loss_rise_threshold`), with the largest
+    std-over-iid-std ratio among the report's values (`profile.std_ratio`): a constant has no robust std of its
+    own, and the largest ratio is the least that rules out (the widest allowed range)."""
+    from .profile import loss_rise_threshold, std_ratio
+    ratio = max([1.0] + [std_ratio(report, i) for i in range(len(report.estimates))])
+    return loss_rise_threshold(report, ratio)[0]
 
 
 def _refit_at_end(residuals, refit_params, r_end, move, steps):
@@ -409,7 +619,8 @@ def _refit_at_end(residuals, refit_params, r_end, move, steps):
 
 def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, nuisance: Sequence[str],
                          report: FitReport, jacobian=None, fd_step: Optional[float] = None,
-                         reasons: Optional[dict] = None, mark: bool = True, refit_steps: int = 0) -> Sensitivity:
+                         reasons: Optional[dict] = None, mark: bool = True, refit_steps: int = 0,
+                         rule_out: bool = True) -> Sensitivity:
     """The nuisance constants the data did not pin down, profiled over their ranges.
 
     A nuisance constant (a contact constant nobody measured, fitted jointly with the values of
@@ -420,8 +631,9 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
     and refits the values of interest linearly (the other columns of J, nuisance ones included),
     as `assumption_sensitivity` does for an assumed constant.
 
-    nuisance: names of Params in `params` fitted as nuisance.  reasons: {name: why that range}.  refit_steps: as
-    in `assumption_sensitivity`.
+    nuisance: names of Params in `params` fitted as nuisance.  reasons: {name: why that range}.  refit_steps,
+    rule_out: as in `assumption_sensitivity` (a bound the footage rules out, for a nuisance constant it leaves
+    undetermined near its estimate, is judged the same way).
     Returns a Sensitivity over the estimates that are not nuisance (empty when every nuisance is
     determined); with mark, those that move by more than their interval are "assumption-dominated"."""
     params = as_params(params)
@@ -450,6 +662,7 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
         return e.lower95 <= lo * (1 + 1e-6) or e.upper95 >= hi * (1 - 1e-6)
 
     free = [i for i, p in enumerate(params) if p.name in nuisance and loose(i)]
+    threshold = _check_rule_out(rule_out, report)
     if not free:
         return Sensitivity([], [])
     if jacobian is None:
@@ -457,7 +670,7 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
     else:
         J, r0 = (np.asarray(a, dtype=np.float64) for a in jacobian)
     r0 = np.ravel(r0)
-    notes, shifts, constants = [], [], []
+    notes, shifts, constants, ruled, cost = [], [], [], [], {}
     for i in free:
         p = params[i]
         value = float(np.ravel(p.value())[0])
@@ -469,21 +682,23 @@ def nuisance_sensitivity(residuals: Callable[[], np.ndarray], params: Sequence, 
         refit = [k for j in range(len(params)) if j != i and j not in free for k in cols[j]]
         before = len(shifts)
         _add_shifts(residuals, J, r0, [c], report.estimates, refit, shifts, notes,
-                    [params[j] for j in range(len(params)) if j != i and j not in free], refit_steps)
+                    [params[j] for j in range(len(params)) if j != i and j not in free], refit_steps, threshold, ruled,
+                    cost)
         shifts[before:] = [s for s in shifts[before:] if s.estimate not in nuisance]
-    sens = Sensitivity(shifts, constants, notes, refit_steps)
+    sens = Sensitivity(shifts, constants, notes, refit_steps, ruled, threshold, cost)
     if mark:
         _mark_dominated(report, sens, lambda s: f"{s.constant} is a nuisance constant the footage does not determine")
     return sens
 
 
-def intervals_with_assumptions(report: FitReport, *sensitivities: Sensitivity) -> dict:
+def intervals_with_assumptions(report: FitReport, *sensitivities: Sensitivity, whole_range: bool = False) -> dict:
     """{estimate name: (lower, upper)}: each 95 % interval of `report` widened to include what the
     constants of `sensitivities` (assumed ones, undetermined nuisance ones) can do over their
     ranges: in the optimiser's coordinates, the lower end moves by the sum over constants of the
     most negative shift (0 if none is), the upper end by the sum of the most positive: a
-    worst-case (linear) sum, since nothing says the constants are independent.  An undetermined
-    estimate keeps None.  The statistical interval (ci95) stays as it is beside this one."""
+    worst-case (linear) sum, since nothing says the constants are independent.  Over each constant's range the
+    footage allows (`Shift.moves`: at a side it rules out, the move at the allowed end; module docstring), or with
+    whole_range over the whole prior range.  An undetermined estimate keeps None.  The statistical interval (ci95) stays as it is beside this one."""
     out = {}
     for e in report.estimates:
         if e.lower95 is None or e.upper95 is None:
@@ -494,7 +709,7 @@ def intervals_with_assumptions(report: FitReport, *sensitivities: Sensitivity) -
             for s in sens.shifts:
                 if s.estimate != e.name:
                     continue
-                moves = [m for m in (s.shift_lower, s.shift_upper) if m is not None]
+                moves = s.moves(whole_range)
                 down += min([0.0] + moves)
                 up += max([0.0] + moves)
         if e.log_space:

@@ -174,7 +174,9 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     """After `fit_scene`, at the estimate: the sensitivity of every estimate of `report` to the
     scene's assumed constants (`assumed_constants`, `assumption_sensitivity`), to its nuisance
     constants the footage leaves undetermined (`nuisance_sensitivity`), each interval widened by
-    both (`intervals_with_assumptions`: "intervals_with_assumptions" {name: (lo, hi)}), those widened
+    both over the part of each constant's range the footage does not rule out (`intervals_with_assumptions`:
+    "intervals_with_assumptions" {name: (lo, hi)}; over the whole ranges: "intervals_with_assumptions_whole_range"),
+    those widened
     further by the model discrepancy (`discrepancy_intervals` over the per-frame statistics
     `frame_statistics`: "intervals_with_discrepancy", "discrepancy", "frame_statistics") and the fit's
     quality against the footage's noise floor and the silhouette IoU `iou` (`fit_quality`),
@@ -207,6 +209,8 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     finally:
         scene.use_frames(K)
     intervals = intervals_with_assumptions(report, sens, nsens)
+    # the same over the whole prior ranges, the ends the footage rules out included (what the rule removed)
+    whole = intervals_with_assumptions(report, sens, nsens, whole_range=True)
     discrepancy = discrepancy_intervals(report, stats, bounds={u.target: (u.lower, u.upper) for u in scene.spec.unknowns
                                                                if u.lower is not None and u.upper is not None})
     with_discrepancy = discrepancy.widen(intervals, report)
@@ -225,6 +229,7 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
         md += ("\nModel discrepancy (refits leaving out the beginning, middle or end of the fitted frames; "
                "`tgs.discrepancy_intervals`):\n\n" + "\n".join(f"- {n}" for n in discrepancy.notes) + "\n")
     return {"assumptions": sens.to_dict(), "nuisance": nsens.to_dict() if nuisance else None,
-            "fit_quality": quality.to_dict(), "intervals_with_assumptions": intervals, "warnings": warnings,
+            "fit_quality": quality.to_dict(), "intervals_with_assumptions": intervals,
+            "intervals_with_assumptions_whole_range": whole, "warnings": warnings,
             "markdown": md, "frame_statistics": stats.to_dict(), "discrepancy": discrepancy.to_dict(),
             "intervals_with_discrepancy": with_discrepancy}

@@ -66,7 +66,9 @@ def fit_markdown(spec, report, result, honesty_md=None) -> str:
                   "grid_bias the grid's (the shift at a 4/3 finer grid, times 4): their sum is the model bias column.  "
                   "They assume the rest of the model (camera, contact law, shapes) is right; the constants the "
                   "scene did not state are held at defaults, and how far each estimate moves over their prior "
-                  "ranges is below (an estimate moved further than its interval is \"assumption-dominated\")."]
+                  "ranges is below (an estimate moved further than its interval is \"assumption-dominated\"); the "
+                  "interval with assumed constants takes those moves over the part of each range the footage does "
+                  "not rule out (where the loss, refitted, stays within the profile intervals' 95 % threshold)."]
     if honesty_md:
         lines += ["", honesty_md]
     if result is not None:

@@ -185,7 +185,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    refit; k > 0: then k Levenberg-Marquardt iterations at each range end,
                    2 n + 1 forward rollouts each; the report gives the loss at each end over
                    the estimate's either way, and warns where an end fits the footage better
-                   than the assumed value)
+                   than the assumed value; an end whose refitted loss passes the profile
+                   intervals' 95 % threshold is ruled out and the interval with assumed
+                   constants takes the move at the last value the footage allows, found by
+                   bisection: fitting/sensitivity.py, "Range ends the footage rules out")
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a
