@@ -282,6 +282,30 @@ def test_when_every_kept_candidate_fails_the_dropped_ones_go_on(f64):
     assert revived[0].minimum == 0 and all(r.minimum is None for r in res.runs if r.start in stage.same)
 
 
+def test_the_reserve_of_a_later_horizon_is_the_dropped_candidates_best_first():
+    """fitting/reserve.py: after a horizon, the clearly worse and the capped candidates, by their loss on its
+    frames; neither the "same point" ones nor the failed ones; each with the phrase the notes give."""
+    from tigradsim.fitting.reserve import Reserve, dropped_candidates, replacement_note
+
+    objectives = {0: 1.0, 1: 1.02, 2: 1.5, 3: 1.0, 4: 3.0, 5: math.nan, 6: 1.8}
+    points = {k: np.array([float(k)]) for k in objectives}
+    points[3] = points[0].copy()                                      # 3 reached 0's point
+    decision = keep_candidates(objectives, keep=2, points=points, spans=np.array([10.0]))
+    decision.frames = 20
+    assert decision.kept == [0, 1] and decision.same == [3] and decision.worse == [4] and decision.failed == [5]
+    assert decision.capped == [2, 6]
+    reserve = Reserve(dropped_candidates(decision, {k: (f"run{k}", points[k]) for k in objectives}))
+    assert [e[0] for e in reserve.entries] == ["run2", "run6", "run4"]
+    assert reserve.entries[2][2] == "dropped after the 20-frame horizon as clearly worse (loss 3), the best of those left"
+    assert reserve.entries[0][2].startswith("dropped after the 20-frame horizon as more than keep = 2 competitive")
+    taken = [reserve.take()[0] for _ in range(3)]
+    assert taken == ["run2", "run6", "run4"] and reserve.take() is None and len(reserve) == 0
+
+    class R:
+        start = 4
+    assert replacement_note(R, None, None) == "start 5 failed; the reserve was empty, no candidate took its place"
+
+
 class ThreeBasins(TwoBasins):
     """Three basins, a ~ 1 (the truth), 2 and 3: the first 5 frames rank them 3, 2, 1 (losses 0.036, 0.042,
     0.061: all within 2 x the best), the last 5 frames only a ~ 1 fits.  A gradient near a ~ 3 on 10 frames is
