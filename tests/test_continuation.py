@@ -242,6 +242,9 @@ def test_a_candidate_whose_gradient_fails_is_dropped_not_the_fit(f64):
     assert res.values["a"] == pytest.approx(1.0, abs=0.05)
     failed = [r for r in res.runs if r.stop_reason.startswith("failed: the adjoint grew")]
     assert len(failed) == 1 and failed[0].minimum is None
+    # nothing was dropped after 5 frames but the "same point" ones: no reserve, and the note says so
+    assert f"start {failed[0].start + 1} failed on the 10-frame horizon; the reserve was empty, no candidate " \
+           "took its place" in res.notes
     problem.residuals = failing_near_3(every=True)
     with pytest.raises(tgs.GradientError, match="the adjoint grew"):
         problem.identify(keep=2)
@@ -269,10 +272,81 @@ def test_when_every_kept_candidate_fails_the_dropped_ones_go_on(f64):
     assert stage.kept != [] and stage.capped != []          # keep = 1 dropped the a ~ 1 candidate after 5 frames
     failed = [r for r in res.runs if r.stop_reason.startswith("failed: the adjoint grew")]
     assert [r.start for r in failed] == stage.kept and failed[0].minimum is None
-    note = [n for n in res.notes if n.startswith("every candidate fitted on the 10-frame horizon failed")]
-    assert len(note) == 1 and f"(starts {stage.capped[0] + 1})" in note[0]
+    # one note per failure, the same format on every horizon (fitting/reserve.py): the best dropped one replaced it
+    note = [n for n in res.notes if n.startswith(f"start {failed[0].start + 1} failed on the 10-frame horizon")]
+    assert len(note) == 1 and note[0].endswith(
+        f"start {stage.capped[0] + 1}, dropped after the 5-frame horizon as more than keep = 1 competitive "
+        f"(loss {stage.objectives[stage.capped[0]]:.4g}), the best of those left, was fitted in its place")
+    assert f"; replaced by start {stage.capped[0] + 1}, dropped after the 5-frame horizon" in failed[0].stop_reason
     revived = [r for r in res.runs if r.start == stage.capped[0]]
     assert revived[0].minimum == 0 and all(r.minimum is None for r in res.runs if r.start in stage.same)
+
+
+def test_the_reserve_of_a_later_horizon_is_the_dropped_candidates_best_first():
+    """fitting/reserve.py: after a horizon, the clearly worse and the capped candidates, by their loss on its
+    frames; neither the "same point" ones nor the failed ones; each with the phrase the notes give."""
+    from tigradsim.fitting.reserve import Reserve, dropped_candidates, replacement_note
+
+    objectives = {0: 1.0, 1: 1.02, 2: 1.5, 3: 1.0, 4: 3.0, 5: math.nan, 6: 1.8}
+    points = {k: np.array([float(k)]) for k in objectives}
+    points[3] = points[0].copy()                                      # 3 reached 0's point
+    decision = keep_candidates(objectives, keep=2, points=points, spans=np.array([10.0]))
+    decision.frames = 20
+    assert decision.kept == [0, 1] and decision.same == [3] and decision.worse == [4] and decision.failed == [5]
+    assert decision.capped == [2, 6]
+    reserve = Reserve(dropped_candidates(decision, {k: (f"run{k}", points[k]) for k in objectives}))
+    assert [e[0] for e in reserve.entries] == ["run2", "run6", "run4"]
+    assert reserve.entries[2][2] == "dropped after the 20-frame horizon as clearly worse (loss 3), the best of those left"
+    assert reserve.entries[0][2].startswith("dropped after the 20-frame horizon as more than keep = 2 competitive")
+    taken = [reserve.take()[0] for _ in range(3)]
+    assert taken == ["run2", "run6", "run4"] and reserve.take() is None and len(reserve) == 0
+
+    class R:
+        start = 4
+    assert replacement_note(R, None, None) == "start 5 failed; the reserve was empty, no candidate took its place"
+
+
+class ThreeBasins(TwoBasins):
+    """Three basins, a ~ 1 (the truth), 2 and 3: the first 5 frames rank them 3, 2, 1 (losses 0.036, 0.042,
+    0.061: all within 2 x the best), the last 5 frames only a ~ 1 fits.  A gradient near a ~ 3 on 10 frames is
+    rejected (the adjoint check), as a candidate that moved past the explicit limit is."""
+
+    def residuals(self):
+        v = self.a[None]
+        if self.frames == 10 and v > 2.5:
+            raise tgs.GradientError("the adjoint grew by 1e9 (test)")
+        per = [np.array([(v - 1.0) * (v - 2.0) * (v - 3.0), 0.05 * (v - 3.0) if k < 5 else 0.3 * (v - 1.0), 0.12])
+               for k in range(self.frames)]
+        return np.concatenate(per)
+
+
+def test_a_candidate_that_fails_on_a_later_horizon_is_replaced_while_others_go_on(f64):
+    """One rule on every horizon (fitting/reserve.py): with keep = 2 the a ~ 3 and a ~ 2 candidates go on after
+    5 frames and the a ~ 1 one is capped; on 10 frames the a ~ 3 one fails while the a ~ 2 one fits.  The
+    failed one is replaced by the best candidate the 5-frame horizon dropped (a ~ 1), which wins on 10 frames;
+    before, only a whole horizon failing brought the dropped ones back, and the fit ended at a ~ 2."""
+    res = ThreeBasins().identify(keep=2)
+    stage = res.stages[0]
+    by_start = {r.start: r for r in res.runs}
+    assert len(stage.kept) == 2 and len(stage.capped) == 1 and not stage.worse
+    assert sorted(round(stage.objectives[i], 3) for i in stage.kept + stage.capped) == [0.036, 0.042, 0.061]
+    failed, survivor = sorted(stage.kept, key=lambda i: stage.objectives[i])      # a ~ 3 led on 5 frames
+    revived = stage.capped[0]
+    assert by_start[failed].stop_reason.startswith("failed: the adjoint grew") and by_start[failed].minimum is None
+    assert math.isfinite(by_start[survivor].objective) and by_start[survivor].minimum is not None
+    assert res.values["a"] == pytest.approx(1.0, abs=0.05) and by_start[revived].minimum == 0
+    assert {round(m.values["a"]) for m in res.minima} == {1, 2}
+    # the capped candidate went on after all: the summary does not call it a basin that may have been missed
+    assert stage.revived == [revived] and res.summary() == "one best minimum"
+    assert any(n.endswith(f"in place of candidates that failed there: starts {revived + 1}") for n in res.notes)
+    note = [n for n in res.notes if n.startswith(f"start {failed + 1} failed on the 10-frame horizon")]
+    assert note == [f"start {failed + 1} failed on the 10-frame horizon; start {revived + 1}, dropped after the "
+                    f"5-frame horizon as more than keep = 2 competitive (loss {stage.objectives[revived]:.4g}), the "
+                    "best of those left, was fitted in its place"]
+    assert f"; replaced by start {revived + 1}, dropped after the 5-frame horizon" in by_start[failed].stop_reason
+    # the "same point" candidates (at a kept one's point) are no reserve: none of them was fitted again
+    assert all(r.minimum is None and "dropped after the 5-frame horizon" in r.stop_reason
+               for r in res.runs if r.start in stage.same)
 
 
 def test_the_search_keeps_held_params_at_their_current_values(f64):

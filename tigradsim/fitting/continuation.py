@@ -65,7 +65,9 @@ class StageDecision:
     only because more than `keep` were competitive.  failed: dropped, non-finite loss.  keep,
     drop_ratio: the rule's settings.  rescored: {start: loss on the next horizon's frames} of the
     candidates that tied at the cap and were ranked there instead (empty: the cap cut no tie, or there
-    was no next horizon); rescored_frames: that horizon (as the caller gave it)."""
+    was no next horizon); rescored_frames: that horizon (as the caller gave it).  revived: the dropped ones
+    (worse or capped) fitted on the next horizon after all, each in place of a candidate that failed there
+    (`tgs.identify`'s reserve, fitting/reserve.py): not lost, the report's "dropped ... raise keep" leaves them out."""
 
     frames: object
     objectives: dict
@@ -78,6 +80,7 @@ class StageDecision:
     drop_ratio: float = KEEP_DROP_RATIO
     rescored: dict = field(default_factory=dict)
     rescored_frames: object = None
+    revived: list = field(default_factory=list)
 
     @property
     def best(self) -> float:
@@ -88,7 +91,8 @@ class StageDecision:
         return {"frames": self.frames, "objectives": {str(k): v for k, v in self.objectives.items()},
                 "kept": list(self.kept), "worse": list(self.worse), "same": list(self.same), "capped": list(self.capped),
                 "failed": list(self.failed), "keep": self.keep, "drop_ratio": self.drop_ratio,
-                "rescored": {str(k): v for k, v in self.rescored.items()}, "rescored_frames": self.rescored_frames}
+                "rescored": {str(k): v for k, v in self.rescored.items()}, "rescored_frames": self.rescored_frames,
+                "revived": list(self.revived)}
 
     def sentence(self) -> str:
         """One line for the report (starts numbered from 1)."""
@@ -110,6 +114,9 @@ class StageDecision:
                      f"continue: starts {n(self.capped)} (a basin reached only from them may be missed: raise keep)")
         if self.failed:
             text += f"; failed: starts {n(self.failed)}"
+        if self.revived:
+            text += (f"; fitted on the next horizon after all, in place of candidates that failed there: starts "
+                     f"{n(self.revived)}")
         return text
 
 

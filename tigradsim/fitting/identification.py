@@ -128,7 +128,8 @@ class Identification:
         return "one best minimum" + self._capped_clause()
 
     def _capped_clause(self) -> str:
-        capped = sorted({i for d in self.stages for i in d.capped})
+        # not those that went on after all in place of a failed candidate (StageDecision.revived)
+        capped = sorted({i for d in self.stages for i in d.capped if i not in d.revived})
         if not capped:
             return ""
         return (f"; {len(capped)} candidate(s) were dropped between horizons while still within "

@@ -16,9 +16,12 @@ Steps:
    loss is given (`forward` + `loss`); Levenberg-Marquardt (`least_squares`,
    `lm_iters`) on `residuals` after them, or instead of them when only residuals
    are given.  A start whose rollout blows up, or whose gradient the adjoint check rejects
-   (GradientError; raised on when no candidate is left), is recorded and skipped; when
-   every candidate on a horizon fails so, those the previous horizon dropped as clearly
-   worse (or capped by `keep`) go on in their place (best first, at most `keep`).
+   (GradientError; raised on when no candidate is left), is recorded and fails alone, on
+   any horizon: the next entry of one reserve is fitted in its place (fitting/reserve.py:
+   on the first stage the spare search starts in the search's order, on later ones the
+   candidates the previous horizon dropped as clearly worse or capped by `keep`, best
+   first), so that a failure does not shrink the set the horizons compare; a note says
+   which replaced which.
 3. **Coarse to fine in time, several candidates.**  With `horizons` (an increasing
    schedule of frame counts) and `set_horizon(k)` (a caller function that makes
    the loss and the residuals use the first k frames: an image loss's frame
@@ -30,15 +33,14 @@ Steps:
    only when its loss exceeds `drop_ratio` (default 2) times the best's on the
    same frames or it reached the same point as a better one (within 1 % of the
    search box), and at most `keep` continue (default: all M; the report says when
-   competitive ones were cut by keep).  A candidate that fails on the first horizon
-   (a rollout that blows up, an adjoint the check rejects: a start past the explicit
-   limit) is replaced by the next start the search ranks, so that a failure does not
-   shrink the set the later horizons compare.  When that cap would cut through candidates
-   that tie on the horizon's frames (losses within `tie_rtol`: frames before an
-   impact fit every mass alike), the tied ones are ranked by their loss on the NEXT
-   horizon's frames instead (one forward rollout each), as tied search starts are.  `set_horizon` is called once per horizon,
-   at the best candidate's values (an "auto" horizon is chosen there), so all
-   candidates are compared on the same frames.  The stages begin at the horizon
+   competitive ones were cut by keep; a failed candidate is replaced, step 2).  When
+   that cap would cut through candidates that tie on the horizon's frames (losses
+   within `tie_rtol`: frames before an impact fit every mass alike), the tied ones are
+   ranked by their loss on the NEXT horizon's frames instead (one forward rollout
+   each), as tied search starts are.  `set_horizon` is called once per horizon, at
+   the best candidate's values (an "auto" horizon is chosen there; when that candidate
+   fails before any other finished, again at the next one fitted), so all the candidates
+   that finish a horizon are compared on the same frames.  The stages begin at the horizon
    where the search ranked the starts (step 1b): the earlier ones, where all tied,
    tell nothing apart.  The reports are made at the last horizon (make it the
    whole clip).  The rollout itself keeps its length (a Simulator's step count is
@@ -86,6 +88,7 @@ from ..core.errors import GradientError, SimulationError
 from .optim import (BFGS, Adam, Param, StopCriteria, internal_bounds, least_squares, objective_function, optimize,
                     pack, param_summary, unpack)
 from .continuation import KEEP_DROP_RATIO, keep_candidates
+from .reserve import SEARCH_NEXT, Reserve, dropped_candidates, replacement_note, spare_starts
 from .profile import (PROFILE_ITERS, PROFILE_POINTS, AutoProfile, apply_profiles, check_profile_settings, is_auto,
                       profile_intervals, profile_targets)
 from .ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds, loss_tied, tied_with_best
@@ -309,28 +312,32 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     # the search box's span per internal coordinate (for "the same point"); unbounded ones: 1 internal unit
     spans = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
     runs = [Run(i, values_dict(search[i][0]), search[i][1]) for i in chosen]
-    spare = _spare_starts(scores, rescored, chosen)       # starts that replace candidates failing on the first stage
     live = [(run, np.array(search[run.start][0], dtype=np.float64)) for run in runs]
+    # a candidate that fails is replaced from one reserve (fitting/reserve.py): on the first stage the spare
+    # search starts, on later ones the candidates the previous horizon dropped as worse or capped
+    reserve = Reserve((Run(i, values_dict(search[i][0]), search[i][1]), np.array(search[i][0], dtype=np.float64),
+                       SEARCH_NEXT) for i in spare_starts(scores, rescored, chosen))
     stages = []
-    reserve = []        # finite candidates the last horizon dropped as worse or capped, best first
-    s = 0
-    while s < len(stage_horizons):
-        h = stage_horizons[s]
+    for s, h in enumerate(stage_horizons):
         if time.time() > deadline:
             notes.append(f"time budget spent before the {h}-frame horizon: {len(live)} candidates end there")
             break
-        if h is not None:
-            unpack(params, live[0][1])           # the stage's frames are chosen at the leading candidate
-            set_horizon(h)
-            if log_every:
-                printer(f"horizon {h} frames: {len(live)} candidate(s)")
+        if h is not None and log_every:
+            printer(f"horizon {h} frames: {len(live)} candidate(s)")
         fitted = []
-        queue = list(live)                   # grows when a failed candidate of the first stage is replaced
+        framed = None                         # the candidate at whose values the stage's frames were chosen
+        queue = list(live)                    # grows when a failed candidate is replaced from the reserve
         for rank, (run, x) in _growing(queue):
             if time.time() > deadline:
                 notes.append(f"time budget spent: {len(queue) - rank} of {len(queue)} fits skipped at the "
                              f"{h}-frame horizon")
                 break
+            if h is not None and not any(math.isfinite(r.objective) for r, _x in fitted) and framed is not run:
+                # the frames (an "auto" horizon) are chosen at the leading candidate; while none has finished
+                # here (the leader failed), at the next one fitted: every finished candidate has the same frames
+                unpack(params, x)
+                set_horizon(h)
+                framed = run
             started = time.time()
             unpack(params, x)
             if log_every:
@@ -343,39 +350,26 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
                 run.objective = objective()
             except (SimulationError, GradientError) as exc:
                 # a candidate whose rollout blew up, or whose gradient the adjoint check cannot trust (a start
-                # past the step's stability limit), fails alone: the other candidates go on
+                # past the step's stability limit), fails alone: the others go on, and the next of the reserve
+                # is fitted in its place, so that a failure does not shrink the set the horizons compare
                 run.stop_reason, run.objective = f"failed: {exc}", math.nan
                 if isinstance(exc, GradientError):
                     gradient_errors.append(exc)
                 if log_every:
                     printer(f"local fit of start {run.start + 1} failed: {exc}")
-                # on the first stage a failure would shrink the set the later horizons compare (a start past
-                # the explicit limit fails at once): the next-ranked start of the search takes its place
-                if s == 0 and spare:
-                    nxt = spare.pop(0)
-                    queue.append((Run(nxt, values_dict(search[nxt][0]), search[nxt][1]),
-                                  np.array(search[nxt][0], dtype=np.float64)))
-                    runs.append(queue[-1][0])
-                    run.stop_reason += f"; replaced by start {nxt + 1}, the next the search ranks"
-                    notes.append(f"start {run.start + 1} failed on the first horizon; start {nxt + 1}, the next "
-                                 "the search ranks, was fitted in its place")
+                entry = reserve.take()
+                notes.append(replacement_note(run, entry, h))
+                if entry is not None:
+                    queue.append(entry[:2])
+                    if all(r is not entry[0] for r in runs):
+                        runs.append(entry[0])
+                    run.stop_reason += f"; replaced by start {entry[0].start + 1}, {entry[2]}"
+                    if s > 0:                             # the previous horizon's dropped one goes on after all
+                        stages[-1].revived.append(entry[0].start)
                     if log_every:
-                        printer(f"start {nxt + 1}, the next the search ranks, takes its place")
+                        printer(f"start {entry[0].start + 1}, {entry[2]}, takes its place")
             run.seconds += time.time() - started
             fitted.append((run, pack(params).astype(np.float64)))
-        if fitted and reserve and not any(math.isfinite(run.objective) for run, _x in fitted):
-            # every candidate that went on failed on this horizon (gradient untrusted, rollout blew up): the
-            # ones the last horizon dropped as worse (or capped by keep) go on in their place, rather than the
-            # fit ending with none; the failed ones fail alone, as when others were still live
-            names_ = ", ".join(str(run.start + 1) for run, _x in reserve)
-            failed_ = ", ".join(str(run.start + 1) for run, _x in fitted)
-            notes.append(f"every candidate fitted on the {h}-frame horizon failed (starts {failed_}); the "
-                         f"candidates dropped after the previous horizon went on in their place (starts {names_})")
-            if log_every:
-                printer(f"every candidate failed on the {h}-frame horizon: starts {names_}, dropped after the "
-                        "previous horizon, go on in their place")
-            live, reserve = reserve, []
-            continue
         if s == len(stage_horizons) - 1 or not fitted:
             live = fitted
             break
@@ -397,12 +391,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
             printer(decision.sentence())
         by_start = {run.start: (run, x) for run, x in fitted}
         live = [by_start[i] for i in decision.kept]
-        # not the "same" ones: they sit at a kept candidate's point and would fail where it fails
-        reserve = [by_start[i] for i in sorted(decision.worse + decision.capped,
-                                               key=lambda i: (decision.objectives[i], i))][:keep]
+        reserve = Reserve(dropped_candidates(decision, by_start))
         if not live:
             break
-        s += 1
     if gradient_errors and not any(math.isfinite(run.objective) for run, _x in live):
         raise gradient_errors[-1]           # no candidate left: the caller's "stopped early" (best rollout so far)
     finals = []
@@ -469,18 +460,6 @@ def _growing(items: list):
     while k < len(items):
         yield k, items[k]
         k += 1
-
-
-def _spare_starts(scores: dict, rescored: list, chosen: list) -> list:
-    """The finite-scored starts not among `chosen`, in the search's order: those of the last rescoring (tied
-    starts scored again on a later horizon) by that score first, then the rest by the first horizon's."""
-    last = rescored[-1]["scores"] if rescored else {}
-
-    def key(i):
-        again = last.get(i, math.inf)
-        return (not math.isfinite(again), again if math.isfinite(again) else 0.0, scores[i], i)
-
-    return sorted((i for i in scores if i not in chosen and math.isfinite(scores[i])), key=key)
 
 
 def _next_horizon_scorer(params, objective, set_horizon, frames, fitted):
