@@ -31,7 +31,8 @@ CAMERA_ROTATION_BOUND = math.radians(3.0)      # rad, each rotation-vector compo
 CAMERA_SHIFT_BOUND = 0.05                      # world units (m), each component in camera axes
 FOCAL_BOUND = 1.25                             # focal scale within [1 / 1.25, 1.25]
 # Adam's step is about lr per iteration in each coordinate: the unknowns' lr (log units, a few %) would
-# turn the camera by degrees per step; CAMERA_LR rad / m is the scale of a calibration error
+# turn the camera by degrees per step; CAMERA_LR rad / m is the scale of a calibration error.  BFGS takes it
+# as the camera's trust radius and scales its first step and curvature guess by it (optim.BFGS)
 CAMERA_LR = 2e-3
 CAMERA_PRIOR_VARIANCE = 2e-2                   # the default `variance` (CameraPrior's docstring says why)
 

@@ -122,6 +122,20 @@ class BFGS(Optimizer):
     curvature condition s.y > 0 are skipped.  Memory and time are O(n^2) in the
     number n of parameter values.
 
+    A Param with its own `lr` (as Adam takes it: the scale of a step in its
+    units, e.g. a camera correction's CAMERA_LR rad / m against the unknowns'
+    log units) has that trust radius instead, and its coordinates enter the
+    first gradient step and the first curvature guess scaled by p.lr / lr:
+    the steps are taken in coordinates z = x / scale, where every coordinate
+    has the same step scale.  Why: without the scaling the first step goes
+    wholly to the coordinate of the largest gradient, and a camera turn of
+    1 rad moves the image far more than a unit log change of a material does,
+    so that step turned the camera by lr = 0.05 rad (3 degrees: the loss x34
+    on Newton's soft cube) and the first curvature guess sy / yy I, set by the
+    camera's curvature, then kept every physics step tiny (benchmarks/
+    RESULTS.md, branch cam44b).  BFGS's updates are invariant to such a
+    scaling; only the first step, the first guess and the trust radius are not.
+
     inverse_hessian: (n, n) symmetric positive definite, in the internal
     coordinates and the loss's units: the curvature to start from (e.g. the
     `inverse_hessian` of a BFGS run on a cheaper model of the same loss, as
@@ -134,6 +148,9 @@ class BFGS(Optimizer):
     def __init__(self, params, lr=1e-2, inverse_hessian=None):
         super().__init__(params, lr)
         self._x = self._g = self._H = None
+        # each internal coordinate's step scale: its Param's own lr over the trust radius lr (1 without one)
+        self._scale = np.concatenate([np.full(int(np.size(p.value())), (p.lr or self.lr) / self.lr)
+                                      for p in self.params]) if self.params else np.zeros(0)
         if inverse_hessian is not None:
             H = np.array(inverse_hessian, dtype=np.float64)
             n = sum(int(np.size(p.value())) for p in self.params)
@@ -169,17 +186,19 @@ class BFGS(Optimizer):
             s, y = x - self._x, g - self._g
             sy = float(s @ y)
             if sy > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y):
-                if self._H is None:
-                    self._H = np.eye(len(x)) * (sy / float(y @ y))
+                if self._H is None:          # sy / yy in the scaled coordinates z = x / scale
+                    sc = self._scale
+                    self._H = np.diag(sc ** 2) * (sy / float((sc * y) @ (sc * y)))
                 rho = 1.0 / sy
                 v = np.eye(len(x)) - rho * np.outer(s, y)
                 self._H = v @ self._H @ v.T + rho * np.outer(s, s)
-        gmax = float(np.max(np.abs(g))) if g.size else 0.0
+        sc = self._scale                    # steps in z = x / sc: dz = d / sc, dL/dz = sc g
+        gmax = float(np.max(np.abs(sc * g))) if g.size else 0.0
         if self._H is None:
-            d = -self.lr * g / gmax if gmax > 0 else np.zeros_like(g)
+            d = -self.lr * sc * (sc * g) / gmax if gmax > 0 else np.zeros_like(g)
         else:
             d = -self._H @ g
-        dmax = float(np.max(np.abs(d))) if d.size else 0.0
+        dmax = float(np.max(np.abs(d / sc))) if d.size else 0.0
         if dmax > self.lr:
             d *= self.lr / dmax
         self._x, self._g = x, g
