@@ -96,7 +96,12 @@ MULTI_START_MIN_UNKNOWNS = 3
 # FIT_SUBSTEPS (a forward rollout of the plasticine clip: 3 CPU s there against 22 s at grid 32 / 200 substeps), and
 # the fit's own model then refines the best coarse minimum by 5 BFGS steps from the coarse run's curvature (the
 # single-start fits at 32 / 200 took 12 steps at ~40 CPU s each).  Measured: benchmarks/RESULTS.md, "Coarse to fine
-# in the model".
+# in the model".  Not the default, by a rule over all five families at grid 32 / 200 (RESULTS.md, "Coarse and profile
+# together on the merged code: elastic, plasticine, newtonian"): it would have to keep every family's fit within the
+# issue's cost limits, end no family's fit at a higher loss, and not lower the acceptance rows met.  It ends every fit
+# at an equal or lower loss, but with [fit] profile = "auto" the plasticine fit took 2,167 CPU s (its nu, at a
+# minimum near its bound, is profiled in full at ~57 CPU s a rollout; cold kernel cache), and the intervals holding
+# fell from 9 to 7 of 11 (Bingham's, which held only while its fit stopped far from the minimum).
 COARSE_FIT = {"starts": 8, "local_starts": 2, "iterations": 5,
               "coarse": {"resolution": 24, "substeps": FIT_SUBSTEPS, "iterations": 12}}
 
