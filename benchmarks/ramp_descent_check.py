@@ -126,29 +126,22 @@ def main(argv=None):
         fp, fm = loss(x0 + h * d), loss(x0 - h * d)
         return (fp - fm) / (2 * h), fp, fm
 
+    def fd_row(label, d, hs):
+        """Central-difference slopes along unit direction d at each step h, against the Tape's g @ d."""
+        row = {"label": label, "tape": float(g @ d), "fd": {}}
+        for h in floats(hs):
+            s, fp, fm = fd(d, h)
+            row["fd"][h] = (s, fp, fm)
+            print(f"{label}: h {h:.0e}: FD slope {s:+.5e}  Tape {g @ d:+.5e}  rel {(s - g @ d) / abs(g @ d):+.2e}"
+                  f"  (f+ - f0 {fp - f0:+.3e}, f- - f0 {fm - f0:+.3e})", flush=True)
+        return row
+
     rng = np.random.default_rng(args.seed)
     out["directions"] = []
     for k in range(args.dirs):
         d = rng.standard_normal(x0.size)
-        d /= np.linalg.norm(d)
-        row = {"dir": k, "tape": float(g @ d), "fd": {}}
-        for h in floats(args.hs):
-            s, fp, fm = fd(d, h)
-            row["fd"][h] = (s, fp, fm)
-            print(f"random dir {k}: h {h:.0e}: FD slope {s:+.5e}  Tape {g @ d:+.5e}  rel {(s - g @ d) / abs(g @ d):+.2e}"
-                  f"  (f+ - f0 {fp - f0:+.3e}, f- - f0 {fm - f0:+.3e})", flush=True)
-        out["directions"].append(row)
-    out["axes"] = []
-    for i, n in enumerate(names):
-        d = np.zeros(x0.size)
-        d[i] = 1.0
-        row = {"name": n, "tape": float(g[i]), "fd": {}}
-        for h in floats(args.axis_hs):
-            s, fp, fm = fd(d, h)
-            row["fd"][h] = (s, fp, fm)
-            print(f"axis {n:12s}: h {h:.0e}: FD slope {s:+.5e}  Tape {g[i]:+.5e}  "
-                  f"(f+ - f0 {fp - f0:+.3e}, f- - f0 {fm - f0:+.3e})", flush=True)
-        out["axes"].append(row)
+        out["directions"].append(fd_row(f"random dir {k}", d / np.linalg.norm(d), args.hs))
+    out["axes"] = [fd_row(f"axis {n:12s}", np.eye(x0.size)[i], args.axis_hs) for i, n in enumerate(names)]
     out["ladder"] = []
     u = -g / np.linalg.norm(g)
     for t in floats(args.ladder):
