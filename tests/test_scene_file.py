@@ -368,3 +368,17 @@ def test_fit_profile_setting_parses_and_bad_values_name_the_key(tmp_path):
     assert spec.fit.profile == "auto" and spec.fit.profile_check is True
     assert "[fit] profile_check: true, but profile is False" in _error(tmp_path, **{"fit.profile_check": True})
     assert "[fit] profile_points: expected an integer >= 1" in _error(tmp_path, **{"fit.profile_points": 0})
+
+
+def test_fit_assumption_rule_out_setting_reaches_both_sensitivities(tmp_path):
+    """[fit] assumption_rule_out (default true) and assumption_refit_steps are the keywords both sensitivities
+    of the report take (scenes/assumed.sensitivity_options); a non-bool names the key."""
+    from tigradsim.scenes.assumed import sensitivity_options
+
+    spec = parse_scene(_scene(tmp_path), str(tmp_path / "scene.toml"))
+    assert sensitivity_options(spec.fit) == {"refit_steps": 0, "rule_out": True}
+    spec = parse_scene(_scene(tmp_path, **{"fit.assumption_rule_out": False, "fit.assumption_refit_steps": 2}),
+                       str(tmp_path / "scene.toml"))
+    assert sensitivity_options(spec.fit) == {"refit_steps": 2, "rule_out": False}
+    assert "[fit] assumption_rule_out: expected true or false, got" in _error(tmp_path,
+                                                                             **{"fit.assumption_rule_out": "no"})

@@ -170,6 +170,12 @@ def scene_noise_floor(scene, frames) -> float:
     return float(sum(image_noise_floor(t) * n for t, n in zip(targets, sizes)) / sum(sizes))
 
 
+def sensitivity_options(fit_spec) -> dict:
+    """The keywords a scene file's [fit] gives both sensitivities (assumed and undetermined nuisance constants):
+    {"refit_steps": assumption_refit_steps, "rule_out": assumption_rule_out}."""
+    return {"refit_steps": fit_spec.assumption_refit_steps, "rule_out": fit_spec.assumption_rule_out}
+
+
 def scene_honesty(scene, report, frames, iou=None) -> dict:
     """After `fit_scene`, at the estimate: the sensitivity of every estimate of `report` to the
     scene's assumed constants (`assumed_constants`, `assumption_sensitivity`), to its nuisance
@@ -198,11 +204,11 @@ def scene_honesty(scene, report, frames, iou=None) -> dict:
     try:
         jac = residual_jacobian(scene.residuals, params)
         stats = frame_statistics(*jac, scene.residual_groups(count=jac[1].size, per_frame=True), frames=frames)
-        steps = scene.spec.fit.assumption_refit_steps
-        sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac, refit_steps=steps)
+        options = sensitivity_options(scene.spec.fit)
+        sens = assumption_sensitivity(scene.residuals, params, assumed, report, jacobian=jac, **options)
         nsens = nuisance_sensitivity(scene.residuals, params, nuisance, report, jacobian=jac,
                                      reasons={u.target: _REASONS[u.tie or u.param] for u in scene.spec.unknowns
-                                              if u.nuisance}, refit_steps=steps)
+                                              if u.nuisance}, **options)
         quality = fit_quality(report, noise_floor=scene_noise_floor(scene, frames), iou=iou,
                               iou_frames=frames if frames < K else None)
         suspect = mark_suspect(report, {u.target: (u.lower, u.upper, u.log) for u in scene.spec.unknowns})

@@ -188,7 +188,10 @@ Sections (see demos/scenes/*.toml for complete examples):
                    than the assumed value; an end whose refitted loss passes the profile
                    intervals' 95 % threshold is ruled out and the interval with assumed
                    constants takes the move at the last value the footage allows, found by
-                   bisection: fitting/sensitivity.py, "Range ends the footage rules out")
+                   bisection: fitting/sensitivity.py, "Range ends the footage rules out"),
+                   assumption_rule_out (default true; false: the interval with assumed
+                   constants takes the moves at the ends of the whole prior ranges, and no
+                   refit judges or bisects an end: for clips whose rollouts are too dear)
 
 Up axis: tigradsim's world is y-up.  A file written with up = "z" is mapped into it by
 one fixed rotation, M = [[1, 0, 0], [0, 0, 1], [0, -1, 0]] ((x, y, z) -> (x, z, -y), a

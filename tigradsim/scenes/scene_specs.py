@@ -192,6 +192,11 @@ class FitSpec:
     # Levenberg-Marquardt iterations past the linearised refit when the report moves each estimate over an assumed
     # (or undetermined nuisance) constant's range (fitting/sensitivity._refit_at_end); 0: linearised only
     assumption_refit_steps: int = 0
+    # judge each range end against the profile intervals' 95 % threshold and take the move at the last value the
+    # footage allows (fitting/sensitivity.py, "Range ends the footage rules out"); false: the whole prior ranges,
+    # for a clip whose rollouts are too dear for the bisections' refits (the ball clip's report: 381-528 CPU s
+    # with it against 40-107 without, benchmarks/RESULTS.md, branch ends44)
+    assumption_rule_out: bool = True
 
     sigma = alias_property("edge_softness")
 

@@ -127,7 +127,7 @@ def _parse_fit(file, data):
                                     "refine_camera", "refine_focal",
                                     "camera_sigma_rotation_deg", "camera_sigma_translation_m",
                                     "camera_prior_variance", "refine", "contact_constants",
-                                    "assumption_refit_steps"))
+                                    "assumption_refit_steps", "assumption_rule_out"))
     f = FitSpec()
     f.iterations = t.integer("iterations", f.iterations, minimum=0)
     f.optimizer = t.string("optimizer", f.optimizer, choices=OPTIMIZERS)
@@ -197,6 +197,7 @@ def _parse_fit(file, data):
     f.refine = t.integer("refine", 0, minimum=0)
     f.contact_constants = t.string("contact_constants", f.contact_constants, choices=CONTACT_CONSTANTS)
     f.assumption_refit_steps = t.integer("assumption_refit_steps", f.assumption_refit_steps, minimum=0)
+    f.assumption_rule_out = t.boolean("assumption_rule_out", f.assumption_rule_out)
     return f
 
 
