@@ -494,13 +494,13 @@ def test_implicit_crossed_edges_rollout_gradient(f64):
     """Edge-edge contact (`box_edges.BoxEdgeContact`, both boxes' w summed) with implicit damping: test_box_edges'
     crossed ridges, both boxes implicit.  Tape against central differences for the pair's constants and the
     boxes' masses, poses and velocities (w depends on the pose through I_world)."""
-    from test_box_edges import EDGE_EPS, EDGE_RTOL, crossed_edges_sim
+    from test_box_edges import EDGE_EPS, crossed_edges_sim
     from touch_tracks import touch_loss
     model, sim = crossed_edges_sim("implicit")
     run, total = touch_loss(sim, 2, 10, seed=3)
     params = model.parameters()
     for name in ("body_pair_kd", "body_pair_kf", "body_pair_mu", "body_mass", "body_q0", "body_qd0"):
         report = tgs.check_gradient(run, total, [params[name]], n_dirs=2, eps=EDGE_EPS.get(name, 1e-7),
-                                    rtol=EDGE_RTOL.get(name, 1e-5))
+                                    rtol=1e-5)
         report.assert_ok()
         assert max(abs(a) for a in report.analytic) > 1e-10, f"{name}: gradient should not vanish here"
