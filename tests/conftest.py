@@ -9,6 +9,12 @@ import tigradsim as tgs
 # key.  A kernel's key hashes its code with the ids of the fields it touches, which count up from
 # the last `tgs.init`: see `_taichi_from_scratch_per_file`.
 os.environ.setdefault("TI_OFFLINE_CACHE_FILE_PATH", os.path.join(os.path.expanduser("~"), ".cache", "tigradsim-ti"))
+# Its size cap: every test file starts from a fresh init, so each compiles its own copies of the
+# kernels it shares with others; the whole suite's kernels measured 0.9 GB (31,000 files), within 15 %
+# of the library's 1 GiB cap, past which Taichi drops the least recently used quarter and the next
+# run compiles them again (a cold run of the suite takes ~3 x a warm one).  Scripts the tests start
+# inherit the variable, so they trim by the same cap: 2 GiB, the largest Taichi 1.7.4 takes (a C int).
+os.environ.setdefault("TI_OFFLINE_CACHE_MAX_SIZE_OF_FILES", str(2 ** 31 - 1))
 
 # TIGRADSIM_ARCH=cuda (or vulkan, metal, gpu, ...) runs the tests on that arch: every
 # `tgs.init(...)` a test makes (the fixtures below and the tests' own calls, whatever arch

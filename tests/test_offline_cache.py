@@ -40,3 +40,18 @@ def test_kernels_reach_the_offline_cache_at_exit(tmp_path):
     assert compiled, logs[0][-2000:]
     assert loaded and all("from cache" in line for line in loaded), "\n".join(loaded) or logs[1][-2000:]
     assert list(cache.glob("*.tic"))
+
+
+@pytest.mark.parametrize("env_value", [None, "123456789"])
+def test_the_cache_size_cap_is_taichis_variable_where_set(monkeypatch, env_value):
+    """The library's cap (1 GiB) unless TI_OFFLINE_CACHE_MAX_SIZE_OF_FILES is set (conftest sets 2 GiB for the
+    suite's own cache): a ti.init keyword would silently override the variable."""
+    import tigradsim as tgs
+    from taichi.lang import impl
+    if env_value is None:
+        monkeypatch.delenv("TI_OFFLINE_CACHE_MAX_SIZE_OF_FILES", raising=False)
+    else:
+        monkeypatch.setenv("TI_OFFLINE_CACHE_MAX_SIZE_OF_FILES", env_value)
+    tgs.init()
+    expected = tgs.runtime.OFFLINE_CACHE_BYTES if env_value is None else int(env_value)
+    assert impl.current_cfg().offline_cache_max_size_of_files == expected
