@@ -15,6 +15,8 @@ corners), BoxEdgeContact (box-box crossed edges)):
                     rollouts' body states step by step: the first step where they part by more than a smooth
                     dependence allows is the jump's step; print which contact terms act on which body there.
 
+`--onsets DUMP.npz` alone: count the corner onsets per contact pair in windows of frames from a --dump.
+
 Points: "grad46" (the stuck point, read to the bit from fall46 seed 0's journal as ramp_descent_check.py does),
 "s0", "s3" (the fall46 seeds' final estimates, every unknown incl. the nuisance contact constants, from their
 estimates.json), "warp" (DIAGNOSIS ONLY, never a fit's input: mu 0.25, ratio 1.2 and the generating engine's own
@@ -70,6 +72,7 @@ def named_point(name):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scene", default=SCENE, help="another scene file of the same clip (e.g. another contact law)")
     ap.add_argument("--substeps", type=int, default=32)
     ap.add_argument("--drop", default="", help="force terms to remove from the step (class names, comma-separated)")
     ap.add_argument("--points", default="grad46")
@@ -90,10 +93,11 @@ def main(argv=None):
     DUMP = args.dump
 
     import tigradsim as tgs
+    from tigradsim.fitting.params import pack, unpack
     from tigradsim.scenes.scene_build import Scene, load_scene_footage
     from tigradsim.scenes.scene_file import load_scene
 
-    spec = load_scene(SCENE)
+    spec = load_scene(args.scene)
     spec = dataclasses.replace(spec, substeps=args.substeps)
     footage = load_scene_footage(spec, None)
     tgs.init(arch="cpu", precision="f64")
@@ -113,17 +117,14 @@ def main(argv=None):
     cpu0 = time.process_time()
     out = dict(substeps=args.substeps, dropped=drop, points={}, scan=None)
 
-    def at_x(x):
-        for p, xi in zip(params, x):
-            p.write(np.full(np.shape(p.value()), p.from_internal(xi)))
-
     def loss_x(x):
-        at_x(x)
+        unpack(params, x)
         return scene.loss_value()
 
     def internal(vals):
-        return np.array([float(np.ravel(p.to_internal(np.full(np.shape(p.value()), vals[n])))[0])
-                         for p, n in zip(params, names)])
+        for p in params:
+            p.write(np.full(np.shape(p.value()), vals[p.name]))
+        return pack(params)
 
     points = [s for s in args.points.split(",") if s]
     overrides = {k: float(v) for k, v in (kv.split("=") for kv in args.set)}
@@ -161,11 +162,10 @@ def main(argv=None):
             out["bisect"] = bisect(scene, params, loss_x, x0, i, ts[k], ts[k + 1], fs[k], fs[k + 1])
     if args.lm:
         from tigradsim.fitting.levenberg_marquardt import least_squares
-        at_x(internal(named_point(points[0])))
+        internal(named_point(points[0]))
         free = [p for p in params if p.name not in args.lm_fix.split(",")]
         hist = least_squares(scene.residuals, free, iters=args.lm, fd_step=args.lm_fd, printer=print)
-        x = np.array([float(np.ravel(p.to_internal(p.value()))[0]) for p in params])
-        f = loss_x(x)
+        f = loss_x(pack(params))
         out["lm"] = dict(values={p.name: float(np.ravel(p.value())[0]) for p in params}, loss=f,
                          fd_step=args.lm_fd, fixed=args.lm_fix)
         print(f"LM end: loss {f:.6e} at " + ", ".join(f"{k}={v:.6g}" for k, v in out["lm"]["values"].items()),
@@ -223,5 +223,40 @@ def bisect(scene, params, loss_x, x0, i, ta, tb, fa, fb, width=1e-9):
                 diff=d.tolist(), state_a=runs[0][max(first - 1, 0)].tolist())
 
 
+def corner_onsets(dump, windows=((0, 12), (12, 16), (16, 20), (20, 24), (24, 30))):
+    """Per window of frames: how many box corners start touching (a corner's depth turns negative) against the
+    ground (y = 0), the ramp plane and the other box, from a --dump of body states.  The boxes' half extents
+    are read from the scene's meshes (user-side geometry)."""
+    from tigradsim.physics.rigid_pose import quat_to_matrix_np
+    from tigradsim.scenes.scene_file import load_scene
+    spec = load_scene(SCENE)
+    half = [np.abs(np.asarray(o.vertices)).max(axis=0) for o in spec.objects.values()]
+    normal = np.asarray(spec.colliders["ramp"].normal, dtype=np.float64)
+    normal = normal / np.linalg.norm(normal)
+    z = np.load(dump)
+    a, dt = z["a"], float(z["dt"])
+    signs = np.array([[x, y, w] for x in (-1, 1) for y in (-1, 1) for w in (-1, 1)], dtype=np.float64)
+
+    def touching(s):
+        row = []
+        for k in (0, 1):
+            R = quat_to_matrix_np(s[k, 3:7])
+            c = s[k, :3] + (signs * half[k]) @ R.T
+            Ro = quat_to_matrix_np(s[1 - k, 3:7])
+            local = (c - s[1 - k, :3]) @ Ro
+            row += [(c[:, 1] < 0).sum(), (c @ normal < 0).sum(), np.all(np.abs(local) < half[1 - k], axis=1).sum()]
+        return row
+
+    acts = np.array([touching(s) for s in a])
+    labels = ["A-ground", "A-ramp", "A corners in B", "B-ground", "B-ramp", "B corners in A"]
+    for f0, f1 in windows:
+        s0, s1 = int(round(f0 / (30 * dt))), min(int(round(f1 / (30 * dt))), len(a) - 1)
+        ons = np.maximum(np.diff(acts[s0:s1 + 1], axis=0), 0).sum(axis=0)
+        print(f"frames {f0}-{f1}: corner onsets " + ", ".join(f"{l} {n}" for l, n in zip(labels, ons)), flush=True)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--onsets":
+        corner_onsets(sys.argv[2])
+        sys.exit()
     main()
