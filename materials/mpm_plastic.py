@@ -12,6 +12,15 @@ with mu, lam from E [Pa], nu, and a return mapping of the trial F = U diag(sigma
       dgamma = |eps_dev| + (3 lam + 2 mu)/(2 mu) tr(eps) alpha, and where dgamma > 0,
       eps -= dgamma eps_dev / |eps_dev|.  `plastic` accumulates the volume change the projection removes
       (sum of log-strain), the history Klar et al.'s hardening would use.
+A fitted friction angle belongs to the grid and the time step it was fitted at: explicit MPM sand's motion at a
+fixed grid moves with the step, and did not settle as the step shrank.  Measured on the PAC-NeRF sand clip (Genesis's
+MPM at grid 32, 1/2400 s, 35 deg; benchmarks/sand_law_check.py, benchmarks/RESULTS.md "The sand clip's -1.6 deg is
+the time step"), the fit's objective at grid 32: at 50 substeps a frame 36.5 deg scores better than 35; the fits end
+at 35.25 deg at Genesis's 100 and at 33.37 at 200; at 400, 31.5 scores better than 33.37 and 35.  Genesis's own law
+(benchmarks/genesis_laws.py: this one plus its volume correction) moves the same way, so footage an MPM made is
+fitted at its maker's step and grid; for other footage the fit's [fit] time_step_bias and grid_bias say how far the
+estimate moves with them.  The volume correction is the smaller difference: at Genesis's step both laws prefer
+35 deg to 33.37.
 Each is an isotropic function of F, G = U diag(g(sigma)) V^T, built by `isotropic3` from its g (the
 g funcs below): exact derivatives also where singular values repeat (F = I at rest; svd3.py says
 how).  Branch-free (select, max): a local stored under a branch costs an AD stack; the yield surface itself

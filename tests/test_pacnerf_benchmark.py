@@ -151,3 +151,31 @@ def test_multi_start_by_default_only_for_fluid_clips_with_three_unknowns(tmp_pat
     one = tomllib.load(open(pacnerf.fit_copy(os.path.join(footage, "bingham", "scene.toml"), str(tmp_path / "one"),
                                              50, None, {"starts": 1, "local_starts": 1}), "rb"))
     assert one["fit"]["starts"] == 1 and one["fit"]["local_starts"] == 1
+
+
+def test_substeps_file_fits_each_clip_at_its_own_files_step(tmp_path, monkeypatch):
+    """`--substeps file`: the benchmark's copy (its [fit] settings, the --resolution) keeps the clip file's own
+    [simulation] step (the sand clip's 100 a frame, the elastic clip's 200); anything but an integer >= 0 or "file"
+    is refused before any fit."""
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def run_fit(scene, out, extra=()):
+        seen[os.path.basename(os.path.dirname(scene))] = tomllib.load(open(scene, "rb"))
+        raise Stop
+
+    monkeypatch.setattr(pacnerf, "run_fit", run_fit)
+    for family in ("sand", "elastic"):
+        with pytest.raises(Stop):
+            pacnerf.main(["--families", family, "--substeps", "file", "--resolution", "32", "--out", str(tmp_path)])
+        clip = tomllib.load(open(os.path.join(pacnerf.FOOTAGE, family, "scene.toml"), "rb"))
+        copy = seen[family]
+        assert copy["simulation"] == clip["simulation"] and copy["mpm_grid"]["resolution"] == 32
+        assert copy["fit"] == {**clip["fit"], **pacnerf.FIT_OVERRIDES, **pacnerf.default_fit_settings(clip)}
+    assert seen["sand"]["simulation"]["substeps"] == 100 and seen["elastic"]["simulation"]["substeps"] == 200
+    for bad in ("files", "-1", "1.5"):
+        with pytest.raises(SystemExit) as exc:
+            pacnerf.main(["--substeps", bad])
+        assert exc.value.code == 2
