@@ -287,6 +287,48 @@ def test_linear_fit_matches_textbook_standard_errors(f64):
     assert quality.misfit and rep["p1"].status == "misfit" and rep["p0"].status == "misfit"
 
 
+def test_the_last_jacobian_is_reused_only_for_the_same_residuals_at_the_same_point(f64):
+    """`residual_jacobian` at the point, bounds and step of its last call, with bitwise the same residuals, costs
+    one rollout and returns the same J (a scene fit's report and its sensitivity both take it at the estimate);
+    a moved point, another model (same point, other residuals), other bounds or step take it anew, and each
+    J is the model's own (the analytic derivative of c a exp(b t) - 1)."""
+    a, b = _scalar(1.5), _scalar(-0.7)
+    t = np.linspace(0.0, 1.0, 9)
+    model = {"c": 1.0, "calls": 0}
+
+    def residuals():
+        model["calls"] += 1
+        return model["c"] * a[None] * np.exp(b[None] * t) - 1.0
+
+    params = [tgs.Param(a, "a", lower=0.1, upper=10.0, log_space=True), tgs.Param(b, "b", lower=-5.0, upper=5.0)]
+
+    def jac(**kw):
+        model["calls"] = 0
+        J, r = tgs.residual_jacobian(residuals, params, **kw)
+        return J, model["calls"]
+
+    def expected():
+        e = model["c"] * np.exp(b[None] * t)
+        return np.stack([e * a[None], a[None] * t * e], 1)              # d/d log a, d/d b
+
+    J1, n1 = jac()
+    assert n1 == 5 and np.allclose(J1, expected(), rtol=1e-5)
+    J2, n2 = jac()
+    assert n2 == 1 and np.array_equal(J2, J1)                           # the same residuals at the same point
+    J2[:] = 0.0
+    assert np.array_equal(jac()[0], J1)                                 # a copy: the caller's edits stay its own
+    model["c"] = 2.0                                                    # another model at the same point
+    J3, n3 = jac()
+    assert n3 == 5 and np.allclose(J3, expected(), rtol=1e-5)
+    a[None] = 1.6                                                       # another point
+    J4, n4 = jac()
+    assert n4 == 5 and np.allclose(J4, expected(), rtol=1e-5)
+    assert jac(fd_step=1e-4)[1] == 5                                    # another step
+    params[1] = tgs.Param(b, "b", lower=-5.0, upper=float(b[None]))     # another bound (one-sided difference)
+    J5, n5 = jac(fd_step=1e-4)
+    assert n5 == 4 and np.allclose(J5, expected(), rtol=1e-3)
+
+
 def test_rigid_box_without_known_force_mass_undetermined_ratios_determined(f64):
     """A box thrown spinning onto the ground, no known force (issue 15's 'box drop'):
     with the contact parameters per unit mass (RatioParam over the mass Param) the
