@@ -92,7 +92,7 @@ from .reserve import SEARCH_NEXT, Reserve, dropped_candidates, replacement_note,
 from .profile import (PROFILE_ITERS, PROFILE_POINTS, AutoProfile, apply_profiles, check_profile_settings, is_auto,
                       profile_intervals, profile_targets)
 from .ties import TIE_CHI2, TIE_RTOL, check_tie_thresholds, loss_tied, tied_with_best
-from .uncertainty import PIXEL_8BIT_VARIANCE, coordinate_names, fit_report
+from .uncertainty import PIXEL_8BIT_VARIANCE, coordinate_names, fit_report, forget_last_jacobian
 from .identification import Identification, Minimum, Run
 
 
@@ -212,6 +212,9 @@ def identify(params: Sequence[Param], forward: Optional[Callable[[], None]] = No
     if bfgs_inverse_hessian is not None:          # its shape and definiteness, before any rollout
         BFGS(params, lr=bfgs_lr, inverse_hessian=bfgs_inverse_hessian)
     profiled = profile_targets(profile, params)          # a bad name fails before any rollout
+    # a fit keeps no Jacobian of an earlier fit: its journal must hold every rollout it needs (a resume in a
+    # fresh process replays them; `residual_jacobian` says why one is kept at all)
+    forget_last_jacobian()
     if profiled:
         check_profile_settings(profile_points, profile_iters, profile_lr, tie_rtol)
     t0 = time.time()

@@ -186,6 +186,12 @@ def residual_jacobian(residuals: Callable[[], np.ndarray], params: Sequence[Para
 _LAST_JACOBIAN = {}     # "entry": (key, r0, J) of the last `residual_jacobian` (its docstring says why)
 
 
+def forget_last_jacobian():
+    """Drop the Jacobian `residual_jacobian` keeps (`tgs.identify` does at its start: a fit's journal then
+    records every rollout of its own, as a resume in a fresh process needs)."""
+    _LAST_JACOBIAN.clear()
+
+
 def json_safe(x):
     """JSON-safe: floats (None for inf / nan), lists, dicts."""
     if isinstance(x, dict):
