@@ -144,7 +144,7 @@ def residual_jacobian(residuals: Callable[[], np.ndarray], params: Sequence[Para
     plasticine fit: ~100 CPU s twice, benchmarks/RESULTS.md, branch prof47b), through different
     callables (identify wraps the scene's).  Residuals equal to the bit at the same point mean the
     same model there (a changed model, frame count or constant gives other residuals, and then the
-    Jacobian is taken anew).
+    Jacobian is taken anew).  Each fit (`tgs.identify`) starts with none kept (`forget_last_jacobian`).
     """
     params = as_params(params)
     x0 = pack(params).astype(np.float64)
