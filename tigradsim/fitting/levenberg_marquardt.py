@@ -11,7 +11,7 @@ from .params import as_params, pack, unpack
 
 def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: int = 10, fd_step: float = 1e-4,
                   damping: float = 1e-3, log_every: int = 1, printer=print, history: Optional["History"] = None,
-                  rtol: float = 1e-14, stop_mse: float = 0.0):
+                  rtol: float = 1e-14, stop_mse: float = 0.0, step_tol: float = 0.01):
     """Levenberg-Marquardt refinement of `params` minimising |residuals()|^2 / 2.
 
     `residuals()` runs the model at the parameters' current values and returns
@@ -36,9 +36,19 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
     stop_mse: stop once that mean squared residual is <= stop_mse (the fit is as
     good as the data allow, e.g. round-off on synthetic targets; 0: only at an
     exact zero).
+    step_tol: stop ("converged") once a kept step moves the estimate by less than
+    step_tol of its own standard deviation: |J dx| <= step_tol * s, s^2 = |r|^2 /
+    (N - n) the residuals' variance, i.e. the step's Mahalanobis length under the
+    Gauss-Newton covariance s^2 (J^T J)^-1.  Why: on a noisy objective the steps
+    near the minimum keep lowering the cost by round-off-sized amounts (rtol 1e-14
+    is not reached), each one costing a Jacobian (2 n rollouts) and rejected
+    trials, for moves no interval can show (the box push clip: iterations 4-8 of
+    10).  A zero-residual problem (s -> 0) is not stopped by it; 0 turns it off.
     """
     if not stop_mse >= 0:
         raise ValueError(f"stop_mse: expected a mean squared residual >= 0, got {stop_mse!r}")
+    if not step_tol >= 0:
+        raise ValueError(f"step_tol: expected a fraction of a standard deviation >= 0, got {step_tol!r}")
     params = as_params(params)
     history = history or History()
     start = time.time()
@@ -81,8 +91,9 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
             cost_new = 0.5 * float(r_new @ r_new)
             if np.isfinite(cost_new) and cost_new < cost:
                 rho = gain_ratio(cost, cost_new, J, r, x_new - x)
+                converged = (cost - cost_new <= rtol * cost
+                             or _within_step_tol(J @ (x_new - x), r_new, x.size, step_tol))
                 x, r, lam = x_new, r_new, _damping_after(lam, rho)
-                converged = cost - cost_new <= rtol * cost
                 cost = cost_new
                 improved = True
                 break
@@ -107,6 +118,16 @@ def gain_ratio(cost, cost_new, J, r, step) -> float:
     if not predicted > 0.0:
         return 0.0
     return (cost - cost_new) / predicted
+
+
+def _within_step_tol(J_step, r_new, n, step_tol) -> bool:
+    """Whether the step's Mahalanobis length |J step| / s is <= step_tol, s^2 = |r_new|^2 / (N - n) (N
+    residuals, n values); False where N <= n or the residuals are all zero (no noise scale)."""
+    dof = r_new.size - n
+    if step_tol <= 0 or dof <= 0:
+        return False
+    s2 = float(r_new @ r_new) / dof
+    return s2 > 0.0 and float(J_step @ J_step) <= step_tol ** 2 * s2
 
 
 def _damping_after(lam, rho) -> float:
