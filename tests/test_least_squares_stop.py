@@ -7,13 +7,14 @@ import taichi as ti
 import tigradsim as tgs
 
 
-def _problem():
-    """r = a exp(-k t) - y on 40 samples, y from a = 2, k = 3 (zero residual at the truth):
-    Gauss-Newton converges quadratically from a 30 % guess."""
+def _problem(samples=40, noise=0.0, seed=0):
+    """r = a exp(-k t) - y on `samples` samples, y from a = 2, k = 3 plus Gaussian noise of sigma `noise`
+    (0: zero residual at the truth, where Gauss-Newton converges quadratically from a 30 % guess).
+    Returns (params, residuals, calls: one entry per residuals() call)."""
     a, k = ti.field(float, shape=()), ti.field(float, shape=())
     a[None], k[None] = 1.4, 3.9
-    t = np.linspace(0.0, 1.0, 40)
-    y = 2.0 * np.exp(-3.0 * t)
+    t = np.linspace(0.0, 1.0, samples)
+    y = 2.0 * np.exp(-3.0 * t) + noise * np.random.default_rng(seed).normal(size=samples)
     calls = []
 
     def residuals():

@@ -8,6 +8,7 @@ import taichi as ti
 
 import tigradsim as tgs
 from tigradsim.fitting.levenberg_marquardt import _damping_after, gain_ratio
+from test_least_squares_stop import _problem
 
 
 def test_gain_ratio_is_one_on_a_linear_residual_and_falls_with_curvature():
@@ -73,39 +74,24 @@ def test_lm_still_converges_on_the_rosenbrock_valley(f64):
     assert h.loss[-1] < 1e-12
 
 
-def _noisy_exponential(seed=0):
-    """r = a exp(-k t) - y on 400 samples, y from a = 2, k = 3 plus noise of sigma 0.01."""
-    a, k = ti.field(float, shape=()), ti.field(float, shape=())
-    a[None], k[None] = 1.4, 3.9
-    t = np.linspace(0.0, 1.0, 400)
-    y = 2.0 * np.exp(-3.0 * t) + 0.01 * np.random.default_rng(seed).normal(size=t.size)
-    calls = []
-
-    def residuals():
-        calls.append(1)
-        return a[None] * np.exp(-k[None] * t) - y
-
-    params = [tgs.Param(a, "a", lower=0.1, upper=10.0, log_space=True),
-              tgs.Param(k, "k", lower=0.1, upper=10.0, log_space=True)]
-    return params, residuals, calls, t, y
-
-
 def test_lm_stops_once_a_step_moves_less_than_step_tol_standard_deviations(f64):
-    """A noisy objective: the run stopped by step_tol ends within 1 % of a standard deviation of the one run
+    """A noisy objective (the exponential of test_least_squares_stop, 400 samples, sigma 0.01): the run stopped by step_tol ends within 1 % of a standard deviation of the one run
     to round-off (step_tol 0), with fewer residual evaluations."""
-    params, residuals, calls, t, y = _noisy_exponential()
+    params, residuals, calls = _problem(samples=400, noise=0.01)
     lines = []
     tgs.least_squares(residuals, params, iters=40, printer=lines.append)
     short = np.array([p.value() for p in params]).ravel()
     short_calls = len(calls)
     assert any("stopped: converged" in s for s in lines)
 
-    params, residuals, calls, t, y = _noisy_exponential()
+    params, residuals, calls = _problem(samples=400, noise=0.01)
     tgs.least_squares(residuals, params, iters=40, step_tol=0.0, log_every=0)
     full = np.array([p.value() for p in params]).ravel()
     assert short_calls < len(calls)
     # the Gauss-Newton standard deviations at the end (the model is linear enough here)
     a, k = full
+    t = np.linspace(0.0, 1.0, 400)
+    y = 2.0 * np.exp(-3.0 * t) + 0.01 * np.random.default_rng(0).normal(size=t.size)
     J = np.stack([np.exp(-k * t), -a * t * np.exp(-k * t)], axis=1)
     r = a * np.exp(-k * t) - y
     cov = (r @ r) / (t.size - 2) * np.linalg.inv(J.T @ J)
@@ -113,7 +99,7 @@ def test_lm_stops_once_a_step_moves_less_than_step_tol_standard_deviations(f64):
 
 
 def test_step_tol_rejects_a_negative_or_nan_value(f64):
-    params, residuals, calls, _, _ = _noisy_exponential()
+    params, residuals, calls = _problem(samples=400, noise=0.01)
     for bad in (-0.1, float("nan")):
         with pytest.raises(ValueError, match=r"step_tol: expected a fraction of a standard deviation >= 0, got"):
             tgs.least_squares(residuals, params, step_tol=bad, log_every=0)
