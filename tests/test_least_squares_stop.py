@@ -7,14 +7,19 @@ import taichi as ti
 import tigradsim as tgs
 
 
+def _samples(samples=40, noise=0.0, seed=0):
+    """(t, y): `samples` times in [0, 1] and y = 2 exp(-3 t) plus Gaussian noise of sigma `noise`."""
+    t = np.linspace(0.0, 1.0, samples)
+    return t, 2.0 * np.exp(-3.0 * t) + noise * np.random.default_rng(seed).normal(size=samples)
+
+
 def _problem(samples=40, noise=0.0, seed=0):
-    """r = a exp(-k t) - y on `samples` samples, y from a = 2, k = 3 plus Gaussian noise of sigma `noise`
-    (0: zero residual at the truth, where Gauss-Newton converges quadratically from a 30 % guess).
+    """r = a exp(-k t) - y on `_samples(samples, noise, seed)` (noise 0: zero residual at the truth a = 2,
+    k = 3, where Gauss-Newton converges quadratically from a 30 % guess).
     Returns (params, residuals, calls: one entry per residuals() call)."""
     a, k = ti.field(float, shape=()), ti.field(float, shape=())
     a[None], k[None] = 1.4, 3.9
-    t = np.linspace(0.0, 1.0, samples)
-    y = 2.0 * np.exp(-3.0 * t) + noise * np.random.default_rng(seed).normal(size=samples)
+    t, y = _samples(samples, noise, seed)
     calls = []
 
     def residuals():

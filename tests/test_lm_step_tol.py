@@ -5,7 +5,7 @@ import pytest
 import taichi as ti
 
 import tigradsim as tgs
-from test_least_squares_stop import _problem
+from test_least_squares_stop import _problem, _samples
 
 
 def test_lm_still_converges_on_the_rosenbrock_valley(f64):
@@ -21,8 +21,9 @@ def test_lm_still_converges_on_the_rosenbrock_valley(f64):
 
 
 def test_lm_stops_once_a_step_moves_less_than_step_tol_standard_deviations(f64):
-    """A noisy objective (the exponential of test_least_squares_stop, 400 samples, sigma 0.01): the run stopped by step_tol ends within 1 % of a standard deviation of the one run
-    to round-off (step_tol 0), with fewer residual evaluations."""
+    """A noisy objective (the exponential of test_least_squares_stop, 400 samples, sigma 0.01): the run
+    stopped by step_tol ends within 1 % of a standard deviation of the one run to round-off (step_tol 0),
+    with fewer residual evaluations."""
     params, residuals, calls = _problem(samples=400, noise=0.01)
     lines = []
     tgs.least_squares(residuals, params, iters=40, printer=lines.append)
@@ -36,8 +37,7 @@ def test_lm_stops_once_a_step_moves_less_than_step_tol_standard_deviations(f64):
     assert short_calls < len(calls)
     # the Gauss-Newton standard deviations at the end (the model is linear enough here)
     a, k = full
-    t = np.linspace(0.0, 1.0, 400)
-    y = 2.0 * np.exp(-3.0 * t) + 0.01 * np.random.default_rng(0).normal(size=t.size)
+    t, y = _samples(400, 0.01)
     J = np.stack([np.exp(-k * t), -a * t * np.exp(-k * t)], axis=1)
     r = a * np.exp(-k * t) - y
     cov = (r @ r) / (t.size - 2) * np.linalg.inv(J.T @ J)

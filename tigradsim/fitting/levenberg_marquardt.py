@@ -22,15 +22,16 @@ def least_squares(residuals: Callable[[], np.ndarray], params: Sequence, iters: 
     polishing a handful of parameters near the minimum of a fit, where
     Gauss-Newton converges much faster than gradient descent (quadratically
     on zero-residual problems).  A step is kept only if it lowers the cost
-    (the damping then falls by 3; else it grows by 4).  Nielsen's gain-ratio
-    rule (damping x max(1/3, 1 - (2 rho - 1)^3)) was measured against this one
-    on 17 fits and not kept: its steps were no shorter along the flat directions
-    that carry weakly determined values to their bounds, and within a fit's few
-    LM iterations its higher damping ended at higher losses (benchmarks/
-    RESULTS.md, "Levenberg-Marquardt: Nielsen's damping rule").  Records the
-    cost (|r|^2 / 2) and parameter
-    values in `history` every iteration (the cost as the mean squared residual
-    |r|^2 / len(r), the scale of an MSE loss); returns the History.
+    (the damping then falls by 3; else it grows by 4).  Records the cost
+    (|r|^2 / 2) and parameter values in `history` every iteration (the cost as
+    the mean squared residual |r|^2 / len(r), the scale of an MSE loss);
+    returns the History.
+    Why not Nielsen's gain-ratio rule (damping x max(1/3, 1 - (2 rho - 1)^3)):
+    measured against this one on 17 fits and not kept; its steps were no
+    shorter along the flat directions that carry weakly determined values to
+    their bounds, and within a fit's few LM iterations its higher damping ended
+    at higher losses (benchmarks/RESULTS.md, "Levenberg-Marquardt: Nielsen's
+    damping rule").
     stop_mse: stop once that mean squared residual is <= stop_mse (the fit is as
     good as the data allow, e.g. round-off on synthetic targets; 0: only at an
     exact zero).
