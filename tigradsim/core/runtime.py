@@ -64,7 +64,11 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
             CPUs this process may use: Taichi's default, or `taskset` for one process among several),
             else leave them; False (default): leave them.  `pinned_threads()` tells what
             was done and why.  Results are the same bits either way.
-        kwargs: passed on to `ti.init` (they override the defaults above).
+        kwargs: passed on to `ti.init` (they override the defaults above).  One that matters for
+            contact scenes: `advanced_optimization=False` (or the environment variable
+            TI_ADVANCED_OPTIMIZATION=0) skips Taichi's own IR passes and leaves optimising to LLVM:
+            the reverse step of a box resting on a box compiled in 26 s instead of 186 s, and
+            benchmarks/compile_time.py times both side by side (the test suite runs that way).
     Calling `init` again resets Taichi: fields created before are gone.
     """
     if arch not in _ARCHS:

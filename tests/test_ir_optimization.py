@@ -1,0 +1,68 @@
+"""The library's default compilation (Taichi's own IR optimisation passes on) for each kind of step.
+
+The suite runs with those passes off (tests/conftest.py sets TI_ADVANCED_OPTIMIZATION=0: a cold run
+spent minutes per contact test in them).  Here, per kind of step (springs with ground contact, FEM,
+cloth, a rigid body with ground contact), the same small scene is compiled both ways: with the passes on
+the Tape gradient of every parameter matches central differences along random directions (float64),
+and the gradients of the two compilations agree to round-off.
+"""
+import numpy as np
+import pytest
+
+import tigradsim as tgs
+import test_cloth
+import test_core
+import test_fem
+from test_rigid_grad import _scene as rigid_scene
+
+
+def _particles():
+    """test_core's spring block bouncing on the ground: its parameters and its contact constants."""
+    sim, run, loss = test_core.rollout_loss(test_core.small_scene())
+    return sim.model, run, loss, test_core.PARTICLE_PARAMS + test_core.CONTACT_PARAMS, 1e-5
+
+
+def _fem():
+    """test_fem's block thrown at the ground (neo-Hookean): Lame parameters and damping, mass, initial state."""
+    model, _ = test_fem.block_scene()
+    sim, run, loss = test_fem.rollout_loss(model)
+    return model, run, loss, ["tet_params", "particle_mass", "particle_q0", "particle_qd0"], 1e-5
+
+
+def _cloth():
+    """test_cloth's flat cloth falling in the air: membrane, bending, drag and lift, masses and initial state."""
+    model, _ = test_cloth.grad_scene("flat")
+    sim, run, loss = test_cloth.rollout(model)
+    return model, run, loss, test_cloth.CLOTH_PARAMS, 1e-5
+
+
+def _rigid():
+    """test_rigid_grad's box bouncing and sliding on the ground: mass, inertia, contact constants, initial state."""
+    model, sim, run, total, controls = rigid_scene()
+    return model, run, total, ["body_mass", "body_inertia", "body_ke", "body_kd", "body_kf", "body_mu", "body_q0",
+                               "body_qd0"], 1e-6
+
+
+SCENES = {"particles": _particles, "fem": _fem, "cloth": _cloth, "rigid": _rigid}
+
+
+def _gradients(kind, optimized):
+    tgs.init(arch="cpu", precision="f64", advanced_optimization=optimized)
+    model, run, loss, names, eps = SCENES[kind]()
+    params = {name: getattr(model, name) for name in names}
+    with tgs.tape(loss):
+        run()
+    return run, loss, params, eps, {name: p.grad.to_numpy().copy() for name, p in params.items()}
+
+
+@pytest.mark.parametrize("kind", sorted(SCENES))
+def test_default_compilation_gradients_match_finite_differences_and_the_suites(kind):
+    run, loss, params, eps, grads = _gradients(kind, optimized=True)
+    for name, param in params.items():         # one at a time, as the scene's own test file checks them
+        assert np.abs(grads[name]).max() > 1e-10, f"{kind}: {name}: zero gradient"
+        report = tgs.check_gradient(run, loss, [param], n_dirs=1, eps=eps, rtol=1e-5)
+        assert report.ok, f"{kind}: {name}, Taichi's passes on:\n{report}"
+    *_, suite_grads = _gradients(kind, optimized=False)
+    for name, g in grads.items():
+        np.testing.assert_allclose(suite_grads[name], g, rtol=1e-8, atol=1e-12 * max(1.0, np.abs(g).max()),
+                                   err_msg=f"{kind}: {name}, passes off vs on")
