@@ -15,14 +15,6 @@ os.environ.setdefault("TI_OFFLINE_CACHE_FILE_PATH", os.path.join(os.path.expandu
 # run compiles them again (a cold run of the suite takes ~3 x a warm one).  Scripts the tests start
 # inherit the variable, so they trim by the same cap: 2 GiB, the largest Taichi 1.7.4 takes (a C int).
 os.environ.setdefault("TI_OFFLINE_CACHE_MAX_SIZE_OF_FILES", str(2 ** 31 - 1))
-# Taichi's own IR optimisation passes off (`advanced_optimization`; LLVM still optimises): a clean run
-# compiles every kernel, and the reverse kernels of the contact scenes spent minutes in those passes
-# (store forwarding replaces each use by walking the whole kernel): test_implicit_box_on_box_rollout_gradient
-# 307 s from an empty cache, the reverse step of its scene 186 -> 26 s without them (measured
-# 2026-12-07, benchmarks/RESULTS.md "Compile time").  The gradient tests check the Tape against finite
-# differences in whatever the kernels compile to; tests/test_ir_optimization.py runs the library's
-# default (Taichi's passes on) for each kind of step.  Scripts the tests start inherit it.
-os.environ.setdefault("TI_ADVANCED_OPTIMIZATION", "0")
 
 # TIGRADSIM_ARCH=cuda (or vulkan, metal, gpu, ...) runs the tests on that arch: every
 # `tgs.init(...)` a test makes (the fixtures below and the tests' own calls, whatever arch

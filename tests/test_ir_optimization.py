@@ -1,7 +1,5 @@
-"""The library's default compilation (Taichi's own IR optimisation passes on) for each kind of step.
-
-The suite runs with those passes off (tests/conftest.py sets TI_ADVANCED_OPTIMIZATION=0: a cold run
-spent minutes per contact test in them).  Here, per kind of step (springs with ground contact, FEM,
+"""Taichi's own IR optimisation passes on (the library's default) and off (`tgs.init(advanced_optimization=False)`,
+which compiles contact scenes several times faster: benchmarks/compile_time.py).  Per kind of step (springs with ground contact, FEM,
 cloth, a rigid body with ground contact), the same small scene is compiled both ways: with the passes on
 the Tape gradient of every parameter matches central differences along random directions (float64),
 and the gradients of the two compilations agree to round-off.
