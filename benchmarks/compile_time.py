@@ -28,18 +28,11 @@ def child(steps, fuse, optimized):
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     import taichi as ti
     import tigradsim as tgs
-    from tigradsim import meshes
+    from test_rigid_implicit_damping import _box_on_box_implicit
     from touch_tracks import touch_loss
     tgs.init(arch="cpu", precision="f64", advanced_optimization=optimized)
     t0 = time.perf_counter()
-    b = tgs.SceneBuilder()
-    b.add_ground(ke=2e4, kd=15.0, kf=50.0, mu=0.6, damping_integration="implicit")
-    v, f = meshes.box_surface((0.5, 0.2, 0.5))
-    b.add_rigid_body(v, f, mass=4.0, position=(0.0, 0.0994, 0.0), velocity=(0.05, -0.02, 0.0))
-    v, f = meshes.box_surface((0.2, 0.2, 0.2))
-    b.add_rigid_body(v, f, mass=1.0, position=(0.0, 0.2992, 0.0), velocity=(0.4, -0.06, 0.1),
-                     angular_velocity=(0.0, 1.5, 0.0), ke=8e3, kd=40.0, kf=60.0, mu=0.3)
-    model = b.finalize()
+    model, _ = _box_on_box_implicit(steps)
     sim = tgs.Simulator(model, dt=1e-3, steps=steps, fuse_steps=None if fuse == "fused" else False)
     run, total = touch_loss(sim, 2, 15, seed=1)
     t1 = time.perf_counter()
