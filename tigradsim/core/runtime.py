@@ -67,8 +67,9 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
         kwargs: passed on to `ti.init` (they override the defaults above).  One that matters for
             contact scenes: `advanced_optimization=False` (or the environment variable
             TI_ADVANCED_OPTIMIZATION=0) skips Taichi's own IR passes and leaves optimising to LLVM:
-            the reverse step of a box resting on a box compiled in 26 s instead of 186 s, and
-            benchmarks/compile_time.py times both side by side.
+            the reverse step of a box resting on a box compiled in 26 s instead of 186 s, but the
+            reverse kernels then use AD stacks (tests/test_no_ad_stacks.py fails) and a step's run time
+            moved by up to 2x either way; benchmarks/compile_time.py times both side by side.
     Calling `init` again resets Taichi: fields created before are gone.
     """
     if arch not in _ARCHS:
