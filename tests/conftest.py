@@ -54,6 +54,23 @@ def f64():
 
 
 @pytest.fixture
+def f64_without_ir_passes():
+    """Taichi reset to float64 on the CPU with Taichi's own IR passes off (`advanced_optimization=False`;
+    LLVM still optimises): for the rollout gradient tests of large contact steps (bodies on bodies, edge on
+    edge, implicit damping).
+
+    Why: Taichi's store forwarding is quadratic in a kernel's size, and the reverse of such a step took
+    3-5 minutes to compile with the passes on (box on box with implicit damping: 307 s from an empty
+    cache, 290 s of it that one kernel; CI compiles every kernel from scratch) and ~30 s without.  These
+    tests check our derivatives, which the passes must not change: tests/test_ir_optimization.py
+    compares the two compilations' gradients (rtol 1e-8) on small scenes of every kind, and
+    test_body_contact's box-on-box rollout gradients keep the library's default compilation of a
+    full body-body step (corners, crossed edges, the ground)."""
+    tgs.init(arch="cpu", precision="f64", advanced_optimization=False)
+    yield
+
+
+@pytest.fixture
 def f32():
     tgs.init(arch="cpu", precision="f32")
     yield

@@ -176,7 +176,7 @@ def test_stated_pair_constants_are_written_and_ground_leaves_them():
 
 
 @pytest.mark.slow
-def test_bodies_unknowns_gradient_through_a_box_on_box_rollout(tmp_path, f64):
+def test_bodies_unknowns_gradient_through_a_box_on_box_rollout(tmp_path, f64_without_ir_passes):
     """The scene path end to end (f64): a box dropped, sliding, onto a box resting on the ground, with
     "bodies.ke", "bodies.kd", "bodies.mu" as [unknowns] and [bodies] kf known; the Tape gradient of a loss on
     both boxes' positions with respect to each matches central differences, and the contact happens (the

@@ -251,7 +251,7 @@ def _param_scene(tmp_path, objects, unknowns):
 
 
 @pytest.mark.slow
-def test_unknown_params_chain_rule(tmp_path, f64):
+def test_unknown_params_chain_rule(tmp_path, f64_without_ir_passes):
     """The scene's unknowns as library Params: a body's mass and kd (entries of per-body fields),
     ground.mu (shared by the ground and the bodies without their own mu), and a stiffness per
     unit mass tied to a fitted mass: written where they belong, gradients match central
