@@ -63,9 +63,10 @@ def f64_without_ir_passes():
     3-5 minutes to compile with the passes on (box on box with implicit damping: 307 s from an empty
     cache, 290 s of it that one kernel; CI compiles every kernel from scratch) and ~30 s without.  These
     tests check our derivatives, which the passes must not change: tests/test_ir_optimization.py
-    compares the two compilations' gradients (rtol 1e-8) on small scenes of every kind, and
-    test_body_contact's box-on-box rollout gradients keep the library's default compilation of a
-    full body-body step (corners, crossed edges, the ground)."""
+    compares the two compilations' gradients (rtol 1e-8) on small scenes (springs, FEM, cloth, a box on
+    the ground), and test_body_contact's and test_box_edges' rollout gradients keep the library's
+    default compilation of full body-body steps (corners, crossed edges, the ground), each against
+    central differences."""
     tgs.init(arch="cpu", precision="f64", advanced_optimization=False)
     yield
 
