@@ -56,19 +56,23 @@ def f64():
 @pytest.fixture
 def f64_without_ir_passes():
     """Taichi reset to float64 on the CPU with Taichi's own IR passes off (`advanced_optimization=False`;
-    LLVM still optimises): for the rollout gradient tests of large contact steps (bodies on bodies, edge on
-    edge, implicit damping).
+    LLVM still optimises), and back to the settings before it after the test: for the rollout gradient
+    tests of large steps (bodies on bodies, edge on edge, implicit damping, MPM's return mappings and
+    boundaries).
 
     Why: Taichi's store forwarding is quadratic in a kernel's size, and the reverse of such a step took
     3-5 minutes to compile with the passes on (box on box with implicit damping: 307 s from an empty
-    cache, 290 s of it that one kernel; CI compiles every kernel from scratch) and ~30 s without.  These
+    cache, 290 s of it that one kernel) and ~30 s without.  From an empty cache the suite took 113 min
+    on two cores (2026-12-08), 15 tests of this kind 4,000 s of its 13,400 test-seconds.  These
     tests check our derivatives, which the passes must not change: tests/test_ir_optimization.py
     compares the two compilations' gradients (rtol 1e-8) on small scenes (springs, FEM, cloth, a box on
     the ground), and test_body_contact's and test_box_edges' rollout gradients keep the library's
-    default compilation of full body-body steps (corners, crossed edges, the ground), each against
-    central differences."""
+    default compilation of full body-body steps (corners, crossed edges, the ground), and
+    test_mpm_grad's of MPM's steps, each against central differences."""
+    before = tgs.runtime.init_settings()
     tgs.init(arch="cpu", precision="f64", advanced_optimization=False)
     yield
+    tgs.init(**before) if before else tgs.init()
 
 
 @pytest.fixture

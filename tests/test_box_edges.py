@@ -104,7 +104,7 @@ def crossed_edges_sim(damping_integration=None, **sim_kwargs):
 @pytest.mark.slow
 @pytest.mark.parametrize("sim_kwargs", [dict(fuse_steps=False, checkpoint_every=15), dict(broad_phase="flat")],
                          ids=["grid-checkpointed", "flat"])
-def test_crossed_edges_gradients_other_paths(f64, sim_kwargs):
+def test_crossed_edges_gradients_other_paths(f64_without_ir_passes, sim_kwargs):
     """The fixture's rollout (the grid, fused) with one launch per step and checkpointed segments (each step's
     box pairs rebuilt from the stored state in the backward pass), and with the flat list of box pairs."""
     model, sim = crossed_edges_sim(**sim_kwargs)

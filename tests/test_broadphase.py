@@ -161,7 +161,7 @@ def _box_box_particles(**sim_kwargs):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sim_kwargs", [{}, dict(fuse_steps=False, checkpoint_every=20)], ids=["fused", "checkpointed"])
-def test_gradients_through_the_grid(f64, sim_kwargs):
+def test_gradients_through_the_grid(f64_without_ir_passes, sim_kwargs):
     model, sim = _box_box_particles(**sim_kwargs)
     assert all(t.broad is not None for t in sim.force_terms if hasattr(t, "broad"))
     run, total = touch_loss(sim, 2, 10, seed=3, particles=True)

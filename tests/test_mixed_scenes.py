@@ -74,7 +74,7 @@ def test_mixed_scene_parses_and_the_ramp_takes_the_ground_nuisance(tmp_path):
 
 
 @pytest.mark.slow
-def test_mixed_scene_renders_and_ground_tie_moves_the_collider(tmp_path, f64):
+def test_mixed_scene_renders_and_ground_tie_moves_the_collider(tmp_path, f64_without_ir_passes):
     """A box on a ramp collider beside a soft cube: the Scene renders rigid and particle vertices together;
     the "ground.mu" nuisance Param writes the ground's, the box's and the ramp's mu, and its gradient (through
     the box's friction on the ramp) matches central differences; "assume" mode's writer does the same."""

@@ -174,8 +174,8 @@ def _gradcheck(model, fields, steps, dt=2e-3, body=False, rtol=1e-5):
         assert max(abs(a) for a in report.analytic) > 1e-6, (field, report)
 
 
-@pytest.mark.slow        # ~70 s cold on the loaded 2-core VM: the reverse of five unrolled shapes compiles
-def test_collider_pose_size_friction_gradients():
+@pytest.mark.slow        # 158 s from an empty cache in the suite with Taichi's IR passes, 25 s without
+def test_collider_pose_size_friction_gradients(f64_without_ir_passes):
     """d(loss)/d(collider pose, size, mu) through the grid boundary of five shapes in all three modes."""
     b = tgs.SceneBuilder(gravity=(0, -9.8, 0))
     b.add_mpm_grid(lower=(0, 0, 0), upper=(1, 1, 1), resolution=8, mu=0.3)
@@ -186,8 +186,8 @@ def test_collider_pose_size_friction_gradients():
     _gradcheck(model, [model.collider_pose, model.collider_size, model.collider_mu, model.mpm_x0], steps=6)
 
 
-@pytest.mark.slow        # ~60 s cold (compiling the reverse kernels), a second once cached
-def test_rigid_coupling_gradients():
+@pytest.mark.slow        # 119 s from an empty cache in the suite with Taichi's IR passes, 21 s without
+def test_rigid_coupling_gradients(f64_without_ir_passes):
     """d(loss)/d(body pose, velocity, mass, friction, shape size; the matter's start) through the two-way
     coupling (the loss reads the body's final pose and velocity too)."""
     model, _ = _coupled_scene(E=2e3, resolution=8, ppc=1, body_velocity=(0.1, 2.0, 0.0), offset=0.05,
