@@ -64,3 +64,25 @@ def test_default_compilation_gradients_match_finite_differences_and_the_suites(k
     for name, g in grads.items():
         np.testing.assert_allclose(suite_grads[name], g, rtol=1e-8, atol=1e-12 * max(1.0, np.abs(g).max()),
                                    err_msg=f"{kind}: {name}, passes off vs on")
+
+
+def test_cloth_goes_one_element_at_a_time_without_the_passes(monkeypatch):
+    """A cloth's membrane and bending in lanes (LANES elements at a time, with their own reverse: `exec.lanes`) need
+    Taichi's IR passes: compiled without them, test_cloth's lanes scenes stopped with a non-finite adjoint at the
+    first step (GradientError; 2026-12-08).  So without the passes a cloth goes one element at a time, and its
+    gradients equal those of the lanes compiled with the passes."""
+    from tigradsim.physics import cloth
+    monkeypatch.setattr(cloth, "CLOTH_LANES_MIN_TRIANGLES", 0)         # this small cloth in lanes, where it can
+    grads = {}
+    for optimized in (True, False):
+        tgs.init(arch="cpu", precision="f64", advanced_optimization=optimized)
+        model, run, loss, names, _ = _cloth()
+        in_lanes = [t for t in model.force_terms if getattr(t, "in_lanes", False)]
+        assert bool(in_lanes) == optimized, f"passes {'on' if optimized else 'off'}: {len(in_lanes)} terms in lanes"
+        with tgs.tape(loss):
+            run()
+        grads[optimized] = {name: getattr(model, name).grad.to_numpy().copy() for name in names}
+    for name, g in grads[True].items():
+        assert np.abs(g).max() > 1e-10, f"{name}: zero gradient"
+        np.testing.assert_allclose(grads[False][name], g, rtol=1e-8, atol=1e-12 * max(1.0, np.abs(g).max()),
+                                   err_msg=f"{name}: one element at a time without the passes vs lanes with them")

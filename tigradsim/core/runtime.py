@@ -69,7 +69,8 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
             TI_ADVANCED_OPTIMIZATION=0) skips Taichi's own IR passes and leaves optimising to LLVM:
             the reverse step of a box resting on a box compiled in 26 s instead of 186 s, but the
             reverse kernels then use AD stacks (tests/test_no_ad_stacks.py fails) and a step's run time
-            moved by up to 2x either way; benchmarks/compile_time.py times both side by side.
+            moved by up to 2x either way; benchmarks/compile_time.py times both side by side.  A cloth
+            then runs one element at a time, never in lanes (`ir_passes`, `physics.cloth`).
     Calling `init` again resets Taichi: fields created before are gone.
     """
     if arch not in _ARCHS:
@@ -121,6 +122,11 @@ def init(arch: str = "cpu", precision: str = "f32", debug: bool = False, seed: i
                   deterministic=bool(deterministic))
     _state["init_kwargs"] = dict(arch=arch, precision=precision, debug=debug, seed=seed, deterministic=deterministic,
                                  pin_threads=pin_threads, **kwargs)
+
+
+def ir_passes() -> bool:
+    """Whether Taichi compiles with its own IR passes (`init(advanced_optimization=...)`, default True)."""
+    return bool(impl.current_cfg().advanced_optimization)
 
 
 def init_settings() -> dict:

@@ -74,7 +74,7 @@ from taichi.lang import impl
 from ..core.errors import as_array, check_positive
 from ..core.model import StepTerm, has_grad
 from ..core.registry import MaterialNotFoundError, get_material, list_materials
-from ..core.runtime import scatter_mode
+from ..core.runtime import ir_passes, scatter_mode
 from ..exec.lane_ports import LaneGroupPorts, virtual_work_field
 from ..exec.lanes import LANES
 from ..exec.loops import element_path, make_ports, wrap_terms
@@ -426,7 +426,9 @@ class Cloths:
         ports = make_ports(path, model, tris, [(model.cloth_params, model.cloth_param_row.to_numpy())]
                            + [(getattr(model, f"cloth_{k}"), model.cloth_aero_row.to_numpy())
                               for k in ("drag", "lift", "wind")], [(g.start, g.end) for g in groups])
-        in_lanes = path == "serial" and len(tris) >= CLOTH_LANES_MIN_TRIANGLES
+        # the lanes' reverse needs Taichi's IR passes: compiled without them (`init(advanced_optimization=False)`)
+        # its adjoint became non-finite at the first step (GradientError; tests/test_ir_optimization.py)
+        in_lanes = path == "serial" and len(tris) >= CLOTH_LANES_MIN_TRIANGLES and ir_passes()
         width = forward_lanes(len(tris))
         # the membrane's reverse in lanes runs on threads unless one of its parameter tables has a gradient
         threads = reverse_threads(model, [model.cloth_params] + [getattr(model, f"cloth_{k}") for k in ("drag", "lift", "wind")])
