@@ -63,7 +63,8 @@ def f64_without_ir_passes():
     Why: Taichi's store forwarding is quadratic in a kernel's size, and the reverse of such a step took
     3-5 minutes to compile with the passes on (box on box with implicit damping: 307 s from an empty
     cache, 290 s of it that one kernel) and ~30 s without.  From an empty cache the suite took 113 min
-    on two cores (2026-12-08), 15 tests of this kind 4,000 s of its 13,400 test-seconds.  These
+    on two cores (2026-12-08); the fifteen tests that take this fixture, 3,733 test-seconds with the
+    passes and 632 without (benchmarks/RESULTS.md, "Compile time").  These
     tests check our derivatives, which the passes must not change: tests/test_ir_optimization.py
     compares the two compilations' gradients (rtol 1e-8) on small scenes (springs, FEM, cloth, a box on
     the ground), and test_body_contact's and test_box_edges' rollout gradients keep the library's
