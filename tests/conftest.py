@@ -73,7 +73,7 @@ def f64_without_ir_passes():
     before = tgs.runtime.init_settings()
     tgs.init(arch="cpu", precision="f64", advanced_optimization=False)
     yield
-    tgs.init(**before) if before else tgs.init()
+    tgs.init(**before)                 # {} before any init: the defaults
 
 
 @pytest.fixture

@@ -50,12 +50,12 @@ def _gradients(kind, optimized):
     params = {name: getattr(model, name) for name in names}
     with tgs.tape(loss):
         run()
-    return run, loss, params, eps, {name: p.grad.to_numpy().copy() for name, p in params.items()}
+    return model, run, loss, params, eps, {name: p.grad.to_numpy().copy() for name, p in params.items()}
 
 
 @pytest.mark.parametrize("kind", sorted(SCENES))
 def test_default_compilation_gradients_match_finite_differences_and_the_suites(kind):
-    run, loss, params, eps, grads = _gradients(kind, optimized=True)
+    _, run, loss, params, eps, grads = _gradients(kind, optimized=True)
     for name, param in params.items():         # one at a time, as the scene's own test file checks them
         assert np.abs(grads[name]).max() > 1e-10, f"{kind}: {name}: zero gradient"
         report = tgs.check_gradient(run, loss, [param], n_dirs=1, eps=eps, rtol=1e-5)
@@ -75,13 +75,9 @@ def test_cloth_goes_one_element_at_a_time_without_the_passes(monkeypatch):
     monkeypatch.setattr(cloth, "CLOTH_LANES_MIN_TRIANGLES", 0)         # this small cloth in lanes, where it can
     grads = {}
     for optimized in (True, False):
-        tgs.init(arch="cpu", precision="f64", advanced_optimization=optimized)
-        model, run, loss, names, _ = _cloth()
+        model, *_, grads[optimized] = _gradients("cloth", optimized)
         in_lanes = [t for t in model.force_terms if getattr(t, "in_lanes", False)]
         assert bool(in_lanes) == optimized, f"passes {'on' if optimized else 'off'}: {len(in_lanes)} terms in lanes"
-        with tgs.tape(loss):
-            run()
-        grads[optimized] = {name: getattr(model, name).grad.to_numpy().copy() for name in names}
     for name, g in grads[True].items():
         assert np.abs(g).max() > 1e-10, f"{name}: zero gradient"
         np.testing.assert_allclose(grads[False][name], g, rtol=1e-8, atol=1e-12 * max(1.0, np.abs(g).max()),
